@@ -1,0 +1,122 @@
+"""The solver contract: `Budget` in, `Recorder` alongside, `Fit` out.
+
+A driver ``fit_<name>(problem, *, budget, recorder, warm_start, **params) -> Fit`` owns its loop
+and calls the recorder at log-spaced iterations. The recorder owns the solver's clock: the time
+spent computing a trace point (a full primal objective, say) is excluded from the solver's
+seconds, so traces and fit times measure the optimiser alone.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+STATUSES = ("converged", "max_iter", "timeout", "diverged", "stalled")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a solver may run: iterations (the solver's own unit: passes, epochs, Newton
+    steps, pairs), a tolerance on its own stopping quantity, and wall seconds."""
+
+    max_iter: int | None = None
+    tol: float = 1e-4
+    time_limit_s: float | None = None
+
+    def __post_init__(self):
+        if self.max_iter is not None and (int(self.max_iter) != self.max_iter or self.max_iter < 1):
+            raise ValueError(f"max_iter={self.max_iter!r} must be an integer >= 1 or None")
+        if not (self.tol > 0 and math.isfinite(self.tol)):
+            raise ValueError(f"tol={self.tol!r} must be a finite number > 0")
+        if self.time_limit_s is not None and not self.time_limit_s > 0:
+            raise ValueError(f"time_limit_s={self.time_limit_s!r} must be > 0 or None")
+
+    def iterations(self, default: int) -> int:
+        return int(self.max_iter) if self.max_iter is not None else int(default)
+
+
+@dataclass
+class Fit:
+    """What a solver returns.
+
+    A linear model has ``w`` (n_features,) and ``b``; a dual model has ``alpha`` (n_samples,),
+    from which ``support`` (indices with alpha_i > 0) and ``dual_coef`` (alpha_i y_i on the
+    support) follow, and ``b``. Certificates are NaN where the solver has none.
+    """
+
+    b: float
+    status: str
+    n_iter: int
+    primal: float
+    w: np.ndarray | None = None
+    alpha: np.ndarray | None = None
+    dual: float = math.nan
+    gap: float = math.nan
+    kkt_violation: float = math.nan
+    fit_time_s: float = math.nan
+    info: dict = field(default_factory=dict)
+    trace: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status={self.status!r} is not one of {STATUSES}")
+
+    @property
+    def support(self) -> np.ndarray | None:
+        if self.alpha is None:
+            return None
+        return np.flatnonzero(self.alpha > 0)
+
+
+class Recorder:
+    """Clock and trace of one solve.
+
+    ``due(k)`` is true at log-spaced iterations (1, 2, ..., 10, 12, 15, ... about
+    ``per_decade`` points per decade), ``record(k, fn)`` calls ``fn() -> (primal, dual, gap)``
+    with the clock paused. ``seconds()`` is the solver's time so far, recorder time excluded.
+    """
+
+    def __init__(self, per_decade: int = 10, enabled: bool = True, max_points: int = 10_000):
+        self.per_decade = per_decade
+        self.enabled = enabled
+        self.max_points = max_points
+        self.points: list[tuple[int, float, float, float, float]] = []
+        self._t0 = None
+        self._paused = 0.0
+        self._next = 1
+
+    def start(self) -> "Recorder":
+        self._t0 = time.perf_counter()
+        self._paused = 0.0
+        self._next = 1
+        self.points = []
+        return self
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self._t0 - self._paused
+
+    def due(self, k: int) -> bool:
+        return self.enabled and k >= self._next and len(self.points) < self.max_points
+
+    def record(self, k: int, fn) -> None:
+        t = time.perf_counter()
+        solver_s = t - self._t0 - self._paused
+        vals = fn()
+        primal, dual, gap = (tuple(vals) + (math.nan, math.nan))[:3]
+        self.points.append((int(k), solver_s, float(primal), float(dual), float(gap)))
+        # The next due iteration: the smallest integer > k on the 10^(j/per_decade) grid.
+        step = 10 ** (1.0 / self.per_decade)
+        nxt = max(k + 1, int(math.ceil(k * step - 1e-9)))
+        self._next = nxt
+        self._paused += time.perf_counter() - t
+
+
+def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:
+    """Non-convergence is a status and a ConvergenceWarning, never an exception."""
+    if status in ("max_iter", "timeout", "diverged", "stalled"):
+        msg = f"{solver} stopped with status {status!r} after {n_iter} iterations"
+        warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=3)

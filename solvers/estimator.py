@@ -1,0 +1,228 @@
+"""`SVMClassifier`: the one scikit-learn estimator over every registered solver.
+
+``__init__`` only stores; ``fit`` validates once (the constraints below, then the solver's own
+declared parameters through the registry), builds a `Problem` and hands it to `solvers.fit`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .base import Budget, Recorder
+from .kernels import Kernel, kernel_block, resolve_gamma
+from .problem import Problem
+from .registry import Param, SolverError, fit as solve, get_solver
+
+_INTERCEPTS = ("none", "regularized", "free")
+
+
+class SVMClassifier(ClassifierMixin, BaseEstimator):
+    """Support vector machine classifier over any svmbench solver.
+
+    Minimises P(w, b) = 1/2 ||w||^2 + C sum_i loss(y_i (w . phi(x_i) + b)) (design.md).
+
+    Parameters
+    ----------
+    solver : str, default="dcd"
+        A registered solver (``solvers.solver_names()``).
+    C : float, default=1.0
+        Penalty; ``inf`` is a hard margin for the solvers that support it.
+    loss : {"hinge", "squared_hinge", "huber_hinge"}, default="hinge"
+    kernel : {"linear", "rbf", "poly"}, default="linear"
+    gamma : {"scale", "auto"} or float, default="scale"
+    degree : int, default=3
+    coef0 : float, default=0.0
+    intercept : {"none", "regularized", "free"}, default="regularized"
+    intercept_scaling : float, default=1.0
+        The constant feature B of a regularized intercept (LIBLINEAR's bias term).
+    huber_k : float, default=1.0
+        The Huber hinge's k (quadratic on -k < y f <= 1).
+    tol : float, default=1e-4
+        Tolerance of the solver's own stopping rule.
+    max_iter : int or None, default=None
+        Iteration cap in the solver's unit; None is the solver's default.
+    multi_class : {"ovr", "ovo", "ordinal"}, default="ovr"
+    random_state : int or None, default=None
+    solver_params : dict or None, default=None
+        Solver-specific parameters, checked against the solver's declaration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features)  (linear kernel)
+    intercept_ : ndarray of shape (1,)
+    dual_coef_ : ndarray of shape (1, n_SV)  (solvers with dual variables)
+    support_ : ndarray of shape (n_SV,)
+    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)
+    n_iter_ : int
+    status_ : str
+    objective_ : float
+        The primal objective P at the returned model.
+    trace_ : list of (iteration, seconds, primal, dual, gap)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from solvers import SVMClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = SVMClassifier(C=0.01, tol=1e-6, max_iter=10000).fit(X / X.max(0), y)
+    >>> clf.score(X / X.max(0), y) > 0.9
+    True
+    """
+
+    _parameter_constraints = {
+        "solver": Param("dcd", "str"),
+        "C": Param(1.0, "float", low=0.0, open_low=True),
+        "loss": Param("hinge", "str", options=("hinge", "squared_hinge", "huber_hinge")),
+        "kernel": Param("linear", "str", options=("linear", "rbf", "poly")),
+        "gamma": Param("scale", "any"),
+        "degree": Param(3, "int", low=1),
+        "coef0": Param(0.0, "float"),
+        "intercept": Param("regularized", "str", options=_INTERCEPTS),
+        "intercept_scaling": Param(1.0, "float", low=0.0, open_low=True),
+        "huber_k": Param(1.0, "float", low=-1.0, open_low=True),
+        "tol": Param(1e-4, "float", low=0.0, open_low=True),
+        "max_iter": Param(None, "int", low=1, none_ok=True),
+        "multi_class": Param("ovr", "str", options=("ovr", "ovo", "ordinal")),
+        "random_state": Param(None, "int", low=0, none_ok=True),
+        "solver_params": Param(None, "any", none_ok=True),
+    }
+
+    def __init__(self, solver="dcd", C=1.0, loss="hinge", kernel="linear", gamma="scale", degree=3,
+                 coef0=0.0, intercept="regularized", intercept_scaling=1.0, huber_k=1.0, tol=1e-4,
+                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None):
+        self.solver = solver
+        self.C = C
+        self.loss = loss
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.intercept = intercept
+        self.intercept_scaling = intercept_scaling
+        self.huber_k = huber_k
+        self.tol = tol
+        self.max_iter = max_iter
+        self.multi_class = multi_class
+        self.random_state = random_state
+        self.solver_params = solver_params
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self):
+        for key, p in self._parameter_constraints.items():
+            p.check(key, getattr(self, key))
+        if isinstance(self.gamma, str):
+            if self.gamma not in ("scale", "auto"):
+                raise ValueError(f"gamma={self.gamma!r} must be 'scale', 'auto' or a number > 0")
+        else:
+            Param(1.0, "float", low=0.0, open_low=True).check("gamma", self.gamma)
+        if self.solver_params is not None and not isinstance(self.solver_params, dict):
+            raise ValueError(f"solver_params={self.solver_params!r} must be a dict or None")
+        spec = get_solver(self.solver)
+        params = dict(self.solver_params or {})
+        if "random_state" in spec.params and "random_state" not in params and self.random_state is not None:
+            params["random_state"] = self.random_state
+        spec.check_params(params)
+        return spec, params
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit on X (n_samples, n_features), dense or sparse, and labels y."""
+        spec, params = self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
+        g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
+        self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
+        budget = Budget(max_iter=self.max_iter, tol=self.tol)
+        if len(self.classes_) == 2:
+            ybin = np.where(y == self.classes_[1], 1.0, -1.0)
+            self._set_binary(self._fit_binary(X, ybin, spec, params, budget))
+        else:
+            from .multiclass import fit_multiclass
+            self.multiclass_ = fit_multiclass(self.multi_class, X, y, self.classes_,
+                                              lambda Xs, ys: self._fit_binary(Xs, ys, spec, params, budget))
+            self._set_multiclass(self.multiclass_)
+        return self
+
+    def _fit_binary(self, X, ybin, spec, params, budget):
+        """One binary solve; returns the parts of a binary model as a dict."""
+        problem = Problem(X, ybin, C=self.C, loss=self.loss, intercept=self.intercept,
+                          kernel=self._kernel, intercept_scaling=self.intercept_scaling,
+                          huber_k=self.huber_k)
+        rec = Recorder()
+        res = solve(problem, spec.name, budget=budget, recorder=rec, **params)
+        model = {"b": float(res.b), "status": res.status, "n_iter": int(res.n_iter),
+                 "objective": float(res.primal), "trace": res.trace, "w": None, "support": None,
+                 "dual_coef": None, "support_vectors": None}
+        if res.w is not None and self._kernel.is_linear:
+            model["w"] = np.asarray(res.w, dtype=np.float64)
+        if res.alpha is not None:
+            sv = np.flatnonzero(res.alpha > 0)
+            model["support"] = sv
+            model["dual_coef"] = (res.alpha[sv] * ybin[sv])
+            model["support_vectors"] = X[sv]
+        if model["w"] is None and model["dual_coef"] is None:
+            raise SolverError(f"solver {spec.name!r} returned neither w nor alpha")
+        return model
+
+    def _set_binary(self, m):
+        self._model = m
+        self.n_iter_ = m["n_iter"]
+        self.status_ = m["status"]
+        self.objective_ = m["objective"]
+        self.trace_ = m["trace"]
+        self.intercept_ = np.array([m["b"]])
+        if m["w"] is not None:
+            self.coef_ = m["w"][None, :]
+        if m["dual_coef"] is not None:
+            self.support_ = m["support"]
+            self.dual_coef_ = m["dual_coef"][None, :]
+            self.support_vectors_ = m["support_vectors"]
+
+    def _set_multiclass(self, mc):
+        models = mc.models
+        self.n_iter_ = np.array([m["n_iter"] for m in models])
+        self.status_ = [m["status"] for m in models]
+        self.objective_ = np.array([m["objective"] for m in models])
+        self.trace_ = [m["trace"] for m in models]
+        self.intercept_ = np.array([m["b"] for m in models])
+        if all(m["w"] is not None for m in models):
+            self.coef_ = np.vstack([m["w"] for m in models])
+
+    # ------------------------------------------------------------------ predict
+    @staticmethod
+    def _binary_decision(kernel: Kernel, m, X):
+        if m["w"] is not None:
+            return np.asarray(X @ m["w"]).ravel() + m["b"]
+        K = kernel_block(kernel, X, m["support_vectors"])
+        return K @ m["dual_coef"] + m["b"]
+
+    def decision_function(self, X):
+        """Decision values: shape (n_samples,) for two classes (> 0 means classes_[1]); for
+        more, the multiclass strategy's (n_samples, n_classes) or ovo's pairwise values."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        if len(self.classes_) == 2:
+            return self._binary_decision(self._kernel, self._model, X)
+        return self.multiclass_.decision_function(X, lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+
+    def predict(self, X):
+        check_is_fitted(self)
+        if len(self.classes_) == 2:
+            d = self.decision_function(X)
+            return self.classes_[(d > 0).astype(int)]
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        return self.multiclass_.predict(X, lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

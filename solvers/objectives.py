@@ -1,0 +1,191 @@
+"""The one objective every solver minimises or certifies against, its dual, the optimality
+measures, and the conversions between the papers' parameterisations. Nothing else in the
+project restates these formulas.
+
+Primal (design.md):
+
+    P(w, b) = 1/2 ||w||^2 [+ 1/2 w_b^2 if intercept="regularized"] + C sum_i loss(y_i f_i)
+    f_i = w . phi(x_i) + b,  b = B w_b  (B = intercept_scaling)
+
+Losses of the margin m = y f:
+
+    hinge          max(0, 1 - m)
+    squared_hinge  max(0, 1 - m)^2
+    huber_hinge    0 for m > 1; (1 - m)^2 / (2 (k + 1)) for -k < m <= 1; 1 - m - (k + 1)/2 for m <= -k
+                   (Groenen, Nalbantov & Bioch 2008, eq. 4; troyan's "Huber hinge").
+
+Dual, for hinge and squared hinge (Hsieh et al. 2008, eq. 4 written as a maximisation):
+
+    D(alpha) = sum_i alpha_i - 1/2 ||sum_i alpha_i y_i phi(x_i)||^2 - diag/2 ||alpha||^2,
+    0 <= alpha_i <= U,   hinge: (diag, U) = (0, C);  squared hinge: (1/(2C), inf)
+
+with sum_i alpha_i y_i = 0 added when the intercept is free. The duality gap P - D >= 0 is
+zero exactly at the optimum.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .problem import Problem
+
+
+# ---------------------------------------------------------------------------- losses
+def loss_values(loss: str, margins: np.ndarray, huber_k: float = 1.0) -> np.ndarray:
+    """loss(m) elementwise for margins m = y f."""
+    r = 1.0 - np.asarray(margins, dtype=np.float64)
+    if loss == "hinge":
+        return np.maximum(r, 0.0)
+    if loss == "squared_hinge":
+        r = np.maximum(r, 0.0)
+        return r * r
+    if loss == "huber_hinge":
+        k = float(huber_k)
+        out = np.where(r > 0, r * r / (2.0 * (k + 1.0)), 0.0)
+        lin = r >= k + 1.0  # m <= -k
+        out[lin] = r[lin] - (k + 1.0) / 2.0
+        return out
+    raise ValueError(f"loss={loss!r} is not one of hinge, squared_hinge, huber_hinge")
+
+
+def loss_derivative(loss: str, margins: np.ndarray, huber_k: float = 1.0) -> np.ndarray:
+    """d loss / d m elementwise (a subgradient, -1 on the kink side, for the hinge)."""
+    r = 1.0 - np.asarray(margins, dtype=np.float64)
+    if loss == "hinge":
+        return -(r > 0).astype(np.float64)
+    if loss == "squared_hinge":
+        return -2.0 * np.maximum(r, 0.0)
+    if loss == "huber_hinge":
+        k = float(huber_k)
+        return -np.clip(r / (k + 1.0), 0.0, 1.0)
+    raise ValueError(f"loss={loss!r} is not one of hinge, squared_hinge, huber_hinge")
+
+
+# ---------------------------------------------------------------------------- primal
+def regularizer(problem: Problem, w_norm_sq: float, b: float) -> float:
+    """1/2 ||w||^2, plus 1/2 w_b^2 = 1/2 (b / B)^2 for a regularized intercept."""
+    reg = 0.5 * w_norm_sq
+    if problem.intercept == "regularized":
+        reg += 0.5 * (b / problem.intercept_scaling) ** 2
+    return reg
+
+
+def primal_from_decision(problem: Problem, w_norm_sq: float, b: float, f: np.ndarray) -> float:
+    """P from ||w||^2 (beta' K beta for a kernel model), b and decision values f = w.phi(x) + b."""
+    if math.isinf(problem.C):
+        # Hard margin: P = 1/2||w||^2 when every margin is >= 1, +inf otherwise.
+        feasible = np.all(problem.y * f >= 1.0 - 1e-9)
+        return regularizer(problem, w_norm_sq, b) if feasible else math.inf
+    losses = loss_values(problem.loss, problem.y * f, problem.huber_k)
+    return regularizer(problem, w_norm_sq, b) + problem.C * float(losses.sum())
+
+
+def decision_linear(problem: Problem, w: np.ndarray, b: float = 0.0) -> np.ndarray:
+    return np.asarray(problem.X @ w).ravel() + b
+
+
+def primal_objective(problem: Problem, w: np.ndarray, b: float = 0.0) -> float:
+    """P(w, b) for a linear model."""
+    w = np.asarray(w, dtype=np.float64)
+    return primal_from_decision(problem, float(w @ w), b, decision_linear(problem, w, b))
+
+
+# ---------------------------------------------------------------------------- dual
+def dual_box(problem: Problem) -> tuple[float, float]:
+    """(diag, U) of the dual: the loss enters the dual only through these two numbers
+    (Hsieh et al. 2008, Table 1), which is how one DCD kernel serves both losses."""
+    if problem.loss == "hinge":
+        return 0.0, problem.C
+    if problem.loss == "squared_hinge":
+        return 0.5 / problem.C, math.inf
+    raise ValueError(f"the dual is defined here for hinge and squared_hinge, not {problem.loss!r}")
+
+
+def dual_objective(problem: Problem, alpha: np.ndarray, w_norm_sq: float) -> float:
+    """D(alpha) given ||sum alpha_i y_i phi(x_i)||^2 (including w_b^2 when regularized)."""
+    diag, _ = dual_box(problem)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    return float(alpha.sum() - 0.5 * w_norm_sq - 0.5 * diag * (alpha @ alpha))
+
+
+def projected_gradient(G: np.ndarray, alpha: np.ndarray, U: float) -> np.ndarray:
+    """PG_i of min f(alpha) over 0 <= alpha <= U given the gradient G (Hsieh et al. eq. 8)."""
+    PG = np.asarray(G, dtype=np.float64).copy()
+    at_lo = alpha <= 0.0
+    at_hi = alpha >= U
+    PG[at_lo] = np.minimum(PG[at_lo], 0.0)
+    PG[at_hi] = np.maximum(PG[at_hi], 0.0)
+    return PG
+
+
+def pg_violation(G: np.ndarray, alpha: np.ndarray, U: float) -> float:
+    """M - m, the spread of projected gradients, LIBLINEAR's stopping quantity; zero at the
+    optimum of the box-constrained dual (no equality constraint)."""
+    PG = projected_gradient(G, alpha, U)
+    return float(max(PG.max(), 0.0) - min(PG.min(), 0.0))
+
+
+def kkt_violation_equality(grad: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float) -> float:
+    """m(alpha) - M(alpha) for the dual with sum alpha_i y_i = 0 (bertini II, Keerthi et al.):
+
+        R = {i: alpha_i < C, y_i = +1} U {i: alpha_i > 0, y_i = -1}
+        S = {i: alpha_i < C, y_i = -1} U {i: alpha_i > 0, y_i = +1}
+        m = max_{i in R} -y_i grad_i,  M = min_{i in S} -y_i grad_i
+
+    with grad = Q alpha - e. alpha is optimal iff m <= M; the violation is max(m - M, 0).
+    """
+    v = -y * grad
+    up = ((alpha < C) & (y > 0)) | ((alpha > 0) & (y < 0))
+    lo = ((alpha < C) & (y < 0)) | ((alpha > 0) & (y > 0))
+    if not up.any() or not lo.any():
+        return 0.0
+    return float(max(v[up].max() - v[lo].min(), 0.0))
+
+
+# ------------------------------------------------------------------ parameterisations
+# The papers state the same problem with different constants. These are the only
+# conversions in the project; results record both C and lambda.
+def C_from_lambda(lam: float, convention: str, n_samples: int | None = None) -> float:
+    """C for a paper's lambda.
+
+    - ``pegasos``: lambda/2 ||w||^2 + (1/n) sum hinge  ->  C = 1 / (lambda n)
+      (Shalev-Shwartz et al. 2007; rupnik 3.2; duros_katzman Algorithm 2)
+    - ``svmmaj``:  sum hinge + lambda w'w  ->  C = 1 / (2 lambda)  (troyan eq. 1; Groenen et al.)
+    """
+    lam = float(lam)
+    if not lam > 0:
+        raise ValueError(f"lambda={lam!r} must be > 0")
+    if convention == "pegasos":
+        if not n_samples:
+            raise ValueError("the pegasos convention needs n_samples")
+        return 1.0 / (lam * n_samples)
+    if convention == "svmmaj":
+        return 1.0 / (2.0 * lam)
+    raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")
+
+
+def lambda_from_C(C: float, convention: str, n_samples: int | None = None) -> float:
+    """The inverse of `C_from_lambda`."""
+    C = float(C)
+    if not C > 0:
+        raise ValueError(f"C={C!r} must be > 0")
+    if math.isinf(C):
+        return 0.0
+    if convention == "pegasos":
+        if not n_samples:
+            raise ValueError("the pegasos convention needs n_samples")
+        return 1.0 / (C * n_samples)
+    if convention == "svmmaj":
+        return 1.0 / (2.0 * C)
+    raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")
+
+
+def objective_scale(convention: str, C: float, n_samples: int | None = None) -> float:
+    """Factor s with paper_objective = s * P: pegasos's objective is P / (C n) and SVM-Maj's
+    is P / C (divide P = 1/2||w||^2 + C sum loss by C n, resp. by C)."""
+    if convention == "pegasos":
+        return 1.0 / (C * n_samples)
+    if convention == "svmmaj":
+        return 1.0 / C
+    raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")

@@ -1,0 +1,165 @@
+"""`Problem`: what every binary solver sees, validated once when built.
+
+    P(w, b) = 1/2 ||w||^2 + C * sum_i loss(y_i * (w . phi(x_i) + b))
+
+- X: CSR with sorted int32 indices and float64 values, or a C-contiguous float64 ndarray.
+  A CSR is canonicalised on a copy, never in place on the caller's arrays.
+- y: float64 in {-1, +1}, both present.
+- C > 0 (C = inf is a hard margin; only solvers that support it accept it).
+- loss: ``hinge`` (L1-SVM), ``squared_hinge`` (L2-SVM), ``huber_hinge`` (SVM-Maj's Huber hinge
+  with parameter ``huber_k``, Groenen, Nalbantov and Bioch 2008, eq. (4)).
+- intercept: ``none``, ``regularized`` (b = B * w_b with a constant feature B =
+  ``intercept_scaling`` whose weight w_b is penalised, as LIBLINEAR does), ``free`` (b unpenalised).
+- kernel: a `Kernel`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from .kernels import Kernel, resolve_gamma, row_norms_sq
+
+LOSSES = ("hinge", "squared_hinge", "huber_hinge")
+INTERCEPTS = ("none", "regularized", "free")
+
+
+class ProblemError(ValueError):
+    """Invalid problem data or settings; the message names the offending input."""
+
+
+def _canonical_X(X):
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ProblemError(f"X must be 2-D, got {X.ndim}-D")
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()
+        X.sort_indices()
+        if X.nnz and not np.all(np.isfinite(X.data)):
+            bad = int(np.flatnonzero(~np.isfinite(X.data))[0])
+            row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
+            raise ProblemError(f"X has a non-finite value ({X.data[bad]!r}) in row {row}")
+        X.indices = X.indices.astype(np.int32, copy=False)
+        X.indptr = X.indptr.astype(np.int32 if X.nnz < 2**31 else np.int64, copy=False)
+        return X
+    try:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ProblemError(f"X cannot be read as a float64 array: {exc}") from None
+    if X.ndim != 2:
+        raise ProblemError(f"X must be 2-D, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+        raise ProblemError(f"X has a non-finite value in row {row}")
+    return X
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A validated binary SVM problem (see the module docstring for the objective)."""
+
+    X: object
+    y: np.ndarray
+    C: float = 1.0
+    loss: str = "hinge"
+    intercept: str = "none"
+    kernel: Kernel = field(default_factory=Kernel)
+    intercept_scaling: float = 1.0
+    huber_k: float = 1.0
+
+    def __post_init__(self):
+        X = _canonical_X(self.X)
+        y = np.asarray(self.y)
+        if y.ndim != 1:
+            raise ProblemError(f"y must be 1-D, got shape {y.shape}")
+        if y.shape[0] != X.shape[0]:
+            raise ProblemError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+        if X.shape[0] == 0:
+            raise ProblemError("X has no rows")
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ProblemError("y must be numeric labels in {-1, +1}") from None
+        bad = ~np.isin(y, (-1.0, 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ProblemError(f"y must be in {{-1, +1}}; y[{i}] = {self.y[i]!r}")
+        if not ((y > 0).any() and (y < 0).any()):
+            raise ProblemError("y must contain both classes -1 and +1")
+        try:
+            C = float(self.C)
+        except (TypeError, ValueError):
+            raise ProblemError(f"C={self.C!r} must be a number > 0") from None
+        if not (C > 0) or math.isnan(C):
+            raise ProblemError(f"C={self.C!r} must be > 0")
+        if self.loss not in LOSSES:
+            raise ProblemError(f"loss={self.loss!r} is not one of {list(LOSSES)}")
+        if self.intercept not in INTERCEPTS:
+            raise ProblemError(f"intercept={self.intercept!r} is not one of {list(INTERCEPTS)}")
+        if not (np.isfinite(self.intercept_scaling) and self.intercept_scaling > 0):
+            raise ProblemError(f"intercept_scaling={self.intercept_scaling!r} must be > 0")
+        if not (np.isfinite(self.huber_k) and self.huber_k > -1):
+            raise ProblemError(f"huber_k={self.huber_k!r} must be a finite number > -1")
+        kernel = self.kernel
+        if not isinstance(kernel, Kernel):
+            raise ProblemError(f"kernel must be a solvers.Kernel, got {type(kernel).__name__}")
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "C", C)
+
+    @classmethod
+    def build(cls, X, y, C=1.0, loss="hinge", intercept="none", kernel="linear",
+              gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0):
+        """Build a Problem from scikit-learn style arguments (kernel by name, gamma
+        "scale"/"auto" resolved on X)."""
+        if isinstance(kernel, Kernel):
+            k = kernel
+        else:
+            try:
+                g = resolve_gamma(gamma, X) if kernel != "linear" else 1.0
+                k = Kernel(str(kernel), float(g), degree, float(coef0))
+            except (TypeError, ValueError) as exc:
+                raise ProblemError(str(exc)) from None
+        return cls(X, y, C, loss, intercept, k, intercept_scaling, huber_k)
+
+    # --- derived, computed once -------------------------------------------------------
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.X)
+
+    @property
+    def B(self) -> float:
+        """Value of the constant feature carrying a regularized intercept (0 otherwise)."""
+        return self.intercept_scaling if self.intercept == "regularized" else 0.0
+
+    @cached_property
+    def X_csr(self) -> sp.csr_matrix:
+        """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows."""
+        if self.is_sparse:
+            return self.X
+        return _canonical_X(sp.csr_matrix(self.X))
+
+    @cached_property
+    def row_norms_sq(self) -> np.ndarray:
+        return row_norms_sq(self.X)
+
+    def with_(self, **changes) -> "Problem":
+        """A copy with some settings changed (validated again, like any new Problem)."""
+        from dataclasses import replace
+        return replace(self, **changes)
+
+    def subset(self, rows) -> "Problem":
+        """The problem restricted to some rows (used by the multiclass wrappers)."""
+        rows = np.asarray(rows)
+        return self.with_(X=self.X[rows], y=self.y[rows])
