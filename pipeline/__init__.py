@@ -1,0 +1,1 @@
+"""svmbench pipeline: config -> store/datasets -> plan -> execute -> results -> report."""

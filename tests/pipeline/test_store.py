@@ -1,0 +1,300 @@
+"""Tests for pipeline.store: round trips, fingerprints, corruption, errors, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline import store
+from pipeline.store import StoreError
+
+# Finite floats over the whole double range, including subnormals and negatives; zero is
+# excluded from matrix values because the store drops explicit zeros by design (tested apart).
+_values = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True).filter(
+    lambda v: v != 0.0
+)
+_labels = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@st.composite
+def sparse_problems(draw):
+    """A random CSR matrix with labels, covering the shapes that break naive codecs."""
+    n_rows = draw(st.integers(0, 12))
+    # Extra columns beyond any possibly-occupied one: trailing all-zero columns must survive.
+    n_used = draw(st.integers(0, 8))
+    n_features = n_used + draw(st.integers(0, 4))
+    rows, cols, vals = [], [], []
+    full_row = draw(st.integers(-1, n_rows - 1)) if n_rows and n_used else -1
+    for i in range(n_rows):
+        if i == full_row:
+            cs = list(range(n_used))
+        else:
+            cs = sorted(draw(st.sets(st.integers(0, n_used - 1), max_size=n_used))) if n_used else []
+        rows += [i] * len(cs)
+        cols += cs
+        vals += [draw(_values) for _ in cs]
+    X = sp.csr_matrix(
+        (np.array(vals, dtype=np.float64), (np.array(rows, int), np.array(cols, int))),
+        shape=(n_rows, n_features),
+    )
+    y = np.array(draw(st.lists(_labels, min_size=n_rows, max_size=n_rows)), dtype=np.float64)
+    return X, y
+
+
+def _assert_bit_equal(ds: store.Dataset, X: sp.csr_matrix, y: np.ndarray) -> None:
+    assert ds.X.shape == X.shape
+    np.testing.assert_array_equal(ds.X.indptr.astype(np.int64), X.indptr.astype(np.int64))
+    np.testing.assert_array_equal(ds.X.indices, X.indices)
+    assert ds.X.indices.dtype == np.int32
+    assert ds.X.data.dtype == np.float64 and ds.y.dtype == np.float64
+    # Compare the bits, not the values: -0.0 vs 0.0 or a rounded subnormal must not pass.
+    np.testing.assert_array_equal(ds.X.data.view(np.int64), X.data.view(np.int64))
+    np.testing.assert_array_equal(ds.y.view(np.int64), y.view(np.int64))
+
+
+@settings(max_examples=60, deadline=None)
+@given(sparse_problems())
+def test_round_trip_is_bit_exact_for_every_row_group_size(problem):
+    X, y = problem
+    fingerprints = set()
+    with tempfile.TemporaryDirectory() as root:
+        for i, rgs in enumerate([1, 3, 1 << 16]):
+            meta = store.write_dataset(root, f"d{i}", X, y, source={"test": True}, row_group_size=rgs)
+            ds = store.read_dataset(root, f"d{i}")
+            _assert_bit_equal(ds, X, y)
+            assert meta["n_rows"] == X.shape[0] and meta["n_features"] == X.shape[1]
+            assert meta["nnz"] == X.nnz
+            fingerprints.add(meta["fingerprint"])
+            pf = pq.ParquetFile(Path(root) / f"d{i}" / store.DATA_FILE)
+            assert pf.metadata.num_rows == X.shape[0]
+            if X.shape[0]:
+                assert pf.metadata.num_row_groups == -(-X.shape[0] // rgs)
+    assert len(fingerprints) == 1
+    assert fingerprints == {store.fingerprint(X, y)}
+
+
+def test_fingerprint_stable_across_rewrites_and_input_forms(tmp_path):
+    rng = np.random.default_rng(0)
+    X = sp.random(50, 20, density=0.2, format="csr", random_state=rng)
+    y = rng.integers(0, 2, 50).astype(float)
+    fp1 = store.write_dataset(tmp_path, "a", X, y, source={})["fingerprint"]
+    fp2 = store.write_dataset(tmp_path, "a", X, y, source={}, overwrite=True)["fingerprint"]
+    fp_dense = store.write_dataset(tmp_path, "b", X.toarray(), y, source={})["fingerprint"]
+    fp_coo = store.write_dataset(tmp_path, "c", X.tocoo(), list(y), source={})["fingerprint"]
+    assert fp1 == fp2 == fp_dense == fp_coo
+    # and it does depend on the content
+    y2 = y.copy()
+    y2[0] = 1 - y2[0]
+    assert store.fingerprint(X, y2) != fp1
+    assert store.fingerprint(sp.csr_matrix(X, shape=(50, 21)), y) != fp1  # extra column
+
+
+def test_canonical_form_sums_duplicates_sorts_and_drops_zeros(tmp_path):
+    # Row 0 has an explicit zero, unsorted indices and a duplicate entry.
+    X = sp.csr_matrix(
+        (np.array([0.0, 2.0, 1.0, 3.0]), np.array([1, 4, 0, 0]), np.array([0, 4, 4])),
+        shape=(2, 6),
+    )
+    meta = store.write_dataset(tmp_path, "c", X, [1, 2], source={})
+    ds = store.read_dataset(tmp_path, "c")
+    assert meta["nnz"] == 2
+    np.testing.assert_array_equal(ds.X.indices, [0, 4])
+    np.testing.assert_array_equal(ds.X.data, [4.0, 2.0])
+    assert ds.X.shape == (2, 6) and ds.X.has_sorted_indices
+
+
+def test_meta_contents(tmp_path):
+    X = sp.csr_matrix(np.eye(4))
+    meta = store.write_dataset(
+        tmp_path,
+        "m",
+        X,
+        [1, -1, 1, 1],
+        source={"generator": "eye"},
+        license="CC0-1.0",
+        citation="nobody",
+        preprocessing=["none"],
+        extra={"feature_names": np.array(["a", "b", "c", "d"]), "weight": np.float32(0.5)},
+        row_group_size=2,
+    )
+    on_disk = json.loads((tmp_path / "m" / store.META_FILE).read_text())
+    assert on_disk == meta
+    assert meta["classes"] == [-1.0, 1.0] and meta["class_counts"] == [1, 3]
+    assert meta["density"] == 0.25
+    assert meta["source"] == {"generator": "eye"}
+    assert meta["license"] == "CC0-1.0" and meta["citation"] == "nobody"
+    assert meta["preprocessing"] == ["none"]
+    assert meta["feature_names"] == ["a", "b", "c", "d"] and meta["weight"] == 0.5
+    assert meta["svmbench_version"] and meta["created"]
+    assert meta["row_group_size"] == 2
+    with pytest.raises(ValueError, match="fingerprint"):
+        store.write_dataset(tmp_path, "m2", X, [1, 1, 1, 1], source={}, extra={"fingerprint": 1})
+
+
+def test_invalid_inputs(tmp_path):
+    with pytest.raises(ValueError, match="NaN"):
+        store.write_dataset(tmp_path, "x", np.array([[np.nan]]), [1], source={})
+    with pytest.raises(ValueError, match="NaN"):
+        store.write_dataset(tmp_path, "x", np.ones((1, 1)), [np.inf], source={})
+    with pytest.raises(ValueError, match="one label per row"):
+        store.write_dataset(tmp_path, "x", np.ones((2, 1)), [1], source={})
+    for bad in ["", ".hidden", "../escape", "a/b", "-x"]:
+        with pytest.raises(StoreError, match="invalid dataset name"):
+            store.write_dataset(tmp_path, bad, np.ones((1, 1)), [1], source={})
+    assert not any(tmp_path.iterdir())
+
+
+def test_corrupted_value_is_detected(tmp_path):
+    rng = np.random.default_rng(1)
+    X = sp.random(30, 10, density=0.3, format="csr", random_state=rng)
+    y = np.ones(30)
+    store.write_dataset(tmp_path, "c", X, y, source={}, row_group_size=7)
+    data_file = tmp_path / "c" / store.DATA_FILE
+    table = pq.read_table(data_file)
+    values = table.column("values").combine_chunks()
+    flat = values.values.to_numpy().copy()
+    flat[5] += 1.0  # one value changed, structure intact
+    tampered = pa.ListArray.from_arrays(values.offsets, pa.array(flat))
+    pq.write_table(table.set_column(2, "values", tampered), data_file)
+
+    with pytest.raises(StoreError, match="fingerprint mismatch") as info:
+        store.read_dataset(tmp_path, "c")
+    assert str(tmp_path / "c") in str(info.value)
+    assert store.read_dataset(tmp_path, "c", verify=False).X.nnz == X.nnz
+
+
+def test_structural_corruption_is_detected_without_verify(tmp_path):
+    X = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [0.0, 3.0, 4.0]]))
+    store.write_dataset(tmp_path, "s", X, [0, 1], source={})
+    data_file = tmp_path / "s" / store.DATA_FILE
+    table = pq.read_table(data_file)
+    # Swap the indices of row 0 so they are no longer sorted.
+    offsets = pa.array(np.array([0, 2, 4], dtype=np.int32))
+    bad = pa.ListArray.from_arrays(offsets, pa.array(np.array([1, 0, 1, 2], dtype=np.int32)))
+    pq.write_table(table.set_column(1, "indices", bad), data_file)
+    with pytest.raises(StoreError, match="not sorted"):
+        store.read_dataset(tmp_path, "s", verify=False)
+
+    # Rows dropped from the parquet file disagree with meta.json.
+    pq.write_table(table.slice(0, 1), data_file)
+    with pytest.raises(StoreError, match="meta.json says 2 rows"):
+        store.read_dataset(tmp_path, "s", verify=False)
+
+
+def test_missing_dataset_lists_available(tmp_path):
+    for name in ["beta", "alpha"]:
+        store.write_dataset(tmp_path, name, np.ones((1, 1)), [1], source={})
+    with pytest.raises(StoreError) as info:
+        store.read_dataset(tmp_path, "gamma")
+    message = str(info.value)
+    assert "'gamma' not found" in message and str(tmp_path) in message
+    assert "available: alpha, beta" in message
+    assert "python -m pipeline.data build gamma" in message
+    with pytest.raises(StoreError, match="available: alpha, beta"):
+        store.dataset_info(tmp_path, "gamma")
+    with pytest.raises(StoreError, match="not found"):
+        store.remove_dataset(tmp_path, "gamma")
+    with pytest.raises(StoreError, match=r"available: \(none\)"):
+        store.read_dataset(tmp_path / "nowhere", "x")
+
+
+def test_list_info_exists_remove(tmp_path):
+    assert store.list_datasets(tmp_path / "absent") == []
+    store.write_dataset(tmp_path, "b", np.ones((2, 3)), [0, 1], source={})
+    store.write_dataset(tmp_path, "a", np.ones((1, 1)), [1], source={})
+    (tmp_path / "not_a_dataset").mkdir()  # stray folders are not entries
+    assert [m["name"] for m in store.list_datasets(tmp_path)] == ["a", "b"]
+    assert store.dataset_info(tmp_path, "b")["n_features"] == 3
+    assert store.exists(tmp_path, "a") and not store.exists(tmp_path, "zzz")
+    store.remove_dataset(tmp_path, "a")
+    assert not store.exists(tmp_path, "a")
+    assert sorted(os.listdir(tmp_path)) == ["b", "not_a_dataset"]
+
+
+def test_overwrite_is_atomic_and_leaves_no_debris(tmp_path):
+    store.write_dataset(tmp_path, "d", np.ones((3, 2)), [1, 1, 1], source={})
+    with pytest.raises(store.DatasetExistsError, match="--force"):
+        store.write_dataset(tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={})
+    assert store.read_dataset(tmp_path, "d").X.shape == (3, 2)
+    meta = store.write_dataset(tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={}, overwrite=True)
+    assert meta["n_rows"] == 4 and store.read_dataset(tmp_path, "d").X.shape == (4, 2)
+    assert os.listdir(tmp_path) == ["d"]
+
+
+def test_losing_a_write_race_keeps_the_winner(tmp_path, monkeypatch):
+    store.write_dataset(tmp_path, "r", np.ones((3, 2)), [1, 1, 1], source={"who": "winner"})
+    # Pretend the entry appeared only after our existence check, as with a concurrent writer.
+    monkeypatch.setattr(store, "exists", lambda root, name: False)
+    with pytest.raises(store.DatasetExistsError):
+        store.write_dataset(tmp_path, "r", np.ones((5, 2)), np.ones(5), source={"who": "loser"})
+    assert os.listdir(tmp_path) == ["r"]  # the loser's temporary folder is gone
+    assert store.dataset_info(tmp_path, "r")["source"] == {"who": "winner"}
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "_fs_write_text", boom)
+    with pytest.raises(OSError, match="disk full"):
+        store.write_dataset(tmp_path, "f", np.ones((3, 2)), [1, 1, 1], source={})
+    assert os.listdir(tmp_path) == []
+
+
+def test_rows_subselect(tmp_path):
+    X = sp.csr_matrix(np.arange(12, dtype=float).reshape(6, 2))
+    y = np.arange(6, dtype=float)
+    store.write_dataset(tmp_path, "s", X, y, source={}, row_group_size=4)
+    ds = store.read_dataset(tmp_path, "s", rows=[5, 0, 3])
+    np.testing.assert_array_equal(ds.X.toarray(), X.toarray()[[5, 0, 3]])
+    np.testing.assert_array_equal(ds.y, [5, 0, 3])
+    assert ds.meta["n_rows"] == 6 and ds.name == "s" and len(ds.fingerprint) == 64
+
+
+def test_arrow_to_csr_handles_sliced_and_chunked_columns():
+    rng = np.random.default_rng(3)
+    X = sp.random(20, 9, density=0.4, format="csr", random_state=rng)
+    y = rng.normal(size=20)
+    Xc, yc = store.canonicalize(X, y)
+    table = store._csr_to_table(Xc, yc, 0, 20)
+    # Slices keep their parent's offsets and child arrays; chunks must be rebased.
+    chunked = pa.concat_tables([table.slice(0, 3), table.slice(3, 0), table.slice(3, 10), table.slice(13)])
+    assert chunked.column("indices").num_chunks == 4
+    X2, y2 = store.arrow_to_csr(chunked, 9)
+    assert (X2 != Xc).nnz == 0 and X2.shape == (20, 9)
+    np.testing.assert_array_equal(y2, yc)
+    with pytest.raises(StoreError, match="missing column"):
+        store.arrow_to_csr(table.drop_columns(["values"]))
+    with pytest.raises(StoreError, match="out of range"):
+        store.arrow_to_csr(table, 2)
+
+
+def test_default_store_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("SVMBENCH_STORE", str(tmp_path / "s"))
+    assert store.default_store_root() == tmp_path / "s"
+    monkeypatch.delenv("SVMBENCH_STORE")
+    monkeypatch.setattr(store.sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert store.default_store_root() == tmp_path / "cache" / "svmbench" / "datasets"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert store.default_store_root() == Path.home() / ".cache" / "svmbench" / "datasets"
+    monkeypatch.setattr(store.sys, "platform", "darwin")
+    assert store.default_store_root() == Path.home() / "Library" / "Caches" / "svmbench" / "datasets"
+    monkeypatch.setattr(store.sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
+    assert store.default_store_root() == tmp_path / "local" / "svmbench" / "datasets"
+
+
+def test_remote_roots_are_refused_clearly():
+    with pytest.raises(StoreError, match="not supported yet"):
+        store.exists("s3://bucket/store", "x")
