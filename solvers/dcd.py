@@ -32,6 +32,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder, finish
 from .objectives import decision_linear, dual_box, dual_objective, pg_violation, primal_from_decision
+from .kernels import row_norms_sq
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -117,7 +118,8 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     n = problem.n_samples
     diag, U = dual_box(problem)
     B = float(problem.B)
-    QD = problem.row_norms_sq + B * B + diag
+    # Norms from the CSR itself, so dense and sparse input take bit-identical paths.
+    QD = row_norms_sq(X) + B * B + diag
     tol = budget.tol
     max_iter = budget.iterations(1000)
     rng = np.random.default_rng(random_state)

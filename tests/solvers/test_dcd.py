@@ -1,0 +1,147 @@
+"""dcd against LIBLINEAR (scikit-learn's LinearSVC) and against its own certificates."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
+
+from solvers import Budget, Problem, SolverError, fit
+from solvers.objectives import primal_objective
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X / X.max(axis=0), np.where(y == 1, 1.0, -1.0)
+
+
+def _rcv1_small(n=400, d=300, seed=0):
+    """A small sparse text-like problem: unit-length nonnegative rows, labels from a sparse w."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.05, random_state=rng, format="csr")
+    X.data = rng.exponential(size=X.nnz)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    X = sp.diags(1.0 / norms) @ X
+    w = np.zeros(d)
+    w[rng.choice(d, 30, replace=False)] = rng.normal(size=30)
+    y = np.sign(X @ w + 0.01 * rng.normal(size=n))
+    y[y == 0] = 1.0
+    flip = rng.random(n) < 0.05
+    y[flip] *= -1
+    return sp.csr_matrix(X), y
+
+
+@pytest.fixture(scope="module")
+def rcv1_small():
+    return _rcv1_small()
+
+
+def _liblinear_objective(problem, X, y):
+    ref = LinearSVC(C=problem.C, loss=problem.loss, fit_intercept=problem.intercept == "regularized",
+                    intercept_scaling=problem.intercept_scaling, tol=1e-10, max_iter=200_000, dual=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y)
+    return primal_objective(problem, ref.coef_.ravel(), float(np.ravel(ref.intercept_)[0]))
+
+
+@pytest.mark.parametrize("data", ["breast_cancer", "rcv1_small"])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("intercept", ["none", "regularized"])
+def test_matches_liblinear_objective(request, data, loss, intercept):
+    X, y = request.getfixturevalue(data)
+    problem = Problem(X, y, C=1.0, loss=loss, intercept=intercept, intercept_scaling=1.0)
+    res = fit(problem, "dcd", budget=Budget(tol=1e-9, max_iter=100_000))
+    assert res.status == "converged"
+    ref = _liblinear_objective(problem, X, y)
+    assert abs(res.primal - ref) / ref < 1e-6
+    # Certificates: the duality gap closes, and the projected gradients are within tol at exit.
+    assert -1e-12 <= res.gap / res.primal < 1e-6
+    assert res.kkt_violation < 1e-7
+    assert res.primal == pytest.approx(primal_objective(problem, res.w, res.b), rel=1e-12)
+
+
+def test_shrinking_on_and_off_reach_same_objective(breast_cancer):
+    X, y = breast_cancer
+    problem = Problem(X, y, C=10.0, loss="hinge", intercept="regularized")
+    on = fit(problem, "dcd", budget=Budget(tol=1e-8, max_iter=200_000), shrinking=True)
+    off = fit(problem, "dcd", budget=Budget(tol=1e-8, max_iter=200_000), shrinking=False)
+    assert on.status == off.status == "converged"
+    assert on.primal == pytest.approx(off.primal, rel=1e-7)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_warm_start_from_optimum_stops_after_one_pass(rcv1_small, loss):
+    X, y = rcv1_small
+    problem = Problem(X, y, C=1.0, loss=loss, intercept="regularized")
+    first = fit(problem, "dcd", budget=Budget(tol=1e-10, max_iter=100_000))
+    again = fit(problem, "dcd", budget=Budget(tol=1e-6), warm_start=first)
+    assert again.status == "converged" and again.n_iter == 1
+    assert again.primal == pytest.approx(first.primal, rel=1e-9)
+
+
+def test_warm_start_from_w_for_squared_hinge(rcv1_small):
+    X, y = rcv1_small
+    problem = Problem(X, y, C=1.0, loss="squared_hinge")
+    first = fit(problem, "dcd", budget=Budget(tol=1e-8, max_iter=100_000))
+    again = fit(problem, "dcd", budget=Budget(tol=1e-6), warm_start={"w": first.w, "b": 0.0})
+    # alpha_i = 2C (1 - y_i f_i)_+ is exact for the L2 loss, so one checking pass suffices.
+    assert again.n_iter == 1
+
+
+def test_w_change_stopping_rule(breast_cancer):
+    X, y = breast_cancer
+    problem = Problem(X, y, C=1.0, loss="squared_hinge")
+    res = fit(problem, "dcd", budget=Budget(tol=1e-7, max_iter=100_000), stop="w_change")
+    assert res.status == "converged"
+    ref = _liblinear_objective(problem, X, y)
+    assert abs(res.primal - ref) / ref < 1e-5
+
+
+def test_dense_and_sparse_agree(breast_cancer):
+    X, y = breast_cancer
+    a = fit(Problem(X, y, C=1.0), "dcd", budget=Budget(tol=1e-3), random_state=3)
+    b = fit(Problem(sp.csr_matrix(X), y, C=1.0), "dcd", budget=Budget(tol=1e-3), random_state=3)
+    np.testing.assert_array_equal(a.w, b.w)
+    assert a.n_iter == b.n_iter
+
+
+def test_seed_determinism_and_trace(breast_cancer):
+    from solvers import Recorder
+    X, y = breast_cancer
+    problem = Problem(X, y, C=1.0)
+    r1, r2 = Recorder(), Recorder()
+    a = fit(problem, "dcd", budget=Budget(tol=1e-3), recorder=r1, random_state=7)
+    b = fit(problem, "dcd", budget=Budget(tol=1e-3), recorder=r2, random_state=7)
+    np.testing.assert_array_equal(a.w, b.w)
+    its = [p[0] for p in a.trace]
+    assert its[0] == 1 and its[-1] == a.n_iter and its == sorted(set(its))
+    primal = np.array([p[2] for p in a.trace])
+    gaps = np.array([p[4] for p in a.trace])
+    assert np.all(gaps >= -1e-9) and primal[-1] <= primal[0]
+
+
+def test_pass_cap_gives_status_and_warning(breast_cancer):
+    X, y = breast_cancer
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        res = fit(Problem(X, y, C=100.0), "dcd", budget=Budget(tol=1e-12, max_iter=3))
+    assert res.status == "max_iter" and res.n_iter == 3
+
+
+def test_bad_parameters_name_the_key(breast_cancer):
+    X, y = breast_cancer
+    problem = Problem(X, y)
+    with pytest.raises(SolverError, match="dcd.stop"):
+        fit(problem, "dcd", stop="sometimes")
+    with pytest.raises(SolverError, match="no parameter 'shrink'"):
+        fit(problem, "dcd", shrink=True)
+    with pytest.raises(SolverError, match="kernel='rbf'"):
+        fit(Problem.build(X, y, kernel="rbf"), "dcd")
+    with pytest.raises(SolverError, match="loss='huber_hinge'"):
+        fit(Problem(X, y, loss="huber_hinge"), "dcd")
+    with pytest.raises(SolverError, match="unknown solver 'dcdd'"):
+        fit(problem, "dcdd")
