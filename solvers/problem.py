@@ -154,6 +154,22 @@ class Problem:
     def row_norms_sq(self) -> np.ndarray:
         return row_norms_sq(self.X)
 
+    def decision(self, fit, X=None) -> np.ndarray:
+        """Decision values f(x) = w . phi(x) + b of a solver's `Fit` on rows X (default: the
+        training rows). A linear model uses w; a dual model uses sum_i alpha_i y_i k(x_i, x)
+        over its support vectors."""
+        from .kernels import kernel_block
+        X = self.X if X is None else X
+        if fit.w is not None and self.kernel.is_linear:
+            return np.asarray(X @ fit.w).ravel() + fit.b
+        if fit.alpha is None:
+            raise ValueError("the fit has neither w nor alpha")
+        sv = np.flatnonzero(fit.alpha > 0)
+        if sv.size == 0:
+            return np.full(X.shape[0], float(fit.b))
+        beta = fit.alpha[sv] * self.y[sv]
+        return kernel_block(self.kernel, X, self.X[sv]) @ beta + fit.b
+
     def with_(self, **changes) -> "Problem":
         """A copy with some settings changed (validated again, like any new Problem)."""
         from dataclasses import replace
