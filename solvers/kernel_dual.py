@@ -1,0 +1,171 @@
+"""What the three kernel dual solvers (`qp`, `svmlight`, `smo`) share: the dual, its feasible
+set, the intercept b, and the final certificates.
+
+The dual of the hinge-loss SVM with a free intercept (bertini I; /work/shared/papers/001):
+
+    min_alpha f(alpha) = 1/2 alpha' Q alpha - e' alpha,   Q_ij = y_i y_j K(x_i, x_j),
+    s.t. 0 <= alpha_i <= C,  y' alpha = 0,
+
+with gradient G = Q alpha - e. The model is f(x) = sum_i alpha_i y_i K(x_i, x) + b, i.e.
+beta = alpha * y and the decision values on the training set are K beta + b = y * (G + 1) + b.
+In objectives' terms (design.md), D(alpha) = -f(alpha) and ||w||^2 = beta' K beta = alpha' Q alpha.
+
+Optimality (bertini II; Keerthi et al. 2001) is m(alpha) <= M(alpha) with
+
+    m = max_{i in R} -y_i G_i,  M = min_{i in S} -y_i G_i,
+    R = {alpha_i < C, y_i = +1} U {alpha_i > 0, y_i = -1},
+    S = {alpha_i < C, y_i = -1} U {alpha_i > 0, y_i = +1}
+
+(`objectives.kkt_violation_equality`), and every solver stops when m - M < tol.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .kernels import QColumnCache
+from .objectives import dual_objective, kkt_violation_equality, primal_from_decision
+from .problem import Problem
+
+#: The problem settings the kernel dual solvers take (bertini's dual, issue 4).
+LOSSES = ("hinge",)
+INTERCEPTS = ("free",)
+KERNELS = ("linear", "rbf", "poly")
+
+
+# ---------------------------------------------------------------------------- feasibility
+def project_feasible(alpha0: np.ndarray, y: np.ndarray, C: float, tol: float = 1e-13) -> np.ndarray:
+    """Euclidean projection of alpha0 onto {0 <= alpha <= C, y' alpha = 0}.
+
+    The minimiser of 1/2 ||alpha - alpha0||^2 over that set is alpha(theta) =
+    clip(alpha0 - theta y, 0, C) for the theta with y' alpha(theta) = 0; y' alpha(theta) is
+    non-increasing in theta, so bisection finds it. A feasible alpha0 comes back unchanged.
+    """
+    alpha0 = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, C)
+    if abs(float(y @ alpha0)) <= tol * max(1.0, C * alpha0.shape[0]):
+        return alpha0
+
+    def h(theta):
+        return float(y @ np.clip(alpha0 - theta * y, 0.0, C))
+
+    lo, hi = -C, C  # h(-C) >= 0 >= h(C): every alpha_i is pushed to the bound of its class
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if h(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-15 * C:
+            break
+    alpha = np.clip(alpha0 - 0.5 * (lo + hi) * y, 0.0, C)
+    # Remove the bisection's last rounding residue on one free variable (or a bound one).
+    r = float(y @ alpha)
+    if r != 0.0:
+        free = np.flatnonzero((alpha > 0) & (alpha < C))
+        for i in (free if free.size else np.arange(alpha.shape[0])):
+            a = alpha[i] - r * y[i]
+            if 0.0 <= a <= C:
+                alpha[i] = a
+                break
+    return alpha
+
+
+def warm_alpha(problem: Problem, warm_start) -> np.ndarray:
+    """Feasible starting alpha: zeros, or a warm start's alpha projected onto the feasible set
+    (`project_feasible`), so a warm start from another C or a perturbed alpha is repaired."""
+    n = problem.n_samples
+    if warm_start is None or warm_start.get("alpha") is None:
+        if warm_start is not None and warm_start.get("w") is not None:
+            raise ValueError("the kernel dual solvers take a warm start alpha, not w")
+        return np.zeros(n)
+    alpha = np.asarray(warm_start["alpha"], dtype=np.float64)
+    if alpha.shape != (n,):
+        raise ValueError(f"warm_start alpha has shape {alpha.shape}, expected ({n},)")
+    if not np.all(np.isfinite(alpha)):
+        raise ValueError("warm_start alpha has non-finite values")
+    return project_feasible(alpha, problem.y, problem.C)
+
+
+def gradient(cache: QColumnCache, alpha: np.ndarray, C: float):
+    """G = Q alpha - e and G_bar = C Q[:, alpha = C] e (LIBSVM's gradient of the bounded part,
+    used to rebuild G after shrinking), by BLAS blocks over the support vectors only."""
+    y = cache.y
+    sv = np.flatnonzero(alpha > 0)
+    G = -np.ones(cache.n)
+    if sv.size:
+        G += y * cache.matvec(sv, alpha[sv] * y[sv])
+    at_C = np.flatnonzero(alpha >= C)
+    G_bar = np.zeros(cache.n)
+    if at_C.size:
+        G_bar = C * y * cache.matvec(at_C, y[at_C])
+    return G, G_bar
+
+
+# ---------------------------------------------------------------------------- intercept
+def intercept(G: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float):
+    """b and how it was found.
+
+    With free support vectors (0 < alpha_i < C): b = mean over them of y_i - (K beta)_i =
+    -y_i G_i (bertini I.D, first formula). When every support vector is at a bound the KKT
+    conditions only confine b to [L, U] (Burges & Crisp 1999; bertini I.D):
+
+        L = max( max_{V+} (1 - (K beta)_i), max_{S-} (-1 - (K beta)_i) )
+        U = min( min_{V-} (-1 - (K beta)_i), min_{S+} (1 - (K beta)_i) )
+
+    with S+- = {alpha_i = C, y_i = +-1}, V+- = {alpha_i = 0, y_i = +-1}; bertini takes L when
+    |S-| > |S+| and U when |S-| < |S+|. At a feasible alpha with no free variable the two counts
+    are equal (y' alpha = 0) and the primal is flat on [L, U]; we then take its midpoint, as
+    LIBSVM does, so decision values match SVC's.
+
+    Returns (b, rule, (L, U)) with rule "free" or "bound_only"; (L, U) is (nan, nan) for "free".
+    """
+    mG = -y * G  # = y_i - (K beta)_i, the b that puts x_i on its margin
+    free = (alpha > 0) & (alpha < C)
+    if free.any():
+        return float(mG[free].mean()), "free", (math.nan, math.nan)
+    at_C = alpha >= C
+    low = (at_C & (y < 0)) | (~at_C & (y > 0))    # S- and V+ bound b from below
+    high = (at_C & (y > 0)) | (~at_C & (y < 0))   # S+ and V- bound b from above
+    L = float(mG[low].max()) if low.any() else -math.inf
+    U = float(mG[high].min()) if high.any() else math.inf
+    n_Sp = int(np.count_nonzero(at_C & (y > 0)))
+    n_Sm = int(np.count_nonzero(at_C & (y < 0)))
+    if n_Sm > n_Sp and math.isfinite(L):
+        b = L
+    elif n_Sm < n_Sp and math.isfinite(U):
+        b = U
+    elif math.isfinite(L) and math.isfinite(U):
+        b = 0.5 * (L + U)
+    else:
+        b = L if math.isfinite(L) else (U if math.isfinite(U) else 0.0)
+    return float(b), "bound_only", (L, U)
+
+
+# ---------------------------------------------------------------------------- certificates
+def dual_f(alpha: np.ndarray, G: np.ndarray) -> float:
+    """f(alpha) = 1/2 alpha' Q alpha - e' alpha = 1/2 alpha' (G - e) from G = Q alpha - e."""
+    return float(0.5 * alpha @ (G - 1.0))
+
+
+def certificates(problem: Problem, alpha: np.ndarray, G: np.ndarray):
+    """(P, D, gap, m - M, b, info) at alpha with its exact gradient G.
+
+    P is the primal of the model (beta = alpha y, b) through objectives.primal_from_decision with
+    ||w||^2 = beta' K beta and decision values K beta + b = y (G + 1) + b; D = -f(alpha) through
+    objectives.dual_objective.
+    """
+    y, C = problem.y, problem.C
+    Kbeta = y * (G + 1.0)
+    wnorm2 = float(alpha @ (G + 1.0))  # alpha' Q alpha
+    b, rule, (L, U) = intercept(G, alpha, y, C)
+    P = primal_from_decision(problem, wnorm2, b, Kbeta + b)
+    D = dual_objective(problem, alpha, wnorm2)
+    kkt = kkt_violation_equality(G, alpha, y, C)
+    n_sv = int(np.count_nonzero(alpha > 0))
+    n_bounded = int(np.count_nonzero(alpha >= C))
+    info = {"f_alpha": -D, "m_minus_M": kkt, "n_sv": n_sv, "n_bounded_sv": n_bounded,
+            "n_free_sv": n_sv - n_bounded, "b_rule": rule}
+    if rule == "bound_only":
+        info["b_interval"] = (L, U)
+    return P, D, P - D, kkt, b, info
