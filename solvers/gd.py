@@ -1,0 +1,250 @@
+"""Full-batch gradient descent on the primal of the L2-SVM (squared hinge).
+
+duros_katzman Section 4.1 (shared/papers/000): "we use the entire training set to compute the
+gradient", a fixed learning rate eta = 1e-3 and the squared hinge L = max(0, 1 - y f)^2. The
+problem is the primal of design.md,
+
+    P(w, u) = 1/2 ||w||^2 + r/2 u^2 + C sum_i loss(y_i f_i),   f_i = w . x_i + c u,
+
+where the intercept is the extra coordinate u with feature value c and penalty r:
+``none`` (no u), ``regularized`` (c = B = intercept_scaling, r = 1: LIBLINEAR's bias feature,
+b = B u) and ``free`` (c = 1, r = 0: b = u unpenalised). The gradient is
+
+    grad_w = w + C X' (y * loss'(y f)),   grad_u = r u + C c sum_i y_i loss'(y_i f_i),
+
+two sparse or dense matrix-vector products per iteration and nothing per sample in Python.
+The step is either fixed (the paper's eta) or backtracking (Armijo): start from twice the last
+accepted step and halve until P(v - t g) <= P(v) - sigma t ||g||^2. Because f is linear in the
+step, f(t) = f - t X g, each trial costs O(n), not a matrix product.
+
+Stopping (``stop``): ``grad_norm`` when ||grad P|| <= tol ||grad P(v_0)||, ``rel_decrease`` when
+(P_k - P_{k+1}) / P_k <= tol. Iterations are gradient steps.
+
+Certificates (`linear_certificates`, shared with newton, pegasos and the references): the dual
+point alpha of the KKT map (squared hinge: alpha_i = 2C (1 - y_i f_i)_+; hinge: C where
+y_i f_i < 1), its dual objective D(alpha) and gap P - D (which is >= 0 for any w and is 0 at
+the optimum), and LIBLINEAR's projected-gradient spread of the dual at alpha.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Budget, Fit, Recorder, finish
+from .objectives import kkt_violation_equality, loss_derivative, loss_values, pg_violation, regularizer
+from .problem import Problem
+from .registry import Param, SolverSpec, register
+
+
+# ------------------------------------------------------------------ shared primal helpers
+def intercept_coordinate(problem: Problem) -> tuple[float, float]:
+    """(c, r): feature value and penalty of the intercept coordinate u (b = c u).
+
+    none: (0, 0); regularized: (B, 1), LIBLINEAR's constant feature; free: (1, 0)."""
+    if problem.intercept == "regularized":
+        return float(problem.intercept_scaling), 1.0
+    if problem.intercept == "free":
+        return 1.0, 0.0
+    return 0.0, 0.0
+
+
+def primal_at(problem: Problem, C: float, w_norm_sq: float, b: float, f: np.ndarray) -> float:
+    """P with the problem's loss and intercept but a given C (pegasos's lambda may set C);
+    equals objectives.primal_from_decision when C == problem.C."""
+    losses = loss_values(problem.loss, problem.y * f, problem.huber_k)
+    return regularizer(problem, w_norm_sq, b) + C * float(losses.sum())
+
+
+def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray | None = None,
+                        C: float | None = None) -> dict:
+    """Certificates of a linear model (w, b): primal P, and for the hinge and squared hinge the
+    dual objective D at the KKT-map alpha, the gap P - D and the dual KKT violation.
+
+    Without an equality constraint (intercept none/regularized) any alpha >= 0 (<= C for the
+    hinge) is dual feasible, so D(alpha) is a valid lower bound and the gap is >= 0. With a free
+    intercept the KKT-map alpha need not satisfy sum alpha_i y_i = 0, so D and the gap are NaN
+    and the violation is m - M of the equality-constrained dual.
+    """
+    C = problem.C if C is None else float(C)
+    y = problem.y
+    w = np.asarray(w, dtype=np.float64)
+    if f is None:
+        f = np.asarray(problem.X @ w).ravel() + b
+    P = primal_at(problem, C, float(w @ w), b, f)
+    out = {"primal": P, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan,
+           "alpha": None}
+    if problem.loss not in ("hinge", "squared_hinge") or not math.isfinite(P):
+        return out
+    m = y * f
+    if problem.loss == "squared_hinge":
+        diag, U = 0.5 / C, math.inf
+        alpha = 2.0 * C * np.maximum(1.0 - m, 0.0)
+    else:
+        diag, U = 0.0, C
+        alpha = np.where(m < 1.0, C, 0.0)
+    ay = alpha * y
+    w_a = np.asarray(problem.X.T @ ay).ravel()
+    c, _ = intercept_coordinate(problem)
+    if problem.intercept == "regularized":
+        u_a = c * ay.sum()
+        fa = np.asarray(problem.X @ w_a).ravel() + c * u_a
+        G = y * fa - 1.0 + diag * alpha
+        D = float(alpha.sum() - 0.5 * (w_a @ w_a + u_a * u_a) - 0.5 * diag * (alpha @ alpha))
+        out.update(dual=D, gap=P - D, kkt_violation=pg_violation(G, alpha, U))
+    elif problem.intercept == "none":
+        fa = np.asarray(problem.X @ w_a).ravel()
+        G = y * fa - 1.0 + diag * alpha
+        D = float(alpha.sum() - 0.5 * (w_a @ w_a) - 0.5 * diag * (alpha @ alpha))
+        out.update(dual=D, gap=P - D, kkt_violation=pg_violation(G, alpha, U))
+    else:
+        fa = np.asarray(problem.X @ w_a).ravel()
+        G = y * fa - 1.0 + diag * alpha
+        out["kkt_violation"] = kkt_violation_equality(G, alpha, y, U)
+    out["alpha"] = alpha
+    return out
+
+
+def split_warm_start(problem: Problem, warm_start) -> tuple[np.ndarray, float]:
+    """(w, b) from a warm start dict (``w``/``b``), zeros otherwise."""
+    d = problem.n_features
+    w = np.zeros(d)
+    b = 0.0
+    if warm_start is not None and warm_start.get("w") is not None:
+        w = np.array(warm_start["w"], dtype=np.float64).ravel()
+        if w.shape != (d,):
+            raise ValueError(f"warm_start w has shape {w.shape}, expected ({d},)")
+        b = float(warm_start.get("b") or 0.0) if problem.intercept != "none" else 0.0
+    return w, b
+
+
+# ------------------------------------------------------------------ driver
+def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
+           step: str = "armijo", eta: float = 1e-3, stop: str = "grad_norm",
+           armijo_sigma: float = 1e-4) -> Fit:
+    """Gradient descent on P (duros_katzman 4.1; see the module docstring).
+
+    step: ``fixed`` (eta every iteration, the paper's method) or ``armijo`` (backtracking that
+    tries eta first, then twice the last accepted step each iteration). budget.tol is the tolerance
+    of `stop`; iterations are gradient steps.
+    """
+    X = problem.X
+    y = problem.y
+    C = problem.C
+    loss, hk = problem.loss, problem.huber_k
+    c, r = intercept_coordinate(problem)
+    max_iter = budget.iterations(10000)
+    tol = budget.tol
+
+    w, b = split_warm_start(problem, warm_start)
+    u = b / c if c else 0.0
+    f = np.asarray(X @ w).ravel() + c * u
+
+    def objective(wsq, u_, f_):
+        return 0.5 * wsq + 0.5 * r * u_ * u_ + C * float(loss_values(loss, y * f_, hk).sum())
+
+    wsq = float(w @ w)
+    P = objective(wsq, u, f)
+
+    def certificates():
+        cert = linear_certificates(problem, w, c * u, f)
+        return cert["primal"], cert["dual"], cert["gap"]
+
+    g0 = None
+    t = float(eta)
+    status = "max_iter"
+    detail = ""
+    it = 0
+    gnorm = math.nan
+    while it < max_iter:
+        # Gradient: two products with X (here and Xg below); nothing per sample in Python.
+        s = y * loss_derivative(loss, y * f, hk)
+        g_w = w + C * np.asarray(X.T @ s).ravel()
+        g_u = r * u + C * c * float(s.sum())
+        gsq = float(g_w @ g_w) + g_u * g_u
+        gnorm = math.sqrt(gsq)
+        if g0 is None:
+            g0 = gnorm
+        if not math.isfinite(gnorm):
+            status = "diverged"
+            break
+        if stop == "grad_norm" and gnorm <= tol * max(g0, 1e-300):
+            status = "converged"
+            break
+        Xg = np.asarray(X @ g_w).ravel() + c * g_u
+        wg = float(w @ g_w)
+        if step == "fixed":
+            t_acc = t
+            P_new = objective(wsq - 2 * t * wg + t * t * float(g_w @ g_w), u - t * g_u, f - t * Xg)
+        else:
+            # Armijo backtracking; f(t) = f - t Xg makes each trial O(n).
+            t_try = min(2.0 * t, 1e12) if it > 0 else t
+            ggw = float(g_w @ g_w)
+            for _ in range(60):
+                P_new = objective(wsq - 2 * t_try * wg + t_try * t_try * ggw, u - t_try * g_u,
+                                  f - t_try * Xg)
+                if P_new <= P - armijo_sigma * t_try * gsq:
+                    break
+                t_try *= 0.5
+            else:
+                status, detail = "stalled", "Armijo backtracking found no decrease"
+                break
+            t_acc = t = t_try
+        w -= t_acc * g_w
+        u -= t_acc * g_u
+        f -= t_acc * Xg
+        wsq = float(w @ w)
+        it += 1
+        P_old, P = P, P_new
+        if recorder.due(it):
+            recorder.record(it, certificates)
+        if not math.isfinite(P):
+            status = "diverged"
+            break
+        if stop == "rel_decrease" and abs(P_old - P) <= tol * max(abs(P_old), 1e-300):
+            status = "converged"
+            break
+        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+            status = "timeout"
+            break
+
+    fit_time = recorder.seconds()
+    if not (np.isfinite(w).all() and math.isfinite(u)):
+        status = "diverged"
+        cert = {"primal": math.nan, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan}
+    else:
+        if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
+            recorder.record(it, certificates)
+        cert = linear_certificates(problem, w, c * u, f)
+        if not math.isfinite(cert["primal"]):
+            status = "diverged"
+    if status == "max_iter":
+        detail = f"gradient norm {gnorm:.3g} (initial {g0:.3g}), tol {tol:g}"
+    finish(status, "gd", it, detail)
+    return Fit(b=float(c * u), status=status, n_iter=it, primal=cert["primal"], w=w, dual=cert["dual"],
+               gap=cert["gap"], kkt_violation=cert["kkt_violation"], fit_time_s=fit_time,
+               info={"grad_norm": gnorm, "grad_norm0": g0, "last_step": t})
+
+
+register(SolverSpec(
+    name="gd",
+    family="primal",
+    fit=fit_gd,
+    params={
+        "step": Param("armijo", "str", options=("fixed", "armijo"),
+                      doc="fixed learning rate eta (duros_katzman 4.1) or Armijo backtracking"),
+        "eta": Param(1e-3, "float", low=0.0, open_low=True,
+                     doc="the fixed step, and the first trial step of the backtracking"),
+        "stop": Param("grad_norm", "str", options=("grad_norm", "rel_decrease"),
+                      doc="||grad|| <= tol ||grad_0||, or relative objective decrease <= tol"),
+        "armijo_sigma": Param(1e-4, "float", low=0.0, high=0.5, open_low=True, open_high=True,
+                              doc="sufficient-decrease constant of the backtracking"),
+    },
+    losses=("squared_hinge", "huber_hinge"),
+    intercepts=("none", "regularized", "free"),
+    kernels=("linear",),
+    warm_start=True,
+    default_max_iter=10000,
+    version="1",
+    description="full-batch gradient descent on the squared-hinge primal (duros_katzman 4.1)",
+))
