@@ -700,7 +700,8 @@ def _missing_error(root, name: str) -> StoreError:
     available = ", ".join(_entry_names(root)) or "(none)"
     return StoreError(
         f"dataset {name!r} not found in store {_fs_root(root)}; available: {available}; "
-        f"build it with `python -m pipeline.data build {name}`"
+        f"build it with `python -m pipeline.data build {name}` (built-in datasets) or add "
+        f"your own with `python -m pipeline.data ingest PATH --name {name}`"
     )
 
 

@@ -1,0 +1,273 @@
+"""Command line for the dataset store.
+
+::
+
+    python -m pipeline.data list                                   [--store ROOT]
+    python -m pipeline.data info NAME                              [--store ROOT]
+    python -m pipeline.data build NAME [--param K=V ...] [--force] [--store ROOT]
+    python -m pipeline.data ingest PATH --name NAME [--format libsvm|svmlight|csv|parquet]
+                            [--label COL] [--zero-based auto|true|false] [--force] [--store ROOT]
+    python -m pipeline.data remove NAME                            [--store ROOT]
+
+The default store is :func:`pipeline.store.default_store_root` (``$SVMBENCH_STORE``, else the
+user cache directory), the same one the experiment configs use. Errors are printed as
+``error: <message>`` on stderr with exit status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from pipeline import datasets, store
+from pipeline.store import StoreError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the data command; return the process exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name; ``sys.argv[1:]`` when omitted.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    root = Path(args.store) if args.store else store.default_store_root()
+    try:
+        return args.run(args, root)
+    except (StoreError, ValueError, OSError) as exc:
+        # Bad names, bad files and bad parameters are the user's to fix: say what is wrong
+        # and where, without a traceback that buries the message.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--store",
+        metavar="ROOT",
+        help="store root (default: $SVMBENCH_STORE, else <user cache>/svmbench/datasets; "
+        f"here {store.default_store_root()})",
+    )
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.data",
+        description="Build, ingest, inspect and remove datasets in the svmbench store.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", parents=[common], help="list the datasets in the store")
+    p.set_defaults(run=_cmd_list)
+
+    p = sub.add_parser("info", parents=[common], help="show one dataset's metadata")
+    p.add_argument("name")
+    p.set_defaults(run=_cmd_info)
+
+    p = sub.add_parser(
+        "build",
+        parents=[common],
+        help="build a built-in dataset",
+        description="Build a built-in dataset: "
+        + "; ".join(f"{n} ({b.description})" for n, b in sorted(datasets.BUILDERS.items())),
+    )
+    p.add_argument("name", help=f"one of {', '.join(datasets.dataset_names())}")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="builder parameter (repeatable); non-default values give the entry its own name",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild even if already stored")
+    p.set_defaults(run=_cmd_build)
+
+    p = sub.add_parser("ingest", parents=[common], help="add your own data file")
+    p.add_argument("path")
+    p.add_argument("--name", required=True, help="store entry name")
+    p.add_argument(
+        "--format",
+        choices=datasets.INGEST_FORMATS,
+        help="file format (default: from the extension: .svm .libsvm .svmlight .txt, .csv, "
+        ".parquet .pq)",
+    )
+    p.add_argument("--label", help="label column of a CSV or Parquet table")
+    p.add_argument(
+        "--zero-based",
+        choices=("auto", "true", "false"),
+        default="auto",
+        help="LIBSVM feature indices start at 0 (default: auto, zero-based iff an index 0 occurs)",
+    )
+    p.add_argument("--license", default="", help="license of the data, recorded in meta.json")
+    p.add_argument("--citation", default="", help="how to cite the data, recorded in meta.json")
+    p.add_argument("--force", action="store_true", help="replace an existing entry")
+    p.set_defaults(run=_cmd_ingest)
+
+    p = sub.add_parser("remove", parents=[common], help="delete a dataset from the store")
+    p.add_argument("name")
+    p.set_defaults(run=_cmd_remove)
+    return parser
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_list(args, root: Path) -> int:
+    metas = store.list_datasets(root)
+    if metas:
+        header = ("name", "rows", "features", "nnz", "classes")
+        rows = [
+            (
+                m["name"],
+                f"{m['n_rows']:,}",
+                f"{m['n_features']:,}",
+                f"{m['nnz']:,}",
+                _classes_short(m),
+            )
+            for m in metas
+        ]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        right = {1, 2, 3}  # numbers align right
+        for r in [header, *rows]:
+            cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+            print("  ".join(cells).rstrip())
+    else:
+        print(f"no datasets in store {root}")
+    stored = {m["name"] for m in metas}
+    missing = [n for n in datasets.dataset_names() if n not in stored]
+    if missing:
+        print(
+            f"\nbuilt-in, not yet in this store: {', '.join(missing)} "
+            f"(`python -m pipeline.data build NAME`, or built on first use)"
+        )
+    return 0
+
+
+def _cmd_info(args, root: Path) -> int:
+    meta = store.dataset_info(root, args.name)
+    print(_describe(meta, store.dataset_path(root, args.name)))
+    return 0
+
+
+def _cmd_build(args, root: Path) -> int:
+    params = _parse_params(args.param)
+    entry = datasets.store_name(args.name, params)
+    started = time.perf_counter()
+    if args.force:
+        meta = datasets.build_dataset(root, args.name, params, overwrite=True)
+        verb = "rebuilt"
+    elif store.exists(root, entry):
+        meta = datasets.ensure_dataset(root, args.name, params)
+        print(f"{entry} is already in store {root} (--force rebuilds it)")
+        return 0
+    else:
+        meta = datasets.ensure_dataset(root, args.name, params)
+        verb = "built"
+    elapsed = time.perf_counter() - started
+    print(f"{verb} {meta['name']} in {elapsed:.1f} s: {_shape_line(meta)}")
+    print(f"  at {store.dataset_path(root, meta['name'])}")
+    return 0
+
+
+def _cmd_ingest(args, root: Path) -> int:
+    meta = datasets.ingest_file(
+        root,
+        args.path,
+        args.name,
+        format=args.format,
+        label=args.label,
+        zero_based=args.zero_based,
+        overwrite=args.force,
+        license=args.license,
+        citation=args.citation,
+    )
+    print(f"ingested {meta['source']['file']} as {meta['name']}: {_shape_line(meta)}")
+    print(f"  at {store.dataset_path(root, meta['name'])}")
+    return 0
+
+
+def _cmd_remove(args, root: Path) -> int:
+    store.remove_dataset(root, args.name)
+    print(f"removed {args.name} from store {root}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_params(items: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` to a dict of strings; the builder coerces each to its type."""
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param expects KEY=VALUE, got {item!r}")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def _label(value: float) -> str:
+    return f"{value:g}"
+
+
+def _classes_short(meta: dict) -> str:
+    if meta.get("classes") is None:
+        return f"{meta.get('n_classes', '?')} values"
+    return ", ".join(_label(c) for c in meta["classes"])
+
+
+def _class_counts(meta: dict) -> str:
+    if meta.get("classes") is None:
+        return f"{meta.get('n_classes', '?')} distinct label values (not listed)"
+    names = meta.get("label_names")
+    parts = []
+    for i, (c, n) in enumerate(zip(meta["classes"], meta["class_counts"])):
+        named = f" ({names[i]})" if names and i < len(names) else ""
+        parts.append(f"{_label(c)}{named}: {n:,}")
+    return ", ".join(parts)
+
+
+def _shape_line(meta: dict) -> str:
+    return (
+        f"{meta['n_rows']:,} rows x {meta['n_features']:,} features, {meta['nnz']:,} nonzeros, "
+        f"classes {_class_counts(meta)}"
+    )
+
+
+def _describe(meta: dict, path: Path) -> str:
+    cells = meta["n_rows"] * meta["n_features"]
+    density = meta["nnz"] / cells if cells else 0.0
+    preprocessing = meta.get("preprocessing") or "none"
+    if isinstance(preprocessing, list):
+        preprocessing = "; ".join(map(str, preprocessing))
+    lines = [
+        ("name", meta["name"]),
+        ("path", str(path)),
+        ("rows", f"{meta['n_rows']:,}"),
+        ("features", f"{meta['n_features']:,}"),
+        ("nnz", f"{meta['nnz']:,}"),
+        ("density", f"{density:.4%}"),
+        ("classes", _class_counts(meta)),
+        ("fingerprint", meta["fingerprint"]),
+        ("source", json.dumps(meta.get("source"), sort_keys=True)),
+        ("license", meta.get("license") or "(not recorded)"),
+        ("citation", meta.get("citation") or "(not recorded)"),
+        ("preprocessing", preprocessing),
+        ("created", f"{meta.get('created', '?')} by svmbench {meta.get('svmbench_version', '?')}"),
+    ]
+    width = max(len(k) for k, _ in lines) + 1
+    return "\n".join(f"{k + ':':<{width}} {v}" for k, v in lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Tests for the data command line (pipeline.data)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+from pipeline import data, store
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *argv):
+    """Run the CLI in-process; return (exit code, stdout, stderr)."""
+    code = data.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_build_info_remove_round_trip(tmp_path, capsys):
+    root = tmp_path / "store"
+    code, out, _ = run(capsys, "list", "--store", root)
+    assert code == 0 and "no datasets" in out and "toy_blobs" in out
+
+    code, out, _ = run(capsys, "build", "toy_blobs", "--store", root)
+    assert code == 0 and out.startswith("built toy_blobs") and "2,000 rows x 2 features" in out
+    code, out, _ = run(capsys, "build", "toy_blobs", "--store", root)
+    assert code == 0 and "already in store" in out
+
+    code, out, _ = run(capsys, "list", "--store", root)
+    table = out.splitlines()
+    assert table[0].split() == ["name", "rows", "features", "nnz", "classes"]
+    assert table[1].split() == ["toy_blobs", "2,000", "2", "4,000", "-1,", "1"]
+
+    code, out, _ = run(capsys, "info", "toy_blobs", "--store", root)
+    meta = store.dataset_info(root, "toy_blobs")
+    assert code == 0
+    for field in ["rows:", "features:", "nnz:", "density:", "fingerprint:", "source:", "license:"]:
+        assert field in out
+    assert "100.0000%" in out and meta["fingerprint"] in out and "-1: 1,000, 1: 1,000" in out
+
+    code, out, _ = run(capsys, "remove", "toy_blobs", "--store", root)
+    assert code == 0 and "removed toy_blobs" in out
+    assert not store.exists(root, "toy_blobs")
+    code, _, err = run(capsys, "remove", "toy_blobs", "--store", root)
+    assert code == 2 and err.startswith("error: dataset 'toy_blobs' not found")
+
+
+def test_build_with_params_and_force(tmp_path, capsys):
+    code, out, _ = run(
+        capsys, "build", "rcv1_like", "--param", "n_samples=200", "--param", "n_features=600",
+        "--store", tmp_path,
+    )
+    assert code == 0
+    entry = out.split()[1]
+    assert entry.startswith("rcv1_like-") and store.exists(tmp_path, entry)
+    assert store.dataset_info(tmp_path, entry)["n_rows"] == 200
+    fingerprint = store.dataset_info(tmp_path, entry)["fingerprint"]
+    code, out, _ = run(
+        capsys, "build", "rcv1_like", "--param", "n_samples=200", "--param", "n_features=600",
+        "--force", "--store", tmp_path,
+    )
+    assert code == 0 and out.startswith(f"rebuilt {entry}")
+    assert store.dataset_info(tmp_path, entry)["fingerprint"] == fingerprint
+
+    code, _, err = run(capsys, "build", "toy_blobs", "--param", "n_samples=lots", "--store", tmp_path)
+    assert code == 2 and "n_samples must be an integer" in err
+    code, _, err = run(capsys, "build", "toy_blobs", "--param", "oops", "--store", tmp_path)
+    assert code == 2 and "KEY=VALUE" in err
+
+
+def test_unknown_dataset_gives_a_clean_message(tmp_path, capsys):
+    code, out, err = run(capsys, "build", "mnist", "--store", tmp_path)
+    assert code == 2 and out == ""
+    assert err.startswith("error: unknown dataset 'mnist'; built-in datasets: breast_cancer")
+    assert "Traceback" not in err and err.count("\n") == 1
+    code, _, err = run(capsys, "info", "mnist", "--store", tmp_path)
+    assert code == 2 and "not found in store" in err and "available: (none)" in err
+
+
+def test_ingest_libsvm_matches_sklearn_loader(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = sp.random(40, 25, density=0.2, format="csr", random_state=rng)
+    X.data = rng.normal(size=X.nnz) * 10.0 ** rng.integers(-5, 5, X.nnz)
+    y = rng.choice([-1.0, 1.0], 40)
+    path = tmp_path / "train.libsvm"
+    dump_svmlight_file(X, y, str(path), zero_based=False, comment="written by the test")
+
+    code, out, _ = run(capsys, "ingest", path, "--name", "mine", "--store", tmp_path / "s")
+    assert code == 0 and out.startswith(f"ingested {path.resolve()} as mine")
+
+    expected_X, expected_y = load_svmlight_file(str(path))
+    ds = store.read_dataset(tmp_path / "s", "mine")
+    assert ds.X.shape == expected_X.shape
+    assert (ds.X != expected_X).nnz == 0
+    np.testing.assert_array_equal(ds.y, expected_y)
+    assert ds.meta["source"]["format"] == "libsvm"
+
+    code, _, err = run(capsys, "ingest", path, "--name", "mine", "--store", tmp_path / "s")
+    assert code == 2 and "--force" in err
+    code, _, _ = run(capsys, "ingest", path, "--name", "mine", "--force", "--store", tmp_path / "s")
+    assert code == 0
+
+
+def test_ingest_malformed_libsvm_reports_the_line(tmp_path, capsys):
+    path = tmp_path / "bad.svm"
+    path.write_text("+1 1:0.5 2:1\n-1 3:2\n+1 2:1 x:3\n-1 1:1\n")
+    code, out, err = run(capsys, "ingest", path, "--name", "bad", "--store", tmp_path / "s")
+    assert code == 2 and out == ""
+    assert ":3:" in err and f"{path}:3: feature index 'x' is not an integer" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "s").exists() or not os.listdir(tmp_path / "s")
+
+
+def test_ingest_csv_with_label(tmp_path, capsys):
+    path = tmp_path / "table.csv"
+    path.write_text("f1,outcome,f2\n0.5,1,0\n0,0,2\n1.5,1,-3\n")
+    code, _, err = run(capsys, "ingest", path, "--name", "tab", "--store", tmp_path)
+    assert code == 2 and "no label column" in err and "columns: f1, outcome, f2" in err
+    code, out, _ = run(capsys, "ingest", path, "--name", "tab", "--label", "outcome", "--store", tmp_path)
+    assert code == 0
+    ds = store.read_dataset(tmp_path, "tab")
+    np.testing.assert_array_equal(ds.X.toarray(), [[0.5, 0], [0, 2], [1.5, -3]])
+    np.testing.assert_array_equal(ds.y, [1, 0, 1])
+    assert ds.meta["feature_names"] == ["f1", "f2"] and ds.meta["label_column"] == "outcome"
+
+
+def test_ingest_missing_file_and_unknown_extension(tmp_path, capsys):
+    code, _, err = run(capsys, "ingest", tmp_path / "nope.csv", "--name", "x", "--store", tmp_path)
+    assert code == 2 and "no such file" in err
+    odd = tmp_path / "data.xlsx"
+    odd.write_text("x")
+    code, _, err = run(capsys, "ingest", odd, "--name", "x", "--store", tmp_path)
+    assert code == 2 and "--format" in err
+
+
+def test_default_store_comes_from_the_environment(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SVMBENCH_STORE", str(tmp_path / "env-store"))
+    code, out, _ = run(capsys, "build", "digits_1v7")
+    assert code == 0 and store.exists(tmp_path / "env-store", "digits_1v7")
+
+
+def test_module_entry_point(tmp_path):
+    env = {**os.environ, "SVMBENCH_STORE": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.data", "info", "absent"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: dataset 'absent' not found")
