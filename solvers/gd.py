@@ -20,10 +20,10 @@ step, f(t) = f - t X g, each trial costs O(n), not a matrix product.
 Stopping (``stop``): ``grad_norm`` when ||grad P|| <= tol ||grad P(v_0)||, ``rel_decrease`` when
 (P_k - P_{k+1}) / P_k <= tol. Iterations are gradient steps.
 
-Certificates (`linear_certificates`, shared with newton, pegasos and the references): the dual
-point alpha of the KKT map (squared hinge: alpha_i = 2C (1 - y_i f_i)_+; hinge: C where
-y_i f_i < 1), its dual objective D(alpha) and gap P - D (which is >= 0 for any w and is 0 at
-the optimum), and LIBLINEAR's projected-gradient spread of the dual at alpha.
+Certificates (`linear_certificates`, shared with newton, pegasos and the references): P, and for
+the squared hinge the dual point of the KKT map alpha_i = 2C (1 - y_i f_i)_+, its dual objective
+D(alpha) and gap P - D (>= 0 for any w, 0 at the optimum), and LIBLINEAR's projected-gradient
+spread of the dual at alpha.
 """
 from __future__ import annotations
 
@@ -58,8 +58,10 @@ def primal_at(problem: Problem, C: float, w_norm_sq: float, b: float, f: np.ndar
 
 def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray | None = None,
                         C: float | None = None) -> dict:
-    """Certificates of a linear model (w, b): primal P, and for the hinge and squared hinge the
-    dual objective D at the KKT-map alpha, the gap P - D and the dual KKT violation.
+    """Certificates of a linear model (w, b): primal P, and for the squared hinge the dual
+    objective D at the KKT-map alpha_i = 2C (1 - y_i f_i)_+, the gap P - D and the dual KKT
+    violation. (For the hinge the map from w to alpha is not unique on the margin, y_i f_i = 1,
+    and the obvious choice gives a gap far from 0 at the optimum, so only P is reported.)
 
     Without an equality constraint (intercept none/regularized) any alpha >= 0 (<= C for the
     hinge) is dual feasible, so D(alpha) is a valid lower bound and the gap is >= 0. With a free
@@ -74,15 +76,11 @@ def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray
     P = primal_at(problem, C, float(w @ w), b, f)
     out = {"primal": P, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan,
            "alpha": None}
-    if problem.loss not in ("hinge", "squared_hinge") or not math.isfinite(P):
+    if problem.loss != "squared_hinge" or not math.isfinite(P):
         return out
     m = y * f
-    if problem.loss == "squared_hinge":
-        diag, U = 0.5 / C, math.inf
-        alpha = 2.0 * C * np.maximum(1.0 - m, 0.0)
-    else:
-        diag, U = 0.0, C
-        alpha = np.where(m < 1.0, C, 0.0)
+    diag, U = 0.5 / C, math.inf
+    alpha = 2.0 * C * np.maximum(1.0 - m, 0.0)
     ay = alpha * y
     w_a = np.asarray(problem.X.T @ ay).ravel()
     c, _ = intercept_coordinate(problem)

@@ -1,0 +1,260 @@
+"""Pegasos: primal estimated sub-gradient solver for the linear L1-SVM.
+
+Shalev-Shwartz, Singer and Srebro, "Pegasos: Primal Estimated sub-GrAdient SOlver for SVM",
+ICML 2007; rupnik Section 3.2 (shared/papers/002); duros_katzman Algorithm 2 (shared/papers/000).
+It minimises
+
+    f(w) = lambda/2 ||w||^2 + 1/n sum_i (1 - y_i w . x_i)_+  =  P(w) / (C n),   lambda = 1/(C n)
+
+(objectives.C_from_lambda / lambda_from_C, convention "pegasos"), so it solves the problem of
+design.md with the hinge. Step t (t = 1, 2, ...), with a batch A_t of k examples:
+
+    A+ = {i in A_t : y_i w_t . x_i < 1},   eta_t = 1 / (lambda t)
+    w_{t+1/2} = (1 - eta_t lambda) w_t + eta_t / k sum_{i in A+} y_i x_i
+    w_{t+1}   = min(1, 1 / (sqrt(lambda) ||w_{t+1/2}||)) w_{t+1/2}      (optional projection)
+
+Implementation: w is held as s * v (a scalar times a vector), so the shrink and the projection
+cost O(1) and a step costs O(nnz of the batch) (Shalev-Shwartz et al. Section 4; what
+scikit-learn's WeightVector does); ||v||^2 is kept up to date with each sparse change. The
+averaged iterate wbar = (1/T) sum_t w_{t+1} is held as (Pa + Qa v) / T, with Pa corrected on
+each sparse change of v, again O(nnz) per step.
+
+Variants (parameters): batch size k; T steps (budget.max_iter) or a number of ``epochs`` of
+ceil(n/k) steps; lambda directly (``lam``, which then replaces the problem's C by
+1/(lambda n)) or from C; the projection; ``lazy_t`` (rupnik 4.5: a step whose batch has no
+violator changes neither w nor t, so the step size does not decay while the sampler draws
+well-classified points); the last or the averaged iterate; a zero start or a seeded random start
+inside the ball ||w|| <= 1/sqrt(lambda) (rupnik 4.2); batches drawn with replacement or from a
+fresh permutation each epoch. A regularized intercept is the constant feature B (weight
+penalised with w, like LIBLINEAR).
+
+Pegasos has no stopping test of its own: its output is w_{T+1}, so a run that completes its
+schedule has status ``converged`` (info["schedule_complete"]); its certificate is the primal
+objective P; how far P is from f* is for the
+pipeline to measure against a reference solve. Iterations (n_iter, trace) are steps t.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .base import Budget, Fit, Recorder, finish
+from .gd import linear_certificates, primal_at
+from .objectives import C_from_lambda, lambda_from_C
+from .problem import Problem
+from .registry import Param, SolverSpec, register
+
+# st (state) layout, a float64 array shared between the kernel and the driver.
+_S, _VSQ, _T, _QA, _NAVG = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, nogil=True)
+def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, average, v, st, Pa, viol):
+    """Run the steps whose batches are idx[0:k], idx[k:2k], ... (the last may be shorter).
+
+    v has n_features (+1 for the intercept slot, if B > 0) entries; w = st[_S] * v. Returns the
+    number of steps taken (lazy steps included)."""
+    d = v.shape[0] - (1 if B > 0.0 else 0)
+    m = idx.shape[0]
+    radius_sq = 1.0 / lam
+    steps = 0
+    start = 0
+    while start < m:
+        end = min(start + k, m)
+        kb = end - start
+        s = st[_S]
+        nv = 0
+        for j in range(start, end):
+            i = idx[j]
+            dot = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                dot += v[indices[p]] * data[p]
+            if B > 0.0:
+                dot += v[d] * B
+            if y[i] * s * dot < 1.0:
+                viol[nv] = i
+                nv += 1
+        steps += 1
+        start = end
+        if nv == 0 and lazy:
+            continue
+        st[_T] += 1.0
+        t = st[_T]
+        eta = 1.0 / (lam * t)
+        shrink = 1.0 - eta * lam
+        if shrink <= 0.0:
+            # t = 1: w_{3/2} forgets w_1 (eta lambda = 1). Reset v; the averaged sum keeps its value.
+            if average:
+                Qa = st[_QA]
+                for j in range(v.shape[0]):
+                    Pa[j] += Qa * v[j]
+                st[_QA] = 0.0
+            for j in range(v.shape[0]):
+                v[j] = 0.0
+            s = 1.0
+            st[_VSQ] = 0.0
+        else:
+            s *= shrink
+        coef = eta / kb
+        vsq = st[_VSQ]
+        Qa = st[_QA]
+        for a in range(nv):
+            i = viol[a]
+            c = coef * y[i] / s
+            for p in range(indptr[i], indptr[i + 1]):
+                jj = indices[p]
+                old = v[jj]
+                dv = c * data[p]
+                v[jj] = old + dv
+                vsq += dv * (2.0 * old + dv)
+                if average:
+                    Pa[jj] -= Qa * dv
+            if B > 0.0:
+                old = v[d]
+                dv = c * B
+                v[d] = old + dv
+                vsq += dv * (2.0 * old + dv)
+                if average:
+                    Pa[d] -= Qa * dv
+        if project:
+            wsq = s * s * vsq
+            if wsq > radius_sq:
+                s *= math.sqrt(radius_sq / wsq)
+        if average:
+            Qa += s
+            st[_NAVG] += 1.0
+        if s < 1e-9:
+            # Fold the scale into v before it underflows (O(d), rare).
+            for j in range(v.shape[0]):
+                v[j] *= s
+            vsq *= s * s
+            Qa /= s
+            s = 1.0
+        st[_S] = s
+        st[_VSQ] = vsq
+        st[_QA] = Qa
+    return steps
+
+
+def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
+                k: int = 1, epochs: int | None = None, lam: float | None = None, project: bool = True,
+                lazy_t: bool = False, iterate: str = "last", init: str = "zero",
+                sampling: str = "replacement", random_state: int | None = 0) -> Fit:
+    """Pegasos (Shalev-Shwartz et al. 2007; rupnik 3.2; duros_katzman Alg. 2; module docstring).
+
+    T = epochs * ceil(n / k) steps when `epochs` is given, else budget.max_iter steps, else 10
+    epochs. lam: lambda (None: 1 / (C n) from the problem's C).
+    """
+    X = problem.X_csr
+    y = problem.y
+    n, d = problem.n_samples, problem.n_features
+    B = float(problem.B)
+    if lam is None:
+        lam = lambda_from_C(problem.C, "pegasos", n)
+        C = problem.C
+    else:
+        C = C_from_lambda(lam, "pegasos", n)
+    spe = -(-n // k)  # steps per epoch
+    T = epochs * spe if epochs is not None else budget.iterations(10 * spe)
+    rng = np.random.default_rng(random_state)
+
+    dim = d + (1 if B > 0 else 0)
+    v = np.zeros(dim)
+    if init == "random":
+        # rupnik 4.2: a random w_1 with ||w_1|| <= 1/sqrt(lambda): a uniform direction, a uniform radius.
+        g = rng.standard_normal(dim)
+        v[:] = g * (rng.uniform() / math.sqrt(lam) / max(np.linalg.norm(g), 1e-300))
+    st = np.array([1.0, float(v @ v), 0.0, 0.0, 0.0])
+    Pa = np.zeros(dim)
+    viol = np.empty(k, dtype=np.int64)
+    average = iterate == "average"
+
+    def current_w():
+        if average and st[_NAVG] > 0:
+            full = (Pa + st[_QA] * v) / st[_NAVG]
+        else:
+            full = st[_S] * v
+        return full[:d], (B * full[d] if B > 0 else 0.0)
+
+    def trace_point():
+        w, b = current_w()
+        f = np.asarray(X @ w).ravel() + b
+        return primal_at(problem, C, float(w @ w), b, f), math.nan, math.nan
+
+    per_decade = recorder.per_decade
+    next_rec = 1
+    status = "converged"
+    it = 0
+    epoch_idx = None
+    pos = 0
+    while it < T:
+        if epoch_idx is None or pos >= epoch_idx.size:
+            epoch_idx = (rng.permutation(n) if sampling == "permutation"
+                         else rng.integers(0, n, size=spe * k)).astype(np.int64)
+            pos = 0
+        # Run up to the end of the epoch, of the budget, or the next trace point.
+        n_steps = min(-(-(epoch_idx.size - pos) // k), T - it)
+        if recorder.enabled and next_rec > it:
+            n_steps = min(n_steps, next_rec - it)
+        chunk = epoch_idx[pos:pos + n_steps * k]
+        taken = _pegasos_steps(X.data, X.indices, X.indptr, y, B, chunk, k, lam, project, lazy_t,
+                               average, v, st, Pa, viol)
+        pos += chunk.size
+        it += taken
+        # ||v||^2 is updated incrementally; refresh it so rounding cannot build up.
+        st[_VSQ] = float(v @ v)
+        if not (np.isfinite(st).all() and math.isfinite(st[_VSQ])):
+            status = "diverged"
+            break
+        if recorder.due(it):
+            recorder.record(it, trace_point)
+            next_rec = max(it + 1, int(math.ceil(it * 10 ** (1.0 / per_decade) - 1e-9)))
+        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+            status = "timeout"
+            break
+    fit_time = recorder.seconds()
+    w, b = current_w()
+    if status != "diverged" and np.isfinite(w).all():
+        if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
+            recorder.record(it, trace_point)
+        cert = linear_certificates(problem, w, b, C=C)
+    else:
+        status = "diverged"
+        cert = {"primal": math.nan, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan}
+    finish(status, "pegasos", it, "non-finite iterate" if status == "diverged" else "")
+    return Fit(b=float(b), status=status, n_iter=it, primal=cert["primal"], w=np.ascontiguousarray(w),
+               dual=cert["dual"], gap=cert["gap"], kkt_violation=cert["kkt_violation"],
+               fit_time_s=fit_time,
+               info={"lambda": lam, "C": C, "t": int(st[_T]), "T": int(T), "epochs": it / spe,
+                     "schedule_complete": status == "converged", "w_norm": float(np.linalg.norm(w)),
+                     "objective_pegasos": cert["primal"] / (C * n)})
+
+
+register(SolverSpec(
+    name="pegasos",
+    family="primal",
+    fit=fit_pegasos,
+    params={
+        "k": Param(1, "int", low=1, doc="mini-batch size"),
+        "epochs": Param(None, "int", low=1, none_ok=True,
+                        doc="run epochs * ceil(n/k) steps (otherwise budget.max_iter steps)"),
+        "lam": Param(None, "float", low=0.0, open_low=True, none_ok=True,
+                     doc="lambda; None: 1/(C n) from the problem's C (convention 'pegasos')"),
+        "project": Param(True, "bool", doc="project onto the ball of radius 1/sqrt(lambda)"),
+        "lazy_t": Param(False, "bool", doc="t does not advance on steps without violators (rupnik 4.5)"),
+        "iterate": Param("last", "str", options=("last", "average"), doc="return w_{T+1} or the average"),
+        "init": Param("zero", "str", options=("zero", "random"), doc="w_1 = 0 or random in the ball"),
+        "sampling": Param("replacement", "str", options=("replacement", "permutation"),
+                          doc="batches drawn with replacement or from a per-epoch permutation"),
+        "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the sampling and the start"),
+    },
+    losses=("hinge",),
+    intercepts=("none", "regularized"),
+    kernels=("linear",),
+    warm_start=False,
+    default_max_iter=100_000,
+    version="1",
+    description="Pegasos stochastic sub-gradient (Shalev-Shwartz et al. 2007)",
+))
