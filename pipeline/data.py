@@ -20,8 +20,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from pipeline import datasets, store
 from pipeline.store import StoreError
@@ -137,7 +137,10 @@ def _cmd_list(args, root: Path) -> int:
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         right = {1, 2, 3}  # numbers align right
         for r in [header, *rows]:
-            cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+            cells = [
+                c.rjust(w) if i in right else c.ljust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            ]
             print("  ".join(cells).rstrip())
     else:
         print(f"no datasets in store {root}")
@@ -231,7 +234,7 @@ def _class_counts(meta: dict) -> str:
         return f"{meta.get('n_classes', '?')} distinct label values (not listed)"
     names = meta.get("label_names")
     parts = []
-    for i, (c, n) in enumerate(zip(meta["classes"], meta["class_counts"])):
+    for i, (c, n) in enumerate(zip(meta["classes"], meta["class_counts"], strict=True)):
         named = f" ({names[i]})" if names and i < len(names) else ""
         parts.append(f"{_label(c)}{named}: {n:,}")
     return ", ".join(parts)

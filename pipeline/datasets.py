@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import os
 import re
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -311,9 +313,7 @@ def _rcv1_like(
         words = np.searchsorted(cdf, tokens_rng.random(int(counts.sum())), side="right")
         np.minimum(words, n_features - 1, out=words)  # cdf[-1] may round just below 1
         rows = np.repeat(np.arange(counts.size), counts)
-        block = sp.csr_matrix(
-            (np.ones(words.size), (rows, words)), shape=(counts.size, n_features)
-        )
+        block = sp.csr_matrix((np.ones(words.size), (rows, words)), shape=(counts.size, n_features))
         block.sum_duplicates()  # term frequencies
         blocks.append(block)
     X = sp.vstack(blocks, format="csr")
@@ -644,7 +644,9 @@ _LABEL_CANDIDATES = ("label", "y", "target", "class")
 # token-by-token diagnosis. Numbers are finite decimals (sklearn's parser would accept
 # nan/inf, which no solver can use).
 _NUM = rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-_LINE_RE = re.compile(rb"[ \t]*" + _NUM + rb"(?:[ \t]+qid:\d+)?((?:[ \t]+\d+:" + _NUM + rb")*)[ \t]*")
+_LINE_RE = re.compile(
+    rb"[ \t]*" + _NUM + rb"(?:[ \t]+qid:\d+)?((?:[ \t]+\d+:" + _NUM + rb")*)[ \t]*"
+)
 _INDEX_RE = re.compile(rb"(\d+):")
 
 
@@ -684,7 +686,7 @@ def _validate_libsvm(path: Path, zero_based: str) -> bool:
             indices = [int(i) for i in _INDEX_RE.findall(match.group(1))]
             # sorted(set(...)) runs in C; equality means strictly increasing.
             if indices != sorted(set(indices)):
-                prev, bad = next((a, b) for a, b in zip(indices, indices[1:]) if b <= a)
+                prev, bad = next((a, b) for a, b in itertools.pairwise(indices) if b <= a)
                 raise ValueError(
                     f"{path}:{lineno}: feature indices not strictly increasing "
                     f"(index {bad} after {prev})"

@@ -37,8 +37,9 @@ import struct
 import sys
 import uuid
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -490,7 +491,7 @@ def write_dataset(
         "citation": citation,
         "preprocessing": [] if preprocessing is None else preprocessing,
         "svmbench_version": _svmbench_version(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "row_group_size": row_group_size,
         **extra,
     }

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
@@ -55,8 +54,15 @@ def test_list_build_info_remove_round_trip(tmp_path, capsys):
 
 def test_build_with_params_and_force(tmp_path, capsys):
     code, out, _ = run(
-        capsys, "build", "rcv1_like", "--param", "n_samples=200", "--param", "n_features=600",
-        "--store", tmp_path,
+        capsys,
+        "build",
+        "rcv1_like",
+        "--param",
+        "n_samples=200",
+        "--param",
+        "n_features=600",
+        "--store",
+        tmp_path,
     )
     assert code == 0
     entry = out.split()[1]
@@ -64,13 +70,23 @@ def test_build_with_params_and_force(tmp_path, capsys):
     assert store.dataset_info(tmp_path, entry)["n_rows"] == 200
     fingerprint = store.dataset_info(tmp_path, entry)["fingerprint"]
     code, out, _ = run(
-        capsys, "build", "rcv1_like", "--param", "n_samples=200", "--param", "n_features=600",
-        "--force", "--store", tmp_path,
+        capsys,
+        "build",
+        "rcv1_like",
+        "--param",
+        "n_samples=200",
+        "--param",
+        "n_features=600",
+        "--force",
+        "--store",
+        tmp_path,
     )
     assert code == 0 and out.startswith(f"rebuilt {entry}")
     assert store.dataset_info(tmp_path, entry)["fingerprint"] == fingerprint
 
-    code, _, err = run(capsys, "build", "toy_blobs", "--param", "n_samples=lots", "--store", tmp_path)
+    code, _, err = run(
+        capsys, "build", "toy_blobs", "--param", "n_samples=lots", "--store", tmp_path
+    )
     assert code == 2 and "n_samples must be an integer" in err
     code, _, err = run(capsys, "build", "toy_blobs", "--param", "oops", "--store", tmp_path)
     assert code == 2 and "KEY=VALUE" in err
@@ -124,7 +140,9 @@ def test_ingest_csv_with_label(tmp_path, capsys):
     path.write_text("f1,outcome,f2\n0.5,1,0\n0,0,2\n1.5,1,-3\n")
     code, _, err = run(capsys, "ingest", path, "--name", "tab", "--store", tmp_path)
     assert code == 2 and "no label column" in err and "columns: f1, outcome, f2" in err
-    code, out, _ = run(capsys, "ingest", path, "--name", "tab", "--label", "outcome", "--store", tmp_path)
+    code, out, _ = run(
+        capsys, "ingest", path, "--name", "tab", "--label", "outcome", "--store", tmp_path
+    )
     assert code == 0
     ds = store.read_dataset(tmp_path, "tab")
     np.testing.assert_array_equal(ds.X.toarray(), [[0.5, 0], [0, 2], [1.5, -3]])

@@ -151,7 +151,10 @@ def test_params_are_coerced_from_strings():
 
 def test_store_names_are_deterministic_and_distinct():
     assert datasets.store_name("rcv1_like") == "rcv1_like"
-    assert datasets.store_name("rcv1_like", dict(datasets.BUILDERS["rcv1_like"].defaults)) == "rcv1_like"
+    assert (
+        datasets.store_name("rcv1_like", dict(datasets.BUILDERS["rcv1_like"].defaults))
+        == "rcv1_like"
+    )
     a = datasets.store_name("rcv1_like", {"n_samples": 300})
     # Pinned: the rule (sha256 of canonical JSON, 8 hex digits) must not drift between
     # versions, or stores built before would silently stop being found.
@@ -161,7 +164,9 @@ def test_store_names_are_deterministic_and_distinct():
     b = datasets.store_name("rcv1_like", {"n_samples": 301})
     c = datasets.store_name("rcv1_like", {"n_samples": 300, "seed": 1})
     assert len({a, b, c}) == 3
-    assert datasets.store_name("toy_blobs", {"n_samples": 300}) != a.replace("rcv1_like", "toy_blobs")
+    assert datasets.store_name("toy_blobs", {"n_samples": 300}) != a.replace(
+        "rcv1_like", "toy_blobs"
+    )
 
 
 def _counting(monkeypatch, name):
@@ -220,7 +225,9 @@ def _ensure_in_child(args):
 
 def test_concurrent_ensure_dataset_agrees(tmp_path):
     params = {"n_samples": 300, "n_features": 800}
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    ctx = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     with ctx.Pool(3) as pool:
         fingerprints = pool.map(_ensure_in_child, [(str(tmp_path), params)] * 6)
     assert len(set(fingerprints)) == 1

@@ -39,7 +39,9 @@ def sparse_problems(draw):
         if i == full_row:
             cs = list(range(n_used))
         else:
-            cs = sorted(draw(st.sets(st.integers(0, n_used - 1), max_size=n_used))) if n_used else []
+            cs = (
+                sorted(draw(st.sets(st.integers(0, n_used - 1), max_size=n_used))) if n_used else []
+            )
         rows += [i] * len(cs)
         cols += cs
         vals += [draw(_values) for _ in cs]
@@ -69,7 +71,9 @@ def test_round_trip_is_bit_exact_for_every_row_group_size(problem):
     fingerprints = set()
     with tempfile.TemporaryDirectory() as root:
         for i, rgs in enumerate([1, 3, 1 << 16]):
-            meta = store.write_dataset(root, f"d{i}", X, y, source={"test": True}, row_group_size=rgs)
+            meta = store.write_dataset(
+                root, f"d{i}", X, y, source={"test": True}, row_group_size=rgs
+            )
             ds = store.read_dataset(root, f"d{i}")
             _assert_bit_equal(ds, X, y)
             assert meta["n_rows"] == X.shape[0] and meta["n_features"] == X.shape[1]
@@ -226,7 +230,9 @@ def test_overwrite_is_atomic_and_leaves_no_debris(tmp_path):
     with pytest.raises(store.DatasetExistsError, match="--force"):
         store.write_dataset(tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={})
     assert store.read_dataset(tmp_path, "d").X.shape == (3, 2)
-    meta = store.write_dataset(tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={}, overwrite=True)
+    meta = store.write_dataset(
+        tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={}, overwrite=True
+    )
     assert meta["n_rows"] == 4 and store.read_dataset(tmp_path, "d").X.shape == (4, 2)
     assert os.listdir(tmp_path) == ["d"]
 
@@ -268,7 +274,9 @@ def test_arrow_to_csr_handles_sliced_and_chunked_columns():
     Xc, yc = store.canonicalize(X, y)
     table = store._csr_to_table(Xc, yc, 0, 20)
     # Slices keep their parent's offsets and child arrays; chunks must be rebased.
-    chunked = pa.concat_tables([table.slice(0, 3), table.slice(3, 0), table.slice(3, 10), table.slice(13)])
+    chunked = pa.concat_tables(
+        [table.slice(0, 3), table.slice(3, 0), table.slice(3, 10), table.slice(13)]
+    )
     assert chunked.column("indices").num_chunks == 4
     X2, y2 = store.arrow_to_csr(chunked, 9)
     assert (X2 != Xc).nnz == 0 and X2.shape == (20, 9)
@@ -289,7 +297,9 @@ def test_default_store_root(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert store.default_store_root() == Path.home() / ".cache" / "svmbench" / "datasets"
     monkeypatch.setattr(store.sys, "platform", "darwin")
-    assert store.default_store_root() == Path.home() / "Library" / "Caches" / "svmbench" / "datasets"
+    assert (
+        store.default_store_root() == Path.home() / "Library" / "Caches" / "svmbench" / "datasets"
+    )
     monkeypatch.setattr(store.sys, "platform", "win32")
     monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
     assert store.default_store_root() == tmp_path / "local" / "svmbench" / "datasets"
