@@ -201,6 +201,11 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
                info={"n_active_end": int(active), "n_sv": int(np.count_nonzero(alpha))})
 
 
+def _warmup():
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    fit_dcd(Problem(X, np.array([1.0, -1.0])), budget=Budget(max_iter=2), recorder=Recorder(enabled=False))
+
+
 register(SolverSpec(
     name="dcd",
     family="dual_cd",
@@ -217,4 +222,5 @@ register(SolverSpec(
     default_max_iter=1000,
     version="1",
     description="dual coordinate descent, Hsieh et al. 2008 (LIBLINEAR -s 1 / -s 3)",
+    warmup=_warmup,
 ))

@@ -1,0 +1,262 @@
+"""Plan: the composed config becomes immutable run specs with deterministic keys.
+
+A run spec is plain JSON data (dataset fingerprint, solver and version, resolved problem and
+solver parameters, budget, CV scheme and fold, seed). Its key is the hash of its canonical JSON:
+equal specs give equal keys on every machine, so a rerun into the same run directory finds the
+shards it already has. The hashing rules live here and nowhere else (`canonical_json`,
+`spec_key`) and are pinned by tests.
+
+Folds are index arrays computed by `make_folds` from the labels, the CV settings and the seed;
+the function is pure, so a worker recomputes exactly the client's folds instead of receiving
+index arrays inside every task.
+
+Each fit spec names a reference spec: a certified solve of the same problem (same data rows,
+C, loss, intercept, kernel) at tight tolerance, whose objective is the f* of suboptimality
+plots. Reference specs are keyed by the problem alone, so every solver and every parameter
+that leaves the problem unchanged shares one.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, store_root
+from .datasets import ensure_dataset
+from .store import read_dataset
+
+KEY_LENGTH = 16
+# A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
+# Only registered solvers are used; with none, f* is unknown (NaN) and said so in the report.
+REFERENCE_SOLVERS = {
+    (True, "hinge", "none"): ["dcd"], (True, "hinge", "regularized"): ["dcd"],
+    (True, "squared_hinge", "none"): ["dcd"], (True, "squared_hinge", "regularized"): ["dcd"],
+    (True, "hinge", "free"): ["smo", "qp"], (False, "hinge", "free"): ["smo", "qp"],
+    (True, "squared_hinge", "free"): ["newton", "svmmaj"],
+    (True, "huber_hinge", "free"): ["svmmaj"], (True, "huber_hinge", "none"): ["svmmaj"],
+}
+
+
+# ------------------------------------------------------------------------ keys
+def _normalise(obj):
+    """JSON-ready form with the same value for equal configs: floats that are integers stay
+    floats (1.0, not 1), infinities as strings, numpy scalars as Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _normalise(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_normalise(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        if math.isnan(obj):
+            return "nan"
+        return float(repr(obj))
+    return obj
+
+
+def canonical_json(obj) -> str:
+    """Sorted keys, no whitespace, normalised numbers: the text that keys hash."""
+    return json.dumps(_normalise(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def spec_key(obj, prefix: str = "") -> str:
+    return prefix + hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:KEY_LENGTH]
+
+
+def seed_from_key(key: str) -> int:
+    """A 31-bit seed derived from a key, so each task's randomness is fixed by what it is."""
+    digest = key.split("-")[-1]
+    return int(digest[:8], 16) & 0x7FFFFFFF
+
+
+# ------------------------------------------------------------------------ folds
+def subsample_rows(y: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:
+    """A stratified random subset of at most max_rows rows (all rows if None), sorted."""
+    n = len(y)
+    if max_rows is None or max_rows >= n:
+        return np.arange(n)
+    from sklearn.model_selection import train_test_split
+    keep, _ = train_test_split(np.arange(n), train_size=max_rows, stratify=y, random_state=seed)
+    return np.sort(keep)
+
+
+def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) index arrays for the CV scheme: stratified k-fold, one stratified holdout,
+    `rounds` repeated stratified random splits, or ``none`` (train on all, empty test)."""
+    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
+    n = len(y)
+    idx = np.arange(n)
+    kind = cv["kind"]
+    if kind == "none":
+        return [(idx, idx[:0])]
+    if kind == "kfold":
+        _, counts = np.unique(y, return_counts=True)
+        folds = int(cv["folds"])
+        if counts.min() < folds:
+            raise ValueError(f"cv.folds={folds}: the smallest class has only {counts.min()} rows")
+        split = StratifiedKFold(n_splits=folds, shuffle=bool(cv["shuffle"]),
+                                random_state=seed if cv["shuffle"] else None)
+    else:
+        rounds = 1 if kind == "holdout" else int(cv["rounds"])
+        split = StratifiedShuffleSplit(n_splits=rounds, test_size=float(cv["test_size"]), random_state=seed)
+    return [(np.sort(tr), np.sort(te)) for tr, te in split.split(np.zeros(n), y)]
+
+
+def binary_labels(y: np.ndarray, positive) -> tuple[np.ndarray, list]:
+    """Classes and, for two classes, y as -1/+1 (`positive`, default the larger label, is +1)."""
+    classes = np.unique(y)
+    if len(classes) != 2:
+        return y, classes.tolist()
+    pos = classes[1] if positive is None else positive
+    if pos not in classes:
+        raise ValueError(f"positive={positive!r} is not one of the labels {classes.tolist()}")
+    return np.where(y == pos, 1.0, -1.0), classes.tolist()
+
+
+# ------------------------------------------------------------------------ plan
+@dataclass(frozen=True)
+class Plan:
+    """All tasks of a run: fit specs and the reference specs they point at, by key."""
+
+    fits: dict
+    references: dict
+    datasets: dict        # entry key -> {name, fingerprint, n_rows, n_features, classes, folds}
+
+    def __len__(self):
+        return len(self.fits)
+
+
+def _problem_params(merged: dict, spec) -> dict:
+    p = {k: merged[k] for k in PROBLEM_KEYS if k in merged}
+    p.setdefault("loss", "hinge")
+    p.setdefault("intercept", spec.intercepts[0])
+    p.setdefault("kernel", "linear")
+    if "lambda" not in p:
+        C = p.get("C", 1.0)
+        p["C"] = math.inf if C in ("inf", "Infinity") else float(C)
+    if p["kernel"] == "linear":
+        for k in ("gamma", "degree", "coef0"):
+            p.pop(k, None)
+    else:
+        p.setdefault("gamma", "scale")
+        if p["kernel"] == "poly":
+            p.setdefault("degree", 3)
+            p.setdefault("coef0", 0.0)
+        else:
+            p.pop("degree", None)
+            p.pop("coef0", None)
+    if p["intercept"] == "regularized":
+        p.setdefault("intercept_scaling", 1.0)
+    else:
+        p.pop("intercept_scaling", None)
+    if p["loss"] != "huber_hinge":
+        p.pop("huber_k", None)
+    return p
+
+
+def _smoke(cfg: DictConfig) -> DictConfig:
+    """smoke=true: a few hundred rows, 2 folds, two grid values, few iterations."""
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    for ds in cfg.datasets.values():
+        ds.max_rows = min(ds.max_rows or 300, 300)
+    if cfg.cv.kind == "kfold":
+        cfg.cv.folds = 2
+    if cfg.cv.kind == "repeated":
+        cfg.cv.rounds = min(cfg.cv.rounds, 2)
+    for sc in cfg.solvers.values():
+        for key, values in list(sc.grid.items()):
+            if key != "zip" and isinstance(values, list) or OmegaConf.is_list(values):
+                sc.grid[key] = list(values)[:2]
+        if sc.params.get("max_iter") is not None:
+            sc.params.max_iter = min(int(sc.params.max_iter), 200)
+    return cfg
+
+
+def build_plan(cfg: DictConfig) -> Plan:
+    """Resolve datasets (building them on first use), folds and the solver x grid x fold
+    product into fit and reference specs."""
+    import solvers
+
+    if cfg.smoke:
+        cfg = _smoke(cfg)
+    root = store_root(cfg)
+    cv = OmegaConf.to_container(cfg.cv, resolve=True)
+    fits, refs, datasets = {}, {}, {}
+    for dkey, ds in cfg.datasets.items():
+        builder = ds.builder or dkey
+        params = OmegaConf.to_container(ds.params, resolve=True) or {}
+        meta = ensure_dataset(root, builder, params)
+        y = read_dataset(root, meta["name"]).y
+        rows_seed = seed_from_key(spec_key({"rows": meta["fingerprint"], "seed": cfg.seed}))
+        rows = subsample_rows(y, ds.max_rows, rows_seed)
+        yb, classes = binary_labels(y[rows], ds.positive)
+        folds_seed = seed_from_key(spec_key({"folds": meta["fingerprint"], "cv": cv, "seed": cfg.seed}))
+        folds = make_folds(yb, cv, folds_seed)
+        data = {"entry": dkey, "name": meta["name"], "fingerprint": meta["fingerprint"],
+                "scale": ds.scale, "max_rows": ds.max_rows, "rows_seed": rows_seed,
+                "positive": ds.positive, "cv": cv, "folds_seed": folds_seed}
+        datasets[dkey] = {**data, "n_rows": int(len(rows)), "n_features": int(meta["n_features"]),
+                          "classes": classes, "folds": folds}
+        for skey, sc in cfg.solvers.items():
+            name = sc.solver or skey
+            spec = solvers.get_solver(name)
+            base = OmegaConf.to_container(sc.params, resolve=True) or {}
+            for point in grid_points(sc.grid, f"solvers.{skey}.grid"):
+                merged = {**base, **point}
+                problem = _problem_params(merged, spec)
+                budget = {k: merged.get(k) for k in BUDGET_KEYS}
+                budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)
+                if budget["time_limit_s"] is None:
+                    budget["time_limit_s"] = cfg.run.timeout_s
+                task = {k: merged[k] for k in TASK_KEYS if k in merged}
+                sparams = {k: v for k, v in merged.items()
+                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
+                for fold in range(len(folds)):
+                    ref_key = _reference(refs, data, fold, problem, cfg) if cfg.run.reference else None
+                    fit_spec = {"kind": "fit", "data": data, "fold": fold, "solver_entry": skey,
+                                "solver": name, "solver_version": spec.version, "family": spec.family,
+                                "problem": problem, "budget": budget, "solver_params": sparams,
+                                "task": task, "grid_point": _normalise(point),
+                                "trace": {"enabled": bool(cfg.run.trace), "per_decade": int(cfg.run.trace_per_decade)},
+                                "reference_key": ref_key}
+                    key = spec_key(fit_spec, "fit-")
+                    fit_spec["key"] = key
+                    fit_spec["seed"] = seed_from_key(key)
+                    fits[key] = fit_spec
+    return Plan(fits=fits, references=refs, datasets=datasets)
+
+
+def reference_solver(problem: dict) -> str | None:
+    import solvers
+    names = set(solvers.solver_names())
+    if problem.get("kernel", "linear") == "linear" or problem["intercept"] != "free":
+        cands = REFERENCE_SOLVERS.get((problem.get("kernel", "linear") == "linear", problem["loss"], problem["intercept"]), [])
+    else:
+        cands = REFERENCE_SOLVERS.get((False, problem["loss"], problem["intercept"]), [])
+    for c in cands:
+        if c in names:
+            spec = solvers.get_solver(c)
+            if problem.get("kernel", "linear") in spec.kernels and problem["intercept"] in spec.intercepts:
+                return c
+    return None
+
+
+def _reference(refs: dict, data: dict, fold: int, problem: dict, cfg) -> str | None:
+    solver = reference_solver(problem)
+    if solver is None:
+        return None
+    import solvers
+    ref = {"kind": "reference", "data": data, "fold": fold, "problem": problem, "solver": solver,
+           "solver_version": solvers.get_solver(solver).version,
+           "budget": {"tol": float(cfg.run.reference_tol), "max_iter": 1_000_000, "time_limit_s": None}}
+    key = spec_key(ref, "ref-")
+    ref["key"] = key
+    ref["seed"] = seed_from_key(key)
+    refs.setdefault(key, ref)
+    return key

@@ -1,0 +1,181 @@
+"""Task bodies: pure functions of a spec (and the store) that return a record.
+
+They run on Dask workers (or in-process for ``cluster=sequential``). A worker loads each dataset
+from the store once and keeps it, keyed by its fingerprint; the client never ships a matrix
+inside a task. A task never raises into the scheduler: a solver error comes back as a record
+with ``status="error"`` and its traceback, and the sweep goes on.
+"""
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+import traceback
+import warnings
+from collections import OrderedDict
+from functools import lru_cache
+
+import numpy as np
+import scipy.sparse as sp
+
+from .plan import binary_labels, make_folds, subsample_rows
+from .store import read_dataset
+
+_DATASETS: "OrderedDict[str, object]" = OrderedDict()
+_MAX_CACHED = 4
+
+
+def load_dataset(root: str, name: str, fingerprint: str):
+    """The dataset from this worker's cache, reading it from the store on first use."""
+    ds = _DATASETS.get(fingerprint)
+    if ds is None:
+        ds = read_dataset(root, name)
+        if ds.meta["fingerprint"] != fingerprint:
+            raise RuntimeError(f"dataset {name!r} in {root} has fingerprint {ds.meta['fingerprint'][:12]}, "
+                               f"the plan expected {fingerprint[:12]}: it was rebuilt since the plan was made")
+        _DATASETS[fingerprint] = ds
+        while len(_DATASETS) > _MAX_CACHED:
+            _DATASETS.popitem(last=False)
+    else:
+        _DATASETS.move_to_end(fingerprint)
+    return ds
+
+
+def _scale(kind: str, X_train, X_test):
+    """Fit the scaler on the training fold only, so nothing leaks from the test fold."""
+    if kind == "none":
+        return X_train, X_test
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
+    if kind == "standard":
+        scaler = StandardScaler(with_mean=not sp.issparse(X_train))
+    elif kind == "maxabs":
+        scaler = MaxAbsScaler()
+    else:
+        if sp.issparse(X_train):
+            raise ValueError("scale=minmax would densify a sparse dataset; use maxabs")
+        scaler = MinMaxScaler()
+    X_train = scaler.fit_transform(X_train)
+    X_test = scaler.transform(X_test) if X_test.shape[0] else X_test
+    return X_train, X_test
+
+
+def fold_data(root: str, data: dict, fold: int):
+    """(X_train, y_train, X_test, y_test, classes) of one fold, labels as -1/+1 for two classes.
+    Dense storage is kept dense: a dataset whose density is over 50% is handed over as an array."""
+    ds = load_dataset(root, data["name"], data["fingerprint"])
+    rows = subsample_rows(ds.y, data["max_rows"], data["rows_seed"])
+    X = ds.X[rows] if len(rows) < ds.X.shape[0] else ds.X
+    y, classes = binary_labels(ds.y[rows], data["positive"])
+    train, test = make_folds(y, data["cv"], data["folds_seed"])[fold]
+    if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
+        X = X.toarray()
+    X_train, X_test = _scale(data["scale"], X[train], X[test])
+    return X_train, y[train], X_test, y[test], classes
+
+
+def _problem(problem: dict, X, y):
+    import solvers
+    from solvers.objectives import C_from_lambda
+
+    p = dict(problem)
+    if "lambda" in p:
+        p["C"] = C_from_lambda(p.pop("lambda"), p.pop("lambda_convention"), n_samples=len(y))
+    p.pop("lambda_convention", None)
+    return solvers.Problem.build(X, y, **p)
+
+
+@lru_cache(maxsize=1)
+def environment() -> dict:
+    """Where a task ran: recorded in every result row."""
+    import numba
+    import numpy
+    import scipy
+    import sklearn
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        svmbench = version("svmbench")
+    except PackageNotFoundError:
+        svmbench = "0+unknown"
+    return {"env_host": platform.node(), "env_python": platform.python_version(),
+            "env_numpy": numpy.__version__, "env_scipy": scipy.__version__, "env_numba": numba.__version__,
+            "env_sklearn": sklearn.__version__, "env_svmbench": svmbench, "env_cpus": os.cpu_count()}
+
+
+def _accuracy(y, f) -> float:
+    if len(y) == 0:
+        return math.nan
+    return float(np.mean(np.where(f > 0, 1.0, -1.0) == y))
+
+
+def run_fit(spec: dict, root: str) -> dict:
+    """Fit one (dataset, fold, solver, parameters) and return its result record and trace."""
+    import solvers
+
+    t0 = time.perf_counter()
+    record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
+    try:
+        X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
+        if len(classes) != 2:
+            raise ValueError(f"dataset {spec['data']['entry']!r} has {len(classes)} classes; "
+                             "the sweep's binary tasks need two (multiclass sweeps come with the multiclass wrappers)")
+        problem = _problem(spec["problem"], X_tr, y_tr)
+        params = dict(spec["solver_params"])
+        solver_spec = solvers.get_solver(spec["solver"])
+        if "random_state" in solver_spec.params and params.get("random_state") is None:
+            params["random_state"] = spec["seed"]
+        b = spec["budget"]
+        budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
+        rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # non-convergence is the status column
+            fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, **params)
+        f_tr = problem.decision(fit)
+        f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
+        record.update(
+            status=fit.status, n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s),
+            primal_objective=float(fit.primal), dual_objective=float(fit.dual),
+            duality_gap=float(fit.gap), kkt_violation=float(fit.kkt_violation),
+            train_accuracy=_accuracy(y_tr, f_tr), test_accuracy=_accuracy(y_te, f_te),
+            n_sv=int(np.count_nonzero(fit.alpha > 0)) if fit.alpha is not None else int(np.count_nonzero(y_tr * f_tr < 1)),
+            n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
+            C=float(problem.C), trace=[list(p) for p in fit.trace],
+            info={k: v for k, v in fit.info.items() if isinstance(v, (int, float, str, bool))},
+        )
+    except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
+        record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+    record["task_time_s"] = time.perf_counter() - t0
+    record.update(environment())
+    return record
+
+
+def run_reference(spec: dict, root: str) -> dict:
+    """A certified solve of one problem at tight tolerance: f* and its certificate."""
+    import solvers
+
+    t0 = time.perf_counter()
+    record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
+    try:
+        X_tr, y_tr, _, _, classes = fold_data(root, spec["data"], spec["fold"])
+        if len(classes) != 2:
+            raise ValueError(f"{len(classes)} classes: no binary reference problem")
+        problem = _problem(spec["problem"], X_tr, y_tr)
+        b = spec["budget"]
+        params = {}
+        if "random_state" in solvers.get_solver(spec["solver"]).params:
+            params["random_state"] = spec["seed"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = solvers.fit(problem, spec["solver"], budget=solvers.Budget(max_iter=b["max_iter"], tol=b["tol"]), **params)
+        # f* is certified: the dual bounds it from below, so f* lies in [P - gap, P].
+        record.update(status=fit.status, f_star=float(fit.primal), f_star_gap=float(fit.gap),
+                      f_star_kkt=float(fit.kkt_violation), f_star_solver=spec["solver"],
+                      fit_time_s=float(fit.fit_time_s), C=float(problem.C))
+    except Exception as exc:  # noqa: BLE001
+        record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+    record["task_time_s"] = time.perf_counter() - t0
+    return record
+
+
+def run_spec(spec: dict, root: str) -> dict:
+    return run_reference(spec, root) if spec["kind"] == "reference" else run_fit(spec, root)
