@@ -117,7 +117,7 @@ class _NormalSolver:
         if method == "cg":
             self.Zsq = Z.multiply(Z).tocsr() if sp.issparse(Z) else Z * Z
         elif not sp.issparse(Z):
-            # syrk on the F-contiguous Z' view: no copy of Z, half the flops of a gemm.
+            # syrk: the symmetric product in half the flops of a gemm.
             self._syrk = sla.get_blas_funcs("syrk", (Z,))
 
     def solve(self, a, rhs, v0):
@@ -127,7 +127,7 @@ class _NormalSolver:
                 G = (Z.T @ Z.multiply(a[:, None]).tocsr()).toarray()
             else:
                 Zs = Z * np.sqrt(a)[:, None]
-                G = self._syrk(1.0, Zs.T, trans=0, lower=0)
+                G = self._syrk(1.0, Zs, trans=1, lower=0)
             G[np.diag_indices_from(G)] += self.lam_pen
             return sla.cho_solve(sla.cho_factor(G, lower=False, overwrite_a=True, check_finite=False),
                                  rhs, check_finite=False)
@@ -199,7 +199,7 @@ def fit_svmmaj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
     budget.tol is the relative loss decrease of the stopping rule; the paper's value is 1e-7
     (the pipeline's svmmaj config sets it; the project-wide Budget default 1e-4 stops early).
     With ``certify`` (default) a small decrease ends the run only when the relative duality gap
-    is at most ``gap_tol`` (default 10 tol); ``certify=False`` is the paper's rule alone
+    is at most ``gap_tol`` (default 100 tol); ``certify=False`` is the paper's rule alone
     (`solvers.cpm.run_descent`)."""
     if not delta > 0:
         raise ValueError(f"delta={delta!r} must be > 0")
