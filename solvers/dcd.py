@@ -203,7 +203,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
 
 def _warmup():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    fit_dcd(Problem(X, np.array([1.0, -1.0])), budget=Budget(max_iter=2), recorder=Recorder(enabled=False))
+    fit_dcd(Problem(X, np.array([1.0, -1.0])), budget=Budget(max_iter=50), recorder=Recorder(enabled=False).start())
 
 
 register(SolverSpec(
