@@ -270,6 +270,8 @@ def test_infer_format():
         ("1 3:1 2:1", "feature indices not strictly increasing (index 2 after 3)"),
         ("1 3:1 3:1", "feature indices not strictly increasing"),
         ("1 qid:a 1:1", "qid 'a' is not a non-negative integer"),
+        ("1 3000000000:1", "feature index 3000000000 is too large"),
+        ("1 30000000000000000000000:1", "feature index 30000000000000000000000 is too large"),
     ],
 )
 def test_libsvm_validator_names_line_and_problem(tmp_path, line, problem):
@@ -278,6 +280,22 @@ def test_libsvm_validator_names_line_and_problem(tmp_path, line, problem):
     with pytest.raises(ValueError) as info:
         datasets.read_libsvm(path)
     assert str(info.value).startswith(f"{path}:3: {problem}")
+
+
+def test_libsvm_validator_across_batches(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets, "_VALIDATE_BATCH", 2)  # several batches, with boundaries
+    path = tmp_path / "b.svm"
+    good = ["1 5:1 9:2", "-1", "1 2:1", "# note", "-1 1:1 7:3", "1 3:1"]
+    path.write_text("\n".join(good) + "\n")
+    X, y, _ = datasets.read_libsvm(path)  # decreasing across lines is fine
+    assert X.shape == (5, 9) and X.nnz == 6
+    path.write_text("\n".join([*good, "1 4:1 6:2 5:1", "1 1:1"]) + "\n")
+    with pytest.raises(ValueError) as info:
+        datasets.read_libsvm(path)
+    assert str(info.value) == f"{path}:7: feature indices not strictly increasing (index 5 after 6)"
+    path.write_text("\n".join([*good, "-1", "1 0:1"]) + "\n")
+    with pytest.raises(ValueError, match=r":8: feature index 0 in a file declared one-based"):
+        datasets.read_libsvm(path, "false")
 
 
 def test_libsvm_index_base(tmp_path):
