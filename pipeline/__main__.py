@@ -21,4 +21,10 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from pipeline.config import check_group_choices
+    try:
+        check_group_choices([a for a in sys.argv[1:] if not a.startswith("-")])
+    except ConfigError as exc:
+        print(f"error: invalid configuration: {exc}", file=sys.stderr)
+        sys.exit(2)
     main()

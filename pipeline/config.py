@@ -88,8 +88,10 @@ class RunConf:
 @dataclass
 class Config:
     name: str = "default"
-    datasets: Dict[str, DatasetConf] = field(default_factory=dict)
-    solvers: Dict[str, SolverConf] = field(default_factory=dict)
+    # Entries are typed by `typed` (below) rather than by Dict[str, DatasetConf]: OmegaConf
+    # cannot add a new typed entry from the command line (+solvers.dcd_l2={solver: dcd, ...}).
+    datasets: Dict[str, Any] = field(default_factory=dict)
+    solvers: Dict[str, Any] = field(default_factory=dict)
     cv: CVConf = field(default_factory=CVConf)
     cluster: ClusterConf = field(default_factory=ClusterConf)
     store: StoreConf = field(default_factory=StoreConf)
@@ -105,10 +107,38 @@ def register_schema() -> None:
     ConfigStore.instance().store(name="base_config", node=Config)
 
 
+GROUPS = ("datasets", "solvers", "cv", "cluster", "experiment")
+
+
+def group_options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_group_choices(overrides: list[str]) -> None:
+    """Refuse an unknown option of a config group (``solvers=[dcd,nosuch]``) with the list of
+    valid ones, before Hydra composes (its own message does not list them for multi-selects)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:   # Hydra reports malformed overrides itself, with their position
+        return
+    for ov in parsed:
+        group = ov.key_or_group.lstrip("+~")
+        if group not in GROUPS or ov.is_delete():
+            continue
+        value = ov.value()
+        values = value if isinstance(value, list) else [value]
+        valid = group_options(group)
+        for v in values:
+            if isinstance(v, str) and v not in valid:
+                raise ConfigError(f"{group}={v!r}: no such option; available: {', '.join(valid)}")
+
+
 def compose(overrides: list[str] | None = None, config_name: str = "config") -> DictConfig:
     """Compose the config as `python -m pipeline` would, without running (tests, tools)."""
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+    check_group_choices(list(overrides or []))
     register_schema()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -154,12 +184,36 @@ def grid_points(grid: dict, where: str) -> list[dict]:
     return points or [{}]
 
 
-def validate(cfg: DictConfig) -> None:
-    """Check every setting before any work starts. Raises ConfigError naming key and value."""
+def typed(cfg: DictConfig) -> DictConfig:
+    """A copy of cfg whose dataset and solver entries are checked against `DatasetConf` and
+    `SolverConf` (unknown keys and wrong types refused, defaults filled in)."""
+    from omegaconf.errors import OmegaConfBaseException
+    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    for group, schema in (("datasets", DatasetConf), ("solvers", SolverConf)):
+        entries = out.get(group) or {}
+        for key in list(entries):
+            entry = entries[key]
+            if entry is None:
+                entry = {}
+            if not isinstance(entry, (dict, DictConfig)):
+                raise ConfigError(f"{group}.{key}={entry!r}: must be a mapping")
+            try:
+                entries[key] = OmegaConf.merge(OmegaConf.structured(schema), entry)
+            except OmegaConfBaseException as exc:
+                msg = str(exc).splitlines()[0]
+                raise ConfigError(f"{group}.{key}: {msg}") from None
+    return out
+
+
+def validate(cfg: DictConfig) -> DictConfig:
+    """Check every setting before any work starts and return the typed config.
+    Raises ConfigError naming key and value."""
     import solvers
     from solvers.problem import INTERCEPTS, LOSSES
 
     from .datasets import dataset_names
+
+    cfg = typed(cfg)
 
     def fail(key, value, why):
         raise ConfigError(f"{key}={value!r}: {why}")
@@ -221,6 +275,7 @@ def validate(cfg: DictConfig) -> None:
         fail("run.reference_tol", run.reference_tol, "must be > 0")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
+    return cfg
 
 
 def _check_problem_keys(where, p, losses, intercepts, spec, fail):

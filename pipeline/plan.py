@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, store_root
+from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, store_root, typed
 from .datasets import ensure_dataset
 from .store import read_dataset
 
@@ -183,6 +183,7 @@ def build_plan(cfg: DictConfig) -> Plan:
     product into fit and reference specs."""
     import solvers
 
+    cfg = typed(cfg)
     if cfg.smoke:
         cfg = _smoke(cfg)
     root = store_root(cfg)

@@ -33,7 +33,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
         if echo is not None:
             echo(msg)
 
-    validate(cfg)
+    cfg = validate(cfg)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     root = store_root(cfg)
     plan = build_plan(cfg)

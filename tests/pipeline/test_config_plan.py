@@ -1,0 +1,102 @@
+"""Config validation and planning: bad settings fail before any task runs, naming the key;
+task keys are deterministic hashes pinned here."""
+import numpy as np
+import pytest
+from hydra.errors import ConfigCompositionException, HydraException
+from omegaconf.errors import ValidationError
+
+from pipeline.config import ConfigError, compose, grid_points, validate
+from pipeline.plan import build_plan, canonical_json, make_folds, spec_key
+
+
+def _cfg(tmp_path, *overrides):
+    return compose([f"store.root={tmp_path}", *overrides])
+
+
+def test_default_config_composes_and_validates(tmp_path):
+    cfg = _cfg(tmp_path)
+    assert set(cfg.datasets) == {"toy_blobs", "breast_cancer", "digits_1v7"}
+    assert set(cfg.solvers) == {"dcd"} and cfg.cv.kind == "kfold" and cfg.cluster.kind == "local"
+    validate(cfg)
+
+
+def test_unknown_solver_group_option_lists_choices(tmp_path):
+    with pytest.raises(ConfigError, match=r"solvers='nosuch': no such option; available: .*dcd"):
+        _cfg(tmp_path, "solvers=[dcd,nosuch]")
+    with pytest.raises(ConfigError, match=r"datasets='nope': no such option; available: .*toy_blobs"):
+        _cfg(tmp_path, "datasets=nope")
+
+
+@pytest.mark.parametrize("override, match", [
+    ("solvers.dcd.grid.C=[1,-2]", r"solvers.dcd.C=-2: must be a number > 0"),
+    ("solvers.dcd.params.loss=log", r"solvers.dcd.loss='log'"),
+    ("+solvers.dcd.params.shrink=true", r"no parameter 'shrink'"),
+    ("solvers.dcd.params.stop=never", r"dcd.stop='never'"),
+    ("solvers.dcd.params.intercept=free", r"intercept='free': solver 'dcd' takes"),
+    ("cv.folds=1", r"cv.folds=1"),
+    ("cv.kind=loo", r"cv.kind='loo'"),
+    ("cluster.kind=mpi", r"cluster.kind='mpi'"),
+    ("datasets.toy_blobs.builder=nosuch", r"datasets.toy_blobs.builder='nosuch': unknown dataset; available: .*toy_blobs"),
+    ("datasets.toy_blobs.scale=log", r"datasets.toy_blobs.scale='log'"),
+    ("run.timeout_s=0", r"run.timeout_s=0"),
+])
+def test_invalid_values_name_key_and_value(tmp_path, override, match):
+    cfg = _cfg(tmp_path, override)
+    with pytest.raises(ConfigError, match=match):
+        validate(cfg)
+
+
+def test_wrong_type_is_refused_by_the_schema(tmp_path):
+    with pytest.raises((ValidationError, ConfigCompositionException, HydraException), match="folds"):
+        _cfg(tmp_path, "cv.folds=five")
+
+
+def test_new_solver_entry_from_the_command_line(tmp_path):
+    cfg = validate(_cfg(tmp_path, "+solvers.dcd_l2={solver: dcd, params: {loss: squared_hinge}, grid: {C: [1, 2]}}"))
+    assert cfg.solvers.dcd_l2.solver == "dcd" and list(cfg.solvers.dcd_l2.grid.C) == [1, 2]
+    with pytest.raises(ConfigError, match="solvers.bad: .*colour"):
+        validate(_cfg(tmp_path, "+solvers.bad={solver: dcd, colour: red}"))
+
+
+def test_grid_product_and_zip():
+    pts = grid_points({"C": [1, 10], "loss": ["hinge", "squared_hinge"]}, "g")
+    assert len(pts) == 4 and {"C": 10, "loss": "hinge"} in pts
+    pts = grid_points({"C": [1, 2], "zip": {"gamma": [0.1, 0.2, 0.3], "degree": [2, 3, 4]}}, "g")
+    assert len(pts) == 6 and {"C": 2, "gamma": 0.3, "degree": 4} in pts
+    with pytest.raises(ConfigError, match="differ in length"):
+        grid_points({"zip": {"a": [1, 2], "b": [1]}}, "g")
+
+
+def test_keys_are_pinned_and_canonical():
+    # Equal configs give equal keys however they were written; a change gives another key.
+    assert canonical_json({"b": 1.0, "a": [1, float("inf")]}) == '{"a":[1,"inf"],"b":1.0}'
+    assert spec_key({"a": 1, "b": 2.0}) == spec_key({"b": 2.0, "a": 1})
+    assert spec_key({"a": 1, "b": 2.0}) != spec_key({"a": 1, "b": 2.5})
+    # Pinned: changing the hashing rules would orphan every existing run directory's shards.
+    assert spec_key({"solver": "dcd", "C": 1.0}) == "931ab9fe4bdbd0d6"
+
+
+def test_plan_is_deterministic_and_complete(tmp_path):
+    overrides = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100", "cv.folds=3",
+                 "solvers.dcd.grid.C=[0.1,1]"]
+    p1 = build_plan(_cfg(tmp_path, *overrides))
+    p2 = build_plan(_cfg(tmp_path, *overrides))
+    assert list(p1.fits) == list(p2.fits) and len(p1.fits) == 2 * 3
+    # One reference per (C, fold): the solver's own settings do not change the problem.
+    assert len(p1.references) == 2 * 3
+    assert all(f["reference_key"] in p1.references for f in p1.fits.values())
+    p3 = build_plan(_cfg(tmp_path, *overrides[:-1], "solvers.dcd.grid.C=[0.1,2]"))
+    assert len(set(p1.fits) & set(p3.fits)) == 3
+
+
+def test_folds_are_stratified_and_partition_the_rows():
+    y = np.array([1.0] * 30 + [-1.0] * 12)
+    folds = make_folds(y, {"kind": "kfold", "folds": 3, "shuffle": True}, seed=5)
+    tests = np.concatenate([te for _, te in folds])
+    assert sorted(tests) == list(range(42))
+    for tr, te in folds:
+        assert not set(tr) & set(te) and (y[te] < 0).sum() == 4
+    again = make_folds(y, {"kind": "kfold", "folds": 3, "shuffle": True}, seed=5)
+    assert all((a[1] == b[1]).all() for a, b in zip(folds, again))
+    rep = make_folds(y, {"kind": "repeated", "rounds": 4, "test_size": 0.1}, seed=1)
+    assert len(rep) == 4 and all(len(te) == 5 for _, te in rep)

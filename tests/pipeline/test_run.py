@@ -1,0 +1,171 @@
+"""End to end: the same sweep on sequential, LocalCluster and a real `dask scheduler` +
+`dask worker` on loopback gives the same results; a rerun recomputes nothing; a solver that
+raises becomes error rows while the others finish; the report rebuilds from Parquet alone."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import solvers
+from pipeline.config import compose
+from pipeline.report import main as report_main
+from pipeline.run import run
+
+SWEEP = ["datasets=[toy_blobs,breast_cancer]", "datasets.toy_blobs.max_rows=160",
+         "datasets.breast_cancer.max_rows=160", "cv.folds=3", "solvers.dcd.grid.C=[0.1,1]",
+         "solvers.dcd.params.tol=1e-3", "run.progress=false"]
+OUTCOMES = ["key", "dataset", "solver", "C", "fold", "status", "n_iter", "primal_objective", "dual_objective",
+            "duality_gap", "kkt_violation", "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test",
+            "f_star", "rel_suboptimality"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _run(store, run_dir, *overrides):
+    cfg = compose([f"store.root={store}", *SWEEP, *overrides])
+    return run(cfg, run_dir)
+
+
+@pytest.fixture(scope="module")
+def sequential(store, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("seq")
+    out = _run(store, run_dir, "cluster=sequential")
+    return run_dir, out
+
+
+def test_sequential_run_writes_everything(sequential):
+    run_dir, out = sequential
+    res = pd.read_parquet(run_dir / "results.parquet")
+    assert len(res) == 2 * 2 * 3 and (res["status"] == "converged").all()
+    assert res["f_star"].notna().all() and (res["rel_suboptimality"] > -1e-9).all()
+    # The certified f* is below every fit's primal, and dcd at tol 1e-3 lands close to it.
+    assert (res["rel_suboptimality"] < 1e-2).all()
+    traces = pd.read_parquet(run_dir / "traces.parquet")
+    assert set(traces["key"]) == set(res["key"])
+    assert (run_dir / "report.md").exists() and (run_dir / "figures" / "suboptimality_vs_time.png").exists()
+    md = (run_dir / "report.md").read_text()
+    assert "toy_blobs" in md and "breast_cancer" in md and "Cross-validation" in md
+
+
+def _same_results(a_dir, b_dir):
+    a = pd.read_parquet(a_dir / "results.parquet")[OUTCOMES].sort_values("key").reset_index(drop=True)
+    b = pd.read_parquet(b_dir / "results.parquet")[OUTCOMES].sort_values("key").reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_local_cluster_gives_the_same_table(store, sequential, tmp_path):
+    _run(store, tmp_path, "cluster=local", "cluster.n_workers=2")
+    _same_results(sequential[0], tmp_path)
+
+
+def test_rerun_recomputes_nothing(store, sequential, tmp_path):
+    run_dir = tmp_path / "again"
+    shutil.copytree(sequential[0] / "shards", run_dir / "shards")
+    before = {p.name: p.stat().st_mtime_ns for p in (run_dir / "shards").iterdir()}
+    out = _run(store, run_dir, "cluster=sequential")
+    assert out["summary"].done == 0 and out["summary"].skipped == len(before)
+    assert {p.name: p.stat().st_mtime_ns for p in (run_dir / "shards").iterdir()} == before
+    _same_results(sequential[0], run_dir)
+
+
+def test_interrupted_run_resumes_only_missing(store, sequential, tmp_path):
+    run_dir = tmp_path / "partial"
+    shutil.copytree(sequential[0] / "shards", run_dir / "shards")
+    victims = sorted((run_dir / "shards").glob("fit-*.json"))[:3]
+    for v in victims:
+        v.unlink()
+    out = _run(store, run_dir, "cluster=sequential")
+    assert out["summary"].done == 3
+    _same_results(sequential[0], run_dir)
+
+
+def _explode(problem, *, budget, recorder, warm_start=None, when="always"):
+    raise RuntimeError("boom: the solver failed on purpose")
+
+
+solvers.register(solvers.SolverSpec(name="_explode", family="test", fit=_explode,
+                                    params={"when": solvers.Param("always", "str")}))
+
+
+def test_solver_error_becomes_rows_and_the_sweep_goes_on(store, tmp_path):
+    conf = tmp_path / "explode.yaml"
+    cfg = compose([f"store.root={store}", *SWEEP, "cluster=sequential",
+                   "+solvers._explode={solver: _explode, params: {loss: hinge}}"])
+    out = run(cfg, tmp_path / "run")
+    res = out["results"]
+    bad = res[res["solver"] == "_explode"]
+    good = res[res["solver"] == "dcd"]
+    assert len(bad) == 2 * 3 and (bad["status"] == "error").all()
+    assert bad["error"].str.contains("RuntimeError: boom").all()
+    assert bad["error"].str.contains("Traceback").all()
+    assert len(good) == 12 and (good["status"] == "converged").all()
+    assert out["summary"].failed == 6
+    assert "Failures" in (tmp_path / "run" / "report.md").read_text()
+    del conf
+
+
+def test_report_rebuilds_from_parquet_alone(sequential, tmp_path, capsys):
+    run_dir = tmp_path / "copy"
+    run_dir.mkdir()
+    for name in ("results.parquet", "traces.parquet"):
+        shutil.copy(sequential[0] / name, run_dir / name)
+    assert report_main([str(run_dir)]) == 0
+    assert (run_dir / "report.md").read_text() == (sequential[0] / "report.md").read_text().replace(
+        sequential[0].name, run_dir.name)
+    assert (run_dir / "report.html").exists()
+    assert report_main([str(tmp_path / "nowhere")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def _wait_for(path: Path, seconds: float):
+    end = time.time() + seconds
+    while time.time() < end:
+        if path.exists() and path.stat().st_size > 0:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{path} did not appear within {seconds} s")
+
+
+def test_real_scheduler_and_worker_processes(store, sequential, tmp_path):
+    """cluster=address against `dask scheduler` and `dask worker` started as processes."""
+    bindir = Path(sys.executable).parent
+    dask_cli = str(bindir / "dask")
+    sched_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--dashboard-address", ":0", "--scheduler-file", str(sched_file)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
+    try:
+        _wait_for(sched_file, 60)
+        import json
+        address = json.loads(sched_file.read_text())["address"]
+        procs.append(subprocess.Popen([dask_cli, "worker", "--scheduler-file", str(sched_file), "--nthreads", "1",
+                                       "--nworkers", "2", "--host", "127.0.0.1", "--no-dashboard"],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
+        from distributed import Client
+        with Client(address, timeout="60s") as c:
+            c.wait_for_workers(2, timeout=60)
+        _run(store, tmp_path / "run", "cluster=address", f"cluster.address={address}")
+        _same_results(sequential[0], tmp_path / "run")
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
