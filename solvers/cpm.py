@@ -480,7 +480,9 @@ def fit_cd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
 
     def step(v, m):
         _cd_sweep(data, indices, indptr, y, v, m, pen, lam, r_buf, d_buf)
-        return v, m
+        # The sweep updates m incrementally; refresh it from v once per sweep (one product)
+        # so that rounding does not accumulate over thousands of sweeps.
+        return v, y * np.asarray(Z @ v).ravel()
 
     return run_descent("cd_cpm", problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=10000)
@@ -506,7 +508,8 @@ def fit_gd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
         h, _, _, _ = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ (pen * s)), 2.0 * lam * float(s @ (pen * s)))
         if not math.isfinite(h):
             return v + np.nan, m
-        return v + h * s, m + h * d
+        v = v + h * s
+        return v, y * np.asarray(Z @ v).ravel()
 
     return run_descent("gd_cpm", problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=10000)

@@ -168,18 +168,23 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         state["alpha_dual"] = (2.0 * C) * (beta - alpha * m_maj)
         if update == "maj" or (update == "relax" and state["t"] < relax_from):
             return v_maj, m_maj
+        # Margins are recomputed from v, never updated as m + h d: alpha-Maj takes steps h of
+        # hundreds along short directions s, and differences like m+ - m carry the rounding of
+        # m into d, which such steps amplify until the line search minimises the wrong function.
         if update == "relax":
-            return 2.0 * v_maj - v, 2.0 * m_maj - m
+            v_new = 2.0 * v_maj - v
+            return v_new, y * np.asarray(Z @ v_new).ravel()
         # alpha-Maj: exact minimum of L along s = v+ - v (troyan Algorithm 3).
         s = v_maj - v
         if not np.any(s):
             return v, m
-        d = m_maj - m
+        d = y * np.asarray(Z @ s).ravel()
         ps = pen * s
         h, _, _, _ = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))
         if not math.isfinite(h):
             return v + np.nan, m
-        return v + h * s, m + h * d
+        v_new = v + h * s
+        return v_new, y * np.asarray(Z @ v_new).ravel()
 
     return run_descent(name, problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=default_max_iter,

@@ -1,0 +1,206 @@
+"""SVM-Maj (absolute, quadratic and Huber hinge; relaxed 2Maj) and alpha-Maj.
+
+Certificates: the optimum of each hinge against an independent solve (scikit-learn's SVC and
+LinearSVC for the absolute hinge, scipy L-BFGS on the smooth objective for the quadratic and
+Huber hinges), the duality gap, a loss that never increases along the trace, alpha-Maj reaching
+the same loss in fewer iterations, and the majorizer inequality itself.
+"""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC, LinearSVC
+
+import solvers
+from solvers import Budget, Problem, ProblemError, Recorder, SolverError
+from solvers.majorization import majorizer_coefficients
+from solvers.objectives import (C_from_lambda, loss_derivative, loss_values, objective_scale,
+                                primal_objective)
+
+TIGHT = Budget(tol=1e-7, max_iter=20000)
+
+
+def _data(n=160, m=6, seed=0, sparse=False):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, m))
+    w = rng.normal(size=m)
+    y = np.where(X @ w - 0.4 + 0.8 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if sparse:
+        X[rng.random(X.shape) < 0.5] = 0.0
+        return sp.csr_matrix(X), y
+    return X, y
+
+
+def _smooth_optimum(problem):
+    """min P(w, b) with a free intercept by L-BFGS (the squared and Huber hinges are C^1)."""
+    X, y, C = problem.X, problem.y, problem.C
+    Xd = X.toarray() if sp.issparse(X) else X
+
+    def fun(z):
+        w, b = z[:-1], z[-1]
+        mg = y * (Xd @ w + b)
+        g = C * y * loss_derivative(problem.loss, mg, problem.huber_k)
+        P = 0.5 * w @ w + C * loss_values(problem.loss, mg, problem.huber_k).sum()
+        return P, np.concatenate([w + Xd.T @ g, [g.sum()]])
+
+    res = minimize(fun, np.zeros(Xd.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-13, "ftol": 1e-16, "maxiter": 20000, "maxcor": 30})
+    return res.fun
+
+
+# ---------------------------------------------------------------------------- optimum
+@pytest.mark.parametrize("solver", ["svmmaj", "alpha_maj"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_absolute_hinge_reaches_the_l1_svm_optimum(solver, sparse):
+    X, y = _data(sparse=sparse)
+    lam = 0.8
+    problem = Problem(X, y, C=C_from_lambda(lam, "svmmaj"), loss="hinge", intercept="free")
+    fit = solvers.fit(problem, solver, budget=TIGHT)
+    Xd = X.toarray() if sparse else X
+    svc = SVC(kernel="linear", C=problem.C, tol=1e-12, max_iter=10**7).fit(Xd, y)
+    P_svc = primal_objective(problem, svc.coef_.ravel(), float(svc.intercept_[0]))
+    assert fit.status == "converged"
+    assert abs(fit.primal - P_svc) <= 1e-6 * P_svc
+    assert fit.primal == pytest.approx(primal_objective(problem, fit.w, fit.b), rel=1e-13)
+    # The paper's loss and lambda are P / C and 1 / (2 C).
+    assert fit.info["loss_L"] == pytest.approx(objective_scale("svmmaj", problem.C) * fit.primal)
+    assert fit.info["lambda"] == pytest.approx(lam)
+    assert 0 <= fit.gap <= 1e-5 * fit.primal  # certified by the dual
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # LIBLINEAR at tol 1e-12
+@pytest.mark.parametrize("intercept", ["none", "regularized"])
+def test_absolute_hinge_other_intercepts_match_liblinear(intercept):
+    X, y = _data(seed=3)
+    problem = Problem(X, y, C=0.4, loss="hinge", intercept=intercept, intercept_scaling=2.0)
+    fit = solvers.fit(problem, "alpha_maj", budget=TIGHT)
+    ref = LinearSVC(C=0.4, loss="hinge", dual=True, tol=1e-12, max_iter=10**6,
+                    fit_intercept=intercept == "regularized", intercept_scaling=2.0).fit(X, y)
+    b = float(ref.intercept_[0]) if intercept == "regularized" else 0.0
+    P_ref = primal_objective(problem, ref.coef_.ravel(), b)
+    assert fit.primal <= P_ref * (1 + 1e-6)
+    assert fit.primal >= P_ref * (1 - 1e-6) - fit.gap  # LIBLINEAR may itself sit slightly above
+    assert fit.gap <= 1e-5 * fit.primal
+
+
+@pytest.mark.parametrize("loss,huber_k", [("squared_hinge", 1.0), ("huber_hinge", 0.5), ("huber_hinge", -0.5)])
+def test_smooth_hinges_match_lbfgs(loss, huber_k):
+    X, y = _data(seed=1)
+    problem = Problem(X, y, C=0.6, loss=loss, intercept="free", huber_k=huber_k)
+    fit = solvers.fit(problem, "svmmaj", budget=Budget(tol=1e-10, max_iter=20000))
+    P_ref = _smooth_optimum(problem)
+    assert fit.status == "converged"
+    assert abs(fit.primal - P_ref) <= 1e-6 * P_ref
+    assert fit.kkt_violation < 1e-3
+
+
+# --------------------------------------------------------------------- monotone traces
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # capped at 400
+@pytest.mark.parametrize("loss,kw", [("hinge", {}), ("hinge", {"relax": True, "relax_from": 3}),
+                                     ("squared_hinge", {}), ("squared_hinge", {"relax": True}),
+                                     ("huber_hinge", {}), ("hinge", "alpha")])
+def test_loss_never_increases(loss, kw):
+    X, y = _data(seed=2)
+    problem = Problem(X, y, C=0.5, loss=loss, intercept="free", huber_k=0.3)
+    rec = Recorder(per_decade=10**6)  # a point at every iteration
+    solver, params = ("alpha_maj", {}) if kw == "alpha" else ("svmmaj", kw)
+    fit = solvers.fit(problem, solver, budget=Budget(tol=1e-9, max_iter=400), recorder=rec, **params)
+    P = np.array([p[2] for p in rec.points])
+    assert len(P) == fit.n_iter
+    # Up to rounding, and the delta guard's O(delta) at the kink of the absolute hinge.
+    assert np.all(np.diff(P) <= 1e-10 * P[1:])
+
+
+def test_majorizers_bound_each_hinge_and_touch_it():
+    m = np.linspace(-4, 4, 2001)
+    for loss, k in [("hinge", 1.0), ("squared_hinge", 1.0), ("huber_hinge", 2.0), ("huber_hinge", -0.5)]:
+        for mbar in (-3.0, -0.7, 0.2, 0.99, 1.3, 3.0):
+            a, b = majorizer_coefficients(loss, np.array([mbar]), huber_k=k)
+            f = loss_values(loss, m, k)
+            fbar = float(loss_values(loss, np.array([mbar]), k)[0])
+            # gamma from touching at mbar: g(mbar) = f(mbar).
+            g = a * m * m - 2 * b * m + (fbar - a * mbar * mbar + 2 * b * mbar)
+            assert np.all(g >= f - 1e-12), (loss, mbar)
+
+
+# --------------------------------------------------------------------- alpha-Maj vs Maj
+def test_alpha_maj_same_loss_in_fewer_iterations():
+    X, y = _data(n=250, m=8, seed=5)
+    problem = Problem(X, y, C=C_from_lambda(2.0, "svmmaj"), loss="hinge", intercept="free")
+    maj = solvers.fit(problem, "svmmaj", budget=TIGHT)
+    amaj = solvers.fit(problem, "alpha_maj", budget=TIGHT)
+    relaxed = solvers.fit(problem, "svmmaj", budget=TIGHT, relax=True)
+    assert abs(amaj.primal - maj.primal) <= 1e-6 * maj.primal
+    assert abs(relaxed.primal - maj.primal) <= 1e-6 * maj.primal
+    assert amaj.n_iter < maj.n_iter
+    assert relaxed.n_iter < maj.n_iter
+
+
+def test_dense_sparse_and_cg_agree():
+    X, y = _data(n=120, m=7, seed=7, sparse=True)
+    kw = dict(C=0.5, loss="squared_hinge", intercept="free")
+    dense = solvers.fit(Problem(X.toarray(), y, **kw), "svmmaj", budget=Budget(tol=1e-10, max_iter=5000))
+    chol = solvers.fit(Problem(X, y, **kw), "svmmaj", budget=Budget(tol=1e-10, max_iter=5000))
+    cg = solvers.fit(Problem(X, y, **kw), "svmmaj", budget=Budget(tol=1e-10, max_iter=5000), linsolve="cg")
+    assert cg.info["linsolve"] == "cg" and chol.info["linsolve"] == "cholesky"
+    for other in (chol, cg):
+        assert other.primal == pytest.approx(dense.primal, rel=1e-8)
+        np.testing.assert_allclose(other.w, dense.w, rtol=1e-4, atol=1e-6)
+
+
+def test_warm_start_from_the_optimum_stops_at_once():
+    X, y = _data(seed=8)
+    problem = Problem(X, y, C=0.5, loss="hinge", intercept="free")
+    first = solvers.fit(problem, "alpha_maj", budget=TIGHT)
+    again = solvers.fit(problem, "alpha_maj", budget=TIGHT, warm_start=first)
+    assert again.n_iter <= 3 and again.primal <= first.primal * (1 + 1e-9)
+
+
+def test_estimator_front():
+    X, y = _data(seed=9)
+    clf = solvers.SVMClassifier(solver="alpha_maj", C=0.5, intercept="free", tol=1e-7).fit(X, y)
+    problem = Problem(X, y, C=0.5, loss="hinge", intercept="free")
+    fit = solvers.fit(problem, "alpha_maj", budget=TIGHT)
+    assert clf.objective_ == pytest.approx(fit.primal, rel=1e-9)
+    assert clf.score(X, y) > 0.7
+
+
+def test_budget_and_timeout_statuses_warn():
+    X, y = _data(seed=10)
+    problem = Problem(X, y, C=0.5, loss="hinge", intercept="free")
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        fit = solvers.fit(problem, "svmmaj", budget=Budget(tol=1e-7, max_iter=3))
+    assert fit.status == "max_iter" and fit.n_iter == 3 and math.isfinite(fit.gap)
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_bad_input_names_the_parameter():
+    X, y = _data(n=20, m=2)
+    for lam in (0.0, -1.0):
+        with pytest.raises(ValueError, match="lambda"):
+            C_from_lambda(lam, "svmmaj")
+    for C in (0.0, -2.0):
+        with pytest.raises(ProblemError, match="C="):
+            Problem(X, y, C=C, intercept="free")
+    with pytest.raises(ProblemError, match="loss"):
+        Problem(X, y, loss="logistic_hinge")
+    with pytest.raises(ValueError, match="loss"):
+        majorizer_coefficients("logistic_hinge", np.zeros(3))
+    with pytest.raises(ProblemError, match="huber_k"):
+        Problem(X, y, loss="huber_hinge", huber_k=-1.0)
+    with pytest.raises(ValueError, match="huber_k"):
+        majorizer_coefficients("huber_hinge", np.zeros(3), huber_k=-3.0)
+    problem = Problem(X, y, intercept="free")
+    with pytest.raises(SolverError, match="delta"):
+        solvers.fit(problem, "svmmaj", delta=0.0)
+    with pytest.raises(SolverError, match="linsolve"):
+        solvers.fit(problem, "svmmaj", linsolve="lu")
+    with pytest.raises(SolverError, match="loss"):
+        solvers.fit(Problem(X, y, loss="squared_hinge", intercept="free"), "alpha_maj")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solvers.fit(problem, "svmmaj", budget=TIGHT)  # a valid call neither raises nor warns
