@@ -1,0 +1,37 @@
+# svmbench: the two commands of the quick start.
+#   make run   [ARGS='hydra overrides']   set up .venv if needed, then run an experiment
+#   make test  [PYTEST_ARGS='...']        set up .venv with the test extra, then run the tests
+# Nothing but Python >= 3.11 and make is needed on the machine: everything else is installed
+# into .venv from the package index.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# compat: a plain path entry, so workers spawned by Dask import the working tree too.
+PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
+
+.PHONY: run test install install-test clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PIP_INSTALL) -e . --config-settings editable_mode=compat
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(PIP_INSTALL) -e '.[test]' --config-settings editable_mode=compat
+	@touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+run: $(VENV)/.installed
+	$(PY) -m pipeline $(ARGS)
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
