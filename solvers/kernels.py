@@ -143,7 +143,7 @@ def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _fill_column(i, rows, n_rows, out, data, ker):
     """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free
     but vectorisable (dense) or a scatter/gather sparse dot (CSR, as LIBSVM's sparse dot)."""
@@ -151,7 +151,12 @@ def _fill_column(i, rows, n_rows, out, data, ker):
     kind, gamma, coef0, degree = ker
     yi = y[i]
     ni = xn[i]
-    if dense:
+    if dense and n_rows == Xd.shape[0]:
+        # every row: one BLAS gemv for the dot products, then the kernel's transform
+        dots = np.dot(Xd, Xd[i])
+        for k in range(n_rows):
+            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k], ni, xn[k])
+    elif dense:
         d = Xd.shape[1]
         xi = Xd[i]
         for t in range(n_rows):

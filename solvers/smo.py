@@ -44,62 +44,72 @@ def _status(a, C):
     return _FREE
 
 
-@njit(cache=True, nogil=True)
-def _select(G, y, st, QD, active, n_active, eps, wss, cache, data, ker):
+@njit(cache=True, nogil=True, error_model="numpy")
+def _select(G, y, up, low, QD, active, n_active, eps, wss, cache, data, ker):
     """Working set (i, j): i = argmax_{t in I_up} -y_t G_t; j by the most violating pair
-    (wss=1) or by the largest second-order decrease -b_ij^2 / a_ij (wss=2, Fan et al. WSS 2).
-    Returns (i, j, m - M) with j = -1 when m - M < eps (optimal on the active set)."""
+    (wss=1) or by the largest second-order decrease b_ij^2 / a_ij (wss=2, Fan et al. WSS 2).
+    Returns (i, j, m - M) with j = -1 when m - M < eps (optimal on the active set).
+
+    The loops are branch-free on the data (masks up/low select with conditional moves): labels
+    and bounds come in no order, so branches on them would mispredict about half the time."""
+    n = G.shape[0]
+    contig = n_active == n
     Gmax = -np.inf
-    Gmax2 = -np.inf
     i = -1
     for t in range(n_active):
-        k = active[t]
-        if y[k] > 0:
-            if st[k] != _UPPER and -G[k] >= Gmax:
-                Gmax = -G[k]
-                i = k
-        else:
-            if st[k] != _LOWER and G[k] >= Gmax:
-                Gmax = G[k]
-                i = k
+        k = t if contig else active[t]
+        v = -y[k] * G[k]
+        v = v if up[k] else -np.inf
+        if v >= Gmax:
+            Gmax = v
+            i = k
     if i < 0:
         return -1, -1, 0.0
+    Gmax2 = -np.inf
     j = -1
-    obj_min = np.inf
-    Qi = _cache_get(i, False, active, n_active, cache, data, ker) if wss == 2 else QD
-    yi = y[i]
-    for t in range(n_active):
-        k = active[t]
-        if y[k] > 0:
-            if st[k] != _LOWER:
-                gd = Gmax + G[k]
-                if G[k] >= Gmax2:
-                    Gmax2 = G[k]
-                    if wss == 1:
-                        j = k
-                if wss == 2 and gd > 0.0:
-                    a = QD[i] + QD[k] - 2.0 * yi * Qi[k]
-                    obj = -(gd * gd) / (a if a > 0.0 else TAU)
-                    if obj <= obj_min:
-                        j = k
-                        obj_min = obj
-        else:
-            if st[k] != _UPPER:
-                gd = Gmax - G[k]
-                if -G[k] >= Gmax2:
-                    Gmax2 = -G[k]
-                    if wss == 1:
-                        j = k
-                if wss == 2 and gd > 0.0:
-                    a = QD[i] + QD[k] + 2.0 * yi * Qi[k]
-                    obj = -(gd * gd) / (a if a > 0.0 else TAU)
-                    if obj <= obj_min:
-                        j = k
-                        obj_min = obj
+    if wss == 1:
+        for t in range(n_active):
+            k = t if contig else active[t]
+            v = y[k] * G[k]
+            v = v if low[k] else -np.inf
+            if v >= Gmax2:
+                Gmax2 = v
+                j = k
+    else:
+        Qi = _cache_get(i, False, active, n_active, cache, data, ker)
+        yi = y[i]
+        qdi = QD[i]
+        obj_min = np.inf
+        for t in range(n_active):
+            k = t if contig else active[t]
+            v = y[k] * G[k]  # -(-y_k G_k): M = min_{I_low} -y G = -max_{I_low} y G
+            v = v if low[k] else -np.inf
+            Gmax2 = max(Gmax2, v)
+            b = Gmax + v     # b_ij = m - (-y_k G_k) > 0 for a violating pair
+            a = qdi + QD[k] - 2.0 * yi * y[k] * Qi[k]  # a_ij = K_ii + K_jj - 2 K_ij
+            a = a if a > 0.0 else TAU
+            obj = -(b * b) / a
+            obj = obj if b > 0.0 else np.inf
+            if obj <= obj_min:
+                j = k
+                obj_min = obj
     gap = Gmax + Gmax2
     if gap < eps or j < 0:
         return i, -1, gap
     return i, j, gap
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _set_status(k, a, C, y, st, up, low):
+    """st_k from alpha_k, and membership of I_up / I_low."""
+    s = _status(a, C)
+    st[k] = s
+    if y[k] > 0:
+        up[k] = s != _UPPER
+        low[k] = s != _LOWER
+    else:
+        up[k] = s != _LOWER
+        low[k] = s != _UPPER
 
 
 @njit(cache=True, nogil=True)
@@ -148,9 +158,9 @@ def _shrink(G, y, st, active, n_active, eps, unshrunk):
     return n_active, False
 
 
-@njit(cache=True, nogil=True)
-def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, active, ctl, QD, y,
-               cache, data, ker):
+@njit(cache=True, nogil=True, error_model="numpy")
+def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, active, ctl, QD,
+               y, cache, data, ker):
     """Up to max_steps pair updates (Platt 1998 / LIBSVM Solver::Solve).
 
     ctl = [n_active, shrink counter, unshrunk flag].
@@ -171,7 +181,7 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, active, c
                     ctl[2] = 1
                     ctl[1] = 1  # shrink again right after the reconstruction
                     return _RECONSTRUCT, steps
-        i, j, gap = _select(G, y, st, QD, active, n_active, eps, wss, cache, data, ker)
+        i, j, gap = _select(G, y, up, low, QD, active, n_active, eps, wss, cache, data, ker)
         if j < 0:
             ctl[0] = n_active
             if n_active < n:
@@ -240,15 +250,19 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, active, c
         alpha[j] = aj
         dai = ai - ai_old
         daj = aj - aj_old
-        for t in range(n_active):
-            k = active[t]
-            G[k] += Qi[k] * dai + Qj[k] * daj
+        if n_active == n:  # contiguous: vectorises
+            for k in range(n):
+                G[k] += Qi[k] * dai + Qj[k] * daj
+        else:
+            for t in range(n_active):
+                k = active[t]
+                G[k] += Qi[k] * dai + Qj[k] * daj
         # G_bar = C sum_{alpha_k = C} Q_k needs the full column of a variable entering or
         # leaving the upper bound.
         ui = st[i] == _UPPER
         uj = st[j] == _UPPER
-        st[i] = _status(ai, C)
-        st[j] = _status(aj, C)
+        _set_status(i, ai, C, y, st, up, low)
+        _set_status(j, aj, C, y, st, up, low)
         if ui != (st[i] == _UPPER):
             Qf = _cache_get(i, True, active, n_active, cache, data, ker)
             sgn = -Ci if ui else Ci
@@ -333,6 +347,8 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
     st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
+    up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
+    low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
     active = np.arange(n, dtype=np.int64)
     ctl = np.array([n, min(n, 1000) + 1, 0], dtype=np.int64)
     wss_code = 2 if wss == "second_order" else 1
@@ -352,7 +368,7 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     while it < max_iter:
         stop_at = _first_due(recorder, it, min(chunk, max_iter - it))
         code, steps = _smo_chunk(stop_at - it, eps, wss_code, shrinking, C, alpha, G, G_bar, st,
-                                 active, ctl, QD, y, cache.state, cache.data, cache.ker)
+                                 up, low, active, ctl, QD, y, cache.state, cache.data, cache.ker)
         it += steps
         if code == _RECONSTRUCT:
             reconstruct_gradient(cache, alpha, G, G_bar, st, active, int(ctl[0]))

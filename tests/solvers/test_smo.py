@@ -1,0 +1,186 @@
+"""smo against LIBSVM (scikit-learn's SVC) and against its own certificates."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC
+
+from solvers import Budget, Problem, SolverError, fit
+from solvers.kernels import kernel_block
+
+KERNELS = {"rbf": dict(kernel="rbf", gamma=0.5), "poly": dict(kernel="poly", gamma=0.1, degree=3, coef0=1.0)}
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return np.ascontiguousarray(X / X.max(axis=0)), np.where(y == 1, 1.0, -1.0)
+
+
+@pytest.fixture(scope="module")
+def digits17():
+    X, y = load_digits(return_X_y=True)
+    keep = (y == 1) | (y == 7)
+    return np.ascontiguousarray(X[keep] / 16.0), np.where(y[keep] == 7, 1.0, -1.0)
+
+
+def svc_reference(X, y, C, kw):
+    """SVC at a tight tolerance: its dual objective sum|dual_coef| - 1/2 dual_coef K dual_coef'
+    and its decision values (LIBSVM keeps Q in float32, hence kernels with values of order 1)."""
+    svc = SVC(C=C, tol=1e-10, **kw).fit(X, y)
+    beta = np.zeros(len(y))
+    beta[svc.support_] = svc.dual_coef_[0]
+    K = kernel_block(Problem.build(X, y, intercept="free", **kw).kernel, X, X)
+    return float(np.abs(beta).sum() - 0.5 * beta @ K @ beta), svc.decision_function(X), K
+
+
+def decision(res, K, y):
+    return K @ (res.alpha * y) + res.b
+
+
+@pytest.mark.parametrize("data", ["breast_cancer", "digits17"])
+@pytest.mark.parametrize("kname", ["rbf", "poly"])
+@pytest.mark.parametrize("wss", ["second_order", "mvp"])
+def test_reaches_svc(request, data, kname, wss):
+    X, y = request.getfixturevalue(data)
+    kw = KERNELS[kname]
+    C = 10.0
+    D_ref, f_ref, K = svc_reference(X, y, C, kw)
+    problem = Problem.build(X, y, C=C, intercept="free", **kw)
+    res = fit(problem, "smo", budget=Budget(tol=1e-9), wss=wss)
+    assert res.status == "converged"
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+    assert np.abs(decision(res, K, y) - f_ref).max() < 1e-4
+    # certificates: primal and dual meet, m - M below tol, y'alpha = 0 and the box hold
+    assert abs(res.gap) <= 1e-6 * abs(res.primal)
+    assert res.kkt_violation < 1e-9
+    assert abs(res.alpha @ y) < 1e-9 and res.alpha.min() >= 0 and res.alpha.max() <= C
+    info = res.info
+    assert info["n_sv"] == info["n_bounded_sv"] + info["n_free_sv"] == np.count_nonzero(res.alpha)
+    assert info["f_alpha0"] == 0.0 and info["f_alpha"] == pytest.approx(-res.dual)
+    assert info["b_rule"] == "free"
+
+
+def test_dense_and_sparse_agree(breast_cancer):
+    X, y = breast_cancer
+    kw = KERNELS["rbf"]
+    rd = fit(Problem.build(X, y, C=1.0, intercept="free", **kw), "smo", budget=Budget(tol=1e-8))
+    rs = fit(Problem.build(sp.csr_matrix(X), y, C=1.0, intercept="free", **kw), "smo", budget=Budget(tol=1e-8))
+    # the dot products round differently (BLAS vs sparse), so the paths may differ by a step
+    assert rs.dual == pytest.approx(rd.dual, rel=1e-10)
+    np.testing.assert_allclose(rs.alpha, rd.alpha, atol=1e-6)
+    assert rs.b == pytest.approx(rd.b, abs=1e-6)
+
+
+@pytest.mark.parametrize("shrinking", [True, False])
+def test_small_cache_same_result(digits17, shrinking):
+    """A cache of a few columns (far less than the matrix) gives the same path as a full one."""
+    X, y = digits17
+    problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["rbf"])
+    full = fit(problem, "smo", budget=Budget(tol=1e-8), shrinking=shrinking)
+    small_mb = 8 * len(y) * 5 / 2**20  # five columns
+    small = fit(problem, "smo", budget=Budget(tol=1e-8), cache_size=small_mb, shrinking=shrinking)
+    assert full.info["cache_columns"] == len(y) and small.info["cache_columns"] == 5
+    assert small.info["cache_misses"] > full.info["cache_misses"]
+    assert small.n_iter == full.n_iter
+    np.testing.assert_allclose(small.alpha, full.alpha, atol=1e-10)
+    assert small.dual == pytest.approx(full.dual, rel=1e-12)
+
+
+def test_shrinking_does_not_change_the_optimum(breast_cancer):
+    X, y = breast_cancer
+    problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["poly"])
+    a = fit(problem, "smo", budget=Budget(tol=1e-9), shrinking=True)
+    b = fit(problem, "smo", budget=Budget(tol=1e-9), shrinking=False)
+    assert a.dual == pytest.approx(b.dual, rel=1e-9)
+    assert a.info["n_reconstruct"] >= 1 and b.info["n_reconstruct"] == 0
+
+
+def test_every_sv_at_bound(breast_cancer):
+    """A small C on balanced classes puts every alpha at C: b from bertini I.D's bound-only
+    formula (the interval's midpoint, as both class counts at C are equal)."""
+    X, y = breast_cancer
+    keep = np.concatenate([np.flatnonzero(y > 0)[:100], np.flatnonzero(y < 0)[:100]])
+    X, y = X[keep], y[keep]
+    kw = dict(kernel="rbf", gamma=0.1)
+    C = 1e-3
+    D_ref, f_ref, K = svc_reference(X, y, C, kw)
+    problem = Problem.build(X, y, C=C, intercept="free", **kw)
+    res = fit(problem, "smo", budget=Budget(tol=1e-10))
+    assert res.info["n_free_sv"] == 0 and res.info["b_rule"] == "bound_only"
+    L, U = res.info["b_interval"]
+    assert L - 1e-12 <= res.b <= U + 1e-12
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+    # any b in [L, U] is optimal; the primal is flat there and equals the dual
+    assert abs(res.gap) <= 1e-8 * abs(res.primal)
+    assert np.abs(decision(res, K, y) - f_ref).max() < 1e-4
+
+
+def test_warm_start(breast_cancer):
+    X, y = breast_cancer
+    problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["rbf"])
+    cold = fit(problem, "smo", budget=Budget(tol=1e-8))
+    again = fit(problem, "smo", budget=Budget(tol=1e-8), warm_start=cold)
+    assert again.n_iter <= 2 and again.dual == pytest.approx(cold.dual, rel=1e-12)
+    # an infeasible start (box and y'alpha = 0 violated) is projected, then solved
+    rng = np.random.default_rng(0)
+    bad = {"alpha": rng.uniform(-5, 20, size=len(y))}
+    warm = fit(problem, "smo", budget=Budget(tol=1e-8), warm_start=bad)
+    assert warm.status == "converged" and warm.dual == pytest.approx(cold.dual, rel=1e-9)
+    assert warm.info["f_alpha0"] != 0.0
+    # from the optimum of another C: a C path
+    path = fit(problem.with_(C=20.0), "smo", budget=Budget(tol=1e-8), warm_start=cold)
+    ref = fit(problem.with_(C=20.0), "smo", budget=Budget(tol=1e-8))
+    assert path.dual == pytest.approx(ref.dual, rel=1e-9)
+    with pytest.raises(ValueError, match="shape"):
+        fit(problem, "smo", warm_start={"alpha": np.zeros(3)})
+
+
+def test_max_iter_warns_and_reports(breast_cancer):
+    X, y = breast_cancer
+    problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["rbf"])
+    with pytest.warns(ConvergenceWarning):
+        res = fit(problem, "smo", budget=Budget(tol=1e-9, max_iter=20))
+    assert res.status == "max_iter" and res.n_iter == 20
+    assert res.kkt_violation > 1e-9 and res.gap > 0
+
+
+def test_trace_is_recorded(breast_cancer):
+    from solvers import Recorder
+    X, y = breast_cancer
+    problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["rbf"])
+    res = fit(problem, "smo", budget=Budget(tol=1e-8), recorder=Recorder())
+    its = [p[0] for p in res.trace]
+    assert its[0] == 1 and its[-1] == res.n_iter and its == sorted(its) and len(its) > 10
+    gaps = np.array([p[4] for p in res.trace])
+    assert np.all(gaps >= -1e-8) and gaps[-1] < gaps[0]
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("cache_size", 0.0, "cache_size"), ("cache_size", -1.0, "cache_size"),
+    ("wss", "third", "wss"), ("chunk", 0, "chunk"),
+])
+def test_bad_params_name_the_key(breast_cancer, key, value, match):
+    X, y = breast_cancer
+    problem = Problem.build(X[:50], y[:50], intercept="free", kernel="rbf", gamma=1.0)
+    with pytest.raises(SolverError, match=match):
+        fit(problem, "smo", **{key: value})
+
+
+def test_refuses_other_problems(breast_cancer):
+    X, y = breast_cancer
+    with pytest.raises(SolverError, match="intercept"):
+        fit(Problem.build(X, y, intercept="none", kernel="rbf"), "smo")
+    with pytest.raises(SolverError, match="loss"):
+        fit(Problem.build(X, y, intercept="free", loss="squared_hinge", kernel="rbf"), "smo")
+
+
+def test_estimator_front(digits17):
+    from solvers import SVMClassifier
+    X, y = digits17
+    clf = SVMClassifier(solver="smo", kernel="rbf", gamma=0.5, C=10.0, intercept="free", tol=1e-8).fit(X, y)
+    svc = SVC(kernel="rbf", gamma=0.5, C=10.0, tol=1e-10).fit(X, y)
+    assert np.abs(clf.decision_function(X) - svc.decision_function(X)).max() < 1e-4
