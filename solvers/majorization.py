@@ -155,19 +155,24 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
     loss = problem.loss
     coef = MAJORIZERS[loss]
     solver = _NormalSolver(Z, pen, lam, linsolve, cg_maxiter)
-    state = {"t": 0, "alpha_dual": None}
+    state = {"t": 0, "last": None}
+
+    def hint():
+        # v+ is stationary for the majorizer: Pen v+ = Z'(y theta) with theta = 2 C (beta -
+        # alpha m+) (2 lambda C = 1), the majorizer's stand-in for the dual variables; the
+        # certificate projects it onto the dual's feasible set. Computed only when asked.
+        if state["last"] is None:
+            return None
+        alpha, beta, v_maj = state["last"]
+        return (2.0 * C) * (beta - alpha * (y * np.asarray(Z @ v_maj).ravel()))
 
     def step(v, m):
         state["t"] += 1
         alpha, beta = coef(m, k, delta)
         v_maj = solver.solve(alpha, np.asarray(Z.T @ (y * beta)).ravel(), v)
-        m_maj = y * np.asarray(Z @ v_maj).ravel()
-        # v+ is stationary for the majorizer: Pen v+ = Z'(y theta) with theta = 2 C (beta -
-        # alpha m+) (2 lambda C = 1), the majorizer's stand-in for the dual variables; the
-        # certificate projects it onto the dual's feasible set.
-        state["alpha_dual"] = (2.0 * C) * (beta - alpha * m_maj)
+        state["last"] = (alpha, beta, v_maj)
         if update == "maj" or (update == "relax" and state["t"] < relax_from):
-            return v_maj, m_maj
+            return v_maj, y * np.asarray(Z @ v_maj).ravel()
         # Margins are recomputed from v, never updated as m + h d: alpha-Maj takes steps h of
         # hundreds along short directions s, and differences like m+ - m carry the rounding of
         # m into d, which such steps amplify until the line search minimises the wrong function.
@@ -189,7 +194,7 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
     return run_descent(name, problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=default_max_iter,
                        loss_fn=lambda m, v: _paper_loss(loss, m, v, pen, lam, k),
-                       hint=lambda: state["alpha_dual"], info={"linsolve": solver.method})
+                       hint=hint, info={"linsolve": solver.method})
 
 
 def fit_svmmaj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
