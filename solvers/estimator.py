@@ -147,8 +147,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self._set_binary(self._fit_binary(X, ybin, spec, params, budget))
         else:
             from .multiclass import fit_multiclass
-            self.multiclass_ = fit_multiclass(self.multi_class, X, y, self.classes_,
-                                              lambda Xs, ys: self._fit_binary(Xs, ys, spec, params, budget))
+            self.multiclass_ = fit_multiclass(
+                self.multi_class, X, y, self.classes_,
+                lambda Xs, ys: self._fit_binary(Xs, ys, spec, params, budget),
+                lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
             self._set_multiclass(self.multiclass_)
         return self
 
@@ -165,7 +167,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if res.w is not None and self._kernel.is_linear:
             model["w"] = np.asarray(res.w, dtype=np.float64)
         if res.alpha is not None:
-            sv = np.flatnonzero(res.alpha > 0)
+            # alpha != 0, not > 0: a kernel Newton stopped early may hold a few alpha_i < 0
+            # (solvers/newton.py); they are part of the model it returned.
+            sv = np.flatnonzero(res.alpha != 0)
             model["support"] = sv
             model["dual_coef"] = (res.alpha[sv] * ybin[sv])
             model["support_vectors"] = X[sv]

@@ -48,23 +48,32 @@ from .registry import Param, SolverSpec, register
 
 # st (state) layout, a float64 array shared between the kernel and the driver.
 _S, _VSQ, _T, _QA, _NAVG = 0, 1, 2, 3, 4
+# Fold s into v below this scale: early for the averaged iterate (see the fold in the kernel),
+# late otherwise (v alone is exact at any scale as long as it does not overflow).
+_RESCALE_AVG = 1e-3
+_RESCALE = 1e-9
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, average, v, st, Pa, viol):
     """Run the steps whose batches are idx[0:k], idx[k:2k], ... (the last may be shorter).
 
-    v has n_features (+1 for the intercept slot, if B > 0) entries; w = st[_S] * v. Returns the
+    v has n_features (+1 for the intercept slot, if B > 0) entries; w = st[_S] * v. The state
+    is read into locals once per call (stores into v could alias st otherwise). Returns the
     number of steps taken (lazy steps included)."""
     d = v.shape[0] - (1 if B > 0.0 else 0)
     m = idx.shape[0]
     radius_sq = 1.0 / lam
+    s = st[_S]
+    vsq = st[_VSQ]
+    t = st[_T]
+    Qa = st[_QA]
+    navg = st[_NAVG]
     steps = 0
     start = 0
     while start < m:
         end = min(start + k, m)
         kb = end - start
-        s = st[_S]
         nv = 0
         for j in range(start, end):
             i = idx[j]
@@ -80,37 +89,40 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
         start = end
         if nv == 0 and lazy:
             continue
-        st[_T] += 1.0
-        t = st[_T]
+        t += 1.0
         eta = 1.0 / (lam * t)
         shrink = 1.0 - eta * lam
         if shrink <= 0.0:
             # t = 1: w_{3/2} forgets w_1 (eta lambda = 1). Reset v; the averaged sum keeps its value.
             if average:
-                Qa = st[_QA]
                 for j in range(v.shape[0]):
                     Pa[j] += Qa * v[j]
-                st[_QA] = 0.0
+                Qa = 0.0
             for j in range(v.shape[0]):
                 v[j] = 0.0
             s = 1.0
-            st[_VSQ] = 0.0
+            vsq = 0.0
         else:
             s *= shrink
         coef = eta / kb
-        vsq = st[_VSQ]
-        Qa = st[_QA]
         for a in range(nv):
             i = viol[a]
             c = coef * y[i] / s
-            for p in range(indptr[i], indptr[i + 1]):
-                jj = indices[p]
-                old = v[jj]
-                dv = c * data[p]
-                v[jj] = old + dv
-                vsq += dv * (2.0 * old + dv)
-                if average:
+            if average:
+                for p in range(indptr[i], indptr[i + 1]):
+                    jj = indices[p]
+                    old = v[jj]
+                    dv = c * data[p]
+                    v[jj] = old + dv
+                    vsq += dv * (2.0 * old + dv)
                     Pa[jj] -= Qa * dv
+            else:
+                for p in range(indptr[i], indptr[i + 1]):
+                    jj = indices[p]
+                    old = v[jj]
+                    dv = c * data[p]
+                    v[jj] = old + dv
+                    vsq += dv * (2.0 * old + dv)
             if B > 0.0:
                 old = v[d]
                 dv = c * B
@@ -124,17 +136,24 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
                 s *= math.sqrt(radius_sq / wsq)
         if average:
             Qa += s
-            st[_NAVG] += 1.0
-        if s < 1e-9:
-            # Fold the scale into v before it underflows (O(d), rare).
+            navg += 1.0
+        if s < (_RESCALE_AVG if average else _RESCALE):
+            # Fold the scale into v (O(d); rare: s decays like 1/t times the projections). The averaged sum
+            # Pa + Qa v is folded into Pa at the same time: expressing old iterates in units of a
+            # v that keeps growing would make Pa and Qa v cancel catastrophically.
+            if average:
+                for j in range(v.shape[0]):
+                    Pa[j] += Qa * v[j]
+                Qa = 0.0
             for j in range(v.shape[0]):
                 v[j] *= s
             vsq *= s * s
-            Qa /= s
             s = 1.0
-        st[_S] = s
-        st[_VSQ] = vsq
-        st[_QA] = Qa
+    st[_S] = s
+    st[_VSQ] = vsq
+    st[_T] = t
+    st[_QA] = Qa
+    st[_NAVG] = navg
     return steps
 
 
