@@ -165,6 +165,9 @@ def _smoke(cfg: DictConfig) -> DictConfig:
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     for ds in cfg.datasets.values():
         ds.max_rows = min(ds.max_rows or 300, 300)
+        # Generators are shrunk at the source too: subsampling a 100k-row build is not seconds.
+        if "n_samples" in ds.params:
+            ds.params.n_samples = min(int(ds.params.n_samples), 2000)
     if cfg.cv.kind == "kfold":
         cfg.cv.folds = 2
     if cfg.cv.kind == "repeated":

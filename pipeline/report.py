@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .results import best_params, cv_summary
+from .results import benchmark_table, best_params, cv_summary
 
 SUBOPT_FLOOR = 1e-12
 
@@ -126,6 +126,13 @@ def build_report(run_dir: Path) -> Path:
         "## Best parameters per dataset and solver (by mean test accuracy)\n", markdown_table(best),
         "## Timing\n", markdown_table(timing_table(results)),
     ]
+    bench = benchmark_table(results, traces)
+    if not bench.empty and results["f_star"].notna().any():
+        parts += ["## Time to target suboptimality\n",
+                  "`fit_time_s`, `n_iter`, `rel_subopt`: medians over an entry's runs. `t_eps`: the least "
+                  "solver seconds any of its runs needed until (P - f*)/|f*| <= eps (empty: never). "
+                  "`ratio_X_vs_R`: that time over reference R's on the same problem.\n",
+                  markdown_table(_drop_constant(bench, ["dataset", "solver_entry", "fit_time_s"]))]
     if figures:
         parts += ["## Suboptimality against time\n",
                   "Relative primal suboptimality against a certified reference solve of the same problem "
