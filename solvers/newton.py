@@ -16,7 +16,7 @@ Linear (``formulation="primal"``): f = X w + c u (intercept coordinate u as in g
 
 The Newton system H d = -grad is solved by conjugate gradient with products Z_sv' (Z_sv v) over
 the active rows only (never a d x d matrix; an inexact Newton method with forcing term
-eta_k = min(0.1, sqrt(||grad||/||grad_0||))), or, for few features, directly by Cholesky
+eta_k = min(0.1, sqrt(||grad||/||grad P(0)||))), or, for few features, directly by Cholesky
 (``linear_solver``). The step length is the exact minimiser of P along d (a convex piecewise
 quadratic in t; `_line_search` below, Chapelle's ``line_search_linear``).
 
@@ -51,7 +51,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from .base import Budget, Fit, Recorder, finish
-from .gd import intercept_coordinate, linear_certificates, split_warm_start
+from .gd import gradient_norm_at_zero, intercept_coordinate, linear_certificates, split_warm_start
 from .kernels import kernel_block, row_norms_sq
 from .objectives import kkt_violation_equality, pg_violation, primal_from_decision
 from .problem import Problem
@@ -163,7 +163,7 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
 
     P = primal(w, u, f)
     sv = np.flatnonzero(y * f < 1.0)
-    g0 = None
+    g0 = gradient_norm_at_zero(problem)
     status = "max_iter"
     it = 0
     n_cg_total = 0
@@ -177,8 +177,6 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
         g_u = r * u + 2.0 * C * c * float(e.sum())
         g = np.append(g_w, g_u) if has_u else g_w
         gnorm = float(np.linalg.norm(g))
-        if g0 is None:
-            g0 = gnorm
         if not math.isfinite(gnorm):
             status = "diverged"
             break
