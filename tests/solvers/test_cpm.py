@@ -196,11 +196,11 @@ def test_cpm_searches_never_increase_the_loss_and_classify_their_stop(solver):
     assert fit.primal >= P_star * (1 - 1e-6)
     assert fit.gap >= fit.primal - P_star - 1e-9 * P_star  # the gap bounds the true excess
     # The status follows the certificate: stalled exactly when the gap says "not optimal".
-    if fit.gap > 100 * 1e-7 * fit.primal:
+    if fit.gap > 10 * 1e-7 * fit.primal:  # gap_tol defaults to 10 tol
         assert fit.status == "stalled"
     else:
         assert fit.status == "converged"
-        assert fit.primal <= P_star * (1 + 1e-5)
+        assert fit.primal <= P_star * (1 + 1e-6)
 
 
 def test_cd_cpm_stalls_away_from_the_optimum_and_warns():
@@ -245,6 +245,13 @@ def test_certificate_is_tight_at_the_optimum():
     v = join_v(problem, svc.coef_.ravel(), float(svc.intercept_[0]))
     P, D, gap, kkt = certificate(problem, Z, pen, v, y * (Z @ v))
     assert 0 <= gap <= 1e-6 * P  # weak duality, and tight at SVC's optimum
+    # Near the optimum (same active sets) the gap is about the loss excess itself, not its
+    # square root: the KKT polish recovers alpha* from the sets alone.
+    rng = np.random.default_rng(0)
+    v2 = v + 1e-6 * rng.normal(size=v.size)
+    P2, D2, gap2, _ = certificate(problem, Z, pen, v2, y * (Z @ v2))
+    excess = P2 - D  # D is (up to 1e-6) the optimum
+    assert gap2 >= excess - 1e-6 * P and gap2 <= 10 * abs(excess) + 1e-8 * P
 
 
 def test_cpm_searches_refuse_other_losses():

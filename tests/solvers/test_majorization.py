@@ -21,7 +21,9 @@ from solvers.majorization import majorizer_coefficients
 from solvers.objectives import (C_from_lambda, loss_derivative, loss_values, objective_scale,
                                 primal_objective)
 
-TIGHT = Budget(tol=1e-7, max_iter=20000)
+TIGHT = Budget(tol=1e-7, max_iter=20000)  # the paper's tol: certified relative gap <= 1e-6
+# Against a reference that is itself only ~1e-7 accurate, certify one decade tighter.
+TIGHTER = Budget(tol=1e-8, max_iter=20000)
 
 
 def _data(n=160, m=6, seed=0, sparse=False):
@@ -59,7 +61,7 @@ def test_absolute_hinge_reaches_the_l1_svm_optimum(solver, sparse):
     X, y = _data(sparse=sparse)
     lam = 0.8
     problem = Problem(X, y, C=C_from_lambda(lam, "svmmaj"), loss="hinge", intercept="free")
-    fit = solvers.fit(problem, solver, budget=TIGHT)
+    fit = solvers.fit(problem, solver, budget=TIGHTER)
     Xd = X.toarray() if sparse else X
     svc = SVC(kernel="linear", C=problem.C, tol=1e-12, max_iter=10**7).fit(Xd, y)
     P_svc = primal_objective(problem, svc.coef_.ravel(), float(svc.intercept_[0]))
@@ -69,7 +71,7 @@ def test_absolute_hinge_reaches_the_l1_svm_optimum(solver, sparse):
     # The paper's loss and lambda are P / C and 1 / (2 C).
     assert fit.info["loss_L"] == pytest.approx(objective_scale("svmmaj", problem.C) * fit.primal)
     assert fit.info["lambda"] == pytest.approx(lam)
-    assert 0 <= fit.gap <= 1e-5 * fit.primal  # certified by the dual
+    assert 0 <= fit.gap <= 1e-7 * fit.primal  # certified by the dual (gap_tol = 10 tol)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # LIBLINEAR at tol 1e-12
@@ -77,8 +79,8 @@ def test_absolute_hinge_reaches_the_l1_svm_optimum(solver, sparse):
 def test_absolute_hinge_other_intercepts_match_liblinear(intercept):
     X, y = _data(seed=3)
     problem = Problem(X, y, C=0.4, loss="hinge", intercept=intercept, intercept_scaling=2.0)
-    fit = solvers.fit(problem, "alpha_maj", budget=TIGHT)
-    ref = LinearSVC(C=0.4, loss="hinge", dual=True, tol=1e-12, max_iter=10**6,
+    fit = solvers.fit(problem, "alpha_maj", budget=TIGHTER)
+    ref = LinearSVC(C=0.4, loss="hinge", dual=True, tol=1e-12, max_iter=10**6, random_state=0,
                     fit_intercept=intercept == "regularized", intercept_scaling=2.0).fit(X, y)
     b = float(ref.intercept_[0]) if intercept == "regularized" else 0.0
     P_ref = primal_objective(problem, ref.coef_.ravel(), b)
