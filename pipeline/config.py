@@ -153,9 +153,11 @@ def _plain(node):
 
 def grid_points(grid: dict, where: str) -> list[dict]:
     """The points of a grid: the product over its keys, with ``zip`` holding keys whose value
-    lists are paired element by element (all the same length)."""
+    lists are paired element by element (all the same length); null keys are dropped."""
     import itertools
-    grid = dict(_plain(grid) or {})
+    # A key set to null is dropped: an experiment removes a swept key of the solver's own
+    # config this way (grid: {C: null, lambda: [...]}), since Hydra merges cannot delete keys.
+    grid = {k: v for k, v in dict(_plain(grid) or {}).items() if v is not None}
     zipped = grid.pop("zip", None) or {}
     axes = []
     for key, values in grid.items():
