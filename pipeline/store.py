@@ -13,7 +13,11 @@ A dataset is a folder ``<root>/<name>/`` holding two files:
 
 The content fingerprint is a sha256 over a canonical byte serialisation of the CSR arrays and
 the labels (see :func:`fingerprint`), independent of Parquet's encoding, compression and row
-group size, so that experiment plans can key results on the data rather than on a name.
+group size, so that experiment plans can key results on the data rather than on a name. It is
+computed in one streaming pass, so an entry larger than memory can be written chunk by chunk
+(:func:`write_dataset_chunks`); each row group also carries its own digest in ``meta.json`` so
+that a reader of a few rows (``read_dataset(rows=...)``) fetches and verifies only the row
+groups holding them.
 
 Writes are atomic: an entry is assembled in a hidden temporary folder inside the root and
 renamed into place, so a reader (or a second writer racing for the same name) sees either
@@ -63,17 +67,26 @@ __all__ = [
     "read_dataset",
     "remove_dataset",
     "write_dataset",
+    "write_dataset_chunks",
 ]
 
 DATA_FILE = "data.parquet"
 META_FILE = "meta.json"
 
-#: Bumped when the layout of ``data.parquet``/``meta.json`` changes incompatibly.
-FORMAT_VERSION = 1
+#: Bumped when the layout of ``data.parquet``/``meta.json`` changes incompatibly. Version 2
+#: changed the fingerprint to a streamable form and added per-row-group digests; entries of
+#: version 1 are still read and verified with the version 1 fingerprint.
+FORMAT_VERSION = 2
 
-# Prefix of the fingerprinted byte stream: changing the canonical serialisation must change
+# Prefixes of the fingerprinted byte streams: changing the canonical serialisation must change
 # every fingerprint, so the version is part of the hashed bytes.
-_FINGERPRINT_TAG = b"svmbench-dataset-fingerprint-v1\x00"
+_FINGERPRINT_TAG_V1 = b"svmbench-dataset-fingerprint-v1\x00"
+_FINGERPRINT_TAG = b"svmbench-dataset-fingerprint-v2\x00"
+_ROW_GROUP_TAG = b"svmbench-row-group-v2\x00"
+
+#: Rows per Parquet row group unless the caller says otherwise: large enough that Parquet's
+#: per-group overhead is negligible, small enough that a reader of a few rows fetches little.
+DEFAULT_ROW_GROUP_SIZE = 65536
 
 # Above this many distinct label values the data are not a classification set; listing every
 # value in meta.json would only bloat it, so classes/class_counts are left null.
@@ -110,6 +123,7 @@ _RESERVED_META_KEYS = frozenset(
         "svmbench_version",
         "created",
         "row_group_size",
+        "row_group_digests",
     }
 )
 
@@ -215,10 +229,13 @@ def canonicalize(X: Any, y: Any) -> tuple[sp.csr_matrix, np.ndarray]:
 def fingerprint(X: Any, y: Any) -> str:
     """Content fingerprint of a dataset, as the store records it.
 
-    The sha256 of: a version tag; n_rows, n_features and nnz as little-endian int64; then
-    ``indptr`` as little-endian int64, ``indices`` as int32, ``values`` as float64 and ``y``
-    as float64, all of the canonical form (:func:`canonicalize`). It therefore depends only on
-    the matrix and the labels, not on row groups, compression or how ``X`` was passed.
+    Let ``d(a)`` be the sha256 of array ``a``'s bytes. The fingerprint is the sha256 of: a
+    version tag; n_rows, n_features and nnz as little-endian int64; then ``d(indptr)`` (int64,
+    starting at 0), ``d(indices)`` (int32), ``d(values)`` (float64) and ``d(y)`` (float64),
+    all of the canonical form (:func:`canonicalize`). It therefore depends only on the matrix
+    and the labels, not on row groups, compression or how ``X`` was passed; and because each
+    array has its own running digest it can be computed over rows streamed in chunks of any
+    size (see :class:`_Fingerprinter`).
 
     Parameters
     ----------
@@ -234,14 +251,68 @@ def fingerprint(X: Any, y: Any) -> str:
     return _fingerprint_canonical(Xc, yc)
 
 
+class _Fingerprinter:
+    """Running :func:`fingerprint` over consecutive canonical row blocks.
+
+    The version 1 fingerprint hashed the totals (n_rows, nnz) *before* the arrays, which
+    forces holding everything until the end; version 2 hashes each array into its own
+    digest and the totals last, so rows can be fed as they are produced.
+    """
+
+    def __init__(self, n_features: int):
+        self.n_features = int(n_features)
+        self.n_rows = 0
+        self.nnz = 0
+        self._h = [hashlib.sha256() for _ in range(4)]  # indptr, indices, values, y
+        self._h[0].update(np.zeros(1, dtype="<i8").tobytes())
+
+    def update(self, X: sp.csr_matrix, y: np.ndarray) -> None:
+        """Feed the next rows (canonical CSR and their labels)."""
+        self._h[0].update(_le_bytes(np.asarray(X.indptr[1:], dtype=np.int64) + self.nnz, "<i8"))
+        self._h[1].update(_le_bytes(X.indices, "<i4"))
+        self._h[2].update(_le_bytes(X.data, "<f8"))
+        self._h[3].update(_le_bytes(y, "<f8"))
+        self.n_rows += X.shape[0]
+        self.nnz += int(X.nnz)
+
+    def hexdigest(self) -> str:
+        h = hashlib.sha256(_FINGERPRINT_TAG)
+        h.update(struct.pack("<qqq", self.n_rows, self.n_features, self.nnz))
+        for part in self._h:
+            h.update(part.digest())
+        return h.hexdigest()
+
+
+def _le_bytes(arr: np.ndarray, dtype: str) -> memoryview:
+    return memoryview(np.ascontiguousarray(arr, dtype=dtype)).cast("B")
+
+
 def _fingerprint_canonical(X: sp.csr_matrix, y: np.ndarray) -> str:
     # Caller guarantees canonical form; only byte order and width are fixed here.
+    fp = _Fingerprinter(X.shape[1])
+    fp.update(X, y)
+    return fp.hexdigest()
+
+
+def _fingerprint_v1(X: sp.csr_matrix, y: np.ndarray) -> str:
+    """The version 1 fingerprint (totals first, then the arrays), for entries written by it."""
     n_rows, n_features = X.shape
     h = hashlib.sha256()
-    h.update(_FINGERPRINT_TAG)
+    h.update(_FINGERPRINT_TAG_V1)
     h.update(struct.pack("<qqq", n_rows, n_features, X.nnz))
     for arr, dtype in ((X.indptr, "<i8"), (X.indices, "<i4"), (X.data, "<f8"), (y, "<f8")):
-        h.update(memoryview(np.ascontiguousarray(arr, dtype=dtype)).cast("B"))
+        h.update(_le_bytes(arr, dtype))
+    return h.hexdigest()
+
+
+def _row_group_digest(X: sp.csr_matrix, y: np.ndarray) -> str:
+    """sha256 of one row group's canonical rows (indptr rebased at 0), for partial reads."""
+    h = hashlib.sha256(_ROW_GROUP_TAG)
+    h.update(struct.pack("<qqq", X.shape[0], X.shape[1], X.nnz))
+    h.update(_le_bytes(np.asarray(X.indptr, dtype=np.int64) - int(X.indptr[0]), "<i8"))
+    h.update(_le_bytes(X.indices, "<i4"))
+    h.update(_le_bytes(X.data, "<f8"))
+    h.update(_le_bytes(y, "<f8"))
     return h.hexdigest()
 
 
@@ -413,7 +484,7 @@ def write_dataset(
     citation: str = "",
     preprocessing: list | dict | None = None,
     extra: dict | None = None,
-    row_group_size: int = 65536,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
     overwrite: bool = False,
 ) -> dict:
     """Write a dataset into the store, atomically.
@@ -458,10 +529,64 @@ def write_dataset(
     ValueError
         On invalid ``X``/``y`` or arguments.
     """
+    X, y = canonicalize(X, y)
+    return write_dataset_chunks(
+        root,
+        name,
+        [(X, y)],
+        X.shape[1],
+        source=source,
+        license=license,
+        citation=citation,
+        preprocessing=preprocessing,
+        extra=extra,
+        row_group_size=row_group_size,
+        overwrite=overwrite,
+    )
+
+
+def write_dataset_chunks(
+    root: str | os.PathLike,
+    name: str,
+    chunks: Iterable[tuple[Any, Any]],
+    n_features: int,
+    *,
+    source: dict,
+    license: str = "",
+    citation: str = "",
+    preprocessing: list | dict | None = None,
+    extra: dict | None = None,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    overwrite: bool = False,
+) -> dict:
+    """Write a dataset given as consecutive row blocks, holding at most about one row group.
+
+    Each block is canonicalised, cut into row groups of exactly ``row_group_size`` rows
+    (the last one may be shorter) whatever the block sizes, written, and fed to a running
+    fingerprint; so the entry, its fingerprint and its row group digests are the same as
+    :func:`write_dataset` would give for the stacked rows. Arguments are those of
+    :func:`write_dataset`, except:
+
+    Parameters
+    ----------
+    chunks : iterable of (X_block, y_block)
+        Row blocks in order; each ``X_block`` has ``n_features`` columns. Consumed once,
+        lazily: a generator that produces blocks on demand keeps memory bounded.
+    n_features : int
+        Number of columns (also of an empty dataset).
+
+    Returns
+    -------
+    dict
+        The metadata written to ``meta.json``.
+    """
     target = dataset_path(root, name)
     row_group_size = int(row_group_size)
     if row_group_size < 1:
         raise ValueError(f"row_group_size must be >= 1, got {row_group_size}")
+    n_features = int(n_features)
+    if not 0 <= n_features <= np.iinfo(np.int32).max:
+        raise ValueError(f"n_features={n_features} does not fit the store's int32 indices")
     if not isinstance(source, dict):
         raise ValueError(f"source must be a dict, got {type(source).__name__}")
     extra = dict(extra or {})
@@ -471,50 +596,128 @@ def write_dataset(
     if not overwrite and exists(root, name):
         raise _exists_error(root, name)
 
-    X, y = canonicalize(X, y)
-    n_rows, n_features = X.shape
-    classes, counts = np.unique(y, return_counts=True)
-    listed = len(classes) <= _MAX_LISTED_CLASSES
-    meta = {
-        "name": name,
-        "format_version": FORMAT_VERSION,
-        "n_rows": int(n_rows),
-        "n_features": int(n_features),
-        "nnz": int(X.nnz),
-        "density": float(X.nnz / (n_rows * n_features)) if n_rows * n_features else 0.0,
-        "n_classes": int(len(classes)),
-        "classes": [float(c) for c in classes] if listed else None,
-        "class_counts": [int(c) for c in counts] if listed else None,
-        "fingerprint": _fingerprint_canonical(X, y),
-        "source": source,
-        "license": license,
-        "citation": citation,
-        "preprocessing": [] if preprocessing is None else preprocessing,
-        "svmbench_version": _svmbench_version(),
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "row_group_size": row_group_size,
-        **extra,
-    }
-    try:
-        meta_text = json.dumps(meta, indent=2, allow_nan=False, default=_json_default) + "\n"
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"dataset {name!r}: metadata is not JSON-serialisable: {exc}") from exc
-
     root_path = _fs_root(root)
     _fs_makedirs(root_path)
     tmp = root_path / f".{name}.tmp-{uuid.uuid4().hex}"
     _fs_makedirs(tmp)
     try:
+        fp = _Fingerprinter(n_features)
+        digests: list[str] = []
+        label_counts: dict[float, int] = {}
         with pq.ParquetWriter(str(tmp / DATA_FILE), _SCHEMA, compression="zstd") as writer:
-            for start in range(0, n_rows, row_group_size):
-                stop = min(start + row_group_size, n_rows)
-                writer.write_table(_csr_to_table(X, y, start, stop), row_group_size=row_group_size)
+            for X_group, y_group in _row_groups(chunks, n_features, row_group_size):
+                writer.write_table(
+                    _csr_to_table(X_group, y_group, 0, X_group.shape[0]),
+                    row_group_size=row_group_size,
+                )
+                fp.update(X_group, y_group)
+                digests.append(_row_group_digest(X_group, y_group))
+                # Counting per group keeps memory flat; more than _MAX_LISTED_CLASSES distinct
+                # labels are not listed, so stop collecting them then.
+                if len(label_counts) <= _MAX_LISTED_CLASSES:
+                    for c, n in zip(*np.unique(y_group, return_counts=True), strict=True):
+                        label_counts[float(c)] = label_counts.get(float(c), 0) + int(n)
+        n_rows, nnz = fp.n_rows, fp.nnz
+        listed = len(label_counts) <= _MAX_LISTED_CLASSES
+        classes = sorted(label_counts)
+        n_classes = len(classes) if listed else _count_distinct_labels(tmp / DATA_FILE)
+        meta = {
+            "name": name,
+            "format_version": FORMAT_VERSION,
+            "n_rows": int(n_rows),
+            "n_features": n_features,
+            "nnz": int(nnz),
+            "density": float(nnz / (n_rows * n_features)) if n_rows * n_features else 0.0,
+            "n_classes": int(n_classes),
+            "classes": classes if listed else None,
+            "class_counts": [label_counts[c] for c in classes] if listed else None,
+            "fingerprint": fp.hexdigest(),
+            "source": source,
+            "license": license,
+            "citation": citation,
+            "preprocessing": [] if preprocessing is None else preprocessing,
+            "svmbench_version": _svmbench_version(),
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "row_group_size": row_group_size,
+            "row_group_digests": digests,
+            **extra,
+        }
+        try:
+            meta_text = json.dumps(meta, indent=2, allow_nan=False, default=_json_default) + "\n"
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"dataset {name!r}: metadata is not JSON-serialisable: {exc}"
+            ) from exc
         _fs_write_text(tmp / META_FILE, meta_text)
         _publish(tmp, target, root, name, overwrite)
     finally:
         if _fs_exists(tmp):
             _fs_rmtree(tmp)
     return json.loads(meta_text)
+
+
+def _row_groups(chunks, n_features: int, row_group_size: int):
+    """Re-cut canonicalised row blocks into row groups of exactly ``row_group_size`` rows."""
+    pending: list[tuple[sp.csr_matrix, np.ndarray]] = []
+    n_pending = 0
+    for position, (X_block, y_block) in enumerate(chunks):
+        X_block, y_block = canonicalize(X_block, y_block)
+        if X_block.shape[1] != n_features:
+            raise ValueError(
+                f"row block {position} has {X_block.shape[1]} columns, expected {n_features}"
+            )
+        pending.append((X_block, y_block))
+        n_pending += X_block.shape[0]
+        if n_pending >= row_group_size:
+            X_all, y_all = _vstack_canonical(pending, n_features)
+            start = 0
+            while n_pending - start >= row_group_size:
+                yield _slice_rows(X_all, start, start + row_group_size), y_all[
+                    start : start + row_group_size
+                ]
+                start += row_group_size
+            pending = [(_slice_rows(X_all, start, X_all.shape[0]), y_all[start:])]
+            n_pending -= start
+    if n_pending:
+        yield _vstack_canonical(pending, n_features)
+
+
+def _slice_rows(X: sp.csr_matrix, start: int, stop: int) -> sp.csr_matrix:
+    """Rows ``start:stop`` of a canonical CSR as a canonical CSR (arrays copied)."""
+    lo, hi = int(X.indptr[start]), int(X.indptr[stop])
+    indptr = np.asarray(X.indptr[start : stop + 1], dtype=np.int64) - lo
+    return _make_csr(
+        X.data[lo:hi].copy(),
+        X.indices[lo:hi].copy(),
+        indptr.astype(_indptr_dtype(hi - lo)),
+        (stop - start, X.shape[1]),
+    )
+
+
+def _vstack_canonical(blocks, n_features: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Stack canonical CSR blocks without scipy's re-validation (and index upcasting)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    nnz = sum(int(X.nnz) for X, _ in blocks)
+    indptr_parts = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for X, _ in blocks:
+        indptr_parts.append(np.asarray(X.indptr[1:], dtype=np.int64) + base)
+        base += int(X.nnz)
+    X = _make_csr(
+        np.concatenate([X.data for X, _ in blocks]),
+        np.concatenate([X.indices for X, _ in blocks]).astype(np.int32, copy=False),
+        np.concatenate(indptr_parts).astype(_indptr_dtype(nnz)),
+        (sum(X.shape[0] for X, _ in blocks), n_features),
+    )
+    return X, np.concatenate([y for _, y in blocks])
+
+
+def _count_distinct_labels(data_file: Path) -> int:
+    # Only reached with more than _MAX_LISTED_CLASSES labels (regression targets): one
+    # extra pass over the label column alone, which is small.
+    labels = pq.read_table(str(data_file), columns=["y"]).column("y").to_numpy()
+    return int(np.unique(labels).size)
 
 
 def read_dataset(
@@ -533,10 +736,13 @@ def read_dataset(
     name : str
         Entry name.
     verify : bool
-        Recompute the content fingerprint and compare it with ``meta.json``. Costs one pass
-        of sha256 over the data; turn off only where the same entry was verified before.
+        Check the data against ``meta.json``: the content fingerprint for a whole read, or
+        the digests of the row groups read when ``rows`` is given. Costs one pass of sha256
+        over what was read; turn off only where the same entry was verified before.
     rows : array-like of int or bool, optional
-        Return only these rows (in this order). The whole entry is read (and verified) first.
+        Return only these rows (in this order; negative indices count from the end). Only
+        the row groups holding them are read, so a task that needs a fold of a large entry
+        reads little more than that fold.
 
     Returns
     -------
@@ -547,27 +753,56 @@ def read_dataset(
     StoreError
         If the entry is missing, unreadable, inconsistent with its metadata, or fails
         verification.
+    IndexError
+        If ``rows`` holds an index out of range.
+
+    Notes
+    -----
+    A whole read fills preallocated CSR arrays one row group at a time, so the peak memory
+    is the CSR itself plus one decoded row group, not twice the matrix.
     """
     meta = dataset_info(root, name)
     path = dataset_path(root, name)
     data_file = path / DATA_FILE
+    n_rows, n_features = int(meta["n_rows"]), int(meta["n_features"])
+    legacy = int(meta.get("format_version", 1)) < 2
     try:
-        table = pq.ParquetFile(str(data_file)).read(columns=["y", "indices", "values"])
+        pf = pq.ParquetFile(str(data_file))
     except (OSError, pa.ArrowException) as exc:
         raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
-    X, y = arrow_to_csr(table, int(meta["n_features"]), what=str(data_file))
-    if X.shape[0] != meta["n_rows"] or X.nnz != meta["nnz"]:
+    group_rows = np.array(
+        [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)],
+        dtype=np.int64,
+    )
+    starts = np.concatenate([[0], np.cumsum(group_rows)])
+    if starts[-1] != n_rows:
         raise StoreError(
-            f"dataset {name!r} at {path}: {DATA_FILE} has {X.shape[0]} rows and {X.nnz} "
-            f"entries, {META_FILE} says {meta['n_rows']} rows and {meta['nnz']} entries"
+            f"dataset {name!r} at {path}: {DATA_FILE} has {starts[-1]} rows, {META_FILE} says "
+            f"{n_rows} rows"
         )
-    # Solvers rely on sorted indices; checking is O(nnz) and far cheaper than the hash, so it
-    # is done even without verify.
-    if not _rows_strictly_increasing(X.indptr, X.indices):
-        raise StoreError(f"dataset {name!r} at {path}: feature indices not sorted within rows")
-    X.has_sorted_indices = True
+    digests = meta.get("row_group_digests")
+    if digests is not None and len(digests) != len(group_rows):
+        # The file was rewritten with another row group layout (same data or not): the
+        # per-group digests no longer apply, the whole-entry fingerprint still does.
+        digests = None
+
+    if rows is not None:
+        rows = _normalise_rows(rows, n_rows, name)
+        # Without usable per-group digests, verifying means reading everything.
+        if not verify or digests is not None:
+            groups = np.unique(np.searchsorted(starts, rows, side="right") - 1)
+            X, y = _read_groups(pf, groups, group_rows, n_features, data_file, name, path,
+                                digests if verify else None)
+            local = np.concatenate(
+                [np.arange(starts[g], starts[g + 1]) for g in groups]
+            ) if groups.size else np.zeros(0, dtype=np.int64)
+            # rows -> positions within the groups read (they are sorted ranges).
+            position = np.searchsorted(local, rows)
+            return Dataset(X=X[position], y=y[position], meta=meta)
+
+    X, y, fp = _read_all(pf, group_rows, n_features, int(meta["nnz"]), data_file, name, path)
     if verify:
-        computed = _fingerprint_canonical(X, y)
+        computed = _fingerprint_v1(X, y) if legacy else fp.hexdigest()
         if computed != meta["fingerprint"]:
             raise StoreError(
                 f"dataset {name!r} at {path}: fingerprint mismatch: stored "
@@ -575,9 +810,99 @@ def read_dataset(
                 f"corrupted: rebuild or re-ingest it"
             )
     if rows is not None:
-        rows = np.asarray(rows)
         X, y = X[rows], y[rows]
     return Dataset(X=X, y=y, meta=meta)
+
+
+def _normalise_rows(rows: Any, n_rows: int, name: str) -> np.ndarray:
+    rows = np.asarray(rows)
+    if rows.dtype == bool:
+        if rows.shape != (n_rows,):
+            raise IndexError(
+                f"dataset {name!r}: boolean rows mask has shape {rows.shape}, the entry has "
+                f"{n_rows} rows"
+            )
+        return np.flatnonzero(rows)
+    if rows.size and not np.issubdtype(rows.dtype, np.integer):
+        raise IndexError(f"dataset {name!r}: rows must be integers or a boolean mask")
+    rows = rows.astype(np.int64).ravel()
+    bad = rows[(rows < -n_rows) | (rows >= n_rows)]
+    if bad.size:
+        raise IndexError(f"dataset {name!r}: row {bad[0]} out of range for {n_rows} rows")
+    return np.where(rows < 0, rows + n_rows, rows)
+
+
+def _read_group(pf, g: int, n_features: int, data_file: Path, name: str, path: Path):
+    try:
+        table = pf.read_row_group(int(g), columns=["y", "indices", "values"])
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(
+            f"dataset {name!r} at {path}: cannot read row group {g} of {DATA_FILE}: {exc}"
+        ) from exc
+    X, y = arrow_to_csr(table, n_features, what=f"{data_file} (row group {g})")
+    # Solvers rely on sorted indices; checking is O(nnz) and far cheaper than the hash, so
+    # it is done even without verify.
+    if not _rows_strictly_increasing(X.indptr, X.indices):
+        raise StoreError(
+            f"dataset {name!r} at {path}: feature indices not sorted within rows "
+            f"(row group {g} of {DATA_FILE})"
+        )
+    X.has_sorted_indices = True
+    return X, y
+
+
+def _read_groups(pf, groups, group_rows, n_features, data_file, name, path, digests):
+    """Read some row groups, verifying each against its digest when ``digests`` is given."""
+    parts = []
+    for g in groups:
+        X, y = _read_group(pf, g, n_features, data_file, name, path)
+        if X.shape[0] != group_rows[g]:
+            raise StoreError(f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} is short")
+        if digests is not None and _row_group_digest(X, y) != digests[g]:
+            raise StoreError(
+                f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} does not match its "
+                f"digest in {META_FILE}; the data were modified or corrupted: rebuild or "
+                f"re-ingest it"
+            )
+        parts.append((X, y))
+    if not parts:
+        return _make_csr(np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32),
+                         (0, n_features)), np.zeros(0)
+    return _vstack_canonical(parts, n_features)
+
+
+def _read_all(pf, group_rows, n_features, nnz, data_file, name, path):
+    """Read every row group into preallocated CSR arrays; return X, y and the fingerprint."""
+    n_rows = int(group_rows.sum())
+    data = np.empty(nnz, dtype=np.float64)
+    indices = np.empty(nnz, dtype=np.int32)
+    indptr = np.empty(n_rows + 1, dtype=_indptr_dtype(nnz))
+    indptr[0] = 0
+    y = np.empty(n_rows, dtype=np.float64)
+    fp = _Fingerprinter(n_features)
+    row = at = 0
+    for g in range(len(group_rows)):
+        Xg, yg = _read_group(pf, g, n_features, data_file, name, path)
+        k = int(Xg.nnz)
+        if at + k > nnz or Xg.shape[0] != group_rows[g]:
+            raise StoreError(
+                f"dataset {name!r} at {path}: {DATA_FILE} holds more entries than the {nnz} "
+                f"{META_FILE} says"
+            )
+        fp.update(Xg, yg)
+        data[at : at + k] = Xg.data
+        indices[at : at + k] = Xg.indices
+        indptr[row + 1 : row + 1 + Xg.shape[0]] = np.asarray(Xg.indptr[1:], dtype=np.int64) + at
+        y[row : row + Xg.shape[0]] = yg
+        row += Xg.shape[0]
+        at += k
+        del Xg, yg  # one decoded row group at a time
+    if at != nnz:
+        raise StoreError(
+            f"dataset {name!r} at {path}: {DATA_FILE} has {n_rows} rows and {at} entries, "
+            f"{META_FILE} says {n_rows} rows and {nnz} entries"
+        )
+    return _make_csr(data, indices, indptr, (n_rows, n_features)), y, fp
 
 
 def dataset_info(root: str | os.PathLike, name: str) -> dict:
