@@ -93,11 +93,11 @@ def test_build_with_params_and_force(tmp_path, capsys):
 
 
 def test_unknown_dataset_gives_a_clean_message(tmp_path, capsys):
-    code, out, err = run(capsys, "build", "mnist", "--store", tmp_path)
+    code, out, err = run(capsys, "build", "cifar10", "--store", tmp_path)
     assert code == 2 and out == ""
-    assert err.startswith("error: unknown dataset 'mnist'; built-in datasets: breast_cancer")
+    assert err.startswith("error: unknown dataset 'cifar10'; built-in datasets: australian")
     assert "Traceback" not in err and err.count("\n") == 1
-    code, _, err = run(capsys, "info", "mnist", "--store", tmp_path)
+    code, _, err = run(capsys, "info", "cifar10", "--store", tmp_path)
     assert code == 2 and "not found in store" in err and "available: (none)" in err
 
 
