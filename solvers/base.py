@@ -102,6 +102,18 @@ class Recorder:
     def due(self, k: int) -> bool:
         return self.enabled and k >= self._next and len(self.points) < self.max_points
 
+    def out_of_time(self, budget: "Budget") -> bool:
+        """True once the solver's own seconds exceed the budget's time limit."""
+        return budget.time_limit_s is not None and self.seconds() > budget.time_limit_s
+
+    def close(self, k: int, fn) -> float:
+        """End of the solve: the solver's seconds, then the last iteration's trace point if
+        it was not due (so every trace ends at the returned model)."""
+        seconds = self.seconds()
+        if self.enabled and (not self.points or self.points[-1][0] != k):
+            self.record(k, fn)
+        return seconds
+
     def record(self, k: int, fn) -> None:
         t = time.perf_counter()
         solver_s = t - self._t0 - self._paused

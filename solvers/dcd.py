@@ -183,13 +183,11 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
                 continue
             PGmax_old = PGmax_new if PGmax_new > 0 else _INF
             PGmin_old = PGmin_new if PGmin_new < 0 else -_INF
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
 
-    fit_time = recorder.seconds()
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, certificates)
+    fit_time = recorder.close(it, certificates)
     P, D, gap = certificates()
     G = y * decision_linear(problem, w, wb[0] * B) - 1.0 + diag * alpha
     kkt = pg_violation(G, alpha, U)
