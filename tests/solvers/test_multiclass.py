@@ -1,0 +1,124 @@
+"""Multiclass wrappers: ovr, ovo and the ordinal chain with duros_katzman's probability table."""
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
+
+from solvers import SVMClassifier
+from solvers.multiclass import OrdinalTable, class_pairs
+
+
+def blobs(n_classes, seed=0):
+    X, y = make_classification(60 * n_classes, 8, n_informative=6, n_redundant=0, n_classes=n_classes,
+                               n_clusters_per_class=1, class_sep=2.0, random_state=seed)
+    return X, np.array(["c%d" % v for v in y])  # string labels: classes_ must carry through
+
+
+def ordinal_data(n=400, n_classes=5, seed=0):
+    """Ordered labels: a latent score cut at quantiles, with noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 6))
+    z = X @ np.array([1.5, -1.0, 0.5, 0.0, 0.0, 0.3]) + 0.3 * rng.standard_normal(n)
+    cuts = np.quantile(z, np.linspace(0, 1, n_classes + 1)[1:-1])
+    return X, np.searchsorted(cuts, z)
+
+
+@pytest.mark.parametrize("n_classes", [3, 5])
+def test_ovr_agrees_with_sklearn_one_vs_rest(n_classes):
+    X, y = blobs(n_classes)
+    base = dict(solver="dcd", C=1.0, tol=1e-3, max_iter=5000, random_state=0)
+    ours = SVMClassifier(multi_class="ovr", **base).fit(X, y)
+    ref = OneVsRestClassifier(SVMClassifier(**base)).fit(X, y)
+    D = ours.decision_function(X)
+    assert D.shape == (len(y), n_classes)
+    assert ours.coef_.shape == (n_classes, X.shape[1]) and ours.intercept_.shape == (n_classes,)
+    np.testing.assert_allclose(D, ref.decision_function(X), atol=1e-8)
+    pred = ours.predict(X)
+    assert set(pred) == set(y)
+    assert np.mean(pred == ref.predict(X)) > 0.98
+
+
+@pytest.mark.parametrize("n_classes", [3, 5])
+@pytest.mark.parametrize("solver", ["dcd", "newton"])
+def test_ovo_agrees_with_sklearn_one_vs_one(n_classes, solver):
+    X, y = blobs(n_classes, seed=1)
+    base = dict(solver=solver, C=1.0, loss="squared_hinge", tol=1e-8, max_iter=5000, random_state=0)
+    ours = SVMClassifier(multi_class="ovo", **base).fit(X, y)
+    ref = OneVsOneClassifier(SVMClassifier(**base)).fit(X, y)
+    D = ours.decision_function(X)
+    assert D.shape == (len(y), n_classes * (n_classes - 1) // 2)
+    pred = ours.predict(X)
+    assert set(pred) == set(y)
+    assert np.mean(pred == ref.predict(X)) > 0.98
+    # Column m is pair (i, j) with a positive value for class i, as SVC(decision_function_shape="ovo"):
+    # OneVsOneClassifier's estimator for (i, j) has class j positive, so it is our column negated.
+    for m, (i, j) in enumerate(class_pairs("ovo", n_classes)):
+        np.testing.assert_allclose(D[:, m], -ref.estimators_[m].decision_function(X), rtol=1e-4, atol=1e-4)
+
+
+def test_ovo_votes_break_ties_to_the_lowest_class():
+    """Three pair models voting 0>1, 1>2, 2>0 tie one vote each; LIBSVM/SVC pick class 0."""
+    from solvers.multiclass import MulticlassModel
+    mc = MulticlassModel("ovo", np.array([0, 1, 2]), class_pairs("ovo", 3), [None] * 3)
+    # pairs (0,1), (0,2), (1,2): +1 votes the first class of the pair
+    D = np.array([[1.0, -1.0, 1.0], [-1.0, 1.0, -1.0], [1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(mc.predict_index(D), [0, 0, 0])
+    D = np.array([[-1.0, -1.0, 1.0], [-1.0, -1.0, -1.0]])
+    np.testing.assert_array_equal(mc.predict_index(D), [1, 2])
+
+
+def test_ordinal_table_by_hand():
+    """duros_katzman 3.1: most probable label per pattern S; unseen patterns get the prior."""
+    S = np.array([[0, 0], [0, 0], [0, 0],
+                  [1, 0], [1, 0], [1, 0], [1, 0],
+                  [1, 1], [1, 1]], dtype=bool)
+    labels = np.array([0, 0, 1,
+                       1, 1, 0, 2,
+                       2, 1])
+    table = OrdinalTable(3).fit(S, labels)  # class counts 3, 4, 2
+    query = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], dtype=bool)
+    # (1, 1) ties labels 1 and 2 (one each): the larger prior, class 1, wins; (0, 1) was never
+    # seen: the prior's argmax, class 1.
+    np.testing.assert_array_equal(table.decode(query), [0, 1, 1, 1])
+    P = table.probabilities(query)
+    np.testing.assert_allclose(P[0], [2 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(P[1], [1 / 4, 2 / 4, 1 / 4])
+    np.testing.assert_allclose(P[3], [3 / 9, 4 / 9, 2 / 9])
+    # A table trained with a clear majority in (1, 1) and a prior favouring class 0.
+    table = OrdinalTable(3).fit(np.array([[0, 0]] * 5 + [[1, 1]] * 2, dtype=bool), [0] * 5 + [2] * 2)
+    np.testing.assert_array_equal(table.decode(np.array([[1, 1], [1, 0], [0, 1]], dtype=bool)), [2, 0, 0])
+
+
+def test_ordinal_table_many_pairs():
+    """Patterns longer than one byte (K - 1 = 11 pair models) are keyed correctly."""
+    rng = np.random.default_rng(0)
+    S = rng.random((500, 11)) < 0.5
+    labels = rng.integers(0, 12, 500)
+    table = OrdinalTable(12).fit(S, labels)
+    for row in range(0, 500, 37):
+        same = np.all(S == S[row], axis=1)
+        counts = np.bincount(labels[same], minlength=12)
+        assert counts[table.decode(S[row:row + 1])[0]] == counts.max()
+
+
+@pytest.mark.parametrize("n_classes", [3, 5])
+def test_ordinal_chain(n_classes):
+    X, y = ordinal_data(n_classes=n_classes)
+    clf = SVMClassifier(multi_class="ordinal", C=1.0, tol=1e-6, max_iter=5000, random_state=0).fit(X, y)
+    D = clf.decision_function(X)
+    assert D.shape == (len(y), n_classes - 1)
+    assert len(clf.multiclass_.models) == n_classes - 1
+    pred = clf.predict(X)
+    assert set(pred) == set(range(n_classes))
+    # Predictions are the table's reading of the training patterns, which beats chance by far.
+    np.testing.assert_array_equal(pred, clf.classes_[clf.multiclass_.table.decode(D >= 0)])
+    assert np.mean(pred == y) > 0.7
+    # The pair models separate adjacent classes with the higher class positive.
+    for m in range(n_classes - 1):
+        rows = (y == m) | (y == m + 1)
+        assert np.mean((D[rows, m] >= 0) == (y[rows] == m + 1)) > 0.8
+
+
+def test_unknown_strategy():
+    with pytest.raises(ValueError, match="multi_class"):
+        class_pairs("crammer_singer", 3)
