@@ -4,7 +4,8 @@
 
     python -m pipeline.data list                                   [--store ROOT]
     python -m pipeline.data info NAME                              [--store ROOT]
-    python -m pipeline.data build NAME [--param K=V ...] [--force] [--store ROOT]
+    python -m pipeline.data build NAME [--param K=V ...] [--force] [--row-group-size N]
+                            [--store ROOT]
     python -m pipeline.data ingest PATH --name NAME [--format libsvm|svmlight|csv|parquet]
                             [--label COL] [--zero-based auto|true|false] [--force] [--store ROOT]
     python -m pipeline.data remove NAME                            [--store ROOT]
@@ -86,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
         help="builder parameter (repeatable); non-default values give the entry its own name",
     )
     p.add_argument("--force", action="store_true", help="rebuild even if already stored")
+    p.add_argument(
+        "--row-group-size",
+        type=int,
+        default=store.DEFAULT_ROW_GROUP_SIZE,
+        metavar="N",
+        help="rows per Parquet row group, the unit a reader of some rows fetches "
+        f"(default {store.DEFAULT_ROW_GROUP_SIZE})",
+    )
     p.set_defaults(run=_cmd_build)
 
     p = sub.add_parser("ingest", parents=[common], help="add your own data file")
@@ -164,15 +173,16 @@ def _cmd_build(args, root: Path) -> int:
     params = _parse_params(args.param)
     entry = datasets.store_name(args.name, params)
     started = time.perf_counter()
+    rgs = args.row_group_size
     if args.force:
-        meta = datasets.build_dataset(root, args.name, params, overwrite=True)
+        meta = datasets.build_dataset(root, args.name, params, overwrite=True, row_group_size=rgs)
         verb = "rebuilt"
     elif store.exists(root, entry):
         meta = datasets.ensure_dataset(root, args.name, params)
         print(f"{entry} is already in store {root} (--force rebuilds it)")
         return 0
     else:
-        meta = datasets.ensure_dataset(root, args.name, params)
+        meta = datasets.ensure_dataset(root, args.name, params, row_group_size=rgs)
         verb = "built"
     elapsed = time.perf_counter() - started
     print(f"{verb} {meta['name']} in {elapsed:.1f} s: {_shape_line(meta)}")

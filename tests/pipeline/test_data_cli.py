@@ -177,3 +177,10 @@ def test_module_entry_point(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.startswith("error: dataset 'absent' not found")
+
+
+def test_build_row_group_size(tmp_path, capsys):
+    code, out, _ = run(capsys, "build", "toy_blobs", "--row-group-size", "300", "--store", tmp_path)
+    assert code == 0
+    assert store.dataset_info(tmp_path, "toy_blobs")["row_group_size"] == 300
+    assert len(store.dataset_info(tmp_path, "toy_blobs")["row_group_digests"]) == 7

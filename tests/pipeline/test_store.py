@@ -308,3 +308,79 @@ def test_default_store_root(monkeypatch, tmp_path):
 def test_remote_roots_are_refused_clearly():
     with pytest.raises(StoreError, match="not supported yet"):
         store.exists("s3://bucket/store", "x")
+
+
+def test_chunked_write_equals_whole_write(tmp_path):
+    rng = np.random.default_rng(5)
+    X = sp.random(103, 17, density=0.3, format="csr", random_state=rng)
+    y = rng.integers(0, 3, 103).astype(float)
+    whole = store.write_dataset(tmp_path, "w", X, y, source={}, row_group_size=10)
+    for sizes in ([103], [1] * 103, [7, 0, 50, 46], [33, 70]):
+        bounds = np.cumsum([0, *sizes])
+        blocks = ((X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+        meta = store.write_dataset_chunks(
+            tmp_path, "c", blocks, 17, source={}, row_group_size=10, overwrite=True
+        )
+        assert meta["fingerprint"] == whole["fingerprint"] == store.fingerprint(X, y)
+        assert meta["row_group_digests"] == whole["row_group_digests"]
+        assert meta["class_counts"] == whole["class_counts"] and meta["nnz"] == X.nnz
+        assert pq.ParquetFile(tmp_path / "c" / store.DATA_FILE).metadata.num_row_groups == 11
+    with pytest.raises(ValueError, match="row block 0 has 3 columns, expected 17"):
+        store.write_dataset_chunks(tmp_path, "bad", [(np.ones((2, 3)), [1, 1])], 17, source={})
+    assert not store.exists(tmp_path, "bad")
+
+
+def test_rows_read_only_the_row_groups_holding_them(tmp_path, monkeypatch):
+    rng = np.random.default_rng(6)
+    X = sp.random(100, 9, density=0.4, format="csr", random_state=rng)
+    y = np.arange(100, dtype=float)
+    store.write_dataset(tmp_path, "g", X, y, source={}, row_group_size=10)
+    read = []
+    original = store._read_group
+
+    def spy(pf, g, *args):
+        read.append(int(g))
+        return original(pf, g, *args)
+
+    monkeypatch.setattr(store, "_read_group", spy)
+    rows = [57, 3, -1, 55, 3]
+    ds = store.read_dataset(tmp_path, "g", rows=rows)
+    assert sorted(set(read)) == [0, 5, 9]
+    np.testing.assert_array_equal(ds.y, [57, 3, 99, 55, 3])
+    assert (ds.X != X[[57, 3, 99, 55, 3]]).nnz == 0 and ds.X.has_sorted_indices
+    mask = np.zeros(100, dtype=bool)
+    mask[[12, 14]] = True
+    np.testing.assert_array_equal(store.read_dataset(tmp_path, "g", rows=mask).y, [12, 14])
+    with pytest.raises(IndexError, match="row 100 out of range for 100 rows"):
+        store.read_dataset(tmp_path, "g", rows=[100])
+
+
+def test_partial_read_verifies_the_row_groups_it_reads(tmp_path):
+    X = sp.csr_matrix(np.arange(1, 41, dtype=float).reshape(20, 2))
+    store.write_dataset(tmp_path, "p", X, np.ones(20), source={}, row_group_size=5)
+    data_file = tmp_path / "p" / store.DATA_FILE
+    table = pq.read_table(data_file)
+    values = table.column("values").combine_chunks()
+    flat = values.values.to_numpy().copy()
+    flat[30] += 1.0  # row 15, in row group 3
+    tampered = table.set_column(2, "values", pa.ListArray.from_arrays(values.offsets, pa.array(flat)))
+    pq.write_table(tampered, data_file, row_group_size=5)
+    assert store.read_dataset(tmp_path, "p", rows=[0, 6]).X.shape == (2, 2)  # groups 0, 1 ok
+    with pytest.raises(StoreError, match="row group 3 of data.parquet does not match its digest"):
+        store.read_dataset(tmp_path, "p", rows=[16])
+    with pytest.raises(StoreError, match="fingerprint mismatch"):
+        store.read_dataset(tmp_path, "p")
+
+
+def test_format_1_entries_still_verify(tmp_path):
+    X = sp.csr_matrix(np.eye(3))
+    y = np.array([1.0, -1.0, 1.0])
+    store.write_dataset(tmp_path, "old", X, y, source={})
+    meta_file = tmp_path / "old" / store.META_FILE
+    meta = json.loads(meta_file.read_text())
+    Xc, yc = store.canonicalize(X, y)
+    meta.update(format_version=1, fingerprint=store._fingerprint_v1(Xc, yc))
+    del meta["row_group_digests"]
+    meta_file.write_text(json.dumps(meta))
+    assert store.read_dataset(tmp_path, "old").fingerprint == meta["fingerprint"]
+    np.testing.assert_array_equal(store.read_dataset(tmp_path, "old", rows=[2]).y, [1.0])
