@@ -11,7 +11,8 @@ Mappings of the problem of design.md, P = 1/2 ||w||^2 + C sum loss(y f):
   Newton iterations). dual=False with the hinge does not exist in LIBLINEAR and is refused.
 - ``sgd``: SGDClassifier(loss, penalty="l2", alpha = lambda = 1/(C n)), whose objective
   1/n sum loss + alpha/2 ||w||^2 is P / (C n). Its intercept is never penalised, so it takes
-  intercept "none" (fit_intercept=False) or "free". learning_rate "optimal" is scikit-learn's
+  intercept "none" (fit_intercept=False) or "free" (note: on sparse X scikit-learn damps the
+  intercept's updates by 0.01, so dense and CSR runs differ with a free intercept). learning_rate "optimal" is scikit-learn's
   eta = 1/(alpha (t0 + t)); "pegasos" is eta_t = 1/(alpha t) (invscaling with eta0 = 1/alpha,
   power_t = 1). budget.max_iter -> max_iter (epochs), budget.tol -> tol.
 - ``libsvm``: SVC(C, kernel, gamma, degree, coef0) for the hinge with a free intercept (the
@@ -134,7 +135,8 @@ def fit_libsvm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
     n = problem.n_samples
     alpha = np.zeros(n)
     # classes_ are [-1, +1], so dual_coef_ = alpha_i y_i and f = sum dual_coef K + intercept_.
-    alpha[est.support_] = np.abs(est.dual_coef_.ravel())
+    dual_coef = est.dual_coef_.toarray() if hasattr(est.dual_coef_, "toarray") else est.dual_coef_  # sparse X
+    alpha[est.support_] = np.abs(np.ravel(dual_coef))
     b = float(est.intercept_[0])
     n_iter = int(np.max(est.n_iter_))
     status = "max_iter" if warned else "converged"
