@@ -246,16 +246,28 @@ def paper_lambda(problem: Problem) -> float:
 
 def _project_equality(alpha_hat, y, U):
     """Euclidean projection onto {0 <= alpha <= U, y'alpha = 0}: alpha = clip(alpha_hat - mu y)
-    with mu found by bisection (y'alpha(mu) is non-increasing in mu)."""
-    top = float(np.max(np.abs(alpha_hat))) + 1.0
-    lo, hi = -top, top
-    while hi - lo > 1e-15 * top:
-        mu = 0.5 * (lo + hi)
-        if float(y @ np.clip(alpha_hat - mu * y, 0.0, U)) > 0.0:
-            lo = mu
+    where g(mu) = y'alpha(mu) = 0. g is piecewise linear and non-increasing with breakpoints
+    where a coordinate meets a bound: a binary search over the sorted breakpoints (O(n) per
+    probe) brackets the root, then linear interpolation is exact."""
+    pos = y > 0
+    bp = [alpha_hat[pos], -alpha_hat[~pos]]
+    if math.isfinite(U):
+        bp += [alpha_hat[pos] - U, U - alpha_hat[~pos]]
+    bp = np.unique(np.concatenate(bp))
+
+    def g(mu):
+        return float(y @ np.clip(alpha_hat - mu * y, 0.0, U))
+
+    lo, hi = 0, bp.size - 1  # g(bp[0]) >= 0 >= g(bp[-1]) when both classes are present
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if g(bp[mid]) >= 0.0:
+            lo = mid
         else:
-            hi = mu
-    return np.clip(alpha_hat - 0.5 * (lo + hi) * y, 0.0, U)
+            hi = mid
+    g_lo, g_hi = g(bp[lo]), g(bp[hi])
+    mu = bp[lo] if g_lo == g_hi else bp[lo] + (bp[hi] - bp[lo]) * g_lo / (g_lo - g_hi)
+    return np.clip(alpha_hat - mu * y, 0.0, U)
 
 
 def _dual_at(problem, Z, pen, alpha):

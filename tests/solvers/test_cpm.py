@@ -259,3 +259,22 @@ def test_cpm_searches_refuse_other_losses():
     for solver in ("cd_cpm", "gd_cpm"):
         with pytest.raises(solvers.SolverError, match="loss"):
             solvers.fit(Problem(X, y, loss="squared_hinge", intercept="free"), solver)
+
+
+@pytest.mark.parametrize("U", [1.0, math.inf])
+def test_projection_onto_the_dual_feasible_set(U):
+    # The certificate's projection onto {0 <= alpha <= U, y'alpha = 0} against SLSQP.
+    from scipy.optimize import minimize
+
+    from solvers.cpm import _project_equality
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        y = np.where(rng.random(25) < 0.4, -1.0, 1.0)
+        a = 2.0 * rng.normal(size=25)
+        p = _project_equality(a, y, U)
+        ref = minimize(lambda x: 0.5 * np.sum((x - a) ** 2), np.clip(a, 0, min(U, 5)), jac=lambda x: x - a,
+                       bounds=[(0, U if math.isfinite(U) else None)] * 25, method="SLSQP",
+                       constraints=[{"type": "eq", "fun": lambda x: y @ x, "jac": lambda x: y}],
+                       options={"ftol": 1e-15, "maxiter": 1000})
+        assert abs(y @ p) <= 1e-12 and p.min() >= 0 and p.max() <= U
+        np.testing.assert_allclose(p, ref.x, atol=1e-8)
