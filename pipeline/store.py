@@ -645,9 +645,7 @@ def write_dataset_chunks(
         try:
             meta_text = json.dumps(meta, indent=2, allow_nan=False, default=_json_default) + "\n"
         except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"dataset {name!r}: metadata is not JSON-serialisable: {exc}"
-            ) from exc
+            raise StoreError(f"dataset {name!r}: metadata is not JSON-serialisable: {exc}") from exc
         _fs_write_text(tmp / META_FILE, meta_text)
         _publish(tmp, target, root, name, overwrite)
     finally:
@@ -672,9 +670,10 @@ def _row_groups(chunks, n_features: int, row_group_size: int):
             X_all, y_all = _vstack_canonical(pending, n_features)
             start = 0
             while n_pending - start >= row_group_size:
-                yield _slice_rows(X_all, start, start + row_group_size), y_all[
-                    start : start + row_group_size
-                ]
+                yield (
+                    _slice_rows(X_all, start, start + row_group_size),
+                    y_all[start : start + row_group_size],
+                )
                 start += row_group_size
             pending = [(_slice_rows(X_all, start, X_all.shape[0]), y_all[start:])]
             n_pending -= start
@@ -791,11 +790,21 @@ def read_dataset(
         # Without usable per-group digests, verifying means reading everything.
         if not verify or digests is not None:
             groups = np.unique(np.searchsorted(starts, rows, side="right") - 1)
-            X, y = _read_groups(pf, groups, group_rows, n_features, data_file, name, path,
-                                digests if verify else None)
-            local = np.concatenate(
-                [np.arange(starts[g], starts[g + 1]) for g in groups]
-            ) if groups.size else np.zeros(0, dtype=np.int64)
+            X, y = _read_groups(
+                pf,
+                groups,
+                group_rows,
+                n_features,
+                data_file,
+                name,
+                path,
+                digests if verify else None,
+            )
+            local = (
+                np.concatenate([np.arange(starts[g], starts[g + 1]) for g in groups])
+                if groups.size
+                else np.zeros(0, dtype=np.int64)
+            )
             # rows -> positions within the groups read (they are sorted ranges).
             position = np.searchsorted(local, rows)
             return Dataset(X=X[position], y=y[position], meta=meta)
@@ -866,8 +875,9 @@ def _read_groups(pf, groups, group_rows, n_features, data_file, name, path, dige
             )
         parts.append((X, y))
     if not parts:
-        return _make_csr(np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32),
-                         (0, n_features)), np.zeros(0)
+        return _make_csr(
+            np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32), (0, n_features)
+        ), np.zeros(0)
     return _vstack_canonical(parts, n_features)
 
 

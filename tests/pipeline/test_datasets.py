@@ -42,10 +42,25 @@ def test_every_builtin_builds_and_stores(tmp_path, name):
 
 def test_registry_is_described():
     assert datasets.dataset_names() == [
-        "australian", "banknote", "breast_cancer", "breast_cancer_wisconsin", "cleveland_heart",
-        "digits_1v7", "digits_bertini_3class", "digits_bertini_binary", "heart_statlog",
-        "hepatitis", "mnist", "mnist_1v7", "mnist_5k", "pima_diabetes", "rcv1_like",
-        "rotten_tomatoes", "sonar", "toy_blobs", "voting",
+        "australian",
+        "banknote",
+        "breast_cancer",
+        "breast_cancer_wisconsin",
+        "cleveland_heart",
+        "digits_1v7",
+        "digits_bertini_3class",
+        "digits_bertini_binary",
+        "heart_statlog",
+        "hepatitis",
+        "mnist",
+        "mnist_1v7",
+        "mnist_5k",
+        "pima_diabetes",
+        "rcv1_like",
+        "rotten_tomatoes",
+        "sonar",
+        "toy_blobs",
+        "voting",
     ]
     for builder in datasets.BUILDERS.values():
         assert builder.description

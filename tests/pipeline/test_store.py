@@ -363,7 +363,9 @@ def test_partial_read_verifies_the_row_groups_it_reads(tmp_path):
     values = table.column("values").combine_chunks()
     flat = values.values.to_numpy().copy()
     flat[30] += 1.0  # row 15, in row group 3
-    tampered = table.set_column(2, "values", pa.ListArray.from_arrays(values.offsets, pa.array(flat)))
+    tampered = table.set_column(
+        2, "values", pa.ListArray.from_arrays(values.offsets, pa.array(flat))
+    )
     pq.write_table(tampered, data_file, row_group_size=5)
     assert store.read_dataset(tmp_path, "p", rows=[0, 6]).X.shape == (2, 2)  # groups 0, 1 ok
     with pytest.raises(StoreError, match="row group 3 of data.parquet does not match its digest"):
