@@ -67,7 +67,10 @@ def test_cpm_step_is_the_exact_minimiser_along_s(seed):
     assert res.loss == pytest.approx(f(res.h), rel=1e-12)
     # Fine grid around h, then a bounded Brent refinement in the best cell.
     grid = res.h + np.linspace(-5.0, 5.0, 20001)
-    vals = np.array([f(h) for h in grid])
+    r, d = 1.0 - y * (Z @ v), y * (Z @ s)  # the same f on the whole grid at once
+    pv, ps_, ss = v @ (pen * v), v @ (pen * s), s @ (pen * s)
+    vals = np.maximum(0.0, r[None, :] - grid[:, None] * d[None, :]).sum(axis=1) \
+        + lam * (pv + 2 * grid * ps_ + grid ** 2 * ss)
     i = int(np.argmin(vals))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
     ref = minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
