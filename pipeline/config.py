@@ -225,10 +225,20 @@ def validate(cfg: DictConfig) -> DictConfig:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
+    from .store import list_datasets
+    stored = None
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
-            fail(f"datasets.{key}.builder", builder, f"unknown dataset; available: {', '.join(builders)}")
+            # Not a builder: an entry already in the store (e.g. ingested) is fine too.
+            if stored is None:
+                try:
+                    stored = sorted(m["name"] for m in list_datasets(store_root(cfg)))
+                except Exception:  # an unreadable store is reported by the plan with its path
+                    stored = []
+            if builder not in stored:
+                fail(f"datasets.{key}.builder", builder,
+                     f"unknown dataset; builders: {', '.join(builders)}; in the store: {', '.join(stored) or '(none)'}")
         if ds.scale not in SCALINGS:
             fail(f"datasets.{key}.scale", ds.scale, f"must be one of {list(SCALINGS)}")
         if ds.max_rows is not None and ds.max_rows < 4:

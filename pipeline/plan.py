@@ -26,8 +26,8 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, store_root, typed
-from .datasets import ensure_dataset
-from .store import read_dataset
+from .datasets import dataset_names, ensure_dataset
+from .store import dataset_info, read_dataset
 
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
@@ -195,7 +195,10 @@ def build_plan(cfg: DictConfig) -> Plan:
     for dkey, ds in cfg.datasets.items():
         builder = ds.builder or dkey
         params = OmegaConf.to_container(ds.params, resolve=True) or {}
-        meta = ensure_dataset(root, builder, params)
+        if builder in dataset_names():
+            meta = ensure_dataset(root, builder, params)
+        else:   # a store entry of the user's (ingested), used as it is
+            meta = dataset_info(root, builder)
         y = read_dataset(root, meta["name"]).y
         rows_seed = seed_from_key(spec_key({"rows": meta["fingerprint"], "seed": cfg.seed}))
         rows = subsample_rows(y, ds.max_rows, rows_seed)
@@ -222,7 +225,9 @@ def build_plan(cfg: DictConfig) -> Plan:
                 sparams = {k: v for k, v in merged.items()
                            if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
                 for fold in range(len(folds)):
-                    ref_key = _reference(refs, data, fold, problem, cfg) if cfg.run.reference else None
+                    # f* is defined for binary problems; multiclass fits report summed certificates.
+                    binary = len(classes) == 2
+                    ref_key = _reference(refs, data, fold, problem, cfg) if cfg.run.reference and binary else None
                     fit_spec = {"kind": "fit", "data": data, "fold": fold, "solver_entry": skey,
                                 "solver": name, "solver_version": spec.version, "family": spec.family,
                                 "problem": problem, "budget": budget, "solver_params": sparams,

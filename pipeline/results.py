@@ -55,6 +55,10 @@ def _fit_row(rec: dict, refs: dict) -> dict:
     for col in ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
                 "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s"):
         row[col] = rec.get(col)
+    if rec.get("n_classes"):
+        # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
+        row["n_classes"] = rec["n_classes"]
+        row["confusion_test"] = json.dumps(rec.get("confusion_test"))
     ref = refs.get(spec.get("reference_key"))
     if ref is not None and ref.get("status") != "error":
         row["f_star"], row["f_star_gap"], row["f_star_solver"] = ref["f_star"], ref["f_star_gap"], ref["f_star_solver"]

@@ -108,40 +108,90 @@ def _accuracy(y, f) -> float:
     return float(np.mean(np.where(f > 0, 1.0, -1.0) == y))
 
 
-def run_fit(spec: dict, root: str) -> dict:
-    """Fit one (dataset, fold, solver, parameters) and return its result record and trace."""
+_STATUS_RANK = {"converged": 0, "stalled": 1, "max_iter": 2, "timeout": 3, "diverged": 4}
+
+
+def _solve_binary(spec: dict, X, y):
+    """One binary problem of the spec, solved: (problem, fit)."""
     import solvers
 
+    problem = _problem(spec["problem"], X, y)
+    params = dict(spec["solver_params"])
+    if "random_state" in solvers.get_solver(spec["solver"]).params and params.get("random_state") is None:
+        params["random_state"] = spec["seed"]
+    b = spec["budget"]
+    budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
+    rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # non-convergence is the status column
+        fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, **params)
+    return problem, fit
+
+
+def _binary_record(spec, X_tr, y_tr, X_te, y_te) -> dict:
+    problem, fit = _solve_binary(spec, X_tr, y_tr)
+    f_tr = problem.decision(fit)
+    f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
+    return dict(
+        status=fit.status, n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s),
+        primal_objective=float(fit.primal), dual_objective=float(fit.dual),
+        duality_gap=float(fit.gap), kkt_violation=float(fit.kkt_violation),
+        train_accuracy=_accuracy(y_tr, f_tr), test_accuracy=_accuracy(y_te, f_te),
+        n_sv=int(np.count_nonzero(fit.alpha > 0)) if fit.alpha is not None else int(np.count_nonzero(y_tr * f_tr < 1)),
+        n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
+        C=float(problem.C), trace=[list(p) for p in fit.trace],
+        info={k: v for k, v in fit.info.items() if isinstance(v, (int, float, str, bool))},
+    )
+
+
+def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes) -> dict:
+    """A multiclass fit through the solvers' wrappers (ovr, ovo or the ordinal chain): the
+    binary certificates are summed (objectives, iterations, time) or maximised (violations);
+    the status is the worst binary status; the test confusion matrix is kept."""
+    from solvers.multiclass import fit_multiclass
+    from sklearn.metrics import confusion_matrix
+
+    fits, problems = [], []
+
+    def fit_binary(Xs, ys):
+        problem, fit = _solve_binary(spec, Xs, ys)
+        fits.append(fit)
+        problems.append(problem)
+        return (problem, fit)
+
+    def decision(model, X):
+        return model[0].decision(model[1], X)
+
+    strategy = spec["task"].get("multi_class", "ovr")
+    mc = fit_multiclass(strategy, X_tr, y_tr, np.asarray(classes), fit_binary, decision)
+    pred_tr = mc.predict(X_tr, decision)
+    pred_te = mc.predict(X_te, decision) if X_te.shape[0] else np.empty(0)
+    status = max((f.status for f in fits), key=_STATUS_RANK.get)
+    return dict(
+        status=status, n_iter=int(sum(f.n_iter for f in fits)), fit_time_s=float(sum(f.fit_time_s for f in fits)),
+        primal_objective=float(sum(f.primal for f in fits)), dual_objective=float(sum(f.dual for f in fits)),
+        duality_gap=float(sum(f.gap for f in fits)), kkt_violation=float(max(f.kkt_violation for f in fits)),
+        train_accuracy=float(np.mean(pred_tr == y_tr)),
+        test_accuracy=float(np.mean(pred_te == y_te)) if len(y_te) else math.nan,
+        n_sv=int(sum(np.count_nonzero(f.alpha > 0) for f in fits if f.alpha is not None)),
+        n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(X_tr.shape[1]),
+        C=float(problems[0].C), trace=[],
+        n_classes=len(classes), multi_class=strategy,
+        confusion_test=confusion_matrix(y_te, pred_te, labels=classes).tolist() if len(y_te) else None,
+        info={"n_binary": len(fits)},
+    )
+
+
+def run_fit(spec: dict, root: str) -> dict:
+    """Fit one (dataset, fold, solver, parameters) and return its result record and trace."""
     t0 = time.perf_counter()
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     try:
         X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
-        if len(classes) != 2:
-            raise ValueError(f"dataset {spec['data']['entry']!r} has {len(classes)} classes; "
-                             "the sweep's binary tasks need two (multiclass sweeps come with the multiclass wrappers)")
-        problem = _problem(spec["problem"], X_tr, y_tr)
-        params = dict(spec["solver_params"])
-        solver_spec = solvers.get_solver(spec["solver"])
-        if "random_state" in solver_spec.params and params.get("random_state") is None:
-            params["random_state"] = spec["seed"]
-        b = spec["budget"]
-        budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
-        rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # non-convergence is the status column
-            fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, **params)
-        f_tr = problem.decision(fit)
-        f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
-        record.update(
-            status=fit.status, n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s),
-            primal_objective=float(fit.primal), dual_objective=float(fit.dual),
-            duality_gap=float(fit.gap), kkt_violation=float(fit.kkt_violation),
-            train_accuracy=_accuracy(y_tr, f_tr), test_accuracy=_accuracy(y_te, f_te),
-            n_sv=int(np.count_nonzero(fit.alpha > 0)) if fit.alpha is not None else int(np.count_nonzero(y_tr * f_tr < 1)),
-            n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
-            C=float(problem.C), trace=[list(p) for p in fit.trace],
-            info={k: v for k, v in fit.info.items() if isinstance(v, (int, float, str, bool))},
-        )
+        if len(classes) == 2:
+            record.update(_binary_record(spec, X_tr, y_tr, X_te, y_te))
+        else:
+            record.update(_multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes))
     except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0

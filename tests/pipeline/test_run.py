@@ -169,3 +169,24 @@ def test_real_scheduler_and_worker_processes(store, sequential, tmp_path):
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("strategy", ["ovr", "ovo", "ordinal"])
+def test_multiclass_sweep_over_an_ingested_dataset(store, tmp_path, strategy):
+    """A 3-class store entry (as `ingest` makes) swept with each multiclass strategy."""
+    from sklearn.datasets import load_iris
+    from pipeline.store import exists, write_dataset
+    if not exists(store, "iris_test"):
+        X, y = load_iris(return_X_y=True)
+        write_dataset(store, "iris_test", X, y, source={"test": "sklearn load_iris"})
+    cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.builder=iris_test",
+                   "datasets.toy_blobs.scale=standard", "cluster=sequential", "cv.folds=3", "run.progress=false",
+                   "solvers.dcd.grid.C=[1.0]", f"+solvers.dcd.params.multi_class={strategy}"])
+    out = run(cfg, tmp_path / strategy)
+    res = out["results"]
+    assert len(res) == 3 and (res["status"] != "error").all(), res["error"].tolist()
+    assert (res["n_classes"] == 3).all() and res["f_star"].isna().all()
+    assert res["test_accuracy"].mean() > 0.8
+    import json
+    cm = np.array(json.loads(res["confusion_test"].iloc[0]))
+    assert cm.shape == (3, 3) and cm.sum() == res["n_test"].iloc[0]
