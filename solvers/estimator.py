@@ -47,6 +47,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     max_iter : int or None, default=None
         Iteration cap in the solver's unit; None is the solver's default.
     multi_class : {"ovr", "ovo", "ordinal"}, default="ovr"
+        How more than two classes are reduced to binary problems (solvers/multiclass.py):
+        one-vs-rest (argmax), one-vs-one (voting, ties to the lowest class as SVC), or the ordinal
+        chain of adjacent pairs of the sorted classes decoded by duros_katzman's table P(label | S).
     random_state : int or None, default=None
     solver_params : dict or None, default=None
         Solver-specific parameters, checked against the solver's declaration.
@@ -54,16 +57,21 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features)  (linear kernel)
-    intercept_ : ndarray of shape (1,)
-    dual_coef_ : ndarray of shape (1, n_SV)  (solvers with dual variables)
+    coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear models)
+    intercept_ : ndarray of shape (1,) or (n_models,)
+        n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo), n_classes - 1 (ordinal),
+        in the column order of `decision_function`.
+    dual_coef_ : ndarray of shape (1, n_SV)  (binary models with dual variables)
+        alpha_i y_i on the support (alpha_i != 0); for the kernel newton, beta_sv.
     support_ : ndarray of shape (n_SV,)
     support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)
-    n_iter_ : int
-    status_ : str
-    objective_ : float
-        The primal objective P at the returned model.
-    trace_ : list of (iteration, seconds, primal, dual, gap)
+    multiclass_ : solvers.multiclass.MulticlassModel  (more than two classes)
+        The binary models (``.models``), their class pairs and the ordinal table.
+    n_iter_ : int, or ndarray of shape (n_models,)
+    status_ : str, or list of str per model
+    objective_ : float, or ndarray of shape (n_models,)
+        The primal objective P at the returned model(s).
+    trace_ : list of (iteration, seconds, primal, dual, gap), or one such list per model
 
     Examples
     --------
