@@ -36,7 +36,7 @@ def test_unknown_solver_group_option_lists_choices(tmp_path):
     ("cv.folds=1", r"cv.folds=1"),
     ("cv.kind=loo", r"cv.kind='loo'"),
     ("cluster.kind=mpi", r"cluster.kind='mpi'"),
-    ("datasets.toy_blobs.builder=nosuch", r"datasets.toy_blobs.builder='nosuch': unknown dataset; available: .*toy_blobs"),
+    ("datasets.toy_blobs.builder=nosuch", r"datasets.toy_blobs.builder='nosuch': unknown dataset; builders: .*toy_blobs.*; in the store: "),
     ("datasets.toy_blobs.scale=log", r"datasets.toy_blobs.scale='log'"),
     ("run.timeout_s=0", r"run.timeout_s=0"),
 ])
