@@ -69,7 +69,7 @@ class Fit:
     def support(self) -> np.ndarray | None:
         if self.alpha is None:
             return None
-        return np.flatnonzero(self.alpha > 0)
+        return np.flatnonzero(self.alpha != 0)
 
 
 class Recorder:

@@ -164,7 +164,7 @@ class Problem:
             return np.asarray(X @ fit.w).ravel() + fit.b
         if fit.alpha is None:
             raise ValueError("the fit has neither w nor alpha")
-        sv = np.flatnonzero(fit.alpha > 0)
+        sv = np.flatnonzero(fit.alpha != 0)   # != 0: an early-stopped kernel Newton may hold alpha_i < 0
         if sv.size == 0:
             return np.full(X.shape[0], float(fit.b))
         beta = fit.alpha[sv] * self.y[sv]
