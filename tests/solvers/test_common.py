@@ -70,7 +70,7 @@ def _model_objective(problem, res):
     """P recomputed from the returned model alone (w, or alpha through the kernel)."""
     if res.w is not None:
         return obj.primal_objective(problem, res.w, res.b)
-    sv = np.flatnonzero(res.alpha > 0)
+    sv = np.flatnonzero(res.alpha != 0)
     beta = res.alpha[sv] * problem.y[sv]
     from solvers.kernels import kernel_block
     w2 = float(beta @ kernel_block(problem.kernel, problem.X[sv], problem.X[sv]) @ beta)
