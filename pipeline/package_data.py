@@ -633,7 +633,13 @@ class TableDataset:
 
     @property
     def has_categorical(self) -> bool:
-        """Whether any column has more than two categories (so ``categorical`` matters)."""
+        """Whether any column has more than two categories (so ``categorical`` matters).
+
+        An Orange table declares its columns in the file, which is not read before the
+        builder's parameters must be known; Orange's discrete columns are assumed to need it.
+        """
+        if self.fmt == "orange":
+            return True
         return any(c.categorical and (c.values is None or len(c.values) > 2) for c in self.columns)
 
     def defaults(self) -> dict:
@@ -834,7 +840,8 @@ TABLES: dict[str, TableDataset] = {
             ("live", "die"),
             "'Hepatitis', UCI Machine Learning Repository, 1983, "
             "https://doi.org/10.24432/C5Q59J",
-            "the paper keeps all 155 rows, so missing values are filled by default; the "
+            "the paper keeps all 155 rows, so missing values are filled by default (over the "
+            "whole file, before any train/test split: a small leak the paper shares); the "
             "two-valued attributes coded 1/2 in the file become 0/1",
             missing="median",
             has_missing=True,
@@ -862,18 +869,10 @@ TABLES: dict[str, TableDataset] = {
     ]
 }
 
-# Cleveland's columns come from the .tab header but the builder's parameters must be known
-# before reading, so declare that it has multi-valued categorical columns.
-_TABLES_WITH_CATEGORICAL = {"cleveland_heart"}
-
 
 def table_defaults(name: str) -> dict:
     """Builder parameters (with defaults) of table dataset ``name``."""
-    spec = TABLES[name]
-    params = spec.defaults()
-    if name in _TABLES_WITH_CATEGORICAL:
-        params = {"categorical": "onehot", **params}
-    return params
+    return TABLES[name].defaults()
 
 
 def _check_mode(dataset: str, key: str, value: str, allowed: tuple[str, ...]) -> None:
