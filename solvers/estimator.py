@@ -5,10 +5,8 @@ declared parameters through the registry), builds a `Problem` and hands it to `s
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
