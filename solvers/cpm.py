@@ -530,7 +530,9 @@ def fit_cd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
     An iteration is one sweep over all coordinates. The loss is non-smooth, so CD can stop at a
     non-optimal point where no single coordinate decreases L (troyan 5.2): a stop on the
     relative-decrease rule is ``stalled`` when the duality gap says the point is not optimal
-    (see `run_descent`). budget.tol is the relative decrease (the paper uses 1e-7)."""
+    (see `run_descent`). budget.tol is the relative decrease (the paper uses 1e-7); the default
+    ``certify=False`` is the paper's rule alone (``True`` goes on through small positive
+    decreases until the gap certifies, which for a zigzagging CD means until max_iter)."""
     Z, pen = augmented_design(problem)
     # Column access: CSC of Z, built once (for dense X too: the kernel skips nothing but zeros).
     Zc = sp.csc_matrix(Z)
