@@ -393,3 +393,32 @@ def test_read_parquet_store_layout_and_plain_table(tmp_path):
     meta = datasets.ingest_file(tmp_path / "s", plain, "plain")
     assert meta["feature_names"] == ["f1", "f2"] and meta["n_rows"] == 2
     assert pq.ParquetFile(tmp_path / "s" / "plain" / store.DATA_FILE).metadata.num_rows == 2
+
+
+def test_rcv1_like_build_streams_in_bounded_memory(tmp_path):
+    import tracemalloc
+
+    def build(n_samples):
+        params = {"n_samples": n_samples, "margin": 0.0, "chunk_size": 500}
+        tracemalloc.start()
+        try:
+            meta = datasets.build_dataset(tmp_path, "rcv1_like", params, row_group_size=500)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return meta, peak, meta["nnz"] * 12 + (meta["n_rows"] + 1) * 4
+
+    small, small_peak, small_csr = build(4000)
+    large, large_peak, large_csr = build(16000)
+    # The matrix is never held: going from 4,000 to 16,000 rows adds only the per-row
+    # numbers (token counts, scores, labels: ~40 bytes a row) to the peak, against ~480
+    # bytes a row of CSR.
+    assert large_peak - small_peak < 0.2 * (large_csr - small_csr), (
+        small_peak,
+        large_peak,
+        small_csr,
+        large_csr,
+    )
+    assert large_peak < 0.5 * large_csr
+    X, y, _ = datasets.BUILDERS["rcv1_like"](n_samples=4000, margin=0.0)
+    assert store.fingerprint(X, y) == small["fingerprint"]
