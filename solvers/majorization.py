@@ -136,8 +136,13 @@ class _NormalSolver:
                 Zs = Z * np.sqrt(a)[:, None]
                 G = self._syrk(1.0, Zs, trans=1, lower=0)
             G[np.diag_indices_from(G)] += self.lam_pen
-            return sla.cho_solve(sla.cho_factor(G, lower=False, overwrite_a=True, check_finite=False),
-                                 rhs, check_finite=False)
+            try:
+                return sla.cho_solve(sla.cho_factor(G, lower=False, check_finite=False),
+                                     rhs, check_finite=False)
+            except np.linalg.LinAlgError:
+                # Only with a tiny delta (a_i ~ 1 / delta): a symmetric indefinite solve copes.
+                G = np.triu(G) + np.triu(G, 1).T
+                return sla.solve(G, rhs, assume_a="sym", check_finite=False)
         lam_pen = self.lam_pen
 
         def matvec(x):
@@ -164,6 +169,9 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
     solver = _NormalSolver(Z, pen, lam, linsolve, cg_maxiter)
     state = {"t": 0, "last": None, "dm": 0.0}
 
+    def loss_fn(m, v):
+        return _paper_loss(loss, m, v, pen, lam, k)
+
     def hint():
         # v+ is stationary for the majorizer: Pen v+ = Z'(y theta) with theta = 2 C (beta -
         # alpha m+) (2 lambda C = 1), the majorizer's stand-in for the dual variables; the
@@ -179,42 +187,55 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         state["last"] = (alpha, beta, v_maj)
         return v_maj
 
-    def step(v, m):
-        state["t"] += 1
-        if update == "maj" or (update == "relax" and state["t"] < relax_from):
-            v_maj = majorize(v, m, delta)
+    def attempt(v, m, guard, relaxed):
+        """One candidate step with the given kink guard: (v, m) of the new point."""
+        v_maj = majorize(v, m, guard)
+        if update == "maj" or not relaxed and update == "relax":
             return v_maj, y * np.asarray(Z @ v_maj).ravel()
+        if update == "relax":
+            v_new = 2.0 * v_maj - v
+            return v_new, y * np.asarray(Z @ v_new).ravel()
+        # alpha-Maj: exact minimum of L along s = v+ - v (troyan Algorithm 3).
+        s = v_maj - v
+        if not np.any(s):
+            return v, m
+        d = y * np.asarray(Z @ s).ravel()
+        ps = pen * s
+        h, _, _, _ = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))
+        v_new = v + h * s
+        return v_new, y * np.asarray(Z @ v_new).ravel()
+
+    def step(v, m):
         # Margins are recomputed from v, never updated as m + h d: alpha-Maj takes steps h of
         # hundreds along short directions s, and differences like m+ - m carry the rounding of
         # m into d, which such steps amplify until the line search minimises the wrong function.
-        if update == "relax":
-            v_new = 2.0 * majorize(v, m, delta) - v
-            return v_new, y * np.asarray(Z @ v_new).ravel()
-        # alpha-Maj: exact minimum of L along s = v+ - v (troyan Algorithm 3), with the guard
-        # of the kink widened to delta_step times the last step's largest margin change.
-        guard = max(delta, delta_step * state["dm"])
-        L0 = paper_loss(m, v, pen, lam)
-        while True:
-            s = majorize(v, m, guard) - v
-            if np.any(s):
-                d = y * np.asarray(Z @ s).ravel()
-                ps = pen * s
-                h, _, _, _ = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))
-                if not math.isfinite(h):
-                    return v + np.nan, m
-                v_new = v + h * s
-                m_new = y * np.asarray(Z @ v_new).ravel()
-                if paper_loss(m_new, v_new, pen, lam) < L0:
-                    state["dm"] = float(np.max(np.abs(m_new - m)))
-                    return v_new, m_new
-            if guard == delta:
-                state["dm"] = 0.0
-                return v, m
-            guard = delta  # no progress with the wide guard: retry with the paper's
+        state["t"] += 1
+        relaxed = update == "relax" and state["t"] >= relax_from
+        L0 = loss_fn(m, v)
+        # The first try is the method's own step (alpha-Maj: the guard widened to delta_step
+        # times the last step's largest margin change). Without a decrease, retry once: alpha-
+        # Maj with the paper's guard delta, the relaxed step as a plain one (near the fixed
+        # point the doubled step can tie, g(2v+ - v) = g(v)). (Shrinking delta further does not
+        # help where the guard's O(delta) failure to majorize at the kink blocks progress, and
+        # below ~1e-12 the Cholesky factor breaks down.)
+        tries = [(delta, relaxed)]
+        if update == "cpm" and delta_step > 0:
+            tries.insert(0, (max(delta, delta_step * state["dm"]), False))
+        if relaxed:
+            tries.append((delta, False))
+        for guard, rel in tries:
+            v_new, m_new = attempt(v, m, guard, rel)
+            if not np.all(np.isfinite(v_new)):
+                return v_new, m_new
+            if loss_fn(m_new, v_new) < L0:
+                state["dm"] = float(np.max(np.abs(m_new - m)))
+                return v_new, m_new
+        state["dm"] = 0.0
+        return v, m  # no progress with any guard: the loop stops and the certificate judges
 
     return run_descent(name, problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=default_max_iter,
-                       loss_fn=lambda m, v: _paper_loss(loss, m, v, pen, lam, k),
+                       loss_fn=loss_fn,
                        hint=hint, info={"linsolve": solver.method})
 
 
