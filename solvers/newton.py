@@ -313,7 +313,10 @@ def _kernel_newton(problem, Kr, idx, beta0, b0, max_iter, tol, free, recorder, t
         Ks = Kr.block(idx[sv], idx[sv])
         Ks[np.diag_indices_from(Ks)] += lam
         ys = y[sv]
-        if free:
+        if sv.size == 0:
+            # Every margin is >= 1: the Newton point of the empty set is beta = 0 (b kept).
+            beta_sv, b_new = np.zeros(0), b
+        elif free:
             ns = sv.size
             A = np.empty((ns + 1, ns + 1))
             A[:ns, :ns] = Ks
