@@ -149,6 +149,12 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
                 v[j] *= s
             vsq *= s * s
             s = 1.0
+    # ||v||^2 is updated incrementally; recompute it once per call so rounding cannot build up
+    # (here, not with numpy in the driver: a BLAS call between kernel calls can leave BLAS
+    # threads spinning against this one).
+    vsq = 0.0
+    for j in range(v.shape[0]):
+        vsq += v[j] * v[j]
     st[_S] = s
     st[_VSQ] = vsq
     st[_T] = t
@@ -222,9 +228,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
                                average, v, st, Pa, viol)
         pos += chunk.size
         it += taken
-        # ||v||^2 is updated incrementally; refresh it so rounding cannot build up.
-        st[_VSQ] = float(v @ v)
-        if not (np.isfinite(st).all() and math.isfinite(st[_VSQ])):
+        if not np.isfinite(st).all():
             status = "diverged"
             break
         if recorder.due(it):
