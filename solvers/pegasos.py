@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 from .base import Budget, Fit, Recorder, finish
 from .gd import linear_certificates, primal_at
@@ -61,7 +61,9 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
     v has n_features (+1 for the intercept slot, if B > 0) entries; w = st[_S] * v. The state
     is read into locals once per call (stores into v could alias st otherwise). Returns the
     number of steps taken (lazy steps included)."""
-    d = v.shape[0] - (1 if B > 0.0 else 0)
+    # Unsigned indices: numba omits the negative-index wraparound test on them, which is most of
+    # the cost of these gather/scatter loops otherwise.
+    d = uint64(v.shape[0] - (1 if B > 0.0 else 0))
     m = idx.shape[0]
     radius_sq = 1.0 / lam
     s = st[_S]
@@ -76,14 +78,17 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
         kb = end - start
         nv = 0
         for j in range(start, end):
-            i = idx[j]
+            i = uint64(idx[j])
+            p = uint64(indptr[i])
+            p_end = uint64(indptr[i + uint64(1)])
             dot = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                dot += v[indices[p]] * data[p]
+            while p < p_end:
+                dot += v[uint64(indices[p])] * data[p]
+                p += uint64(1)
             if B > 0.0:
                 dot += v[d] * B
             if y[i] * s * dot < 1.0:
-                viol[nv] = i
+                viol[nv] = idx[j]
                 nv += 1
         steps += 1
         start = end
@@ -106,23 +111,27 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
             s *= shrink
         coef = eta / kb
         for a in range(nv):
-            i = viol[a]
+            i = uint64(viol[a])
             c = coef * y[i] / s
+            p = uint64(indptr[i])
+            p_end = uint64(indptr[i + uint64(1)])
             if average:
-                for p in range(indptr[i], indptr[i + 1]):
-                    jj = indices[p]
+                while p < p_end:
+                    jj = uint64(indices[p])
                     old = v[jj]
                     dv = c * data[p]
                     v[jj] = old + dv
                     vsq += dv * (2.0 * old + dv)
                     Pa[jj] -= Qa * dv
+                    p += uint64(1)
             else:
-                for p in range(indptr[i], indptr[i + 1]):
-                    jj = indices[p]
+                while p < p_end:
+                    jj = uint64(indices[p])
                     old = v[jj]
                     dv = c * data[p]
                     v[jj] = old + dv
                     vsq += dv * (2.0 * old + dv)
+                    p += uint64(1)
             if B > 0.0:
                 old = v[d]
                 dv = c * B
