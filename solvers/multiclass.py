@@ -12,7 +12,8 @@ rows and which labels each binary problem gets, and how decision values become a
   SVC's convention). The class is the one with most votes, ties to the lowest class index (as
   SVC with break_ties=False). decision_function: (n, K(K-1)/2), pairs in the order (0,1), (0,2),
   ..., (1,2), ..., like SVC(decision_function_shape="ovo").
-- ``ordinal`` (duros_katzman 3.1): classes_ in their sorted order are ranks; a model per adjacent
+- ``ordinal`` (duros_katzman 3.1): the classes, in the order given (sorted, for the estimator), are
+  ranks; a model per adjacent
   pair (i, i+1), trained on the rows of those two classes with the higher class i+1 as +1.
   Each point gets the pattern S = (E_1 >= 0, ..., E_{K-1} >= 0) of the pair models' outputs, and
   the table P(label | S) = count(label, S) / count(S) is estimated on the training data; a point
@@ -144,7 +145,12 @@ def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision) ->
     docstring); `binary_decision(model, X)` is needed by the ordinal table, which is estimated
     on the training data."""
     classes = np.asarray(classes)
-    yi = np.searchsorted(classes, y)
+    # Class indices in the order `classes` is given (the ordinal ranks), sorted or not.
+    sorter = np.argsort(classes, kind="stable")
+    pos = np.minimum(np.searchsorted(classes, y, sorter=sorter), len(classes) - 1)
+    yi = sorter[pos]
+    if not np.array_equal(classes[yi], np.asarray(y)):
+        raise ValueError("y has labels that are not in classes")
     pairs = class_pairs(strategy, len(classes))
     models = []
     for pos, neg in pairs:

@@ -122,3 +122,26 @@ def test_ordinal_chain(n_classes):
 def test_unknown_strategy():
     with pytest.raises(ValueError, match="multi_class"):
         class_pairs("crammer_singer", 3)
+
+
+def test_classes_in_a_given_order_are_the_ranks():
+    """The ordinal chain follows the order of `classes` (here reversed), sorted or not."""
+    from solvers.multiclass import fit_multiclass
+    X, y = ordinal_data(n_classes=3)
+    seen = []
+
+    def fit_binary(Xs, ys):
+        seen.append((Xs.shape[0], ys.copy()))
+        return {"w": np.linalg.lstsq(np.c_[Xs, np.ones(len(ys))], ys, rcond=None)[0]}
+
+    def decision(m, Xs):
+        return np.c_[Xs, np.ones(Xs.shape[0])] @ m["w"]
+
+    mc = fit_multiclass("ordinal", X, y, np.array([2, 1, 0]), fit_binary, decision)
+    assert mc.pairs == [(1, 0), (2, 1)]
+    # First pair: classes[0] = 2 (-1) against classes[1] = 1 (+1).
+    n0 = np.sum((y == 2) | (y == 1))
+    assert seen[0][0] == n0 and np.sum(seen[0][1] > 0) == np.sum(y == 1)
+    assert set(mc.predict(X, decision)) == {0, 1, 2}
+    with pytest.raises(ValueError, match="not in classes"):
+        fit_multiclass("ovr", X, y, np.array([0, 1]), fit_binary, decision)
