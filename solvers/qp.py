@@ -19,7 +19,7 @@ equality-constrained QP on the free variables exactly, so that bounded variables
 q-variable subproblems.
 
 bertini used CVXOPT for this step; ``backend="cvxopt"`` does the same when cvxopt is installed.
-Dense: memory ~3 n^2 doubles and O(n^3) time per iteration, so qp is the correctness reference
+Dense: memory ~4 n^2 doubles and O(n^3) time per iteration, so qp is the correctness reference
 for n up to a few thousand (see ``max_memory_mb``); smo and svmlight scale further.
 """
 from __future__ import annotations
@@ -129,7 +129,7 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
         ad = min(_max_step(z, dz), _max_step(w, dw))
         st = min(ap, ad)
         mu_aff = ((s + st * da) @ (z + st * dz) + (t - st * da) @ (w + st * dw)) / (2.0 * n)
-        sigma = (mu_aff / mu) ** 3
+        sigma = min(1.0, (mu_aff / mu) ** 3)
         # corrector (Mehrotra's second-order term and centring)
         rcl = -s * z - da * dz + sigma * mu
         rcu = -t * w + da * dw + sigma * mu
@@ -138,13 +138,14 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
         da = v1 + dlam * v2
         dz = (rcl - z * da) / s
         dw = (rcu + w * da) / t
-        ap = min(_max_step(s, da), _max_step(t, -da))
-        ad = min(_max_step(z, dz), _max_step(w, dw))
-        st = min(1.0, 0.995 * min(ap, ad))
-        a += st * da
-        z += st * dz
-        w += st * dw
-        lam[0] += st * dlam
+        # Separate primal and dual step lengths: a common step lets a badly centred pair
+        # (a_i near a bound with a small multiplier) throw the iterate across the box and cycle.
+        ap = min(1.0, 0.995 * min(_max_step(s, da), _max_step(t, -da)))
+        ad = min(1.0, 0.995 * min(_max_step(z, dz), _max_step(w, dw)))
+        a += ap * da
+        z += ad * dz
+        w += ad * dw
+        lam[0] += ad * dlam
         # keep strictly inside the box (rounding)
         for i in range(n):
             if a[i] <= 0.0:
@@ -155,28 +156,19 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
 
 
 @njit(cache=True, nogil=True)
-def _polish(H, c, yv, r, u, a, z, w, gtol):
-    """Exact solution on the active set the IPM multipliers indicate: a_i = 0 where z_i > a_i,
-    a_i = u_i where w_i > u_i - a_i, and on the free set F the KKT system
-    [H_FF y_F; y_F' 0] [a_F; mu] = [-c_F - H_FU u_U; r - y_U' u_U]. Accepted when a_F stays in
-    the box and the bound multipliers have the right sign (within gtol); returns (a, accepted)."""
-    n = a.shape[0]
-    state = np.zeros(n, np.int8)  # 0 free, 1 lower, 2 upper
-    nF = 0
-    for i in range(n):
-        if z[i] > a[i]:
-            state[i] = 1
-        elif w[i] > u[i] - a[i]:
-            state[i] = 2
-        else:
-            nF += 1
+def _kkt_solve(H, c, yv, r, u, state):
+    """For a guessed active set (state 1: a_i = 0, 2: a_i = u_i, 0: free F) solve
+    [H_FF y_F; y_F' 0] [a_F; mu] = [-c_F - H_FU u_U; r - y_U' u_U]. Returns (a, mu, ok)."""
+    n = c.shape[0]
     out = np.zeros(n)
+    nF = 0
     for i in range(n):
         if state[i] == 2:
             out[i] = u[i]
+        elif state[i] == 0:
+            nF += 1
     if nF == 0:
-        res = yv @ out - r
-        return out, abs(res) <= 1e-12 * (1.0 + np.max(u))
+        return out, 0.0, abs(yv @ out - r) <= 1e-12 * (1.0 + np.max(u))
     F = np.empty(nF, np.int64)
     k = 0
     for i in range(n):
@@ -199,58 +191,173 @@ def _polish(H, c, yv, r, u, a, z, w, gtol):
         sol = np.linalg.lstsq(A, b)[0]
     if not np.all(np.isfinite(sol)):
         sol = np.linalg.lstsq(A, b)[0]
-    umax = np.max(u)
     for p in range(nF):
-        v = sol[p]
-        if v < -1e-9 * umax or v > u[F[p]] + 1e-9 * umax or not np.isfinite(v):
-            return a, False
-        out[F[p]] = min(max(v, 0.0), u[F[p]])
-    # The clipping above moved y'a by at most ~1e-9 u; put the residual back on the free variable
-    # with the most room, so the equality holds to rounding.
-    res = yv @ out - r
-    if res != 0.0:
-        best = -1
-        room = -1.0
-        for p in range(nF):
-            i = F[p]
-            v = out[i] - res * yv[i]
-            if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
-                room = min(v, u[i] - v)
-                best = i
-        if best >= 0:
-            out[best] -= res * yv[best]
-    g = H @ out + c + sol[nF] * yv
+        out[F[p]] = sol[p]
+    return out, sol[nF], True
+
+
+@njit(cache=True, nogil=True)
+def _polish(H, c, yv, r, u, a, z, w, gtol):
+    """Exact solution on an active set: start from the one the IPM multipliers indicate
+    (a_i = 0 where z_i > a_i, a_i = u_i where w_i > u_i - a_i), solve the equality-constrained
+    QP on the free set (`_kkt_solve`), and correct the guess a few times (free variables that
+    leave the box go to the bound they cross; bound variables whose multiplier has the wrong
+    sign are freed). Returns (a, accepted); on refusal a is returned unchanged."""
+    n = a.shape[0]
+    state = np.zeros(n, np.int8)
     for i in range(n):
-        if state[i] == 1 and g[i] < -gtol:
+        if z[i] > a[i]:
+            state[i] = 1
+        elif w[i] > u[i] - a[i]:
+            state[i] = 2
+    umax = np.max(u)
+    for _ in range(10):
+        out, mu, ok = _kkt_solve(H, c, yv, r, u, state)
+        if not ok:
             return a, False
-        if state[i] == 2 and g[i] > gtol:
-            return a, False
-    return out, True
+        moved = False
+        for i in range(n):
+            if state[i] == 0:
+                if out[i] < -1e-9 * umax:
+                    state[i] = 1
+                    moved = True
+                elif out[i] > u[i] + 1e-9 * umax:
+                    state[i] = 2
+                    moved = True
+        if moved:
+            continue
+        g = H @ out + c + mu * yv
+        for i in range(n):
+            if state[i] == 0 and abs(g[i]) > gtol:
+                return a, False  # inconsistent KKT system (least squares): keep the IPM point
+        for i in range(n):
+            if (state[i] == 1 and g[i] < -gtol) or (state[i] == 2 and g[i] > gtol):
+                state[i] = 0
+                moved = True
+        if moved:
+            continue
+        for i in range(n):
+            out[i] = min(max(out[i], 0.0), u[i])
+        # The clipping moved y'a by at most ~1e-9 u: put the residual back on the free
+        # variable with the most room, so that the equality holds to rounding.
+        res = yv @ out - r
+        if res != 0.0:
+            best = -1
+            room = -1.0
+            for i in range(n):
+                if state[i] == 0:
+                    v = out[i] - res * yv[i]
+                    if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
+                        room = min(v, u[i] - v)
+                        best = i
+            if best >= 0:
+                out[best] -= res * yv[best]
+        return out, True
+    return a, False
+
+
+@njit(cache=True, nogil=True)
+def _unit_box(H, c, yv, u):
+    """The problem in x = a / u (box [0, 1]) with the objective divided by its gradient size
+    over the box: min 1/2 x' Ht x + ct' x, yt' x = r. Then z = w = 1 and x = 1/2 start well
+    centred; unscaled, Mehrotra's heuristic can throw the iterate across a box that is long
+    against the gradient and cycle."""
+    n = c.shape[0]
+    Ht = np.empty((n, n))
+    ct = np.empty(n)
+    sc = 1e-300
+    for i in range(n):
+        g = abs(c[i] * u[i])
+        for k in range(n):
+            Ht[i, k] = H[i, k] * u[i] * u[k]
+            g += abs(Ht[i, k])
+        sc = max(sc, g)
+    for i in range(n):
+        ct[i] = c[i] * u[i] / sc
+        for k in range(n):
+            Ht[i, k] /= sc
+    return Ht, ct, yv * u, sc
+
+
+MU0 = 0.1  # initial complementarity of the unit-box problem
+
+
+@njit(cache=True, nogil=True)
+def _centred_multipliers(x):
+    """z, w with x_i z_i = (1 - x_i) w_i = MU0: a start on the central path's neighbourhood
+    whatever x is (a warm start near a bound), which Mehrotra's heuristic needs not to cycle."""
+    return MU0 / x, MU0 / (1.0 - x)
 
 
 @njit(cache=True, nogil=True)
 def solve_box_qp(H, c, yv, r, u, a0, tol, max_steps):
-    """min 1/2 a'Ha + c'a s.t. y'a = r, 0 <= a <= u from a0 (pushed inside the box): IPM then
-    polish. Returns (a, ipm iterations, code, polished)."""
+    """min 1/2 a'Ha + c'a s.t. y'a = r, 0 <= a <= u from a0 (pushed inside the box): IPM on the
+    unit-box form, then polish. Returns (a, ipm iterations, code, polished)."""
     n = c.shape[0]
-    a = np.empty(n)
+    Ht, ct, yt, sc = _unit_box(H, c, yv, u)
+    one = np.ones(n)
+    x = np.empty(n)
     for i in range(n):
-        a[i] = min(max(a0[i], 0.01 * u[i]), 0.99 * u[i])
-    z = np.ones(n)
-    w = np.ones(n)
+        x[i] = min(max(a0[i] / u[i], 0.01), 0.99)
+    z, w = _centred_multipliers(x)
     lam = np.zeros(1)
-    code, steps = _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps)
-    cs = 1.0
+    code, steps = _ipm_run(Ht, ct, yt, r, one, x, z, w, lam, tol, max_steps)
+    out, ok = _polish(Ht, ct, yt, r, one, x, z, w, 1e-9)
+    if not ok:
+        out = _snap_multipliers(x, z, w, yt, r, one)
+    return out * u, steps, code, ok
+
+
+@njit(cache=True, nogil=True)
+def _snap_multipliers(a, z, w, yv, r, u):
+    """Fallback when polishing is refused: put a_i on the bound its multiplier points to
+    (z_i > a_i: 0; w_i > u_i - a_i: u_i), then restore y'a = r on the free variables."""
+    n = a.shape[0]
+    out = a.copy()
+    free = np.ones(n, np.bool_)
     for i in range(n):
-        cs = max(cs, abs(c[i]))
-    out, ok = _polish(H, c, yv, r, u, a, z, w, 1e-6 * cs)
-    return out, steps, code, ok
+        if z[i] > a[i]:
+            out[i] = 0.0
+            free[i] = False
+        elif w[i] > u[i] - a[i]:
+            out[i] = u[i]
+            free[i] = False
+    for _ in range(n + 1):
+        res = yv @ out - r
+        nf = 0
+        for i in range(n):
+            if free[i]:
+                nf += 1
+        if res == 0.0 or nf == 0:
+            break
+        for i in range(n):
+            if free[i]:
+                v = out[i] - res * yv[i] / nf
+                if v <= 0.0 or v >= u[i]:
+                    v = min(max(v, 0.0), u[i])
+                    free[i] = False
+                out[i] = v
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _objective_scale(H, c, u):
+    """max(|c|, |H| u): the size of the gradient over the box."""
+    sc = 1e-300
+    n = c.shape[0]
+    for i in range(n):
+        g = abs(c[i])
+        for k in range(n):
+            g += abs(H[i, k]) * u[k]
+        sc = max(sc, g)
+    return sc
 
 
 # ---------------------------------------------------------------------------- driver
 def dense_limit(max_memory_mb: float) -> int:
-    """Largest n whose dense IPM (Q, the Newton matrix and its factor: 3 n^2 doubles) fits."""
-    return int(math.isqrt(int(max_memory_mb * 2**20 / 24)))
+    """Largest n whose dense IPM fits: Q, its unit-box scaling, the Newton matrix and its
+    Cholesky factor, 4 n^2 doubles."""
+    return int(math.isqrt(int(max_memory_mb * 2**20 / 32)))
 
 
 def _snap(a, u, y, r):
@@ -292,7 +399,7 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     limit = dense_limit(max_memory_mb)
     if n > limit:
         raise SolverError(
-            f"qp builds the dense {n} x {n} dual: about {24 * n * n / 2**20:.0f} MB, over "
+            f"qp builds the dense {n} x {n} dual: about {32 * n * n / 2**20:.0f} MB, over "
             f"qp.max_memory_mb={max_memory_mb:g} (n <= {limit}); use solver='smo' or 'svmlight', "
             f"which work from a kernel-column cache")
     y = problem.y
@@ -313,30 +420,37 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     if backend == "cvxopt":
         a, z, w, it, ok = _cvxopt_solve(Q, y, C, ipm_tol, max_iter)
         status = "converged" if ok else "max_iter"
-        cs = 1.0
-        alpha, polished = _polish(Q, c, y, 0.0, u, a, z, w, 1e-6 * cs)
+        Ht, ct, yt, sc = _unit_box(Q, c, y, u)
+        x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), a / C, z / (sc / C), w / (sc / C), 1e-9)
+        alpha = x * C
     else:
-        z = np.ones(n)
-        w = np.ones(n)
+        Ht, ct, yt, sc = _unit_box(Q, c, y, u)
+        x = a / C
+        z, w = _centred_multipliers(x)
         lam = np.zeros(1)
+        one = np.ones(n)
         it = 0
         while it < max_iter:
-            code, steps = _ipm_run(Q, c, y, 0.0, u, a, z, w, lam, ipm_tol, 1)
+            code, steps = _ipm_run(Ht, ct, yt, 0.0, one, x, z, w, lam, ipm_tol, 1)
             it += steps
             if code == _CONVERGED:
                 status = "converged"
                 break
-            if code == _FAILED or not np.isfinite(a).all():
+            if code == _FAILED or not np.isfinite(x).all():
                 status = "diverged"
                 break
             if recorder.due(it):
-                recorder.record(it, lambda: certificates(problem, _snap(a, u, y, 0.0),
-                                                         Q @ _snap(a, u, y, 0.0) - 1.0)[:3])
+                recorder.record(it, lambda: certificates(problem, _snap(x * C, u, y, 0.0),
+                                                         Q @ _snap(x * C, u, y, 0.0) - 1.0)[:3])
             if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
                 status = "timeout"
                 break
-        alpha, polished = _polish(Q, c, y, 0.0, u, a, z, w, 1e-6)
-    if not polished:
+        x, polished = _polish(Ht, ct, yt, 0.0, one, x, z, w, 1e-9)
+        if not polished:
+            x = _snap_multipliers(x, z, w, yt, 0.0, one)
+        a = x * C
+        alpha = a
+    if not polished and backend == "cvxopt":
         alpha = _snap(a, u, y, 0.0)
     fit_time = recorder.seconds()
     G = Q @ alpha - 1.0
@@ -363,7 +477,7 @@ register(SolverSpec(
         "ipm_tol": Param(1e-10, "float", low=0.0, open_low=True, high=1.0,
                          doc="relative residual / complementarity tolerance of the IPM"),
         "max_memory_mb": Param(2048.0, "float", low=0.0, open_low=True,
-                               doc="refuse n whose dense matrices exceed this (3 n^2 doubles)"),
+                               doc="refuse n whose dense matrices exceed this (4 n^2 doubles)"),
     },
     losses=LOSSES,
     intercepts=INTERCEPTS,

@@ -33,7 +33,7 @@ from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, grad
 from .kernels import QColumnCache
 from .problem import Problem
 from .qp import solve_box_qp
-from .registry import Param, SolverSpec, register
+from .registry import Param, SolverError, SolverSpec, register
 
 
 @njit(cache=True, nogil=True)
@@ -88,6 +88,19 @@ def _subproblem(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps):
     a, steps, code, polished = solve_box_qp(H, c, yW, r, u, aW, tol, max_steps)
     if not polished:
         a = _repair(a, yW, r, u)
+    if abs(yW @ a - r) > 1e-12 * C * q and not use_prox and proximal != 0:
+        # No exact solution on the face the IPM found (singular Q_WW): the proximal
+        # subproblem is strictly convex and always has one.
+        for i in range(q):
+            H[i, i] += 2.0 * tau
+            c[i] -= 2.0 * tau * aW[i]
+        use_prox = True
+        a, steps2, code, polished = solve_box_qp(H, c, yW, r, u, aW, tol, max_steps)
+        steps += steps2
+        if not polished:
+            a = _repair(a, yW, r, u)
+    if abs(yW @ a - r) > 1e-12 * C * q:
+        return aW.copy(), steps, use_prox  # refuse an infeasible step
     return a, steps, use_prox
 
 
@@ -123,6 +136,8 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, q,
     n_proximal (subproblems solved with the proximal term), ipm_iterations, cache counters.
     """
+    if q % 2:
+        raise SolverError(f"svmlight.q={q!r} must be even (q/2 indices come from each violating set)")
     y = problem.y
     n = problem.n_samples
     C = problem.C
@@ -180,10 +195,6 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
                 cache_misses=cache.misses, cache_columns=cache.n_slots)
     return Fit(b=b, status=status, n_iter=it, primal=P, alpha=alpha, dual=D, gap=gap,
                kkt_violation=kkt, fit_time_s=fit_time, info=info)
-
-
-def _check_q(where, value):
-    return value
 
 
 register(SolverSpec(
