@@ -83,7 +83,13 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
         if PG < PGmin_new:
             PGmin_new = PG
         if abs(PG) > 1e-12:
-            new = a - G / QD[i]
+            if QD[i] > 0.0:
+                new = a - G / QD[i]
+            else:
+                # An empty row under the hinge with no intercept: f(alpha) is linear in
+                # alpha_i (G = -1 < 0), so the minimiser is the upper bound, as LIBLINEAR's
+                # division by zero gives.
+                new = U if G < 0.0 else 0.0
             if new < 0.0:
                 new = 0.0
             elif new > U:
@@ -145,7 +151,10 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         D = dual_objective(problem, alpha, float(w @ w) + wb[0] ** 2)
         return P, D, P - D
 
-    index = np.arange(n, dtype=np.int64)
+    # Unsigned views (same bits; every index is >= 0) let numba drop its negative-index
+    # wraparound test in the two inner loops, the hot path of the whole solver.
+    indices_u = X.indices.view(np.uint32)
+    index = np.arange(n, dtype=np.uint64)
     active = n
     PGmax_old, PGmin_old = _INF, -_INF
     status = "max_iter"
@@ -156,7 +165,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         w_prev = w.copy() if stop == "w_change" else None
         wb_prev = wb[0]
         active, PGmax_new, PGmin_new = _dcd_pass(
-            X.data, X.indices, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
+            X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
             PGmax_old, PGmin_old, shrinking)
         it += 1
         if recorder.due(it):

@@ -145,3 +145,12 @@ def test_bad_parameters_name_the_key(breast_cancer):
         fit(Problem(X, y, loss="huber_hinge"), "dcd")
     with pytest.raises(SolverError, match="unknown solver 'dcdd'"):
         fit(problem, "dcdd")
+
+
+def test_empty_row_under_the_hinge_goes_to_the_bound():
+    # QD_i = 0: f is linear in alpha_i with slope -1, so alpha_i = C (LIBLINEAR's inf clipped).
+    X = np.array([[1.0, 0.0], [0.0, 0.0], [-1.0, 0.5], [0.2, -1.0]])
+    y = np.array([1.0, -1.0, -1.0, 1.0])
+    res = fit(Problem(X, y, C=0.7, loss="hinge"), "dcd", budget=Budget(tol=1e-10, max_iter=10_000))
+    assert res.status == "converged" and res.alpha[1] == pytest.approx(0.7)
+    assert abs(res.gap) < 1e-9
