@@ -132,3 +132,16 @@ def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:
     if status in ("max_iter", "timeout", "diverged", "stalled"):
         msg = f"{solver} stopped with status {status!r} after {n_iter} iterations"
         warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=3)
+
+
+def split_warm_start(problem, warm_start) -> tuple[np.ndarray, float]:
+    """(w, b) from a warm start dict (``w``/``b``), zeros otherwise."""
+    d = problem.n_features
+    w = np.zeros(d)
+    b = 0.0
+    if warm_start is not None and warm_start.get("w") is not None:
+        w = np.array(warm_start["w"], dtype=np.float64).ravel()
+        if w.shape != (d,):
+            raise ValueError(f"warm_start w has shape {w.shape}, expected ({d},)")
+        b = float(warm_start.get("b") or 0.0) if problem.intercept != "none" else 0.0
+    return w, b

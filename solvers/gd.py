@@ -31,100 +31,10 @@ import math
 
 import numpy as np
 
-from .base import Budget, Fit, Recorder, finish
-from .objectives import kkt_violation_equality, loss_derivative, loss_values, pg_violation, regularizer
+from .base import Budget, Fit, Recorder, finish, split_warm_start
+from .objectives import gradient_norm_at_zero, intercept_coordinate, linear_certificates, loss_derivative, loss_values
 from .problem import Problem
 from .registry import Param, SolverSpec, register
-
-
-# ------------------------------------------------------------------ shared primal helpers
-def intercept_coordinate(problem: Problem) -> tuple[float, float]:
-    """(c, r): feature value and penalty of the intercept coordinate u (b = c u).
-
-    none: (0, 0); regularized: (B, 1), LIBLINEAR's constant feature; free: (1, 0)."""
-    if problem.intercept == "regularized":
-        return float(problem.intercept_scaling), 1.0
-    if problem.intercept == "free":
-        return 1.0, 0.0
-    return 0.0, 0.0
-
-
-def primal_at(problem: Problem, C: float, w_norm_sq: float, b: float, f: np.ndarray) -> float:
-    """P with the problem's loss and intercept but a given C (pegasos's lambda may set C);
-    equals objectives.primal_from_decision when C == problem.C."""
-    losses = loss_values(problem.loss, problem.y * f, problem.huber_k)
-    return regularizer(problem, w_norm_sq, b) + C * float(losses.sum())
-
-
-def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray | None = None,
-                        C: float | None = None) -> dict:
-    """Certificates of a linear model (w, b): primal P, and for the squared hinge the dual
-    objective D at the KKT-map alpha_i = 2C (1 - y_i f_i)_+, the gap P - D and the dual KKT
-    violation. (For the hinge the map from w to alpha is not unique on the margin, y_i f_i = 1,
-    and the obvious choice gives a gap far from 0 at the optimum, so only P is reported.)
-
-    Without an equality constraint (intercept none/regularized) any alpha >= 0 (<= C for the
-    hinge) is dual feasible, so D(alpha) is a valid lower bound and the gap is >= 0. With a free
-    intercept the KKT-map alpha need not satisfy sum alpha_i y_i = 0, so D and the gap are NaN
-    and the violation is m - M of the equality-constrained dual.
-    """
-    C = problem.C if C is None else float(C)
-    y = problem.y
-    w = np.asarray(w, dtype=np.float64)
-    if f is None:
-        f = np.asarray(problem.X @ w).ravel() + b
-    P = primal_at(problem, C, float(w @ w), b, f)
-    out = {"primal": P, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan,
-           "alpha": None}
-    if problem.loss != "squared_hinge" or not math.isfinite(P):
-        return out
-    m = y * f
-    diag, U = 0.5 / C, math.inf
-    alpha = 2.0 * C * np.maximum(1.0 - m, 0.0)
-    ay = alpha * y
-    w_a = np.asarray(problem.X.T @ ay).ravel()
-    c, _ = intercept_coordinate(problem)
-    if problem.intercept == "regularized":
-        u_a = c * ay.sum()
-        fa = np.asarray(problem.X @ w_a).ravel() + c * u_a
-        G = y * fa - 1.0 + diag * alpha
-        D = float(alpha.sum() - 0.5 * (w_a @ w_a + u_a * u_a) - 0.5 * diag * (alpha @ alpha))
-        out.update(dual=D, gap=P - D, kkt_violation=pg_violation(G, alpha, U))
-    elif problem.intercept == "none":
-        fa = np.asarray(problem.X @ w_a).ravel()
-        G = y * fa - 1.0 + diag * alpha
-        D = float(alpha.sum() - 0.5 * (w_a @ w_a) - 0.5 * diag * (alpha @ alpha))
-        out.update(dual=D, gap=P - D, kkt_violation=pg_violation(G, alpha, U))
-    else:
-        fa = np.asarray(problem.X @ w_a).ravel()
-        G = y * fa - 1.0 + diag * alpha
-        out["kkt_violation"] = kkt_violation_equality(G, alpha, y, U)
-    out["alpha"] = alpha
-    return out
-
-
-def gradient_norm_at_zero(problem: Problem) -> float:
-    """||grad P(0)||: the scale of the gradient-norm stopping tests of gd and newton."""
-    from .objectives import loss_derivative as dl
-    y = problem.y
-    s = y * dl(problem.loss, np.zeros(problem.n_samples), problem.huber_k)
-    g_w = problem.C * np.asarray(problem.X.T @ s).ravel()
-    c, _ = intercept_coordinate(problem)
-    g_u = problem.C * c * float(s.sum())
-    return max(math.sqrt(float(g_w @ g_w) + g_u * g_u), 1e-300)
-
-
-def split_warm_start(problem: Problem, warm_start) -> tuple[np.ndarray, float]:
-    """(w, b) from a warm start dict (``w``/``b``), zeros otherwise."""
-    d = problem.n_features
-    w = np.zeros(d)
-    b = 0.0
-    if warm_start is not None and warm_start.get("w") is not None:
-        w = np.array(warm_start["w"], dtype=np.float64).ravel()
-        if w.shape != (d,):
-            raise ValueError(f"warm_start w has shape {w.shape}, expected ({d},)")
-        b = float(warm_start.get("b") or 0.0) if problem.intercept != "none" else 0.0
-    return w, b
 
 
 # ------------------------------------------------------------------ driver

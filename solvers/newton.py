@@ -50,10 +50,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
 
-from .base import Budget, Fit, Recorder, finish
-from .gd import gradient_norm_at_zero, intercept_coordinate, linear_certificates, split_warm_start
+from .base import Budget, Fit, Recorder, finish, split_warm_start
+from .objectives import gradient_norm_at_zero, intercept_coordinate, kkt_violation_equality, linear_certificates, pg_violation, primal_from_decision
 from .kernels import kernel_block, row_norms_sq
-from .objectives import kkt_violation_equality, pg_violation, primal_from_decision
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 

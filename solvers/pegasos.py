@@ -41,8 +41,7 @@ import numpy as np
 from numba import njit, uint64
 
 from .base import Budget, Fit, Recorder, finish
-from .gd import linear_certificates, primal_at
-from .objectives import C_from_lambda, lambda_from_C
+from .objectives import C_from_lambda, lambda_from_C, linear_certificates, primal_at
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 

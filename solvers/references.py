@@ -32,9 +32,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .base import Budget, Fit, Recorder, finish
-from .gd import linear_certificates
+from .objectives import kkt_violation_equality, lambda_from_C, linear_certificates, primal_from_decision
 from .kernels import kernel_block
-from .objectives import kkt_violation_equality, lambda_from_C, primal_from_decision
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
