@@ -277,22 +277,6 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
     return _RAN, steps
 
 
-@njit(cache=True, nogil=True)
-def _violation(G, y, st):
-    """m - M over all variables (G must be exact everywhere)."""
-    m = -np.inf
-    M = np.inf
-    for k in range(G.shape[0]):
-        v = -y[k] * G[k]
-        up = (y[k] > 0 and st[k] != _UPPER) or (y[k] < 0 and st[k] != _LOWER)
-        low = (y[k] < 0 and st[k] != _UPPER) or (y[k] > 0 and st[k] != _LOWER)
-        if up and v > m:
-            m = v
-        if low and v < M:
-            M = v
-    return m - M
-
-
 def reconstruct_gradient(cache: QColumnCache, alpha, G, G_bar, st, active, n_active, grow=True):
     """G_k = G_bar_k - 1 + sum_{j free} alpha_j Q_kj on the shrunken variables k (LIBSVM's
     reconstruct_gradient), as BLAS blocks K(X_inactive, X_free)."""
