@@ -587,32 +587,20 @@ STOP_PARAMS = {
                      doc="relative duality gap of an optimum (None: 10 x budget tol); a stop above it is 'stalled'"),
 }
 
-register(SolverSpec(
-    name="cd_cpm",
-    family="majorization",
-    fit=fit_cd_cpm,
-    params={**STOP_PARAMS,
-            "certify": Param(False, "bool", doc="on a small decrease, go on unless the gap certifies")},
-    losses=("hinge",),
-    intercepts=("free", "none", "regularized"),
-    kernels=("linear",),
-    warm_start=True,
-    default_max_iter=10000,
-    version="1",
-    description="cyclic coordinate descent with the change point method (troyan Algorithm 2)",
-))
-
-register(SolverSpec(
-    name="gd_cpm",
-    family="majorization",
-    fit=fit_gd_cpm,
-    params={**STOP_PARAMS,
-            "certify": Param(False, "bool", doc="on a small decrease, go on unless the gap certifies")},
-    losses=("hinge",),
-    intercepts=("free", "none", "regularized"),
-    kernels=("linear",),
-    warm_start=True,
-    default_max_iter=10000,
-    version="1",
-    description="steepest descent along a subgradient with the change point method (troyan 5.1)",
-))
+# cd_cpm and gd_cpm differ only in the step they take (variants as data, not two specs).
+for _name, _fit, _what in (("cd_cpm", fit_cd_cpm, "cyclic coordinate descent with the change point method (troyan Algorithm 2)"),
+                           ("gd_cpm", fit_gd_cpm, "steepest descent along a subgradient with the change point method (troyan 5.1)")):
+    register(SolverSpec(
+        name=_name,
+        family="majorization",
+        fit=_fit,
+        params={**STOP_PARAMS,
+                "certify": Param(False, "bool", doc="on a small decrease, go on unless the gap certifies")},
+        losses=("hinge",),
+        intercepts=("free", "none", "regularized"),
+        kernels=("linear",),
+        warm_start=True,
+        default_max_iter=10000,
+        version="1",
+        description=_what,
+    ))

@@ -222,6 +222,23 @@ def gradient_norm_at_zero(problem: Problem) -> float:
 # ------------------------------------------------------------------ parameterisations
 # The papers state the same problem with different constants. These are the only
 # conversions in the project; results record both C and lambda.
+def _reciprocal(value: float, name: str, convention: str, n_samples: int | None) -> float:
+    """Both conventions are involutions: C = 1/(lambda n) iff lambda = 1/(C n), and
+    C = 1/(2 lambda) iff lambda = 1/(2 C); so one formula serves both directions."""
+    value = float(value)
+    if not value > 0:
+        raise ValueError(f"{name}={value!r} must be > 0")
+    if math.isinf(value):
+        return 0.0
+    if convention == "pegasos":
+        if not n_samples:
+            raise ValueError("the pegasos convention needs n_samples")
+        return 1.0 / (value * n_samples)
+    if convention == "svmmaj":
+        return 1.0 / (2.0 * value)
+    raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")
+
+
 def C_from_lambda(lam: float, convention: str, n_samples: int | None = None) -> float:
     """C for a paper's lambda.
 
@@ -229,32 +246,12 @@ def C_from_lambda(lam: float, convention: str, n_samples: int | None = None) -> 
       (Shalev-Shwartz et al. 2007; rupnik 3.2; duros_katzman Algorithm 2)
     - ``svmmaj``:  sum hinge + lambda w'w  ->  C = 1 / (2 lambda)  (troyan eq. 1; Groenen et al.)
     """
-    lam = float(lam)
-    if not lam > 0:
-        raise ValueError(f"lambda={lam!r} must be > 0")
-    if convention == "pegasos":
-        if not n_samples:
-            raise ValueError("the pegasos convention needs n_samples")
-        return 1.0 / (lam * n_samples)
-    if convention == "svmmaj":
-        return 1.0 / (2.0 * lam)
-    raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")
+    return _reciprocal(lam, "lambda", convention, n_samples)
 
 
 def lambda_from_C(C: float, convention: str, n_samples: int | None = None) -> float:
-    """The inverse of `C_from_lambda`."""
-    C = float(C)
-    if not C > 0:
-        raise ValueError(f"C={C!r} must be > 0")
-    if math.isinf(C):
-        return 0.0
-    if convention == "pegasos":
-        if not n_samples:
-            raise ValueError("the pegasos convention needs n_samples")
-        return 1.0 / (C * n_samples)
-    if convention == "svmmaj":
-        return 1.0 / (2.0 * C)
-    raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")
+    """The inverse of `C_from_lambda` (a hard margin, C = inf, is lambda = 0)."""
+    return _reciprocal(C, "C", convention, n_samples)
 
 
 def objective_scale(convention: str, C: float, n_samples: int | None = None) -> float:
