@@ -102,6 +102,13 @@ class Recorder:
     def due(self, k: int) -> bool:
         return self.enabled and k >= self._next and len(self.points) < self.max_points
 
+    def next_due(self) -> int | None:
+        """The next iteration at which a point is wanted (None when recording is off or full),
+        so a driver can run its compiled kernel in chunks that end exactly there."""
+        if not self.enabled or len(self.points) >= self.max_points:
+            return None
+        return self._next
+
     def out_of_time(self, budget: "Budget") -> bool:
         """True once the solver's own seconds exceed the budget's time limit."""
         return budget.time_limit_s is not None and self.seconds() > budget.time_limit_s

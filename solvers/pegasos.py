@@ -216,8 +216,6 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
         f = np.asarray(X @ w).ravel() + b
         return primal_at(problem, C, float(w @ w), b, f), math.nan, math.nan
 
-    per_decade = recorder.per_decade
-    next_rec = 1
     status = "converged"
     it = 0
     epoch_idx = None
@@ -229,7 +227,8 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
             pos = 0
         # Run up to the end of the epoch, of the budget, or the next trace point.
         n_steps = min(-(-(epoch_idx.size - pos) // k), T - it)
-        if recorder.enabled and next_rec > it:
+        next_rec = recorder.next_due()
+        if next_rec is not None and next_rec > it:
             n_steps = min(n_steps, next_rec - it)
         chunk = epoch_idx[pos:pos + n_steps * k]
         taken = _pegasos_steps(X.data, X.indices, X.indptr, y, B, chunk, k, lam, project, lazy_t,
@@ -241,8 +240,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
             break
         if recorder.due(it):
             recorder.record(it, trace_point)
-            next_rec = max(it + 1, int(math.ceil(it * 10 ** (1.0 / per_decade) - 1e-9)))
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
     fit_time = recorder.seconds()

@@ -292,21 +292,6 @@ def reconstruct_gradient(cache: QColumnCache, alpha, G, G_bar, st, active, n_act
         cache.invalidate_partial()
 
 
-def _first_due(recorder: Recorder, it: int, horizon: int) -> int:
-    """The smallest k in (it, it + horizon] at which the recorder wants a point (due() is
-    monotone in k), or it + horizon."""
-    if not recorder.enabled or not recorder.due(it + horizon):
-        return it + horizon
-    lo, hi = it + 1, it + horizon
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if recorder.due(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
 def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
             wss: str = "second_order", shrinking: bool = True, cache_size: float = 200.0,
             chunk: int = 20000) -> Fit:
@@ -350,7 +335,11 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     it = 0
     n_recon = 0
     while it < max_iter:
-        stop_at = _first_due(recorder, it, min(chunk, max_iter - it))
+        # Run the compiled kernel up to the next trace point, the chunk size or the budget.
+        nxt = recorder.next_due()
+        stop_at = it + min(chunk, max_iter - it)
+        if nxt is not None and it < nxt < stop_at:
+            stop_at = nxt
         code, steps = _smo_chunk(stop_at - it, eps, wss_code, shrinking, C, alpha, G, G_bar, st,
                                  up, low, active, ctl, QD, y, cache.state, cache.data, cache.ker)
         it += steps
