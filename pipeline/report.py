@@ -127,7 +127,7 @@ def build_report(run_dir: Path) -> Path:
         "## Timing\n", markdown_table(timing_table(results)),
     ]
     bench = benchmark_table(results, traces)
-    if not bench.empty and results["f_star"].notna().any():
+    if not bench.empty and (results["f_star"].notna().any() or (results["family"] == "reference").any()):
         parts += ["## Time to target suboptimality\n",
                   "`fit_time_s`, `n_iter`, `rel_subopt`: medians over an entry's runs. `t_eps`: the least "
                   "solver seconds any of its runs needed until (P - f*)/|f*| <= eps (empty: never). "
