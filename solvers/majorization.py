@@ -67,7 +67,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .base import Budget, Fit, Recorder
-from .cpm import STOP_PARAMS, _cpm_core, augmented_design, paper_lambda, paper_loss, run_descent
+from .cpm import STOP_PARAMS, _cpm_core, augmented_design, paper_lambda, run_descent
 from .objectives import loss_derivative, loss_values
 from .problem import Problem
 from .registry import Param, SolverSpec, register

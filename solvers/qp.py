@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder, finish
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, project_feasible, warm_alpha
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, project_feasible, warm_alpha
 from .kernels import kernel_block
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register

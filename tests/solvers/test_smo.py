@@ -1,40 +1,22 @@
 """smo against LIBSVM (scikit-learn's SVC) and against its own certificates."""
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from solvers import Budget, Problem, SolverError, fit
-from solvers.kernels import kernel_block
-
-KERNELS = {"rbf": dict(kernel="rbf", gamma=0.5), "poly": dict(kernel="poly", gamma=0.1, degree=3, coef0=1.0)}
-
+from kernel_refs import KERNELS, breast_cancer_data, digits17_data, svc_reference
 
 @pytest.fixture(scope="module")
 def breast_cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    return np.ascontiguousarray(X / X.max(axis=0)), np.where(y == 1, 1.0, -1.0)
+    return breast_cancer_data()
 
 
 @pytest.fixture(scope="module")
 def digits17():
-    X, y = load_digits(return_X_y=True)
-    keep = (y == 1) | (y == 7)
-    return np.ascontiguousarray(X[keep] / 16.0), np.where(y[keep] == 7, 1.0, -1.0)
-
-
-def svc_reference(X, y, C, kw):
-    """SVC at a tight tolerance: its dual objective sum|dual_coef| - 1/2 dual_coef K dual_coef'
-    and its decision values (LIBSVM keeps Q in float32, hence kernels with values of order 1)."""
-    svc = SVC(C=C, tol=1e-10, **kw).fit(X, y)
-    beta = np.zeros(len(y))
-    beta[svc.support_] = svc.dual_coef_[0]
-    K = kernel_block(Problem.build(X, y, intercept="free", **kw).kernel, X, X)
-    return float(np.abs(beta).sum() - 0.5 * beta @ K @ beta), svc.decision_function(X), K
+    return digits17_data()
 
 
 def decision(res, K, y):
