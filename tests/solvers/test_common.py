@@ -45,7 +45,8 @@ def _reference_optimum(problem):
         warnings.simplefilter("ignore", ConvergenceWarning)
         if problem.loss in ("hinge", "squared_hinge") and problem.intercept in ("none", "regularized"):
             m = LinearSVC(C=C, loss=problem.loss, fit_intercept=problem.intercept == "regularized",
-                          intercept_scaling=problem.intercept_scaling, tol=1e-12, max_iter=500_000).fit(X, y)
+                          intercept_scaling=problem.intercept_scaling, tol=1e-10, max_iter=500_000,
+                          random_state=0).fit(X, y)  # tol 1e-12 sometimes ends off the optimum after max_iter
             return obj.primal_objective(problem, m.coef_.ravel(), float(np.ravel(m.intercept_)[0]))
         if problem.loss == "hinge" and problem.intercept == "free":
             m = SVC(kernel="linear", C=C, tol=1e-10).fit(X, y)

@@ -42,7 +42,8 @@ def rcv1_small():
 
 def _liblinear_objective(problem, X, y):
     ref = LinearSVC(C=problem.C, loss=problem.loss, fit_intercept=problem.intercept == "regularized",
-                    intercept_scaling=problem.intercept_scaling, tol=1e-10, max_iter=200_000, dual=True)
+                    intercept_scaling=problem.intercept_scaling, tol=1e-10, max_iter=200_000, dual=True,
+                    random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ref.fit(X, y)

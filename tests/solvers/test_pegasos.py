@@ -100,7 +100,7 @@ def test_objective_approaches_fstar(data, kw):
     X, y = data
     lam = 0.01
     C = C_from_lambda(lam, "pegasos", len(y))
-    est = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-10, max_iter=100000).fit(X, y)
+    est = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-10, max_iter=100000, random_state=0).fit(X, y)
     pr = Problem(X, y, C=C, loss="hinge")
     fstar = primal_objective(pr, est.coef_.ravel())
     rec = Recorder()

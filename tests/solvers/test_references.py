@@ -69,7 +69,7 @@ def test_sgd_maps_lambda_and_is_near_optimal(data, learning_rate, intercept):
     assert r.info["lambda"] == pytest.approx(1 / (C * n))
     assert r.primal == pytest.approx(primal_objective(pr, r.w, r.b), rel=1e-12)
     if intercept == "none":
-        est = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-10, max_iter=100000).fit(X, y)
+        est = LinearSVC(C=C, loss="hinge", fit_intercept=False, tol=1e-10, max_iter=100000, random_state=0).fit(X, y)
         fstar = primal_objective(pr, est.coef_.ravel())
         assert (r.primal - fstar) / fstar < 0.05
     sk = SGDClassifier(loss="hinge", alpha=1 / (C * n), fit_intercept=intercept == "free", max_iter=200,
