@@ -460,12 +460,10 @@ def run_descent(name, problem, Z, pen, budget, recorder, warm_start, step, *, ga
                     status = "converged"
                     break
                 next_check = it + max(10, it // 10)
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
-    fit_time = recorder.seconds()
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, lambda: (C * L,))
+    fit_time = recorder.close(it, lambda: (C * L,))
 
     # Certificates, the stalled/converged decision, the warning, and the Fit.
     w, b = split_v(problem, v)

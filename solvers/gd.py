@@ -123,7 +123,7 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         if stop == "rel_decrease" and abs(P_old - P) <= tol * max(abs(P_old), 1e-300):
             status = "converged"
             break
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
 
@@ -132,8 +132,7 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         status = "diverged"
         cert = {"primal": math.nan, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan}
     else:
-        if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-            recorder.record(it, certificates)
+        recorder.close(it, certificates)
         cert = linear_certificates(problem, w, c * u, f)
         if not math.isfinite(cert["primal"]):
             status = "diverged"

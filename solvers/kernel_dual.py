@@ -169,3 +169,21 @@ def certificates(problem: Problem, alpha: np.ndarray, G: np.ndarray):
     if rule == "bound_only":
         info["b_interval"] = (L, U)
     return P, D, P - D, kkt, b, info
+
+
+def finish_fit(name: str, problem: Problem, alpha: np.ndarray, G: np.ndarray, status: str, n_iter: int,
+               tol: float, fit_time: float, **extra):
+    """The closing of every kernel dual driver: certificates at the returned alpha, status
+    ``diverged`` for a non-finite objective, ``stalled`` for a ``converged`` whose m - M still
+    exceeds tol, the ConvergenceWarning, and the `Fit` with the solver's own `extra` info."""
+    from .base import Fit, finish
+
+    P, D, gap, kkt, b, info = certificates(problem, alpha, G)
+    if status == "converged" and kkt > tol:
+        status = "stalled"
+    if not math.isfinite(P):
+        status = "diverged"
+    finish(status, name, n_iter, f"m - M = {kkt:.3g} (tol {tol:g})" if status != "converged" else "")
+    info.update(extra)
+    return Fit(b=b, status=status, n_iter=n_iter, primal=P, alpha=alpha, dual=D, gap=gap,
+               kkt_violation=kkt, fit_time_s=fit_time, info=info)

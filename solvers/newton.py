@@ -236,12 +236,10 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
         if same and (P_old - P) <= tol * max(abs(P), 1e-300) and decrement <= tol * max(abs(P), 1e-300):
             status = "converged"
             break
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
-    fit_time = recorder.seconds()
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, certificates)
+    fit_time = recorder.close(it, certificates)
     cert = linear_certificates(problem, w, c * u, f)
     if not math.isfinite(cert["primal"]):
         status = "diverged"
@@ -445,8 +443,7 @@ def _fit_kernel(problem, budget, recorder, warm_start, start, doubling_n0, rando
     else:
         status = "diverged"
         D = gap = kkt = math.nan
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, lambda: (P, D, gap))
+    recorder.close(it, lambda: (P, D, gap))
     finish(status, "newton", it, "support-vector set still changing" if status == "max_iter" else "")
     info.update(n_sv=int(np.count_nonzero(beta)), n_negative_alpha=int(np.sum(alpha < 0)))
     return Fit(b=b_model, status=status, n_iter=it, primal=P, alpha=alpha, dual=D, gap=gap,

@@ -246,8 +246,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
     fit_time = recorder.seconds()
     w, b = current_w()
     if status != "diverged" and np.isfinite(w).all():
-        if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-            recorder.record(it, trace_point)
+        recorder.close(it, trace_point)
         cert = linear_certificates(problem, w, b, C=C)
     else:
         status = "diverged"

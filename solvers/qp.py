@@ -29,8 +29,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .base import Budget, Fit, Recorder, finish
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, project_feasible, warm_alpha
+from .base import Budget, Fit, Recorder
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, project_feasible, warm_alpha, finish_fit
 from .kernels import kernel_block
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
@@ -442,7 +442,7 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
             if recorder.due(it):
                 recorder.record(it, lambda: certificates(problem, _snap(x * C, u, y, 0.0),
                                                          Q @ _snap(x * C, u, y, 0.0) - 1.0)[:3])
-            if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+            if recorder.out_of_time(budget):
                 status = "timeout"
                 break
         x, polished = _polish(Ht, ct, yt, 0.0, one, x, z, w, 1e-9)
@@ -454,17 +454,9 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         alpha = _snap(a, u, y, 0.0)
     fit_time = recorder.seconds()
     G = Q @ alpha - 1.0
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
-    P, D, gap, kkt, b, info = certificates(problem, alpha, G)
-    if status == "converged" and kkt > budget.tol:
-        status = "stalled"
-    if not math.isfinite(P):
-        status = "diverged"
-    finish(status, "qp", it, f"m - M = {kkt:.3g} (tol {budget.tol:g})" if status != "converged" else "")
-    info.update(f_alpha0=f0, backend=backend, polished=bool(polished), dense_limit_n=limit)
-    return Fit(b=b, status=status, n_iter=it, primal=P, alpha=alpha, dual=D, gap=gap,
-               kkt_violation=kkt, fit_time_s=fit_time, info=info)
+    recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    return finish_fit("qp", problem, alpha, G, status, it, budget.tol, fit_time, f_alpha0=f0,
+                      backend=backend, polished=bool(polished), dense_limit_n=limit)
 
 
 register(SolverSpec(

@@ -17,13 +17,12 @@ chunks the Python driver owns (time limit, trace, reconstruction of G with BLAS)
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import njit
 
-from .base import Budget, Fit, Recorder, finish
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha
+from .base import Budget, Fit, Recorder
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
 from .kernels import QColumnCache, _cache_get
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -355,7 +354,7 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         if not np.isfinite(G[active[:ctl[0]]]).all():
             status = "diverged"
             break
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
 
@@ -363,16 +362,10 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     if ctl[0] < n:
         reconstruct_gradient(cache, alpha, G, G_bar, st, active, int(ctl[0]))
         ctl[0] = n
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, trace_point)
-    P, D, gap, kkt, b, info = certificates(problem, alpha, G)
-    if not math.isfinite(P):
-        status = "diverged"
-    finish(status, "smo", it, f"m - M = {kkt:.3g} > tol {eps:g}" if status == "max_iter" else "")
-    info.update(f_alpha0=f0, cache_hits=cache.hits, cache_misses=cache.misses,
-                cache_columns=cache.n_slots, n_active_end=n, n_reconstruct=n_recon)
-    return Fit(b=b, status=status, n_iter=it, primal=P, alpha=alpha, dual=D, gap=gap,
-               kkt_violation=kkt, fit_time_s=fit_time, info=info)
+    recorder.close(it, trace_point)
+    return finish_fit("smo", problem, alpha, G, status, it, eps, fit_time, f_alpha0=f0,
+                      cache_hits=cache.hits, cache_misses=cache.misses, cache_columns=cache.n_slots,
+                      n_active_end=n, n_reconstruct=n_recon)
 
 
 register(SolverSpec(

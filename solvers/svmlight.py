@@ -28,8 +28,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .base import Budget, Fit, Recorder, finish
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha
+from .base import Budget, Fit, Recorder
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
 from .kernels import QColumnCache
 from .problem import Problem
 from .qp import solve_box_qp
@@ -180,21 +180,14 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         if not np.isfinite(d).all():
             status = "diverged"
             break
-        if budget.time_limit_s is not None and recorder.seconds() > budget.time_limit_s:
+        if recorder.out_of_time(budget):
             status = "timeout"
             break
 
-    fit_time = recorder.seconds()
-    if recorder.enabled and (not recorder.points or recorder.points[-1][0] != it):
-        recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
-    P, D, gap, kkt, b, info = certificates(problem, alpha, G)
-    if not math.isfinite(P):
-        status = "diverged"
-    finish(status, "svmlight", it, f"m - M = {kkt:.3g} > tol {tol:g}" if status == "max_iter" else "")
-    info.update(f_alpha0=f0, q=q, n_proximal=n_prox, ipm_iterations=ipm_its, cache_hits=cache.hits,
-                cache_misses=cache.misses, cache_columns=cache.n_slots)
-    return Fit(b=b, status=status, n_iter=it, primal=P, alpha=alpha, dual=D, gap=gap,
-               kkt_violation=kkt, fit_time_s=fit_time, info=info)
+    fit_time = recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    return finish_fit("svmlight", problem, alpha, G, status, it, tol, fit_time, f_alpha0=f0, q=q,
+                      n_proximal=n_prox, ipm_iterations=ipm_its, cache_hits=cache.hits,
+                      cache_misses=cache.misses, cache_columns=cache.n_slots)
 
 
 register(SolverSpec(
