@@ -1208,7 +1208,7 @@ def ingest_file(
         preprocessing = []
     source = {
         "file": str(path),
-        "sha256": _file_sha256(path),
+        "sha256": store.file_sha256(path),
         "size_bytes": path.stat().st_size,
         "format": fmt,
     }
@@ -1226,9 +1226,3 @@ def ingest_file(
     )
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

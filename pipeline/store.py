@@ -437,6 +437,15 @@ def arrow_to_csr(
 # --------------------------------------------------------------------------------------------
 
 
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file, read in 1 MiB blocks (source files and wheels of dataset entries)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def default_store_root() -> Path:
     """The store root used when none is given.
 
