@@ -22,7 +22,7 @@ _INTERCEPTS = ("none", "regularized", "free")
 class SVMClassifier(ClassifierMixin, BaseEstimator):
     """Support vector machine classifier over any svmbench solver.
 
-    Minimises P(w, b) = 1/2 ||w||^2 + C sum_i loss(y_i (w . phi(x_i) + b)) (design.md).
+    Minimises P(w, b) = 1/2 ||w||^2 + C sum_i loss(y_i (w . phi(x_i) + b)) (DESIGN.md).
 
     Parameters
     ----------

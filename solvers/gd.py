@@ -1,8 +1,8 @@
 """Full-batch gradient descent on the primal of the L2-SVM (squared hinge).
 
-duros_katzman Section 4.1 (shared/papers/000): "we use the entire training set to compute the
+duros_katzman, Section 4.1: "we use the entire training set to compute the
 gradient", a fixed learning rate eta = 1e-3 and the squared hinge L = max(0, 1 - y f)^2. The
-problem is the primal of design.md,
+problem is the primal of DESIGN.md,
 
     P(w, u) = 1/2 ||w||^2 + r/2 u^2 + C sum_i loss(y_i f_i),   f_i = w . x_i + c u,
 

@@ -4,7 +4,7 @@ searched exactly by the change point method.
 
 Groenen, Nalbantov and Bioch, "SVM-Maj: a majorization approach to linear support vector
 machines with different hinge errors", ADAC 2 (2008) 17-43; Troyan, "Change point method: an
-exact line search method for SVMs" (Erasmus 2017; shared/papers/004), Section 3, Algorithm 1
+exact line search method for SVMs" (bachelor thesis, Erasmus University Rotterdam, 2017; the `troyan` study), Section 3, Algorithm 1
 (SVM-Maj), Appendix A.1 (the absolute-hinge majorizer) and Algorithm 3 (alpha-Maj).
 
 The loss, with v = [c, w] and rows z_i = [1, x_i] (cpm.py's `augmented_design` for the other

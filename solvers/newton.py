@@ -1,8 +1,8 @@
 """Chapelle's primal Newton method for the L2-SVM (squared hinge), linear and kernel.
 
 Chapelle, "Training a support vector machine in the primal", Neural Computation 19 (2007),
-Sections 3-4; duros_katzman Section 4.2 and their Algorithm 1 (shared/papers/000). The problem is
-the primal of design.md with the squared hinge,
+Sections 3-4; duros_katzman Section 4.2 and their Algorithm 1. The problem is
+the primal of DESIGN.md with the squared hinge,
 
     P = 1/2 ||w||^2 + r/2 u^2 + C sum_i (1 - y_i f_i)_+^2,
 

@@ -2,7 +2,7 @@
 measures, and the conversions between the papers' parameterisations. Nothing else in the
 project restates these formulas.
 
-Primal (design.md):
+Primal (DESIGN.md):
 
     P(w, b) = 1/2 ||w||^2 [+ 1/2 w_b^2 if intercept="regularized"] + C sum_i loss(y_i f_i)
     f_i = w . phi(x_i) + b,  b = B w_b  (B = intercept_scaling)

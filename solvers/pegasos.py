@@ -1,13 +1,13 @@
 """Pegasos: primal estimated sub-gradient solver for the linear L1-SVM.
 
 Shalev-Shwartz, Singer and Srebro, "Pegasos: Primal Estimated sub-GrAdient SOlver for SVM",
-ICML 2007; rupnik Section 3.2 (shared/papers/002); duros_katzman Algorithm 2 (shared/papers/000).
+ICML 2007; rupnik Section 3.2; duros_katzman Algorithm 2.
 It minimises
 
     f(w) = lambda/2 ||w||^2 + 1/n sum_i (1 - y_i w . x_i)_+  =  P(w) / (C n),   lambda = 1/(C n)
 
 (objectives.C_from_lambda / lambda_from_C, convention "pegasos"), so it solves the problem of
-design.md with the hinge. Step t (t = 1, 2, ...), with a batch A_t of k examples:
+DESIGN.md with the hinge. Step t (t = 1, 2, ...), with a batch A_t of k examples:
 
     A+ = {i in A_t : y_i w_t . x_i < 1},   eta_t = 1 / (lambda t)
     w_{t+1/2} = (1 - eta_t lambda) w_t + eta_t / k sum_{i in A+} y_i x_i
