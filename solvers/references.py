@@ -172,5 +172,6 @@ register(SolverSpec(
     params={"shrinking": Param(True, "bool", doc="LIBSVM's shrinking heuristic"),
             "cache_size": Param(200.0, "float", low=0.0, open_low=True, doc="kernel cache (MB)")},
     losses=("hinge",), intercepts=("free",), kernels=("linear", "rbf", "poly"),
-    default_max_iter=10_000_000,  # LIBSVM counts SMO pairs; its own default is unlimited version="1", description="scikit-learn SVC (LIBSVM)",
+    default_max_iter=10_000_000,  # LIBSVM counts SMO pairs; its own default is unlimited
+    version="1", description="scikit-learn SVC (LIBSVM)",
 ))

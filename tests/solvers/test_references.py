@@ -24,6 +24,15 @@ def test_registered_as_references():
         assert solvers.get_solver(name).family == "reference"
 
 
+@pytest.mark.parametrize("name", solvers.solver_names())
+def test_every_solver_has_a_version_and_a_description(name):
+    """version and description are written into every result and the store; a keyword that
+    slips into a trailing comment leaves the registry's defaults ("1", "") without any error."""
+    spec = solvers.get_solver(name)
+    assert isinstance(spec.version, str) and spec.version.strip()
+    assert isinstance(spec.description, str) and spec.description.strip()
+
+
 @pytest.mark.parametrize("loss,dual", [("hinge", True), ("squared_hinge", True), ("squared_hinge", False)])
 @pytest.mark.parametrize("intercept", ["none", "regularized"])
 def test_liblinear_reaches_dcd_optimum(data, loss, dual, intercept):
