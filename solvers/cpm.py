@@ -1,9 +1,10 @@
 """The change point method (CPM): an exact line search for the absolute-hinge SVM, and the two
 searches built on it, cyclic coordinate descent (``cd_cpm``) and steepest descent (``gd_cpm``).
 
-Troyan, "Change point method: an exact line search method for SVMs" (Erasmus 2017;
-shared/papers/004), Section 4 (the CPM), Section 5.1 (Algorithm 2 and the steepest descent), after
-Groenen, Nalbantov and Bioch, "SVM-Maj", ADAC 2 (2008).
+troyan = Y. Troyan, "Change point method: an exact line search method for SVMs", bachelor thesis
+(Econometrics & Operations Research), Erasmus University Rotterdam, 2017: Section 4 (the CPM),
+Section 5.1 (Algorithm 2 and the steepest descent), after Groenen, Nalbantov and Bioch,
+"SVM-Maj", ADAC 2 (2008).
 
 The paper's loss, with v = [c, w] (or v = w without an intercept) and rows z_i = [1, x_i]:
 

@@ -4,7 +4,9 @@ Platt 1998 (the two-variable closed form); working-set selection by the most vio
 (bertini III; Keerthi et al. 2001) or by the second-order rule (Fan, Chen & Lin, "Working set
 selection using second order information for training SVM", JMLR 6, 2005, WSS 2, the default);
 shrinking with gradient reconstruction and a bounded LRU kernel-column cache as in LIBSVM
-(Chang & Lin 2011, Sections 4.1 and 5). The dual solved (bertini I, shared/papers/001):
+(Chang & Lin 2011, Sections 4.1 and 5). bertini = N. Bertini et al., "Project #2 - Support Vector
+Machines", Optimization Methods for Machine Learning, Fall 2022 (Sapienza, Rome); the dual solved
+(bertini I):
 
     min f(alpha) = 1/2 alpha' Q alpha - e' alpha,  0 <= alpha_i <= C,  y' alpha = 0,
     Q_ij = y_i y_j K(x_i, x_j),  G = grad f = Q alpha - e.
