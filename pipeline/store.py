@@ -790,9 +790,11 @@ def read_dataset(
             f"{n_rows} rows"
         )
     digests = meta.get("row_group_digests")
-    if digests is not None and len(digests) != len(group_rows):
+    if digests is not None and not _layout_matches(group_rows, digests, meta.get("row_group_size")):
         # The file was rewritten with another row group layout (same data or not): the
-        # per-group digests no longer apply, the whole-entry fingerprint still does.
+        # per-group digests no longer apply, the whole-entry fingerprint still does. Comparing
+        # the group sizes, not only their count, matters: a rewrite into as many groups with
+        # other boundaries would otherwise report intact data as corrupted.
         digests = None
 
     if rows is not None:
@@ -828,6 +830,23 @@ def read_dataset(
     if rows is not None:
         X, y = X[rows], y[rows]
     return Dataset(X=X, y=y, meta=meta)
+
+
+def _layout_matches(group_rows: np.ndarray, digests: list, row_group_size: Any) -> bool:
+    """Whether the file's row groups are the ones the writer made and digested.
+
+    The writer cuts row groups of exactly ``row_group_size`` rows, the last one shorter.
+    """
+    if len(digests) != len(group_rows):
+        return False
+    if row_group_size is None:  # not recorded: the count is all there is to compare
+        return True
+    rgs = int(row_group_size)
+    if rgs < 1:
+        return False
+    n_rows = int(group_rows.sum())
+    expected = [rgs] * (n_rows // rgs) + ([n_rows % rgs] if n_rows % rgs else [])
+    return [int(n) for n in group_rows] == expected
 
 
 def _normalise_rows(rows: Any, n_rows: int, name: str) -> np.ndarray:

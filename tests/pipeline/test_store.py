@@ -386,3 +386,81 @@ def test_format_1_entries_still_verify(tmp_path):
     meta_file.write_text(json.dumps(meta))
     assert store.read_dataset(tmp_path, "old").fingerprint == meta["fingerprint"]
     np.testing.assert_array_equal(store.read_dataset(tmp_path, "old", rows=[2]).y, [1.0])
+
+
+
+def _rewrite(data_file, group_sizes, change_value_at=None):
+    """Rewrite ``data_file`` in row groups of ``group_sizes`` rows (the layout need not be the
+    writer's), optionally with the stored value at flat position ``change_value_at`` changed;
+    meta.json is left as it was."""
+    table = pq.read_table(data_file)
+    if change_value_at is not None:
+        values = table.column("values").combine_chunks()
+        flat = values.values.to_numpy().copy()
+        flat[change_value_at] += 1.0
+        tampered = pa.ListArray.from_arrays(values.offsets, pa.array(flat))
+        table = table.set_column(2, "values", tampered)
+    assert sum(group_sizes) == table.num_rows
+    with pq.ParquetWriter(data_file, table.schema) as writer:
+        start = 0
+        for size in group_sizes:
+            writer.write_table(table.slice(start, size), row_group_size=size)
+            start += size
+    metadata = pq.ParquetFile(data_file).metadata
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == group_sizes
+
+
+def _entry_of_four_groups(tmp_path):
+    """20 rows written as 4 row groups of 5; row r holds the values 2r + 1 and 2r + 2."""
+    X = sp.csr_matrix(np.arange(1, 41, dtype=float).reshape(20, 2))
+    store.write_dataset(tmp_path, "p", X, np.arange(20.0), source={}, row_group_size=5)
+    return X, tmp_path / "p" / store.DATA_FILE
+
+
+_REFUSED = "dataset 'p' at .*(fingerprint mismatch|does not match its digest)"
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [[5, 5, 5, 5], [7, 7, 6], [3, 5, 5, 7]],
+    ids=["writers-layout", "fewer-groups", "same-count-other-boundaries"],
+)
+def test_partial_read_of_a_corrupted_row_is_refused_whatever_the_layout(tmp_path, layout):
+    _, data_file = _entry_of_four_groups(tmp_path)
+    meta_before = (tmp_path / "p" / store.META_FILE).read_text()
+    _rewrite(data_file, layout, change_value_at=31)  # row 15's second value: 32 -> 33
+    assert (tmp_path / "p" / store.META_FILE).read_text() == meta_before
+
+    with pytest.raises(StoreError, match=_REFUSED):
+        store.read_dataset(tmp_path, "p", rows=[15])
+    mask = np.zeros(20, dtype=bool)
+    mask[[14, 15]] = True
+    with pytest.raises(StoreError, match=_REFUSED):
+        store.read_dataset(tmp_path, "p", rows=mask)
+    # Without verification the changed value comes back: the refusal above is the check.
+    assert store.read_dataset(tmp_path, "p", rows=[15], verify=False).X[0, 1] == 33.0
+
+
+def test_partial_read_after_a_relayout_verifies_the_whole_entry(tmp_path):
+    # With the writer's layout gone, the per-group digests say nothing about the new groups:
+    # a verified partial read falls back to the whole-entry fingerprint, so even a row far
+    # from the changed one is refused (reading its group alone would go unverified).
+    _, data_file = _entry_of_four_groups(tmp_path)
+    _rewrite(data_file, [7, 7, 6], change_value_at=31)
+    with pytest.raises(StoreError, match="dataset 'p' at .*fingerprint mismatch"):
+        store.read_dataset(tmp_path, "p", rows=[0])
+
+
+@pytest.mark.parametrize(
+    "layout", [[7, 7, 6], [3, 5, 5, 7], [20]], ids=["fewer-groups", "same-count", "one-group"]
+)
+def test_intact_rows_relaid_out_still_read_verified(tmp_path, layout):
+    # Other row groups holding the same rows are not corruption: the digests no longer apply
+    # (also with as many groups as before, whose digests would all mismatch), the
+    # fingerprint does.
+    X, data_file = _entry_of_four_groups(tmp_path)
+    _rewrite(data_file, layout)
+    ds = store.read_dataset(tmp_path, "p", rows=[15, 2])
+    np.testing.assert_array_equal(ds.X.toarray(), X.toarray()[[15, 2]])
+    np.testing.assert_array_equal(ds.y, [15, 2])
+    assert (store.read_dataset(tmp_path, "p").X != X).nnz == 0
