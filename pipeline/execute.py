@@ -48,12 +48,20 @@ def write_shard(run_dir: Path, record: dict) -> None:
     """Write one task's record atomically: a reader sees the whole shard or none."""
     path = shard_path(run_dir, record["key"])
     path.parent.mkdir(parents=True, exist_ok=True)
+    # The temporary name starts with "." and does not end in ".json", so neither a rerun
+    # (finished_keys) nor the results reader ever takes a half-written file for a shard.
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(record, fh, allow_nan=True, default=_json_default)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(record, fh, allow_nan=True, default=_json_default)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # Invisible to readers, but a run that keeps failing here would pile them up.
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _json_default(obj):
