@@ -464,3 +464,24 @@ def test_intact_rows_relaid_out_still_read_verified(tmp_path, layout):
     np.testing.assert_array_equal(ds.X.toarray(), X.toarray()[[15, 2]])
     np.testing.assert_array_equal(ds.y, [15, 2])
     assert (store.read_dataset(tmp_path, "p").X != X).nnz == 0
+
+
+def test_a_write_failing_midway_leaves_the_previous_entry_whole(tmp_path):
+    # The rows come from a generator that fails after two row groups are on disk, as a
+    # builder that runs out of memory or a full disk would: the old entry must survive intact
+    # (it is replaced only by the final rename) and no temporary folder may remain.
+    X = sp.csr_matrix(np.arange(1, 41, dtype=float).reshape(20, 2))
+    old = store.write_dataset(tmp_path, "w", X, np.ones(20), source={"v": 1}, row_group_size=5)
+
+    def rows_then_failure():
+        yield X[:12], np.zeros(12)
+        raise MemoryError("builder ran out of memory")
+
+    with pytest.raises(MemoryError):
+        store.write_dataset_chunks(
+            tmp_path, "w", rows_then_failure(), 2, source={"v": 2}, row_group_size=5, overwrite=True
+        )
+    assert os.listdir(tmp_path) == ["w"]
+    assert sorted(os.listdir(tmp_path / "w")) == [store.DATA_FILE, store.META_FILE]
+    ds = store.read_dataset(tmp_path, "w")
+    assert ds.meta == old and (ds.X != X).nnz == 0
