@@ -1,7 +1,8 @@
 """What the three kernel dual solvers (`qp`, `svmlight`, `smo`) share: the dual, its feasible
 set, the intercept b, and the final certificates.
 
-The dual of the hinge-loss SVM with a free intercept (bertini I; /work/shared/papers/001):
+The dual of the hinge-loss SVM with a free intercept (bertini, Section I; bertini = N. Bertini,
+"Project #2 - Support Vector Machines", Optimization Methods for Machine Learning, Fall 2022):
 
     min_alpha f(alpha) = 1/2 alpha' Q alpha - e' alpha,   Q_ij = y_i y_j K(x_i, x_j),
     s.t. 0 <= alpha_i <= C,  y' alpha = 0,
@@ -10,7 +11,7 @@ with gradient G = Q alpha - e. The model is f(x) = sum_i alpha_i y_i K(x_i, x) +
 beta = alpha * y and the decision values on the training set are K beta + b = y * (G + 1) + b.
 In objectives' terms (design.md), D(alpha) = -f(alpha) and ||w||^2 = beta' K beta = alpha' Q alpha.
 
-Optimality (bertini II; Keerthi et al. 2001) is m(alpha) <= M(alpha) with
+Optimality (bertini, Section II; Keerthi et al. 2001) is m(alpha) <= M(alpha) with
 
     m = max_{i in R} -y_i G_i,  M = min_{i in S} -y_i G_i,
     R = {alpha_i < C, y_i = +1} U {alpha_i > 0, y_i = -1},
@@ -107,8 +108,8 @@ def intercept(G: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float):
     """b and how it was found.
 
     With free support vectors (0 < alpha_i < C): b = mean over them of y_i - (K beta)_i =
-    -y_i G_i (bertini I.D, first formula). When every support vector is at a bound the KKT
-    conditions only confine b to [L, U] (Burges & Crisp 1999; bertini I.D):
+    -y_i G_i (bertini, Section I.D, first formula). When every support vector is at a bound the KKT
+    conditions only confine b to [L, U] (Burges & Crisp 1999; bertini, Section I.D):
 
         L = max( max_{V+} (1 - (K beta)_i), max_{S-} (-1 - (K beta)_i) )
         U = min( min_{V-} (-1 - (K beta)_i), min_{S+} (1 - (K beta)_i) )
@@ -172,10 +173,13 @@ def certificates(problem: Problem, alpha: np.ndarray, G: np.ndarray):
 
 
 def finish_fit(name: str, problem: Problem, alpha: np.ndarray, G: np.ndarray, status: str, n_iter: int,
-               tol: float, fit_time: float, **extra):
+               tol: float, fit_time: float, reason: str = "", **extra):
     """The closing of every kernel dual driver: certificates at the returned alpha, status
     ``diverged`` for a non-finite objective, ``stalled`` for a ``converged`` whose m - M still
-    exceeds tol, the ConvergenceWarning, and the `Fit` with the solver's own `extra` info."""
+    exceeds tol, the ConvergenceWarning, and the `Fit` with the solver's own `extra` info.
+
+    reason: why the driver stopped short (a driver's own ``stalled``, say); appended to the
+    warning and kept as info["stop_reason"] when the status is not ``converged``."""
     from .base import Fit, finish
 
     P, D, gap, kkt, b, info = certificates(problem, alpha, G)
@@ -183,7 +187,10 @@ def finish_fit(name: str, problem: Problem, alpha: np.ndarray, G: np.ndarray, st
         status = "stalled"
     if not math.isfinite(P):
         status = "diverged"
-    finish(status, name, n_iter, f"m - M = {kkt:.3g} (tol {tol:g})" if status != "converged" else "")
+    detail = f"m - M = {kkt:.3g} (tol {tol:g})" + (f"; {reason}" if reason else "")
+    finish(status, name, n_iter, detail if status != "converged" else "")
     info.update(extra)
+    if reason and status != "converged":
+        info["stop_reason"] = reason
     return Fit(b=b, status=status, n_iter=n_iter, primal=P, alpha=alpha, dual=D, gap=gap,
                kkt_violation=kkt, fit_time_s=fit_time, info=info)
