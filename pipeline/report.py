@@ -3,7 +3,8 @@
     python -m pipeline.report RUN_DIR
 
 Contents: the CV table (mean and spread over folds per dataset x solver x parameters), the best
-parameters per dataset x solver, a timing table, failures, and the primal suboptimality
+parameters per dataset x solver, the statuses (every non-converged one named, with what to
+change), a timing table, failures, and the primal suboptimality
 (P_k - f*) / |f*| against solver time per dataset (a line per solver and C, log scale), where
 f* is the certified reference optimum of the same problem (never the best run seen).
 """
@@ -35,6 +36,10 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(none)_\n"
@@ -59,6 +64,48 @@ def timing_table(results: pd.DataFrame) -> pd.DataFrame:
         runs=("key", "count"), fit_time_s_total=("fit_time_s", "sum"), fit_time_s_median=("fit_time_s", "median"),
         n_iter_median=("n_iter", "median"), converged=("status", lambda s: int((s == "converged").sum())),
     ).reset_index()
+
+
+# What each status means, and what a user can change about it (the report's status section).
+STATUS_ADVICE = {
+    "max_iter": "stopped at its iteration cap before reaching its tolerance: raise max_iter, loosen tol, "
+                "or scale the features (a dataset's `scale:`); large C makes every solver slower",
+    "timeout": "stopped at its time limit (run.timeout_s or time_limit_s) before reaching its tolerance: "
+               "raise the limit or loosen tol",
+    "stalled": "stopped because it could not make further progress (the solver's warning says why; the "
+               "certificates in the results show how far from the optimum it ended): try another solver "
+               "for this problem or a looser tol",
+    "diverged": "produced non-finite values: lower the step size or C, or scale the features",
+    "error": "raised an error (see Failures for the first line, results.parquet's `error` for the traceback)",
+}
+
+
+def status_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Fits per dataset x solver entry and status, every status that occurs as its own column."""
+    if results.empty:
+        return pd.DataFrame()
+    t = results.groupby(["dataset", "solver_entry", "status"]).size().unstack("status", fill_value=0)
+    order = ["converged"] + sorted(c for c in t.columns if c != "converged")
+    t = t[[c for c in order if c in t.columns]]
+    t.insert(0, "fits", t.sum(axis=1))
+    return t.reset_index()
+
+
+def status_lines(results: pd.DataFrame) -> list[str]:
+    """Every non-converged status in plain words: which fits, at which C, and what to change."""
+    if results.empty:
+        return []
+    bad = results[results["status"] != "converged"]
+    if bad.empty:
+        return [f"All {len(results)} fits converged (reached their tolerance)."]
+    lines = [f"{len(results) - len(bad)} of {len(results)} fits converged; the others:"]
+    for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
+        n_all = int(((results["dataset"] == ds) & (results["solver_entry"] == entry)).sum())
+        where = ", ".join(f"C={_fmt(float(c))}" for c in sorted(grp["C"].dropna().unique()))
+        advice = STATUS_ADVICE.get(status, "ended with an unrecognised status")
+        lines.append(f"- {entry} on {ds}: {len(grp)} of {n_all} fits `{status}`"
+                     f"{' (' + where + ')' if where else ''}: {advice}.")
+    return lines
 
 
 def suboptimality_figure(results: pd.DataFrame, traces: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -120,10 +167,12 @@ def build_report(run_dir: Path) -> Path:
     n_ok = int((results["status"] != "error").sum())
     parts = [
         f"# svmbench report: {run_dir.name}\n",
-        f"{len(results)} fits ({n_ok} finished, {len(failed)} failed) over "
-        f"{results['dataset'].nunique()} datasets and {results['solver_entry'].nunique()} solvers.\n",
+        f"{_count(len(results), 'fit')} ({n_ok} finished, {len(failed)} failed) over "
+        f"{_count(results['dataset'].nunique(), 'dataset')} and "
+        f"{_count(results['solver_entry'].nunique(), 'solver')}.\n",
         "## Cross-validation (mean and std over folds)\n", markdown_table(shown),
         "## Best parameters per dataset and solver (by mean test accuracy)\n", markdown_table(best),
+        "## Status\n", markdown_table(status_table(results)), "\n".join(status_lines(results)) + "\n",
         "## Timing\n", markdown_table(timing_table(results)),
     ]
     bench = benchmark_table(results, traces)
@@ -146,6 +195,8 @@ def build_report(run_dir: Path) -> Path:
     html_parts = [f"<h1>svmbench report: {html.escape(run_dir.name)}</h1>",
                   f"<p>{html.escape(parts[1])}</p>", "<h2>Cross-validation</h2>", shown.to_html(index=False, na_rep=""),
                   "<h2>Best parameters</h2>", best.to_html(index=False, na_rep=""),
+                  "<h2>Status</h2>", status_table(results).to_html(index=False, na_rep=""),
+                  "<ul>" + "".join(f"<li>{html.escape(x.lstrip('- '))}</li>" for x in status_lines(results)) + "</ul>",
                   "<h2>Timing</h2>", timing_table(results).to_html(index=False, na_rep="")]
     if figures:
         html_parts += ["<h2>Suboptimality against time</h2>", f'<img src="figures/{figures[0].name}">']

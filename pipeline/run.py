@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from .config import store_root, validate
 from .execute import execute, failure_lines
 from .plan import build_plan
-from .report import build_report
+from .report import build_report, status_lines
 from .results import write_tables
 
 log = logging.getLogger("svmbench")
@@ -46,6 +46,8 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
         for line in failure_lines(run_dir, list(plan.references) + list(plan.fits)):
             say(line)
     results, traces = write_tables(run_dir)
+    for line in status_lines(results):
+        say(line)
     report = build_report(run_dir)
     say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
     say(f"report: {report}  ({time.perf_counter() - t0:.1f} s)")

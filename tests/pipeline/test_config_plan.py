@@ -16,7 +16,7 @@ def _cfg(tmp_path, *overrides):
 def test_default_config_composes_and_validates(tmp_path):
     cfg = _cfg(tmp_path)
     assert set(cfg.datasets) == {"toy_blobs", "breast_cancer", "digits_1v7"}
-    assert set(cfg.solvers) == {"dcd"} and cfg.cv.kind == "kfold" and cfg.cluster.kind == "local"
+    assert set(cfg.solvers) == {"dcd", "liblinear", "smo", "libsvm"} and cfg.cv.kind == "kfold" and cfg.cluster.kind == "local"
     validate(cfg)
 
 
@@ -77,7 +77,7 @@ def test_keys_are_pinned_and_canonical():
 
 
 def test_plan_is_deterministic_and_complete(tmp_path):
-    overrides = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100", "cv.folds=3",
+    overrides = ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=100", "cv.folds=3",
                  "solvers.dcd.grid.C=[0.1,1]"]
     p1 = build_plan(_cfg(tmp_path, *overrides))
     p2 = build_plan(_cfg(tmp_path, *overrides))

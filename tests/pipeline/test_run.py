@@ -18,7 +18,7 @@ from pipeline.config import compose
 from pipeline.report import main as report_main
 from pipeline.run import run
 
-SWEEP = ["datasets=[toy_blobs,breast_cancer]", "datasets.toy_blobs.max_rows=160",
+SWEEP = ["datasets=[toy_blobs,breast_cancer]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=160",
          "datasets.breast_cancer.max_rows=160", "cv.folds=3", "solvers.dcd.grid.C=[0.1,1]",
          "solvers.dcd.params.tol=1e-3", "run.progress=false"]
 OUTCOMES = ["key", "dataset", "solver", "C", "fold", "status", "n_iter", "primal_objective", "dual_objective",
@@ -179,7 +179,7 @@ def test_multiclass_sweep_over_an_ingested_dataset(store, tmp_path, strategy):
     if not exists(store, "iris_test"):
         X, y = load_iris(return_X_y=True)
         write_dataset(store, "iris_test", X, y, source={"test": "sklearn load_iris"})
-    cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.builder=iris_test",
+    cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.builder=iris_test",
                    "datasets.toy_blobs.scale=standard", "cluster=sequential", "cv.folds=3", "run.progress=false",
                    "solvers.dcd.grid.C=[1.0]", f"+solvers.dcd.params.multi_class={strategy}"])
     out = run(cfg, tmp_path / strategy)
