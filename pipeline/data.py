@@ -191,6 +191,7 @@ def _cmd_build(args, root: Path) -> int:
 
 
 def _cmd_ingest(args, root: Path) -> int:
+    _refuse_empty_input(args.path, args.format)
     meta = datasets.ingest_file(
         root,
         args.path,
@@ -205,6 +206,60 @@ def _cmd_ingest(args, root: Path) -> int:
     print(f"ingested {meta['source']['file']} as {meta['name']}: {_shape_line(meta)}")
     print(f"  at {store.dataset_path(root, meta['name'])}")
     return 0
+
+
+def _refuse_empty_input(path_arg: str, format_arg: str | None) -> None:
+    """Refuse a file that holds no data rows, before anything is written to the store.
+
+    The readers take such a file for a dataset of 0 rows, which would then fail far from
+    its cause, in every task of an experiment that uses it. Only the first data row is
+    looked for, so a large file costs no more than a glance. A missing file, an unknown
+    extension or a malformed file is left to :func:`pipeline.datasets.ingest_file`, which
+    reports those with the line at fault.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and what it holds instead of data.
+    """
+    path = Path(path_arg).expanduser().resolve()
+    if not path.is_file():
+        return
+    fmt = (format_arg or datasets.infer_format(path)).lower()
+    if fmt in ("libsvm", "svmlight"):
+        with open(path, "rb") as fh:
+            # As the LIBSVM reader does: "#" starts a comment, blank lines are skipped.
+            if any(raw.split(b"#", 1)[0].strip() for raw in fh):
+                return
+        raise ValueError(
+            f"{path}: no data lines (the file is empty or holds only comments and blank lines)"
+        )
+    if fmt == "csv":
+        import pandas as pd
+
+        try:
+            head = pd.read_csv(path, nrows=1)
+        except pd.errors.EmptyDataError:
+            raise ValueError(
+                f"{path}: no header and no data lines (the file is empty or holds only blank "
+                f"lines)"
+            ) from None
+        except (pd.errors.ParserError, UnicodeDecodeError):
+            return
+        if head.empty:
+            columns = ", ".join(map(str, head.columns))
+            raise ValueError(f"{path}: a header (columns: {columns}) but no data lines")
+        return
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            n_rows = pq.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowException):
+            return
+        if n_rows == 0:
+            raise ValueError(f"{path}: no rows (the Parquet file holds only a schema)")
 
 
 def _cmd_remove(args, root: Path) -> int:

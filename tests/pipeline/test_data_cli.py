@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
@@ -184,3 +185,100 @@ def test_build_row_group_size(tmp_path, capsys):
     assert code == 0
     assert store.dataset_info(tmp_path, "toy_blobs")["row_group_size"] == 300
     assert len(store.dataset_info(tmp_path, "toy_blobs")["row_group_digests"]) == 7
+
+
+def _write_empty_parquet(path, store_layout):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if store_layout:  # the store's own sparse columns
+        table = pa.table(
+            {
+                "y": pa.array([], pa.float64()),
+                "indices": pa.array([], pa.list_(pa.int32())),
+                "values": pa.array([], pa.list_(pa.float64())),
+            }
+        )
+    else:
+        table = pa.table({"f1": pa.array([], pa.float64()), "label": pa.array([], pa.int64())})
+    pq.write_table(table, path)
+
+
+NO_DATA_LINES = "no data lines (the file is empty or holds only comments and blank lines)"
+EMPTY_INPUTS = {
+    "empty.svm": ("", NO_DATA_LINES),
+    "comments.svm": (
+        "# exported by hand\n\n   \n# 1 1:0.5 -- a commented-out row is no row\n\r\n",
+        NO_DATA_LINES,
+    ),
+    "empty.txt": ("\n\n", NO_DATA_LINES),
+    "empty.csv": ("", "no header and no data lines (the file is empty or holds only blank lines)"),
+    "blank.csv": (
+        "\n  \n\n",
+        "no header and no data lines (the file is empty or holds only blank lines)",
+    ),
+    "header.csv": ("f1,f2,label\n", "a header (columns: f1, f2, label) but no data lines"),
+    "header_and_blanks.csv": ("f1,label\n\n\n", "a header (columns: f1, label) but no data lines"),
+    "empty.parquet": (None, "no rows (the Parquet file holds only a schema)"),
+    "empty_sparse.parquet": (None, "no rows (the Parquet file holds only a schema)"),
+}
+
+
+@pytest.mark.parametrize("filename", sorted(EMPTY_INPUTS))
+def test_ingest_refuses_a_file_without_data(tmp_path, capsys, filename):
+    text, problem = EMPTY_INPUTS[filename]
+    path = tmp_path / filename
+    if text is None:
+        _write_empty_parquet(path, store_layout="sparse" in filename)
+    else:
+        path.write_bytes(text.encode())
+    root = tmp_path / "store"
+    root.mkdir()
+    code, out, err = run(capsys, "ingest", path, "--name", "e", "--store", root)
+    assert code == 2 and out == ""
+    assert err == f"error: {path.resolve()}: {problem}\n"  # one line: no traceback
+    # Nothing reached the store: no entry and no temporary folder.
+    assert not store.exists(root, "e") and os.listdir(root) == []
+
+
+def test_ingest_of_an_empty_file_through_the_module_entry_point(tmp_path):
+    path = tmp_path / "empty.svm"
+    path.write_text("")
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.data", "ingest", str(path), "--name", "e"],
+        cwd=REPO,
+        env={**os.environ, "SVMBENCH_STORE": str(tmp_path / "store")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"error: {path.resolve()}: {NO_DATA_LINES}\n"
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize(
+    "filename, text",
+    [
+        ("late.svm", "# header comment\n\n" * 50 + "# last\n+1 2:0.5 # the one row\n"),
+        ("one_row.csv", "\nf1,label\n\n0.5,1\n"),
+    ],
+)
+def test_ingest_accepts_a_single_data_line_after_comments_and_blanks(
+    tmp_path, capsys, filename, text
+):
+    path = tmp_path / filename
+    path.write_text(text)
+    code, out, err = run(capsys, "ingest", path, "--name", "one", "--store", tmp_path / "s")
+    assert code == 0, err
+    assert store.dataset_info(tmp_path / "s", "one")["n_rows"] == 1
+
+
+def test_ingest_refuses_an_empty_file_of_a_format_named_by_flag(tmp_path, capsys):
+    path = tmp_path / "export.dat"  # no extension to infer the format from
+    path.write_text("# nothing but a comment\n")
+    code, _, err = run(
+        capsys, "ingest", path, "--name", "e", "--format", "svmlight", "--store", tmp_path / "s"
+    )
+    assert code == 2 and err == f"error: {path.resolve()}: {NO_DATA_LINES}\n"
+    assert not (tmp_path / "s").exists()
