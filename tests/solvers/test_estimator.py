@@ -77,5 +77,14 @@ def test_multiclass_kernel_models_predict(data):
         clf = SVMClassifier(solver="newton", loss="squared_hinge", intercept="free", kernel="rbf",
                             multi_class=mc, tol=1e-8).fit(X, y)
         shape = {"ovr": 3, "ovo": 3, "ordinal": 2}[mc]
-        assert clf.decision_function(X).shape == (len(y), shape)
+        D = clf.decision_function(X)
+        assert D.shape == (len(y), shape)
         assert set(clf.predict(X)) == {0, 1, 2}
+        # Each column is its binary kernel model, evaluated here by hand:
+        # sum_i dual_coef_i exp(-gamma |x - sv_i|^2) + b.
+        g = clf._kernel.gamma
+        for j, m in enumerate(clf.multiclass_.models):
+            sq = ((X[:, None, :] - m["support_vectors"][None, :, :]) ** 2).sum(axis=2)
+            np.testing.assert_allclose(D[:, j], np.exp(-g * sq) @ m["dual_coef"] + m["b"], rtol=0, atol=1e-10)
+        if mc == "ovr":
+            np.testing.assert_array_equal(clf.predict(X), clf.classes_[[max(range(3), key=r.__getitem__) for r in D]])
