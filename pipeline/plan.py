@@ -6,6 +6,11 @@ equal specs give equal keys on every machine, so a rerun into the same run direc
 shards it already has. The hashing rules live here and nowhere else (`canonical_json`,
 `spec_key`) and are pinned by tests.
 
+`build_plan` is a pure function of the config and the datasets' metadata and labels: it builds
+nothing and reads nothing. `run.py` materialises the datasets first (`run.materialise_datasets`
+builds what the store lacks) and hands their (meta, labels) in, so a plan can be made,
+inspected and tested without a store.
+
 Folds are index arrays computed by `make_folds` from the labels, the CV settings and the seed;
 the function is pure, so a worker recomputes exactly the client's folds instead of receiving
 index arrays inside every task.
@@ -25,9 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, store_root, typed
-from .datasets import dataset_names, ensure_dataset
-from .store import dataset_info, read_dataset
+from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, typed
 
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
@@ -160,6 +163,12 @@ def _problem_params(merged: dict, spec) -> dict:
     return p
 
 
+def effective_config(cfg: DictConfig) -> DictConfig:
+    """The config a plan is made from: entries typed, and shrunk when smoke=true (idempotent)."""
+    cfg = typed(cfg)
+    return _smoke(cfg) if cfg.smoke else cfg
+
+
 def _smoke(cfg: DictConfig) -> DictConfig:
     """smoke=true: a few hundred rows, 2 folds, two grid values, few iterations."""
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
@@ -181,25 +190,20 @@ def _smoke(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def build_plan(cfg: DictConfig) -> Plan:
-    """Resolve datasets (building them on first use), folds and the solver x grid x fold
-    product into fit and reference specs."""
+def build_plan(cfg: DictConfig, labels: dict) -> Plan:
+    """The folds and the solver x grid x fold product as fit and reference specs.
+
+    labels: dataset entry -> (meta, y), as `run.materialise_datasets` returns (pure: the plan
+    depends on the config and on the datasets only through their fingerprints and labels)."""
     import solvers
 
-    cfg = typed(cfg)
-    if cfg.smoke:
-        cfg = _smoke(cfg)
-    root = store_root(cfg)
+    cfg = effective_config(cfg)
     cv = OmegaConf.to_container(cfg.cv, resolve=True)
     fits, refs, datasets = {}, {}, {}
     for dkey, ds in cfg.datasets.items():
-        builder = ds.builder or dkey
-        params = OmegaConf.to_container(ds.params, resolve=True) or {}
-        if builder in dataset_names():
-            meta = ensure_dataset(root, builder, params)
-        else:   # a store entry of the user's (ingested), used as it is
-            meta = dataset_info(root, builder)
-        y = read_dataset(root, meta["name"]).y
+        if dkey not in labels:
+            raise ValueError(f"datasets.{dkey}: not materialised (call materialise_datasets first)")
+        meta, y = labels[dkey]
         rows_seed = seed_from_key(spec_key({"rows": meta["fingerprint"], "seed": cfg.seed}))
         rows = subsample_rows(y, ds.max_rows, rows_seed)
         yb, classes = binary_labels(y[rows], ds.positive)

@@ -7,6 +7,7 @@ from omegaconf.errors import ValidationError
 
 from pipeline.config import ConfigError, compose, grid_points, validate
 from pipeline.plan import build_plan, canonical_json, make_folds, spec_key
+from pipeline.run import materialise_datasets
 
 
 def _cfg(tmp_path, *overrides):
@@ -79,14 +80,31 @@ def test_keys_are_pinned_and_canonical():
 def test_plan_is_deterministic_and_complete(tmp_path):
     overrides = ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=100", "cv.folds=3",
                  "solvers.dcd.grid.C=[0.1,1]"]
-    p1 = build_plan(_cfg(tmp_path, *overrides))
-    p2 = build_plan(_cfg(tmp_path, *overrides))
+    cfg = _cfg(tmp_path, *overrides)
+    data = materialise_datasets(cfg)
+    p1 = build_plan(cfg, data)
+    p2 = build_plan(_cfg(tmp_path, *overrides), materialise_datasets(cfg))
     assert list(p1.fits) == list(p2.fits) and len(p1.fits) == 2 * 3
     # One reference per (C, fold): the solver's own settings do not change the problem.
     assert len(p1.references) == 2 * 3
     assert all(f["reference_key"] in p1.references for f in p1.fits.values())
-    p3 = build_plan(_cfg(tmp_path, *overrides[:-1], "solvers.dcd.grid.C=[0.1,2]"))
+    p3 = build_plan(_cfg(tmp_path, *overrides[:-1], "solvers.dcd.grid.C=[0.1,2]"), data)
     assert len(set(p1.fits) & set(p3.fits)) == 3
+
+
+def test_plan_is_a_pure_function_of_config_and_labels(tmp_path):
+    """No store is read or written by build_plan: hand-made (meta, labels) are enough, and the
+    keys follow the fingerprint, not where the data live."""
+    cfg = _cfg(tmp_path / "no_such_store", "datasets=[toy_blobs]", "solvers=[dcd]", "cv.folds=2",
+               "solvers.dcd.grid.C=[1]")
+    y = np.array([1.0, -1.0] * 10)
+    meta = {"name": "toy_blobs", "fingerprint": "f" * 64, "n_features": 2}
+    plan = build_plan(cfg, {"toy_blobs": (meta, y)})
+    assert len(plan.fits) == 2 and not (tmp_path / "no_such_store").exists()
+    other = build_plan(cfg, {"toy_blobs": ({**meta, "fingerprint": "e" * 64}, y)})
+    assert not set(plan.fits) & set(other.fits)
+    with pytest.raises(ValueError, match="datasets.toy_blobs: not materialised"):
+        build_plan(cfg, {})
 
 
 def test_folds_are_stratified_and_partition_the_rows():
