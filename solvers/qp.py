@@ -155,54 +155,167 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
     return _RUNNING, max_steps
 
 
+# Relative thresholds of the rank decisions in `_psd_solve` (the reduced Hessian has lambda_max <= 1
+# on the unit-box problem). A Cholesky pivot below PIVOT_RTOL * max diag means M is numerically
+# singular (lambda_min <= every pivot): its solution would carry rounding / pivot of any size along
+# the null space, so the eigen-decomposition decides. Eigenvalues below EIG_RTOL * lambda_max are
+# treated as zero: that leaves a residual of at most EIG_RTOL * lambda_max per unit of correction
+# and amplifies rounding by at most eps / EIG_RTOL (~1e-5) along the kept ones.
+PIVOT_RTOL = 1e-10
+EIG_RTOL = 1e-11
+# How `_psd_solve` solved: Cholesky, or the minimum-norm least-squares fallback
+_HOW_CHOLESKY, _HOW_EIGEN = 0, 1
+
+
 @njit(cache=True, nogil=True)
-def _kkt_solve(H, c, yv, r, u, state):
-    """For a guessed active set (state 1: a_i = 0, 2: a_i = u_i, 0: free F) solve
-    [H_FF y_F; y_F' 0] [a_F; mu] = [-c_F - H_FU u_U; r - y_U' u_U]. Returns (a, mu, ok)."""
+def _psd_solve(M, b):
+    """Minimum-norm solution of M x = b for symmetric positive semi-definite M (least squares if
+    b is not in its range). Returns (x, how, relative residual ||M x - b|| / (||M|| ||x|| + ||b||)).
+
+    Fast path: Cholesky, accepted only if no pivot is tiny and the residual is at rounding level.
+    On a singular M (duplicated points, a low-rank kernel) an LU or Cholesky solve is backward
+    stable yet worthless: its residual is at rounding level while its component along the null
+    space is rounding divided by a rounding-size pivot -- any size, decided by the last bits of the
+    BLAS kernel (x = +-5.5e3 on a unit box under OpenBLAS SkylakeX, a LinAlgError under Haswell).
+    So the fallback is the pseudo-inverse by eigen-decomposition, M = V diag(l) V', x = sum over
+    l_k > EIG_RTOL l_max of v_k (v_k' b) / l_k, whose null-space component is exactly zero, plus
+    one step of iterative refinement (Golub & Van Loan, Matrix Computations, 4th ed., 5.5.4)."""
+    m = b.shape[0]
+    dmax = 0.0
+    mnorm = 0.0
+    for i in range(m):
+        dmax = max(dmax, M[i, i])
+        s = 0.0
+        for k in range(m):
+            s += abs(M[i, k])
+        mnorm = max(mnorm, s)
+    bnorm = np.max(np.abs(b)) if m > 0 else 0.0
+    if m == 0 or dmax <= 0.0:
+        return np.zeros(m), _HOW_EIGEN, (1.0 if bnorm > 0.0 else 0.0)
+    ok = True
+    try:
+        L = np.linalg.cholesky(M)
+    except Exception:  # noqa: BLE001 -- numba raises LinAlgError; only the class is caught
+        ok = False
+        L = np.zeros((1, 1))
+    if ok:
+        for i in range(m):
+            if L[i, i] * L[i, i] < PIVOT_RTOL * dmax:
+                ok = False
+                break
+    if ok:
+        x = _cho_solve(L, b)
+        x += _cho_solve(L, b - M @ x)
+        res = np.max(np.abs(M @ x - b)) / (mnorm * np.max(np.abs(x)) + bnorm + 1e-300)
+        if np.all(np.isfinite(x)) and res <= 1e-12:
+            return x, _HOW_CHOLESKY, res
+    lam, V = np.linalg.eigh(M)
+    lmax = np.max(lam)
+    inv = np.zeros(m)
+    for k in range(m):
+        if lam[k] > EIG_RTOL * lmax:
+            inv[k] = 1.0 / lam[k]
+    x = V @ (inv * (V.T @ b))
+    # refinement on the kept eigenvectors only, so that no null-space component comes back
+    x += V @ (inv * (V.T @ (b - M @ x)))
+    res = np.max(np.abs(M @ x - b)) / (mnorm * np.max(np.abs(x)) + bnorm + 1e-300)
+    return x, _HOW_EIGEN, res
+
+
+@njit(cache=True, nogil=True)
+def _kkt_solve(H, c, yv, r, u, state, a):
+    """For a guessed active set (state 1: a_i = 0, 2: a_i = u_i, 0: free F) the point of
+    {H_FF x_F + mu y_F = -c_F - H_FU u_U, y_F' x_F = r - y_U' u_U} nearest to a (the IPM
+    iterate): the KKT system of the QP on the face (bertini, Section I.C; Nocedal & Wright,
+    Section 16.1). Returns (x, mu, ok, residual, how); residual is the relative stationarity and
+    feasibility residual of the returned point, how the `_psd_solve` path.
+
+    H_FF is singular whenever two free points coincide or the kernel has rank < |F|; the system is
+    then consistent with a whole affine set of solutions, and only the one nearest to a (which is
+    inside the box) is worth polishing. So solve for the correction d = x_F - a_F in the null
+    space of the equality (Nocedal & Wright, Section 16.2): with the Householder reflector P
+    (P y_F = -+||y_F|| e_1), Z = P[:, 1:] spans {y_F' d = 0}, d = d_p + Z dz with
+    d_p = y_F rp / ||y_F||^2, and the reduced Hessian Z' H_FF Z is positive semi-definite:
+    `_psd_solve` gives its minimum-norm dz, hence the minimum-norm d. mu is then the least
+    squares multiplier of the stationarity rows."""
     n = c.shape[0]
-    out = np.zeros(n)
+    out = a.copy()
     nF = 0
     for i in range(n):
-        if state[i] == 2:
+        if state[i] == 1:
+            out[i] = 0.0
+        elif state[i] == 2:
             out[i] = u[i]
-        elif state[i] == 0:
+        else:
+            out[i] = min(max(out[i], 0.0), u[i])
             nF += 1
+    scale = 1.0 + np.max(u)
     if nF == 0:
-        return out, 0.0, abs(yv @ out - r) <= 1e-12 * (1.0 + np.max(u))
+        res = abs(yv @ out - r) / scale
+        return out, 0.0, res <= 1e-12, res, _HOW_CHOLESKY
     F = np.empty(nF, np.int64)
     k = 0
     for i in range(n):
         if state[i] == 0:
             F[k] = i
             k += 1
-    Hu = H @ out
-    A = np.zeros((nF + 1, nF + 1))
-    b = np.zeros(nF + 1)
+    g = H @ out + c
+    HFF = np.empty((nF, nF))
+    gF = np.empty(nF)
+    yF = np.empty(nF)
     for p in range(nF):
+        gF[p] = g[F[p]]
+        yF[p] = yv[F[p]]
         for q in range(nF):
-            A[p, q] = H[F[p], F[q]]
-        A[p, nF] = yv[F[p]]
-        A[nF, p] = yv[F[p]]
-        b[p] = -c[F[p]] - Hu[F[p]]
-    b[nF] = r - yv @ out
-    try:
-        sol = np.linalg.solve(A, b)
-    except Exception:  # noqa: BLE001 -- singular H_FF (duplicated points): least squares
-        sol = np.linalg.lstsq(A, b)[0]
-    if not np.all(np.isfinite(sol)):
-        sol = np.linalg.lstsq(A, b)[0]
+            HFF[p, q] = H[F[p], F[q]]
+    ny2 = yF @ yF
+    rp = r - yv @ out
+    how = _HOW_CHOLESKY
+    if ny2 == 0.0:  # no equality on the face (y_F = 0 only in svmlight's general use)
+        d, how, _ = _psd_solve(HFF, -gF)
+    else:
+        d = yF * (rp / ny2)
+        if nF > 1:
+            v = yF.copy()
+            v[0] += math.copysign(math.sqrt(ny2), yF[0])
+            beta = 2.0 / (v @ v)
+            hv = HFF @ v
+            vhv = v @ hv
+            # P H P = H - beta v hv' - beta hv v' + beta^2 (v' H v) v v'   (P = I - beta v v')
+            B = HFF.copy()
+            for p in range(nF):
+                for q in range(nF):
+                    B[p, q] += -beta * (v[p] * hv[q] + hv[p] * v[q]) + beta * beta * vhv * v[p] * v[q]
+            t = gF + HFF @ d
+            Pt = t - beta * (v @ t) * v
+            dz, how, _ = _psd_solve(B[1:, 1:].copy(), -Pt[1:].copy())
+            e = np.zeros(nF)
+            e[1:] = dz
+            d += e - beta * (v @ e) * v
+    gd = gF + HFF @ d
+    mu = -(yF @ gd) / ny2 if ny2 > 0.0 else 0.0
     for p in range(nF):
-        out[F[p]] = sol[p]
-    return out, sol[nF], True
+        out[F[p]] += d[p]
+    stat = np.max(np.abs(gd + mu * yF))
+    gscale = 1e-300
+    for p in range(nF):
+        gscale = max(gscale, abs(gF[p]) + abs(c[F[p]]))
+    res = max(stat / (gscale + np.max(np.abs(HFF)) * np.max(np.abs(out))),
+              abs(yv @ out - r) / (scale * (1.0 + np.max(np.abs(yv)))))
+    return out, mu, True, res, how
 
 
 @njit(cache=True, nogil=True)
 def _polish(H, c, yv, r, u, a, z, w, gtol):
     """Exact solution on an active set: start from the one the IPM multipliers indicate
     (a_i = 0 where z_i > a_i, a_i = u_i where w_i > u_i - a_i), solve the equality-constrained
-    QP on the free set (`_kkt_solve`), and correct the guess a few times (free variables that
-    leave the box go to the bound they cross; bound variables whose multiplier has the wrong
-    sign are freed). Returns (a, accepted); on refusal a is returned unchanged."""
+    QP on the free set (`_kkt_solve`, the solution nearest to a), and correct the guess a few
+    times (free variables that leave the box go to the bound they cross; bound variables whose
+    multiplier has the wrong sign are freed). Accepted only if the returned point itself (after
+    the final clipping) is feasible to rounding and satisfies the KKT conditions within gtol
+    (bertini, Section I.C: y'a = r, 0 <= a <= u; g_i = 0 on free variables, g_i >= 0 at 0,
+    g_i <= 0 at u, with g = H a + c + mu y). Returns (a, accepted); on refusal a is returned
+    unchanged."""
     n = a.shape[0]
     state = np.zeros(n, np.int8)
     for i in range(n):
@@ -212,7 +325,7 @@ def _polish(H, c, yv, r, u, a, z, w, gtol):
             state[i] = 2
     umax = np.max(u)
     for _ in range(10):
-        out, mu, ok = _kkt_solve(H, c, yv, r, u, state)
+        out, mu, ok, _res, _how = _kkt_solve(H, c, yv, r, u, state, a)
         if not ok:
             return a, False
         moved = False
@@ -245,13 +358,27 @@ def _polish(H, c, yv, r, u, a, z, w, gtol):
             best = -1
             room = -1.0
             for i in range(n):
-                if state[i] == 0:
-                    v = out[i] - res * yv[i]
+                if state[i] == 0 and yv[i] != 0.0:
+                    v = out[i] - res / yv[i]
                     if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
                         room = min(v, u[i] - v)
                         best = i
             if best >= 0:
-                out[best] -= res * yv[best]
+                out[best] -= res / yv[best]
+        # Acceptance on the point returned, not on the linear solve: feasible to rounding and
+        # KKT within gtol.
+        ysum = 0.0
+        for i in range(n):
+            ysum += abs(yv[i]) * u[i]
+        if abs(yv @ out - r) > 1e-12 * (1.0 + ysum):
+            return a, False
+        g = H @ out + c + mu * yv
+        for i in range(n):
+            if out[i] < 0.0 or out[i] > u[i]:
+                return a, False
+            if (state[i] == 0 and abs(g[i]) > gtol) or (state[i] == 1 and g[i] < -gtol) \
+                    or (state[i] == 2 and g[i] > gtol):
+                return a, False
         return out, True
     return a, False
 
@@ -309,34 +436,85 @@ def solve_box_qp(H, c, yv, r, u, a0, tol, max_steps):
 
 
 @njit(cache=True, nogil=True)
+def _proj_h(theta, x0, free, yv, r, u):
+    """y'x(theta) - r for `_project_free`."""
+    s = 0.0
+    for i in range(x0.shape[0]):
+        if free[i]:
+            s += yv[i] * min(max(x0[i] - theta * yv[i], 0.0), u[i])
+        else:
+            s += yv[i] * x0[i]
+    return s - r
+
+
+@njit(cache=True, nogil=True)
+def _project_free(out, free, yv, r, u):
+    """In place: the Euclidean projection of out[free] onto {y_F' x_F = r - y_B' out_B,
+    0 <= x_F <= u_F}, the others fixed. Its minimiser is x_i(theta) = clip(out_i - theta y_i, 0, u_i)
+    (KKT of the projection) for the theta with y'x(theta) = r; y'x(theta) is non-increasing in
+    theta, so bisection finds it, for any y (|y_i| = 1 or, on the unit box, y_i u_i). Returns False
+    if no theta reaches r (the free variables cannot restore the equality)."""
+    n = out.shape[0]
+    x0 = out.copy()
+    T = 0.0
+    for i in range(n):
+        if free[i] and yv[i] != 0.0:
+            T = max(T, u[i] / abs(yv[i]))
+    if T == 0.0:
+        return abs(yv @ out - r) == 0.0
+
+    # at theta = +-T every free variable is pushed to the bound of the sign of its y_i
+    lo, hi = -T, T
+    if _proj_h(lo, x0, free, yv, r, u) < 0.0 or _proj_h(hi, x0, free, yv, r, u) > 0.0:
+        return False
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _proj_h(mid, x0, free, yv, r, u) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-16 * T:
+            break
+    theta = 0.5 * (lo + hi)
+    for i in range(n):
+        if free[i]:
+            out[i] = min(max(x0[i] - theta * yv[i], 0.0), u[i])
+    # the bisection's last rounding residue on the free variable with the most room
+    res = yv @ out - r
+    best = -1
+    room = -1.0
+    for i in range(n):
+        if free[i] and yv[i] != 0.0:
+            v = out[i] - res / yv[i]
+            if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
+                room = min(v, u[i] - v)
+                best = i
+    if best >= 0:
+        out[best] -= res / yv[best]
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _snap_multipliers(a, z, w, yv, r, u):
     """Fallback when polishing is refused: put a_i on the bound its multiplier points to
-    (z_i > a_i: 0; w_i > u_i - a_i: u_i), then restore y'a = r on the free variables."""
+    (z_i > a_i: 0; w_i > u_i - a_i: u_i), then restore y'a = r by the Euclidean projection of
+    the free variables (`_project_free`; all of them if the free ones cannot). Correct for any
+    yv: the earlier step a_F -= res y_F / |F| was the projection only for |y_i| = 1, and with the
+    unit-box yv = y C it overshot C^2-fold (100-fold at C = 10, clipping every alpha to 0)."""
     n = a.shape[0]
-    out = a.copy()
+    out = np.empty(n)
     free = np.ones(n, np.bool_)
     for i in range(n):
+        out[i] = min(max(a[i], 0.0), u[i])
         if z[i] > a[i]:
             out[i] = 0.0
             free[i] = False
         elif w[i] > u[i] - a[i]:
             out[i] = u[i]
             free[i] = False
-    for _ in range(n + 1):
-        res = yv @ out - r
-        nf = 0
-        for i in range(n):
-            if free[i]:
-                nf += 1
-        if res == 0.0 or nf == 0:
-            break
-        for i in range(n):
-            if free[i]:
-                v = out[i] - res * yv[i] / nf
-                if v <= 0.0 or v >= u[i]:
-                    v = min(max(v, 0.0), u[i])
-                    free[i] = False
-                out[i] = v
+    if yv @ out - r != 0.0 and not _project_free(out, free, yv, r, u):
+        free[:] = True
+        _project_free(out, free, yv, r, u)
     return out
 
 
