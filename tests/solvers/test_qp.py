@@ -112,6 +112,24 @@ def test_cvxopt_backend(breast_cancer):
     assert a.dual == pytest.approx(b.dual, rel=1e-8)
 
 
+@pytest.mark.parametrize("case", ["breast_cancer", "duplicated"])
+def test_cvxopt_backend_reaches_svc(request, digits17, case):
+    """backend="cvxopt" (bertini's solver; in the test extra, so this runs) polished by the same
+    active-set method: LIBSVM's optimum, also on a singular Q, and the native backend's."""
+    if case == "duplicated":
+        X, y, kw = _rank_deficient("duplicated", digits17)
+    else:
+        (X, y), kw = request.getfixturevalue("breast_cancer"), KERNELS["rbf"]
+    D_ref, f_ref, K = svc_reference(X, y, 10.0, kw)
+    problem = Problem.build(X, y, C=10.0, intercept="free", **kw)
+    res = fit(problem, "qp", budget=Budget(tol=1e-9), backend="cvxopt")
+    assert res.status == "converged" and res.info["polished"] and res.info["backend"] == "cvxopt"
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref) and res.kkt_violation < 1e-9
+    assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
+    native = fit(problem, "qp", budget=Budget(tol=1e-9))
+    assert res.dual == pytest.approx(native.dual, rel=1e-10)
+
+
 def test_cvxopt_absent_is_a_clear_error(breast_cancer, monkeypatch):
     import builtins
     real_import = builtins.__import__
