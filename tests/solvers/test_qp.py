@@ -253,6 +253,24 @@ def test_psd_solve_min_norm():
     np.testing.assert_allclose(x, np.linalg.pinv(M, rcond=1e-12) @ b, atol=1e-9)
 
 
+def test_psd_solve_refuses_tiny_pivots():
+    """A Cholesky that succeeds on a numerically singular M (here B B' + 1e-14 l_max I) is
+    backward stable yet puts (noise in b) / pivot along the null space: 1e-12 / 1e-14 = 100 here,
+    as LU put 5.5e3 on the duplicated points under OpenBLAS SkylakeX. Tiny pivots send the solve
+    to the pseudo-inverse, which leaves that direction alone."""
+    rng = np.random.default_rng(1)
+    B = rng.normal(size=(20, 6))
+    M0 = B @ B.T
+    lmax = np.linalg.eigvalsh(M0)[-1]
+    M = M0 + 1e-14 * lmax * np.eye(20)
+    null = np.linalg.svd(B.T)[2][-1]  # B' null = 0
+    x0 = B @ rng.normal(size=6)
+    b = M0 @ x0 + 1e-12 * lmax * null
+    x, how, res = qp._psd_solve(M, b)
+    assert how == qp._HOW_EIGEN
+    assert abs(x @ null) <= 1e-6 and np.abs(x - x0).max() <= 1e-6 * np.abs(x0).max()
+
+
 def test_snap_multipliers_scaled_yv():
     """The fallback restores y'a = r by the Euclidean projection of the free variables for any yv,
     here yv = y C (the unit-box scaling, C = 10; the old step res y_i / |F| overshot 100-fold and
