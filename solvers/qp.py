@@ -756,6 +756,6 @@ register(SolverSpec(
     kernels=KERNELS,
     warm_start=True,
     default_max_iter=200,
-    version="1",
+    version="2",  # 2: nearest-point KKT solve and feasible active-set polish (singular Q)
     description="the whole kernel dual by a primal-dual interior point method (bertini, Section I.C)",
 ))
