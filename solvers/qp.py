@@ -200,7 +200,8 @@ def _psd_solve(M, b):
     BLAS kernel (x = +-5.5e3 on a unit box under OpenBLAS SkylakeX, a LinAlgError under Haswell).
     So the fallback is the pseudo-inverse by eigen-decomposition, M = V diag(l) V', x = sum over
     l_k > EIG_RTOL l_max of v_k (v_k' b) / l_k, whose null-space component is exactly zero, plus
-    one step of iterative refinement (Golub & Van Loan, Matrix Computations, 4th ed., 5.5.4)."""
+    one step of iterative refinement (Golub & Van Loan, Matrix Computations, "iterative
+    improvement")."""
     m = b.shape[0]
     dmax = 0.0
     mnorm = 0.0
