@@ -39,7 +39,7 @@ Descent is guaranteed without trusting the subproblem solver:
   ``stalled`` and says why (it never spins to max_iter).
 
 Without these (before version 2) the outer loop took whatever the interior point method
-returned. (a) A solve that stops short (100 steps, polish refused) came back as alpha_W^k itself
+returned, and with qp's solver as it was then (before its KKT-solve and polish fixes) that cycled. (a) A solve that stops short (100 steps, polish refused) came back as alpha_W^k itself
 (the multiplier snap puts both variables on a corner, the equality repair moves back), and as W
 depends on (alpha, G) only, the same W repeated forever: breast cancer, poly, C = 10, q = 2 under
 OpenBLAS's SkylakeX kernels kept the dual at 359.20 from iteration ~200 to 10^6 (SVC: 419.15).

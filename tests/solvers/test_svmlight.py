@@ -113,8 +113,8 @@ def test_ties_go_to_the_lower_index():
 def _duplicate_pair_problem():
     """Four 2-D points, one of them twice with opposite labels (so the optimum keeps both copies
     at C and Q_WW of that pair is singular), poly kernel of degree 3, C = 100. The old loop
-    (interior point subproblem at q = 2, no descent test) cycled here on every OpenBLAS core
-    type tried (SkylakeX, Haswell, Zen, Nehalem, Prescott): the IPM answer came back as
+    (interior point subproblem at q = 2, no descent test), with qp's solver before its fixes,
+    cycled here on every OpenBLAS core type tried (SkylakeX, Haswell, Zen, Nehalem, Prescott): the IPM answer came back as
     alpha_W itself, and the same W was selected forever (m - M = 1.6e-8 after 20,000 iterations)."""
     X = np.array([[-0.1, -0.9], [0.1, 0.1], [-0.3, -1.5], [0.1, 0.1]])
     y = np.array([-1.0, -1.0, -1.0, 1.0])
@@ -207,9 +207,10 @@ def test_stalls_instead_of_spinning(breast_cancer, monkeypatch, q):
 def test_blobs_poly_q10_reaches_svc():
     """2-D blobs (the benchmark's toy_blobs: two unit Gaussians 3 apart, standardised), poly
     kernel of degree 3 -- a 10-dimensional feature space, so Q_WW at q = 10 is nearly singular
-    and the interior point answers went uphill -- C = 10. The old loop accepted those answers:
-    here it ended at max_iter (20,000) with the dual at 3370 (SVC: 4894); at 5000 points the
-    benchmark's run hit the 10^6 cap with the dual alternating between 6101.83 and 6121.00."""
+    and qp's interior point answers (before its polish fix) went uphill -- C = 10. The old loop
+    accepted those answers: here it ended at max_iter (20,000) with the dual at 3370 (SVC: 4894);
+    at 5000 points the benchmark's run hit the 10^6 cap with the dual alternating between 6101.83
+    and 6121.00."""
     rng = np.random.default_rng(1)
     n = 3000
     y = np.r_[-np.ones(n // 2), np.ones(n - n // 2)]
