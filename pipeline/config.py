@@ -469,11 +469,13 @@ def validate(cfg: DictConfig) -> DictConfig:
     import solvers
     from solvers.problem import INTERCEPTS, LOSSES
 
-    from .datasets import dataset_names
+    from .datasets import dataset_names, get_builder
 
     refuse_unknown_keys(cfg, Config, "")
     for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf)):
         refuse_unknown_keys(cfg.get(group), schema, group)
+    for key in cfg.get("report") or {}:   # nothing reads report settings yet
+        raise ConfigError(f"report.{key}: unknown key; valid: (none: the report takes no settings)")
     cfg = typed(cfg)
 
     def fail(key, value, why):
@@ -503,6 +505,14 @@ def validate(cfg: DictConfig) -> DictConfig:
             if builder not in stored:
                 fail(f"datasets.{key}.builder", builder,
                      f"unknown dataset; builders: {', '.join(builders)}; in the store: {', '.join(stored) or '(none)'}")
+            if ds.params:   # a store entry is used as it is: parameters would be ignored
+                fail(f"datasets.{key}.params", _plain(ds.params),
+                     f"{builder!r} is a store entry, not a builder: it takes no parameters")
+        else:
+            try:
+                get_builder(builder).resolve(_plain(ds.params))
+            except ValueError as exc:
+                raise ConfigError(f"datasets.{key}.params: {exc}") from None
         if ds.scale not in SCALINGS:
             fail(f"datasets.{key}.scale", ds.scale, f"must be one of {list(SCALINGS)}")
         if ds.max_rows is not None and ds.max_rows < 4:

@@ -53,6 +53,9 @@ def test_an_ingested_entry_is_selected_by_name_and_runs(my_store, tmp_path):
     res = out["results"]
     assert len(res) == 2 and set(res["dataset"]) == {"mine"} and set(res["dataset_name"]) == {"mine"}
     assert (res["status"] == "converged").all() and (res["n_train"] + res["n_test"] == 60).all()
+    with pytest.raises(ConfigError, match=r"datasets.mine.params=\{'n_samples': 5\}: 'mine' is a store entry, "
+                                           r"not a builder: it takes no parameters"):
+        validate(compose([f"store.root={my_store}", "datasets=[mine]", "datasets.mine.params.n_samples=5"]))
 
 
 def test_unknown_dataset_option_lists_builtins_and_store_entries(my_store, tmp_path):
@@ -127,6 +130,9 @@ def test_a_shared_C_replaces_an_entrys_lambda_axis(tmp_path):
                                        r"valid: its parameters random_state, shrinking, stop; problem keys C, loss"),
     ("solvers.dcd.grid.shrink=[true]", r"solvers.dcd.grid.shrink: unknown key"),
     ("solvers.smo.grid.zip={C: [1], gama: [1]}", r"solvers.smo.grid.zip.gama: unknown key"),
+    ("+report.title=x", r"report.title: unknown key; valid: \(none"),
+    ("datasets.toy_blobs.params.n=5", r"datasets.toy_blobs.params: dataset 'toy_blobs': unknown parameter\(s\) n; "
+                                      r"valid parameters: n_samples"),
 ])
 def test_unknown_keys_are_refused_naming_the_valid_ones(tmp_path, override, message):
     with pytest.raises(ConfigError, match=message):
