@@ -131,10 +131,12 @@ def _yaml_options(group: str) -> list[str]:
 
 
 def store_entries(root: str | None) -> list[str]:
-    """Names of the entries in the store at root (default root if None); [] if unreadable."""
+    """Names of the entries in the store at root (default root if None) that can be config
+    keys ('.' would nest: such an entry is used by `builder:` in an entry of another name);
+    [] if the store is unreadable."""
     from .store import default_store_root, list_datasets
     try:
-        return [m["name"] for m in list_datasets(root or default_store_root())]
+        return [m["name"] for m in list_datasets(root or default_store_root()) if "." not in m["name"]]
     except Exception:  # an unreadable store is reported later, with its path, by the plan
         return []
 
@@ -269,30 +271,26 @@ def check_shadowed(cfg: DictConfig, overrides: list[str]) -> None:
     """A key set on the command line that a higher level would override is an error naming
     both: a solver's params < its grid < its grid.zip < the shared grid."""
     for entry, level, key, value in _explicit_settings(overrides):
-        if value is None or entry not in (cfg.solvers or {}) and entry != "*":
+        # The shared grid is the top level: nothing overrides it.
+        if value is None or entry == "*" or entry not in (cfg.solvers or {}):
             continue
-        entries = list(cfg.solvers) if entry == "*" else [entry]
-        for e in entries:
-            sc = cfg.solvers[e]
-            if entry == "*" and not takes_key(sc, e, key):
-                continue
-            where = {"params": f"solvers.{e}.params.{key}", "grid": f"solvers.{e}.grid.{key}",
-                     "zip": f"solvers.{e}.grid.zip.{key}", "shared": f"grid.{key}"}
-            grid = _plain(sc.get("grid")) or {}
-            zipped = grid.get("zip") if isinstance(grid.get("zip"), dict) else {}
-            shared = _plain(cfg.get("grid")) or {}
-            shared_zip = shared.get("zip") if isinstance(shared.get("zip"), dict) else {}
-            found = {"grid": grid.get(key) if key != "zip" else None, "zip": zipped.get(key),
-                     "shared": (shared.get(key) if key != "zip" else None) if entry != "*" and takes_key(sc, e, key) else None}
-            if entry != "*" and shared_zip.get(key) is not None and takes_key(sc, e, key):
-                found["shared"] = shared_zip.get(key)
-            mine = "zip" if level == "zip" else level
-            for higher in LEVELS[LEVELS.index(mine if entry != "*" else "shared") + 1:]:
-                if found.get(higher) is not None:
-                    raise ConfigError(
-                        f"{where[mine]}={_plain(value)!r} is set, but {where[higher]}={found[higher]!r} would "
-                        f"override it ({PRECEDENCE}): set the values you want in {where[higher]} "
-                        f"(or drop that one with {where[higher]}=null)")
+        sc = cfg.solvers[entry]
+        grid, shared = _plain(sc.get("grid")) or {}, _plain(cfg.get("grid")) or {}
+        found = {"grid": grid.get(key), "zip": _zip_of(grid).get(key),
+                 "shared": shared.get(key, _zip_of(shared).get(key)) if takes_key(sc, entry, key) else None}
+        where = {"params": f"solvers.{entry}.params.{key}", "grid": f"solvers.{entry}.grid.{key}",
+                 "zip": f"solvers.{entry}.grid.zip.{key}", "shared": f"grid.{key}"}
+        for higher in LEVELS[LEVELS.index(level) + 1:]:
+            if found[higher] is not None:
+                raise ConfigError(
+                    f"{where[level]}={_plain(value)!r} is set, but {where[higher]}={found[higher]!r} would "
+                    f"override it ({PRECEDENCE}): set the values you want in {where[higher]} "
+                    f"(or drop that one with {where[higher]}=null)")
+
+
+def _zip_of(grid: dict) -> dict:
+    """A grid's zip mapping ({} if absent or malformed; grid_points reports the latter)."""
+    return grid.get("zip") if isinstance(grid.get("zip"), dict) else {}
 
 
 def check_composed(cfg: DictConfig, overrides: list[str]) -> None:
@@ -402,8 +400,7 @@ AXIS_PARTNERS = {"C": ("lambda", "lambda_convention"), "lambda": ("C",)}
 def _entry_values(sc, key, default):
     """The values an entry's key can take (from its grid, else its params, else default)."""
     grid = _plain(sc.get("grid")) or {}
-    zipped = grid.get("zip") if isinstance(grid.get("zip"), dict) else {}
-    for source in (zipped, grid, _plain(sc.get("params")) or {}):
+    for source in (_zip_of(grid), grid, _plain(sc.get("params")) or {}):
         if source.get(key) is not None:
             v = source[key]
             return set(v) if isinstance(v, list) else {v}
