@@ -125,8 +125,8 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     t0 = time.perf_counter()
     specs = {**plan.references, **plan.fits}
     have = finished_keys(run_dir)
-    errors = error_keys(run_dir, have & specs.keys())
-    if errors and cfg.run.retry_errors:
+    errors = error_keys(run_dir, have & specs.keys()) if cfg.run.retry_errors else set()
+    if errors:
         # A fixed environment must be able to finish the run; write_shard replaces atomically.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
         have -= errors

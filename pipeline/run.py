@@ -63,12 +63,13 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
     summary = execute(plan, run_dir, cfg, root, log=say)
     say(summary.line())
     keys = list(plan.references) + list(plan.fits)
-    failed = error_keys(run_dir, keys)
     others = len(finished_keys(run_dir) - set(keys))
     if others:
         say(f"left out of the tables: {others} shards of other configs in {run_dir / 'shards'} "
             f"(kept: running that config here again resumes them)")
     results, traces = write_tables(run_dir, set(keys))
+    # The fits' statuses are in the table; only the reference shards are read again.
+    failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, plan.references)
     for line in status_lines(results):
         say(line)
     report = build_report(run_dir)

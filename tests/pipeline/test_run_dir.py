@@ -107,3 +107,15 @@ def test_the_cli_exits_0_when_every_task_succeeds(store, tmp_path):
     p = _cli(store, tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     assert list(pd.read_parquet(tmp_path / "results.parquet")["status"]) == ["converged"]
+
+
+def test_a_failed_reference_solve_is_a_failure_and_is_retried(store, tmp_path):
+    dcd = ["solvers=[dcd]", "solvers.dcd.grid.C=[1.0]"]
+    _run(store, tmp_path, *dcd)
+    ref = sorted((tmp_path / "shards").glob("ref-*.json"))[0]
+    ref.write_text(json.dumps({**json.loads(ref.read_text()), "status": "error", "error": "MemoryError: on purpose"}))
+    kept, log = _run(store, tmp_path, *dcd, "run.retry_errors=false")
+    assert kept["failed"] == 1 and "MemoryError: on purpose" in log[-1]
+    again, _ = _run(store, tmp_path, *dcd)
+    assert again["summary"].done == 1 and again["failed"] == 0
+    assert json.loads(ref.read_text())["status"] != "error"
