@@ -86,8 +86,8 @@ def test_a_rerun_retries_errors_unless_told_not_to(store, tmp_path, monkeypatch)
     assert len(statuses) == 4 and "error" not in statuses     # replaced in place, not beside
 
 
-def _cli(store, run_dir, *overrides):
-    args = [sys.executable, "-m", "pipeline", f"store.root={store}", "datasets=[toy_blobs]",
+def _cli(store, run_dir, *overrides, flags=()):
+    args = [sys.executable, "-m", "pipeline", *flags, f"store.root={store}", "datasets=[toy_blobs]",
             "datasets.toy_blobs.max_rows=60", "solvers=[qp]", "solvers.qp.grid.C=[1.0]", "cv=holdout",
             "cluster=sequential", "run.reference=false", "run.progress=false", f"hydra.run.dir={run_dir}", *overrides]
     return subprocess.run(args, capture_output=True, text=True, timeout=120)
@@ -119,3 +119,11 @@ def test_a_failed_reference_solve_is_a_failure_and_is_retried(store, tmp_path):
     again, _ = _run(store, tmp_path, *dcd)
     assert again["summary"].done == 1 and again["failed"] == 0
     assert json.loads(ref.read_text())["status"] != "error"
+
+
+def test_a_multirun_runs_every_job_then_exits_1_if_one_failed(store, tmp_path):
+    p = _cli(store, tmp_path / "unused", "solvers.qp.params.max_memory_mb=0.01,2048",
+             f"hydra.sweep.dir={tmp_path / 'sweep'}", flags=["-m"])
+    assert p.returncode == 1, p.stderr[-2000:]
+    statuses = [list(pd.read_parquet(tmp_path / "sweep" / job / "results.parquet")["status"]) for job in ("0", "1")]
+    assert statuses == [["error"], ["converged"]]
