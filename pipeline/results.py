@@ -23,11 +23,13 @@ RESULT_COLUMNS = [
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
-def read_shards(run_dir: Path) -> list[dict]:
+def read_shards(run_dir: Path, keys=None) -> list[dict]:
+    """The shards of a run directory; with keys, only those (a run's tables hold only its own
+    plan's tasks, while shards of other configs stay on disk for when those are run again)."""
     shards = Path(run_dir) / "shards"
     out = []
     for p in sorted(shards.glob("*.json")):
-        if p.name.startswith("."):
+        if p.name.startswith(".") or keys is not None and p.name[:-5] not in keys:
             continue
         try:
             out.append(json.loads(p.read_text()))
@@ -76,9 +78,9 @@ def _fit_row(rec: dict, refs: dict) -> dict:
     return row
 
 
-def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, traces) from the shards of a run directory."""
-    records = read_shards(run_dir)
+def build_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, traces) from the shards of a run directory (only those of `keys` if given)."""
+    records = read_shards(run_dir, keys)
     refs = {r["key"]: r for r in records if r.get("kind") == "reference"}
     fits = [r for r in records if r.get("kind") == "fit"]
     rows = [_fit_row(r, refs) for r in fits]
@@ -98,9 +100,9 @@ def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return results, traces
 
 
-def write_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write results.parquet and traces.parquet (atomically) and return them."""
-    results, traces = build_tables(run_dir)
+    results, traces = build_tables(run_dir, keys)
     for df, name in ((results, "results.parquet"), (traces, "traces.parquet")):
         path = Path(run_dir) / name
         tmp = path.with_name(f".{name}.tmp")
