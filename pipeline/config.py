@@ -80,6 +80,8 @@ class RunConf:
     retries: int = 1                         # re-run of a task whose worker died
     trace: bool = True
     trace_per_decade: int = 10
+    trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
+    keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
     reference: bool = True                   # certified f* per problem for suboptimality
     reference_tol: float = 1e-9
     progress: bool = True

@@ -73,7 +73,24 @@ def _fit_row(rec: dict, refs: dict) -> dict:
     for k, v in rec.items():
         if k.startswith("env_"):
             row[k] = v
+    row.update(info_columns(rec.get("info") or {}))
     return row
+
+
+# Info keys the results already hold in their own columns (registry.fit adds them to every fit).
+_INFO_DUPLICATES = {"solver", "solver_version"}
+
+
+def info_columns(info: dict) -> dict:
+    """A solver's `info` as ``info_<key>`` columns: scalars as they are, lists and dicts
+    (Newton's per-level times, an interval of b) as JSON strings, so a Parquet column keeps one
+    type and `json.loads` gives the value back."""
+    out = {}
+    for k, v in info.items():
+        if k in _INFO_DUPLICATES:
+            continue
+        out[f"info_{k}"] = json.dumps(v) if isinstance(v, (list, tuple, dict)) else v
+    return out
 
 
 def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -88,20 +105,53 @@ def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
     for c in results.columns:
-        if c.startswith("param_") and results[c].map(type).nunique() > 1:
+        if (c.startswith("param_") and results[c].map(type).nunique() > 1) or (c.startswith("info_") and _mixed(results[c])):
             results[c] = results[c].map(lambda v: None if v is None else str(v))
     results = results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
-    trace_rows = [(r["key"], *p) for r in fits for p in (r.get("trace") or [])]
-    traces = pd.DataFrame(trace_rows, columns=TRACE_COLUMNS)
-    traces = traces.astype({"iteration": "int64", "time_s": "float64", "primal": "float64",
-                            "dual": "float64", "gap": "float64"})
-    return results, traces
+    return results, _traces(fits)
+
+
+def _mixed(col: pd.Series) -> bool:
+    """Values of more than one kind (numbers count as one; missing ones are not counted), which
+    one Parquet column cannot hold: such a column is written as strings."""
+    kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
+             for v in col if v is not None and not (isinstance(v, float) and math.isnan(v))}
+    return len(kinds) > 1
+
+
+def _traces(fits: list[dict]) -> pd.DataFrame:
+    """One row per trace point; a point's extra quantities (test_error, w_change, n_active...,
+    Recorder.note and Recorder(extras=)) become further float columns, NaN where a fit has none."""
+    rows = []
+    for r in fits:
+        extra = r.get("trace_extra") or []
+        for i, p in enumerate(r.get("trace") or []):
+            row = dict(zip(TRACE_COLUMNS, (r["key"], *p)))
+            if i < len(extra):
+                row.update(extra[i])
+            rows.append(row)
+    traces = pd.DataFrame(rows)
+    extra_cols = sorted(c for c in traces.columns if c not in TRACE_COLUMNS)
+    traces = traces.reindex(columns=TRACE_COLUMNS + extra_cols)
+    return traces.astype({"iteration": "int64", "time_s": "float64", "primal": "float64",
+                          "dual": "float64", "gap": "float64", **{c: "float64" for c in extra_cols}})
+
+
+def models_table(run_dir: Path) -> pd.DataFrame:
+    """Each kept model (run.keep_models) as a row: key, b, w, support, alpha (lists)."""
+    rows = [{"key": r["key"], **r["model"]} for r in read_shards(run_dir)
+            if r.get("kind") == "fit" and r.get("model")]
+    return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha"])
 
 
 def write_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write results.parquet and traces.parquet (atomically) and return them."""
     results, traces = build_tables(run_dir)
-    for df, name in ((results, "results.parquet"), (traces, "traces.parquet")):
+    tables = [(results, "results.parquet"), (traces, "traces.parquet")]
+    models = models_table(run_dir)
+    if len(models):
+        tables.append((models, "models.parquet"))
+    for df, name in tables:
         path = Path(run_dir) / name
         tmp = path.with_name(f".{name}.tmp")
         df.to_parquet(tmp, index=False)

@@ -46,12 +46,13 @@ q = 2) under OpenBLAS's SkylakeX kernels the dual stayed at 359.20 from iteratio
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
 from .kernels import QColumnCache
 from .problem import Problem
 from .qp import solve_box_qp
@@ -293,6 +294,8 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     n_pair = 0
     no_descent = 0
     max_df = -math.inf
+    # The current model for the caller's trace extras (test error at each point).
+    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(G, alpha, y, C)[0]))
     while it < max_iter:
         v = -y * G
         up = np.where(y > 0, alpha < C, alpha > 0)
@@ -332,6 +335,7 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         max_df = max(max_df, float(df))
         no_descent = no_descent + 1 if not df < 0.0 else 0
         if recorder.due(it):
+            recorder.note(m_minus_M=m - M, n_sv=int(np.count_nonzero(alpha)), n_prox=n_prox)
             recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
         if not np.isfinite(d).all():
             status = "diverged"
