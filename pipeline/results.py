@@ -138,10 +138,11 @@ def _traces(fits: list[dict]) -> pd.DataFrame:
 
 
 def models_table(run_dir: Path) -> pd.DataFrame:
-    """Each kept model (run.keep_models) as a row: key, b, w, support, alpha (lists)."""
+    """Each kept model (run.keep_models) as a row: key, b, w, support, alpha (lists), and for a
+    2-D dataset its training rows X and labels y."""
     rows = [{"key": r["key"], **r["model"]} for r in read_shards(run_dir)
             if r.get("kind") == "fit" and r.get("model")]
-    return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha"])
+    return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha", "X", "y"])
 
 
 def write_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -152,92 +153,12 @@ def write_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     if len(models):
         tables.append((models, "models.parquet"))
     for df, name in tables:
-        path = Path(run_dir) / name
-        tmp = path.with_name(f".{name}.tmp")
-        df.to_parquet(tmp, index=False)
-        tmp.replace(path)
+        write_parquet(df, Path(run_dir) / name)
     return results, traces
 
 
-def param_columns(results: pd.DataFrame) -> list[str]:
-    """The columns that identify one configuration (all but fold, seed and outcomes)."""
-    fixed = ["loss", "kernel", "intercept", "C", "gamma", "degree", "coef0"]
-    return [c for c in fixed if c in results.columns] + sorted(c for c in results.columns if c.startswith("param_"))
-
-
-def cv_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over folds per dataset x solver x parameters."""
-    ok = results[results["status"] != "error"]
-    if ok.empty:
-        return pd.DataFrame()
-    keys = ["dataset", "solver_entry"] + [c for c in param_columns(ok) if ok[c].notna().any()]
-    ok = ok.copy()
-    for c in keys:
-        ok[c] = ok[c].map(lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else v)
-    agg = ok.groupby(keys, dropna=False, sort=True).agg(
-        folds=("fold", "count"),
-        test_accuracy_mean=("test_accuracy", "mean"), test_accuracy_std=("test_accuracy", "std"),
-        train_accuracy_mean=("train_accuracy", "mean"),
-        fit_time_s_mean=("fit_time_s", "mean"), fit_time_s_std=("fit_time_s", "std"),
-        n_iter_mean=("n_iter", "mean"), primal_objective_mean=("primal_objective", "mean"),
-        rel_suboptimality_max=("rel_suboptimality", "max"),
-        converged=("status", lambda s: int((s == "converged").sum())),
-    ).reset_index()
-    return agg
-
-
-def best_params(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset x solver, the configuration with the best mean test accuracy (ties: faster)."""
-    if summary.empty:
-        return summary
-    s = summary.copy()
-    s["_acc"] = s["test_accuracy_mean"].fillna(-np.inf)
-    s = s.sort_values(["dataset", "solver_entry", "_acc", "fit_time_s_mean"], ascending=[True, True, False, True])
-    return s.groupby(["dataset", "solver_entry"], sort=True).head(1).drop(columns="_acc").reset_index(drop=True)
-
-
-TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
-
-
-def time_to_targets(results: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per fit, the solver seconds at which (P - f*)/|f*| first falls to each target.
-
-    From the trace where the solver records one; a solver without a trace (the references
-    run as one call) reaches a target at its fit time if its final model is within it."""
-    out = results[["key", "f_star", "fit_time_s", "rel_suboptimality"]].copy()
-    tr = traces.merge(out[["key", "f_star"]], on="key", how="inner")
-    tr["rel"] = (tr["primal"] - tr["f_star"]) / tr["f_star"].abs()
-    for eps in targets:
-        col = f"t_{eps:g}"
-        hit = tr[tr["rel"] <= eps].groupby("key")["time_s"].min()
-        out[col] = out["key"].map(hit)
-        no_trace = ~out["key"].isin(tr["key"])
-        reached = no_trace & (out["rel_suboptimality"] <= eps)
-        out.loc[reached, col] = out.loc[reached, "fit_time_s"]
-    return out.drop(columns=["f_star", "fit_time_s", "rel_suboptimality"])
-
-
-def benchmark_table(results: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS,
-                    ratio_targets=(1e-3, 1e-4)) -> pd.DataFrame:
-    """Per dataset x problem x solver entry: median fit time, iterations and final
-    suboptimality over its runs, and for each target the least time any of its runs needed to
-    reach it (a reference solver swept over tol reaches a target at the first tol that gets
-    there). Ratios put each entry's times over those of every reference-family entry (LIBLINEAR,
-    LIBSVM, SGD) that solved the same problems in the same run: fit time, and time to target."""
-    ok = results[results["status"] != "error"]
-    if ok.empty:
-        return pd.DataFrame()
-    ok = ok.merge(time_to_targets(ok, traces, targets), on="key", how="left")
-    problem = ["dataset", "loss", "kernel", "C"]
-    tcols = [f"t_{eps:g}" for eps in targets]
-    agg = ok.groupby(problem + ["solver_entry", "family"], dropna=False, sort=True).agg(
-        runs=("key", "count"), fit_time_s=("fit_time_s", "median"), n_iter=("n_iter", "median"),
-        rel_subopt=("rel_suboptimality", "median"), **{c: (c, "min") for c in tcols}).reset_index()
-    refs = agg[agg["family"] == "reference"]
-    idx = pd.MultiIndex.from_frame(agg[problem])
-    for ref_entry in sorted(refs["solver_entry"].unique()):
-        base = refs[refs["solver_entry"] == ref_entry].set_index(problem)
-        for col in ["fit_time_s"] + [f"t_{eps:g}" for eps in ratio_targets]:
-            name = f"ratio_{'fit' if col == 'fit_time_s' else col}_vs_{ref_entry}"
-            agg[name] = agg[col].to_numpy() / base[col].reindex(idx).to_numpy()
-    return agg
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """Atomically: a temporary file renamed into place, so a reader never sees half a table."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)

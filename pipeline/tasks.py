@@ -145,7 +145,7 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te) -> dict:
         n_sv=int(np.count_nonzero(fit.alpha)) if fit.alpha is not None else int(np.count_nonzero(y_tr * f_tr < 1)),
         n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
         C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
-        info=json_safe(fit.info), **({"model": _model(fit)} if spec.get("keep_model") else {}),
+        info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.get("keep_model") else {}),
     )
 
 
@@ -165,10 +165,14 @@ def json_safe(v):
     return v if v is None or isinstance(v, str) else str(v)
 
 
-def _model(fit) -> dict:
+def _model(fit, X, y) -> dict:
     """The fitted model (run.keep_models): w and b of a linear model, or the support indices and
-    their alpha_i of a dual one."""
-    out = {"b": float(fit.b), "w": None, "support": None, "alpha": None}
+    their alpha_i of a dual one; a 2-D dataset also keeps its training rows, so the report can
+    draw the points, the support vectors and the boundary from the Parquet files alone."""
+    out = {"b": float(fit.b), "w": None, "support": None, "alpha": None, "X": None, "y": None}
+    if X.shape[1] == 2:
+        out["X"] = (X.toarray() if sp.issparse(X) else np.asarray(X)).tolist()
+        out["y"] = np.asarray(y, dtype=float).tolist()
     if fit.w is not None:
         out["w"] = np.asarray(fit.w, dtype=float).tolist()
     if fit.alpha is not None:
