@@ -105,7 +105,9 @@ def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
     for c in results.columns:
-        if (c.startswith("param_") and results[c].map(type).nunique() > 1) or (c.startswith("info_") and _mixed(results[c])):
+        # gamma is "scale"/"auto" for one entry and a number for another in one sweep.
+        if ((c.startswith("param_") and results[c].map(type).nunique() > 1)
+                or ((c.startswith("info_") or c in ("gamma", "degree", "coef0")) and _mixed(results[c]))):
             results[c] = results[c].map(lambda v: None if v is None else str(v))
     results = results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
     return results, _traces(fits)

@@ -53,7 +53,7 @@ def config_baseline(run_dir: Path) -> str | None:
     return OmegaConf.select(cfg, "report.baseline", default=None)
 
 
-def sections(data: ReportData, fig_dir: Path) -> list[Section]:
+def sections(data: ReportData, fig_dir: Path, formats=("png", "pdf")) -> list[Section]:
     """Every registered table and figure, or the reason it was skipped."""
     out = []
     for it in items():
@@ -69,21 +69,21 @@ def sections(data: ReportData, fig_dir: Path) -> list[Section]:
                     sec.table = value
                     sec.lines = tuple(it.lines(data)) if it.lines else ()
                 else:
-                    sec.figure = save_figure(value, fig_dir, it.name)
+                    sec.figure = save_figure(value, fig_dir, it.name, formats)
         sec.skipped = why or ""
         out.append(sec)
     return out
 
 
-def save_figure(fig, fig_dir: Path, name: str) -> Path:
+def save_figure(fig, fig_dir: Path, name: str, formats=("png", "pdf")) -> Path:
+    """The figure as PNG (embedded in the html) and PDF (for papers); returns the PNG."""
     import matplotlib.pyplot as plt
     fig_dir.mkdir(parents=True, exist_ok=True)
-    png = fig_dir / f"{name}.png"
-    # bbox "tight": the legends sit below their panels, outside the axes.
-    fig.savefig(png, dpi=DPI, bbox_inches="tight")
-    fig.savefig(fig_dir / f"{name}.pdf", bbox_inches="tight")
+    for ext in formats:
+        # bbox "tight": the legends sit below their panels, outside the axes.
+        fig.savefig(fig_dir / f"{name}.{ext}", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
-    return png
+    return fig_dir / f"{name}.png"
 
 
 def summary_line(results: pd.DataFrame) -> str:

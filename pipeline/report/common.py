@@ -16,7 +16,7 @@ from ..config import BUDGET_KEYS
 PROBLEM_COLUMNS = ["dataset", "loss", "intercept", "kernel", "C", "gamma", "degree", "coef0",
                    "param_intercept_scaling", "param_huber_k"]
 # A lambda is C in another convention (results.C holds the converted value): not a key of its own.
-_NOT_CONFIG = {"param_lambda", "param_lambda_convention", "param_random_state"}
+_NOT_CONFIG = {"param_lambda", "param_lambda_convention"}
 SUBOPT_FLOOR = 1e-12
 MISSING = "-"
 

@@ -36,14 +36,29 @@ def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
 def _legend(ax, n):
     """Below the panel, never over the lines (the saved figure grows to hold it)."""
     if n:
-        ax.legend(fontsize=7, ncol=1 if n <= 8 else 2, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+        ax.legend(fontsize=7, ncol=1 if n <= 8 else 2, loc="upper center", bbox_to_anchor=(0.5, -0.26),
                   frameon=False)
 
 
-def _configs(data: ReportData, fits: pd.DataFrame):
-    """(fits keyed, the config key without the dataset, the swept keys a label names)."""
+def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
+    """(fits keyed, the config key without the dataset, the swept keys a label names). Random
+    starts (random_state) are runs of one line, like folds, unless `starts` (a figure of single runs)."""
     cfg = [c for c in config_columns(fits) if c != "dataset"]
-    return keyed(fits, cfg), ["solver_entry"] + cfg, swept_keys(data.results)
+    shown = swept_keys(data.results)
+    if not starts:
+        cfg = [c for c in cfg if c != "param_random_state"]
+        shown = [c for c in shown if c != "param_random_state"]
+    return keyed(fits, cfg), ["solver_entry"] + cfg, shown
+
+
+def _value_ticks(ax, values):
+    """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
+    labels its minor ticks on top of each other)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+    values = sorted(set(float(v) for v in values))
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([fmt(v) for v in values], rotation=45 if len(values) > 6 else 0)
 
 
 def _log_ticks(ax, x=True, y=True):
@@ -97,12 +112,15 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
         sub = fits[fits["dataset"] == ds]
         groups = list(sub.groupby(cfg, sort=True, dropna=False))
         st = styles(len(groups))
-        floors = []
+        # Every line of a panel is floored at the coarsest certainty of the panel's f*s, drawn as
+        # one dotted line: no point shows a suboptimality finer than its f* can support, and
+        # lines stay comparable (a line floored lower would look better for a better reference).
+        panel_floor = float(certainty_floor(sub).max()) if floor else -np.inf
         for (_, grp), style in zip(groups, st):
             curves = []
             for row in grp.itertuples(index=False):
                 tr = by_key[row.key]
-                y = y_of(tr, row)
+                y = np.maximum(y_of(tr, row), panel_floor)
                 ok = np.isfinite(y)
                 if ok.any():
                     curves.append((tr[x_col].to_numpy(dtype=float)[ok], y[ok]))
@@ -111,17 +129,13 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
                 continue
             x, med, low, high = band
             first = grp.iloc[0]
-            ax.plot(x, med, label=label(first, shown) + (f" ({len(curves)} folds)" if len(curves) > 1 else ""),
+            ax.plot(x, med, label=label(first, shown) + (f" ({len(curves)} runs)" if len(curves) > 1 else ""),
                     color=style["color"], linestyle=style["linestyle"], linewidth=1.3)
             if len(curves) > 1:
                 ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
-            if floor:
-                floors.append(float(certainty_floor(grp).max()))
             drawn += 1
-        if floors:
-            # One line for the panel: the coarsest certainty of its lines' f* (each line is floored at its own).
-            ax.axhline(max(floors), color="0.4", linestyle=":", linewidth=1,
-                       label="f* certainty" if len(set(floors)) == 1 else "coarsest f* certainty")
+        if floor:
+            ax.axhline(panel_floor, color="0.4", linestyle=":", linewidth=1, label="f* certainty")
         ax.set_xscale("log" if x_col == "time_s" else "linear")
         if x_col == "iteration":
             ax.set_xscale("log")
@@ -132,16 +146,15 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, which="major", alpha=0.3)
-        _legend(ax, len(groups) + bool(floors))
+        _legend(ax, len(groups) + bool(floor))
     if not drawn:
         raise Skip("no trace has a finite value to draw")
     return fig
 
 
 def _subopt(tr, row):
-    """(P - f*)/|f*| at each trace point, floored at the certainty of f* (never finer)."""
-    floor = float(certainty_floor(pd.DataFrame([row._asdict()])).iloc[0])
-    return np.maximum((tr["primal"].to_numpy() - row.f_star) / abs(row.f_star), floor)
+    """(P - f*)/|f*| at each trace point (floored by _trace_figure)."""
+    return (tr["primal"].to_numpy() - row.f_star) / abs(row.f_star)
 
 
 def _with_f_star(data):
@@ -152,8 +165,9 @@ def _with_f_star(data):
 
 
 @figure("suboptimality_vs_time", "Suboptimality against time", needs=("f_star",), trace_needs=("primal",),
-        note="(P - f*)/|f*| against solver seconds: median over folds, band min-max; the dotted line is f*'s "
-             "certainty (the reference solve's relative gap), below which nothing is shown.")
+        note="(P - f*)/|f*| against solver seconds: median over folds (and random starts), band min-max; the "
+             "dotted line is the certainty of f* (the coarsest relative gap of the panel's reference solves), "
+             "below which nothing is shown.")
 def suboptimality_vs_time(data: ReportData):
     return _trace_figure(data, _subopt, "time_s", "solver time (s)", "(P - f*) / |f*|", fits=_with_f_star(data),
                          floor=True)
@@ -235,6 +249,8 @@ def accuracy_vs_C(data: ReportData):
             ax.errorbar(m["C"], m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
                         capsize=2, markersize=4, **style)
         ax.set_xscale("log")
+        if lines:
+            _value_ticks(ax, pd.concat([g["C"] for g in lines]))
         ax.set_title(ds)
         ax.set_xlabel("C")
         ax.set_ylabel("test accuracy")
@@ -293,8 +309,13 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
         for grp, style in zip(lines, styles(len(lines))):
             m = grp.groupby(x)[y].median()
             ax.plot(m.index, m.to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
+        ys = pd.concat([g[y] for g in lines])
+        logy = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
+        _value_ticks(ax, pd.concat([g[x] for g in lines]))
+        if logy:
+            _log_ticks(ax, x=False, y=True)
         ax.set_title(ds)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -330,10 +351,11 @@ def time_vs_n(data: ReportData):
              "iterations, a line per kT and other swept values (rupnik).")
 def pegasos_k_vs_T(data: ReportData):
     fits = data.fits[data.fits["info_T"].notna() & data.fits["param_k"].notna()]
-    fits = fits.assign(kT=_numeric(fits["param_k"]) * _numeric(fits["info_T"]))
     fits = fits.assign(param_k=_numeric(fits["param_k"]))
-    # T and epochs follow from k at fixed kT: take them out of what makes a line.
-    drop = {"param_epochs", "param_max_iter", "param_k"}
+    fits = fits.assign(kT=kt_classes(fits["param_k"] * _numeric(fits["info_T"])))
+    # T and epochs follow from k at fixed kT, and random starts are folded into the median: none
+    # of them makes a line of its own.
+    drop = {"param_epochs", "param_max_iter", "param_k", "param_random_state"}
     fits, cfg, shown = _configs(data, fits)
     line_keys = ["solver_entry", "kT"] + [c for c in cfg if c not in drop and c != "solver_entry"]
     shown = [c for c in shown if c not in drop]
@@ -347,20 +369,33 @@ def pegasos_k_vs_T(data: ReportData):
     for ax, ds in zip(axes, datasets):
         lines = lines_by[ds]
         for grp, style in zip(lines, styles(len(lines))):
-            m = grp.groupby("param_k")["primal_objective"].median()
-            ax.plot(m.index, m.to_numpy(), markersize=4,
-                    label=f"{label(grp.iloc[0], shown)} kT={fmt(float(grp['kT'].iloc[0]))}", **style)
-            for k, v in m.items():
-                ax.annotate(f"T={fmt(float(grp['kT'].iloc[0] / k))}", (k, v), fontsize=6,
-                            textcoords="offset points", xytext=(2, 4))
+            m = grp.groupby("param_k").agg(P=("primal_objective", "median"), T=("info_T", "median"))
+            ax.plot(m.index, m["P"], markersize=4,
+                    label=f"{label(grp.iloc[0], shown)} kT~{fmt(float(grp['kT'].iloc[0]))}", **style)
+            for k, row in m.iterrows():
+                ax.annotate(f"T={fmt(float(row['T']))}", (k, row["P"]), fontsize=7,
+                            textcoords="offset points", xytext=(3, 4))
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        _value_ticks(ax, fits.loc[fits["dataset"] == ds, "param_k"])
         ax.set_title(ds)
-        ax.set_xlabel("mini-batch size k (T = kT / k)")
-        ax.set_ylabel("primal objective P")
+        ax.set_xlabel("mini-batch size k (T = kT / k iterations)")
+        ax.set_ylabel("final primal objective P (median)")
         ax.grid(True, alpha=0.3)
         _legend(ax, len(lines))
     return fig
+
+
+def kt_classes(kt: pd.Series, rel: float = 0.15) -> pd.Series:
+    """k*T rounded into classes of values within `rel` of the class's smallest: T is a whole
+    number of iterations (ceil(n/k) per epoch), so a fixed budget of examples gives k*T that
+    differ by a few percent between k (1200 and 1280 for n = 60, 20 epochs, k = 1 and 16)."""
+    out = pd.Series(np.nan, index=kt.index)
+    start = None
+    for i, v in kt.sort_values().items():
+        if start is None or v > start * (1 + rel):
+            start = v
+        out[i] = start
+    return out
 
 
 @figure("confusion_matrices", "Confusion matrices", needs=("confusion_test",),
@@ -377,8 +412,9 @@ def confusion_matrices(data: ReportData):
     for b in best.itertuples(index=False):
         b = b._asdict()
         mask = (fits["dataset"] == b["dataset"]) & (fits["solver_entry"] == b["solver_entry"])
-        for c in shown:
-            mask &= fits[c].map(key_value) == key_value(b[c])
+        for c in cfg[1:]:     # the best row's configuration (its table shows the keys swept among these fits)
+            if c in b:
+                mask &= fits[c].map(key_value) == key_value(b[c])
         cms = [np.array(json.loads(s)) for s in fits.loc[mask, "confusion_test"]]
         if cms:
             panels.append((b, sum(cms)))
@@ -391,7 +427,7 @@ def confusion_matrices(data: ReportData):
                     color="white" if v > cm.max() / 2 else "black")
         ax.set_xlabel("predicted class index")
         ax.set_ylabel("true class index")
-        ax.set_title(f"{b['dataset']}: {label(b, shown)}", fontsize=9)
+        ax.set_title(f"{b['dataset']}: {label(b, [c for c in shown if c in b])}", fontsize=9)
         plt.colorbar(im, ax=ax)
     return fig
 
@@ -406,29 +442,50 @@ def active_points_2d(data: ReportData):
     fits = data.fits[(data.fits["fold"] == 0)].merge(models[models["X"].notna()], on="key")
     if fits.empty:
         raise Skip("no kept 2-D model of fold 0")
-    fits, cfg, shown = _configs(data, fits)
-    fits = fits.sort_values(["dataset"] + cfg).head(9)     # a readable number of panels
-    fig, axes = _panels(len(fits), width=4.0, height=3.8)
+    fits, cfg, shown = _configs(data, fits, starts=True)
+    # A readable number of panels: up to three configurations of each entry.
+    fits = fits.sort_values(["dataset"] + cfg).groupby(["dataset", "solver_entry"]).head(3).head(12)
+    fig, axes = _panels(len(fits), width=4.0, height=3.8, ncols_max=4)
     for ax, row in zip(axes, fits.to_dict("records")):
         X = np.array([list(p) for p in row["X"]], dtype=float)
         y = np.asarray(row["y"], dtype=float)
+        pad = 0.05 * (X.max(axis=0) - X.min(axis=0))
+        lo, hi = X.min(axis=0) - pad, X.max(axis=0) + pad
+        gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 120), np.linspace(lo[1], hi[1], 120))
+        f = decision_grid(row, X, y, np.column_stack([gx.ravel(), gy.ravel()]))
+        if f is not None:
+            ax.contour(gx, gy, f.reshape(gx.shape), levels=[-1, 0, 1], colors="k",
+                       linestyles=["--", "-", "--"], linewidths=0.8)
         ax.scatter(X[y > 0, 0], X[y > 0, 1], s=6, c="tab:blue", label="+1")
         ax.scatter(X[y < 0, 0], X[y < 0, 1], s=6, c="tab:orange", label="-1")
         sv = np.asarray(row["support"] if row["support"] is not None else [], dtype=int)
         if sv.size:
             ax.scatter(X[sv, 0], X[sv, 1], s=30, facecolors="none", edgecolors="k", linewidths=0.7,
-                       label=f"support ({sv.size})")
-        w = row["w"]
-        if w is not None and len(w) == 2 and row.get("kernel") in ("linear", None):
-            w = np.asarray(w, dtype=float)
-            xs = np.linspace(X[:, 0].min(), X[:, 0].max(), 50)
-            if abs(w[1]) > 1e-12:
-                for level, ls in ((0, "-"), (1, "--"), (-1, "--")):
-                    ax.plot(xs, (level - row["b"] - w[0] * xs) / w[1], "k", linestyle=ls, linewidth=0.8)
-                ax.set_ylim(X[:, 1].min(), X[:, 1].max())
+                       label=f"support vectors ({sv.size})")
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
         ax.set_title(f"{row['dataset']}: {label(row, shown)}", fontsize=8)
-        ax.legend(fontsize=6, loc="best")
+        ax.legend(fontsize=6, loc="lower right")
     return fig
+
+
+def decision_grid(row: dict, X, y, G):
+    """f on grid points G from a kept model: w . x + b (linear), or sum_i alpha_i y_i k(x_i, x) + b
+    over the support (rbf, gamma numeric or "scale" = 1 / (d Var X), as scikit-learn); None when
+    the kernel's model cannot be rebuilt here."""
+    kernel = key_value(row.get("kernel", "linear"))
+    if row.get("w") is not None and kernel in ("linear", "-"):
+        return G @ np.asarray(row["w"], dtype=float) + row["b"]
+    if kernel != "rbf" or row.get("support") is None:
+        return None
+    gamma = row.get("gamma")
+    gamma = 1.0 / (X.shape[1] * X.var()) if gamma == "scale" else float(pd.to_numeric(gamma, errors="coerce"))
+    if not np.isfinite(gamma):
+        return None
+    sv = np.asarray(row["support"], dtype=int)
+    beta = np.asarray(row["alpha"], dtype=float) * y[sv]
+    d2 = ((G[:, None, :] - X[None, sv, :]) ** 2).sum(axis=2)
+    return np.exp(-gamma * d2) @ beta + row["b"]
 
 
 __all__ = ["fold_band", "short"]
