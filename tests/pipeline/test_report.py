@@ -67,6 +67,8 @@ def test_best_params_keep_C_when_only_C_is_swept():
     # Every entry's best C is 1: today's rule dropped C as constant across the best rows.
     best = best_params(_data(default_run()))
     assert "C" in best.columns and best["C"].tolist() == [1.0, 1.0]
+    # C is named even when a run has one C: it is the parameter a reader looks for first.
+    assert "C" in best_params(_data(rows(folds({"C": 1.0})))).columns
 
 
 def test_best_params_keep_gamma_of_a_C_x_gamma_sweep_and_loss_of_a_multirun():
