@@ -289,6 +289,9 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("run.reference_tol", run.reference_tol, "must be > 0")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
+    baseline = (cfg.get("report") or {}).get("baseline")
+    if baseline is not None and baseline not in cfg.solvers:
+        fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
     return cfg
 
 

@@ -120,3 +120,17 @@ def test_compare_matches_two_runs_on_their_shared_problems(two_runs, tmp_path):
     # Runs without a shared problem (other loss): an empty comparison, said so.
     assert report_main([str(a), "--compare", str(two_runs / "1")]) == 0
     assert "_(none)_" in (a / "report.md").read_text().split("## Compared with")[1]
+
+
+def test_baseline_from_the_run_config_or_the_command_line(two_runs, tmp_path):
+    from pipeline.config import ConfigError, validate
+    with pytest.raises(ConfigError, match="report.baseline"):
+        validate(compose(["report.baseline=nosuch"]))
+    run_dir = tmp_path / "r"
+    shutil.copytree(two_runs / "0", run_dir)
+    (run_dir / "config.yaml").write_text("report:\n  baseline: dcd\n")
+    assert report_main([str(run_dir)]) == 0
+    md = (run_dir / "report.md").read_text()
+    assert "Ratios are taken against `dcd`" in md and "ratio_fit_time_s_vs_dcd" in md
+    assert report_main([str(run_dir), "--baseline", "nosuch"]) == 0     # the report says why, not a crash
+    assert "report.baseline='nosuch' is not a solver entry" in (run_dir / "report.md").read_text()
