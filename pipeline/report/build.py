@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import figures as _figures  # noqa: F401  (registers the figures)
-from . import tables as _tables    # noqa: F401  (registers the tables)
-from .common import config_columns, count, fmt, html_table, keyed, markdown_table, swept_keys
+from . import figures, tables  # noqa: F401  (importing them registers the tables and figures)
+from .common import config_columns, count, html_table, keyed, markdown_table, swept_keys
 from .registry import ReportData, Skip, items
 
 DPI = 110
@@ -93,23 +92,29 @@ def summary_line(results: pd.DataFrame) -> str:
             f"{count(results['solver_entry'].nunique(), 'solver')}.")
 
 
-def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path) -> str:
-    parts = [f"# {title}\n", *[line + "\n" for line in intro]]
+def _walk(secs: list[Section], heading, skipped, note, table, lines, figure) -> list[str]:
+    """The sections in one output format: one renderer per part, the order shared by md and html."""
+    out = []
     for s in secs:
-        parts.append(f"## {s.title}\n")
+        out.append(heading(s))
         if s.skipped:
-            parts.append(f"_Skipped: {s.skipped}._\n")
+            out.append(skipped(s.skipped))
             continue
-        if s.note:
-            parts.append(s.note + "\n")
-        if s.table is not None:
-            parts.append(markdown_table(s.table))
-        if s.lines:
-            parts.append("\n".join(s.lines) + "\n")
+        for part, render in ((s.note, note), (s.table, table), (s.lines, lines)):
+            if part is not None and len(part):
+                out.append(render(part))
         if s.figure is not None:
-            rel = s.figure.relative_to(rel_to).as_posix()
-            parts.append(f"![{s.title}]({rel}) ([PDF]({rel[:-4]}.pdf))\n")
-    return "\n".join(parts)
+            out.append(figure(s))
+    return out
+
+
+def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path) -> str:
+    def figure(s):
+        rel = s.figure.relative_to(rel_to).as_posix()
+        return f"![{s.title}]({rel}) ([PDF]({rel[:-4]}.pdf))\n"
+    body = _walk(secs, lambda s: f"## {s.title}\n", lambda why: f"_Skipped: {why}._\n", lambda n: n + "\n",
+                 markdown_table, lambda ls: "\n".join(ls) + "\n", figure)
+    return "\n".join([f"# {title}\n", *[line + "\n" for line in intro], *body])
 
 
 _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em}"
@@ -120,24 +125,19 @@ _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 
 
 def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
     """Every section, the figures embedded as base64 PNG: one file that opens anywhere."""
-    out = [f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title><style>{_CSS}</style>",
-           f"<h1>{html.escape(title)}</h1>", *[f"<p>{html.escape(x)}</p>" for x in intro],
-           "<ul>" + "".join(f'<li><a href="#{s.name}">{html.escape(s.title)}</a></li>' for s in secs) + "</ul>"]
-    for s in secs:
-        out.append(f'<h2 id="{s.name}">{html.escape(s.title)}</h2>')
-        if s.skipped:
-            out.append(f'<p class=skip>Skipped: {html.escape(s.skipped)}.</p>')
-            continue
-        if s.note:
-            out.append(f"<p class=note>{html.escape(s.note)}</p>")
-        if s.table is not None:
-            out.append(html_table(s.table))
-        if s.lines:
-            out.append("<ul>" + "".join(f"<li>{html.escape(x.lstrip('- '))}</li>" for x in s.lines) + "</ul>")
-        if s.figure is not None:
-            b64 = base64.b64encode(s.figure.read_bytes()).decode("ascii")
-            out.append(f'<img alt="{html.escape(s.title)}" src="data:image/png;base64,{b64}">')
-    return "\n".join(out) + "\n"
+    esc = html.escape
+
+    def figure(s):
+        b64 = base64.b64encode(s.figure.read_bytes()).decode("ascii")
+        return f'<img alt="{esc(s.title)}" src="data:image/png;base64,{b64}">'
+    head = [f"<!doctype html><meta charset=utf-8><title>{esc(title)}</title><style>{_CSS}</style>",
+            f"<h1>{esc(title)}</h1>", *[f"<p>{esc(x)}</p>" for x in intro],
+            "<ul>" + "".join(f'<li><a href="#{s.name}">{esc(s.title)}</a></li>' for s in secs) + "</ul>"]
+    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>',
+                 lambda why: f"<p class=skip>Skipped: {esc(why)}.</p>", lambda n: f"<p class=note>{esc(n)}</p>",
+                 html_table, lambda ls: "<ul>" + "".join(f"<li>{esc(x.lstrip('- '))}</li>" for x in ls) + "</ul>",
+                 figure)
+    return "\n".join(head + body) + "\n"
 
 
 def write(run_dir: Path, title: str, intro: list[str], secs: list[Section]) -> Path:
@@ -260,5 +260,3 @@ def main(argv=None) -> int:
     print(path)
     return 0
 
-
-__all__ = ["build_report", "main", "fmt"]

@@ -8,8 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from .common import (certainty_floor, config_columns, fmt, key_value, keyed, label, short, styles,
-                     swept_keys)
+from .common import certainty_floor, config_columns, fmt, key_value, keyed, label, styles, swept_keys
 from .registry import ReportData, Skip, figure
 
 
@@ -59,6 +58,19 @@ def _value_ticks(ax, values):
     ax.xaxis.set_major_locator(FixedLocator(values))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([fmt(v) for v in values], rotation=45 if len(values) > 6 else 0)
+
+
+def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
+    """What every line panel has: scales, title, axis labels, grid, the legend below."""
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax, n_legend)
 
 
 def _log_ticks(ax, x=True, y=True):
@@ -136,17 +148,8 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
             drawn += 1
         if floor:
             ax.axhline(panel_floor, color="0.4", linestyle=":", linewidth=1, label="f* certainty")
-        ax.set_xscale("log" if x_col == "time_s" else "linear")
-        if x_col == "iteration":
-            ax.set_xscale("log")
-        if log_y:
-            ax.set_yscale("log")
+        _decorate(ax, ds, xlabel, ylabel, len(groups) + bool(floor), logx=True, logy=log_y)
         _log_ticks(ax, x=True, y=log_y)
-        ax.set_title(ds)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="major", alpha=0.3)
-        _legend(ax, len(groups) + bool(floor))
     if not drawn:
         raise Skip("no trace has a finite value to draw")
     return fig
@@ -215,14 +218,8 @@ def objective_random_starts(data: ReportData):
                 ax.plot(tr["iteration"], tr["primal"], color=style["color"], linestyle=style["linestyle"],
                         alpha=0.7, linewidth=1,
                         label=f"{label(grp.iloc[0], shown)} ({grp['param_random_state'].nunique()} starts)" if i == 0 else None)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _decorate(ax, ds, "iteration", "primal objective P", len(mine), logx=True, logy=True)
         _log_ticks(ax)
-        ax.set_title(ds)
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("primal objective P")
-        ax.grid(True, alpha=0.3)
-        _legend(ax, len(mine))
     return fig
 
 
@@ -248,14 +245,9 @@ def accuracy_vs_C(data: ReportData):
             m = grp.groupby("C")["test_accuracy"].agg(["mean", "std"]).reset_index()
             ax.errorbar(m["C"], m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
                         capsize=2, markersize=4, **style)
-        ax.set_xscale("log")
+        _decorate(ax, ds, "C", "test accuracy", len(lines), logx=True)
         if lines:
             _value_ticks(ax, pd.concat([g["C"] for g in lines]))
-        ax.set_title(ds)
-        ax.set_xlabel("C")
-        ax.set_ylabel("test accuracy")
-        ax.grid(True, alpha=0.3)
-        _legend(ax, len(lines))
     return fig
 
 
@@ -311,16 +303,10 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
             ax.plot(m.index, m.to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
         ys = pd.concat([g[y] for g in lines])
         logy = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
-        ax.set_xscale("log" if logx else "linear")
-        ax.set_yscale("log" if logy else "linear")
+        _decorate(ax, ds, xlabel, ylabel, len(lines), logx=logx, logy=logy)
         _value_ticks(ax, pd.concat([g[x] for g in lines]))
         if logy:
             _log_ticks(ax, x=False, y=True)
-        ax.set_title(ds)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.grid(True, alpha=0.3)
-        _legend(ax, len(lines))
     return fig
 
 
@@ -375,13 +361,9 @@ def pegasos_k_vs_T(data: ReportData):
             for k, row in m.iterrows():
                 ax.annotate(f"T={fmt(float(row['T']))}", (k, row["P"]), fontsize=7,
                             textcoords="offset points", xytext=(3, 4))
-        ax.set_xscale("log")
+        _decorate(ax, ds, "mini-batch size k (T = kT / k iterations)", "final primal objective P (median)",
+                  len(lines), logx=True)
         _value_ticks(ax, fits.loc[fits["dataset"] == ds, "param_k"])
-        ax.set_title(ds)
-        ax.set_xlabel("mini-batch size k (T = kT / k iterations)")
-        ax.set_ylabel("final primal objective P (median)")
-        ax.grid(True, alpha=0.3)
-        _legend(ax, len(lines))
     return fig
 
 
@@ -488,4 +470,3 @@ def decision_grid(row: dict, X, y, G):
     return np.exp(-gamma * d2) @ beta + row["b"]
 
 
-__all__ = ["fold_band", "short"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (MISSING, budget_columns, certainty_floor, config_columns, fmt, key_value, keyed,
-                     problem_columns, swept_keys)
+from .common import (budget_columns, certainty_floor, config_columns, fmt, keyed, problem_columns,
+                     swept_keys)
 from .registry import ReportData, Skip, table
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
@@ -269,4 +269,3 @@ def failures(data: ReportData) -> pd.DataFrame:
     return rows.reset_index(drop=True)
 
 
-__all__ = ["STATUS_ADVICE", "status_table", "status_lines", "to_targets", "MISSING", "key_value"]
