@@ -23,9 +23,7 @@ def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
     plt = _plt()
     ncols = min(n, ncols_max)
     nrows = -(-n // ncols)
-    # Constrained layout keeps each panel's legend (below it) clear of the panel underneath.
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     flat = axes.ravel()
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -74,10 +72,12 @@ def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
 
 
 def _log_ticks(ax, x=True, y=True):
+    """Over many log decades, major ticks only (minor ones dominate drawing time and add
+    nothing); over two decades or less, matplotlib's own (else one labelled tick, or none)."""
     from matplotlib.ticker import LogLocator, NullLocator
-    # Minor ticks over many log decades dominate drawing time and add nothing.
-    for axis, on in ((ax.xaxis, x), (ax.yaxis, y)):
-        if on:
+    for axis, on, lim in ((ax.xaxis, x, ax.get_xlim()), (ax.yaxis, y, ax.get_ylim())):
+        lo, hi = sorted(lim)
+        if on and lo > 0 and hi / lo > 100:
             axis.set_major_locator(LogLocator(numticks=8))
             axis.set_minor_locator(NullLocator())
 

@@ -166,22 +166,27 @@ def test_styles_never_repeat():
     assert len({(s["color"], s["linestyle"]) for s in st[:40]}) == 40
 
 
-def _rich():
+def _rich(small=False):
     """Every figure's columns: a C x gamma smo sweep, svmlight over q, pegasos over k at fixed kT
-    from three random starts, multiclass confusion matrices, two dataset sizes."""
+    from three random starts, multiclass confusion matrices, two dataset sizes (small: fewer
+    values of each, two folds, for a test that draws every figure)."""
+    n = 2 if small else 3
+    Cs, gammas, ks, starts = ((0.1, 1.0), (0.1, 1.0), (1, 4), (0, 1)) if small else \
+        ((0.1, 1.0, 10.0), (0.1, 1.0), (1, 4, 16), (0, 1, 2))
     specs = []
-    for C in (0.1, 1.0, 10.0):
-        for g in (0.1, 1.0):
-            specs += folds({"solver_entry": "smo", "kernel": "rbf", "C": C, "gamma": g, "test_accuracy": 0.5 + C / 40 + g / 10})
-    for q in (2, 10, 40):
-        specs += folds({"solver_entry": "svmlight", "kernel": "rbf", "gamma": 0.1, "param_q": q, "fit_time_s": 0.01 * q})
-    for k in (1, 4, 16):
-        for rs in (0, 1, 2):
+    for C in Cs:
+        for g in gammas:
+            specs += folds({"solver_entry": "smo", "kernel": "rbf", "C": C, "gamma": g,
+                            "test_accuracy": 0.5 + C / 40 + g / 10}, n)
+    for q in (2, 10, 40)[:n]:
+        specs += folds({"solver_entry": "svmlight", "kernel": "rbf", "gamma": 0.1, "param_q": q, "fit_time_s": 0.01 * q}, n)
+    for k in ks:
+        for rs in starts:
             specs += folds({"solver_entry": "pegasos", "intercept": "none", "param_k": k, "info_T": 1200 // k,
-                            "param_random_state": rs, "primal_objective": 10 + k / 10})
-    for n, ds in ((100, "toy"), (1000, "big")):
-        specs += folds({"solver_entry": "dcd", "dataset": ds, "n_train": n, "fit_time_s": n * 1e-5})
-    specs += folds({"solver_entry": "dcd", "dataset": "iris", "f_star": np.nan, "confusion_test": confusion(1)})
+                            "param_random_state": rs, "primal_objective": 10 + k / 10}, n)
+    for size, ds in ((100, "toy"), (1000, "big")):
+        specs += folds({"solver_entry": "dcd", "dataset": ds, "n_train": size, "fit_time_s": size * 1e-5}, n)
+    specs += folds({"solver_entry": "dcd", "dataset": "iris", "f_star": np.nan, "confusion_test": confusion(1)}, n)
     res = rows(specs)
     res["confusion_test"] = res["confusion_test"].where(res["confusion_test"].notna(), None)
     models = pd.DataFrame([{"key": "k000", "b": 0.0, "w": None, "support": [0, 1], "alpha": [0.5, 0.5],
@@ -233,8 +238,10 @@ def test_every_item_on_empty_partial_and_all_failed_results(name):
         assert t["error"].tolist() == ["RuntimeError: boom"] * 2
 
 
-def test_html_holds_every_section_and_embeds_figures(tmp_path):
-    data = _rich()
+def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
+    import pipeline.report.build as build
+    monkeypatch.setattr(build, "DPI", 30)         # what is checked is the page, not the pixels
+    data = _rich(small=True)
     secs = sections(data, tmp_path / "figures", formats=("png",))    # PDFs: checked by the run tests
     assert [s.name for s in secs] == [it.name for it in items()]
     page = to_html("t", ["intro"], secs)
@@ -246,6 +253,7 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path):
     for s in drawn:
         assert s.figure.exists()
     # A figure whose columns are absent is named with the reason.
-    bare = sections(_data(default_run()), tmp_path / "f2", formats=("png",))
-    skipped = {s.name: s.skipped for s in bare}
+    skipped = {it.name: it.missing(_data(default_run())) for it in items()}
     assert "param_q" in skipped["time_vs_q"] and "confusion_test" in skipped["confusion_matrices"]
+    page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`")])
+    assert "Skipped: results have no `param_q`." in page
