@@ -33,8 +33,8 @@ def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
 def _legend(ax, n):
     """Below the panel, never over the lines (the saved figure grows to hold it)."""
     if n:
-        ax.legend(fontsize=7, ncol=1 if n <= 8 else 2, loc="upper center", bbox_to_anchor=(0.5, -0.26),
-                  frameon=False)
+        # One column: two columns of long labels run into the next panel's legend.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
 
 
 def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
@@ -407,6 +407,8 @@ def confusion_matrices(data: ReportData):
         for (i, j), v in np.ndenumerate(cm):
             ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8,
                     color="white" if v > cm.max() / 2 else "black")
+        ax.set_xticks(range(cm.shape[1]))
+        ax.set_yticks(range(cm.shape[0]))
         ax.set_xlabel("predicted class index")
         ax.set_ylabel("true class index")
         ax.set_title(f"{b['dataset']}: {label(b, [c for c in shown if c in b])}", fontsize=9)
