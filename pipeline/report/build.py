@@ -231,7 +231,7 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     both = pd.concat([a.fits.assign(_run="this"), b.fits.assign(_run="other")], ignore_index=True)
     if both.empty:
         return pd.DataFrame()
-    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c != "dataset"] + ["fold"]
+    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + ["fold"]
     both = keyed(both, cfg)
     common = both.groupby(cfg)["_run"].nunique()
     common = common[common == 2].index

@@ -33,7 +33,10 @@ def config_columns(results: pd.DataFrame) -> list[str]:
     """The columns that identify one configuration of an entry: the problem and the solver's own
     parameters (budget keys included: a tol sweep is a sweep), not the fold or the seed."""
     params = sorted(c for c in results.columns if c.startswith("param_") and c not in _NOT_CONFIG)
-    return problem_columns(results) + [c for c in params if c not in PROBLEM_COLUMNS]
+    # A gathered multirun's jobs may differ only where no column shows it (a dataset's `scale`):
+    # their overrides keep them apart.
+    job = ["job_overrides"] if "job_overrides" in results.columns else []
+    return problem_columns(results) + [c for c in params if c not in PROBLEM_COLUMNS] + job
 
 
 def swept_keys(results: pd.DataFrame) -> list[str]:

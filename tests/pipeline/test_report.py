@@ -257,3 +257,12 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     assert "param_q" in skipped["time_vs_q"] and "confusion_test" in skipped["confusion_matrices"]
     page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`")])
     assert "Skipped: results have no `param_q`." in page
+
+
+def test_multirun_jobs_that_differ_only_in_their_overrides_stay_apart():
+    # Two jobs, same columns (a dataset's scale differs, which no column shows).
+    res = rows(folds({"test_accuracy": 0.9, "job_overrides": "datasets.toy.scale=standard"})
+               + folds({"test_accuracy": 0.6, "job_overrides": "datasets.toy.scale=none"}))
+    cv = cv_table(_data(res))
+    assert len(cv) == 2 and "job_overrides" in cv.columns
+    assert best_params(_data(res))["job_overrides"].tolist() == ["datasets.toy.scale=standard"]
