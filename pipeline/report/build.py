@@ -111,9 +111,12 @@ def _walk(secs: list[Section], heading, skipped, note, table, lines, figure) -> 
         if s.skipped:
             out.append(skipped(s.skipped))
             continue
-        for part, render in ((s.note, note), (s.table, table), (s.lines, lines)):
-            if part is not None and len(part):
-                out.append(render(part))
+        if s.note:
+            out.append(note(s.note))
+        if s.table is not None:          # an empty table is shown as "(none)", not left out
+            out.append(table(s.table))
+        if s.lines:
+            out.append(lines(s.lines))
         if s.figure is not None:
             out.append(figure(s))
     return out
