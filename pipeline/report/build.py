@@ -70,6 +70,9 @@ def sections(data: ReportData, fig_dir: Path, formats=("png", "pdf")) -> list[Se
                 else:
                     sec.figure = save_figure(value, fig_dir, it.name, formats)
         sec.skipped = why or ""
+        if why and it.kind == "figure":      # a rebuild leaves no figure of an earlier build behind
+            for ext in ("png", "pdf"):
+                (fig_dir / f"{it.name}.{ext}").unlink(missing_ok=True)
         out.append(sec)
     return out
 

@@ -86,7 +86,7 @@ def label(row, keys, lead: str = "solver_entry") -> str:
 
 def styles(n: int) -> list[dict]:
     """n distinct line styles: ten colours, then the same colours dashed, dotted, dash-dotted
-    (so a legend never names two lines drawn alike)."""
+    (so a legend never names two lines drawn alike); markers cycle on their own."""
     import matplotlib
     colours = matplotlib.colormaps["tab10"].colors
     dashes = ["-", "--", ":", "-."]
@@ -95,7 +95,7 @@ def styles(n: int) -> list[dict]:
     for i in range(n):
         cycle = i // len(colours)
         out.append({"color": colours[i % len(colours)], "linestyle": dashes[cycle % len(dashes)],
-                    "marker": markers[(cycle // len(dashes)) % len(markers)]})
+                    "marker": markers[i % len(markers)]})   # lines on top of each other stay visible
     return out
 
 

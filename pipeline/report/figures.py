@@ -241,9 +241,11 @@ def accuracy_vs_C(data: ReportData):
     for ax, ds in zip(axes, datasets):
         lines = [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
                  if g["C"].nunique() > 1]
-        for grp, style in zip(lines, styles(len(lines))):
+        for i, (grp, style) in enumerate(zip(lines, styles(len(lines)))):
             m = grp.groupby("C")["test_accuracy"].agg(["mean", "std"]).reset_index()
-            ax.errorbar(m["C"], m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
+            # Dodged a little along C, so equal accuracies (dcd and liblinear) do not hide each other.
+            dodge = 1.0 + 0.04 * (i - (len(lines) - 1) / 2)
+            ax.errorbar(m["C"] * dodge, m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
                         capsize=2, markersize=4, **style)
         _decorate(ax, ds, "C", "test accuracy", len(lines), logx=True)
         if lines:

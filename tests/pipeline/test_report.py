@@ -253,6 +253,10 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     for s in drawn:
         assert s.figure.exists()
     # A figure whose columns are absent is named with the reason.
+    stale = tmp_path / "figures" / "time_vs_q.png"
+    assert stale.exists()
+    sections(_data(rows([])), tmp_path / "figures", formats=("png",))   # a rebuild with nothing to draw
+    assert not stale.exists()
     skipped = {it.name: it.missing(_data(default_run())) for it in items()}
     assert "param_q" in skipped["time_vs_q"] and "confusion_test" in skipped["confusion_matrices"]
     page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`")])
