@@ -95,7 +95,9 @@ def styles(n: int) -> list[dict]:
     for i in range(n):
         cycle = i // len(colours)
         out.append({"color": colours[i % len(colours)], "linestyle": dashes[cycle % len(dashes)],
-                    "marker": markers[i % len(markers)]})   # lines on top of each other stay visible
+                    # Markers cycle per line (lines on top of each other stay visible), shifted
+                    # once all colour x dash pairs are used, so no two lines are drawn alike.
+                    "marker": markers[(i + i // (len(colours) * len(dashes))) % len(markers)]})
     return out
 
 
