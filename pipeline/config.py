@@ -29,6 +29,9 @@ CLUSTER_KINDS = ("local", "sequential", "address", "slurm")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 
 
+REPORT_KEYS = ("baseline",)                  # what the report reads from a run's config
+
+
 class ConfigError(ValueError):
     """An invalid experiment setting; the message names the key and the value."""
 
@@ -81,6 +84,8 @@ class RunConf:
     retries: int = 1                         # re-run of a task whose worker died
     trace: bool = True
     trace_per_decade: int = 10
+    trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
+    keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
     reference: bool = True                   # certified f* per problem for suboptimality
     reference_tol: float = 1e-9
     progress: bool = True
@@ -471,8 +476,9 @@ def validate(cfg: DictConfig) -> DictConfig:
     refuse_unknown_keys(cfg, Config, "")
     for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf)):
         refuse_unknown_keys(cfg.get(group), schema, group)
-    for key in cfg.get("report") or {}:   # nothing reads report settings yet
-        raise ConfigError(f"report.{key}: unknown key; valid: (none: the report takes no settings)")
+    for key in cfg.get("report") or {}:
+        if key not in REPORT_KEYS:
+            raise ConfigError(f"report.{key}: unknown key; valid: {', '.join(REPORT_KEYS)}")
     cfg = typed(cfg)
 
     def fail(key, value, why):
@@ -559,6 +565,9 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("run.reference_tol", run.reference_tol, "must be > 0")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
+    baseline = (cfg.get("report") or {}).get("baseline")
+    if baseline is not None and baseline not in cfg.solvers:
+        fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
     return cfg
 
 

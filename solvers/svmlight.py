@@ -51,12 +51,13 @@ C = 10) and the dual alternated between 6101.83 and 6121.00 up to the 10^6 cap.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
 from .kernels import QColumnCache
 from .problem import Problem
 from .qp import solve_box_qp
@@ -322,6 +323,8 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     pair_its = 0
     no_descent = 0
     max_df = -math.inf
+    # The current model for the caller's trace extras (test error at each point).
+    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(G, alpha, y, C)[0]))
     while it < max_iter:
         v = -y * G
         up = np.where(y > 0, alpha < C, alpha > 0)
@@ -369,6 +372,7 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         # one) and a point that moved. Neither for STALL_ITERS iterations in a row: stalled.
         no_descent = no_descent + 1 if not (pred < 0.0 and d.any()) else 0
         if recorder.due(it):
+            recorder.note(m_minus_M=m - M, n_sv=int(np.count_nonzero(alpha)), n_prox=n_prox)
             recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
         if not np.isfinite(d).all():
             status = "diverged"

@@ -130,7 +130,7 @@ def test_a_shared_C_replaces_an_entrys_lambda_axis(tmp_path):
                                        r"valid: its parameters random_state, shrinking, stop; problem keys C, loss"),
     ("solvers.dcd.grid.shrink=[true]", r"solvers.dcd.grid.shrink: unknown key"),
     ("solvers.smo.grid.zip={C: [1], gama: [1]}", r"solvers.smo.grid.zip.gama: unknown key"),
-    ("+report.title=x", r"report.title: unknown key; valid: \(none"),
+    ("+report.title=x", r"report.title: unknown key; valid: baseline"),
     ("datasets.toy_blobs.params.n=5", r"datasets.toy_blobs.params: dataset 'toy_blobs': unknown parameter\(s\) n; "
                                       r"valid parameters: n_samples"),
 ])
