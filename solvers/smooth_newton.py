@@ -304,9 +304,18 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
         if rel_gap() > tol:
             # Best multiple of the warm start (a previous C's solution is off in scale):
             # the exact line search from 0 along v.
+            # The scale is the hinge's own (a smoothing of 1e-12, not mu0's, whose best multiple
+            # of an optimum is not 1).
             q = y * f
-            t = _line_search(np.zeros_like(q), q, C, mu, kink_of(mu), 0.0, float(v @ v))
+            mu_s = 1e-12 if hinge else mu
+            t = _line_search(np.zeros_like(q), q, C, mu_s, kink_of(mu_s), 0.0, float(v @ v))
             v = t * v if t > 0 else np.zeros(dim)
+            if hinge and identify and t > 0:
+                # A warm start off only in scale (the optimum of a nearby C) is identified here.
+                r = 1.0 - t * (y * f)
+                try_identify(np.abs(r) <= 1e-9, r > 1e-9)
+                it += 1
+                info["identified"] = rel_gap() <= tol
 
     f = Z.dot(v)
     still = 0
