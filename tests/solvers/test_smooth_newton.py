@@ -191,3 +191,15 @@ def test_max_iter_and_timeout_are_statuses(small):
     # Even stopped early, the returned pair is certified: D(alpha) <= f* <= P(w).
     assert res.dual == pytest.approx(_dual_by_hand(problem, res.alpha), rel=1e-12)
     assert res.gap >= 0 and math.isfinite(res.gap)
+
+
+def test_cg_newton_system_reaches_the_same_optimum(small):
+    # The path for many features (CG on H = I + (C/mu) Z_S'Z_S instead of its Cholesky): same
+    # certified optimum (measured: 72 steps, 1956 CG iterations against 46 direct steps).
+    X, y = small
+    problem = Problem(X, y, C=1.0, loss="hinge", intercept="regularized")
+    direct = fit(problem, "smooth_newton", budget=Budget(tol=1e-10), linear_solver="direct")
+    cg = fit(problem, "smooth_newton", budget=Budget(tol=1e-10), linear_solver="cg")
+    assert direct.status == cg.status == "converged" and cg.info["n_cg"] > 0
+    assert cg.primal == pytest.approx(direct.primal, rel=1e-10)
+    _check_certificate(problem, cg, 1e-10)
