@@ -147,8 +147,8 @@ def _line_search(m, q, C, mu, kink, a0, a1):
 class _Z:
     """v = (w, u) -> Z v = X w + c u, and s -> Z' s; c = B for a regularized intercept."""
 
-    def __init__(self, problem: Problem):
-        self.X = problem.X
+    def __init__(self, problem: Problem, X=None):
+        self.X = problem.X if X is None else X
         self.d = problem.n_features
         self.c, _ = intercept_coordinate(problem)
         self.has_u = problem.intercept != "none"
@@ -192,14 +192,19 @@ def _smoothed_loss_sum(m, mu, kink):
     return float((r[quad] ** 2).sum() / (2.0 * mu) + (r[lin] - kink / 2.0).sum() * (kink / mu))
 
 
-def _identify(problem, Z, S, L, max_entries):
+def _identify(problem, Z, S, L, max_rows):
     """The hinge optimum if (L, S, R) are its sets (module docstring, Identification):
     (v, alpha) with A v = 1 on S, alpha = C on L, 0 on R, and alpha_S in [0, C] fitted to v by
-    bounded least squares. None when Z_S is too large to form."""
+    bounded least squares. None when S is too large to be a margin set or to solve for."""
     C = problem.C
     y = problem.y
     nS = int(S.sum())
-    if nS == 0 or nS * Z.dim > max_entries:
+    # The margin set of a hinge optimum has about dim points (more only with duplicated rows);
+    # a stage whose S is far larger is not near it yet, and its lstsq would be wasted
+    # (measured on the a9a-like set: thousands of rows at mu >= 0.1, 107 at the optimum).
+    # Its cost is the SVD of the dense |S| x dim Z_S (|S| dim min(|S|, dim) flops), so it is
+    # also capped at max_rows rows and 2e7 entries (160 MB).
+    if nS == 0 or nS > min(4 * Z.dim + 100, max_rows) or nS * Z.dim > 20_000_000:
         return None
     vL = C * Z.tdot(np.where(L, y, 0.0))
     A = y[S, None] * Z.rows(np.flatnonzero(S))
@@ -219,7 +224,7 @@ def _identify(problem, Z, S, L, max_entries):
 
 def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                       mu0: float = 1.0, shrink: float = 0.1,
-                      identify: bool = True, identify_max: int = 20_000_000,
+                      identify: bool = True, identify_max: int = 1000,
                       linear_solver: str = "auto", max_cg: int = 1000, stall_iters: int = 5,
                       stall_stages: int = 3) -> Fit:
     """Smoothed-hinge Newton with continuation (see the module docstring).
@@ -227,7 +232,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
     budget.tol: the relative duality gap (P - D) / |P| to reach. Iterations: Newton steps plus
     identification attempts. mu0: the first smoothing (hinge). shrink: the factor mu is cut by
     between stages. identify/identify_max: try the exact step on the
-    stage's margin set when Z_S has at most that many entries. linear_solver: the Newton system,
+    stage's margin set when it has at most that many points (and at most 4 dim + 100). linear_solver: the Newton system,
     by Cholesky of the (dim x dim) Hessian ("direct") or CG ("cg"); "auto" is direct up to
     2048 features. stall_iters: stop ``stalled`` after that many consecutive Newton steps
     that cannot move v (the line search returns 0 at the rounding floor), or after
@@ -367,8 +372,11 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
             H[np.diag_indices(dim)] += 1.0
             step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g, check_finite=False)
         else:
+            # Z_S sliced once per Newton step (a CSR row slice costs as much as a product).
+            Zs = _Z(problem, Z.X[idx])
+
             def hess_vec(p):
-                return p + (C / mu) * _zs_t(Z, idx, _zs(Z, idx, p))
+                return p + (C / mu) * Zs.tdot(Zs.dot(p))
             gn = float(np.linalg.norm(g))
             step, n_cg = _cg(hess_vec, g, min(0.1, math.sqrt(gn / max(float(np.linalg.norm(v)) + gn, 1e-300))) * gn, max_cg)
             info["n_cg"] += n_cg
@@ -425,20 +433,6 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
                gap=P - D, kkt_violation=kkt, fit_time_s=fit_time, info=info)
 
 
-def _zs(Z, idx, p):
-    """Z_S p."""
-    Xs = Z.X[idx]
-    out = np.asarray(Xs @ p[:Z.d]).ravel()
-    return out + Z.c * p[Z.d] if Z.has_u else out
-
-
-def _zs_t(Z, idx, s):
-    """Z_S' s."""
-    Xs = Z.X[idx]
-    g = np.asarray(Xs.T @ s).ravel()
-    return np.append(g, Z.c * float(s.sum())) if Z.has_u else g
-
-
 def _warmup():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     y = np.array([1.0, -1.0, -1.0])
@@ -456,7 +450,7 @@ register(SolverSpec(
         "shrink": Param(0.1, "float", low=0.0, high=1.0, open_low=True, open_high=True,
                         doc="factor mu is cut by between stages"),
         "identify": Param(True, "bool", doc="try the exact step on each stage's margin set"),
-        "identify_max": Param(20_000_000, "int", low=1, doc="largest Z_S (entries) the exact step forms"),
+        "identify_max": Param(1000, "int", low=1, doc="largest margin set the exact step solves for"),
         "linear_solver": Param("auto", "str", options=("auto", "direct", "cg"), doc="Newton system"),
         "max_cg": Param(1000, "int", low=1, doc="CG iterations per Newton step"),
         "stall_iters": Param(5, "int", low=1, doc="consecutive steps that cannot move before 'stalled'"),
