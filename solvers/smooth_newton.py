@@ -47,16 +47,19 @@ equality-constrained problem
 
 (dv the least-norm correction, by `lstsq`, which also serves a rank-deficient A, as duplicated rows
 make it), and alpha_S from A' alpha_S = dv with 0 <= alpha_S <= C (bounded least squares). This
-`_identify` step is tried at the end of each stage with |S| <= `identify_max`; its (v, alpha) is
+`_identify` step is tried at the end of each stage with |S| <= min(`identify_max`, 4 dim + 100)
+(an SVD of the dense Z_S; a larger S is not a margin set yet); its (v, alpha) is
 only a candidate: the solver keeps the lowest P and the highest D it has seen, both certified,
 so a wrong identification costs one linear solve and is never reported as an answer. A warm start
 tries it first, on the margins within 1e-9 of 1: from a previous optimum the first iteration
-certifies.
+certifies; otherwise the warm start is rescaled by the exact line search of the hinge along it
+(the best multiple: a previous C's solution is mostly off in scale) and tried again there.
 
 Stopping: tol is the relative duality gap, (P_best - D_best) / |P_best| <= tol ("converged").
-Iterations are Newton steps and identification attempts. When neither a Newton step nor a
-shrink of mu can lower the gap (the line search returns 0 at the rounding floor), the solver
-stops with ``stalled`` and says so.
+Iterations are Newton steps and identification attempts. The solver stops with ``stalled``, and
+says why in ``info["stop_reason"]``, when `stall_stages` (3) stages in a row do not halve the
+certified gap (the rounding level: a tol below ~1e-14 relative), when `stall_iters` (5) Newton
+steps in a row cannot move (the line search returns 0), or when mu would drop below 1e-14.
 """
 from __future__ import annotations
 
