@@ -13,7 +13,7 @@ from .registry import Param, SolverError, SolverSpec, fit, get_solver, register,
 # Importing a solver module registers it. Modules still being written are skipped only when the
 # module itself is absent; any error inside an existing module propagates.
 _SOLVER_MODULES = ("dcd", "gd", "newton", "pegasos", "references", "qp", "svmlight", "smo",
-                   "majorization", "cpm")
+                   "majorization", "cpm", "smooth_newton")
 for _name in _SOLVER_MODULES:
     try:
         importlib.import_module(f"{__name__}.{_name}")

@@ -20,12 +20,12 @@ from solvers import objectives as obj
 NAMES = [n for n in solvers.solver_names() if not n.startswith("_")]
 # (P - f*) / f* each solver reaches at Budget(tol=1e-8) on `data`, held at about 10 x its worst
 # measured case over dense and CSR input and OPENBLAS_CORETYPE=SkylakeX / Nehalem (f* exact,
-# `_polish`). Measured: qp -2e-15, newton 2e-16, gd 8e-14, dcd 1.7e-10, liblinear 2.8e-10,
+# `_polish`). Measured: qp -2e-15, newton 2e-16, smooth_newton 1.6e-16 (its exact step), gd 8e-14, dcd 1.7e-10, liblinear 2.8e-10,
 # svmlight 3.7e-10, smo 4.4e-10 (its path differs by a few pairs dense/CSR), svmmaj 4.3e-8,
 # libsvm 4.8e-8 (LIBSVM keeps Q in float32), alpha_maj 7.8e-8 (majorization stops on a relative
 # decrease below tol, on a flat stretch). Stochastic methods only approach the optimum (seeded:
 # pegasos 2.3e-3, sgd 1.4e-2).
-REACHES = {"qp": 1e-13, "newton": 1e-13, "gd": 1e-12, "dcd": 2e-9, "liblinear": 3e-9,
+REACHES = {"qp": 1e-13, "newton": 1e-13, "smooth_newton": 1e-13, "gd": 1e-12, "dcd": 2e-9, "liblinear": 3e-9,
            "svmlight": 4e-9, "smo": 5e-9, "svmmaj": 5e-7, "libsvm": 5e-7, "alpha_maj": 1e-6,
            "pegasos": 0.03, "sgd": 0.05}
 # Methods that stop short of f* here and say "stalled" (troyan's zigzagging CD and GD: no single
