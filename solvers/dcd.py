@@ -225,11 +225,6 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
                      "n_updates": int(n_updates)})
 
 
-def _warmup():
-    X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    fit_dcd(Problem(X, np.array([1.0, -1.0])), budget=Budget(max_iter=50), recorder=Recorder(enabled=False).start())
-
-
 register(SolverSpec(
     name="dcd",
     family="dual_cd",
@@ -248,5 +243,4 @@ register(SolverSpec(
     # on a pass that started with all variables; cached fits and references of 1 are not reused.
     version="2",
     description="dual coordinate descent, Hsieh et al. 2008 (LIBLINEAR -s 1 / -s 3)",
-    warmup=_warmup,
 ))

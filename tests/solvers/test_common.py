@@ -225,3 +225,22 @@ def test_dense_and_csr_agree(name, data):
     assert a1.b == pytest.approx(b1.b, rel=1e-12, abs=1e-14)
     # and the stalled runs descended from there (both methods decrease L at every step).
     assert a.primal < a1.primal and b.primal < b1.primal
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solver_reads_the_callers_X_without_copying_or_writing(name, data):
+    """Issue 10: canonical input is used as is (DESIGN.md, `Problem`), which is safe only
+    because no solver writes into X: the caller's buffers are shared and unchanged after a fit."""
+    X, y = data
+    spec = solvers.get_solver(name)
+    for Xf in (np.ascontiguousarray(X), sp.csr_matrix(X)):
+        bufs = (Xf.data, Xf.indices, Xf.indptr) if sp.issparse(Xf) else (Xf,)
+        before = [a.copy() for a in bufs]
+        problem = _problem_for(spec, Xf, y)
+        pbufs = (problem.X.data, problem.X.indices, problem.X.indptr) if sp.issparse(Xf) else (problem.X,)
+        assert all(np.shares_memory(a, b) for a, b in zip(bufs, pbufs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fit(problem, name, budget=Budget(max_iter=50), **({"epochs": 2} if name == "pegasos" else {}))
+        for a, b in zip(bufs, before):
+            np.testing.assert_array_equal(a, b)
