@@ -246,8 +246,9 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
     fit_time = recorder.seconds()
     w, b = current_w()
     if status != "diverged" and np.isfinite(w).all():
-        recorder.close(it, trace_point)
+        # The closing trace point is the certificate's P: one pass over X, not two.
         cert = linear_certificates(problem, w, b, C=C)
+        recorder.close(it, lambda: (cert["primal"],))
     else:
         status = "diverged"
         cert = {"primal": math.nan, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan}
