@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-STATUSES = ("converged", "max_iter", "timeout", "diverged", "stalled")
+# "budget": a fixed-schedule method (pegasos: T steps, no convergence test) ran its schedule as
+# planned; it is not "converged" (nothing was tested) and not a failure (nothing was cut short).
+STATUSES = ("converged", "budget", "max_iter", "timeout", "diverged", "stalled")
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ fresh permutation each epoch. A regularized intercept is the constant feature B 
 penalised with w, like LIBLINEAR).
 
 Pegasos has no stopping test of its own: its output is w_{T+1}, so a run that completes its
-schedule has status ``converged`` (info["schedule_complete"]); its certificate is the primal
-objective P; how far P is from f* is for the
-pipeline to measure against a reference solve. Iterations (n_iter, trace) are steps t.
+schedule has status ``budget`` (the schedule ran as planned; nothing was tested, so it is not
+``converged``; info["schedule_complete"]); its certificate is the primal objective P; how far P
+is from f* is for the pipeline to measure against a reference solve. Iterations (n_iter, trace) are steps t.
 """
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
         f = np.asarray(X @ w).ravel() + b
         return primal_at(problem, C, float(w @ w), b, f), math.nan, math.nan
 
-    status = "converged"
+    status = "budget"
     it = 0
     epoch_idx = None
     pos = 0
@@ -257,7 +257,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
                dual=cert["dual"], gap=cert["gap"], kkt_violation=cert["kkt_violation"],
                fit_time_s=fit_time,
                info={"lambda": lam, "C": C, "t": int(st[_T]), "T": int(T), "epochs": it / spe,
-                     "schedule_complete": status == "converged", "w_norm": float(np.linalg.norm(w)),
+                     "schedule_complete": status == "budget", "w_norm": float(np.linalg.norm(w)),
                      "objective_pegasos": cert["primal"] / (C * n)})
 
 
@@ -280,10 +280,12 @@ register(SolverSpec(
         "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the sampling and the start"),
     },
     losses=("hinge",),
-    intercepts=("none", "regularized"),
+    # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
+    intercepts=("regularized", "none"),
     kernels=("linear",),
     warm_start=False,
     default_max_iter=100_000,
-    version="1",
+    # 2: a completed schedule is status "budget" (was "converged"); shards of 1 are not reused.
+    version="2",
     description="Pegasos stochastic sub-gradient (Shalev-Shwartz et al. 2007)",
 ))
