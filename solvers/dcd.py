@@ -235,10 +235,14 @@ register(SolverSpec(
         "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the pass permutations"),
     },
     losses=("hinge", "squared_hinge"),
-    intercepts=("none", "regularized"),
+    # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
+    intercepts=("regularized", "none"),
     kernels=("linear",),
     warm_start=True,
     default_max_iter=1000,
+    # LIBLINEAR's defaults for its dual solvers: stop at a projected-gradient spread M - m of
+    # 0.1, at most 1000 passes (README "Defaults": every fit of the default sweep converges).
+    default_tol=0.1,
     # 2: shrinking also under stop="w_change" (it shrank nothing), and a stopping test is final
     # on a pass that started with all variables; cached fits and references of 1 are not reused.
     version="2",

@@ -476,6 +476,7 @@ register(SolverSpec(
     kernels=KERNELS,
     warm_start=True,
     default_max_iter=200,
+    default_tol=1e-6,
     version="1",
     description="the whole kernel dual by a primal-dual interior point method (bertini I.C)",
 ))

@@ -89,6 +89,9 @@ class SolverSpec:
     warm_start: bool = False
     hard_margin: bool = False
     default_max_iter: int = 1000
+    # budget.tol when none is given (solvers.fit without a budget, SVMClassifier(tol=None)): each
+    # solver's own stopping quantity, set so that default sweeps end `converged` (DESIGN.md).
+    default_tol: float = 1e-4
     version: str = "1"
     description: str = ""
     # Compiles the numba kernels (or loads numba's cache) on tiny inputs; None: `default_warmup`.
@@ -200,7 +203,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
     spec = get_solver(solver)
     spec.check_problem(problem)
     checked = spec.check_params(params)
-    budget = budget or Budget()
+    budget = budget or Budget(tol=spec.default_tol)
     if warm_start is not None and not spec.warm_start:
         raise SolverError(f"solver {spec.name!r} does not take a warm start")
     if isinstance(warm_start, Fit):
