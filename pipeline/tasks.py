@@ -108,7 +108,7 @@ def _accuracy(y, f) -> float:
     return float(np.mean(np.where(f > 0, 1.0, -1.0) == y))
 
 
-_STATUS_RANK = {"converged": 0, "stalled": 1, "max_iter": 2, "timeout": 3, "diverged": 4}
+_STATUS_RANK = {"converged": 0, "budget": 1, "stalled": 2, "max_iter": 3, "timeout": 4, "diverged": 5}
 
 
 def _solve_binary(spec: dict, X, y, X_test=None, y_test=None):

@@ -183,7 +183,10 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         n_updates += active
         # w before the pass: for the w_change rule, and for the trace's ||w_k+1 - w_k|| when a
         # point is due after this pass (an O(d) copy only then).
-        w_prev = w.copy() if stop == "w_change" or recorder.due(it + 1) else None
+        # (Scheduled, not `due`: the recorder's time budget may make a point due after the pass
+        # that was not before it.)
+        nxt = recorder.next_due()
+        w_prev = w.copy() if stop == "w_change" or (nxt is not None and it + 1 >= nxt) else None
         wb_prev = wb[0]
         active, PGmax_new, PGmin_new = _dcd_pass(
             X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
@@ -232,11 +235,6 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
                      "n_updates": int(n_updates)})
 
 
-def _warmup():
-    X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    fit_dcd(Problem(X, np.array([1.0, -1.0])), budget=Budget(max_iter=50), recorder=Recorder(enabled=False).start())
-
-
 register(SolverSpec(
     name="dcd",
     family="dual_cd",
@@ -247,13 +245,16 @@ register(SolverSpec(
         "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the pass permutations"),
     },
     losses=("hinge", "squared_hinge"),
-    intercepts=("none", "regularized"),
+    # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
+    intercepts=("regularized", "none"),
     kernels=("linear",),
     warm_start=True,
     default_max_iter=1000,
+    # LIBLINEAR's defaults for its dual solvers: stop at a projected-gradient spread M - m of
+    # 0.1, at most 1000 passes (README "Defaults": every fit of the default sweep converges).
+    default_tol=0.1,
     # 2: shrinking also under stop="w_change" (it shrank nothing), and a stopping test is final
     # on a pass that started with all variables; cached fits and references of 1 are not reused.
     version="2",
     description="dual coordinate descent, Hsieh et al. 2008 (LIBLINEAR -s 1 / -s 3)",
-    warmup=_warmup,
 ))

@@ -30,18 +30,24 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         A registered solver (``solvers.solver_names()``).
     C : float, default=1.0
         Penalty; ``inf`` is a hard margin for the solvers that support it.
-    loss : {"hinge", "squared_hinge", "huber_hinge"}, default="hinge"
+    loss : {"hinge", "squared_hinge", "huber_hinge"} or None, default=None
+        None: the solver's first declared loss (``get_solver(solver).losses[0]``; hinge for dcd,
+        squared hinge for gd and newton), resolved at fit.
     kernel : {"linear", "rbf", "poly"}, default="linear"
     gamma : {"scale", "auto"} or float, default="scale"
     degree : int, default=3
     coef0 : float, default=0.0
-    intercept : {"none", "regularized", "free"}, default="regularized"
+    intercept : {"none", "regularized", "free"} or None, default=None
+        None: the solver's first declared intercept, resolved at fit, as sweeps do: regularized
+        (LIBLINEAR's bias feature) for dcd, liblinear, pegasos, gd and newton; free for the
+        kernel duals (smo, svmlight, qp, libsvm) and the majorization family; none for sgd.
     intercept_scaling : float, default=1.0
         The constant feature B of a regularized intercept (LIBLINEAR's bias term).
     huber_k : float, default=1.0
         The Huber hinge's k (quadratic on -k < y f <= 1).
-    tol : float, default=1e-4
-        Tolerance of the solver's own stopping rule.
+    tol : float or None, default=None
+        Tolerance of the solver's own stopping rule; None: the solver's ``default_tol``, chosen
+        so that a default sweep over C ends converged (README, "Defaults").
     max_iter : int or None, default=None
         Iteration cap in the solver's unit; None is the solver's default.
     multi_class : {"ovr", "ovo", "ordinal"}, default="ovr"
@@ -84,23 +90,23 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "solver": Param("dcd", "str"),
         "C": Param(1.0, "float", low=0.0, open_low=True),
-        "loss": Param("hinge", "str", options=("hinge", "squared_hinge", "huber_hinge")),
+        "loss": Param(None, "str", options=("hinge", "squared_hinge", "huber_hinge"), none_ok=True),
         "kernel": Param("linear", "str", options=("linear", "rbf", "poly")),
         "gamma": Param("scale", "any"),
         "degree": Param(3, "int", low=1),
         "coef0": Param(0.0, "float"),
-        "intercept": Param("regularized", "str", options=_INTERCEPTS),
+        "intercept": Param(None, "str", options=_INTERCEPTS, none_ok=True),
         "intercept_scaling": Param(1.0, "float", low=0.0, open_low=True),
         "huber_k": Param(1.0, "float", low=-1.0, open_low=True),
-        "tol": Param(1e-4, "float", low=0.0, open_low=True),
+        "tol": Param(None, "float", low=0.0, open_low=True, none_ok=True),
         "max_iter": Param(None, "int", low=1, none_ok=True),
         "multi_class": Param("ovr", "str", options=("ovr", "ovo", "ordinal")),
         "random_state": Param(None, "int", low=0, none_ok=True),
         "solver_params": Param(None, "any", none_ok=True),
     }
 
-    def __init__(self, solver="dcd", C=1.0, loss="hinge", kernel="linear", gamma="scale", degree=3,
-                 coef0=0.0, intercept="regularized", intercept_scaling=1.0, huber_k=1.0, tol=1e-4,
+    def __init__(self, solver="dcd", C=1.0, loss=None, kernel="linear", gamma="scale", degree=3,
+                 coef0=0.0, intercept=None, intercept_scaling=1.0, huber_k=1.0, tol=None,
                  max_iter=None, multi_class="ovr", random_state=None, solver_params=None):
         self.solver = solver
         self.C = C
@@ -147,7 +153,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
         g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
         self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
-        budget = Budget(max_iter=self.max_iter, tol=self.tol)
+        # None: the solver's own defaults (its first declared loss and intercept, its default_tol),
+        # so that SVMClassifier(solver=name) works for every solver as a sweep's defaults do.
+        self._loss = self.loss if self.loss is not None else spec.losses[0]
+        self._intercept = self.intercept if self.intercept is not None else spec.intercepts[0]
+        budget = Budget(max_iter=self.max_iter, tol=self.tol if self.tol is not None else spec.default_tol)
         if len(self.classes_) == 2:
             ybin = np.where(y == self.classes_[1], 1.0, -1.0)
             self._set_binary(self._fit_binary(X, ybin, spec, params, budget))
@@ -162,7 +172,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_binary(self, X, ybin, spec, params, budget):
         """One binary solve; returns the parts of a binary model as a dict."""
-        problem = Problem(X, ybin, C=self.C, loss=self.loss, intercept=self.intercept,
+        problem = Problem(X, ybin, C=self.C, loss=self._loss, intercept=self._intercept,
                           kernel=self._kernel, intercept_scaling=self.intercept_scaling,
                           huber_k=self.huber_k)
         rec = Recorder()

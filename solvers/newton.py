@@ -489,10 +489,12 @@ register(SolverSpec(
         "precompute_mb": Param(256.0, "float", low=0.0, doc="store the kernel matrix when it fits"),
     },
     losses=("squared_hinge",),
-    intercepts=("none", "regularized", "free"),
+    # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
+    intercepts=("regularized", "none", "free"),
     kernels=("linear", "rbf", "poly"),
     warm_start=True,
     default_max_iter=100,
+    default_tol=1e-8,   # Newton converges quadratically: a tight tol costs a step or two
     version="1",
     description="Chapelle's primal Newton over the support-vector set (Chapelle 2007; duros_katzman 4.2)",
 ))

@@ -29,9 +29,9 @@ fresh permutation each epoch. A regularized intercept is the constant feature B 
 penalised with w, like LIBLINEAR).
 
 Pegasos has no stopping test of its own: its output is w_{T+1}, so a run that completes its
-schedule has status ``converged`` (info["schedule_complete"]); its certificate is the primal
-objective P; how far P is from f* is for the
-pipeline to measure against a reference solve. Iterations (n_iter, trace) are steps t.
+schedule has status ``budget`` (the schedule ran as planned; nothing was tested, so it is not
+``converged``; info["schedule_complete"]); its certificate is the primal objective P; how far P
+is from f* is for the pipeline to measure against a reference solve. Iterations (n_iter, trace) are steps t.
 """
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
 
     # The current model (the averaged iterate where averaging) for the caller's trace extras.
     recorder.model(lambda: SimpleNamespace(w=current_w()[0], alpha=None, b=current_w()[1]))
-    status = "converged"
+    status = "budget"
     it = 0
     epoch_idx = None
     pos = 0
@@ -249,8 +249,9 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
     fit_time = recorder.seconds()
     w, b = current_w()
     if status != "diverged" and np.isfinite(w).all():
-        recorder.close(it, trace_point)
+        # The closing trace point is the certificate's P: one pass over X, not two.
         cert = linear_certificates(problem, w, b, C=C)
+        recorder.close(it, lambda: (cert["primal"],))
     else:
         status = "diverged"
         cert = {"primal": math.nan, "dual": math.nan, "gap": math.nan, "kkt_violation": math.nan}
@@ -259,7 +260,7 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
                dual=cert["dual"], gap=cert["gap"], kkt_violation=cert["kkt_violation"],
                fit_time_s=fit_time,
                info={"lambda": lam, "C": C, "t": int(st[_T]), "T": int(T), "epochs": it / spe,
-                     "schedule_complete": status == "converged", "w_norm": float(np.linalg.norm(w)),
+                     "schedule_complete": status == "budget", "w_norm": float(np.linalg.norm(w)),
                      "objective_pegasos": cert["primal"] / (C * n)})
 
 
@@ -282,10 +283,12 @@ register(SolverSpec(
         "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the sampling and the start"),
     },
     losses=("hinge",),
-    intercepts=("none", "regularized"),
+    # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
+    intercepts=("regularized", "none"),
     kernels=("linear",),
     warm_start=False,
     default_max_iter=100_000,
-    version="1",
+    # 2: a completed schedule is status "budget" (was "converged"); shards of 1 are not reused.
+    version="2",
     description="Pegasos stochastic sub-gradient (Shalev-Shwartz et al. 2007)",
 ))

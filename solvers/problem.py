@@ -3,7 +3,9 @@
     P(w, b) = 1/2 ||w||^2 + C * sum_i loss(y_i * (w . phi(x_i) + b))
 
 - X: CSR with sorted int32 indices and float64 values, or a C-contiguous float64 ndarray.
-  A CSR is canonicalised on a copy, never in place on the caller's arrays.
+  Input already in that form is used as is (its buffers are shared, never written: no solver
+  writes into X); anything else is canonicalised on a copy, never in place on the caller's
+  arrays. A per-fit copy of X costs as much as a solver pass over it (issue 10).
 - y: float64 in {-1, +1}, both present.
 - C > 0 (C = inf is a hard margin; only solvers that support it accept it).
 - loss: ``hinge`` (L1-SVM), ``squared_hinge`` (L2-SVM), ``huber_hinge`` (SVM-Maj's Huber hinge
@@ -31,20 +33,40 @@ class ProblemError(ValueError):
     """Invalid problem data or settings; the message names the offending input."""
 
 
+def _is_canonical_csr(X) -> bool:
+    """float64 values, int32 column indices sorted within each row with no duplicates
+    (scipy's canonical format), int32 or int64 indptr: the form the numba kernels read."""
+    return (X.format == "csr" and X.dtype == np.float64 and X.indices.dtype == np.int32
+            and X.indptr.dtype in (np.int32, np.int64) and bool(X.has_canonical_format))
+
+
 def _canonical_X(X):
     if sp.issparse(X):
         if X.ndim != 2:
             raise ProblemError(f"X must be 2-D, got {X.ndim}-D")
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()
-        X.sort_indices()
-        if X.nnz and not np.all(np.isfinite(X.data)):
-            bad = int(np.flatnonzero(~np.isfinite(X.data))[0])
-            row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
-            raise ProblemError(f"X has a non-finite value ({X.data[bad]!r}) in row {row}")
-        X.indices = X.indices.astype(np.int32, copy=False)
-        X.indptr = X.indptr.astype(np.int32 if X.nnz < 2**31 else np.int64, copy=False)
-        return X
+        indptr_dtype = np.int32 if X.nnz < 2**31 else np.int64
+        if _is_canonical_csr(X):
+            # Share the caller's data and indices. A csr_array is wrapped as a csr_matrix (the
+            # solvers use matrix semantics); an int64 indptr of a small matrix becomes int32, an
+            # O(n_rows) copy, so the kernels see one index type (one numba specialisation).
+            if isinstance(X, sp.csr_matrix) and X.indptr.dtype == indptr_dtype:
+                out = X
+            else:
+                out = sp.csr_matrix(X.shape, dtype=np.float64)
+                out.data, out.indices = X.data, X.indices
+                out.indptr = X.indptr.astype(indptr_dtype, copy=False)
+                out.has_canonical_format = True
+        else:
+            out = sp.csr_matrix(X, dtype=np.float64, copy=True)
+            out.sum_duplicates()
+            out.sort_indices()
+            out.indices = out.indices.astype(np.int32, copy=False)
+            out.indptr = out.indptr.astype(indptr_dtype, copy=False)
+        if out.nnz and not np.isfinite(out.data).all():
+            bad = int(np.flatnonzero(~np.isfinite(out.data))[0])
+            row = int(np.searchsorted(out.indptr, bad, side="right") - 1)
+            raise ProblemError(f"X has a non-finite value ({out.data[bad]!r}) in row {row}")
+        return out
     try:
         X = np.ascontiguousarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -757,6 +757,7 @@ register(SolverSpec(
     kernels=KERNELS,
     warm_start=True,
     default_max_iter=200,
+    default_tol=1e-6,
     version="2",  # 2: nearest-point KKT solve and feasible active-set polish (singular Q)
     description="the whole kernel dual by a primal-dual interior point method (bertini, Section I.C)",
 ))

@@ -154,8 +154,9 @@ register(SolverSpec(
     name="liblinear", family="reference", fit=fit_liblinear,
     params={"dual": Param(True, "bool", doc="LinearSVC(dual=...): dual CD, or the primal Newton (squared hinge)"),
             "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of LIBLINEAR's permutations")},
-    losses=("hinge", "squared_hinge"), intercepts=("none", "regularized"), kernels=("linear",),
-    default_max_iter=1000, version="1", description="scikit-learn LinearSVC (LIBLINEAR)",
+    losses=("hinge", "squared_hinge"), intercepts=("regularized", "none"), kernels=("linear",),
+    default_max_iter=1000, default_tol=0.1,   # LIBLINEAR's own eps, as dcd (LinearSVC's is 1e-4)
+    version="1", description="scikit-learn LinearSVC (LIBLINEAR)",
 ))
 register(SolverSpec(
     name="sgd", family="reference", fit=fit_sgd,
@@ -165,7 +166,8 @@ register(SolverSpec(
             "shuffle": Param(True, "bool", doc="shuffle each epoch"),
             "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the shuffles")},
     losses=("hinge", "squared_hinge"), intercepts=("none", "free"), kernels=("linear",),
-    default_max_iter=1000, version="1", description="scikit-learn SGDClassifier",
+    default_max_iter=1000, default_tol=1e-3,  # SGDClassifier's
+    version="1", description="scikit-learn SGDClassifier",
 ))
 register(SolverSpec(
     name="libsvm", family="reference", fit=fit_libsvm,
@@ -173,5 +175,6 @@ register(SolverSpec(
             "cache_size": Param(200.0, "float", low=0.0, open_low=True, doc="kernel cache (MB)")},
     losses=("hinge",), intercepts=("free",), kernels=("linear", "rbf", "poly"),
     default_max_iter=10_000_000,  # LIBSVM counts SMO pairs; its own default is unlimited
+    default_tol=1e-3,             # LIBSVM's eps
     version="1", description="scikit-learn SVC (LIBSVM)",
 ))

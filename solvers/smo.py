@@ -386,6 +386,7 @@ register(SolverSpec(
     kernels=KERNELS,
     warm_start=True,
     default_max_iter=10_000_000,
+    default_tol=1e-3,   # LIBSVM's eps on m(alpha) - M(alpha)
     version="1",
     description="SMO with WSS 2 / MVP, shrinking and an LRU kernel cache (Platt 1998; Fan et al. 2005)",
 ))

@@ -97,6 +97,7 @@ STATUS_ADVICE = {
                "certificates in the results show how far from the optimum it ended): try another solver "
                "for this problem or a looser tol",
     "diverged": "produced non-finite values: lower the step size or C, or scale the features",
+    "budget": "ran its fixed schedule (epochs or steps) as planned; it has no convergence test, so the certificates and the suboptimality against f* say how close it got",
     "error": "raised an error (see Failures for the first line, results.parquet's `error` for the traceback)",
 }
 

@@ -33,6 +33,8 @@ REACHES = {"qp": 1e-13, "newton": 1e-13, "smooth_newton": 1e-13, "gd": 1e-12, "d
 # Measured: cd_cpm 2.3e-2 (dense and CSR), gd_cpm 2.6e-2 to 2.8e-2 (where it stalls depends on
 # the rounding that decides which side of a kink a margin lies on).
 STALLS = {"cd_cpm": 0.1, "gd_cpm": 0.1}
+# Fixed-schedule methods (no convergence test): a completed schedule is "budget", not "converged".
+SCHEDULED = {"pegasos"}
 EXTRA = {"pegasos": {"epochs": 300}}
 
 
@@ -46,7 +48,9 @@ def data():
 
 
 def _problem_for(spec, X, y):
-    intercept = "free" if "free" in spec.intercepts and spec.family in ("kernel_dual", "majorization") else spec.intercepts[0]
+    # Pinned to the forms REACHES was measured on (not the declaration order, which sets defaults).
+    intercept = ("free" if "free" in spec.intercepts and spec.family in ("kernel_dual", "majorization")
+                 else "none" if "none" in spec.intercepts else spec.intercepts[0])
     return Problem(X, y, C=0.5, loss=spec.losses[0], intercept=intercept)
 
 
@@ -185,7 +189,7 @@ def test_solver_contract_and_certificate(name, fmt, data):
         assert res.status == "stalled", f"{name} ({res.status}) at {rel:.2e} from f*"
         assert 1e-7 < rel < STALLS[name], f"{name} stalled at {rel:.2e} from f*"
     else:
-        assert res.status == "converged"
+        assert res.status == ("budget" if name in SCHEDULED else "converged")
         assert rel < REACHES[name], f"{name}: relative gap {rel:.2e} to f*={f_star}"
     # Where a dual certificate is reported it must bound the optimum from below (measured:
     # D - f* within 5e-16 f* where the solver reaches f*).
@@ -225,3 +229,22 @@ def test_dense_and_csr_agree(name, data):
     assert a1.b == pytest.approx(b1.b, rel=1e-12, abs=1e-14)
     # and the stalled runs descended from there (both methods decrease L at every step).
     assert a.primal < a1.primal and b.primal < b1.primal
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solver_reads_the_callers_X_without_copying_or_writing(name, data):
+    """Issue 10: canonical input is used as is (DESIGN.md, `Problem`), which is safe only
+    because no solver writes into X: the caller's buffers are shared and unchanged after a fit."""
+    X, y = data
+    spec = solvers.get_solver(name)
+    for Xf in (np.ascontiguousarray(X), sp.csr_matrix(X)):
+        bufs = (Xf.data, Xf.indices, Xf.indptr) if sp.issparse(Xf) else (Xf,)
+        before = [a.copy() for a in bufs]
+        problem = _problem_for(spec, Xf, y)
+        pbufs = (problem.X.data, problem.X.indices, problem.X.indptr) if sp.issparse(Xf) else (problem.X,)
+        assert all(np.shares_memory(a, b) for a, b in zip(bufs, pbufs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fit(problem, name, budget=Budget(max_iter=50), **({"epochs": 2} if name == "pegasos" else {}))
+        for a, b in zip(bufs, before):
+            np.testing.assert_array_equal(a, b)

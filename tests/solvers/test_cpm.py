@@ -187,7 +187,7 @@ def _svc_optimum(problem):
 def test_cpm_searches_never_increase_the_loss_and_classify_their_stop(solver):
     X, y = _data(seed=1)
     problem = Problem(X, y, C=C_from_lambda(0.5, "svmmaj"), loss="hinge", intercept="free")
-    rec = Recorder(per_decade=10**6)
+    rec = Recorder(per_decade=10**6, max_overhead=None)  # a point at every iteration
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fit = solvers.fit(problem, solver, budget=Budget(tol=1e-7, max_iter=3000), recorder=rec)

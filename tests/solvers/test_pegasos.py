@@ -105,7 +105,7 @@ def test_objective_approaches_fstar(data, kw):
     fstar = primal_objective(pr, est.coef_.ravel())
     rec = Recorder()
     r = solvers.fit(pr, "pegasos", recorder=rec, epochs=300, **kw)
-    assert r.status == "converged" and r.info["schedule_complete"]
+    assert r.status == "budget" and r.info["schedule_complete"]
     assert r.primal == pytest.approx(primal_objective(pr, r.w), rel=1e-12)
     assert (r.primal - fstar) / fstar < 0.02
     assert r.info["objective_pegasos"] == pytest.approx(r.primal / (C * len(y)))
@@ -148,6 +148,23 @@ def test_lambda_replaces_C(data):
     C = 1 / (0.05 * len(y))
     assert r.info["C"] == pytest.approx(C) and r.info["lambda"] == 0.05
     assert r.primal == pytest.approx(primal_objective(pr.with_(C=C), r.w))
+
+
+def test_a_completed_schedule_is_budget_never_converged(data):
+    """Pegasos has no convergence test: running its T steps is `budget` (as planned, so no
+    ConvergenceWarning), whatever sets T and however close it ends; a time limit is `timeout`."""
+    X, y = data
+    pr = Problem(X, y, C=1.0, loss="hinge")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        runs = [solvers.fit(pr, "pegasos", epochs=e) for e in (1, 300)]
+        runs += [solvers.fit(pr, "pegasos", budget=Budget(max_iter=10)), solvers.fit(pr, "pegasos")]
+    assert [r.status for r in runs] == ["budget"] * 4
+    assert [r.n_iter for r in runs] == [300, 300 * 300, 10, 10 * 300]
+    assert "converged" not in {r.status for r in runs} and all(r.info["schedule_complete"] for r in runs)
+    with pytest.warns(ConvergenceWarning, match="timeout"):
+        r = solvers.fit(pr, "pegasos", epochs=10**6, budget=Budget(time_limit_s=1e-3))
+    assert r.status == "timeout" and not r.info["schedule_complete"]
 
 
 def test_divergence_is_a_status(data):

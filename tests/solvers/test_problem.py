@@ -22,6 +22,74 @@ def test_csr_is_canonicalised_on_a_copy():
     np.testing.assert_array_equal(p.X.toarray(), X.toarray())
 
 
+def _canonical_csr():
+    rng = np.random.default_rng(0)
+    return sp.random(40, 30, density=0.2, format="csr", random_state=rng, dtype=np.float64)
+
+
+def _buffers(X):
+    return (X.data, X.indices, X.indptr) if sp.issparse(X) else (X,)
+
+
+def test_canonical_csr_and_dense_are_used_without_a_copy():
+    """Issue 10: a per-fit copy of X costs a solver pass. Canonical input keeps its buffers."""
+    X = _canonical_csr()
+    assert X.indices.dtype == np.int32 and X.indptr.dtype == np.int32 and X.has_canonical_format
+    p = Problem(X, np.where(np.arange(40) % 2, 1.0, -1.0))
+    for a, b in zip(_buffers(X), _buffers(p.X)):
+        assert np.shares_memory(a, b)
+    # A csr_array and an int64 indptr (int32 indices) also keep data and indices; the indptr of a
+    # small matrix becomes int32 (an O(n_rows) copy) so the kernels see one index type.
+    for Xv in (sp.csr_array(X), sp.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape)):
+        if Xv is not X and isinstance(Xv, sp.csr_matrix):
+            Xv.indptr = X.indptr.astype(np.int64)
+        q = Problem(Xv, p.y)
+        assert isinstance(q.X, sp.csr_matrix) and q.X.indptr.dtype == np.int32
+        assert np.shares_memory(q.X.data, X.data) and np.shares_memory(q.X.indices, X.indices)
+        np.testing.assert_array_equal(q.X.toarray(), X.toarray())
+    D = np.ascontiguousarray(X.toarray())
+    assert np.shares_memory(Problem(D, p.y).X, D)
+
+
+@pytest.mark.parametrize("how", ["unsorted", "int64_indices", "float32", "duplicates"])
+def test_non_canonical_csr_is_copied_and_the_callers_arrays_unchanged(how):
+    X = _canonical_csr()
+    dense = X.toarray()
+    if how == "unsorted":
+        X = sp.csr_matrix((X.data.copy(), X.indices.copy(), X.indptr.copy()), shape=X.shape)
+        for r in range(X.shape[0]):   # reverse each row's entries
+            a, b = X.indptr[r], X.indptr[r + 1]
+            X.indices[a:b] = X.indices[a:b][::-1].copy()
+            X.data[a:b] = X.data[a:b][::-1].copy()
+        X.has_sorted_indices = False
+    elif how == "int64_indices":
+        X = sp.csr_matrix(X.shape)
+        Y = _canonical_csr()
+        X.data, X.indices, X.indptr = Y.data, Y.indices.astype(np.int64), Y.indptr.astype(np.int64)
+    elif how == "float32":
+        X = X.astype(np.float32)
+        dense = X.toarray().astype(np.float64)
+    elif how == "duplicates":
+        # Each row's entries twice, each with half its value: the same matrix, with duplicated
+        # (row, column) pairs (sorted, so only the duplicates make it non-canonical).
+        Y = X
+        indptr = 2 * Y.indptr
+        indices = np.repeat(Y.indices, 2)
+        data = np.repeat(Y.data / 2, 2)
+        X = sp.csr_matrix(Y.shape)
+        X.data, X.indices, X.indptr = data, indices, indptr
+        assert X.nnz == 2 * Y.nnz and not X.has_canonical_format
+    before = [a.copy() for a in _buffers(X)]
+    p = Problem(X, np.where(np.arange(40) % 2, 1.0, -1.0))
+    for a in _buffers(X):
+        assert not any(np.shares_memory(a, b) for b in _buffers(p.X))
+    for a, b in zip(_buffers(X), before):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert p.X.indices.dtype == np.int32 and p.X.data.dtype == np.float64 and p.X.has_canonical_format
+    np.testing.assert_allclose(p.X.toarray(), dense, rtol=1e-6)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(X=np.ones((3, 2)), y=[1, -1]), "3 rows but y has 2"),
     (dict(X=np.ones((2, 2)), y=[1, 0]), r"y\[1\] = 0"),

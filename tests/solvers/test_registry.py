@@ -1,0 +1,82 @@
+"""`solvers.fit`'s own mechanisms: the once-per-process warmup that keeps compilation out of
+the solver's clock (issue 10)."""
+import time
+
+import numpy as np
+import pytest
+
+from solvers import Budget, Fit, Problem, Recorder, fit, registry
+from solvers.registry import SolverSpec
+
+
+class LoggingRecorder(Recorder):
+    def __init__(self, log):
+        super().__init__(enabled=False)
+        self.log = log
+
+    def start(self):
+        self.log.append("start")
+        return super().start()
+
+
+def _fake(name, log, warmup=None, first_call_s=0.0):
+    """A solver that logs its calls; its first call on a tiny (warmup) problem sleeps
+    ``first_call_s``, standing in for numba compiling its kernels."""
+    def fit_fake(problem, *, budget, recorder, warm_start=None):
+        if problem.n_samples <= 6 and not any(e[0] == "fit" and e[1] <= 6 for e in log if isinstance(e, tuple)):
+            time.sleep(first_call_s)
+        log.append(("fit", problem.n_samples, problem.loss, problem.intercept, problem.is_sparse))
+        return Fit(b=0.0, status="converged", n_iter=1, primal=0.0, w=np.zeros(problem.n_features))
+    return SolverSpec(name=name, family="test", fit=fit_fake, warmup=warmup)
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    monkeypatch.setattr(registry, "_WARM", set())
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+
+def _problem(n=20):
+    rng = np.random.default_rng(0)
+    return Problem(rng.standard_normal((n, 3)), np.where(np.arange(n) % 2, 1.0, -1.0))
+
+
+def test_declared_warmup_runs_once_per_process_per_solver_before_the_clock(fresh_registry):
+    log = []
+    registry.register(_fake("_a", log, warmup=lambda: log.append("warmup _a")))
+    registry.register(_fake("_b", log, warmup=lambda: log.append("warmup _b")))
+    p = _problem()
+    for name in ("_a", "_a", "_b", "_a"):
+        fit(p, name, recorder=LoggingRecorder(log))
+    fits = [("fit", 20, "hinge", "none", False)]
+    assert log == (["warmup _a", "start"] + fits + ["start"] + fits
+                   + ["warmup _b", "start"] + fits + ["start"] + fits)
+
+
+def test_default_warmup_fits_tiny_problems_of_every_declared_form_outside_fit_time(fresh_registry):
+    log = []
+    registry.register(_fake("_c", log, first_call_s=0.3))
+    p = _problem()
+    res = fit(p, "_c", recorder=LoggingRecorder(log))
+    user = ("fit", 20, "hinge", "none", False)
+    assert log[-2:] == ["start", user]
+    warm = log[:-2]
+    # Dense and CSR x losses x intercepts (x the one kernel), before the clock starts.
+    assert sorted(warm) == sorted(("fit", 6, loss, icpt, sparse) for sparse in (False, True)
+                                  for loss in ("hinge", "squared_hinge") for icpt in ("none", "regularized"))
+    # The 0.3 s "compilation" happened in the warmup, not inside the timed fit.
+    assert res.fit_time_s < 0.1
+    log.clear()
+    fit(p, "_c", recorder=LoggingRecorder(log))
+    assert log == ["start", user]
+
+
+def test_estimator_goes_through_the_same_warmup(fresh_registry):
+    from solvers import SVMClassifier
+    log = []
+    registry.register(_fake("_d", log, warmup=lambda: log.append("warmup _d")))
+    X = np.random.default_rng(0).standard_normal((20, 3))
+    y = np.arange(20) % 3    # multiclass: several binary fits, one warmup
+    SVMClassifier(solver="_d", intercept="none").fit(X, y)
+    assert log.count("warmup _d") == 1 and log[0] == "warmup _d"
+    assert sum(isinstance(e, tuple) for e in log) == 3
