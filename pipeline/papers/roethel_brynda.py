@@ -433,7 +433,7 @@ def fig_decision_function(data: ReportData):
     ax.contour(gx, gy, f, levels=[-1, 0, 1], colors="k", linestyles=["--", "-", "--"], linewidths=0.9)
     _scatter(ax, X, y, s=4, alpha=0.6)
     plt.colorbar(im, ax=ax, label="decision function x'w + b")
-    ax.set_title(f"Decision function, dcd C={fmt(row['C'])} (lines: f = -1, 0, 1)", fontsize=9)
+    ax.set_title(f"Decision function, dcd C={fmt(row['C'])} ({_state(row)})\nlines: f = -1, 0, 1", fontsize=9)
     ax.set_xlabel("x1")
     ax.set_ylabel("x2")
     ax.legend(fontsize=7, loc="lower right")
@@ -452,6 +452,12 @@ def active_stats(data: ReportData, entry="dcd_shrinking", C=10.0) -> dict:
             "C": float(row["C"]), "active": active, "row": row}
 
 
+def _state(row) -> str:
+    """How the drawn fit ended: its status and relative duality gap (a cap is never shown as converged)."""
+    gap = row.get("duality_gap", math.nan) / abs(row.get("primal_objective", math.nan))
+    return f"{row.get('status', '?')}, rel. gap {fmt(gap)}"
+
+
 def fig_active_points(data: ReportData):
     st = active_stats(data)
     row, active = st["row"], st["active"]
@@ -466,7 +472,7 @@ def fig_active_points(data: ReportData):
         ax.scatter(X[idle, 0], X[idle, 1], s=3, c=colour, alpha=0.35, label=f"class {cls:+d}, alpha = 0 ({idle.sum()})")
         ax.scatter(X[live, 0], X[live, 1], s=22, c=colour, edgecolors="k", linewidths=0.4,
                    label=f"class {cls:+d}, alpha > 0 ({live.sum()})")
-    ax.set_title(f"Shrinking on the toy data: dcd with shrinking, C={fmt(st['C'])}\n"
+    ax.set_title(f"Shrinking on the toy data: dcd with shrinking, C={fmt(st['C'])} ({_state(row)})\n"
                  f"small: alpha = 0 (shrunk away); large: alpha > 0 ({100 * st['share']:.1f}% of points)", fontsize=9)
     ax.set_xlabel("x1")
     ax.set_ylabel("x2")
@@ -575,7 +581,10 @@ FIGURES = {
                                      "(shrunk away and never needed again), large ones alpha > 0."),
     "fig5_6_w_change": ("Figures 5 and 6: ||w_k+1 - w_k|| per epoch at C=1",
                         "The runs that stop on ||w_k+1 - w_k|| < 1e-4, without shrinking (dcd_wchange, their Fig. 5) "
-                        "and with it (dcd_wchange_shrinking, their Fig. 6); one point per epoch."),
+                        "and with it (dcd_wchange_shrinking, their Fig. 6); one point per epoch, the median of the "
+                        "repeats (a repeat that stopped holds its last value, so a line runs to the last repeat's "
+                        "end). A late jump with shrinking is the recheck: the rule passed on the shrunken set, "
+                        "every variable was restored, and w moved again before it passed on all of them."),
     "fig7_mnist_misclassified": ("Figure 7: misclassified MNIST digits",
                                  "Test digits dcd (stop=pg, no shrinking, C=100, as in their Figure 7) classifies wrongly, "
                                  "drawn from the test rows and the kept model."),

@@ -87,7 +87,8 @@ def test_w_change_and_active_findings():
     assert rb.finding_active_near_boundary(None).holds is None
     # A missing cell is "not checked", never a verdict.
     empty = _summary().iloc[0:0]
-    assert all(f.holds is None for f in rb.findings(empty, None))
+    assert all(f.holds is None and f.verdict == "not checked" for f in rb.findings(empty, None))
+    assert [f.verdict for f in rb.findings(_summary(), None)][-2:] == ["holds", "not checked"]
 
 
 def _hand_made_run(run_dir: Path) -> None:
