@@ -27,15 +27,7 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	@touch $@
 
 install: $(VENV)/.installed
-install-# Every registered reproduction (pipeline/papers/), each its experiment conf/experiment/<name>.yaml.
-papers: $(VENV)/.installed
-	@for p in $$($(PY) -c 'from pipeline.papers import names; print(*names())'); do \
-	  start=$$(date +%s); \
-	  $(PY) -m pipeline +experiment=$$p $(ARGS) || exit 1; \
-	  echo "papers: $$p took $$(( $$(date +%s) - start )) s; written to outputs/papers/$$p/"; \
-	done
-
-test: $(VENV)/.installed-test
+install-test: $(VENV)/.installed-test
 
 run: $(VENV)/.installed
 	$(PY) -m pipeline $(ARGS)
