@@ -1,6 +1,8 @@
 # svmbench: the two commands of the quick start.
 #   make run   [ARGS='hydra overrides']   set up .venv if needed, then run an experiment
 #   make test  [PYTEST_ARGS='...']        set up .venv with the test extra, then run the tests
+#   make papers [ARGS='hydra overrides']  set up .venv, then regenerate every paper reproduction
+#                                         (outputs/papers/<name>/), saying how long each took
 # Nothing but Python >= 3.11 and make is needed on the machine: everything else is installed
 # into .venv from the package index.
 
@@ -10,7 +12,7 @@ PY     := $(VENV)/bin/python
 # compat: a plain path entry, so workers spawned by Dask import the working tree too.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: run test install install-test clean
+.PHONY: run test papers install install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +31,14 @@ install-test: $(VENV)/.installed-test
 
 run: $(VENV)/.installed
 	$(PY) -m pipeline $(ARGS)
+
+# Every registered reproduction (pipeline/papers/), each its experiment conf/experiment/<name>.yaml.
+papers: $(VENV)/.installed
+	@for p in $$($(PY) -c 'from pipeline.papers import names; print(*names())'); do \
+	  start=$$(date +%s); \
+	  $(PY) -m pipeline +experiment=$$p $(ARGS) || exit 1; \
+	  echo "papers: $$p took $$(( $$(date +%s) - start )) s; written to outputs/papers/$$p/"; \
+	done
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -108,6 +108,9 @@ class Config:
     seed: int = 0
     smoke: bool = False
     report: Dict[str, Any] = field(default_factory=dict)
+    # A paper reproduction: after the report, run.py calls the writer registered under this name
+    # in pipeline/papers/, which writes outputs/papers/<name>/ (the run's folder under smoke).
+    paper: Optional[str] = None
 
 
 def register_schema() -> None:

@@ -177,6 +177,8 @@ def _smoke(cfg: DictConfig) -> DictConfig:
         # Generators are shrunk at the source too: subsampling a 100k-row build is not seconds.
         if "n_samples" in ds.params:
             ds.params.n_samples = min(int(ds.params.n_samples), 2000)
+    # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
+    cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
     if cfg.cv.kind == "kfold":
         cfg.cv.folds = 2
     if cfg.cv.kind == "repeated":

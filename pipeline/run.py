@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .config import store_root, validate
+from .config import ConfigError, store_root, validate
 from .execute import error_keys, execute, failure_lines, finished_keys
 from .datasets import dataset_names, ensure_dataset
 from .plan import build_plan, effective_config
@@ -55,6 +55,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
             echo(msg)
 
     cfg = validate(cfg)
+    check_paper(cfg)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     root = store_root(cfg)
     plan = build_plan(cfg, materialise_datasets(cfg))
@@ -75,11 +76,30 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
     report = build_report(run_dir)
     say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
     say(f"report: {report}  ({time.perf_counter() - t0:.1f} s)")
+    paper = write_reproduction(cfg, run_dir, root)
+    if paper is not None:
+        say(f"paper: {paper}  ({time.perf_counter() - t0:.1f} s)")
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if cfg.run.retry_errors else "keeps them (run.retry_errors=false)"
         say(f"{len(failed)} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
         for line in failure_lines(run_dir, keys):
             say(line)
-    return {"run_dir": str(run_dir), "report": str(report), "summary": summary,
+    return {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper,
             "results": results, "traces": traces, "failed": len(failed)}
+
+
+def check_paper(cfg: DictConfig) -> None:
+    """`paper:` must name a registered reproduction (pipeline/papers/), checked before any work."""
+    from .papers import PAPERS, names
+    if cfg.get("paper") is not None and cfg.paper not in PAPERS:
+        raise ConfigError(f"paper={cfg.paper!r}: no such reproduction; registered: {', '.join(names())}")
+
+
+def write_reproduction(cfg: DictConfig, run_dir: Path, root: str) -> Path | None:
+    """The last step for a paper's experiment: its writer turns the run's tables into
+    outputs/papers/<name>/ (the run's own papers/<name>/ under smoke=true)."""
+    if cfg.get("paper") is None:
+        return None
+    from .papers import out_dir, write_paper
+    return write_paper(cfg.paper, run_dir, out_dir(cfg.paper, run_dir, bool(cfg.smoke)), root)

@@ -1,0 +1,48 @@
+"""Paper reproductions: one writer per study, registered by the study's short name.
+
+An experiment config that names `paper: <name>` (conf/experiment/<name>.yaml) makes `run.py`
+call the writer after the report. A writer reads the run's Parquet tables (and, for figures of
+the data themselves, the store) and writes `README.md` and PNG figures: its tables beside the
+paper's own numbers, and each of the paper's findings marked **holds** or **differs** with the
+reason. The folder is `outputs/papers/<name>/` (committed); under `smoke=true` it is
+`<run_dir>/papers/<name>/`, so a smoke run never overwrites the committed reproduction.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+PAPERS: dict[str, Callable] = {}
+# The committed reproductions live beside conf/ in the repository.
+PAPERS_DIR = Path(__file__).resolve().parents[2] / "outputs" / "papers"
+
+
+def paper(name: str):
+    """Register fn(run_dir, out_dir, root) -> README path as the writer of study `name`."""
+    def deco(fn):
+        if name in PAPERS:
+            raise ValueError(f"paper {name!r} registered twice")
+        PAPERS[name] = fn
+        return fn
+    return deco
+
+
+def names() -> list[str]:
+    return sorted(PAPERS)
+
+
+def out_dir(name: str, run_dir: Path, smoke: bool) -> Path:
+    """Where a reproduction is written: the committed folder, or the run's own under smoke."""
+    return Path(run_dir) / "papers" / name if smoke else PAPERS_DIR / name
+
+
+def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) -> Path:
+    """Run study `name`'s writer on the run's tables into `out`; returns its README."""
+    if name not in PAPERS:
+        raise ValueError(f"paper={name!r}: no such reproduction; registered: {', '.join(names()) or '(none)'}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return PAPERS[name](Path(run_dir), out, root)
+
+
+from . import roethel_brynda  # noqa: E402,F401  (registers its writer)
