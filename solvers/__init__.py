@@ -8,7 +8,7 @@ import importlib
 from .base import Budget, Fit, Recorder, STATUSES
 from .kernels import Kernel
 from .problem import Problem, ProblemError
-from .registry import Param, SolverError, SolverSpec, fit, get_solver, register, solver_names
+from .registry import Param, SolverError, SolverSpec, fit, get_solver, register, solver_names, warm_all
 
 # Importing a solver module registers it. Modules still being written are skipped only when the
 # module itself is absent; any error inside an existing module propagates.
@@ -24,4 +24,5 @@ for _name in _SOLVER_MODULES:
 from .estimator import SVMClassifier  # noqa: E402
 
 __all__ = ["Budget", "Fit", "Recorder", "STATUSES", "Kernel", "Problem", "ProblemError", "Param",
-           "SolverError", "SolverSpec", "fit", "get_solver", "register", "solver_names", "SVMClassifier"]
+           "SolverError", "SolverSpec", "fit", "get_solver", "register", "solver_names", "SVMClassifier",
+           "warm_all"]

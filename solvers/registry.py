@@ -192,6 +192,16 @@ def warm(spec: SolverSpec) -> None:
         _WARM.add(spec.name)
 
 
+
+def warm_all() -> list[str]:
+    """Every registered solver's warmup (compiles numba's kernels into its on-disk cache). `make
+    test` runs it once before the suite, so no test pays a cold compile (tens of seconds for the
+    kernel duals on a fresh clone) inside its own time."""
+    names = [n for n in solver_names() if not n.startswith("_")]
+    for name in names:
+        warm(get_solver(name))
+    return names
+
 def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder: Recorder | None = None,
         warm_start=None, **params) -> Fit:
     """Solve `problem` with the named solver: the functional core under the estimator and the

@@ -80,3 +80,16 @@ def test_estimator_goes_through_the_same_warmup(fresh_registry):
     SVMClassifier(solver="_d", intercept="none").fit(X, y)
     assert log.count("warmup _d") == 1 and log[0] == "warmup _d"
     assert sum(isinstance(e, tuple) for e in log) == 3
+
+
+def test_warm_all_warms_every_public_solver_once(fresh_registry, monkeypatch):
+    """`make test` calls warm_all before the suite: every public solver's warmup, none twice,
+    test-only solvers ("_x") left alone."""
+    calls = []
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    for name in ("a1", "b2"):
+        registry.register(_fake(name, [], warmup=lambda name=name: calls.append(name)))
+    registry.register(_fake("_hidden", [], warmup=lambda: calls.append("_hidden")))
+    assert registry.warm_all() == ["a1", "b2"]
+    registry.warm_all()
+    assert calls == ["a1", "b2"]
