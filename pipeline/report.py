@@ -97,7 +97,7 @@ def status_lines(results: pd.DataFrame) -> list[str]:
         return []
     bad = results[results["status"] != "converged"]
     if bad.empty:
-        return [f"All {len(results)} fits converged (reached their tolerance)."]
+        return [f"All {len(results)} fits converged (reached their tolerance)."] + reference_lines(results)
     lines = [f"{len(results) - len(bad)} of {len(results)} fits converged; the others:"]
     for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
         n_all = int(((results["dataset"] == ds) & (results["solver_entry"] == entry)).sum())
@@ -105,7 +105,21 @@ def status_lines(results: pd.DataFrame) -> list[str]:
         advice = STATUS_ADVICE.get(status, "ended with an unrecognised status")
         lines.append(f"- {entry} on {ds}: {len(grp)} of {n_all} fits `{status}`"
                      f"{' (' + where + ')' if where else ''}: {advice}.")
-    return lines
+    return lines + reference_lines(results)
+
+
+def reference_lines(results: pd.DataFrame) -> list[str]:
+    """A reference solve that stopped short of its tolerance is said so, with how uncertain its
+    f* is: suboptimalities below that are floored to it (`rel_suboptimality_floored`)."""
+    if "f_star_status" not in results:
+        return []
+    short = results[results["f_star_status"].notna() & (results["f_star_status"] != "converged")]
+    if short.empty:
+        return []
+    where = ", ".join(f"C={_fmt(float(c))}" for c in sorted(short["C"].dropna().unique()))
+    return [f"- f* not certified to its tolerance for {len(short)} fits ({where}; reference "
+            f"{', '.join(sorted(short['f_star_status'].unique()))}): f* is known only to a relative gap of up to "
+            f"{_fmt(float(short['f_star_rel_gap'].max()))}, and smaller suboptimalities are shown floored to it."]
 
 
 def suboptimality_figure(results: pd.DataFrame, traces: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -127,8 +141,12 @@ def suboptimality_figure(results: pd.DataFrame, traces: pd.DataFrame, out_dir: P
             tr = traces[traces["key"] == row.key]
             if tr.empty:
                 continue
-            gap = np.maximum((tr["primal"].to_numpy() - row.f_star) / abs(row.f_star), SUBOPT_FLOOR)
+            # Never finer than f*'s own certainty (its relative duality gap).
+            floor = max(SUBOPT_FLOOR, getattr(row, "f_star_rel_gap", 0.0) or 0.0)
+            gap = np.maximum((tr["primal"].to_numpy() - row.f_star) / abs(row.f_star), floor)
             label = f"{row.solver_entry} C={_fmt(row.C)}" + ("" if row.loss == "hinge" else f" {row.loss}")
+            if getattr(row, "f_star_status", "converged") not in ("converged", None):
+                label += f" (f* {row.f_star_status})"
             ax.loglog(np.maximum(tr["time_s"].to_numpy(), 1e-6), gap, marker=".", label=label)
         ax.set_title(ds)
         ax.set_xlabel("solver time (s)")
