@@ -42,10 +42,13 @@ class Summary:
     failed: int
     wall_s: float
     dashboard: str | None = None
+    tasks: int = 0            # Dask tasks the runs were packed into
+    client_rss_mb: float = 0.0   # this process's peak resident memory so far
 
     def line(self) -> str:
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
-                f"{self.failed} failed, {self.wall_s:.1f} s wall")
+                f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
+                f"client peak RSS {self.client_rss_mb:.0f} MB)")
 
 
 def shard_path(run_dir: Path, key: str) -> Path:
@@ -178,6 +181,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     failed = 0
     dashboard = None
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
+    tasks = []
     with open_client(cluster) as client:
         bar = _progress(len(todo), bool(cfg.run.progress))
         tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
@@ -215,8 +219,10 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
                 finish(units, records)
                 fut.release()
         bar.close()
+    import resource
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
-                   wall_s=time.perf_counter() - t0, dashboard=dashboard)
+                   wall_s=time.perf_counter() - t0, dashboard=dashboard, tasks=len(tasks),
+                   client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def failure_lines(run_dir: Path, keys, limit: int = 10) -> list[str]:
