@@ -31,11 +31,10 @@ import pandas as pd
 from .report import markdown_table
 
 A_CS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 50.0]
-SMALL = ["datasets.rcv1_like.params.n_samples=20000", "datasets.rcv1_like.params.n_features=5000"]
+SMALL = ["datasets.rcv1_like.params.n_samples=20000"]
 SCENARIOS = {
     "b": SMALL + ["cv=repeated", "cv.rounds=25", "cv.test_size=0.2"],
-    "c": ["datasets.rcv1_like.params.n_samples=4000", "datasets.rcv1_like.params.n_features=5000",
-          "cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
+    "c": ["datasets.rcv1_like.params.n_samples=4000", "cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
     "d": ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=200", "cv=repeated", "cv.test_size=0.5",
           "solvers.dcd.grid.C=[0.1,0.3,1,3,10,30,100,300,1000,3000]", "run.warm_start=false"],
 }

@@ -7,6 +7,7 @@ builders, CV settings, cluster kinds) before any task runs, and names the key an
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,9 @@ CV_KINDS = ("kfold", "holdout", "repeated", "none")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
+
+
+REPORT_KEYS = ("baseline",)                  # what the report reads from a run's config
 
 
 class ConfigError(ValueError):
@@ -81,6 +85,8 @@ class RunConf:
     retries: int = 1                         # re-run of a task whose worker died
     trace: bool = True
     trace_per_decade: int = 10
+    trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
+    keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
     # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
     # or more solver entries fit (what the comparison tables need), true for all, false none.
     reference: Any = "auto"
@@ -90,6 +96,7 @@ class RunConf:
     warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
     chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
     progress: bool = True
+    retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
 
 
 @dataclass
@@ -99,6 +106,8 @@ class Config:
     # cannot add a new typed entry from the command line (+solvers.dcd_l2={solver: dcd, ...}).
     datasets: Dict[str, Any] = field(default_factory=dict)
     solvers: Dict[str, Any] = field(default_factory=dict)
+    # One sweep for every selected solver that takes the key (see `shared_grid_targets`).
+    grid: Dict[str, Any] = field(default_factory=dict)
     cv: CVConf = field(default_factory=CVConf)
     cluster: ClusterConf = field(default_factory=ClusterConf)
     store: StoreConf = field(default_factory=StoreConf)
@@ -115,41 +124,205 @@ def register_schema() -> None:
 
 
 GROUPS = ("datasets", "solvers", "cv", "cluster", "experiment")
+# Overrides of these mappings may name any key: a plain `solvers.smo.grid.gamma=[0.1,1]` is sent
+# to Hydra as `++...` (add or replace), and `validate` checks the key against what the solver
+# or builder declares. Hydra's struct mode would otherwise demand `+` for keys a yaml lacks.
+FREE_KEYS = (("grid",), ("solvers", None, "params"), ("solvers", None, "grid"), ("datasets", None, "params"))
 
 
-def group_options(group: str) -> list[str]:
+def group_options(group: str, root: str | None = None) -> list[str]:
+    """The options of a config group; for `datasets`, the built-ins and every store entry."""
+    options = set(_yaml_options(group))
+    if group == "datasets":
+        options |= set(store_entries(root))
+    return sorted(options)
+
+
+def _yaml_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def store_entries(root: str | None) -> list[str]:
+    """Names of the entries in the store at root (default root if None) that can be config
+    keys ('.' would nest: such an entry is used by `builder:` in an entry of another name);
+    [] if the store is unreadable."""
+    from .store import default_store_root, list_datasets
+    try:
+        return [m["name"] for m in list_datasets(root or default_store_root()) if "." not in m["name"]]
+    except Exception:  # an unreadable store is reported later, with its path, by the plan
+        return []
+
+
+def _parse(overrides: list[str]) -> list:
+    """The overrides Hydra's parser accepts, each on its own (Hydra reports malformed ones
+    itself, with their position; a flag's value such as `--cfg job` is not an override)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    parser, out = OverridesParser.create(), []
+    for text in overrides:
+        try:
+            out.extend(parser.parse_overrides([text]))
+        except Exception:
+            pass
+    return out
+
+
+def store_root_of(overrides: list[str]) -> str | None:
+    """The store root an override list sets (`store.root=...`), else None (the default)."""
+    for ov in _parse(overrides):
+        if ov.key_or_group == "store.root" and not ov.is_delete() and isinstance(ov.value(), str):
+            return ov.value()
+    return None
 
 
 def check_group_choices(overrides: list[str]) -> None:
     """Refuse an unknown option of a config group (``solvers=[dcd,nosuch]``) with the list of
     valid ones, before Hydra composes (its own message does not list them for multi-selects)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except Exception:   # Hydra reports malformed overrides itself, with their position
-        return
-    for ov in parsed:
+    root = store_root_of(overrides)
+    for ov in _parse(overrides):
         group = ov.key_or_group.lstrip("+~")
         if group not in GROUPS or ov.is_delete():
             continue
         value = ov.value()
         values = value if isinstance(value, list) else [value]
-        valid = group_options(group)
+        valid = group_options(group, root)
         for v in values:
             if isinstance(v, str) and v not in valid:
                 raise ConfigError(f"{group}={v!r}: no such option; available: {', '.join(valid)}")
+
+
+def register_store_entries(root: str | None) -> None:
+    """Offer every store entry that is not a built-in as an option of the `datasets` group,
+    ``{builder: <name>}`` with the dataset defaults, so ``datasets=[mydata]`` selects an
+    ingested file exactly as it selects a built-in. Entries of an earlier call (another store)
+    are withdrawn first: the ConfigStore is process-wide."""
+    from hydra.core.config_store import ConfigStore
+    repo = ConfigStore.instance().repo.setdefault("datasets", {})
+    for name in [n for n, node in repo.items() if getattr(node, "provider", None) == "svmbench-store"]:
+        del repo[name]
+    builtins = set(_yaml_options("datasets"))
+    for name in store_entries(root):
+        if name not in builtins:
+            node = {"builder": name, "params": {}, "scale": "none", "max_rows": None, "positive": None}
+            ConfigStore.instance().store(group="datasets", name=name, node=node,
+                                         package=f"datasets.{name}", provider="svmbench-store")
+
+
+def _free_key(key: str) -> bool:
+    parts = key.split(".")
+    return any(len(parts) >= len(pat) and all(p is None or p == q for p, q in zip(pat, parts))
+               for pat in FREE_KEYS)
+
+
+def prepare_overrides(overrides: list[str]) -> list[str]:
+    """What `compose` and `python -m pipeline` do before Hydra composes: refuse unknown group
+    options, offer the store's entries as datasets, and let free mappings take new keys."""
+    overrides = list(overrides)
+    register_store_entries(store_root_of(overrides))
+    check_group_choices(overrides)
+    out = []
+    for text in overrides:
+        ov = next(iter(_parse([text])), None)
+        plain = ov is not None and not (ov.is_add() or ov.is_force_add() or ov.is_delete())
+        out.append(f"++{text}" if plain and _free_key(ov.key_or_group) else text)
+    return out
+
+
+def check_free_entries(cfg: DictConfig, overrides: list[str]) -> None:
+    """A free-key override (`solvers.smo.grid.C=...`) whose entry is not selected would create
+    a half entry (no `solver:`/`builder:`, which every yaml and store option sets): refuse it."""
+    for ov in _parse(overrides):
+        parts = ov.key_or_group.lstrip("+").split(".")
+        if ov.is_delete() or len(parts) < 3 or parts[0] not in ("solvers", "datasets") or not _free_key(".".join(parts)):
+            continue
+        group, entry = parts[0], parts[1]
+        node = (cfg.get(group) or {}).get(entry)
+        marker = "solver" if group == "solvers" else "builder"
+        if node is not None and marker not in node:
+            selected = ", ".join(k for k, v in cfg[group].items() if marker in v)
+            raise ConfigError(f"{ov.key_or_group.lstrip('+')}: {group}.{entry} is not selected (selected: {selected}); "
+                              f"select it with '{group}=[...,{entry}]'")
+
+
+def _explicit_settings(overrides: list[str]) -> list[tuple[str, str, str, Any]]:
+    """(solver entry or "*" for the shared grid, level, key, value) for every params/grid/zip
+    key an override list sets, whatever its form (`solvers.dcd.params.C=5`,
+    `solvers.dcd.params={C: 5}`, `+solvers.x={params: {...}}`, `grid.C=[...]`)."""
+    out = []
+
+    def walk(entry, level, node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if level == "grid" and k == "zip":
+                    walk(entry, "zip", v)
+                else:
+                    out.append((entry, level, k, v))
+
+    for ov in _parse(overrides):
+        if ov.is_delete():
+            continue
+        parts, value = ov.key_or_group.split("."), ov.value()
+        if parts[0] == "grid":
+            parts = ["solvers", "*", "grid", *parts[1:]]
+        if parts[0] != "solvers" or len(parts) < 2:
+            continue
+        tail = parts[2:]
+        node = value
+        for name in reversed(tail):       # rebuild the mapping the override sets under the entry
+            node = {name: node}
+        if isinstance(node, dict):
+            for level in ("params", "grid"):
+                walk(parts[1], level, node.get(level))
+    return out
+
+
+LEVELS = ("params", "grid", "zip", "shared")
+PRECEDENCE = "a solver's params < its grid < its grid.zip < the shared top-level grid"
+
+
+def check_shadowed(cfg: DictConfig, overrides: list[str]) -> None:
+    """A key set on the command line that a higher level would override is an error naming
+    both: a solver's params < its grid < its grid.zip < the shared grid."""
+    for entry, level, key, value in _explicit_settings(overrides):
+        # The shared grid is the top level: nothing overrides it.
+        if value is None or entry == "*" or entry not in (cfg.solvers or {}):
+            continue
+        sc = cfg.solvers[entry]
+        grid, shared = _plain(sc.get("grid")) or {}, _plain(cfg.get("grid")) or {}
+        found = {"grid": grid.get(key), "zip": _zip_of(grid).get(key),
+                 "shared": shared.get(key, _zip_of(shared).get(key)) if takes_key(sc, entry, key) else None}
+        where = {"params": f"solvers.{entry}.params.{key}", "grid": f"solvers.{entry}.grid.{key}",
+                 "zip": f"solvers.{entry}.grid.zip.{key}", "shared": f"grid.{key}"}
+        for higher in LEVELS[LEVELS.index(level) + 1:]:
+            if found[higher] is not None:
+                raise ConfigError(
+                    f"{where[level]}={_plain(value)!r} is set, but {where[higher]}={found[higher]!r} would "
+                    f"override it ({PRECEDENCE}): set the values you want in {where[higher]} "
+                    f"(or drop that one with {where[higher]}=null)")
+
+
+def _zip_of(grid: dict) -> dict:
+    """A grid's zip mapping ({} if absent or malformed; grid_points reports the latter)."""
+    return grid.get("zip") if isinstance(grid.get("zip"), dict) else {}
+
+
+def check_composed(cfg: DictConfig, overrides: list[str]) -> None:
+    """The checks that need both the composed config and the command line."""
+    check_free_entries(cfg, overrides)
+    check_shadowed(cfg, overrides)
 
 
 def compose(overrides: list[str] | None = None, config_name: str = "config") -> DictConfig:
     """Compose the config as `python -m pipeline` would, without running (tests, tools)."""
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
-    check_group_choices(list(overrides or []))
+    overrides = list(overrides or [])
+    prepared = prepare_overrides(overrides)
     register_schema()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return hydra_compose(config_name=config_name, overrides=list(overrides or []), return_hydra_config=False)
+        cfg = hydra_compose(config_name=config_name, overrides=prepared, return_hydra_config=False)
+    check_composed(cfg, overrides)
+    return cfg
 
 
 def _plain(node):
@@ -166,6 +339,8 @@ def grid_points(grid: dict, where: str) -> list[dict]:
     # config this way (grid: {C: null, lambda: [...]}), since Hydra merges cannot delete keys.
     grid = {k: v for k, v in dict(_plain(grid) or {}).items() if v is not None}
     zipped = grid.pop("zip", None) or {}
+    if isinstance(zipped, dict):   # a zipped key replaces the same key of the product
+        grid = {k: v for k, v in grid.items() if k not in zipped}
     axes = []
     for key, values in grid.items():
         values = values if isinstance(values, list) else [values]
@@ -195,7 +370,8 @@ def grid_points(grid: dict, where: str) -> list[dict]:
 
 def typed(cfg: DictConfig) -> DictConfig:
     """A copy of cfg whose dataset and solver entries are checked against `DatasetConf` and
-    `SolverConf` (unknown keys and wrong types refused, defaults filled in)."""
+    `SolverConf` (unknown keys and wrong types refused, defaults filled in), with the shared
+    `grid` applied to each solver entry that takes its keys (idempotent)."""
     from omegaconf.errors import OmegaConfBaseException
     out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     for group, schema in (("datasets", DatasetConf), ("solvers", SolverConf)):
@@ -206,12 +382,94 @@ def typed(cfg: DictConfig) -> DictConfig:
                 entry = {}
             if not isinstance(entry, (dict, DictConfig)):
                 raise ConfigError(f"{group}.{key}={entry!r}: must be a mapping")
+            refuse_unknown_keys(entry, schema, f"{group}.{key}")
             try:
                 entries[key] = OmegaConf.merge(OmegaConf.structured(schema), entry)
             except OmegaConfBaseException as exc:
                 msg = str(exc).splitlines()[0]
                 raise ConfigError(f"{group}.{key}: {msg}") from None
+    _apply_shared_grid(out)
     return out
+
+
+def refuse_unknown_keys(node, schema, where: str) -> None:
+    """An unknown key is an error naming it and the valid ones (a `+key=` override adds keys
+    past Hydra's struct check, and a misspelt key would otherwise be silently ignored)."""
+    valid = [f.name for f in dataclasses.fields(schema)]
+    for key in node or {}:
+        if key not in valid:
+            raise ConfigError(f"{where + '.' if where else ''}{key}: unknown key; valid: {', '.join(valid)}")
+
+
+# ------------------------------------------------------------------ the shared grid
+# The top-level `grid` is one sweep for every selected solver that takes the key. It wins over
+# a solver entry's own params, grid and zip for that key: it is the experiment's statement,
+# the entries' values are their defaults (conf/solvers/*.yaml all sweep C). C and lambda are one
+# axis, so a shared C replaces an entry's lambda and the reverse.
+AXIS_PARTNERS = {"C": ("lambda", "lambda_convention"), "lambda": ("C",)}
+
+
+def _entry_values(sc, key, default):
+    """The values an entry's key can take (from its grid, else its params, else default)."""
+    grid = _plain(sc.get("grid")) or {}
+    for source in (_zip_of(grid), grid, _plain(sc.get("params")) or {}):
+        if source.get(key) is not None:
+            v = source[key]
+            return set(v) if isinstance(v, list) else {v}
+    return {default}
+
+
+def takes_key(sc, entry: str, key: str) -> bool:
+    """Whether solver entry sc takes `key`: its solver declares it, or it is a problem, budget or
+    task key that applies to the entry (gamma only to kernel entries, degree and coef0 only to
+    polynomial ones, huber_k to the Huber loss, intercept_scaling to a regularized intercept)."""
+    import solvers
+    name = sc.get("solver") or entry
+    if name not in solvers.solver_names():
+        return False
+    spec = solvers.get_solver(name)
+    if key in spec.params:
+        return True
+    if key == "gamma":
+        return bool(_entry_values(sc, "kernel", "linear") & {"rbf", "poly"})
+    if key in ("degree", "coef0"):
+        return "poly" in _entry_values(sc, "kernel", "linear")
+    if key == "huber_k":
+        return "huber_hinge" in _entry_values(sc, "loss", "hinge")
+    if key == "intercept_scaling":
+        return "regularized" in _entry_values(sc, "intercept", spec.intercepts[0])
+    return key in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS
+
+
+def shared_grid_targets(cfg) -> dict:
+    """Shared grid key (or "zip") -> the solver entries it applies to."""
+    shared = {k: v for k, v in (_plain(cfg.get("grid")) or {}).items() if v is not None}
+    zipped = shared.pop("zip", None) or {}
+    out = {key: [e for e, sc in (cfg.solvers or {}).items() if takes_key(sc, e, key)] for key in shared}
+    if zipped:
+        if not isinstance(zipped, dict):
+            raise ConfigError(f"grid.zip={zipped!r}: must map keys to equal-length lists")
+        out["zip"] = [e for e, sc in (cfg.solvers or {}).items() if all(takes_key(sc, e, k) for k in zipped)]
+    return out
+
+
+def _apply_shared_grid(cfg) -> None:
+    shared = _plain(cfg.get("grid")) or {}
+    for key, entries in shared_grid_targets(cfg).items():
+        keys = list(shared["zip"]) if key == "zip" else [key]
+        for e in entries:
+            sc = cfg.solvers[e]
+            for k in keys:
+                for drop in (k, *AXIS_PARTNERS.get(k, ())):
+                    sc.params.pop(drop, None)
+                    if drop != k:
+                        sc.grid.pop(drop, None)
+                    if isinstance(sc.grid.get("zip"), DictConfig):
+                        sc.grid.zip.pop(drop, None)
+            if key == "zip":
+                sc.grid.zip = shared["zip"]
+            else:
+                sc.grid[key] = shared[key]
 
 
 def validate(cfg: DictConfig) -> DictConfig:
@@ -220,12 +478,23 @@ def validate(cfg: DictConfig) -> DictConfig:
     import solvers
     from solvers.problem import INTERCEPTS, LOSSES
 
-    from .datasets import dataset_names
+    from .datasets import dataset_names, get_builder
 
+    refuse_unknown_keys(cfg, Config, "")
+    for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf)):
+        refuse_unknown_keys(cfg.get(group), schema, group)
+    for key in cfg.get("report") or {}:
+        if key not in REPORT_KEYS:
+            raise ConfigError(f"report.{key}: unknown key; valid: {', '.join(REPORT_KEYS)}")
     cfg = typed(cfg)
 
     def fail(key, value, why):
         raise ConfigError(f"{key}={value!r}: {why}")
+
+    for gkey, entries in shared_grid_targets(cfg).items():
+        if not entries:
+            fail(f"grid.{gkey}", _plain(cfg.grid[gkey]), "no selected solver takes this key "
+                 f"(selected: {', '.join(cfg.solvers)})")
 
     if not cfg.datasets:
         fail("datasets", [], "select at least one dataset, e.g. datasets=[toy_blobs]")
@@ -246,6 +515,14 @@ def validate(cfg: DictConfig) -> DictConfig:
             if builder not in stored:
                 fail(f"datasets.{key}.builder", builder,
                      f"unknown dataset; builders: {', '.join(builders)}; in the store: {', '.join(stored) or '(none)'}")
+            if ds.params:   # a store entry is used as it is: parameters would be ignored
+                fail(f"datasets.{key}.params", _plain(ds.params),
+                     f"{builder!r} is a store entry, not a builder: it takes no parameters")
+        else:
+            try:
+                get_builder(builder).resolve(_plain(ds.params))
+            except ValueError as exc:
+                raise ConfigError(f"datasets.{key}.params: {exc}") from None
         if ds.scale not in SCALINGS:
             fail(f"datasets.{key}.scale", ds.scale, f"must be one of {list(SCALINGS)}")
         if ds.max_rows is not None and ds.max_rows < 4:
@@ -257,6 +534,7 @@ def validate(cfg: DictConfig) -> DictConfig:
             fail(f"solvers.{key}.solver", name, f"unknown solver; available: {', '.join(names)}")
         spec = solvers.get_solver(name)
         base = dict(_plain(sc.params) or {})
+        _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
             merged = {**base, **point}
             where = f"solvers.{key}"
@@ -302,7 +580,29 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
+    baseline = (cfg.get("report") or {}).get("baseline")
+    if baseline is not None and baseline not in cfg.solvers:
+        fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
     return cfg
+
+
+def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
+    """params, grid and grid.zip take any key (no `+` needed); here each must be one of the
+    solver's declared parameters or a problem, budget or task key."""
+    grid = dict(_plain(sc.grid) or {})
+    zipped = grid.pop("zip", None)
+    sources = [("params", _plain(sc.params) or {}), ("grid", grid)]
+    if isinstance(zipped, dict):
+        sources.append(("grid.zip", zipped))
+    shared = PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS + ("seed",)
+    for part, keys in sources:
+        for k in keys:
+            if k not in spec.params and k not in shared:
+                raise ConfigError(
+                    f"{where}.{part}.{k}: unknown key (solver {spec.name!r} has no parameter {k!r}); valid: "
+                    f"its parameters {', '.join(sorted(spec.params)) or '(none)'}; "
+                    f"problem keys {', '.join(PROBLEM_KEYS)}; budget keys {', '.join(BUDGET_KEYS)}; "
+                    f"{', '.join(TASK_KEYS)}")
 
 
 def _check_problem_keys(where, p, losses, intercepts, spec, fail):

@@ -174,6 +174,11 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     t0 = time.perf_counter()
     specs = {**plan.references, **plan.fits}
     have = finished_keys(run_dir)
+    errors = error_keys(run_dir, have & specs.keys()) if cfg.run.retry_errors else set()
+    if errors:
+        # A fixed environment must be able to finish the run; write_shard replaces atomically.
+        log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
+        have -= errors
     todo = [spec for key, spec in specs.items() if key not in have]
     skipped = len(specs) - len(todo)
     if skipped:
@@ -225,18 +230,28 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
+def _errors(run_dir: Path, keys):
+    """(key, error text) of each task among keys whose shard says status=error."""
+    for key in keys:
+        p = shard_path(run_dir, key)
+        if p.exists():
+            rec = json.loads(p.read_text())
+            if rec.get("status") == "error":
+                yield key, rec.get("error")
+
+
+def error_keys(run_dir: Path, keys) -> set[str]:
+    """The keys among keys whose shard records a failed task."""
+    return {key for key, _ in _errors(run_dir, sorted(keys))}
+
+
 def failure_lines(run_dir: Path, keys, limit: int = 10) -> list[str]:
     """One line per failed task (its key and the error's first line), for the closing summary."""
     out = []
-    for key in keys:
-        p = shard_path(run_dir, key)
-        if not p.exists():
-            continue
-        rec = json.loads(p.read_text())
-        if rec.get("status") == "error":
-            first = (rec.get("error") or "").strip().splitlines()[0] if rec.get("error") else "?"
-            out.append(f"  {key}: {first}")
-            if len(out) >= limit:
-                break
+    for key, error in _errors(run_dir, keys):
+        first = ((error or "").strip().splitlines() or ["?"])[0]
+        out.append(f"  {key}: {first}")
+        if len(out) >= limit:
+            break
     return out
 

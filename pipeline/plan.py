@@ -242,14 +242,25 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
                                 "solver": name, "solver_version": spec.version, "family": spec.family,
                                 "problem": problem, "budget": budget, "solver_params": sparams,
                                 "task": task, "grid_point": _normalise(point),
-                                "trace": {"enabled": bool(cfg.run.trace), "per_decade": int(cfg.run.trace_per_decade)},
+                                "trace": _trace_spec(cfg.run),
                                 "warm_start": bool(cfg.run.warm_start and spec.warm_start
                                                    and "lambda" not in problem and len(classes) == 2)}
+                    if cfg.run.keep_models:   # only when asked, so default keys stay as they were
+                        fit_spec["keep_model"] = True
                     _finish(fit_spec, "fit-")
                     fit_spec["reference_key"] = None
                     fits[fit_spec["key"]] = fit_spec
     _attach_references(fits, refs, datasets, cfg)
     return Plan(fits=fits, references=refs, datasets=datasets)
+
+
+def _trace_spec(run) -> dict:
+    """What a fit's trace records. Test error at each point is added to the spec only when asked
+    (run.trace_test_error), so the keys of runs without it are unchanged."""
+    out = {"enabled": bool(run.trace), "per_decade": int(run.trace_per_decade)}
+    if run.trace_test_error:
+        out["test_error"] = True
+    return out
 
 
 def reference_solver(problem: dict) -> str | None:

@@ -13,7 +13,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 RESULT_COLUMNS = [
@@ -27,11 +26,13 @@ RESULT_COLUMNS = [
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
-def read_shards(run_dir: Path) -> list[dict]:
+def read_shards(run_dir: Path, keys=None) -> list[dict]:
+    """The shards of a run directory; with keys, only those (a run's tables hold only its own
+    plan's tasks, while shards of other configs stay on disk for when those are run again)."""
     shards = Path(run_dir) / "shards"
     out = []
     for p in sorted(shards.glob("*.json")):
-        if p.name.startswith("."):
+        if p.name.startswith(".") or keys is not None and p.name[:-5] not in keys:
             continue
         try:
             out.append(json.loads(p.read_text()))
@@ -72,6 +73,7 @@ def _fit_row(rec: dict, refs: dict) -> dict:
     for k, v in rec.items():
         if k.startswith("env_"):
             row[k] = v
+    row.update(info_columns(rec.get("info") or {}))
     return row
 
 
@@ -91,9 +93,25 @@ def _f_star_columns(P, ref: dict | None) -> dict:
             "rel_suboptimality": max(raw, rel_gap) if floored else raw, "rel_suboptimality_floored": floored}
 
 
-def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, traces) from the shards of a run directory."""
-    records = read_shards(run_dir)
+# Info keys the results already hold in their own columns (registry.fit adds them to every fit).
+_INFO_DUPLICATES = {"solver", "solver_version"}
+
+
+def info_columns(info: dict) -> dict:
+    """A solver's `info` as ``info_<key>`` columns: scalars as they are, lists and dicts
+    (Newton's per-level times, an interval of b) as JSON strings, so a Parquet column keeps one
+    type and `json.loads` gives the value back."""
+    out = {}
+    for k, v in info.items():
+        if k in _INFO_DUPLICATES:
+            continue
+        out[f"info_{k}"] = json.dumps(v) if isinstance(v, (list, tuple, dict)) else v
+    return out
+
+
+def build_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, traces) from the shards of a run directory (only those of `keys` if given)."""
+    records = read_shards(run_dir, keys)
     refs = {r["key"]: r for r in records if r.get("kind") == "reference"}
     fits = [r for r in records if r.get("kind") == "fit"]
     rows = [_fit_row(r, refs) for r in fits]
@@ -103,109 +121,62 @@ def build_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
     for c in results.columns:
-        if c.startswith("param_") and results[c].map(type).nunique() > 1:
+        # gamma is "scale"/"auto" for one entry and a number for another in one sweep.
+        if ((c.startswith("param_") and results[c].map(type).nunique() > 1)
+                or ((c.startswith("info_") or c in ("gamma", "degree", "coef0")) and _mixed(results[c]))):
             results[c] = results[c].map(lambda v: None if v is None else str(v))
     results = results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
-    trace_rows = [(r["key"], *p) for r in fits for p in (r.get("trace") or [])]
-    traces = pd.DataFrame(trace_rows, columns=TRACE_COLUMNS)
-    traces = traces.astype({"iteration": "int64", "time_s": "float64", "primal": "float64",
-                            "dual": "float64", "gap": "float64"})
-    return results, traces
+    return results, _traces(fits)
 
 
-def write_tables(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _mixed(col: pd.Series) -> bool:
+    """Values of more than one kind (numbers count as one; missing ones are not counted), which
+    one Parquet column cannot hold: such a column is written as strings."""
+    kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
+             for v in col if v is not None and not (isinstance(v, float) and math.isnan(v))}
+    return len(kinds) > 1
+
+
+def _traces(fits: list[dict]) -> pd.DataFrame:
+    """One row per trace point; a point's extra quantities (test_error, w_change, n_active...,
+    Recorder.note and Recorder(extras=)) become further float columns, NaN where a fit has none."""
+    rows = []
+    for r in fits:
+        extra = r.get("trace_extra") or []
+        for i, p in enumerate(r.get("trace") or []):
+            row = dict(zip(TRACE_COLUMNS, (r["key"], *p)))
+            if i < len(extra):
+                row.update(extra[i])
+            rows.append(row)
+    traces = pd.DataFrame(rows)
+    extra_cols = sorted(c for c in traces.columns if c not in TRACE_COLUMNS)
+    traces = traces.reindex(columns=TRACE_COLUMNS + extra_cols)
+    return traces.astype({"iteration": "int64", "time_s": "float64", "primal": "float64",
+                          "dual": "float64", "gap": "float64", **{c: "float64" for c in extra_cols}})
+
+
+def models_table(run_dir: Path, keys=None) -> pd.DataFrame:
+    """Each kept model (run.keep_models) as a row: key, b, w, support, alpha (lists), and for a
+    2-D dataset its training rows X and labels y."""
+    rows = [{"key": r["key"], **r["model"]} for r in read_shards(run_dir, keys)
+            if r.get("kind") == "fit" and r.get("model")]
+    return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha", "X", "y"])
+
+
+def write_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write results.parquet and traces.parquet (atomically) and return them."""
-    results, traces = build_tables(run_dir)
-    for df, name in ((results, "results.parquet"), (traces, "traces.parquet")):
-        path = Path(run_dir) / name
-        tmp = path.with_name(f".{name}.tmp")
-        df.to_parquet(tmp, index=False)
-        tmp.replace(path)
+    results, traces = build_tables(run_dir, keys)
+    tables = [(results, "results.parquet"), (traces, "traces.parquet")]
+    models = models_table(run_dir, keys)
+    if len(models):
+        tables.append((models, "models.parquet"))
+    for df, name in tables:
+        write_parquet(df, Path(run_dir) / name)
     return results, traces
 
 
-def param_columns(results: pd.DataFrame) -> list[str]:
-    """The columns that identify one configuration (all but fold, seed and outcomes)."""
-    fixed = ["loss", "kernel", "intercept", "C", "gamma", "degree", "coef0"]
-    return [c for c in fixed if c in results.columns] + sorted(c for c in results.columns if c.startswith("param_"))
-
-
-def cv_summary(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over folds per dataset x solver x parameters."""
-    ok = results[results["status"] != "error"]
-    if ok.empty:
-        return pd.DataFrame()
-    keys = ["dataset", "solver_entry"] + [c for c in param_columns(ok) if ok[c].notna().any()]
-    ok = ok.copy()
-    for c in keys:
-        ok[c] = ok[c].map(lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else v)
-    agg = ok.groupby(keys, dropna=False, sort=True).agg(
-        folds=("fold", "count"),
-        test_accuracy_mean=("test_accuracy", "mean"), test_accuracy_std=("test_accuracy", "std"),
-        train_accuracy_mean=("train_accuracy", "mean"),
-        fit_time_s_mean=("fit_time_s", "mean"), fit_time_s_std=("fit_time_s", "std"),
-        n_iter_mean=("n_iter", "mean"), primal_objective_mean=("primal_objective", "mean"),
-        rel_suboptimality_max=("rel_suboptimality", "max"),
-        converged=("status", lambda s: int((s == "converged").sum())),
-    ).reset_index()
-    return agg
-
-
-def best_params(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset x solver, the configuration with the best mean test accuracy (ties: faster)."""
-    if summary.empty:
-        return summary
-    s = summary.copy()
-    s["_acc"] = s["test_accuracy_mean"].fillna(-np.inf)
-    s = s.sort_values(["dataset", "solver_entry", "_acc", "fit_time_s_mean"], ascending=[True, True, False, True])
-    return s.groupby(["dataset", "solver_entry"], sort=True).head(1).drop(columns="_acc").reset_index(drop=True)
-
-
-TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
-
-
-def time_to_targets(results: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per fit, the solver seconds at which (P - f*)/|f*| first falls to each target.
-
-    From the trace where the solver records one; a solver without a trace (the references
-    run as one call) reaches a target at its fit time if its final model is within it."""
-    cols = ["key", "f_star", "fit_time_s", "rel_suboptimality"]
-    out = results[cols + ["f_star_rel_gap"]].copy() if "f_star_rel_gap" in results else results[cols].assign(f_star_rel_gap=0.0)
-    tr = traces.merge(out[["key", "f_star"]], on="key", how="inner")
-    tr["rel"] = (tr["primal"] - tr["f_star"]) / tr["f_star"].abs()
-    for eps in targets:
-        col = f"t_{eps:g}"
-        hit = tr[tr["rel"] <= eps].groupby("key")["time_s"].min()
-        out[col] = out["key"].map(hit)
-        no_trace = ~out["key"].isin(tr["key"])
-        reached = no_trace & (out["rel_suboptimality"] <= eps)
-        out.loc[reached, col] = out.loc[reached, "fit_time_s"]
-        # A target finer than f*'s certainty cannot be said to be reached.
-        out.loc[out["f_star_rel_gap"].fillna(0.0) > eps, col] = math.nan
-    return out.drop(columns=cols[1:] + ["f_star_rel_gap"])
-
-
-def benchmark_table(results: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS,
-                    ratio_targets=(1e-3, 1e-4)) -> pd.DataFrame:
-    """Per dataset x problem x solver entry: median fit time, iterations and final
-    suboptimality over its runs, and for each target the least time any of its runs needed to
-    reach it (a reference solver swept over tol reaches a target at the first tol that gets
-    there). Ratios put each entry's times over those of every reference-family entry (LIBLINEAR,
-    LIBSVM, SGD) that solved the same problems in the same run: fit time, and time to target."""
-    ok = results[results["status"] != "error"]
-    if ok.empty:
-        return pd.DataFrame()
-    ok = ok.merge(time_to_targets(ok, traces, targets), on="key", how="left")
-    problem = ["dataset", "loss", "kernel", "C"]
-    tcols = [f"t_{eps:g}" for eps in targets]
-    agg = ok.groupby(problem + ["solver_entry", "family"], dropna=False, sort=True).agg(
-        runs=("key", "count"), fit_time_s=("fit_time_s", "median"), n_iter=("n_iter", "median"),
-        rel_subopt=("rel_suboptimality", "median"), **{c: (c, "min") for c in tcols}).reset_index()
-    refs = agg[agg["family"] == "reference"]
-    idx = pd.MultiIndex.from_frame(agg[problem])
-    for ref_entry in sorted(refs["solver_entry"].unique()):
-        base = refs[refs["solver_entry"] == ref_entry].set_index(problem)
-        for col in ["fit_time_s"] + [f"t_{eps:g}" for eps in ratio_targets]:
-            name = f"ratio_{'fit' if col == 'fit_time_s' else col}_vs_{ref_entry}"
-            agg[name] = agg[col].to_numpy() / base[col].reindex(idx).to_numpy()
-    return agg
+def write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """Atomically: a temporary file renamed into place, so a reader never sees half a table."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)

@@ -13,7 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from .config import store_root, validate
-from .execute import execute, failure_lines
+from .execute import error_keys, execute, failure_lines, finished_keys
 from .datasets import dataset_names, ensure_dataset
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
@@ -62,15 +62,24 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
         f"{len(plan.datasets)} datasets (store: {root})")
     summary = execute(plan, run_dir, cfg, root, log=say)
     say(summary.line())
-    if summary.failed:
-        say("failures:")
-        for line in failure_lines(run_dir, list(plan.references) + list(plan.fits)):
-            say(line)
-    results, traces = write_tables(run_dir)
+    keys = list(plan.references) + list(plan.fits)
+    others = len(finished_keys(run_dir) - set(keys))
+    if others:
+        say(f"left out of the tables: {others} shards of other configs in {run_dir / 'shards'} "
+            f"(kept: running that config here again resumes them)")
+    results, traces = write_tables(run_dir, set(keys))
+    # The fits' statuses are in the table; only the reference shards are read again.
+    failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, plan.references)
     for line in status_lines(results):
         say(line)
     report = build_report(run_dir)
     say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
     say(f"report: {report}  ({time.perf_counter() - t0:.1f} s)")
+    if failed:
+        # Last, so that it closes the log: what failed, and that a rerun retries it.
+        again = "retries them" if cfg.run.retry_errors else "keeps them (run.retry_errors=false)"
+        say(f"{len(failed)} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
+        for line in failure_lines(run_dir, keys):
+            say(line)
     return {"run_dir": str(run_dir), "report": str(report), "summary": summary,
-            "results": results, "traces": traces}
+            "results": results, "traces": traces, "failed": len(failed)}

@@ -96,15 +96,34 @@ def _nbytes(fold) -> int:
 
 
 def _extract_fold(root: str, data: dict, fold: int):
-    ds = load_dataset(root, data["name"], data["fingerprint"])
-    rows = subsample_rows(ds.y, data["max_rows"], data["rows_seed"])
-    X = ds.X[rows] if len(rows) < ds.X.shape[0] else ds.X
-    y, classes = binary_labels(ds.y[rows], data["positive"])
-    train, test = make_folds(y, data["cv"], data["folds_seed"])[fold]
-    if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
-        X = X.toarray()
+    X, y, classes, folds = _split(root, data)
+    train, test = folds[fold]
     X_train, X_test = _scale(data["scale"], X[train], X[test])
     return X_train, y[train], X_test, y[test], classes
+
+
+_SPLITS: "OrderedDict[str, tuple]" = OrderedDict()
+
+
+def _split(root: str, data: dict):
+    """(X, y, classes, folds) of the data settings, once per worker: the folds are computed all
+    at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
+    from .plan import spec_key
+    key = spec_key({k: v for k, v in data.items() if k != "scale"})
+    out = _SPLITS.get(key)
+    if out is None:
+        ds = load_dataset(root, data["name"], data["fingerprint"])
+        rows = subsample_rows(ds.y, data["max_rows"], data["rows_seed"])
+        X = ds.X[rows] if len(rows) < ds.X.shape[0] else ds.X
+        y, classes = binary_labels(ds.y[rows], data["positive"])
+        if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
+            X = X.toarray()
+        out = _SPLITS[key] = (X, y, classes, make_folds(y, data["cv"], data["folds_seed"]))
+        while len(_SPLITS) > _MAX_CACHED:
+            _SPLITS.popitem(last=False)
+    else:
+        _SPLITS.move_to_end(key)
+    return out
 
 
 def _problem(problem: dict, X, y):
@@ -144,8 +163,9 @@ def _accuracy(y, f) -> float:
 _STATUS_RANK = {"converged": 0, "stalled": 1, "max_iter": 2, "timeout": 3, "diverged": 4}
 
 
-def _solve_binary(spec: dict, X, y, warm_start=None):
-    """One binary problem of the spec, solved: (problem, fit)."""
+def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None):
+    """One binary problem of the spec, solved: (problem, fit). With the test rows, the trace can
+    carry the test error at each point (run.trace_test_error)."""
     import solvers
 
     problem = _problem(spec["problem"], X, y)
@@ -154,7 +174,11 @@ def _solve_binary(spec: dict, X, y, warm_start=None):
         params["random_state"] = spec["seed"]
     b = spec["budget"]
     budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
-    rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"])
+    extras = {}
+    if spec["trace"].get("test_error") and X_test is not None and X_test.shape[0]:
+        # Test error of the solver's current model at each trace point (clock paused).
+        extras["test_error"] = lambda m: 1.0 - _accuracy(y_test, problem.decision(m, X_test))
+    rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"], extras=extras)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # non-convergence is the status column
         fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
@@ -162,7 +186,7 @@ def _solve_binary(spec: dict, X, y, warm_start=None):
 
 
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None) -> tuple[dict, object]:
-    problem, fit = _solve_binary(spec, X_tr, y_tr, warm_start)
+    problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start)
     f_tr = problem.decision(fit)
     f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
     return dict(
@@ -172,9 +196,41 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None) -> tuple[dict,
         train_accuracy=_accuracy(y_tr, f_tr), test_accuracy=_accuracy(y_te, f_te),
         n_sv=int(np.count_nonzero(fit.alpha)) if fit.alpha is not None else int(np.count_nonzero(y_tr * f_tr < 1)),
         n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
-        C=float(problem.C), trace=[list(p) for p in fit.trace],
-        info={k: v for k, v in fit.info.items() if isinstance(v, (int, float, str, bool))},
+        C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
+        info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.get("keep_model") else {}),
     ), fit
+
+
+def json_safe(v):
+    """A solver's info as plain JSON values: numpy scalars and arrays become numbers and lists,
+    tuples lists, non-finite floats stay floats (the shard's JSON writes them as NaN/Infinity)."""
+    if isinstance(v, dict):
+        return {str(k): json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [json_safe(x) for x in v]
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    return v if v is None or isinstance(v, str) else str(v)
+
+
+def _model(fit, X, y) -> dict:
+    """The fitted model (run.keep_models): w and b of a linear model, or the support indices and
+    their alpha_i of a dual one; a 2-D dataset also keeps its training rows, so the report can
+    draw the points, the support vectors and the boundary from the Parquet files alone."""
+    out = {"b": float(fit.b), "w": None, "support": None, "alpha": None, "X": None, "y": None}
+    if X.shape[1] == 2:
+        out["X"] = (X.toarray() if sp.issparse(X) else np.asarray(X)).tolist()
+        out["y"] = np.asarray(y, dtype=float).tolist()
+    if fit.w is not None:
+        out["w"] = np.asarray(fit.w, dtype=float).tolist()
+    if fit.alpha is not None:
+        sv = np.flatnonzero(fit.alpha != 0)
+        out["support"], out["alpha"] = sv.tolist(), fit.alpha[sv].tolist()
+    return out
 
 
 def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes) -> dict:

@@ -60,6 +60,9 @@ class Fit:
     fit_time_s: float = math.nan
     info: dict = field(default_factory=dict)
     trace: list = field(default_factory=list)
+    # Extra per-point quantities (one dict per trace point, aligned with `trace`): what the
+    # solver noted (Recorder.note) and what the caller's extras computed from the model.
+    trace_extra: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -80,11 +83,15 @@ class Recorder:
     with the clock paused. ``seconds()`` is the solver's time so far, recorder time excluded.
     """
 
-    def __init__(self, per_decade: int = 10, enabled: bool = True, max_points: int = 10_000):
+    def __init__(self, per_decade: int = 10, enabled: bool = True, max_points: int = 10_000, extras=None):
         self.per_decade = per_decade
         self.enabled = enabled
         self.max_points = max_points
         self.points: list[tuple[int, float, float, float, float]] = []
+        self.extras = dict(extras or {})
+        self.extra_points: list[dict] = []
+        self._model = None
+        self._notes: dict = {}
         self._t0 = None
         self._paused = 0.0
         self._next = 1
@@ -94,6 +101,8 @@ class Recorder:
         self._paused = 0.0
         self._next = 1
         self.points = []
+        self.extra_points = []
+        self._notes = {}
         return self
 
     def seconds(self) -> float:
@@ -127,11 +136,35 @@ class Recorder:
         vals = fn()
         primal, dual, gap = (tuple(vals) + (math.nan, math.nan))[:3]
         self.points.append((int(k), solver_s, float(primal), float(dual), float(gap)))
+        self._record_extra()
         # The next due iteration: the smallest integer > k on the 10^(j/per_decade) grid.
         step = 10 ** (1.0 / self.per_decade)
         nxt = max(k + 1, int(math.ceil(k * step - 1e-9)))
         self._next = nxt
         self._paused += time.perf_counter() - t
+
+    # Extra per-point quantities: a small API beside the schedule above. A solver that can say
+    # more than (primal, dual, gap) at a trace point notes it (``note(w_change=..., n_active=...)``
+    # just before ``record``) and tells the recorder how to read its current model (``model(fn)``,
+    # fn() -> an object with ``w``, ``alpha``, ``b``); the caller asks for quantities of the model
+    # (``Recorder(extras={"test_error": fn(model)})``), evaluated at each point with the clock
+    # paused, so they never count as solver time.
+    def note(self, **values) -> None:
+        """Quantities the solver measured for the next recorded point (dropped if none is)."""
+        self._notes.update(values)
+
+    def model(self, fn) -> None:
+        """How to read the solver's current model, for the caller's extras."""
+        self._model = fn
+
+    def _record_extra(self) -> None:
+        row = {k: float(v) for k, v in self._notes.items()}
+        self._notes = {}
+        if self.extras and self._model is not None:
+            m = self._model()
+            for name, fn in self.extras.items():
+                row[name] = float(fn(m))
+        self.extra_points.append(row)
 
 
 def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:

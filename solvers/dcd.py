@@ -33,6 +33,7 @@ variables and stops only when the test passes on a pass that visited every varia
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
@@ -155,6 +156,8 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     w = np.asarray(X.T @ ay).ravel()
     wb = np.array([B * ay.sum()])
 
+    recorder.model(lambda: SimpleNamespace(w=w, alpha=alpha, b=wb[0] * B))
+
     def certificates():
         f = decision_linear(problem, w, wb[0] * B)
         P = primal_from_decision(problem, float(w @ w), wb[0] * B, f)
@@ -178,13 +181,17 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         # bound, gradient pointing outward), and it is left unchanged, as a plain pass would.
         full_pass = active == n
         n_updates += active
-        w_prev = w.copy() if stop == "w_change" else None
+        # w before the pass: for the w_change rule, and for the trace's ||w_k+1 - w_k|| when a
+        # point is due after this pass (an O(d) copy only then).
+        w_prev = w.copy() if stop == "w_change" or recorder.due(it + 1) else None
         wb_prev = wb[0]
         active, PGmax_new, PGmin_new = _dcd_pass(
             X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
             PGmax_old, PGmin_old, shrinking)
         it += 1
         if recorder.due(it):
+            recorder.note(w_change=math.sqrt(float(np.sum((w - w_prev) ** 2)) + (wb[0] - wb_prev) ** 2),
+                          n_active=active)
             recorder.record(it, certificates)
         if not (math.isfinite(wb[0]) and np.isfinite(alpha).all()):
             status = "diverged"

@@ -36,6 +36,7 @@ pipeline to measure against a reference solve. Iterations (n_iter, trace) are st
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit, uint64
@@ -216,6 +217,8 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
         f = np.asarray(X @ w).ravel() + b
         return primal_at(problem, C, float(w @ w), b, f), math.nan, math.nan
 
+    # The current model (the averaged iterate where averaging) for the caller's trace extras.
+    recorder.model(lambda: SimpleNamespace(w=current_w()[0], alpha=None, b=current_w()[1]))
     status = "converged"
     it = 0
     epoch_idx = None

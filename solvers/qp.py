@@ -1,6 +1,8 @@
 """The whole kernel SVM dual in one solve, by a primal-dual interior point method.
 
-The problem (bertini I.C, shared/papers/001; the dual of the hinge SVM with a free intercept):
+The problem (bertini, Section I.C: the dual of the hinge SVM with a free intercept; `bertini` is
+N. Bertini et al., "Project #2 - Support Vector Machines", Optimization Methods for Machine
+Learning, Fall 2022, listed with the other studies in README.md):
 
     min_alpha 1/2 alpha' Q alpha - e' alpha,   Q_ij = y_i y_j K(x_i, x_j),
     s.t. y' alpha = 0,  0 <= alpha <= C.
@@ -15,10 +17,14 @@ a <= u and lambda for the equality; each iteration factors H + diag(z/a + w/(u -
 (Cholesky) and eliminates the one equality by a Schur complement. H only needs to be positive
 semi-definite. `_polish` then fixes the active set the multipliers point to and solves the
 equality-constrained QP on the free variables exactly, so that bounded variables sit exactly at
-0 or u and free ones satisfy the KKT system to rounding. The same kernel solves svmlight's
-q-variable subproblems.
+0 or u and free ones satisfy the KKT system to rounding. When that system is singular (duplicated
+points, a kernel of rank below the number of free variables: linear with n >> d, a low-degree
+polynomial on low-dimensional data) it has a whole affine set of solutions; `_kkt_solve` returns
+the one nearest to the IPM iterate, by a rank-revealing solve in the null space of the equality,
+so that the answer does not depend on the rounding of a particular BLAS kernel. The same kernel
+solves svmlight's q-variable subproblems.
 
-bertini used CVXOPT for this step; ``backend="cvxopt"`` does the same when cvxopt is installed.
+bertini used CVXOPT for the whole dual; ``backend="cvxopt"`` does the same when cvxopt is installed.
 Dense: memory ~4 n^2 doubles and O(n^3) time per iteration, so qp is the correctness reference
 for n up to a few thousand (see ``max_memory_mb``); smo and svmlight scale further.
 """
@@ -36,7 +42,12 @@ from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
 # Codes of _ipm_run
-_RUNNING, _CONVERGED, _FAILED = 0, 1, 2
+_RUNNING, _CONVERGED, _FAILED, _STALLED = 0, 1, 2, 3
+# No progress: both step lengths below STALL_STEP for STALL_COUNT iterations in a row. Mehrotra's
+# steps are O(1) near the central path; steps this short mean the iterate is pinned against the
+# box (an inconsistent Newton system, e.g. an infeasible y'a = r), and more iterations would only
+# spend the budget.
+STALL_STEP, STALL_COUNT = 1e-10, 3
 
 
 @njit(cache=True, nogil=True)
@@ -88,10 +99,11 @@ def _max_step(v, dv):
 
 
 @njit(cache=True, nogil=True)
-def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
+def _ipm_run(H, c, yv, r, u, a, z, w, lam, stuck, tol, max_steps):
     """Up to max_steps Mehrotra predictor-corrector iterations on (a, z, w, lam) in place.
     Returns (code, steps): _CONVERGED when the relative residuals and the complementarity gap
-    are below tol, _FAILED if the Newton matrix could not be factored."""
+    are below tol, _FAILED if the Newton matrix could not be factored, _STALLED after
+    STALL_COUNT steps in a row shorter than STALL_STEP (stuck[0] counts them across calls)."""
     n = a.shape[0]
     cscale = 1.0
     for i in range(n):
@@ -117,6 +129,8 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
             return _FAILED, step
         v2 = _cho_solve(L, yv)
         yv2 = yv @ v2
+        if not yv2 > 0.0:  # the Schur complement y' (H + D)^-1 y of a PD matrix is > 0
+            return _FAILED, step
         # predictor (affine scaling, sigma = 0)
         rcl = -s * z
         rcu = -t * w
@@ -146,112 +160,313 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, tol, max_steps):
         z += ad * dz
         w += ad * dw
         lam[0] += ad * dlam
-        # keep strictly inside the box (rounding)
+        # keep strictly inside the box (rounding); 1 - 2^-52 is the largest double below 1
+        # (1 - 1e-16 rounds to 1, which left u - a = 0 and divided by it)
         for i in range(n):
             if a[i] <= 0.0:
                 a[i] = 1e-300
             if a[i] >= u[i]:
-                a[i] = u[i] * (1.0 - 1e-16)
+                a[i] = u[i] * (1.0 - 2.0 ** -52)
+        if max(ap, ad) < STALL_STEP:
+            stuck[0] += 1
+            if stuck[0] >= STALL_COUNT:
+                return _STALLED, step + 1
+        else:
+            stuck[0] = 0
     return _RUNNING, max_steps
 
 
+# Relative thresholds of the rank decisions in `_psd_solve` (the reduced Hessian has lambda_max <= 1
+# on the unit-box problem). A Cholesky pivot below PIVOT_RTOL * max diag means M is numerically
+# singular (lambda_min <= every pivot): its solution would carry rounding / pivot of any size along
+# the null space, so the eigen-decomposition decides. Eigenvalues below EIG_RTOL * lambda_max are
+# treated as zero: that leaves a residual of at most EIG_RTOL * lambda_max per unit of correction
+# and amplifies rounding by at most eps / EIG_RTOL (~1e-5) along the kept ones.
+PIVOT_RTOL = 1e-10
+EIG_RTOL = 1e-11
+# How `_psd_solve` solved: Cholesky, or the minimum-norm least-squares fallback
+_HOW_CHOLESKY, _HOW_EIGEN = 0, 1
+
+
 @njit(cache=True, nogil=True)
-def _kkt_solve(H, c, yv, r, u, state):
-    """For a guessed active set (state 1: a_i = 0, 2: a_i = u_i, 0: free F) solve
-    [H_FF y_F; y_F' 0] [a_F; mu] = [-c_F - H_FU u_U; r - y_U' u_U]. Returns (a, mu, ok)."""
+def _psd_solve(M, b):
+    """Minimum-norm solution of M x = b for symmetric positive semi-definite M (least squares if
+    b is not in its range). Returns (x, how, relative residual ||M x - b|| / (||M|| ||x|| + ||b||)).
+
+    Fast path: Cholesky, accepted only if no pivot is tiny and the residual is at rounding level.
+    On a singular M (duplicated points, a low-rank kernel) an LU or Cholesky solve is backward
+    stable yet worthless: its residual is at rounding level while its component along the null
+    space is rounding divided by a rounding-size pivot -- any size, decided by the last bits of the
+    BLAS kernel (x = +-5.5e3 on a unit box under OpenBLAS SkylakeX, a LinAlgError under Haswell).
+    So the fallback is the pseudo-inverse by eigen-decomposition, M = V diag(l) V', x = sum over
+    l_k > EIG_RTOL l_max of v_k (v_k' b) / l_k, whose null-space component is exactly zero, plus
+    one step of iterative refinement (Golub & Van Loan, Matrix Computations, "iterative
+    improvement")."""
+    m = b.shape[0]
+    dmax = 0.0
+    mnorm = 0.0
+    for i in range(m):
+        dmax = max(dmax, M[i, i])
+        s = 0.0
+        for k in range(m):
+            s += abs(M[i, k])
+        mnorm = max(mnorm, s)
+    bnorm = np.max(np.abs(b)) if m > 0 else 0.0
+    if m == 0 or dmax <= 0.0:
+        return np.zeros(m), _HOW_EIGEN, (1.0 if bnorm > 0.0 else 0.0)
+    ok = True
+    try:
+        L = np.linalg.cholesky(M)
+    except Exception:  # noqa: BLE001 -- numba raises LinAlgError; only the class is caught
+        ok = False
+        L = np.zeros((1, 1))
+    if ok:
+        for i in range(m):
+            if L[i, i] * L[i, i] < PIVOT_RTOL * dmax:
+                ok = False
+                break
+    if ok:
+        x = _cho_solve(L, b)
+        x += _cho_solve(L, b - M @ x)
+        res = np.max(np.abs(M @ x - b)) / (mnorm * np.max(np.abs(x)) + bnorm + 1e-300)
+        if np.all(np.isfinite(x)) and res <= 1e-12:
+            return x, _HOW_CHOLESKY, res
+    lam, V = np.linalg.eigh(M)
+    lmax = np.max(lam)
+    inv = np.zeros(m)
+    for k in range(m):
+        if lam[k] > EIG_RTOL * lmax:
+            inv[k] = 1.0 / lam[k]
+    x = V @ (inv * (V.T @ b))
+    # refinement on the kept eigenvectors only, so that no null-space component comes back
+    x += V @ (inv * (V.T @ (b - M @ x)))
+    res = np.max(np.abs(M @ x - b)) / (mnorm * np.max(np.abs(x)) + bnorm + 1e-300)
+    return x, _HOW_EIGEN, res
+
+
+@njit(cache=True, nogil=True)
+def _kkt_solve(H, c, yv, r, u, state, a):
+    """For a guessed active set (state 1: a_i = 0, 2: a_i = u_i, 0: free F) the point of
+    {H_FF x_F + mu y_F = -c_F - H_FU u_U, y_F' x_F = r - y_U' u_U} nearest to a (the IPM
+    iterate): the KKT system of the QP on the face (bertini, Section I.C; Nocedal & Wright,
+    Section 16.1). Returns (x, mu, ok, residual, how, flat); residual is the relative stationarity
+    and feasibility residual of the returned point, how the `_psd_solve` path, and flat (zero if
+    the system is consistent) a descent direction of the face along which its objective is linear.
+
+    H_FF is singular whenever two free points coincide or the kernel has rank < |F|; the system is
+    then consistent with a whole affine set of solutions, and only the one nearest to a (which is
+    inside the box) is worth polishing. So solve for the correction d = x_F - a_F in the null
+    space of the equality (Nocedal & Wright, Section 16.2): with the Householder reflector P
+    (P y_F = -+||y_F|| e_1), Z = P[:, 1:] spans {y_F' d = 0}, d = d_p + Z dz with
+    d_p = y_F rp / ||y_F||^2, and the reduced Hessian Z' H_FF Z is positive semi-definite:
+    `_psd_solve` gives its minimum-norm dz, hence the minimum-norm d. mu is then the least
+    squares multiplier of the stationarity rows."""
     n = c.shape[0]
-    out = np.zeros(n)
+    out = a.copy()
     nF = 0
     for i in range(n):
-        if state[i] == 2:
+        if state[i] == 1:
+            out[i] = 0.0
+        elif state[i] == 2:
             out[i] = u[i]
-        elif state[i] == 0:
+        else:
+            out[i] = min(max(out[i], 0.0), u[i])
             nF += 1
     if nF == 0:
-        return out, 0.0, abs(yv @ out - r) <= 1e-12 * (1.0 + np.max(u))
+        res = abs(yv @ out - r) / (np.max(np.abs(yv)) * np.sum(out) + abs(r) + 1e-300)
+        return out, 0.0, res <= 1e-12, res, _HOW_CHOLESKY, np.zeros(n)
     F = np.empty(nF, np.int64)
     k = 0
     for i in range(n):
         if state[i] == 0:
             F[k] = i
             k += 1
-    Hu = H @ out
-    A = np.zeros((nF + 1, nF + 1))
-    b = np.zeros(nF + 1)
+    g = H @ out + c
+    HFF = np.empty((nF, nF))
+    gF = np.empty(nF)
+    yF = np.empty(nF)
     for p in range(nF):
+        gF[p] = g[F[p]]
+        yF[p] = yv[F[p]]
         for q in range(nF):
-            A[p, q] = H[F[p], F[q]]
-        A[p, nF] = yv[F[p]]
-        A[nF, p] = yv[F[p]]
-        b[p] = -c[F[p]] - Hu[F[p]]
-    b[nF] = r - yv @ out
-    try:
-        sol = np.linalg.solve(A, b)
-    except Exception:  # noqa: BLE001 -- singular H_FF (duplicated points): least squares
-        sol = np.linalg.lstsq(A, b)[0]
-    if not np.all(np.isfinite(sol)):
-        sol = np.linalg.lstsq(A, b)[0]
+            HFF[p, q] = H[F[p], F[q]]
+    ny2 = yF @ yF
+    rp = r - yv @ out
+    how = _HOW_CHOLESKY
+    fl = np.zeros(nF)
+    if ny2 == 0.0:  # no equality on the face (y_F = 0 only in svmlight's general use)
+        d, how, _ = _psd_solve(HFF, -gF)
+        fl = -gF - HFF @ d
+    else:
+        d = yF * (rp / ny2)
+        if nF > 1:
+            v = yF.copy()
+            v[0] += math.copysign(math.sqrt(ny2), yF[0])
+            beta = 2.0 / (v @ v)
+            hv = HFF @ v
+            vhv = v @ hv
+            # P H P = H - beta v hv' - beta hv v' + beta^2 (v' H v) v v'   (P = I - beta v v')
+            B = HFF.copy()
+            for p in range(nF):
+                for q in range(nF):
+                    B[p, q] += -beta * (v[p] * hv[q] + hv[p] * v[q]) + beta * beta * vhv * v[p] * v[q]
+            t = gF + HFF @ d
+            Pt = t - beta * (v @ t) * v
+            Mr = B[1:, 1:].copy()
+            br = -Pt[1:].copy()
+            dz, how, _ = _psd_solve(Mr, br)
+            e = np.zeros(nF)
+            e[1:] = dz
+            d += e - beta * (v @ e) * v
+            # What the solve left of the reduced gradient lies along the (numerical) null space
+            # of Z' H_FF Z, where the objective on the face is linear: -Z'g there is a descent
+            # direction of zero curvature (zero if the system was consistent).
+            e[1:] = br - Mr @ dz
+            e[0] = 0.0
+            fl = e - beta * (v @ e) * v
+    gd = gF + HFF @ d
+    mu = -(yF @ gd) / ny2 if ny2 > 0.0 else 0.0
+    flat = np.zeros(n)
     for p in range(nF):
-        out[F[p]] = sol[p]
-    return out, sol[nF], True
+        out[F[p]] += d[p]
+        flat[F[p]] = fl[p]
+    # residuals relative to the size of the terms they sum: |c| + |H| |x|_1 + |mu y| for
+    # stationarity, |y| |x|_1 + |r| for the equality
+    stat = np.max(np.abs(gd + mu * yF))
+    ymax = np.max(np.abs(yv))
+    x1 = np.sum(np.abs(out))
+    res = max(stat / (np.max(np.abs(c)) + np.max(np.abs(H)) * x1 + abs(mu) * ymax + 1e-300),
+              abs(yv @ out - r) / (ymax * x1 + abs(r) + 1e-300))
+    return out, mu, True, res, how, flat
+
+
+@njit(cache=True, nogil=True)
+def _ratio(x, p, state, u, tmax):
+    """Largest t <= tmax with 0 <= x + t p <= u on the free variables (state 0)."""
+    t = tmax
+    for i in range(x.shape[0]):
+        if state[i] == 0:
+            if p[i] < 0.0:
+                t = min(t, max(x[i], 0.0) / -p[i])
+            elif p[i] > 0.0:
+                t = min(t, max(u[i] - x[i], 0.0) / p[i])
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _step_to(x, p, t, state, u):
+    """x += t p on the free variables; those the step takes to a bound (to rounding) join it."""
+    for i in range(x.shape[0]):
+        if state[i] == 0 and p[i] != 0.0:
+            x[i] += t * p[i]
+            if x[i] <= 1e-14 * u[i]:
+                x[i] = 0.0
+                state[i] = 1
+            elif x[i] >= u[i] * (1.0 - 1e-14):
+                x[i] = u[i]
+                state[i] = 2
+
+
+POLISH_ITERS = 100  # active-set changes before the polish gives up (one or more per iteration)
 
 
 @njit(cache=True, nogil=True)
 def _polish(H, c, yv, r, u, a, z, w, gtol):
-    """Exact solution on an active set: start from the one the IPM multipliers indicate
-    (a_i = 0 where z_i > a_i, a_i = u_i where w_i > u_i - a_i), solve the equality-constrained
-    QP on the free set (`_kkt_solve`), and correct the guess a few times (free variables that
-    leave the box go to the bound they cross; bound variables whose multiplier has the wrong
-    sign are freed). Returns (a, accepted); on refusal a is returned unchanged."""
+    """Exact solution on an active set by a primal active-set method (Nocedal & Wright,
+    Algorithm 16.3) started at the IPM iterate: the face the multipliers indicate (a_i = 0 where
+    z_i > a_i, a_i = u_i where w_i > u_i - a_i) with the free variables projected onto y'a = r
+    (`_snap_multipliers`), a feasible point. Each iteration solves the equality-constrained QP on
+    the free set for the point nearest the current one (`_kkt_solve`) and moves towards it as
+    far as the box allows, fixing the variables that block; where the face's system is
+    inconsistent (singular H_FF) it moves along the direction where the face's objective is
+    linear, which a bound must block. At the face's solution, bound variables whose multiplier
+    has the wrong sign are freed. Every step keeps the point feasible and does not increase the
+    objective, so a wrong guess is corrected instead of jumped across (moving every free
+    variable that left the box to its bound, as before, made the active set wander on
+    ill-conditioned faces). Accepted only if the returned point itself is feasible to rounding and
+    satisfies the KKT conditions within gtol (bertini, Section I.C: y'a = r, 0 <= a <= u; g_i = 0
+    on free variables, g_i >= 0 at 0, g_i <= 0 at u, g = H a + c + mu y). Returns (a, accepted);
+    on refusal a is returned unchanged."""
     n = a.shape[0]
+    x = _snap_multipliers(a, z, w, yv, r, u)
+    if abs(yv @ x - r) > 1e-12 * (1.0 + np.sum(np.abs(yv) * u)):
+        return a, False
     state = np.zeros(n, np.int8)
     for i in range(n):
-        if z[i] > a[i]:
+        if x[i] <= 0.0:
+            x[i] = 0.0
             state[i] = 1
-        elif w[i] > u[i] - a[i]:
+        elif x[i] >= u[i]:
+            x[i] = u[i]
             state[i] = 2
-    umax = np.max(u)
-    for _ in range(10):
-        out, mu, ok = _kkt_solve(H, c, yv, r, u, state)
+    for _ in range(POLISH_ITERS):
+        out, mu, ok, _res, _how, flat = _kkt_solve(H, c, yv, r, u, state, x)
         if not ok:
             return a, False
-        moved = False
+        p = out - x
+        t = _ratio(x, p, state, u, 1.0)
+        if t < 1.0:
+            _step_to(x, p, t, state, u)
+            continue
         for i in range(n):
             if state[i] == 0:
-                if out[i] < -1e-9 * umax:
-                    state[i] = 1
-                    moved = True
-                elif out[i] > u[i] + 1e-9 * umax:
-                    state[i] = 2
-                    moved = True
-        if moved:
-            continue
-        g = H @ out + c + mu * yv
+                x[i] = out[i]
+        g = H @ x + c + mu * yv
+        gmax = 0.0
         for i in range(n):
-            if state[i] == 0 and abs(g[i]) > gtol:
-                return a, False  # inconsistent KKT system (least squares): keep the IPM point
+            if state[i] == 0:
+                gmax = max(gmax, abs(g[i]))
+        if gmax > gtol:
+            # inconsistent face: descend along flat (g'flat = -|flat|^2 < 0 in the reduced space)
+            # to the first bound, or to the minimum along it if curvature (rounding) is positive
+            fHf = flat @ (H @ flat)
+            gf = g @ flat
+            if not gf < 0.0:
+                return a, False
+            tmax = -gf / fHf if fHf > 0.0 else np.inf
+            t = _ratio(x, flat, state, u, tmax)
+            if not t < np.inf or t <= 0.0:
+                return a, False
+            _step_to(x, flat, t, state, u)
+            continue
+        moved = False
         for i in range(n):
             if (state[i] == 1 and g[i] < -gtol) or (state[i] == 2 and g[i] > gtol):
                 state[i] = 0
                 moved = True
         if moved:
             continue
+        out = x.copy()
         for i in range(n):
             out[i] = min(max(out[i], 0.0), u[i])
-        # The clipping moved y'a by at most ~1e-9 u: put the residual back on the free
+        # The solve and the clipping moved y'a by rounding: put the residual back on the free
         # variable with the most room, so that the equality holds to rounding.
         res = yv @ out - r
         if res != 0.0:
             best = -1
             room = -1.0
             for i in range(n):
-                if state[i] == 0:
-                    v = out[i] - res * yv[i]
+                if state[i] == 0 and yv[i] != 0.0:
+                    v = out[i] - res / yv[i]
                     if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
                         room = min(v, u[i] - v)
                         best = i
             if best >= 0:
-                out[best] -= res * yv[best]
+                out[best] -= res / yv[best]
+        # Acceptance on the point returned, not on the linear solve: feasible to rounding and
+        # KKT within gtol.
+        ysum = 0.0
+        for i in range(n):
+            ysum += abs(yv[i]) * u[i]
+        if abs(yv @ out - r) > 1e-12 * (1.0 + ysum):
+            return a, False
+        g = H @ out + c + mu * yv
+        for i in range(n):
+            if out[i] < 0.0 or out[i] > u[i]:
+                return a, False
+            if (state[i] == 0 and abs(g[i]) > gtol) or (state[i] == 1 and g[i] < -gtol) \
+                    or (state[i] == 2 and g[i] > gtol):
+                return a, False
         return out, True
     return a, False
 
@@ -301,7 +516,7 @@ def solve_box_qp(H, c, yv, r, u, a0, tol, max_steps):
         x[i] = min(max(a0[i] / u[i], 0.01), 0.99)
     z, w = _centred_multipliers(x)
     lam = np.zeros(1)
-    code, steps = _ipm_run(Ht, ct, yt, r, one, x, z, w, lam, tol, max_steps)
+    code, steps = _ipm_run(Ht, ct, yt, r, one, x, z, w, lam, np.zeros(1, np.int64), tol, max_steps)
     out, ok = _polish(Ht, ct, yt, r, one, x, z, w, 1e-9)
     if not ok:
         out = _snap_multipliers(x, z, w, yt, r, one)
@@ -309,34 +524,85 @@ def solve_box_qp(H, c, yv, r, u, a0, tol, max_steps):
 
 
 @njit(cache=True, nogil=True)
+def _proj_h(theta, x0, free, yv, r, u):
+    """y'x(theta) - r for `_project_free`."""
+    s = 0.0
+    for i in range(x0.shape[0]):
+        if free[i]:
+            s += yv[i] * min(max(x0[i] - theta * yv[i], 0.0), u[i])
+        else:
+            s += yv[i] * x0[i]
+    return s - r
+
+
+@njit(cache=True, nogil=True)
+def _project_free(out, free, yv, r, u):
+    """In place: the Euclidean projection of out[free] onto {y_F' x_F = r - y_B' out_B,
+    0 <= x_F <= u_F}, the others fixed. Its minimiser is x_i(theta) = clip(out_i - theta y_i, 0, u_i)
+    (KKT of the projection) for the theta with y'x(theta) = r; y'x(theta) is non-increasing in
+    theta, so bisection finds it, for any y (|y_i| = 1 or, on the unit box, y_i u_i). Returns False
+    if no theta reaches r (the free variables cannot restore the equality)."""
+    n = out.shape[0]
+    x0 = out.copy()
+    T = 0.0
+    for i in range(n):
+        if free[i] and yv[i] != 0.0:
+            T = max(T, u[i] / abs(yv[i]))
+    if T == 0.0:
+        return abs(yv @ out - r) == 0.0
+
+    # at theta = +-T every free variable is pushed to the bound of the sign of its y_i
+    lo, hi = -T, T
+    if _proj_h(lo, x0, free, yv, r, u) < 0.0 or _proj_h(hi, x0, free, yv, r, u) > 0.0:
+        return False
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _proj_h(mid, x0, free, yv, r, u) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-16 * T:
+            break
+    theta = 0.5 * (lo + hi)
+    for i in range(n):
+        if free[i]:
+            out[i] = min(max(x0[i] - theta * yv[i], 0.0), u[i])
+    # the bisection's last rounding residue on the free variable with the most room
+    res = yv @ out - r
+    best = -1
+    room = -1.0
+    for i in range(n):
+        if free[i] and yv[i] != 0.0:
+            v = out[i] - res / yv[i]
+            if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
+                room = min(v, u[i] - v)
+                best = i
+    if best >= 0:
+        out[best] -= res / yv[best]
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _snap_multipliers(a, z, w, yv, r, u):
     """Fallback when polishing is refused: put a_i on the bound its multiplier points to
-    (z_i > a_i: 0; w_i > u_i - a_i: u_i), then restore y'a = r on the free variables."""
+    (z_i > a_i: 0; w_i > u_i - a_i: u_i), then restore y'a = r by the Euclidean projection of
+    the free variables (`_project_free`; all of them if the free ones cannot). Correct for any
+    yv: the earlier step a_F -= res y_F / |F| was the projection only for |y_i| = 1, and with the
+    unit-box yv = y C it overshot C^2-fold (100-fold at C = 10, clipping every alpha to 0)."""
     n = a.shape[0]
-    out = a.copy()
+    out = np.empty(n)
     free = np.ones(n, np.bool_)
     for i in range(n):
+        out[i] = min(max(a[i], 0.0), u[i])
         if z[i] > a[i]:
             out[i] = 0.0
             free[i] = False
         elif w[i] > u[i] - a[i]:
             out[i] = u[i]
             free[i] = False
-    for _ in range(n + 1):
-        res = yv @ out - r
-        nf = 0
-        for i in range(n):
-            if free[i]:
-                nf += 1
-        if res == 0.0 or nf == 0:
-            break
-        for i in range(n):
-            if free[i]:
-                v = out[i] - res * yv[i] / nf
-                if v <= 0.0 or v >= u[i]:
-                    v = min(max(v, 0.0), u[i])
-                    free[i] = False
-                out[i] = v
+    if yv @ out - r != 0.0 and not _project_free(out, free, yv, r, u):
+        free[:] = True
+        _project_free(out, free, yv, r, u)
     return out
 
 
@@ -392,8 +658,8 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     budget.tol is checked on the final m(alpha) - M(alpha) (status "stalled" if above it).
 
     warm_start: ``alpha`` (projected onto the feasible set) starts the IPM from inside the box
-    near it; interior point methods gain little from a warm start (bertini II.B notes the same
-    of CVXOPT).
+    near it; interior point methods gain little from a warm start (bertini, Section II.B, notes
+    the same of CVXOPT).
     """
     n = problem.n_samples
     limit = dense_limit(max_memory_mb)
@@ -417,27 +683,35 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
 
     status = "max_iter"
     polished = False
+    reason = ""
     if backend == "cvxopt":
         a, z, w, it, ok = _cvxopt_solve(Q, y, C, ipm_tol, max_iter)
         status = "converged" if ok else "max_iter"
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
         x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), a / C, z / (sc / C), w / (sc / C), 1e-9)
-        alpha = x * C
+        alpha = x * C if polished else _snap(a, u, y, 0.0)
     else:
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
         x = a / C
         z, w = _centred_multipliers(x)
         lam = np.zeros(1)
+        stuck = np.zeros(1, np.int64)
         one = np.ones(n)
         it = 0
         while it < max_iter:
-            code, steps = _ipm_run(Ht, ct, yt, 0.0, one, x, z, w, lam, ipm_tol, 1)
+            code, steps = _ipm_run(Ht, ct, yt, 0.0, one, x, z, w, lam, stuck, ipm_tol, 1)
             it += steps
             if code == _CONVERGED:
                 status = "converged"
                 break
+            if code == _STALLED:
+                status = "stalled"
+                reason = (f"the interior point made no progress (steps below {STALL_STEP:g} for "
+                          f"{STALL_COUNT} iterations)")
+                break
             if code == _FAILED or not np.isfinite(x).all():
                 status = "diverged"
+                reason = "the interior point's Newton matrix could not be factored"
                 break
             if recorder.due(it):
                 recorder.record(it, lambda: certificates(problem, _snap(x * C, u, y, 0.0),
@@ -446,17 +720,24 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
                 status = "timeout"
                 break
         x, polished = _polish(Ht, ct, yt, 0.0, one, x, z, w, 1e-9)
+        if polished and status == "stalled":
+            # the exact KKT point of a face: converged, if finish_fit's m - M agrees
+            status = "converged"
+            reason = ""
         if not polished:
             x = _snap_multipliers(x, z, w, yt, 0.0, one)
-        a = x * C
-        alpha = a
-    if not polished and backend == "cvxopt":
-        alpha = _snap(a, u, y, 0.0)
+        alpha = x * C
+    if not polished:
+        reason = (reason + "; " if reason else "") + (
+            "the active-set polish was refused (no face near the interior point iterate has a "
+            "KKT solution within 1e-9), so alpha is that iterate snapped to the bounds its "
+            "multipliers indicate and projected onto y'alpha = 0")
     fit_time = recorder.seconds()
     G = Q @ alpha - 1.0
     recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
     return finish_fit("qp", problem, alpha, G, status, it, budget.tol, fit_time, f_alpha0=f0,
-                      backend=backend, polished=bool(polished), dense_limit_n=limit)
+                      backend=backend, polished=bool(polished), dense_limit_n=limit,
+                      stop_reason=reason)
 
 
 register(SolverSpec(
@@ -476,6 +757,6 @@ register(SolverSpec(
     kernels=KERNELS,
     warm_start=True,
     default_max_iter=200,
-    version="1",
-    description="the whole kernel dual by a primal-dual interior point method (bertini I.C)",
+    version="2",  # 2: nearest-point KKT solve and feasible active-set polish (singular Q)
+    description="the whole kernel dual by a primal-dual interior point method (bertini, Section I.C)",
 ))

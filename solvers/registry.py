@@ -164,6 +164,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
     if math.isnan(result.fit_time_s):
         result.fit_time_s = recorder.seconds()
     result.trace = list(recorder.points)
+    result.trace_extra = list(recorder.extra_points)
     result.info.setdefault("solver", spec.name)
     result.info.setdefault("solver_version", spec.version)
     return result

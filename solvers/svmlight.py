@@ -26,32 +26,38 @@ Descent is guaranteed without trusting the subproblem solver:
 - q = 2: W is the most violating pair (i, j) and the subproblem is solved in closed form along
   d = y_i e_i - y_j e_j (Platt 1998; the step of smo), no interior point method.
 - q > 2: W holds the most violating pair (i*, j*) (the largest v in I_up and the smallest in
-  I_low), so the closed-form step on that pair is a feasible point of the subproblem; an exact
-  subproblem answer decreases f at least as much (the proximal one, its model f + tau ||.||^2).
-  The answer is accepted only when it decreases f by at least half the pair step's decrease
-  (a sufficient decrease test); otherwise the pair step is taken. Every iteration therefore
-  decreases f at least as much as half an SMO step on the most violating pair, which
+  I_low), so one closed-form step on that pair is a feasible point of the subproblem; an exact
+  subproblem answer decreases f at least as much (the proximal one: its model f + tau ||.||^2).
+  The interior point answer is accepted only when it decreases f by at least half that step's
+  decrease (a sufficient decrease test); otherwise the subproblem is solved by pair steps
+  (SMO restricted to W, `_smo_subproblem`), whose first step is that one. Every iteration
+  therefore decreases f at least half as much as an SMO step on the most violating pair, which
   terminates for tol > 0 (Keerthi & Gilbert, "Convergence of a generalized SMO algorithm for
   SVM classifier design", Machine Learning 46, 2002).
-- Ties in v are broken towards the lower index, so W is a function of (alpha, G) alone.
+- Ties in v go to the lower index, so W is a function of (alpha, G) alone.
 - If f still does not decrease for STALL_ITERS consecutive iterations, the solve ends with status
   ``stalled`` and says why (it never spins to max_iter).
 
-Without these, an interior point solve that stops short (100 steps, no polish) can come back as
-alpha_W^k itself (qp's fallback snaps to a corner, the equality repair moves back), and since the
-selection depends on (alpha, G) only, the same W repeats forever: on breast cancer (poly, C = 10,
-q = 2) under OpenBLAS's SkylakeX kernels the dual stayed at 359.20 from iteration ~200 to 10^6
-(SVC: 419.15).
+Without these (before version 2) the outer loop took whatever the interior point method
+returned, and with qp's solver as it was then (before its KKT-solve and polish fixes) that cycled. (a) A solve that stops short (100 steps, polish refused) came back as alpha_W^k itself
+(the multiplier snap puts both variables on a corner, the equality repair moves back), and as W
+depends on (alpha, G) only, the same W repeated forever: breast cancer, poly, C = 10, q = 2 under
+OpenBLAS's SkylakeX kernels kept the dual at 359.20 from iteration ~200 to 10^6 (SVC: 419.15).
+(b) On nearly singular Q_WW that still passes the positive-definiteness test (a degree-3 poly
+kernel in 2-D has a 10-dimensional feature space, so q = 10 is at its rank) the answers went
+uphill (f up by as much as 1119 in one step, 13,337 of the first 30,000 iterations on blobs 5k,
+C = 10) and the dual alternated between 6101.83 and 6121.00 up to the 10^6 cap.
 """
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
 from .kernels import QColumnCache
 from .problem import Problem
 from .qp import solve_box_qp
@@ -60,6 +66,7 @@ from .registry import Param, SolverError, SolverSpec, register
 TAU_CURV = 1e-12  # LIBSVM's floor for a non-positive curvature along the pair direction (as smo)
 STALL_ITERS = 50  # consecutive iterations without a decrease of f before `stalled`
 SUFFICIENT = 0.5  # an accepted subproblem answer decreases f by >= this x the pair step's decrease
+PAIR_STEPS = 50  # the pair-step subproblem solver's budget: PAIR_STEPS * q steps
 
 
 @njit(cache=True, nogil=True)
@@ -136,49 +143,84 @@ def _subproblem(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps):
 
 
 @njit(cache=True, nogil=True)
-def _df(QWW, GW, d):
-    """f(alpha + d) - f(alpha) for d supported on W: G_W'd + 1/2 d'Q_WW d (exact for the quadratic)."""
-    return GW @ d + 0.5 * (d @ (QWW @ d))
+def _df(QWW, GW, d, ptau):
+    """Change of the subproblem's model for a step d on W: G_W'd + 1/2 d'(Q_WW + 2 ptau I)d; with
+    ptau = 0 it is f(alpha + d) - f(alpha), exact for the quadratic."""
+    return GW @ d + 0.5 * (d @ (QWW @ d)) + ptau * (d @ d)
 
 
 @njit(cache=True, nogil=True)
-def _pair_step(QWW, GW, aW, yW, C, i, j, extra):
-    """Closed-form minimiser of f along d = y_i e_i - y_j e_j inside the box (Platt 1998; bertini,
-    Section III's t* = -G'd / d'Qd and t_max), for positions i in I_up, j in I_low of W with
-    b = v_i - v_j > 0. `extra` adds to the curvature d'Q_WW d: 4 tau for the proximal model
-    (tau ||t d||^2 = 2 tau t^2); a curvature <= 0 (non-PD Q_WW without it) is floored at
-    TAU_CURV as in LIBSVM, which takes the step to the bound -- along a descent direction of
-    non-positive curvature that is the minimiser on the segment.
+def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
+    """The subproblem solved by pair steps (SMO restricted to W): each step takes the most
+    violating pair (i, j) of the model 1/2 d'(Q_WW + 2 ptau I)d + G_W'd (the proximal one when
+    ptau > 0) and minimises it along d = y_i e_i - y_j e_j in closed form, clipped to the box
+    (Platt 1998; bertini, Section III's t* = -g'd / d'Hd and t_max). With b = v_i - v_j > 0 the
+    step decreases the model by min(b^2 / (2 a), ...) > 0, so every step is a descent step of f
+    (f changes by the model's change minus ptau ||d||^2). A curvature a <= 0 (a non-PD Q_WW
+    without the proximal term) is floored at TAU_CURV, as in LIBSVM and smo: the step then goes
+    to the bound, the minimiser on the segment along a descent direction of non-positive
+    curvature. At q = 2 the first step is the exact solution (W is one pair).
 
-    Returns (a, model decrease, f decrease); both decreases are < 0 when b > 0."""
-    yi = yW[i]
-    yj = yW[j]
-    b = yj * GW[j] - yi * GW[i]  # v_i - v_j = -G'd
-    curv = QWW[i, i] + QWW[j, j] - 2.0 * yi * yj * QWW[i, j]  # d'Q_WW d = K_ii + K_jj - 2 K_ij
-    a_mod = curv + extra
-    if not (a_mod > TAU_CURV):
-        a_mod = TAU_CURV
-    # Room along d: alpha_i moves by y_i t, alpha_j by -y_j t.
-    room_i = C - aW[i] if yi > 0 else aW[i]
-    room_j = aW[j] if yj > 0 else C - aW[j]
-    t = b / a_mod
+    Ties go to the lower position. Stops when the violation on W is below tol or after
+    max_steps. Returns (a, steps, pred): pred = sum of the steps' model changes
+    -t b + 1/2 t^2 a in exact arithmetic, < 0 once a step is taken. Near the optimum the
+    change computed from the new point, G_W'd + ..., is rounding noise (|G| ulp(alpha) ~ 1e-14
+    against a true decrease b^2 / 2a ~ 1e-16 at b ~ 1e-8); pred is what the stall test reads."""
+    q = aW.shape[0]
     a = aW.copy()
-    s = yi * aW[i] + yj * aW[j]  # conserved: y_W' a = y_W' alpha_W
-    if t >= room_i and room_i <= room_j:
-        # alpha_i reaches its bound exactly; alpha_j from the conservation law
-        a[i] = C if yi > 0 else 0.0
-        a[j] = min(max(yj * (s - yi * a[i]), 0.0), C)
-    elif t >= room_j:
-        a[j] = 0.0 if yj > 0 else C
-        a[i] = min(max(yi * (s - yj * a[j]), 0.0), C)
-    else:
-        a[i] = aW[i] + yi * t
-        a[j] = min(max(yj * (s - yi * a[i]), 0.0), C)
-    d = a - aW
-    df = _df(QWW, GW, d)
-    ts = yi * d[i]  # the step length actually taken
-    dfm = -ts * b + 0.5 * ts * ts * (curv + extra)
-    return a, dfm, df
+    g = GW.copy()  # the model's gradient at a: G_W + (Q_WW + 2 ptau I)(a - alpha_W)
+    steps = 0
+    pred = 0.0
+    while steps < max_steps:
+        i = -1
+        j = -1
+        vi = -np.inf
+        vj = np.inf
+        for t in range(q):
+            v = -yW[t] * g[t]
+            up = a[t] < C if yW[t] > 0 else a[t] > 0
+            low = a[t] > 0 if yW[t] > 0 else a[t] < C
+            if up and v > vi:
+                vi = v
+                i = t
+            if low and v < vj:
+                vj = v
+                j = t
+        if i < 0 or j < 0 or not (vi - vj >= tol):
+            break
+        yi = yW[i]
+        yj = yW[j]
+        b = vi - vj  # -g'd
+        curv = QWW[i, i] + QWW[j, j] - 2.0 * yi * yj * QWW[i, j] + 4.0 * ptau  # d'Hd, ||d||^2 = 2
+        if not (curv > TAU_CURV):
+            curv = TAU_CURV
+        # Room along d: alpha_i moves by y_i t, alpha_j by -y_j t.
+        room_i = C - a[i] if yi > 0 else a[i]
+        room_j = a[j] if yj > 0 else C - a[j]
+        t = b / curv
+        ai0 = a[i]
+        aj0 = a[j]
+        s = yi * ai0 + yj * aj0  # conserved: y_W' a = y_W' alpha_W
+        # The variable that reaches its bound is put on it exactly, the other follows from s.
+        if t >= room_i and room_i <= room_j:
+            a[i] = C if yi > 0 else 0.0
+            a[j] = min(max(yj * (s - yi * a[i]), 0.0), C)
+        elif t >= room_j:
+            a[j] = 0.0 if yj > 0 else C
+            a[i] = min(max(yi * (s - yj * a[j]), 0.0), C)
+        else:
+            a[i] = ai0 + yi * t
+            a[j] = min(max(yj * (s - yi * a[i]), 0.0), C)
+        di = a[i] - ai0
+        dj = a[j] - aj0
+        ts = yi * di  # the step length taken (t, or the room to the bound)
+        pred += -ts * b + 0.5 * ts * ts * curv
+        for k in range(q):
+            g[k] += QWW[k, i] * di + QWW[k, j] * dj
+        g[i] += 2.0 * ptau * di
+        g[j] += 2.0 * ptau * dj
+        steps += 1
+    return a, steps, pred
 
 
 @njit(cache=True, nogil=True)
@@ -240,20 +282,6 @@ def select_working_set(v, up, low, q):
                    np.ascontiguousarray(low, dtype=np.bool_), int(q))
 
 
-@njit(cache=True, nogil=True)
-def _pair_in_w(vW, upW, lowW):
-    """Positions (i, j) in W of the largest v over I_up and the smallest over I_low; W holds the
-    global maximiser and minimiser (select_working_set), so v_i - v_j = m - M."""
-    i = -1
-    j = -1
-    for t in range(vW.shape[0]):
-        if upW[t] and (i < 0 or vW[t] > vW[i]):
-            i = t
-        if lowW[t] and (j < 0 or vW[t] < vW[j]):
-            j = t
-    return i, j
-
-
 def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                  q: int = 40, tau: float = 1.0, proximal: str = "auto", cache_size: float = 200.0,
                  sub_tol: float = 1e-10) -> Fit:
@@ -263,10 +291,11 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     proximal: "auto" (proximal term only when Q_WW is not positive definite, bertini,
     Section II.B), "always" or "never". warm_start: ``alpha``, projected onto the feasible set first.
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, q,
-    n_proximal (subproblems solved with the proximal term), ipm_iterations, n_pair_steps
-    (iterations that took the closed-form pair step: every one at q = 2; at q > 2 those whose
-    subproblem answer failed the decrease test), max_df (the largest change of f over the
-    accepted steps, <= 0), cache counters; stop_reason when status is ``stalled``.
+    n_proximal (subproblems solved with the proximal term), ipm_iterations, n_pair_solves
+    (subproblems solved by closed-form pair steps, `_smo_subproblem`: every one at q = 2; at
+    q > 2 those whose interior point answer failed the decrease test) and pair_steps (their
+    steps), max_df (the largest change of f over the accepted steps: <= 0 up to rounding),
+    cache counters; stop_reason when status is ``stalled``.
     """
     if q % 2:
         raise SolverError(f"svmlight.q={q!r} must be even (q/2 indices come from each violating set)")
@@ -291,8 +320,11 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     n_prox = 0
     ipm_its = 0
     n_pair = 0
+    pair_its = 0
     no_descent = 0
     max_df = -math.inf
+    # The current model for the caller's trace extras (test error at each point).
+    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(G, alpha, y, C)[0]))
     while it < max_iter:
         v = -y * G
         up = np.where(y > 0, alpha < C, alpha > 0)
@@ -306,41 +338,50 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         QWW = np.ascontiguousarray(QW[W])
         GW = G[W]
         yW = y[W]
-        pi, pj = _pair_in_w(v[W], up[W], low[W])
         if W.shape[0] == 2:
             # The 2-variable subproblem in closed form (its proximal version: curvature + 4 tau).
             used = prox_code == 2 or (prox_code == 1 and not _is_pd(QWW, 1e-10))
-            a, _, df = _pair_step(QWW, GW, aW, yW, C, pi, pj, 4.0 * tau if used else 0.0)
+            a, steps, pred = _smo_subproblem(QWW, GW, aW, yW, C, tau if used else 0.0, tol, 2)
             n_pair += 1
+            pair_its += int(steps)
         else:
             a, steps, used = _subproblem(QWW, GW, aW, yW, C, tau, prox_code, sub_tol, 100)
             ipm_its += int(steps)
-            df = _df(QWW, GW, a - aW)
-            # Sufficient decrease against the pair step of the same model (module docstring):
-            # an exact answer passes, one the IPM left short or infeasible does not.
-            ap, dfm_pair, df_pair = _pair_step(QWW, GW, aW, yW, C, pi, pj, 4.0 * tau if used else 0.0)
+            ptau = tau if used else 0.0
+            # Sufficient decrease against one pair step on the most violating pair of W (the
+            # global one, select_working_set) for the same model (module docstring): an exact
+            # answer passes, one the IPM left short, uphill or infeasible does not.
+            # The reference is that step's exact-arithmetic decrease (< 0), not one computed
+            # from its end point, which is rounding noise near the optimum (_smo_subproblem).
+            _, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, 1)
+            pred = _df(QWW, GW, a - aW, 0.0)
             ok = (a.min() >= 0.0 and a.max() <= C and abs(yW @ (a - aW)) <= 1e-12 * C * q
-                  and df <= SUFFICIENT * dfm_pair)
+                  and pred <= SUFFICIENT * pred1 and pred1 < 0.0)
             if not ok:
-                a, df = ap, df_pair
+                a, steps, pred = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, PAIR_STEPS * q)
                 n_pair += 1
+                pair_its += int(steps)
+        df = _df(QWW, GW, a - aW, 0.0)
         d = a - aW
         G += QW @ d
         alpha[W] = a
         it += 1
         n_prox += int(used)
         max_df = max(max_df, float(df))
-        no_descent = no_descent + 1 if not df < 0.0 else 0
+        # Progress: a decrease of f (the accepted answer's, or the pair steps' exact-arithmetic
+        # one) and a point that moved. Neither for STALL_ITERS iterations in a row: stalled.
+        no_descent = no_descent + 1 if not (pred < 0.0 and d.any()) else 0
         if recorder.due(it):
+            recorder.note(m_minus_M=m - M, n_sv=int(np.count_nonzero(alpha)), n_prox=n_prox)
             recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
         if not np.isfinite(d).all():
             status = "diverged"
             break
         if no_descent >= STALL_ITERS:
             status = "stalled"
-            reason = (f"f did not decrease in {no_descent} consecutive iterations (the subproblem "
-                      f"answer and the closed-form step on the most violating pair, m - M = {m - M:.3g}, "
-                      f"both failed to decrease it)")
+            reason = (f"f did not decrease in {no_descent} consecutive iterations: neither the "
+                      f"subproblem answer nor the closed-form pair steps on W (most violating pair "
+                      f"m - M = {m - M:.3g}) lowered it")
             break
         if recorder.out_of_time(budget):
             status = "timeout"
@@ -348,8 +389,8 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
 
     fit_time = recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
     return finish_fit("svmlight", problem, alpha, G, status, it, tol, fit_time, reason=reason,
-                      f_alpha0=f0, q=q, n_proximal=n_prox, ipm_iterations=ipm_its, n_pair_steps=n_pair,
-                      max_df=max_df, cache_hits=cache.hits, cache_misses=cache.misses,
+                      f_alpha0=f0, q=q, n_proximal=n_prox, ipm_iterations=ipm_its, n_pair_solves=n_pair,
+                      pair_steps=pair_its, max_df=max_df, cache_hits=cache.hits, cache_misses=cache.misses,
                       cache_columns=cache.n_slots)
 
 

@@ -124,3 +124,18 @@ def test_short_fits_are_packed_and_paths_never_split():
     assert any(u is units[5] for t in packed for u in t)  # the path stays one unit
     assert len(make_tasks(units[:10], n_workers=2, chunk="auto")) == 10   # few fits: one per task
     assert len(make_tasks(units, n_workers=2, chunk=1)) == 2001
+
+
+def test_folds_are_split_once_per_worker(store, monkeypatch):
+    """A repeated split draws all its rounds at once: extracting fold after fold must not redo it."""
+    cfg = compose([f"store.root={store}", *SWEEP, "cv=repeated", "cv.rounds=5"])
+    plan = build_plan(cfg, materialise_datasets(cfg))
+    data = next(iter(plan.fits.values()))["data"]
+    calls = []
+    real = tasks.make_folds
+    monkeypatch.setattr(tasks, "make_folds", lambda *a: calls.append(1) or real(*a))
+    tasks._FOLDS.clear()
+    tasks._SPLITS.clear()
+    for fold in range(5):
+        tasks.fold_data(str(store), data, fold)
+    assert len(calls) == 1

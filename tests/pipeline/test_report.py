@@ -40,3 +40,233 @@ def test_every_non_converged_status_is_named_with_its_C_and_advice():
 def test_empty_results():
     empty = pd.DataFrame(columns=["dataset", "solver_entry", "status", "C", "key"])
     assert status_lines(empty) == [] and status_table(empty).empty
+
+
+# ---------------------------------------------------------------- registry tables and figures
+import math
+
+import numpy as np
+import pytest
+
+from pipeline.report import REGISTRY, ReportData, Skip, items
+from pipeline.report.build import sections, to_html
+from pipeline.report.common import certainty_floor, styles, swept_keys
+from pipeline.report.tables import best_params, certificates, cv_table, time_to_target, iterations_to_target, methods_table
+
+from .report_data import confusion, default_run, folds, rows, traces_for
+
+REG = {it.name: it for it in REGISTRY}
+
+
+def _data(results, baseline=None, traces=None, models=None):
+    return ReportData(results, traces_for(results) if traces is None else traces,
+                      pd.DataFrame() if models is None else models, baseline=baseline, name="t")
+
+
+def test_best_params_keep_C_when_only_C_is_swept():
+    # Every entry's best C is 1: today's rule dropped C as constant across the best rows.
+    best = best_params(_data(default_run()))
+    assert "C" in best.columns and best["C"].tolist() == [1.0, 1.0]
+    # C is named even when a run has one C: it is the parameter a reader looks for first.
+    assert "C" in best_params(_data(rows(folds({"C": 1.0})))).columns
+
+
+def test_best_params_keep_gamma_of_a_C_x_gamma_sweep_and_loss_of_a_multirun():
+    specs = []
+    for C in (1.0, 10.0):
+        for g in (0.1, 1.0):
+            specs += folds({"solver_entry": "smo", "kernel": "rbf", "C": C, "gamma": g,
+                            "test_accuracy": 0.9 if (C, g) == (10.0, 0.1) else 0.7})
+    for loss in ("hinge", "squared_hinge"):       # one entry, two losses: what a multirun gives
+        specs += folds({"solver_entry": "dcd", "loss": loss, "test_accuracy": 0.9 if loss == "hinge" else 0.8})
+    best = best_params(_data(rows(specs))).set_index("solver_entry")
+    assert {"C", "gamma", "loss"} <= set(best.columns)
+    assert best.loc["smo", ["C", "gamma"]].tolist() == [10.0, 0.1]
+    assert best.loc["dcd", "loss"] == "hinge"
+    # A key fixed per entry (dcd's loss in a plain run) is not "swept"...
+    assert "loss" not in swept_keys(rows(folds({"solver_entry": "a", "loss": "hinge"})
+                                         + folds({"solver_entry": "b", "loss": "squared_hinge"})))
+
+
+def test_cv_table_is_cv_results_shaped_and_says_folds_converged():
+    res = rows(folds({"C": 1.0}, test_accuracy=[0.8, 0.9, 1.0], status=["converged", "max_iter", "converged"])
+               + folds({"C": 10.0}, test_accuracy=[0.5, 0.5, 0.5]))
+    cv = cv_table(_data(res)).set_index("C")
+    assert cv.loc[1.0, "mean_test_score"] == pytest.approx(0.9) and cv.loc[1.0, "std_test_score"] == pytest.approx(0.1)
+    assert cv["rank_test_score"].tolist() == [1, 2]
+    assert cv.loc[1.0, "converged_folds"] == "2/3" and cv.loc[10.0, "converged_folds"] == "3/3"
+
+
+def test_nan_parameters_group_as_one_value():
+    # gamma NaN (linear) and param_q None (not set) must neither drop rows nor split groups.
+    res = rows(folds({"solver_entry": "svmlight", "param_q": None}) + folds({"solver_entry": "svmlight", "param_q": 10}))
+    cv = cv_table(_data(res))
+    assert len(cv) == 2 and sorted(map(str, cv["param_q"])) == ["-", "10.0"]
+
+
+def _problems():
+    """liblinear (regularized) and pegasos (none) on one C; smo at two gammas and two intercepts."""
+    specs = []
+    specs += folds({"solver_entry": "liblinear", "family": "reference", "fit_time_s": 0.02})
+    specs += folds({"solver_entry": "dcd", "fit_time_s": 0.01})
+    specs += folds({"solver_entry": "pegasos", "intercept": "none", "fit_time_s": 0.04})
+    for g in (0.1, 1.0):
+        for icpt in ("free", "regularized"):
+            specs += folds({"solver_entry": "smo", "kernel": "rbf", "gamma": g, "intercept": icpt,
+                            "fit_time_s": 0.1 if g == 0.1 else 0.3})
+    return rows(specs)
+
+
+def test_time_to_target_keeps_every_problem_apart():
+    t = time_to_target(_data(_problems()))
+    smo = t[t["solver_entry"] == "smo"]
+    # Two gammas x two intercepts are four problems, not one row of C=1.
+    assert len(smo) == 4 and {"gamma", "intercept"} <= set(t.columns)
+    assert sorted(smo["fit_time_s"]) == [0.1, 0.1, 0.3, 0.3]
+    it = iterations_to_target(_data(_problems()))
+    assert len(it[it["solver_entry"] == "smo"]) == 4 and "it_0.001" in it.columns
+
+
+def test_no_ratio_across_intercepts():
+    t = time_to_target(_data(_problems())).set_index("solver_entry")
+    col = "ratio_fit_time_s_vs_liblinear"
+    assert t.loc["dcd", col] == pytest.approx(0.5)
+    # pegasos solves intercept=none: liblinear's regularized problem is another problem.
+    assert math.isnan(t.loc["pegasos", col])
+
+
+def test_ratios_against_a_named_baseline():
+    t = time_to_target(_data(_problems(), baseline="dcd")).set_index("solver_entry")
+    assert "ratio_fit_time_s_vs_dcd" in t.columns and "ratio_fit_time_s_vs_liblinear" not in t.columns
+    assert t.loc["liblinear", "ratio_fit_time_s_vs_dcd"] == pytest.approx(2.0)
+    m = methods_table(_data(_problems(), baseline="dcd")).set_index("solver_entry (baseline: dcd)")
+    assert "(x2, 1)" in m.loc["liblinear", "toy"] and "no shared problem" in m.loc["pegasos", "toy"]
+    with pytest.raises(Skip, match="not a solver entry"):
+        time_to_target(_data(_problems(), baseline="nosuch"))
+
+
+def test_no_suboptimality_finer_than_f_star_certainty():
+    res = rows(folds({"rel_suboptimality": 1e-12}, f_star_rel_gap=[1e-3, 1e-4, 1e-5]))
+    assert certainty_floor(res).tolist() == [1e-3, 1e-4, 1e-5]
+    # Without f_star_rel_gap: |f_star_gap| / |f*|.
+    assert certainty_floor(rows([{"f_star_gap": 1e-4, "f_star": -10.0}])).tolist() == [pytest.approx(1e-5)]
+    data = _data(res)
+    assert certificates(data)["rel_subopt_max"].iloc[0] == pytest.approx(1e-3)
+    t = time_to_target(data)
+    assert t["t_0.01"].notna().all() and t["rel_subopt"].iloc[0] >= 1e-4
+    assert t["t_1e-06"].isna().all()          # finer than every fold's f*: never claimed
+    fig = REG["suboptimality_vs_time"].fn(data)
+    ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines()])
+    assert ys.min() >= 1e-3 * (1 - 1e-12)     # the panel's coarsest certainty
+
+
+def test_styles_never_repeat():
+    st = styles(45)
+    assert len({(s["color"], s["linestyle"], s["marker"]) for s in st}) == 45
+    assert len({(s["color"], s["linestyle"]) for s in st[:40]}) == 40
+
+
+def _rich(small=False):
+    """Every figure's columns: a C x gamma smo sweep, svmlight over q, pegasos over k at fixed kT
+    from three random starts, multiclass confusion matrices, two dataset sizes (small: fewer
+    values of each, two folds, for a test that draws every figure)."""
+    n = 2 if small else 3
+    Cs, gammas, ks, starts = ((0.1, 1.0), (0.1, 1.0), (1, 4), (0, 1)) if small else \
+        ((0.1, 1.0, 10.0), (0.1, 1.0), (1, 4, 16), (0, 1, 2))
+    specs = []
+    for C in Cs:
+        for g in gammas:
+            specs += folds({"solver_entry": "smo", "kernel": "rbf", "C": C, "gamma": g,
+                            "test_accuracy": 0.5 + C / 40 + g / 10}, n)
+    for q in (2, 10, 40)[:n]:
+        specs += folds({"solver_entry": "svmlight", "kernel": "rbf", "gamma": 0.1, "param_q": q, "fit_time_s": 0.01 * q}, n)
+    for k in ks:
+        for rs in starts:
+            specs += folds({"solver_entry": "pegasos", "intercept": "none", "param_k": k, "info_T": 1200 // k,
+                            "param_random_state": rs, "primal_objective": 10 + k / 10}, n)
+    for size, ds in ((100, "toy"), (1000, "big")):
+        specs += folds({"solver_entry": "dcd", "dataset": ds, "n_train": size, "fit_time_s": size * 1e-5}, n)
+    specs += folds({"solver_entry": "dcd", "dataset": "iris", "f_star": np.nan, "confusion_test": confusion(1)}, n)
+    res = rows(specs)
+    res["confusion_test"] = res["confusion_test"].where(res["confusion_test"].notna(), None)
+    models = pd.DataFrame([{"key": "k000", "b": 0.0, "w": None, "support": [0, 1], "alpha": [0.5, 0.5],
+                            "X": [[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]], "y": [1.0, -1.0, 1.0]}])
+    return _data(res, models=models)
+
+
+@pytest.mark.parametrize("name", [it.name for it in items("figure")])
+def test_each_figure_draws_from_a_hand_made_table_with_labels_naming_swept_keys(name):
+    data = _rich()
+    it = REG[name]
+    assert it.missing(data) is None, it.missing(data)
+    fig = it.fn(data)
+    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]
+    for names in legends:
+        assert len(names) == len(set(names)), names          # a legend never names one line twice
+    labels = [x for names in legends for x in names]
+    texts = " ".join(labels + [ax.get_title() for ax in fig.axes])
+    expect = {"accuracy_vs_C": "gamma=0.1", "C_gamma_heatmap": "smo", "time_vs_q": "svmlight",
+              "pegasos_k_vs_T": "kT~1200", "objective_random_starts": "3 starts",
+              "suboptimality_vs_time": "smo C=0.1 gamma=0.1", "active_points_2d": "support vectors"}
+    if name in expect:
+        assert expect[name] in texts, texts
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", [it.name for it in items()])
+def test_every_item_on_empty_partial_and_all_failed_results(name):
+    it = REG[name]
+    empty = rows([]).reindex(columns=rows([{}]).columns)
+    failed = rows([{"status": "error", "error": "RuntimeError: boom\nTraceback", "test_accuracy": np.nan}] * 2)
+    partial = rows([{"f_star": np.nan, "gamma": None}, {"status": "error", "error": "E: x"}])
+    for res in (empty, failed, partial):
+        data = _data(res)
+        why = it.missing(data)
+        if why is not None:
+            assert isinstance(why, str) and why
+            continue
+        try:
+            out = it.fn(data)
+        except Skip as exc:
+            assert str(exc)
+            continue
+        if it.kind == "table":
+            assert isinstance(out, pd.DataFrame)
+    if name == "failures":
+        t = it.fn(_data(failed))
+        assert t["error"].tolist() == ["RuntimeError: boom"] * 2
+
+
+def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
+    import pipeline.report.build as build
+    monkeypatch.setattr(build, "DPI", 30)         # what is checked is the page, not the pixels
+    data = _rich(small=True)
+    secs = sections(data, tmp_path / "figures", formats=("png",))    # PDFs: checked by the run tests
+    assert [s.name for s in secs] == [it.name for it in items()]
+    page = to_html("t", ["intro"], secs)
+    for s in secs:
+        assert f'<h2 id="{s.name}">' in page
+    drawn = [s for s in secs if s.figure is not None]
+    assert len(drawn) == len(items("figure"))
+    assert page.count("data:image/png;base64,") == len(drawn) and 'src="figures/' not in page
+    for s in drawn:
+        assert s.figure.exists()
+    # A figure whose columns are absent is named with the reason.
+    stale = tmp_path / "figures" / "time_vs_q.png"
+    assert stale.exists()
+    sections(_data(rows([])), tmp_path / "figures", formats=("png",))   # a rebuild with nothing to draw
+    assert not stale.exists()
+    skipped = {it.name: it.missing(_data(default_run())) for it in items()}
+    assert "param_q" in skipped["time_vs_q"] and "confusion_test" in skipped["confusion_matrices"]
+    page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`")])
+    assert "Skipped: results have no `param_q`." in page
+
+
+def test_multirun_jobs_that_differ_only_in_their_overrides_stay_apart():
+    # Two jobs, same columns (a dataset's scale differs, which no column shows).
+    res = rows(folds({"test_accuracy": 0.9, "job_overrides": "datasets.toy.scale=standard"})
+               + folds({"test_accuracy": 0.6, "job_overrides": "datasets.toy.scale=none"}))
+    cv = cv_table(_data(res))
+    assert len(cv) == 2 and "job_overrides" in cv.columns
+    assert best_params(_data(res))["job_overrides"].tolist() == ["datasets.toy.scale=standard"]

@@ -2,9 +2,11 @@
 import numpy as np
 import pytest
 
+import solvers.svmlight as svmlight
 from solvers import Budget, Problem, SolverError, fit
+from solvers.base import Recorder
 from kernel_refs import KERNELS, breast_cancer_data, digits17_data, svc_reference
-from solvers.svmlight import select_working_set
+from solvers.svmlight import STALL_ITERS, select_working_set
 
 @pytest.fixture(scope="module")
 def breast_cancer():
@@ -95,6 +97,136 @@ def test_working_set_is_the_most_violating():
     assert m == 5.0 and M == 1.0
     assert sorted(W[:2]) == [0, 1] and sorted(W[2:]) == [3, 4]
     assert len(set(W)) == len(W)
+
+
+def test_ties_go_to_the_lower_index():
+    """At alpha = 0 every v_i = y_i: I_up and I_low are one tie each. W must not depend on a
+    partition's tie order (an ordering that changes W changes the whole run)."""
+    v = np.array([1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, -1.0])
+    W, m, M = select_working_set(v, v > 0, v < 0, 4)
+    assert list(W) == [0, 2, 1, 4] and m == 1.0 and M == -1.0
+    v = np.array([2.0, 3.0, 3.0, 0.0, 0.0, 1.0])
+    W, m, M = select_working_set(v, np.ones(6, bool), np.ones(6, bool), 4)
+    assert list(W) == [1, 2, 3, 4]  # most violating first, equal values by index
+
+
+def _duplicate_pair_problem():
+    """Four 2-D points, one of them twice with opposite labels (so the optimum keeps both copies
+    at C and Q_WW of that pair is singular), poly kernel of degree 3, C = 100. The old loop
+    (interior point subproblem at q = 2, no descent test), with qp's solver before its fixes,
+    cycled here on every OpenBLAS core type tried (SkylakeX, Haswell, Zen, Nehalem, Prescott): the IPM answer came back as
+    alpha_W itself, and the same W was selected forever (m - M = 1.6e-8 after 20,000 iterations)."""
+    X = np.array([[-0.1, -0.9], [0.1, 0.1], [-0.3, -1.5], [0.1, 0.1]])
+    y = np.array([-1.0, -1.0, -1.0, 1.0])
+    return X, y, dict(kernel="poly", gamma=1.0, degree=3, coef0=1.0), 100.0
+
+
+def test_degenerate_duplicated_point_does_not_cycle():
+    X, y, kw, C = _duplicate_pair_problem()
+    D_ref, f_ref, K = svc_reference(X, y, C, kw)
+    res = fit(Problem.build(X, y, C=C, intercept="free", **kw), "svmlight",
+              budget=Budget(tol=1e-9, max_iter=20_000), q=2)
+    assert res.status == "converged" and res.n_iter < 1000
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+    assert res.info["n_pair_solves"] == res.n_iter and res.info["ipm_iterations"] == 0
+
+
+@pytest.mark.parametrize("q", [2, 20])
+def test_dual_never_decreases(breast_cancer, q):
+    """Every accepted step decreases f (the closed form at q = 2, the sufficient decrease test at
+    q > 2): the traced dual D = -f is non-decreasing at every iteration."""
+    X, y = breast_cancer
+    rec = Recorder(per_decade=100_000)
+    res = fit(Problem.build(X, y, C=10.0, intercept="free", **KERNELS["poly"]), "svmlight",
+              budget=Budget(tol=1e-9), recorder=rec, q=q)
+    assert res.status == "converged"
+    its = np.array([p[0] for p in res.trace])
+    D = np.array([p[3] for p in res.trace])
+    assert np.array_equal(its, np.arange(1, res.n_iter + 1))
+    assert np.diff(D).min() >= -1e-12 * abs(D[-1])
+    assert res.info["max_df"] <= 1e-12 * abs(res.dual)  # G'd + 1/2 d'Qd: zero up to rounding
+
+
+def test_ascent_answers_of_the_subproblem_are_refused(breast_cancer, monkeypatch):
+    """A subproblem solver returning feasible points that increase f (what the interior point
+    method did on ill-conditioned Q_WW, poly kernel in 2-D at q = 10): every answer fails the
+    decrease test, the subproblem is solved by pair steps instead, and the solve still reaches
+    SVC's optimum with a monotone dual."""
+    real = svmlight._subproblem
+
+    def uphill(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps):
+        a, steps, used = real(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps)
+        d = a - aW  # a descent direction; walk the other way as far as the box allows
+        s = 1.0
+        for k in np.flatnonzero(d):
+            s = min(s, (aW[k] if d[k] > 0 else C - aW[k]) / abs(d[k]))
+        return aW - s * d, steps, used
+
+    monkeypatch.setattr(svmlight, "_subproblem", uphill)
+    X, y = breast_cancer
+    X, y = X[:200], y[:200]
+    kw = KERNELS["poly"]
+    D_ref, _, _ = svc_reference(X, y, 10.0, kw)
+    rec = Recorder(per_decade=100_000)
+    res = fit(Problem.build(X, y, C=10.0, intercept="free", **kw), "svmlight",
+              budget=Budget(tol=1e-9, max_iter=50_000), recorder=rec, q=10)
+    assert res.status == "converged"
+    assert res.info["n_pair_solves"] == res.n_iter and res.info["max_df"] <= 1e-12 * abs(res.dual)
+    D = np.array([p[3] for p in res.trace])
+    assert np.diff(D).min() >= -1e-12 * abs(D[-1])
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+
+
+def test_no_step_from_the_subproblem_falls_back_to_the_pair(breast_cancer, monkeypatch):
+    """The failure seen under SkylakeX: the subproblem answer is alpha_W itself. The pair steps
+    on W make the progress instead (no repeated W)."""
+    monkeypatch.setattr(svmlight, "_subproblem", lambda QWW, GW, aW, *args: (aW.copy(), 100, False))
+    X, y = breast_cancer
+    kw = KERNELS["poly"]
+    D_ref, _, _ = svc_reference(X, y, 10.0, kw)
+    res = fit(Problem.build(X, y, C=10.0, intercept="free", **kw), "svmlight",
+              budget=Budget(tol=1e-9, max_iter=50_000), q=10)
+    assert res.status == "converged" and res.info["n_pair_solves"] == res.n_iter
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+
+
+@pytest.mark.parametrize("q", [2, 10])
+def test_stalls_instead_of_spinning(breast_cancer, monkeypatch, q):
+    """With both subproblem solvers crippled (no step at all), f cannot decrease:
+    the solve must end `stalled` after STALL_ITERS iterations, saying why, not run to max_iter."""
+    monkeypatch.setattr(svmlight, "_subproblem", lambda QWW, GW, aW, *args: (aW.copy(), 1, False))
+    monkeypatch.setattr(svmlight, "_smo_subproblem", lambda QWW, GW, aW, *args: (aW.copy(), 0, 0.0))
+    X, y = breast_cancer
+    problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["poly"])
+    with pytest.warns(Warning, match="stalled.*did not decrease"):
+        res = fit(problem, "svmlight", budget=Budget(tol=1e-9, max_iter=100_000), q=q)
+    assert res.status == "stalled" and res.n_iter == STALL_ITERS
+    assert "did not decrease" in res.info["stop_reason"]
+
+
+def test_blobs_poly_q10_reaches_svc():
+    """2-D blobs (the benchmark's toy_blobs: two unit Gaussians 3 apart, standardised), poly
+    kernel of degree 3 -- a 10-dimensional feature space, so Q_WW at q = 10 is nearly singular
+    and qp's interior point answers (before its polish fix) went uphill -- C = 10. The old loop
+    accepted those answers: here it ended at max_iter (20,000) with the dual at 3370 (SVC: 4894);
+    at 5000 points the benchmark's run hit the 10^6 cap with the dual alternating between 6101.83
+    and 6121.00."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    y = np.r_[-np.ones(n // 2), np.ones(n - n // 2)]
+    X = rng.normal(size=(n, 2)) + y[:, None] * (3.0 / 2 / np.sqrt(2))
+    order = rng.permutation(n)
+    X, y = X[order], y[order]
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    kw = dict(kernel="poly", gamma=0.5, degree=3, coef0=1.0)
+    D_ref, _, _ = svc_reference(X, y, 10.0, kw)
+    res = fit(Problem.build(X, y, C=10.0, intercept="free", **kw), "svmlight",
+              budget=Budget(tol=1e-9, max_iter=20_000), q=10)
+    assert res.status == "converged" and res.kkt_violation < 1e-9
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+    # (decision values: LIBSVM's float32 Q leaves SVC's 1e-3 off here, K_ii up to 42)
+    assert abs(res.gap) <= 1e-6 * abs(res.primal)
+    assert res.info["max_df"] <= 1e-12 * abs(res.dual)
 
 
 @pytest.mark.parametrize("key, value, match", [

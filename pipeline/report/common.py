@@ -1,0 +1,152 @@
+"""What the tables and figures share: which columns name a problem and a configuration, which
+of them a run swept, labels that name every swept key, line styles that never repeat, the
+certainty floor of a suboptimality, and Markdown formatting."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..config import BUDGET_KEYS
+
+# Columns that define the optimisation problem a fit solves: two fits with equal values solve the
+# same problem (fold apart), so their times may be compared and put in ratio. The `param_` ones
+# exist when a config sets them (Huber's k, LIBLINEAR's intercept scaling).
+PROBLEM_COLUMNS = ["dataset", "loss", "intercept", "kernel", "C", "gamma", "degree", "coef0",
+                   "param_intercept_scaling", "param_huber_k"]
+# A lambda is C in another convention (results.C holds the converted value): not a key of its own.
+_NOT_CONFIG = {"param_lambda", "param_lambda_convention"}
+SUBOPT_FLOOR = 1e-12
+MISSING = "-"
+
+
+def present(results: pd.DataFrame, cols) -> list[str]:
+    return [c for c in cols if c in results.columns]
+
+
+def problem_columns(results: pd.DataFrame) -> list[str]:
+    return present(results, PROBLEM_COLUMNS)
+
+
+def config_columns(results: pd.DataFrame) -> list[str]:
+    """The columns that identify one configuration of an entry: the problem and the solver's own
+    parameters (budget keys included: a tol sweep is a sweep), not the fold or the seed."""
+    params = sorted(c for c in results.columns if c.startswith("param_") and c not in _NOT_CONFIG)
+    # A gathered multirun's jobs may differ only where no column shows it (a dataset's `scale`):
+    # their overrides keep them apart.
+    job = ["job_overrides"] if "job_overrides" in results.columns else []
+    return problem_columns(results) + [c for c in params if c not in PROBLEM_COLUMNS] + job
+
+
+def swept_keys(results: pd.DataFrame) -> list[str]:
+    """The configuration columns (dataset aside) that take more than one value within some
+    dataset x solver entry, a missing value counting as one, plus C always: what a reader needs
+    to tell two rows of one entry apart. A key fixed per entry (dcd's `shrinking`, svmlight's `q`)
+    is named by the entry and left out; a key a multirun varies for one entry (its loss) is in."""
+    cols = [c for c in config_columns(results) if c != "dataset"]
+    if results.empty:
+        return [c for c in cols if c == "C"]
+    k = keyed(results, cols)
+    varying = k.groupby(["dataset", "solver_entry"])[cols].nunique().max()
+    return [c for c in cols if c == "C" or varying[c] > 1]
+
+
+def budget_columns(results: pd.DataFrame) -> list[str]:
+    return present(results, [f"param_{k}" for k in BUDGET_KEYS])
+
+
+def key_value(v):
+    """A value fit to group by: NaN and None become one marker (groupby drops NaN keys)."""
+    # "nan"/"None": a missing value in a column results.py wrote as strings (mixed types).
+    if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and v in ("nan", "None", "")):
+        return MISSING
+    return v
+
+
+def keyed(results: pd.DataFrame, cols) -> pd.DataFrame:
+    """A copy whose grouping columns hold `key_value`s."""
+    out = results.copy()
+    for c in cols:
+        out[c] = out[c].map(key_value)
+    return out
+
+
+def short(col: str) -> str:
+    return col[len("param_"):] if col.startswith("param_") else col
+
+
+def label(row, keys, lead: str = "solver_entry") -> str:
+    """`smo C=1 gamma=0.1`: the entry and every swept key of a row (a dict or Series); keys
+    whose value is missing (gamma of a linear fit) are left out."""
+    parts = [str(row[lead])] if lead else []
+    parts += [f"{short(k)}={fmt(row[k])}" for k in keys if key_value(row[k]) != MISSING]
+    return " ".join(parts)
+
+
+def styles(n: int) -> list[dict]:
+    """n distinct line styles: ten colours, then the same colours dashed, dotted, dash-dotted
+    (so a legend never names two lines drawn alike); markers cycle on their own."""
+    import matplotlib
+    colours = matplotlib.colormaps["tab10"].colors
+    dashes = ["-", "--", ":", "-."]
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    out = []
+    for i in range(n):
+        cycle = i // len(colours)
+        out.append({"color": colours[i % len(colours)], "linestyle": dashes[cycle % len(dashes)],
+                    # Markers cycle per line (lines on top of each other stay visible), shifted
+                    # once all colour x dash pairs are used, so no two lines are drawn alike.
+                    "marker": markers[(i + i // (len(colours) * len(dashes))) % len(markers)]})
+    return out
+
+
+def certainty_floor(results: pd.DataFrame) -> pd.Series:
+    """Per fit, the finest relative suboptimality its f* supports: the reference solve's relative
+    duality gap (`f_star_rel_gap` where the results carry it, else |f_star_gap| / |f*|), at least
+    SUBOPT_FLOOR. No table or figure shows a suboptimality below it."""
+    if "f_star_rel_gap" in results.columns:
+        rel = pd.to_numeric(results["f_star_rel_gap"], errors="coerce").abs()
+    else:
+        rel = (pd.to_numeric(results["f_star_gap"], errors="coerce").abs()
+               / pd.to_numeric(results["f_star"], errors="coerce").abs())
+    return rel.fillna(SUBOPT_FLOOR).clip(lower=SUBOPT_FLOOR)
+
+
+def fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if math.isnan(v):
+            return ""
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+            return f"{v:.3e}"
+        return f"{v:.4g}"
+    if isinstance(v, (np.integer,)):
+        return str(int(v))
+    return str(v)
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    if df is None or df.empty:
+        return "_(none)_\n"
+    cols = [short(str(c)) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(fmt(v).replace("|", "\\|").replace("\n", " ") for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def html_table(df: pd.DataFrame) -> str:
+    import html
+    if df is None or df.empty:
+        return "<p><em>(none)</em></p>"
+    head = "".join(f"<th>{html.escape(short(str(c)))}</th>" for c in df.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in row) + "</tr>"
+                   for row in df.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

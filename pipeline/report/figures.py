@@ -1,0 +1,476 @@
+"""The report's figures, each registered with the columns it needs (see registry.py). Every
+function returns a matplotlib Figure; labels name every swept key, lines beyond ten take other
+dash patterns (common.styles)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from .common import certainty_floor, config_columns, fmt, key_value, keyed, label, styles, swept_keys
+from .registry import ReportData, Skip, figure
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
+    plt = _plt()
+    ncols = min(n, ncols_max)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    flat = axes.ravel()
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _legend(ax, n):
+    """Below the panel, never over the lines (the saved figure grows to hold it)."""
+    if n:
+        # One column: two columns of long labels run into the next panel's legend.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
+
+
+def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
+    """(fits keyed, the config key without the dataset, the swept keys a label names). Random
+    starts (random_state) are runs of one line, like folds, unless `starts` (a figure of single runs)."""
+    cfg = [c for c in config_columns(fits) if c != "dataset"]
+    shown = swept_keys(data.results)
+    if not starts:
+        cfg = [c for c in cfg if c != "param_random_state"]
+        shown = [c for c in shown if c != "param_random_state"]
+    return keyed(fits, cfg), ["solver_entry"] + cfg, shown
+
+
+def _value_ticks(ax, values):
+    """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
+    labels its minor ticks on top of each other)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+    values = sorted(set(float(v) for v in values))
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([fmt(v) for v in values], rotation=45 if len(values) > 6 else 0)
+
+
+def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
+    """What every line panel has: scales, title, axis labels, grid, the legend below."""
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend(ax, n_legend)
+
+
+def _log_ticks(ax, x=True, y=True):
+    """Over many log decades, major ticks only (minor ones dominate drawing time and add
+    nothing); over two decades or less, matplotlib's own (else one labelled tick, or none)."""
+    from matplotlib.ticker import LogLocator, NullLocator
+    for axis, on, lim in ((ax.xaxis, x, ax.get_xlim()), (ax.yaxis, y, ax.get_ylim())):
+        lo, hi = sorted(lim)
+        if on and lo > 0 and hi / lo > 100:
+            axis.set_major_locator(LogLocator(numticks=8))
+            axis.set_minor_locator(NullLocator())
+
+
+def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
+    """Median and min/max over folds of step curves (x, y), on a grid shared by the folds: from
+    the first x any fold has to the last; a fold counts from its own first point on, and holds its
+    last value after its end (it stopped there). Returns (grid, median, low, high)."""
+    xs = np.concatenate([c[0] for c in curves])
+    xs = xs[np.isfinite(xs) & ((xs > 0) if log_x else True)]
+    if xs.size == 0:
+        return None
+    lo, hi = xs.min(), xs.max()
+    grid = np.geomspace(lo, hi, 60) if log_x and hi > lo else np.linspace(lo, hi, 60)
+    grid = np.unique(np.concatenate([grid, np.sort(xs)])) if xs.size <= 200 else grid
+    vals = np.full((len(curves), grid.size), np.nan)
+    for i, (x, y) in enumerate(curves):
+        order = np.argsort(x, kind="stable")
+        x, y = np.asarray(x)[order], np.asarray(y)[order]
+        pos = np.searchsorted(x, grid, side="right") - 1
+        ok = pos >= 0
+        vals[i, ok] = y[pos[ok]]
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return grid, np.nanmedian(vals, axis=0), np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)
+
+
+def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, log_y=True,
+                  fits=None, floor=False):
+    """One panel per dataset, a line per configuration: the median over folds of y_of(trace,
+    fit) against x_col, with a min-max band over folds."""
+    fits = data.fits if fits is None else fits
+    fits = fits[fits["key"].isin(data.traces["key"])]
+    if fits.empty:
+        raise Skip("no finished fit has a trace")
+    fits, cfg, shown = _configs(data, fits)
+    by_key = {k: g for k, g in data.traces.groupby("key")}
+    datasets = sorted(fits["dataset"].unique())
+    fig, axes = _panels(len(datasets))
+    drawn = 0
+    for ax, ds in zip(axes, datasets):
+        sub = fits[fits["dataset"] == ds]
+        groups = list(sub.groupby(cfg, sort=True, dropna=False))
+        st = styles(len(groups))
+        # Every line of a panel is floored at the coarsest certainty of the panel's f*s, drawn as
+        # one dotted line: no point shows a suboptimality finer than its f* can support, and
+        # lines stay comparable (a line floored lower would look better for a better reference).
+        panel_floor = float(certainty_floor(sub).max()) if floor else -np.inf
+        for (_, grp), style in zip(groups, st):
+            curves = []
+            for row in grp.itertuples(index=False):
+                tr = by_key[row.key]
+                y = np.maximum(y_of(tr, row), panel_floor)
+                ok = np.isfinite(y)
+                if ok.any():
+                    curves.append((tr[x_col].to_numpy(dtype=float)[ok], y[ok]))
+            band = fold_band(curves, log_x=x_col == "time_s") if curves else None
+            if band is None:
+                continue
+            x, med, low, high = band
+            first = grp.iloc[0]
+            ax.plot(x, med, label=label(first, shown) + (f" ({len(curves)} runs)" if len(curves) > 1 else ""),
+                    color=style["color"], linestyle=style["linestyle"], linewidth=1.3)
+            if len(curves) > 1:
+                ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
+            drawn += 1
+        if floor:
+            ax.axhline(panel_floor, color="0.4", linestyle=":", linewidth=1, label="f* certainty")
+        _decorate(ax, ds, xlabel, ylabel, len(groups) + bool(floor), logx=True, logy=log_y)
+        _log_ticks(ax, x=True, y=log_y)
+    if not drawn:
+        raise Skip("no trace has a finite value to draw")
+    return fig
+
+
+def _subopt(tr, row):
+    """(P - f*)/|f*| at each trace point (floored by _trace_figure)."""
+    return (tr["primal"].to_numpy() - row.f_star) / abs(row.f_star)
+
+
+def _with_f_star(data):
+    fits = data.fits[data.fits["f_star"].notna()]
+    if fits.empty:
+        raise Skip("no fit has a certified f*")
+    return fits
+
+
+@figure("suboptimality_vs_time", "Suboptimality against time", needs=("f_star",), trace_needs=("primal",),
+        note="(P - f*)/|f*| against solver seconds: median over folds (and random starts), band min-max; the "
+             "dotted line is the certainty of f* (the coarsest relative gap of the panel's reference solves), "
+             "below which nothing is shown.")
+def suboptimality_vs_time(data: ReportData):
+    return _trace_figure(data, _subopt, "time_s", "solver time (s)", "(P - f*) / |f*|", fits=_with_f_star(data),
+                         floor=True)
+
+
+@figure("suboptimality_vs_iterations", "Suboptimality against iterations", needs=("f_star",),
+        trace_needs=("primal",), note="As above against the solver's own iterations.")
+def suboptimality_vs_iterations(data: ReportData):
+    return _trace_figure(data, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(data),
+                         floor=True)
+
+
+@figure("test_error_vs_iterations", "Test error against iterations", trace_needs=("test_error",),
+        note="Test error of the solver's current model at each trace point (run.trace_test_error=true).")
+def test_error_vs_iterations(data: ReportData):
+    return _trace_figure(data, lambda tr, row: tr["test_error"].to_numpy(dtype=float), "iteration", "iteration",
+                         "test error", log_y=False)
+
+
+@figure("w_change_per_pass", "||w_k+1 - w_k|| per pass", trace_needs=("w_change",),
+        note="The change of w over the pass before each trace point (dcd's second stopping rule).")
+def w_change_per_pass(data: ReportData):
+    return _trace_figure(data, lambda tr, row: tr["w_change"].to_numpy(dtype=float), "iteration", "pass",
+                         "||w_k+1 - w_k||")
+
+
+@figure("objective_random_starts", "Objective against iterations over random starts",
+        needs=("param_random_state",), trace_needs=("primal",),
+        note="Fold 0; one line per random start (random_state) of each configuration.")
+def objective_random_starts(data: ReportData):
+    fits = data.fits[(data.fits["fold"] == 0) & data.fits["key"].isin(data.traces["key"])]
+    fits, cfg, shown = _configs(data, fits)
+    groups = [(k, g) for k, g in fits.groupby(["dataset"] + cfg, sort=True, dropna=False)
+              if g["param_random_state"].nunique() > 1]
+    if not groups:
+        raise Skip("no configuration was run from more than one random_state")
+    datasets = sorted({k[0] for k, _ in groups})
+    fig, axes = _panels(len(datasets))
+    by_key = {k: g for k, g in data.traces.groupby("key")}
+    for ax, ds in zip(axes, datasets):
+        mine = [g for k, g in groups if k[0] == ds]
+        for grp, style in zip(mine, styles(len(mine))):
+            for i, row in enumerate(grp.sort_values("param_random_state").itertuples(index=False)):
+                tr = by_key[row.key]
+                ax.plot(tr["iteration"], tr["primal"], color=style["color"], linestyle=style["linestyle"],
+                        alpha=0.7, linewidth=1,
+                        label=f"{label(grp.iloc[0], shown)} ({grp['param_random_state'].nunique()} starts)" if i == 0 else None)
+        _decorate(ax, ds, "iteration", "primal objective P", len(mine), logx=True, logy=True)
+        _log_ticks(ax)
+    return fig
+
+
+def _other_lines(data: ReportData, fits: pd.DataFrame, x: str):
+    """Fits keyed, and the keys that make one line: entry and every swept key but x."""
+    fits, cfg, shown = _configs(data, fits)
+    return fits, ["solver_entry"] + [c for c in cfg if c != x], [c for c in shown if c != x]
+
+
+@figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"),
+        note="Mean test accuracy over folds (bars: std), a line per solver entry and every other swept value.")
+def accuracy_vs_C(data: ReportData):
+    fits = data.fits[data.fits["test_accuracy"].notna()]
+    if fits.empty or fits.groupby(["dataset", "solver_entry"])["C"].nunique().max() < 2:
+        raise Skip("no solver entry was run at more than one C")
+    fits, line_keys, shown = _other_lines(data, fits, "C")
+    datasets = sorted(fits["dataset"].unique())
+    fig, axes = _panels(len(datasets))
+    for ax, ds in zip(axes, datasets):
+        lines = [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
+                 if g["C"].nunique() > 1]
+        for i, (grp, style) in enumerate(zip(lines, styles(len(lines)))):
+            m = grp.groupby("C")["test_accuracy"].agg(["mean", "std"]).reset_index()
+            # Dodged a little along C, so equal accuracies (dcd and liblinear) do not hide each other.
+            dodge = 1.0 + 0.04 * (i - (len(lines) - 1) / 2)
+            ax.errorbar(m["C"] * dodge, m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
+                        capsize=2, markersize=4, **style)
+        _decorate(ax, ds, "C", "test accuracy", len(lines), logx=True)
+        if lines:
+            _value_ticks(ax, pd.concat([g["C"] for g in lines]))
+    return fig
+
+
+def _numeric(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s, errors="coerce")
+
+
+@figure("C_gamma_heatmap", "Accuracy over C x gamma", needs=("C", "gamma", "test_accuracy"),
+        note="Mean test accuracy over folds; one panel per dataset, solver entry and other swept values.")
+def c_gamma_heatmap(data: ReportData):
+    fits = data.fits.assign(gamma=_numeric(data.fits["gamma"]))
+    fits = fits[fits["gamma"].notna() & fits["test_accuracy"].notna()]
+    fits, line_keys, shown = _other_lines(data, fits, "C")
+    shown = [c for c in shown if c != "gamma"]
+    panels = [g for _, g in fits.groupby(["dataset"] + [k for k in line_keys if k != "gamma"], sort=True, dropna=False)
+              if g["C"].nunique() > 1 and g["gamma"].nunique() > 1]
+    if not panels:
+        raise Skip("no solver entry was run over more than one C and more than one numeric gamma")
+    plt = _plt()
+    fig, axes = _panels(len(panels), width=4.6, height=3.8)
+    for ax, grp in zip(axes, panels):
+        grid = grp.pivot_table(index="gamma", columns="C", values="test_accuracy", aggfunc="mean")
+        im = ax.imshow(grid.to_numpy(), origin="lower", cmap="viridis", aspect="auto")
+        ax.set_xticks(range(grid.shape[1]), [fmt(float(c)) for c in grid.columns], rotation=45)
+        ax.set_yticks(range(grid.shape[0]), [fmt(float(g)) for g in grid.index])
+        for (i, j), v in np.ndenumerate(grid.to_numpy()):
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7,
+                        color="white" if v < np.nanmean(grid.to_numpy()) else "black")
+        ax.set_xlabel("C")
+        ax.set_ylabel("gamma")
+        ax.set_title(f"{grp['dataset'].iloc[0]}: {label(grp.iloc[0], shown)}", fontsize=9)
+        plt.colorbar(im, ax=ax, label="test accuracy")
+    return fig
+
+
+def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: str, logx=True, logy=True):
+    """Median over folds of y against a swept x, a line per entry and every other swept value."""
+    fits = data.fits.assign(**{x: _numeric(data.fits[x])})
+    fits = fits[fits[x].notna() & fits[y].notna()]
+    fits, line_keys, shown = _other_lines(data, fits, x)
+    datasets = sorted(fits["dataset"].unique())
+    lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
+                     if g[x].nunique() > 1] for ds in datasets}
+    datasets = [ds for ds in datasets if lines_by[ds]]
+    if not datasets:
+        raise Skip(skip)
+    fig, axes = _panels(len(datasets))
+    for ax, ds in zip(axes, datasets):
+        lines = lines_by[ds]
+        for grp, style in zip(lines, styles(len(lines))):
+            m = grp.groupby(x)[y].median()
+            ax.plot(m.index, m.to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
+        ys = pd.concat([g[y] for g in lines])
+        logy = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
+        _decorate(ax, ds, xlabel, ylabel, len(lines), logx=logx, logy=logy)
+        _value_ticks(ax, pd.concat([g[x] for g in lines]))
+        if logy:
+            _log_ticks(ax, x=False, y=True)
+    return fig
+
+
+@figure("time_vs_q", "Time against q (svmlight)", needs=("param_q", "fit_time_s"),
+        note="Median fit time over folds against the working-set size q.")
+def time_vs_q(data: ReportData):
+    return _against(data, "param_q", "fit_time_s", "working-set size q", "fit time (s)",
+                    "no solver entry was run at more than one q", logx=True)
+
+
+@figure("time_vs_n", "Time against n", needs=("n_train", "fit_time_s"),
+        note="Median fit time over folds against the number of training rows, a line per configuration "
+             "joining the datasets (or the max_rows of one) it ran on.")
+def time_vs_n(data: ReportData):
+    # n is a property of the data, not a key: a line joins one configuration over datasets, each
+    # a point at its median n (folds differ by a row or two, which is no sweep of n).
+    fits = data.fits[data.fits["n_train"].notna() & data.fits["fit_time_s"].notna()]
+    if fits.empty:
+        raise Skip("no finished fit")
+    n_of = fits.groupby("dataset")["n_train"].median()
+    fits = fits.assign(n_train=fits["dataset"].map(n_of), dataset="all datasets")
+    return _against(ReportData(fits, data.traces, name=data.name), "n_train", "fit_time_s",
+                    "training rows n", "fit time (s)", "no configuration was run on datasets of more than one size")
+
+
+@figure("pegasos_k_vs_T", "k against T at fixed kT (pegasos)", needs=("param_k", "info_T", "primal_objective"),
+        note="Final primal objective (median over folds) against the mini-batch size k, T = kT / k "
+             "iterations, a line per kT and other swept values (rupnik).")
+def pegasos_k_vs_T(data: ReportData):
+    fits = data.fits[data.fits["info_T"].notna() & data.fits["param_k"].notna()]
+    fits = fits.assign(param_k=_numeric(fits["param_k"]))
+    fits = fits.assign(kT=kt_classes(fits["param_k"] * _numeric(fits["info_T"])))
+    # T and epochs follow from k at fixed kT, and random starts are folded into the median: none
+    # of them makes a line of its own.
+    drop = {"param_epochs", "param_max_iter", "param_k", "param_random_state"}
+    fits, cfg, shown = _configs(data, fits)
+    line_keys = ["solver_entry", "kT"] + [c for c in cfg if c not in drop and c != "solver_entry"]
+    shown = [c for c in shown if c not in drop]
+    datasets = sorted(fits["dataset"].unique())
+    lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
+                     if g["param_k"].nunique() > 1] for ds in datasets}
+    datasets = [ds for ds in datasets if lines_by[ds]]
+    if not datasets:
+        raise Skip("no pegasos configuration was run at more than one k with the same kT")
+    fig, axes = _panels(len(datasets))
+    for ax, ds in zip(axes, datasets):
+        lines = lines_by[ds]
+        for grp, style in zip(lines, styles(len(lines))):
+            m = grp.groupby("param_k").agg(P=("primal_objective", "median"), T=("info_T", "median"))
+            ax.plot(m.index, m["P"], markersize=4,
+                    label=f"{label(grp.iloc[0], shown)} kT~{fmt(float(grp['kT'].iloc[0]))}", **style)
+            for k, row in m.iterrows():
+                ax.annotate(f"T={fmt(float(row['T']))}", (k, row["P"]), fontsize=7,
+                            textcoords="offset points", xytext=(3, 4))
+        _decorate(ax, ds, "mini-batch size k (T = kT / k iterations)", "final primal objective P (median)",
+                  len(lines), logx=True)
+        _value_ticks(ax, fits.loc[fits["dataset"] == ds, "param_k"])
+    return fig
+
+
+def kt_classes(kt: pd.Series, rel: float = 0.15) -> pd.Series:
+    """k*T rounded into classes of values within `rel` of the class's smallest: T is a whole
+    number of iterations (ceil(n/k) per epoch), so a fixed budget of examples gives k*T that
+    differ by a few percent between k (1200 and 1280 for n = 60, 20 epochs, k = 1 and 16)."""
+    out = pd.Series(np.nan, index=kt.index)
+    start = None
+    for i, v in kt.sort_values().items():
+        if start is None or v > start * (1 + rel):
+            start = v
+        out[i] = start
+    return out
+
+
+@figure("confusion_matrices", "Confusion matrices", needs=("confusion_test",),
+        note="Test confusion matrix (rows: true class) of each entry's best configuration, summed over folds.")
+def confusion_matrices(data: ReportData):
+    from .tables import best_params
+    fits = data.fits[data.fits["confusion_test"].notna()]
+    fits = fits[fits["confusion_test"].map(lambda s: json.loads(s) is not None)]
+    if fits.empty:
+        raise Skip("no multiclass fit kept a confusion matrix")
+    best = best_params(ReportData(fits, data.traces, name=data.name))
+    fits, cfg, shown = _configs(data, fits)
+    panels = []
+    for b in best.itertuples(index=False):
+        b = b._asdict()
+        mask = (fits["dataset"] == b["dataset"]) & (fits["solver_entry"] == b["solver_entry"])
+        for c in cfg[1:]:     # the best row's configuration (its table shows the keys swept among these fits)
+            if c in b:
+                mask &= fits[c].map(key_value) == key_value(b[c])
+        cms = [np.array(json.loads(s)) for s in fits.loc[mask, "confusion_test"]]
+        if cms:
+            panels.append((b, sum(cms)))
+    plt = _plt()
+    fig, axes = _panels(len(panels), width=4.0, height=3.6)
+    for ax, (b, cm) in zip(axes, panels):
+        im = ax.imshow(cm, cmap="Blues")
+        for (i, j), v in np.ndenumerate(cm):
+            ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8,
+                    color="white" if v > cm.max() / 2 else "black")
+        ax.set_xticks(range(cm.shape[1]))
+        ax.set_yticks(range(cm.shape[0]))
+        ax.set_xlabel("predicted class index")
+        ax.set_ylabel("true class index")
+        ax.set_title(f"{b['dataset']}: {label(b, [c for c in shown if c in b])}", fontsize=9)
+        plt.colorbar(im, ax=ax)
+    return fig
+
+
+@figure("active_points_2d", "Active points of a 2-D dataset", models=True, needs=("key",),
+        note="Training points of fold 0 (colour: label), support vectors circled, and the decision boundary "
+             "f(x) = 0 of a linear model (run.keep_models=true; only 2-D datasets keep their points).")
+def active_points_2d(data: ReportData):
+    models = data.models
+    if "X" not in models.columns or not models["X"].notna().any():
+        raise Skip("no kept model is of a 2-D dataset")
+    fits = data.fits[(data.fits["fold"] == 0)].merge(models[models["X"].notna()], on="key")
+    if fits.empty:
+        raise Skip("no kept 2-D model of fold 0")
+    fits, cfg, shown = _configs(data, fits, starts=True)
+    # A readable number of panels: up to three configurations of each entry.
+    fits = fits.sort_values(["dataset"] + cfg).groupby(["dataset", "solver_entry"]).head(3).head(12)
+    fig, axes = _panels(len(fits), width=4.0, height=3.8, ncols_max=4)
+    for ax, row in zip(axes, fits.to_dict("records")):
+        X = np.array([list(p) for p in row["X"]], dtype=float)
+        y = np.asarray(row["y"], dtype=float)
+        pad = 0.05 * (X.max(axis=0) - X.min(axis=0))
+        lo, hi = X.min(axis=0) - pad, X.max(axis=0) + pad
+        gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 120), np.linspace(lo[1], hi[1], 120))
+        f = decision_grid(row, X, y, np.column_stack([gx.ravel(), gy.ravel()]))
+        if f is not None:
+            ax.contour(gx, gy, f.reshape(gx.shape), levels=[-1, 0, 1], colors="k",
+                       linestyles=["--", "-", "--"], linewidths=0.8)
+        ax.scatter(X[y > 0, 0], X[y > 0, 1], s=6, c="tab:blue", label="+1")
+        ax.scatter(X[y < 0, 0], X[y < 0, 1], s=6, c="tab:orange", label="-1")
+        sv = np.asarray(row["support"] if row["support"] is not None else [], dtype=int)
+        if sv.size:
+            ax.scatter(X[sv, 0], X[sv, 1], s=30, facecolors="none", edgecolors="k", linewidths=0.7,
+                       label=f"support vectors ({sv.size})")
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_title(f"{row['dataset']}: {label(row, shown)}", fontsize=8)
+        ax.legend(fontsize=6, loc="lower right")
+    return fig
+
+
+def decision_grid(row: dict, X, y, G):
+    """f on grid points G from a kept model: w . x + b (linear), or sum_i alpha_i y_i k(x_i, x) + b
+    over the support (rbf, gamma numeric or "scale" = 1 / (d Var X), as scikit-learn); None when
+    the kernel's model cannot be rebuilt here."""
+    kernel = key_value(row.get("kernel", "linear"))
+    if row.get("w") is not None and kernel in ("linear", "-"):
+        return G @ np.asarray(row["w"], dtype=float) + row["b"]
+    if kernel != "rbf" or row.get("support") is None:
+        return None
+    gamma = row.get("gamma")
+    gamma = 1.0 / (X.shape[1] * X.var()) if gamma == "scale" else float(pd.to_numeric(gamma, errors="coerce"))
+    if not np.isfinite(gamma):
+        return None
+    sv = np.asarray(row["support"], dtype=int)
+    beta = np.asarray(row["alpha"], dtype=float) * y[sv]
+    d2 = ((G[:, None, :] - X[None, sv, :]) ** 2).sum(axis=2)
+    return np.exp(-gamma * d2) @ beta + row["b"]
+
+

@@ -1,0 +1,93 @@
+"""The report's registry: every table and figure is a small function that declares the columns
+it needs, registered here in the order the report shows them (like solvers/registry.py for
+solvers). `build.py` walks the registry; a paper reproduction adds a figure by registering one
+more function, without touching the others.
+
+A function takes a `ReportData` and returns a DataFrame (a table) or a matplotlib Figure (a
+figure). The registry checks the declared columns first (a missing one skips the item with a note
+naming it); a function that finds its columns but nothing to show in them raises `Skip(reason)`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+
+class Skip(Exception):
+    """Raised by a table or figure function with nothing to show; the message goes in the report."""
+
+
+@dataclass
+class ReportData:
+    """What every table and figure reads: the run's Parquet tables and the report options."""
+
+    results: pd.DataFrame
+    traces: pd.DataFrame
+    models: pd.DataFrame = field(default_factory=pd.DataFrame)
+    baseline: str | None = None          # report.baseline: the solver entry ratios are taken against
+    name: str = ""
+
+    @property
+    def fits(self) -> pd.DataFrame:
+        """The fits that finished (any status but `error`)."""
+        return self.results[self.results["status"] != "error"]
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str                  # file stem of a figure; anchor of a section
+    title: str
+    kind: str                  # "table" or "figure"
+    fn: Callable[[ReportData], object]
+    needs: tuple = ()          # results.parquet columns with at least one value
+    trace_needs: tuple = ()    # traces.parquet columns with at least one value
+    models: bool = False       # needs models.parquet (run.keep_models=true)
+    note: str = ""             # one line under the title: how to read it
+    lines: Callable[[ReportData], list[str]] | None = None   # prose after a table (the status advice)
+
+    def missing(self, data: ReportData) -> str | None:
+        """Why the item cannot be drawn from these tables (None: it can be tried)."""
+        def absent(df, cols):
+            return [c for c in cols if c not in df.columns or not df[c].notna().any()]
+        if data.results.empty:
+            return "no results"
+        lacking = absent(data.results, self.needs)
+        if lacking:
+            return "results have no " + ", ".join(f"`{c}`" for c in lacking)
+        lacking = absent(data.traces, self.trace_needs)
+        if lacking:
+            return "traces have no " + ", ".join(f"`{c}`" for c in lacking)
+        if self.models and data.models.empty:
+            return "no models.parquet (run with run.keep_models=true)"
+        return None
+
+
+REGISTRY: list[Item] = []
+
+
+def _register(kind, name, title, needs=(), trace_needs=(), models=False, note="", lines=None):
+    def deco(fn):
+        if any(it.name == name for it in REGISTRY):
+            raise ValueError(f"report item {name!r} registered twice")
+        REGISTRY.append(Item(name, title, kind, fn, tuple(needs), tuple(trace_needs), models, note, lines))
+        return fn
+    return deco
+
+
+def table(name, title, needs=(), trace_needs=(), models=False, note="", lines=None):
+    """Register a table function (ReportData -> DataFrame); `lines` adds prose after it."""
+    return _register("table", name, title, needs, trace_needs, models, note, lines)
+
+
+def figure(name, title, needs=(), trace_needs=(), models=False, note=""):
+    """Register a figure function (ReportData -> matplotlib Figure)."""
+    return _register("figure", name, title, needs, trace_needs, models, note)
+
+
+def items(kind: str | None = None) -> list[Item]:
+    """Registered items in report order: the tables, then the figures, each in registration order."""
+    if kind is None:
+        return items("table") + items("figure")
+    return [it for it in REGISTRY if it.kind == kind]

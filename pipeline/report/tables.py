@@ -1,0 +1,285 @@
+"""The report's tables, each registered with the columns it needs (see registry.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .common import (budget_columns, certainty_floor, config_columns, fmt, keyed, problem_columns,
+                     swept_keys)
+from .registry import ReportData, Skip, table
+
+TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
+RATIO_TARGETS = (1e-3, 1e-4)
+
+
+def _groups(data: ReportData):
+    """(fits with keyed config columns, the full config key, the swept keys shown)."""
+    fits = data.fits
+    if fits.empty:
+        raise Skip("no fit finished")
+    cfg = [c for c in config_columns(fits) if c != "dataset"]
+    return keyed(fits, cfg), ["dataset", "solver_entry"] + cfg, swept_keys(data.results)
+
+
+def _converged(s: pd.Series) -> str:
+    return f"{int((s == 'converged').sum())}/{len(s)}"
+
+
+def cv_table(data: ReportData) -> pd.DataFrame:
+    """One row per dataset x entry x configuration, in the shape of scikit-learn's
+    `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
+    rank within the dataset x entry, train score, fit time and how many folds converged."""
+    fits, keys, shown = _groups(data)
+    agg = fits.groupby(keys, sort=True, dropna=False).agg(
+        mean_test_score=("test_accuracy", "mean"), std_test_score=("test_accuracy", "std"),
+        mean_train_score=("train_accuracy", "mean"), mean_fit_time=("fit_time_s", "mean"),
+        std_fit_time=("fit_time_s", "std"), mean_n_iter=("n_iter", "mean"),
+        converged_folds=("status", _converged)).reset_index()
+    agg["rank_test_score"] = agg.groupby(["dataset", "solver_entry"])["mean_test_score"].rank(
+        ascending=False, method="min").astype("Int64")
+    return agg[["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "rank_test_score",
+                "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds"]]
+
+
+table("cv_results", "Cross-validation", needs=("test_accuracy",),
+      note="Per configuration, over folds (scikit-learn's `cv_results_`): test score = accuracy; rank within "
+           "the dataset and solver; `converged_folds`: folds whose fit reached its tolerance, of all folds.")(cv_table)
+
+
+@table("best_params", "Best parameters per dataset and solver", needs=("test_accuracy",),
+       note="The configuration of best mean test accuracy (ties: the faster); every swept key is shown.")
+def best_params(data: ReportData) -> pd.DataFrame:
+    cv = cv_table(data)
+    cv = cv.assign(_acc=cv["mean_test_score"].fillna(-np.inf))
+    cv = cv.sort_values(["dataset", "solver_entry", "_acc", "mean_fit_time"], ascending=[True, True, False, True])
+    best = cv.groupby(["dataset", "solver_entry"], sort=True).head(1).drop(columns=["_acc", "rank_test_score"])
+    return best.reset_index(drop=True)
+
+
+@table("timing", "Timing", needs=("fit_time_s",),
+       note="Solver seconds (recorder time excluded) and task seconds (data loading and certificates included).")
+def timing_table(data: ReportData) -> pd.DataFrame:
+    fits = data.fits
+    if fits.empty:
+        raise Skip("no fit finished")
+    agg = dict(fits=("key", "count"), fit_time_s_total=("fit_time_s", "sum"),
+               fit_time_s_median=("fit_time_s", "median"), fit_time_s_max=("fit_time_s", "max"),
+               n_iter_median=("n_iter", "median"))
+    if "task_time_s" in fits.columns:
+        agg["task_time_s_total"] = ("task_time_s", "sum")
+    return fits.groupby(["dataset", "solver_entry"], sort=True).agg(**agg).reset_index()
+
+
+@table("certificates", "Certificates", needs=("primal_objective",),
+       note="Worst over folds. `rel_subopt_max`: (P - f*)/|f*|, never shown finer than the certainty of f* "
+            "(`f_star_rel_gap_max`, the reference solve's relative duality gap); `f_star_status`: how that "
+            "reference solve ended.")
+def certificates(data: ReportData) -> pd.DataFrame:
+    fits, keys, shown = _groups(data)
+    fits = fits.assign(_floor=certainty_floor(fits) if "f_star" in fits.columns else np.nan)
+    fits["_rel"] = np.maximum(pd.to_numeric(fits.get("rel_suboptimality"), errors="coerce"), fits["_floor"])
+    agg = dict(duality_gap_max=("duality_gap", "max"), kkt_violation_max=("kkt_violation", "max"),
+               rel_subopt_max=("_rel", "max"), f_star_rel_gap_max=("_floor", "max"))
+    if "f_star_status" in fits.columns:
+        agg["f_star_status"] = ("f_star_status", lambda s: ", ".join(sorted({str(v) for v in s.dropna()})))
+    out = fits.groupby(keys, sort=True, dropna=False).agg(**agg).reset_index()
+    out.loc[out["rel_subopt_max"].isna(), "f_star_rel_gap_max"] = np.nan
+    return out[["dataset", "solver_entry", *shown, *agg]]
+
+
+# What each status means, and what a user can change about it (the report's status section).
+STATUS_ADVICE = {
+    "max_iter": "stopped at its iteration cap before reaching its tolerance: raise max_iter, loosen tol, "
+                "or scale the features (a dataset's `scale:`); large C makes every solver slower",
+    "timeout": "stopped at its time limit (run.timeout_s or time_limit_s) before reaching its tolerance: "
+               "raise the limit or loosen tol",
+    "stalled": "stopped because it could not make further progress (the solver's warning says why; the "
+               "certificates in the results show how far from the optimum it ended): try another solver "
+               "for this problem or a looser tol",
+    "diverged": "produced non-finite values: lower the step size or C, or scale the features",
+    "error": "raised an error (see Failures for the first line, results.parquet's `error` for the traceback)",
+}
+
+
+@table("status", "Status", needs=("status",),
+       note="Fits per dataset and solver entry by status; every status other than `converged` is explained below.",
+       lines=lambda data: status_lines(data.results))
+def status_table(results) -> pd.DataFrame:
+    """Fits per dataset x solver entry and status, every status that occurs as its own column."""
+    results = results.results if isinstance(results, ReportData) else results
+    if results.empty:
+        return pd.DataFrame()
+    t = results.groupby(["dataset", "solver_entry", "status"]).size().unstack("status", fill_value=0)
+    order = ["converged"] + sorted(c for c in t.columns if c != "converged")
+    t = t[[c for c in order if c in t.columns]]
+    t.insert(0, "fits", t.sum(axis=1))
+    t.columns.name = None
+    return t.reset_index()
+
+
+def status_lines(results: pd.DataFrame) -> list[str]:
+    """Every non-converged status in plain words: which fits, at which C, and what to change."""
+    if results.empty:
+        return []
+    bad = results[results["status"] != "converged"]
+    if bad.empty:
+        return [f"All {len(results)} fits converged (reached their tolerance)."] + reference_lines(results)
+    lines = [f"{len(results) - len(bad)} of {len(results)} fits converged; the others:"]
+    for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
+        n_all = int(((results["dataset"] == ds) & (results["solver_entry"] == entry)).sum())
+        where = ", ".join(f"C={fmt(float(c))}" for c in sorted(grp["C"].dropna().unique()))
+        advice = STATUS_ADVICE.get(status, "ended with an unrecognised status")
+        lines.append(f"- {entry} on {ds}: {len(grp)} of {n_all} fits `{status}`"
+                     f"{' (' + where + ')' if where else ''}: {advice}.")
+    return lines + reference_lines(results)
+
+
+def reference_lines(results: pd.DataFrame) -> list[str]:
+    """A reference solve that stopped short of its tolerance is said so, with how uncertain its
+    f* is: suboptimalities below that are floored to it (`rel_suboptimality_floored`)."""
+    if "f_star_status" not in results:
+        return []
+    short = results[results["f_star_status"].notna() & (results["f_star_status"] != "converged")]
+    if short.empty:
+        return []
+    where = ", ".join(f"C={fmt(float(c))}" for c in sorted(short["C"].dropna().unique()))
+    return [f"- f* not certified to its tolerance for {len(short)} fits ({where}; reference "
+            f"{', '.join(sorted(short['f_star_status'].unique()))}): f* is known only to a relative gap of up to "
+            f"{fmt(float(short['f_star_rel_gap'].max()))}, and smaller suboptimalities are shown floored to it."]
+
+
+# ------------------------------------------------------------------ problems, targets, ratios
+def _floored_rel(trace: pd.DataFrame) -> pd.Series:
+    return (trace["primal"] - trace["f_star"]) / trace["f_star"].abs()
+
+
+def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
+    """Per fit, the solver seconds `t_<eps>` and the iteration `it_<eps>` at which (P - f*)/|f*|
+    first falls to each target, from its trace; a fit without a trace (the references run as one
+    call) reaches a target at its fit time and iteration count if its final model is within it.
+    A target finer than the fit's f* certainty is never reached (it could not be told)."""
+    out = fits[["key", "f_star", "fit_time_s", "n_iter", "rel_suboptimality"]].copy()
+    out["_floor"] = certainty_floor(fits).to_numpy()
+    tr = traces[["key", "iteration", "time_s", "primal"]].merge(out[["key", "f_star"]], on="key", how="inner")
+    tr["rel"] = _floored_rel(tr)
+    no_trace = ~out["key"].isin(tr["key"])
+    for eps in targets:
+        hit = tr[tr["rel"] <= eps].groupby("key")[["time_s", "iteration"]].min()
+        reached = no_trace & (out["rel_suboptimality"] <= eps)
+        for col, src, own in ((f"t_{eps:g}", "time_s", "fit_time_s"), (f"it_{eps:g}", "iteration", "n_iter")):
+            out[col] = out["key"].map(hit[src]).astype(float)
+            out.loc[reached, col] = out.loc[reached, own]
+            out.loc[out["_floor"] > eps, col] = np.nan
+    return out.drop(columns=["f_star", "fit_time_s", "n_iter", "rel_suboptimality", "_floor"])
+
+
+def baselines(data: ReportData) -> list[str]:
+    """The entries ratios are taken against: the one the user names (report.baseline), else
+    every reference-family entry (LIBLINEAR, LIBSVM, SGD) in the results."""
+    if data.baseline:
+        if data.baseline not in set(data.results["solver_entry"]):
+            raise Skip(f"report.baseline={data.baseline!r} is not a solver entry of this run "
+                       f"(entries: {', '.join(sorted(set(data.results['solver_entry'])))})")
+        return [data.baseline]
+    return sorted(set(data.results.loc[data.results["family"] == "reference", "solver_entry"]))
+
+
+def _to_target_rows(data: ReportData):
+    """Fits with their times/iterations to target, grouped by the WHOLE problem (every problem
+    column) and the entry's own non-budget parameters: the rows of the to-target tables."""
+    fits = data.fits
+    if fits.empty or not fits["f_star"].notna().any():
+        raise Skip("no fit has a certified f*")
+    fits = fits[fits["f_star"].notna()]
+    prob = problem_columns(fits)
+    own = [c for c in config_columns(fits) if c not in prob and c not in budget_columns(fits)]
+    fits = keyed(fits.merge(to_targets(fits, data.traces), on="key", how="left"), prob + own)
+    keys = prob + ["solver_entry"] + own
+    # Shown: every problem key that differs between rows (the problem is the row's identity) and
+    # the entry's swept keys; an entry's fixed parameters are in the key but named by the entry.
+    swept = swept_keys(data.results)
+    shown = [c for c in keys if c in ("dataset", "solver_entry", "C") or c in swept
+             or (c in prob and fits[c].nunique() > 1)]
+    return fits, prob, keys, shown
+
+
+def _ratios(agg: pd.DataFrame, prob, cols, bases) -> pd.DataFrame:
+    """`ratio_<col>_vs_<base>`: each row's value over the base entry's on the same problem (the
+    base's least over its own configurations, e.g. a tol sweep); NaN where the base did not solve
+    that problem (pegasos without intercept has no LIBLINEAR `regularized` counterpart)."""
+    for base in bases:
+        ref = agg[agg["solver_entry"] == base].groupby(prob)[cols].min()
+        idx = pd.MultiIndex.from_frame(agg[prob]) if len(prob) > 1 else pd.Index(agg[prob[0]])
+        for col in cols:
+            agg[f"ratio_{col}_vs_{base}"] = agg[col].to_numpy() / ref[col].reindex(idx).to_numpy()
+    return agg
+
+
+@table("time_to_target", "Time to target suboptimality", needs=("f_star",),
+       note="One row per whole problem (every problem key) and solver configuration. `fit_time_s`, `n_iter`, "
+            "`rel_subopt`: medians over folds; `t_eps`: the least solver seconds any fold (or a tol sweep's "
+            "first tol) needed until (P - f*)/|f*| <= eps (empty: never, or finer than f*'s certainty); "
+            "`ratio_X_vs_B`: that over baseline B's on the same problem.")
+def time_to_target(data: ReportData) -> pd.DataFrame:
+    fits, prob, keys, shown = _to_target_rows(data)
+    tcols = [f"t_{eps:g}" for eps in TARGETS]
+    fits = fits.assign(_rel=np.maximum(fits["rel_suboptimality"], certainty_floor(fits).to_numpy()))
+    agg = fits.groupby(keys, sort=True, dropna=False).agg(
+        runs=("key", "count"), fit_time_s=("fit_time_s", "median"), n_iter=("n_iter", "median"),
+        rel_subopt=("_rel", "median"), **{c: (c, "min") for c in tcols}).reset_index()
+    agg = _ratios(agg, prob, ["fit_time_s"] + [f"t_{eps:g}" for eps in RATIO_TARGETS], baselines(data))
+    return agg[shown + [c for c in agg.columns if c not in keys]]
+
+
+@table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",),
+       note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers); "
+            "`it_eps`: the fewest iterations any fold needed.")
+def iterations_to_target(data: ReportData) -> pd.DataFrame:
+    fits, prob, keys, shown = _to_target_rows(data)
+    icols = [f"it_{eps:g}" for eps in TARGETS]
+    agg = fits.groupby(keys, sort=True, dropna=False).agg(
+        runs=("key", "count"), n_iter=("n_iter", "median"), **{c: (c, "min") for c in icols}).reset_index()
+    return agg[shown + ["runs", "n_iter", *icols]]
+
+
+@table("methods", "Methods x datasets", needs=("fit_time_s",),
+       note="Median fit time of each solver entry on each dataset; with a baseline (report.baseline=<entry>, "
+            "or the reference entries), `xR (n)`: the geometric mean over the n problems both solved of its "
+            "median time over the baseline's on the same problem.")
+def methods_table(data: ReportData) -> pd.DataFrame:
+    fits = data.fits
+    if fits.empty:
+        raise Skip("no fit finished")
+    prob = problem_columns(fits)
+    fits = keyed(fits, prob)
+    per_problem = fits.groupby(prob + ["solver_entry"], sort=True)["fit_time_s"].median().reset_index()
+    bases = baselines(data)
+    base = bases[0] if bases else None
+    if base is not None:
+        ref = per_problem[per_problem["solver_entry"] == base].set_index(prob)["fit_time_s"]
+        per_problem["ratio"] = per_problem["fit_time_s"].to_numpy() / ref.reindex(
+            pd.MultiIndex.from_frame(per_problem[prob]) if len(prob) > 1 else per_problem[prob[0]]).to_numpy()
+    cells = {}
+    for (ds, entry), grp in per_problem.groupby(["dataset", "solver_entry"], sort=True):
+        text = f"{fmt(float(fits[(fits['dataset'] == ds) & (fits['solver_entry'] == entry)]['fit_time_s'].median()))} s"
+        if base is not None:
+            r = grp["ratio"].dropna()
+            r = r[r > 0]
+            text += f" (x{fmt(float(np.exp(np.log(r).mean())))}, {len(r)})" if len(r) else " (no shared problem)"
+        cells[(entry, ds)] = text
+    out = pd.Series(cells).unstack()
+    out.index.name = "solver_entry" if base is None else f"solver_entry (baseline: {base})"
+    return out.reset_index().fillna("")
+
+
+@table("failures", "Failures", needs=("status",), note="First line of each error; results.parquet's `error` holds the traceback.")
+def failures(data: ReportData) -> pd.DataFrame:
+    failed = data.results[data.results["status"] == "error"]
+    if failed.empty:
+        raise Skip("no fit failed")
+    shown = swept_keys(data.results)
+    rows = keyed(failed, shown)[["dataset", "solver_entry", *shown, "fold", "error"]].copy()
+    rows["error"] = rows["error"].map(lambda e: (e or "").strip().splitlines()[0] if e else "")
+    return rows.reset_index(drop=True)
+
+

@@ -1,0 +1,129 @@
+"""Run-directory semantics (issue #10, point 6): a run's tables hold only its own plan's tasks
+(other configs' shards stay on disk and resume when that config runs again), a rerun retries
+tasks that ended in error unless `run.retry_errors=false`, and `python -m pipeline` exits 1
+when tasks failed, after writing shards, tables and report."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import solvers
+from pipeline.config import compose
+from pipeline.run import run
+
+BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "cluster=sequential", "run.reference=true",
+        "run.progress=false"]
+FLAKY_ENV = "SVMBENCH_TEST_FLAKY_MARKER"
+
+
+def _flaky(problem, *, budget, recorder, warm_start=None):
+    """dcd, except while the file named by $SVMBENCH_TEST_FLAKY_MARKER exists (a broken
+    environment that gets fixed between runs)."""
+    marker = os.environ.get(FLAKY_ENV)
+    if marker and Path(marker).exists():
+        raise RuntimeError("flaky: the environment is broken")
+    dcd = solvers.get_solver("dcd")
+    return dcd.fit(problem, budget=budget, recorder=recorder, warm_start=warm_start, **dcd.check_params({}))
+
+
+solvers.register(solvers.SolverSpec(name="_flaky", family="test", fit=_flaky))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _run(store, run_dir, *overrides):
+    lines = []
+    out = run(compose([f"store.root={store}", *BASE, *overrides]), run_dir, echo=lines.append)
+    return out, lines
+
+
+def _shard_keys(run_dir):
+    return {p.stem for p in (Path(run_dir) / "shards").glob("*.json")}
+
+
+def test_a_rerun_with_another_config_does_not_mix_and_switching_back_resumes(store, tmp_path):
+    a = ["solvers=[dcd]", "solvers.dcd.grid.C=[1.0]"]
+    b = ["solvers=[liblinear]", "solvers.liblinear.grid.C=[1.0]"]
+    out_a, _ = _run(store, tmp_path, *a)
+    keys_a = set(out_a["results"]["key"])
+    out_b, log_b = _run(store, tmp_path, *b)
+    on_disk = pd.read_parquet(tmp_path / "results.parquet")
+    assert set(on_disk["solver"]) == {"liblinear"} and not keys_a & set(on_disk["key"])
+    assert set(pd.read_parquet(tmp_path / "traces.parquet")["key"]) <= set(on_disk["key"])
+    # Both share the reference solve (same problem), so only A's two fits are left out.
+    assert keys_a <= _shard_keys(tmp_path)
+    assert any("left out of the tables: 2 shards of other configs" in line for line in log_b), log_b
+    out_a2, _ = _run(store, tmp_path, *a)
+    assert out_a2["summary"].done == 0 and set(out_a2["results"]["key"]) == keys_a
+    assert "liblinear" not in (tmp_path / "report.md").read_text()
+
+
+def test_a_rerun_retries_errors_unless_told_not_to(store, tmp_path, monkeypatch):
+    marker = tmp_path / "broken"
+    marker.touch()
+    monkeypatch.setenv(FLAKY_ENV, str(marker))
+    flaky = ["solvers=[dcd]", "solvers.dcd.grid.C=[1.0]",
+             "+solvers._flaky={solver: _flaky, params: {loss: squared_hinge}, grid: {C: [1.0]}}"]
+    run_dir = tmp_path / "run"
+    out, log = _run(store, run_dir, *flaky)
+    assert out["failed"] == 2 and (out["results"]["status"] == "error").sum() == 2
+    assert "2 of 8 tasks failed (status=error)" in " ".join(log) and "flaky: the environment is broken" in log[-1]
+    marker.unlink()                              # the environment is fixed
+    kept, log = _run(store, run_dir, *flaky, "run.retry_errors=false")
+    assert kept["summary"].done == 0 and kept["failed"] == 2 and "keeps them (run.retry_errors=false)" in " ".join(log)
+    again, log = _run(store, run_dir, *flaky)
+    assert again["summary"].done == 2 and again["failed"] == 0 and any("retrying 2 tasks" in line for line in log)
+    res = again["results"]
+    assert (res["status"] == "converged").all() and len(res) == 4
+    statuses = [json.loads(p.read_text())["status"] for p in (run_dir / "shards").glob("fit-*.json")]
+    assert len(statuses) == 4 and "error" not in statuses     # replaced in place, not beside
+
+
+def _cli(store, run_dir, *overrides, flags=()):
+    args = [sys.executable, "-m", "pipeline", *flags, f"store.root={store}", "datasets=[toy_blobs]",
+            "datasets.toy_blobs.max_rows=60", "solvers=[qp]", "solvers.qp.grid.C=[1.0]", "cv=holdout",
+            "cluster=sequential", "run.reference=false", "run.progress=false", f"hydra.run.dir={run_dir}", *overrides]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+
+def test_the_cli_exits_1_after_writing_everything_when_a_task_fails(store, tmp_path):
+    # qp refuses a dual larger than max_memory_mb allows: 0.01 MB holds n <= 18, and 48 rows train.
+    p = _cli(store, tmp_path, "solvers.qp.params.max_memory_mb=0.01")
+    assert p.returncode == 1, p.stderr[-2000:]
+    res = pd.read_parquet(tmp_path / "results.parquet")
+    assert list(res["status"]) == ["error"] and "max_memory_mb" in res["error"].iloc[0]
+    assert (tmp_path / "report.md").exists() and len(_shard_keys(tmp_path)) == 1
+    assert "1 of 1 tasks failed (status=error)" in p.stdout + p.stderr
+
+
+def test_the_cli_exits_0_when_every_task_succeeds(store, tmp_path):
+    p = _cli(store, tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert list(pd.read_parquet(tmp_path / "results.parquet")["status"]) == ["converged"]
+
+
+def test_a_failed_reference_solve_is_a_failure_and_is_retried(store, tmp_path):
+    dcd = ["solvers=[dcd]", "solvers.dcd.grid.C=[1.0]"]
+    _run(store, tmp_path, *dcd)
+    ref = sorted((tmp_path / "shards").glob("ref-*.json"))[0]
+    ref.write_text(json.dumps({**json.loads(ref.read_text()), "status": "error", "error": "MemoryError: on purpose"}))
+    kept, log = _run(store, tmp_path, *dcd, "run.retry_errors=false")
+    assert kept["failed"] == 1 and "MemoryError: on purpose" in log[-1]
+    again, _ = _run(store, tmp_path, *dcd)
+    assert again["summary"].done == 1 and again["failed"] == 0
+    assert json.loads(ref.read_text())["status"] != "error"
+
+
+def test_a_multirun_runs_every_job_then_exits_1_if_one_failed(store, tmp_path):
+    p = _cli(store, tmp_path / "unused", "solvers.qp.params.max_memory_mb=0.01,2048",
+             f"hydra.sweep.dir={tmp_path / 'sweep'}", flags=["-m"])
+    assert p.returncode == 1, p.stderr[-2000:]
+    statuses = [list(pd.read_parquet(tmp_path / "sweep" / job / "results.parquet")["status"]) for job in ("0", "1")]
+    assert statuses == [["error"], ["converged"]]
