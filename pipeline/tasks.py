@@ -33,6 +33,7 @@ _MAX_CACHED = 4
 # text set is ~100 MB and a worker may see every fold of several datasets.
 _FOLDS: "OrderedDict[str, tuple]" = OrderedDict()
 FOLD_CACHE_BYTES = 1 << 30
+_FOLD_BYTES = 0
 
 
 def load_dataset(root: str, name: str, fingerprint: str):
@@ -76,15 +77,26 @@ def fold_data(root: str, data: dict, fold: int):
     over as an array."""
     from .plan import spec_key
     key = spec_key({"data": data, "fold": fold})
+    global _FOLD_BYTES
     out = _FOLDS.get(key)
     if out is None:
         out = _extract_fold(root, data, fold)
         _FOLDS[key] = out
-        while len(_FOLDS) > 1 and sum(_nbytes(v) for v in _FOLDS.values()) > FOLD_CACHE_BYTES:
-            _FOLDS.popitem(last=False)
+        # A running total: summing every entry on each insert was quadratic in cached folds.
+        _FOLD_BYTES += _nbytes(out)
+        while len(_FOLDS) > 1 and _FOLD_BYTES > FOLD_CACHE_BYTES:
+            _FOLD_BYTES -= _nbytes(_FOLDS.popitem(last=False)[1])
     else:
         _FOLDS.move_to_end(key)
     return out
+
+
+def clear_caches() -> None:
+    """Forget this process's folds and splits (tests; a worker never needs to)."""
+    global _FOLD_BYTES
+    _FOLDS.clear()
+    _SPLITS.clear()
+    _FOLD_BYTES = 0
 
 
 def _nbytes(fold) -> int:

@@ -98,11 +98,11 @@ def test_plain_cv_sweep_solves_no_reference_under_auto(store, tmp_path):
     assert not any(k.startswith("ref-") for k in finished_keys(tmp_path)) and out["results"]["f_star"].isna().all()
 
 
-def test_fold_cache_returns_the_same_arrays_and_folds_do_not_collide(store):
+def test_fold_cache_returns_the_same_arrays_and_folds_do_not_collide(store, monkeypatch):
     cfg = compose([f"store.root={store}", *SWEEP])
     plan = build_plan(cfg, materialise_datasets(cfg))
     data = next(iter(plan.fits.values()))["data"]
-    tasks._FOLDS.clear()
+    tasks.clear_caches()
     first = tasks.fold_data(str(store), data, 0)
     again = tasks.fold_data(str(store), data, 0)
     assert all(a is b for a, b in zip(first[:4], again[:4]))
@@ -111,6 +111,11 @@ def test_fold_cache_returns_the_same_arrays_and_folds_do_not_collide(store):
     assert other[0] is not first[0] and other[0].shape == first[2].shape and (other[0] != first[2]).nnz == 0
     scaled = tasks.fold_data(str(store), {**data, "scale": "maxabs"}, 0)
     assert scaled[0] is not first[0] and len(tasks._FOLDS) == 3
+    # The byte bound evicts the oldest fold first, and keeps the total it counts exact.
+    monkeypatch.setattr(tasks, "FOLD_CACHE_BYTES", tasks._nbytes(first) + tasks._nbytes(other))
+    tasks.fold_data(str(store), {**data, "scale": "standard"}, 0)
+    assert len(tasks._FOLDS) == 2 and tasks._FOLD_BYTES == sum(map(tasks._nbytes, tasks._FOLDS.values()))
+    assert tasks.fold_data(str(store), data, 0)[0] is not first[0]      # the oldest went first
 
 
 def test_short_fits_are_packed_and_paths_never_split():
@@ -134,8 +139,7 @@ def test_folds_are_split_once_per_worker(store, monkeypatch):
     calls = []
     real = tasks.make_folds
     monkeypatch.setattr(tasks, "make_folds", lambda *a: calls.append(1) or real(*a))
-    tasks._FOLDS.clear()
-    tasks._SPLITS.clear()
+    tasks.clear_caches()
     for fold in range(5):
         tasks.fold_data(str(store), data, fold)
     assert len(calls) == 1
