@@ -35,7 +35,8 @@ SMALL = ["datasets.rcv1_like.params.n_samples=20000"]
 SCENARIOS = {
     "b": SMALL + ["cv=repeated", "cv.rounds=25", "cv.test_size=0.2"],
     "c": ["datasets.rcv1_like.params.n_samples=4000", "cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
-    "d": ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=200", "cv=repeated", "cv.test_size=0.5",
+    "d": ["datasets.rcv1_like.params.n_samples=2000", "datasets.rcv1_like.max_rows=200", "cv=repeated",
+          "cv.test_size=0.5",
           "solvers.dcd.grid.C=[0.1,0.3,1,3,10,30,100,300,1000,3000]", "run.warm_start=false"],
 }
 
