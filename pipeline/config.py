@@ -27,6 +27,7 @@ TASK_KEYS = ("multi_class",)
 CV_KINDS = ("kfold", "holdout", "repeated", "none")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
+REFERENCE_MODES = ("auto", True, False)
 
 
 REPORT_KEYS = ("baseline",)                  # what the report reads from a run's config
@@ -86,8 +87,14 @@ class RunConf:
     trace_per_decade: int = 10
     trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
     keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
-    reference: bool = True                   # certified f* per problem for suboptimality
+    # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
+    # or more solver entries fit (what the comparison tables need), true for all, false none.
+    reference: Any = "auto"
     reference_tol: float = 1e-9
+    reference_max_iter: int = 100_000
+    reference_time_limit_s: Optional[float] = 60.0   # per reference; a stop is flagged, not hidden
+    warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
+    chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
     progress: bool = True
     retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
 
@@ -566,6 +573,14 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("run.retries", run.retries, "must be >= 0")
     if not run.reference_tol > 0:
         fail("run.reference_tol", run.reference_tol, "must be > 0")
+    if run.reference not in REFERENCE_MODES:
+        fail("run.reference", run.reference, "must be auto, true or false")
+    if run.reference_max_iter < 1:
+        fail("run.reference_max_iter", run.reference_max_iter, "must be >= 1")
+    if run.reference_time_limit_s is not None and not run.reference_time_limit_s > 0:
+        fail("run.reference_time_limit_s", run.reference_time_limit_s, "must be > 0 or null")
+    if run.chunk != "auto" and not (isinstance(run.chunk, int) and not isinstance(run.chunk, bool) and run.chunk >= 1):
+        fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
     baseline = (cfg.get("report") or {}).get("baseline")

@@ -2,7 +2,10 @@
 
 - ``local``: a LocalCluster of processes with one thread each, as many workers as cores;
   ``address``: an existing scheduler; ``slurm``: dask-jobqueue; ``sequential``: no Dask.
-- Tasks are submitted under their plan keys and gathered with ``as_completed``. The client writes
+- Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
+  unit) and units into tasks (`make_tasks`): short fits share a task so that Dask's per-task
+  cost stays a small part of the sweep.
+- Tasks are submitted under their first spec's key and gathered with ``as_completed``. The client writes
   each result, with the spec that produced it (so shards describe themselves), as
   ``shards/<key>.json`` atomically (temp file + rename), so an interrupted run
   loses nothing already written and a rerun into the same run directory skips finished shards.
@@ -23,7 +26,12 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .plan import Plan
-from .tasks import run_spec
+from .tasks import run_task
+
+# Tasks per worker that run.chunk=auto aims at: enough that the last tasks balance the load
+# (the tail is ~1/TASKS_PER_WORKER of a worker's share), few enough that Dask's per-task cost
+# (a few ms on the client and the scheduler) stays well under 5% of fits of ~50 ms.
+TASKS_PER_WORKER = 40
 
 
 @dataclass
@@ -34,10 +42,13 @@ class Summary:
     failed: int
     wall_s: float
     dashboard: str | None = None
+    tasks: int = 0            # Dask tasks the runs were packed into
+    client_rss_mb: float = 0.0   # this process's peak resident memory so far
 
     def line(self) -> str:
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
-                f"{self.failed} failed, {self.wall_s:.1f} s wall")
+                f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
+                f"client peak RSS {self.client_rss_mb:.0f} MB)")
 
 
 def shard_path(run_dir: Path, key: str) -> Path:
@@ -120,6 +131,44 @@ def _progress(total: int, enabled: bool):
                 file=sys.stderr, smoothing=0.1)
 
 
+def make_units(specs: list[dict]) -> list[list[dict]]:
+    """Specs grouped into units: the specs of one C path together (run warm, in increasing C),
+    every other spec alone. References come first: they are the longest solves."""
+    units, paths = [], {}
+    for spec in specs:
+        if spec.get("path"):
+            if spec["path"] not in paths:
+                paths[spec["path"]] = []
+                units.append(paths[spec["path"]])
+            paths[spec["path"]].append(spec)
+        else:
+            units.append([spec])
+    return units
+
+
+def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:
+    """Units packed into tasks of at least `chunk` specs (auto: the specs spread over about
+    TASKS_PER_WORKER tasks per worker). A path is never split: its points run warm in order."""
+    n_specs = sum(len(u) for u in units)
+    size = int(chunk) if chunk != "auto" else max(1, n_specs // (max(1, n_workers) * TASKS_PER_WORKER))
+    tasks, current, count = [], [], 0
+    for unit in units:
+        current.append(unit)
+        count += len(unit)
+        if count >= size:
+            tasks.append(current)
+            current, count = [], 0
+    if current:
+        tasks.append(current)
+    return tasks
+
+
+def _n_workers(client, cluster) -> int:
+    if client is None:
+        return 1
+    return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+
+
 def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     """Run every task of the plan whose shard is missing; write shards as tasks finish."""
     t0 = time.perf_counter()
@@ -137,38 +186,48 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     failed = 0
     dashboard = None
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
+    tasks = []
     with open_client(cluster) as client:
         bar = _progress(len(todo), bool(cfg.run.progress))
-        if client is None:
-            for spec in todo:
-                record = run_spec(spec, root)
+        tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
+
+        def finish(units, records):
+            nonlocal failed
+            by_key = {r["key"]: r for r in records}
+            for spec in (s for u in units for s in u):
+                record = by_key[spec["key"]]
                 failed += record["status"] == "error"
                 write_shard(run_dir, {**record, "spec": spec})
                 bar.update()
+
+        if client is None:
+            for units in tasks:
+                finish(units, run_task(units, root))
         else:
             from distributed import as_completed
             dashboard = client.dashboard_link
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
             futures = {}
-            for spec in todo:
-                fut = client.submit(run_spec, spec, root, key=spec["key"], retries=int(cfg.run.retries), pure=False)
-                futures[fut] = spec
+            for units in tasks:
+                fut = client.submit(run_task, units, root, key=units[0][0]["key"], retries=int(cfg.run.retries),
+                                    pure=False)
+                futures[fut] = units
             for fut in as_completed(futures):
-                spec = futures[fut]
+                units = futures.pop(fut)
                 try:
-                    record = fut.result()
+                    records = fut.result()
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
-                    record = {"key": spec["key"], "kind": spec["kind"], "status": "error",
-                              "error": f"{type(exc).__name__}: {exc} (the task did not return; "
-                                       f"retried {cfg.run.retries} times)"}
-                failed += record["status"] == "error"
-                write_shard(run_dir, {**record, "spec": spec})
+                    records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
+                                "error": f"{type(exc).__name__}: {exc} (the task did not return; "
+                                         f"retried {cfg.run.retries} times)"} for u in units for spec in u]
+                finish(units, records)
                 fut.release()
-                bar.update()
         bar.close()
+    import resource
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
-                   wall_s=time.perf_counter() - t0, dashboard=dashboard)
+                   wall_s=time.perf_counter() - t0, dashboard=dashboard, tasks=len(tasks),
+                   client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def _errors(run_dir: Path, keys):

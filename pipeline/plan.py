@@ -15,10 +15,16 @@ Folds are index arrays computed by `make_folds` from the labels, the CV settings
 the function is pure, so a worker recomputes exactly the client's folds instead of receiving
 index arrays inside every task.
 
-Each fit spec names a reference spec: a certified solve of the same problem (same data rows,
+Each fit spec may name a reference spec: a certified solve of the same problem (same data rows,
 C, loss, intercept, kernel) at tight tolerance, whose objective is the f* of suboptimality
 plots. Reference specs are keyed by the problem alone, so every solver and every parameter
-that leaves the problem unchanged shares one.
+that leaves the problem unchanged shares one. `run.reference=auto` (the default) plans one only
+for problems that two or more solver entries fit: a plain CV sweep pays for none.
+
+Specs that differ only in C share a `path` key: the executor runs the points of one path in one
+task in increasing C, each warm-started from the last (`run.warm_start`). Neither the path nor
+the reference is part of a spec's key: a point keeps its key when a neighbour is added or
+removed, so a resumed run recomputes only missing points (see DESIGN.md, "C paths").
 """
 from __future__ import annotations
 
@@ -35,6 +41,9 @@ from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, typed
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
 # Only registered solvers are used; with none, f* is unknown (NaN) and said so in the report.
+# Hook: dcd certifies the hinge slowly at large C; the certifying primal solver for linear hinge
+# problems (smoothed-hinge Newton with continuation, branch w10cert) goes first in the two linear
+# hinge rows once it is registered under its name.
 REFERENCE_SOLVERS = {
     (True, "hinge", "none"): ["dcd"], (True, "hinge", "regularized"): ["dcd"],
     (True, "squared_hinge", "none"): ["dcd"], (True, "squared_hinge", "regularized"): ["dcd"],
@@ -231,21 +240,19 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
                 sparams = {k: v for k, v in merged.items()
                            if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
                 for fold in range(len(folds)):
-                    # f* is defined for binary problems; multiclass fits report summed certificates.
-                    binary = len(classes) == 2
-                    ref_key = _reference(refs, data, fold, problem, cfg) if cfg.run.reference and binary else None
                     fit_spec = {"kind": "fit", "data": data, "fold": fold, "solver_entry": skey,
                                 "solver": name, "solver_version": spec.version, "family": spec.family,
                                 "problem": problem, "budget": budget, "solver_params": sparams,
                                 "task": task, "grid_point": _normalise(point),
                                 "trace": _trace_spec(cfg.run),
-                                "reference_key": ref_key}
+                                "warm_start": bool(cfg.run.warm_start and spec.warm_start
+                                                   and "lambda" not in problem and len(classes) == 2)}
                     if cfg.run.keep_models:   # only when asked, so default keys stay as they were
                         fit_spec["keep_model"] = True
-                    key = spec_key(fit_spec, "fit-")
-                    fit_spec["key"] = key
-                    fit_spec["seed"] = seed_from_key(key)
-                    fits[key] = fit_spec
+                    _finish(fit_spec, "fit-")
+                    fit_spec["reference_key"] = None
+                    fits[fit_spec["key"]] = fit_spec
+    _attach_references(fits, refs, datasets, cfg)
     return Plan(fits=fits, references=refs, datasets=datasets)
 
 
@@ -273,16 +280,56 @@ def reference_solver(problem: dict) -> str | None:
     return None
 
 
-def _reference(refs: dict, data: dict, fold: int, problem: dict, cfg) -> str | None:
+def _finish(spec: dict, prefix: str) -> None:
+    """Key, seed and C path of a spec. The key hashes what determines the result; the path
+    (the same spec but for C) and, for fits, the reference are added after it, so neither a
+    neighbour on the path nor the reference setting changes a finished point's key."""
+    spec["key"] = spec_key(spec, prefix)
+    spec["seed"] = seed_from_key(spec["key"])
+    spec["path"] = path_key(spec) if spec.get("warm_start", True) else None
+
+
+def path_key(spec: dict) -> str | None:
+    """Specs with equal path keys differ only in C: one C path, run in one task in increasing C,
+    each point warm-started from the last. None for a problem given by lambda (no C to scale)."""
+    if "C" not in spec["problem"]:
+        return None
+    rest = {k: v for k, v in spec.items() if k not in ("key", "seed", "path", "reference_key")}
+    rest["problem"] = {k: v for k, v in spec["problem"].items() if k != "C"}
+    rest["grid_point"] = {k: v for k, v in spec.get("grid_point", {}).items() if k != "C"}
+    return spec_key(rest, "path-")
+
+
+def _attach_references(fits: dict, refs: dict, datasets: dict, cfg) -> None:
+    """Point each binary fit at the certified reference solve of its problem, by run.reference:
+    true for all, false for none, auto only for problems that two or more solver entries fit
+    (the comparison tables and figures; a plain CV sweep needs no f* and pays for none)."""
+    mode = cfg.run.reference
+    if mode is False:
+        return
+    by_ref: dict = {}
+    for spec in fits.values():
+        if len(datasets[spec["data"]["entry"]]["classes"]) != 2:
+            continue   # f* is defined for binary problems; multiclass fits report summed certificates
+        ref = _reference(spec["data"], spec["fold"], spec["problem"], cfg)
+        if ref is not None:
+            by_ref.setdefault(ref["key"], (ref, []))[1].append(spec)
+    for key, (ref, specs) in by_ref.items():
+        if mode == "auto" and len({s["solver_entry"] for s in specs}) < 2:
+            continue
+        refs[key] = ref
+        for s in specs:
+            s["reference_key"] = key
+
+
+def _reference(data: dict, fold: int, problem: dict, cfg) -> dict | None:
     solver = reference_solver(problem)
     if solver is None:
         return None
     import solvers
     ref = {"kind": "reference", "data": data, "fold": fold, "problem": problem, "solver": solver,
            "solver_version": solvers.get_solver(solver).version,
-           "budget": {"tol": float(cfg.run.reference_tol), "max_iter": 1_000_000, "time_limit_s": None}}
-    key = spec_key(ref, "ref-")
-    ref["key"] = key
-    ref["seed"] = seed_from_key(key)
-    refs.setdefault(key, ref)
-    return key
+           "budget": {"tol": float(cfg.run.reference_tol), "max_iter": int(cfg.run.reference_max_iter),
+                      "time_limit_s": cfg.run.reference_time_limit_s}}
+    _finish(ref, "ref-")
+    return ref

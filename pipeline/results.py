@@ -2,7 +2,10 @@
 
 Shards describe themselves (each holds its spec), so the tables are rebuilt from the shard
 folder alone. One row per fit in results; the certified f* of each fit's problem is joined
-from its reference shard, and the relative suboptimality (P - f*) / |f*| is computed here.
+from its reference shard with the certificate it actually reached (`f_star_status`, and
+`f_star_rel_gap` = gap / |f*|: f* lies in [P_ref - gap, P_ref]), and the relative suboptimality
+(P - f*) / |f*| is computed here, never finer than that certainty: below f_star_rel_gap it is
+floored to it and `rel_suboptimality_floored` says so.
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ RESULT_COLUMNS = [
     "loss", "kernel", "intercept", "C", "lambda_pegasos", "lambda_svmmaj", "gamma", "degree", "coef0",
     "fold", "seed", "status", "error", "n_iter", "fit_time_s", "primal_objective", "dual_objective",
     "duality_gap", "kkt_violation", "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test",
-    "f_star", "f_star_gap", "f_star_solver", "rel_suboptimality", "task_time_s",
+    "f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap", "rel_suboptimality",
+    "rel_suboptimality_floored", "warm_from", "task_time_s",
 ]
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
@@ -53,6 +57,7 @@ def _fit_row(rec: dict, refs: dict) -> dict:
         "gamma": prob.get("gamma"), "degree": prob.get("degree"), "coef0": prob.get("coef0"),
         "fold": spec["fold"], "seed": spec["seed"], "status": rec["status"], "error": rec.get("error"),
     }
+    row["warm_from"] = rec.get("warm_from")
     for col in ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
                 "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s"):
         row[col] = rec.get(col)
@@ -60,13 +65,7 @@ def _fit_row(rec: dict, refs: dict) -> dict:
         # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
         row["n_classes"] = rec["n_classes"]
         row["confusion_test"] = json.dumps(rec.get("confusion_test"))
-    ref = refs.get(spec.get("reference_key"))
-    if ref is not None and ref.get("status") != "error":
-        row["f_star"], row["f_star_gap"], row["f_star_solver"] = ref["f_star"], ref["f_star_gap"], ref["f_star_solver"]
-    else:
-        row["f_star"], row["f_star_gap"], row["f_star_solver"] = math.nan, math.nan, None
-    P, fs = row["primal_objective"], row["f_star"]
-    row["rel_suboptimality"] = (P - fs) / abs(fs) if P is not None and fs and not math.isnan(fs) else math.nan
+    row.update(_f_star_columns(row["primal_objective"], refs.get(spec.get("reference_key"))))
     # The grid point and the solver's own parameters, as param_* columns (strings for mixed types).
     for k, v in {**spec.get("solver_params", {}), **spec.get("task", {}), **spec.get("grid_point", {})}.items():
         if k not in row:   # C, loss, kernel... already have their own columns
@@ -76,6 +75,22 @@ def _fit_row(rec: dict, refs: dict) -> dict:
             row[k] = v
     row.update(info_columns(rec.get("info") or {}))
     return row
+
+
+def _f_star_columns(P, ref: dict | None) -> dict:
+    """f*, its certificate (status and relative gap) and the suboptimality it can resolve."""
+    nan = math.nan
+    if ref is None or ref.get("status") == "error":
+        return {"f_star": nan, "f_star_gap": nan, "f_star_solver": None, "f_star_status": None,
+                "f_star_rel_gap": nan, "rel_suboptimality": nan, "rel_suboptimality_floored": None}
+    fs, gap = ref["f_star"], ref["f_star_gap"]
+    rel_gap = max(gap, 0.0) / abs(fs) if fs else nan
+    raw = (P - fs) / abs(fs) if P is not None and fs and not math.isnan(fs) else nan
+    # f* is only known to within rel_gap: a smaller suboptimality cannot be told from 0.
+    floored = bool(raw < rel_gap) if not (math.isnan(raw) or math.isnan(rel_gap)) else None
+    return {"f_star": fs, "f_star_gap": gap, "f_star_solver": ref["f_star_solver"],
+            "f_star_status": ref["status"], "f_star_rel_gap": rel_gap,
+            "rel_suboptimality": max(raw, rel_gap) if floored else raw, "rel_suboptimality_floored": floored}
 
 
 # Info keys the results already hold in their own columns (registry.fit adds them to every fit).

@@ -1,8 +1,13 @@
 """Task bodies: pure functions of a spec (and the store) that return a record.
 
 They run on Dask workers (or in-process for ``cluster=sequential``). A worker loads each dataset
-from the store once and keeps it, keyed by its fingerprint; the client never ships a matrix
-inside a task. A task never raises into the scheduler: a solver error comes back as a record
+from the store once and keeps it, keyed by its fingerprint, and extracts (and scales) each
+fold's rows once and keeps them too (`fold_data`), so every point of a C path, and every later
+task on the same fold, reuses them; the client never ships a matrix inside a task. A task is a
+list of units (`run_task`): a unit is one spec, or the points of one C path, run in increasing
+C, each warm-started from the last (`run_path`).
+
+A task never raises into the scheduler: a solver error comes back as a record
 with ``status="error"`` and its traceback, and the sweep goes on.
 """
 from __future__ import annotations
@@ -24,6 +29,11 @@ from .store import read_dataset
 
 _DATASETS: "OrderedDict[str, object]" = OrderedDict()
 _MAX_CACHED = 4
+# Extracted folds, by (data settings, fold): bounded by bytes, since a 100k-row fold of a
+# text set is ~100 MB and a worker may see every fold of several datasets.
+_FOLDS: "OrderedDict[str, tuple]" = OrderedDict()
+FOLD_CACHE_BYTES = 1 << 30
+_FOLD_BYTES = 0
 
 
 def load_dataset(root: str, name: str, fingerprint: str):
@@ -61,17 +71,71 @@ def _scale(kind: str, X_train, X_test):
 
 
 def fold_data(root: str, data: dict, fold: int):
-    """(X_train, y_train, X_test, y_test, classes) of one fold, labels as -1/+1 for two classes.
-    Dense storage is kept dense: a dataset whose density is over 50% is handed over as an array."""
-    ds = load_dataset(root, data["name"], data["fingerprint"])
-    rows = subsample_rows(ds.y, data["max_rows"], data["rows_seed"])
-    X = ds.X[rows] if len(rows) < ds.X.shape[0] else ds.X
-    y, classes = binary_labels(ds.y[rows], data["positive"])
-    train, test = make_folds(y, data["cv"], data["folds_seed"])[fold]
-    if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
-        X = X.toarray()
+    """(X_train, y_train, X_test, y_test, classes) of one fold, labels as -1/+1 for two classes,
+    from this worker's fold cache (the same objects on every call: solvers do not write to
+    their input). Dense storage is kept dense: a dataset whose density is over 50% is handed
+    over as an array."""
+    from .plan import spec_key
+    key = spec_key({"data": data, "fold": fold})
+    global _FOLD_BYTES
+    out = _FOLDS.get(key)
+    if out is None:
+        out = _extract_fold(root, data, fold)
+        _FOLDS[key] = out
+        # A running total: summing every entry on each insert was quadratic in cached folds.
+        _FOLD_BYTES += _nbytes(out)
+        while len(_FOLDS) > 1 and _FOLD_BYTES > FOLD_CACHE_BYTES:
+            _FOLD_BYTES -= _nbytes(_FOLDS.popitem(last=False)[1])
+    else:
+        _FOLDS.move_to_end(key)
+    return out
+
+
+def clear_caches() -> None:
+    """Forget this process's folds and splits (tests; a worker never needs to)."""
+    global _FOLD_BYTES
+    _FOLDS.clear()
+    _SPLITS.clear()
+    _FOLD_BYTES = 0
+
+
+def _nbytes(fold) -> int:
+    total = 0
+    for a in fold[:4]:
+        parts = (a.data, a.indices, a.indptr) if sp.issparse(a) else (a,)
+        total += sum(p.nbytes for p in parts)
+    return total
+
+
+def _extract_fold(root: str, data: dict, fold: int):
+    X, y, classes, folds = _split(root, data)
+    train, test = folds[fold]
     X_train, X_test = _scale(data["scale"], X[train], X[test])
     return X_train, y[train], X_test, y[test], classes
+
+
+_SPLITS: "OrderedDict[str, tuple]" = OrderedDict()
+
+
+def _split(root: str, data: dict):
+    """(X, y, classes, folds) of the data settings, once per worker: the folds are computed all
+    at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
+    from .plan import spec_key
+    key = spec_key({k: v for k, v in data.items() if k != "scale"})
+    out = _SPLITS.get(key)
+    if out is None:
+        ds = load_dataset(root, data["name"], data["fingerprint"])
+        rows = subsample_rows(ds.y, data["max_rows"], data["rows_seed"])
+        X = ds.X[rows] if len(rows) < ds.X.shape[0] else ds.X
+        y, classes = binary_labels(ds.y[rows], data["positive"])
+        if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
+            X = X.toarray()
+        out = _SPLITS[key] = (X, y, classes, make_folds(y, data["cv"], data["folds_seed"]))
+        while len(_SPLITS) > _MAX_CACHED:
+            _SPLITS.popitem(last=False)
+    else:
+        _SPLITS.move_to_end(key)
+    return out
 
 
 def _problem(problem: dict, X, y):
@@ -111,7 +175,7 @@ def _accuracy(y, f) -> float:
 _STATUS_RANK = {"converged": 0, "budget": 1, "stalled": 2, "max_iter": 3, "timeout": 4, "diverged": 5}
 
 
-def _solve_binary(spec: dict, X, y, X_test=None, y_test=None):
+def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None):
     """One binary problem of the spec, solved: (problem, fit). With the test rows, the trace can
     carry the test error at each point (run.trace_test_error)."""
     import solvers
@@ -129,12 +193,12 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None):
     rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"], extras=extras)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # non-convergence is the status column
-        fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, **params)
+        fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
     return problem, fit
 
 
-def _binary_record(spec, X_tr, y_tr, X_te, y_te) -> dict:
-    problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te)
+def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None) -> tuple[dict, object]:
+    problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start)
     f_tr = problem.decision(fit)
     f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
     return dict(
@@ -146,7 +210,7 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te) -> dict:
         n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
         C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
         info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.get("keep_model") else {}),
-    )
+    ), fit
 
 
 def json_safe(v):
@@ -221,27 +285,39 @@ def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes) -> dict:
 
 def run_fit(spec: dict, root: str) -> dict:
     """Fit one (dataset, fold, solver, parameters) and return its result record and trace."""
+    return _run_fit(spec, root)[0]
+
+
+def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
+    """(record, fit); fit is None unless a binary fit returned a model (the next path point's start)."""
     t0 = time.perf_counter()
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
+    fit = None
     try:
         X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
         if len(classes) == 2:
-            record.update(_binary_record(spec, X_tr, y_tr, X_te, y_te))
+            rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start)
+            record.update(rec)
         else:
             record.update(_multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes))
     except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
     record.update(environment())
-    return record
+    return record, fit
 
 
 def run_reference(spec: dict, root: str) -> dict:
     """A certified solve of one problem at tight tolerance: f* and its certificate."""
+    return _run_reference(spec, root)[0]
+
+
+def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     import solvers
 
     t0 = time.perf_counter()
     record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
+    fit = None
     try:
         X_tr, y_tr, _, _, classes = fold_data(root, spec["data"], spec["fold"])
         if len(classes) != 2:
@@ -251,18 +327,56 @@ def run_reference(spec: dict, root: str) -> dict:
         params = {}
         if "random_state" in solvers.get_solver(spec["solver"]).params:
             params["random_state"] = spec["seed"]
+        budget = solvers.Budget(max_iter=b["max_iter"], tol=b["tol"], time_limit_s=b.get("time_limit_s"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = solvers.fit(problem, spec["solver"], budget=solvers.Budget(max_iter=b["max_iter"], tol=b["tol"]), **params)
-        # f* is certified: the dual bounds it from below, so f* lies in [P - gap, P].
+            fit = solvers.fit(problem, spec["solver"], budget=budget, warm_start=warm_start, **params)
+        # f* is certified: the dual bounds it from below, so f* lies in [P - gap, P]. A solve
+        # that stopped short (status max_iter/timeout) keeps its status: results flag that f*.
         record.update(status=fit.status, f_star=float(fit.primal), f_star_gap=float(fit.gap),
                       f_star_kkt=float(fit.kkt_violation), f_star_solver=spec["solver"],
-                      fit_time_s=float(fit.fit_time_s), C=float(problem.C))
+                      n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s), C=float(problem.C))
     except Exception as exc:  # noqa: BLE001
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
-    return record
+    return record, fit
 
 
 def run_spec(spec: dict, root: str) -> dict:
     return run_reference(spec, root) if spec["kind"] == "reference" else run_fit(spec, root)
+
+
+def _scaled_start(fit, C_from: float, C_to: float) -> dict | None:
+    """The warm start of the next C from the last point's model, as LIBLINEAR's C search does:
+    dual variables scaled by C_to / C_from (they stay in the box [0, C] and keep sum(alpha y) = 0,
+    and w = sum alpha_i y_i x_i scales with them); a primal model (w, b) as it is."""
+    if fit is None or fit.status == "diverged" or not math.isfinite(fit.primal) \
+            or not (math.isfinite(C_from) and math.isfinite(C_to)):
+        return None
+    if fit.alpha is not None:
+        return {"alpha": np.asarray(fit.alpha) * (C_to / C_from)}
+    return {"w": fit.w, "b": fit.b}
+
+
+def run_path(specs: list[dict], root: str) -> list[dict]:
+    """The points of one C path in increasing C, each warm-started from the previous one's model
+    (the first cold); each point is its own record, with `warm_from` naming the point it
+    started from. A point that fails or diverges gives the next one a cold start."""
+    runner = _run_reference if specs[0]["kind"] == "reference" else _run_fit
+    records, prev = [], None
+    for spec in sorted(specs, key=lambda s: s["problem"]["C"]):
+        C = spec["problem"]["C"]
+        start = _scaled_start(prev[1], prev[2], C) if prev else None
+        record, fit = runner(spec, root, start)
+        record["warm_from"] = prev[0] if start is not None else None
+        records.append(record)
+        prev = (spec["key"], fit, C) if fit is not None else None
+    return records
+
+
+def run_task(units: list[list[dict]], root: str) -> list[dict]:
+    """One Dask task: units of one spec or one C path each; one record per spec."""
+    records = []
+    for unit in units:
+        records.extend(run_path(unit, root) if len(unit) > 1 else [run_spec(unit[0], root)])
+    return records

@@ -124,7 +124,7 @@ def status_lines(results: pd.DataFrame) -> list[str]:
         return []
     bad = results[results["status"] != "converged"]
     if bad.empty:
-        return [f"All {len(results)} fits converged (reached their tolerance)."]
+        return [f"All {len(results)} fits converged (reached their tolerance)."] + reference_lines(results)
     lines = [f"{len(results) - len(bad)} of {len(results)} fits converged; the others:"]
     for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
         n_all = int(((results["dataset"] == ds) & (results["solver_entry"] == entry)).sum())
@@ -132,7 +132,21 @@ def status_lines(results: pd.DataFrame) -> list[str]:
         advice = STATUS_ADVICE.get(status, "ended with an unrecognised status")
         lines.append(f"- {entry} on {ds}: {len(grp)} of {n_all} fits `{status}`"
                      f"{' (' + where + ')' if where else ''}: {advice}.")
-    return lines
+    return lines + reference_lines(results)
+
+
+def reference_lines(results: pd.DataFrame) -> list[str]:
+    """A reference solve that stopped short of its tolerance is said so, with how uncertain its
+    f* is: suboptimalities below that are floored to it (`rel_suboptimality_floored`)."""
+    if "f_star_status" not in results:
+        return []
+    short = results[results["f_star_status"].notna() & (results["f_star_status"] != "converged")]
+    if short.empty:
+        return []
+    where = ", ".join(f"C={fmt(float(c))}" for c in sorted(short["C"].dropna().unique()))
+    return [f"- f* not certified to its tolerance for {len(short)} fits ({where}; reference "
+            f"{', '.join(sorted(short['f_star_status'].unique()))}): f* is known only to a relative gap of up to "
+            f"{fmt(float(short['f_star_rel_gap'].max()))}, and smaller suboptimalities are shown floored to it."]
 
 
 # ------------------------------------------------------------------ problems, targets, ratios

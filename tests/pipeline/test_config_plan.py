@@ -79,7 +79,7 @@ def test_keys_are_pinned_and_canonical():
 
 def test_plan_is_deterministic_and_complete(tmp_path):
     overrides = ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=100", "cv.folds=3",
-                 "solvers.dcd.grid.C=[0.1,1]"]
+                 "run.reference=true", "solvers.dcd.grid.C=[0.1,1]"]
     cfg = _cfg(tmp_path, *overrides)
     data = materialise_datasets(cfg)
     p1 = build_plan(cfg, data)
@@ -90,6 +90,53 @@ def test_plan_is_deterministic_and_complete(tmp_path):
     assert all(f["reference_key"] in p1.references for f in p1.fits.values())
     p3 = build_plan(_cfg(tmp_path, *overrides[:-1], "solvers.dcd.grid.C=[0.1,2]"), data)
     assert len(set(p1.fits) & set(p3.fits)) == 3
+
+
+def test_reference_auto_only_where_two_solver_entries_share_a_problem(tmp_path):
+    """run.reference=auto: a plain CV sweep (one solver entry) plans no reference solve; a
+    problem fitted by two entries gets one, shared; false plans none. The fits' keys do not
+    depend on the setting, so switching it later reuses every finished fit."""
+    base = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100", "cv.folds=2",
+            "solvers.dcd.grid.C=[0.1,1]", "solvers.dcd.params.loss=hinge", "solvers.dcd.params.intercept=regularized"]
+    lib = ["solvers.liblinear.grid.C=[1]", "solvers.liblinear.params.loss=hinge",
+           "solvers.liblinear.params.intercept=regularized"]
+    data = materialise_datasets(_cfg(tmp_path, *base, "solvers=[dcd]"))
+    plain = build_plan(_cfg(tmp_path, *base, "solvers=[dcd]"), data)
+    assert plain.references == {} and all(f["reference_key"] is None for f in plain.fits.values())
+    both = build_plan(_cfg(tmp_path, *base, *lib, "solvers=[dcd,liblinear]"), data)
+    # Only C=1 is fitted by both entries: 2 folds -> 2 references, and the C=0.1 fits have none.
+    assert len(both.references) == 2
+    shared = [f for f in both.fits.values() if f["problem"]["C"] == 1.0]
+    assert {f["reference_key"] for f in shared} == set(both.references)
+    assert all(f["reference_key"] is None for f in both.fits.values() if f["problem"]["C"] == 0.1)
+    assert set(plain.fits) <= set(both.fits)
+    assert build_plan(_cfg(tmp_path, *base, *lib, "solvers=[dcd,liblinear]", "run.reference=false"),
+                      data).references == {}
+    every = build_plan(_cfg(tmp_path, *base, "solvers=[dcd]", "run.reference=true"), data)
+    assert len(every.references) == 4 and set(every.fits) == set(plain.fits)
+
+
+def test_path_keys_group_c_values_and_keys_ignore_neighbours(tmp_path):
+    """The points of one C path (same data, fold, solver entry and other parameters) share a
+    path key; each keeps its own key whatever its neighbours are; a solver without warm start
+    or run.warm_start=false has no path."""
+    base = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100", "cv.folds=2", "solvers=[dcd,pegasos]",
+            "solvers.pegasos.grid.C=[1,10]"]
+    data = materialise_datasets(_cfg(tmp_path, *base))
+    plan = build_plan(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,1,10]"), data)
+    dcd = [f for f in plan.fits.values() if f["solver"] == "dcd"]
+    paths = {}
+    for f in dcd:
+        paths.setdefault(f["path"], set()).add((f["fold"], f["problem"]["C"]))
+    assert len(paths) == 2 and all(len({fold for fold, _ in pts}) == 1 and len(pts) == 3 for pts in paths.values())
+    fewer = build_plan(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,10]"), data)
+    assert {k for k, f in fewer.fits.items() if f["solver"] == "dcd"} < {f["key"] for f in dcd}
+    cold = build_plan(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,1,10]", "run.warm_start=false"), data)
+    assert all(f["path"] is None for f in cold.fits.values())
+    assert all(f["path"] is None for f in plan.fits.values() if f["solver"] == "pegasos")   # no warm start
+    # A warm-started point may differ from a cold one within tol: they are different results;
+    # pegasos (no warm start) keeps its keys.
+    assert set(cold.fits) & set(plan.fits) == {k for k, f in plan.fits.items() if f["solver"] == "pegasos"}
 
 
 def test_plan_is_a_pure_function_of_config_and_labels(tmp_path):

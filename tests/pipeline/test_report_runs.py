@@ -10,7 +10,7 @@ from pipeline.config import compose
 from pipeline.report import main as report_main
 from pipeline.run import run
 
-TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60", "cv.folds=2", "run.progress=false",
+TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60", "cv.folds=2", "run.progress=false", "run.reference=true",
         "cluster=sequential"]
 
 

@@ -20,7 +20,7 @@ from pipeline.run import run
 
 SWEEP = ["datasets=[toy_blobs,breast_cancer]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=160",
          "datasets.breast_cancer.max_rows=160", "cv.folds=3", "solvers.dcd.grid.C=[0.1,1]",
-         "solvers.dcd.params.tol=1e-3", "run.progress=false"]
+         "solvers.dcd.params.tol=1e-3", "run.progress=false", "run.reference=true"]
 OUTCOMES = ["key", "dataset", "solver", "C", "fold", "status", "n_iter", "primal_objective", "dual_objective",
             "duality_gap", "kkt_violation", "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test",
             "f_star", "rel_suboptimality"]
@@ -86,7 +86,17 @@ def test_interrupted_run_resumes_only_missing(store, sequential, tmp_path):
         v.unlink()
     out = _run(store, run_dir, "cluster=sequential")
     assert out["summary"].done == 3
-    _same_results(sequential[0], run_dir)
+    # The kept shards are untouched; a recomputed point of a C path may start from another
+    # point than in the first run (its predecessor's model is not stored), so it is the same
+    # optimum within the solver's tolerance, not the same bits.
+    a = pd.read_parquet(sequential[0] / "results.parquet").set_index("key")
+    b = pd.read_parquet(run_dir / "results.parquet").set_index("key")
+    redone = {v.name[:-5] for v in victims}
+    kept = sorted(set(a.index) - redone)
+    pd.testing.assert_frame_equal(a.loc[kept, OUTCOMES[1:]], b.loc[kept, OUTCOMES[1:]])
+    redone = sorted(redone)
+    assert (b.loc[redone, "status"] == "converged").all()
+    np.testing.assert_allclose(b.loc[redone, "primal_objective"], a.loc[redone, "primal_objective"], rtol=1e-2)
 
 
 def _explode(problem, *, budget, recorder, warm_start=None, when="always"):

@@ -15,7 +15,7 @@ import solvers
 from pipeline.config import compose
 from pipeline.run import run
 
-BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "cluster=sequential",
+BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "cluster=sequential", "run.reference=true",
         "run.progress=false"]
 FLAKY_ENV = "SVMBENCH_TEST_FLAKY_MARKER"
 

@@ -99,7 +99,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
     skips the two finished tasks, recomputes the rest and ends with a complete table."""
     cfg = compose([f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80",
                    "cv.folds=2", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]", "solvers.dcd.params.tol=1e-3",
-                   "cluster=sequential", "run.progress=false"])
+                   "cluster=sequential", "run.progress=false", "run.reference=true"])
     run_dir = tmp_path / "run"
     real_dump = json.dump
     calls = []

@@ -1,0 +1,169 @@
+"""`python -m pipeline.bench`: the sweep benchmark (issue 10, point 7), ours beside its anchor
+in one run, as one table of ratios.
+
+Every measurement is a whole command a user waits for, run as a subprocess from a cold start:
+``python -m pipeline +experiment=bench_sweep ...`` (Python start, Hydra, planning, the Dask
+cluster, data loading, fits, tables and report). The anchor, GridSearchCV(LinearSVC), is timed
+around its ``fit`` call alone (data already in memory, ``refit=False``), which favours it.
+Ours and the anchor alternate, so machine load drifts through both alike.
+
+Scenarios (each an override of conf/experiment/bench_sweep.yaml):
+  a  8 C x 5 folds, squared hinge, tol 0.1, 100k rows: ours against GridSearchCV, n_jobs=2.
+  b  the same grid over 25 random splits (200 fits) of 20k rows, on 1 and on 2 workers.
+  c  2000 short fits (~50 ms), cold: wall against the summed fit times over the workers.
+  d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
+
+    python -m pipeline.bench [--only a,b,c,d] [--reps 2] [--out bench.md]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .report import markdown_table
+
+A_CS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 50.0]
+SMALL = ["datasets.rcv1_like.params.n_samples=20000"]
+SCENARIOS = {
+    "b": SMALL + ["cv=repeated", "cv.rounds=25", "cv.test_size=0.2"],
+    "c": ["datasets.rcv1_like.params.n_samples=4000", "cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
+    "d": ["datasets.rcv1_like.params.n_samples=2000", "datasets.rcv1_like.max_rows=200", "cv=repeated",
+          "cv.test_size=0.5",
+          "solvers.dcd.grid.C=[0.1,0.3,1,3,10,30,100,300,1000,3000]", "run.warm_start=false"],
+}
+
+
+def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
+    """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
+    execute phase's wall and Dask task count and the client's peak RSS (from run.log), and the
+    summed fit and task times (from results.parquet)."""
+    run_dir = work / tag
+    cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    log = (run_dir / "run.log").read_text()
+    m = re.search(r"(\d+) tasks: .* ([\d.]+) s wall \((\d+) Dask tasks; client peak RSS (\d+) MB\)", log)
+    res = pd.read_parquet(run_dir / "results.parquet")
+    return {"wall_s": wall, "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
+            "client_rss_mb": float(m.group(4)), "fit_s": float(res["fit_time_s"].sum()),
+            "task_s": float(res["task_time_s"].sum()), "converged": int((res["status"] == "converged").sum()),
+            "test_accuracy": float(res["test_accuracy"].mean())}
+
+
+ANCHOR = r"""
+import json, sys, time, warnings
+import numpy as np
+from omegaconf import OmegaConf
+from pipeline.config import compose, store_root
+from pipeline.plan import build_plan
+from pipeline.run import materialise_datasets
+from pipeline.tasks import load_dataset
+from pipeline.plan import binary_labels, subsample_rows
+from sklearn.model_selection import GridSearchCV
+from sklearn.svm import LinearSVC
+
+cfg = compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])])
+plan = build_plan(cfg, materialise_datasets(cfg))
+d = next(iter(plan.datasets.values()))
+ds = load_dataset(store_root(cfg), d["name"], d["fingerprint"])
+y, _ = binary_labels(ds.y, d["positive"])
+X = ds.X
+folds = d["folds"]                                   # the very folds our sweep uses
+p = OmegaConf.to_container(cfg.solvers.dcd.params)
+est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"], fit_intercept=True)
+gs = GridSearchCV(est, {"C": list(cfg.solvers.dcd.grid.C)}, cv=folds, n_jobs=2, refit=False)
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+gs.fit(X, y)
+fit_s = time.perf_counter() - t0
+print(json.dumps({"fit_s": fit_s, "test_accuracy": float(np.mean(gs.cv_results_["mean_test_score"]))}))
+"""
+
+
+def run_anchor(overrides: list[str]) -> dict:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", ANCHOR, json.dumps(overrides)], check=True, capture_output=True,
+                         text=True).stdout
+    rec = json.loads(out.strip().splitlines()[-1])
+    rec["process_s"] = time.perf_counter() - t0
+    return rec
+
+
+def scenario_a(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours([], work, f"a{r}")
+        gs = run_anchor([])
+        rows.append({"scenario": "a", "rep": r, "ours_wall_s": ours["wall_s"], "ours_fit_s": ours["fit_s"],
+                     "ours_task_s": ours["task_s"], "dask_tasks": ours["dask_tasks"],
+                     "gridsearch_fit_s": gs["fit_s"], "gridsearch_process_s": gs["process_s"],
+                     "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
+                     "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"]})
+    return rows
+
+
+def scenario_b(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        one = run_ours(SCENARIOS["b"] + ["cluster.n_workers=1"], work, f"b1_{r}")
+        two = run_ours(SCENARIOS["b"] + ["cluster.n_workers=2"], work, f"b2_{r}")
+        rows.append({"scenario": "b", "rep": r, "fits": two["fits"], "dask_tasks": two["dask_tasks"],
+                     "wall_1_s": one["wall_s"], "wall_2_s": two["wall_s"], "execute_1_s": one["execute_s"],
+                     "execute_2_s": two["execute_s"], "speedup_wall": one["wall_s"] / two["wall_s"],
+                     "speedup_execute": one["execute_s"] / two["execute_s"]})
+    return rows
+
+
+def _overhead_row(name: str, run: dict, workers: int = 2) -> dict:
+    ideal = run["fit_s"] / workers
+    return {"scenario": name, "fits": run["fits"], "dask_tasks": run["dask_tasks"], "wall_s": run["wall_s"],
+            "execute_s": run["execute_s"], "sum_fit_s": run["fit_s"], "sum_task_s": run["task_s"],
+            "mean_fit_ms": 1000 * run["fit_s"] / run["fits"],
+            "execute_over_fits_per_worker": run["execute_s"] / ideal,
+            "scheduling_overhead": 1 - (run["task_s"] / workers) / run["execute_s"],
+            "client_rss_mb": run["client_rss_mb"]}
+
+
+def scenario_c(work: Path, reps: int) -> list[dict]:
+    grid = "solvers.dcd.grid.C=[0.1,0.2,0.3,0.5,0.7,1,1.5,2]"
+    return [_overhead_row("c", run_ours(SCENARIOS["c"] + [grid], work, f"c{r}")) for r in range(reps)]
+
+
+def scenario_d(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        for rounds in (100, 1000):
+            row = _overhead_row(f"d{rounds * 10}", run_ours(SCENARIOS["d"] + [f"cv.rounds={rounds}"], work, f"d{rounds}_{r}"))
+            rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pipeline.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="a,b,c,d")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--out", default="bench_sweep.md")
+    args = ap.parse_args(argv)
+    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
+    parts = []
+    with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
+        for name in args.only.split(","):
+            df = pd.DataFrame(runners[name](Path(tmp), args.reps))
+            print(df.to_string(index=False), flush=True)
+            parts.append(f"### scenario {name}\n\n{markdown_table(df)}")
+    Path(args.out).write_text("\n".join(parts))
+    print(f"table: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
