@@ -45,7 +45,10 @@ KEY_LENGTH = 16
 # problems (smoothed-hinge Newton with continuation, branch w10cert) goes first in the two linear
 # hinge rows once it is registered under its name.
 REFERENCE_SOLVERS = {
-    (True, "hinge", "none"): ["dcd"], (True, "hinge", "regularized"): ["dcd"],
+    # The linear hinge at large C is degenerate for dcd (it crawls, and ends at its pass cap
+    # with a gap); smooth_newton certifies it to rounding in seconds, but only with few features
+    # (its Newton systems are (d+1) x (d+1); see SMOOTH_NEWTON_MAX_FEATURES).
+    (True, "hinge", "none"): ["smooth_newton", "dcd"], (True, "hinge", "regularized"): ["smooth_newton", "dcd"],
     (True, "squared_hinge", "none"): ["dcd"], (True, "squared_hinge", "regularized"): ["dcd"],
     (True, "hinge", "free"): ["smo", "qp"], (False, "hinge", "free"): ["smo", "qp"],
     (True, "squared_hinge", "free"): ["newton", "svmmaj"],
@@ -265,9 +268,19 @@ def _trace_spec(run) -> dict:
     return out
 
 
-def reference_solver(problem: dict) -> str | None:
+# smooth_newton's direct Newton systems are dense in the features: up to here it certifies in
+# seconds (a9a-like, 123 features: 0.4-1.7 s where dcd ends uncertified after 3-13 s); on
+# thousands of sparse features dcd is the faster certifier (README, smooth_newton's benchmark).
+SMOOTH_NEWTON_MAX_FEATURES = 2047
+
+
+def reference_solver(problem: dict, n_features: int | None = None) -> str | None:
+    """The certifying solver for a problem: the first registered candidate of REFERENCE_SOLVERS
+    that takes its kernel and intercept (smooth_newton only up to SMOOTH_NEWTON_MAX_FEATURES)."""
     import solvers
     names = set(solvers.solver_names())
+    if n_features is None or n_features > SMOOTH_NEWTON_MAX_FEATURES:
+        names.discard("smooth_newton")
     if problem.get("kernel", "linear") == "linear" or problem["intercept"] != "free":
         cands = REFERENCE_SOLVERS.get((problem.get("kernel", "linear") == "linear", problem["loss"], problem["intercept"]), [])
     else:
@@ -311,7 +324,8 @@ def _attach_references(fits: dict, refs: dict, datasets: dict, cfg) -> None:
     for spec in fits.values():
         if len(datasets[spec["data"]["entry"]]["classes"]) != 2:
             continue   # f* is defined for binary problems; multiclass fits report summed certificates
-        ref = _reference(spec["data"], spec["fold"], spec["problem"], cfg)
+        ref = _reference(spec["data"], spec["fold"], spec["problem"], cfg,
+                         datasets[spec["data"]["entry"]]["n_features"])
         if ref is not None:
             by_ref.setdefault(ref["key"], (ref, []))[1].append(spec)
     for key, (ref, specs) in by_ref.items():
@@ -322,8 +336,8 @@ def _attach_references(fits: dict, refs: dict, datasets: dict, cfg) -> None:
             s["reference_key"] = key
 
 
-def _reference(data: dict, fold: int, problem: dict, cfg) -> dict | None:
-    solver = reference_solver(problem)
+def _reference(data: dict, fold: int, problem: dict, cfg, n_features: int | None = None) -> dict | None:
+    solver = reference_solver(problem, n_features)
     if solver is None:
         return None
     import solvers

@@ -165,3 +165,15 @@ def test_folds_are_stratified_and_partition_the_rows():
     assert all((a[1] == b[1]).all() for a, b in zip(folds, again))
     rep = make_folds(y, {"kind": "repeated", "rounds": 4, "test_size": 0.1}, seed=1)
     assert len(rep) == 4 and all(len(te) == 5 for _, te in rep)
+
+
+def test_reference_solver_certifies_the_linear_hinge_with_smooth_newton_only_for_few_features():
+    """dcd crawls on the linear hinge at large C; smooth_newton certifies it, but its Newton
+    systems are dense in the features, so beyond SMOOTH_NEWTON_MAX_FEATURES dcd stays."""
+    from pipeline.plan import SMOOTH_NEWTON_MAX_FEATURES, reference_solver
+    hinge = {"loss": "hinge", "intercept": "regularized", "kernel": "linear"}
+    assert reference_solver(hinge, 123) == "smooth_newton"
+    assert reference_solver(hinge, SMOOTH_NEWTON_MAX_FEATURES + 1) == "dcd"
+    assert reference_solver(hinge) == "dcd"
+    assert reference_solver({**hinge, "loss": "squared_hinge"}, 123) == "dcd"
+    assert reference_solver({**hinge, "intercept": "free"}, 123) == "smo"
