@@ -20,9 +20,23 @@ kept as w = sum_i alpha_i y_i x_i, so one coordinate step is
 
 at O(nnz(x_i)) cost. Stopping (``stop``):
 
-- ``pg``: the projected gradients of one pass lie within tol of each other and of zero,
-  M - m < tol and both max(M, 0), -min(m, 0) < tol (LIBLINEAR's rule);
+- ``pg``: the projected gradients of one pass, each as met during the pass, lie within tol of
+  each other and of zero: M - m <= tol, M <= tol and m >= -tol (LIBLINEAR's rule as of its
+  current ``solve_l2r_l1l2_svc``; the older copy inside scikit-learn tests only M - m <= eps,
+  which can also pass when every PG of a pass has one sign, e.g. all near -1 at alpha = 0; the
+  two agree whenever some visited PG is 0). tol is absolute, as LIBLINEAR's eps (default 0.1).
+  Compare with ``LinearSVC(dual=True)``: its default ``dual="auto"`` picks the primal Newton
+  solver (-s 2) whenever n_samples > n_features, whose tol bounds ||grad P(w)|| relative to
+  ||grad P(0)||, another quantity (standardised breast_cancer, C = 10, squared hinge, tol 0.1:
+  that solver stops after 3 Newton steps at P = 551.7, 2.4x the optimum 227.0; dcd stops after
+  1953 passes at P = 227.007, certified by D = 226.830; LinearSVC(dual=True) reaches its 1000
+  passes at P = 274.7);
 - ``w_change``: ||w_{k+1} - w_k|| < tol between passes (roethel_brynda Section 2, Algorithm 1).
+
+The passes run inside one compiled call (`_dcd_passes`) until the stopping test passes, the pass
+cap, the recorder's next scheduled point or, under a time limit, about 0.05 s: on small problems a
+pass costs microseconds, less than the interpreter work around it. The pass order is a
+Fisher-Yates shuffle of the active set from a splitmix64 generator seeded by ``random_state``.
 
 Shrinking runs under both rules: a variable at a bound whose gradient points outward beyond the
 extremes M, m of the previous pass's projected gradients is moved out of the active set. Either
