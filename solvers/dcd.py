@@ -78,9 +78,18 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
         yi = y[i]
         start = indptr[i]
         end = indptr[i + 1]
-        dot = wb[0] * B
-        for p in range(start, end):
-            dot += w[indices[p]] * data[p]
+        # Two partial sums: the adds of one sum form a chain of dependent latencies (about 4
+        # cycles each) that bounds a short dense row; two chains run side by side.
+        d0 = wb[0] * B
+        d1 = 0.0
+        p = start
+        while p + 1 < end:
+            d0 += w[indices[p]] * data[p]
+            d1 += w[indices[p + 1]] * data[p + 1]
+            p += 2
+        if p < end:
+            d0 += w[indices[p]] * data[p]
+        dot = d0 + d1
         G = yi * dot - 1.0 + diag * alpha[i]
         PG = 0.0
         a = alpha[i]
@@ -163,10 +172,13 @@ def _next_u64(rng):
 @njit(cache=True, nogil=True)
 def _shuffle(index, active, rng):
     """Fisher-Yates over index[:active], as LIBLINEAR draws its pass order (Hsieh et al. 3.1:
-    a random permutation of the active variables each pass). The modulo's bias is at most
-    active / 2^64."""
+    a random permutation of the active variables each pass). Each swap takes the top 32 bits
+    of a draw times the range, shifted down (Lemire 2019): a multiply, not a 64-bit division,
+    which cost about a third of a pass on heart (297 x 22); bias at most range / 2^32, as
+    LIBLINEAR's rand() % range."""
     for j in range(active - 1):
-        k = j + np.int64(_next_u64(rng) % np.uint64(active - j))
+        r = _next_u64(rng) >> np.uint64(32)
+        k = j + np.int64((r * np.uint64(active - j)) >> np.uint64(32))
         t = index[j]
         index[j] = index[k]
         index[k] = t

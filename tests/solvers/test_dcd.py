@@ -246,7 +246,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed):
     active, Mo, mo, n_updates, it = n, np.inf, -np.inf, 0, 0
     while it < max_iter:
         for j in range(active - 1):
-            k = j + u64() % (active - j)
+            k = j + (((u64() >> 32) * (active - j)) >> 32)
             index[j], index[k] = index[k], index[j]
         full = active == n
         n_updates += active
