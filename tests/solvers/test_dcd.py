@@ -319,3 +319,22 @@ def test_seed_gives_the_pass_order(rcv1_small):
     a, b, c = (fit(problem, "dcd", budget=budget, random_state=s) for s in (1, 1, 2))
     np.testing.assert_array_equal(a.w, b.w)
     assert not np.array_equal(a.w, c.w)
+
+
+def test_non_finite_warm_start_is_reported_diverged(rcv1_small):
+    # The divergence check runs inside the compiled loop now (a non-finite step, a non-finite
+    # start, a non-finite w_b, which any non-finite alpha reaches since w_b += B d, with
+    # 0 * inf = NaN when B = 0): a NaN in the start must end the solve as diverged after one
+    # pass, not run on to the cap (under w_change: a NaN step is never < tol; under pg no PG
+    # is seen, so the pass "converges" and only the final P says diverged). Row 7 is empty, so
+    # its own step is skipped (|PG| = NaN).
+    X, y = rcv1_small
+    X = sp.csr_matrix(X, copy=True)
+    X.data[X.indptr[7]:X.indptr[8]] = 0.0
+    X.eliminate_zeros()
+    problem = Problem(X, y, C=1.0, loss="squared_hinge")
+    alpha = np.full(len(y), 0.1)
+    alpha[7] = np.nan
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        res = fit(problem, "dcd", budget=Budget(tol=1e-3), warm_start={"alpha": alpha}, stop="w_change")
+    assert res.status == "diverged" and res.n_iter == 1
