@@ -338,3 +338,16 @@ def test_non_finite_warm_start_is_reported_diverged(rcv1_small):
     with pytest.warns(ConvergenceWarning, match="diverged"):
         res = fit(problem, "dcd", budget=Budget(tol=1e-3), warm_start={"alpha": alpha}, stop="w_change")
     assert res.status == "diverged" and res.n_iter == 1
+
+
+def test_time_limit_ends_a_compiled_run(breast_cancer):
+    # Without a trace the compiled loop would run every pass in one call; under a time limit
+    # the driver runs it about 0.05 s at a time so that the limit is checked. Here 10^6 passes
+    # take about 17 s (hinge at C = 100 to tol 1e-12 does not converge).
+    X, y = breast_cancer
+    problem = Problem(X, y, C=100.0, loss="hinge", intercept="regularized")
+    with pytest.warns(ConvergenceWarning, match="timeout"):
+        res = fit(problem, "dcd", budget=Budget(tol=1e-12, max_iter=10**6, time_limit_s=0.1),
+                  shrinking=False)
+    assert res.status == "timeout" and 0.1 < res.fit_time_s < 1.0
+    assert res.n_iter < 10**6
