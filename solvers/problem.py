@@ -22,6 +22,7 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from .kernels import Kernel, resolve_gamma, row_norms_sq
 
@@ -77,6 +78,30 @@ def _canonical_X(X):
         row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
         raise ProblemError(f"X has a non-finite value in row {row}")
     return X
+
+
+@njit(cache=True, nogil=True)
+def _row_nnz(X):
+    counts = np.zeros(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        c = 0
+        for j in range(X.shape[1]):
+            if X[i, j] != 0.0:
+                c += 1
+        counts[i] = c
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def _fill_csr(X, indptr, data, indices):
+    for i in range(X.shape[0]):
+        p = indptr[i]
+        for j in range(X.shape[1]):
+            v = X[i, j]
+            if v != 0.0:
+                data[p] = v
+                indices[p] = j
+                p += 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,7 +195,21 @@ class Problem:
         """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows."""
         if self.is_sparse:
             return self.X
-        return _canonical_X(sp.csr_matrix(self.X))
+        # One compiled scan instead of scipy's dense -> COO -> CSR (0.11 ms against about 0.01
+        # on 1372 x 4, a tenth of a whole dcd fit there). X is finite (checked when built); a
+        # row-major scan gives sorted indices, and zeros (also -0.0) are dropped, as scipy does.
+        X = self.X
+        counts = _row_nnz(X)
+        nnz = int(counts.sum())
+        indptr = np.zeros(X.shape[0] + 1, dtype=np.int32 if nnz < 2**31 else np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        data = np.empty(nnz)
+        indices = np.empty(nnz, dtype=np.int32)
+        _fill_csr(X, indptr, data, indices)
+        out = sp.csr_matrix((data, indices, indptr), shape=X.shape)
+        out.has_sorted_indices = True
+        out.has_canonical_format = True
+        return out
 
     @cached_property
     def row_norms_sq(self) -> np.ndarray:

@@ -180,3 +180,19 @@ def test_conversions_round_trip_and_scale():
     with pytest.raises(ValueError, match="lambda"):
         obj.C_from_lambda(0.0, "svmmaj")
     assert math.isinf(obj.C_from_lambda(1e-320, "svmmaj")) or obj.C_from_lambda(1e-320, "svmmaj") > 1e300
+
+
+def test_dense_x_csr_is_scipys_csr():
+    # Problem.X_csr converts dense X by its own compiled scan (not scipy's COO route): the same
+    # arrays as scipy's, zeros (also -0.0) dropped, sorted int32 indices, canonical.
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((40, 7)) < 0.4, rng.normal(size=(40, 7)), 0.0)
+    X[3, 2] = -0.0
+    X[5] = 0.0
+    y = np.where(np.arange(40) % 2, 1.0, -1.0)
+    A = Problem(X, y).X_csr
+    B = sp.csr_matrix(X)
+    assert A.indices.dtype == np.int32 and A.has_canonical_format
+    np.testing.assert_array_equal(A.indptr, B.indptr)
+    np.testing.assert_array_equal(A.indices, B.indices)
+    np.testing.assert_array_equal(A.data, B.data)
