@@ -86,6 +86,9 @@ class RunConf:
     trace: bool = True
     trace_per_decade: int = 10
     trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
+    # The recorder's share of solver time (it defers due points beyond it); null: every due point,
+    # for figures that need a point per pass whatever it costs (roethel_brynda's Figures 5-6).
+    trace_overhead: Optional[float] = 0.05
     keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
     # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
     # or more solver entries fit (what the comparison tables need), true for all, false none.
@@ -583,6 +586,8 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
+    if run.trace_overhead is not None and not 0 < run.trace_overhead <= 1:
+        fail("run.trace_overhead", run.trace_overhead, "must be in (0, 1] or null")
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")

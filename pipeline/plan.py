@@ -265,6 +265,8 @@ def _trace_spec(run) -> dict:
     out = {"enabled": bool(run.trace), "per_decade": int(run.trace_per_decade)}
     if run.trace_test_error:
         out["test_error"] = True
+    if run.trace_overhead != 0.05:   # the default stays out of the key, so existing shards stay valid
+        out["max_overhead"] = run.trace_overhead
     return out
 
 

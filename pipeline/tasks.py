@@ -190,7 +190,8 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None):
     if spec["trace"].get("test_error") and X_test is not None and X_test.shape[0]:
         # Test error of the solver's current model at each trace point (clock paused).
         extras["test_error"] = lambda m: 1.0 - _accuracy(y_test, problem.decision(m, X_test))
-    rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"], extras=extras)
+    rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"], extras=extras,
+                           max_overhead=spec["trace"].get("max_overhead", 0.05))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # non-convergence is the status column
         fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)

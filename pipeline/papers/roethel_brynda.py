@@ -222,9 +222,21 @@ def finding_slower_than_linearsvc(summary) -> Finding:
                  f"per pass {np.median(per_pass):.2f}x")
     holds = bool(np.median(r) >= 10.0)
     why = "" if holds else ("ours is compiled (numba), theirs was interpreted Python: the 500-1000x was the "
-                            "language, as they said. Ours is still not at LinearSVC's time: its passes cost more "
-                            "(per-pass ratio above), and without shrinking it also does more work per pass")
+                            "language, as they said. " + _speed_reason(alike, per_pass))
     return Finding(claim, ours, holds, why)
+
+
+def _speed_reason(alike: np.ndarray, per_pass: np.ndarray) -> str:
+    """Where ours stands against LinearSVC like for like, said from the run's own ratios."""
+    if not alike.size:
+        return "No like-for-like cell (dcd with shrinking) was timed."
+    med, slower = float(np.median(alike)), int((alike > 1.0).sum())
+    at = ("at or under LinearSVC's time" if med <= 1.0 else "still over LinearSVC's time")
+    pp = float(np.median(per_pass)) if per_pass.size else math.nan
+    cost = ("a pass costs less than LIBLINEAR's" if pp <= 1.0 else "a pass costs more than LIBLINEAR's")
+    return (f"Like for like, ours is {at} (median {med:.2f}x, {slower} of {alike.size} cells over; {cost}, "
+            f"median {pp:.2f}x per pass). Without shrinking every pass touches "
+            f"every variable, so those entries are slower where shrinking removes most of them (MNIST)")
 
 
 def _per_pass(summary):

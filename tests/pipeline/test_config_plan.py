@@ -177,3 +177,19 @@ def test_reference_solver_certifies_the_linear_hinge_with_smooth_newton_only_for
     assert reference_solver(hinge) == "dcd"
     assert reference_solver({**hinge, "loss": "squared_hinge"}, 123) == "dcd"
     assert reference_solver({**hinge, "intercept": "free"}, 123) == "smo"
+
+
+def test_trace_overhead_reaches_the_spec_only_when_changed(tmp_path):
+    """run.trace_overhead=null records every due point (a figure per pass); the default 5% stays
+    out of the spec so existing keys are unchanged, and a value outside (0, 1] is refused."""
+    base = ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=60", "cv.folds=2",
+            "solvers.dcd.grid.C=[1]"]
+    cfg = _cfg(tmp_path, *base)
+    labels = materialise_datasets(cfg)
+    default = build_plan(cfg, labels)
+    every = build_plan(_cfg(tmp_path, *base, "run.trace_overhead=null"), labels)
+    assert all("max_overhead" not in s["trace"] for s in default.fits.values())
+    assert all(s["trace"]["max_overhead"] is None for s in every.fits.values())
+    assert not set(default.fits) & set(every.fits)
+    with pytest.raises(ConfigError, match="run.trace_overhead"):
+        validate(_cfg(tmp_path, *base, "run.trace_overhead=0"))
