@@ -371,6 +371,22 @@ POLISH_ITERS = 100  # active-set changes before the polish gives up (one or more
 
 
 @njit(cache=True, nogil=True)
+def _place_residue(out, yv, u, free, res):
+    """Move the equality's last rounding residue res = y'a - r onto the free variable with the
+    most room to both of its bounds, so y'a = r holds to the last bit without leaving the box."""
+    best = -1
+    room = -1.0
+    for i in range(out.shape[0]):
+        if free[i] and yv[i] != 0.0:
+            v = out[i] - res / yv[i]
+            if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
+                room = min(v, u[i] - v)
+                best = i
+    if best >= 0:
+        out[best] -= res / yv[best]
+
+
+@njit(cache=True, nogil=True)
 def _polish(H, c, yv, r, u, a, z, w, gtol):
     """Exact solution on an active set by a primal active-set method (Nocedal & Wright,
     Algorithm 16.3) started at the IPM iterate: the face the multipliers indicate (a_i = 0 where
@@ -443,16 +459,7 @@ def _polish(H, c, yv, r, u, a, z, w, gtol):
         # variable with the most room, so that the equality holds to rounding.
         res = yv @ out - r
         if res != 0.0:
-            best = -1
-            room = -1.0
-            for i in range(n):
-                if state[i] == 0 and yv[i] != 0.0:
-                    v = out[i] - res / yv[i]
-                    if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
-                        room = min(v, u[i] - v)
-                        best = i
-            if best >= 0:
-                out[best] -= res / yv[best]
+            _place_residue(out, yv, u, state == 0, res)
         # Acceptance on the point returned, not on the linear solve: feasible to rounding and
         # KKT within gtol.
         ysum = 0.0
@@ -568,17 +575,7 @@ def _project_free(out, free, yv, r, u):
         if free[i]:
             out[i] = min(max(x0[i] - theta * yv[i], 0.0), u[i])
     # the bisection's last rounding residue on the free variable with the most room
-    res = yv @ out - r
-    best = -1
-    room = -1.0
-    for i in range(n):
-        if free[i] and yv[i] != 0.0:
-            v = out[i] - res / yv[i]
-            if 0.0 <= v <= u[i] and min(v, u[i] - v) > room:
-                room = min(v, u[i] - v)
-                best = i
-    if best >= 0:
-        out[best] -= res / yv[best]
+    _place_residue(out, yv, u, free, yv @ out - r)
     return True
 
 
