@@ -72,7 +72,7 @@ from numba import njit
 from scipy.optimize import lsq_linear
 
 from .base import Budget, Fit, Recorder, finish, split_warm_start
-from .objectives import dual_objective, intercept_coordinate, linear_certificates, pg_violation, primal_from_decision
+from .objectives import dual_objective, intercept_coordinate, pg_violation, primal_from_decision
 from .newton import _cg
 from .problem import Problem
 from .registry import Param, SolverSpec, register

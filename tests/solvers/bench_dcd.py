@@ -100,7 +100,6 @@ def bench(sets, Cs, loss, tol, max_iter, repeats, variants):
 
 
 def main(which="all", repeats=7):
-    from solvers import Budget, Problem, fit
     if which in ("small", "all"):
         sets = _small_sets()
         rows = bench(sets, (1.0, 10.0, 100.0), "squared_hinge", 1e-4, 1000, repeats, (True, False))

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from solvers import Budget, Fit, Problem, Recorder, fit, registry
+from solvers import Fit, Problem, Recorder, fit, registry
 from solvers.registry import SolverSpec
 
 
