@@ -10,17 +10,17 @@ hand-made tables; `summarise` builds that table from results.parquet.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..report.build import load, save_figure
+from ..report.build import load
 from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, _plt, w_change_per_pass
 from ..report.registry import ReportData, Skip
 from . import paper
+from .common import Finding, draw_figures, figure_lines, findings_table, save_figures
 
 NAME = "roethel_brynda"
 CS = (1.0, 10.0, 100.0)
@@ -71,18 +71,6 @@ def _cell(summary, dataset, entry, C, col):
 
 
 # ------------------------------------------------------------------------------ findings
-@dataclass
-class Finding:
-    claim: str           # what the paper says (with its table or figure)
-    ours: str            # what our run shows, in numbers
-    holds: bool | None   # None: this run cannot tell (the cells are missing)
-    why: str = ""        # the reason, when it differs (or why it cannot be told)
-
-    @property
-    def verdict(self) -> str:
-        return "not checked" if self.holds is None else ("holds" if self.holds else "differs")
-
-
 def _pairs(summary, entries, against):
     """(dataset, C, entry, |acc - acc_against| in test points, in pp) over the cells both have."""
     out = []
@@ -574,17 +562,6 @@ DATA_DIFFERENCES = {
 }
 
 
-def _figure_lines(figs: dict, skipped: dict) -> list[str]:
-    lines = []
-    for name, (title, caption) in FIGURES.items():
-        lines.append(f"### {title}\n")
-        if name in figs:
-            lines += [f"![{title}]({name}.png)\n", caption + "\n"]
-        else:
-            lines.append(f"_Not drawn: {skipped.get(name, 'not run')}._\n")
-    return lines
-
-
 FIGURES = {
     "fig1_toy_data": ("Figure 1: the toy dataset", "Training points of the 67/33 split (ours; their generator is not given)."),
     "fig2_3_decision_function": ("Figures 2 and 3: the decision function",
@@ -611,11 +588,8 @@ def readme(summary, found, figs, skipped, setup: dict) -> str:
         "Written by `python -m pipeline +experiment=roethel_brynda` (`make papers`) from the run's tables; "
         f"regenerate rather than edit. This run: {setup.get('fits', '?')} fits.\n",
         "## Findings\n",
-        "| # | the paper | ours | verdict | why |", "|---|---|---|---|---|",
+        *findings_table(found),
     ]
-    for i, f in enumerate(found, 1):
-        cells = [c.replace("|", "\\|") for c in (f.claim, f.ours, f.why)]
-        out.append(f"| {i} | {cells[0]} | {cells[1]} | **{f.verdict}** | {cells[2]} |")
     out += ["", "## Setup, and how it differs from theirs\n",
             "- Problem: their eq. (2), the L2-SVM 1/2 ||w||^2 + C sum max(0, 1 - y w'x)^2 with the bias as an extra "
             "constant feature (regularized), C in {1, 10, 100}; eps = 1e-4 for both of their stopping rules.",
@@ -657,7 +631,7 @@ def readme(summary, found, figs, skipped, setup: dict) -> str:
             "converged), median passes and coordinate updates, and the worst relative duality gap (P - D)/|P| "
             "of the returned model, an upper bound on its relative distance from the optimum, (P - f*)/|P|.\n",
             markdown_table(convergence_table(summary)),
-            "## Figures\n", *_figure_lines(figs, skipped)]
+            "## Figures\n", *figure_lines(FIGURES, figs, skipped)]
     return "\n".join(out) + "\n"
 
 
@@ -672,18 +646,12 @@ def _setup(data: ReportData) -> dict:
 
 def figures(run_dir: Path, data: ReportData, root) -> dict:
     """name -> Figure or Skip reason (str)."""
-    out = {}
-    makers = {"fig1_toy_data": fig_toy_data, "fig2_3_decision_function": fig_decision_function,
-              "fig4_shrinking_active_points": fig_active_points, "fig5_6_w_change": fig_w_change,
-              "fig7_mnist_misclassified": lambda d: fig_misclassified(*misclassified_digits(run_dir, d, root))}
-    for name, make in makers.items():
-        try:
-            out[name] = make(data)
-        except Skip as exc:
-            out[name] = str(exc)
-        except (OSError, FileNotFoundError, ValueError) as exc:   # the store lacks the data (a copied run)
-            out[name] = f"{type(exc).__name__}: {exc}"
-    return out
+    return draw_figures({
+        "fig1_toy_data": lambda: fig_toy_data(data),
+        "fig2_3_decision_function": lambda: fig_decision_function(data),
+        "fig4_shrinking_active_points": lambda: fig_active_points(data),
+        "fig5_6_w_change": lambda: fig_w_change(data),
+        "fig7_mnist_misclassified": lambda: fig_misclassified(*misclassified_digits(run_dir, data, root))})
 
 
 @paper(NAME)
@@ -694,14 +662,7 @@ def write(run_dir: Path, out: Path, root: str | None = None) -> Path:
         active = active_stats(data)
     except Skip:
         active = None
-    made = figures(run_dir, data, root)
-    figs, skipped = {}, {}
-    for name, value in made.items():
-        if isinstance(value, str):
-            skipped[name] = value
-            (out / f"{name}.png").unlink(missing_ok=True)
-        else:
-            figs[name] = save_figure(value, out, name, formats=("png",))
+    figs, skipped = save_figures(figures(run_dir, data, root), out)
     text = readme(summary, findings(summary, active), figs, skipped, _setup(data))
     (out / "README.md").write_text(text)
     return out / "README.md"

@@ -1,0 +1,73 @@
+"""What every reproduction's writer shares: a finding (the paper's claim, our numbers, the
+verdict and why), the findings table, and the figures section (draw each figure, or say why it
+was not drawn). The study-specific parts (the paper's numbers, the summary table, the findings
+themselves) stay in pipeline/papers/<name>.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..report.build import save_figure
+from ..report.registry import Skip
+
+
+@dataclass
+class Finding:
+    claim: str           # what the paper says (with its table or figure)
+    ours: str            # what our run shows, in numbers
+    holds: bool | None   # None: this run cannot tell (the cells are missing)
+    why: str = ""        # the reason, when it differs (or why it cannot be told)
+
+    @property
+    def verdict(self) -> str:
+        return "not checked" if self.holds is None else ("holds" if self.holds else "differs")
+
+
+def findings_table(found: list[Finding]) -> list[str]:
+    """The README's findings as markdown lines: one row per claim, the verdict in bold."""
+    out = ["| # | the paper | ours | verdict | why |", "|---|---|---|---|---|"]
+    for i, f in enumerate(found, 1):
+        cells = [c.replace("|", "\\|") for c in (f.claim, f.ours, f.why)]
+        out.append(f"| {i} | {cells[0]} | {cells[1]} | **{f.verdict}** | {cells[2]} |")
+    return out
+
+
+def draw_figures(makers: dict[str, Callable[[], object]]) -> dict:
+    """name -> Figure, or the reason (str) it was not drawn: a `Skip` from the maker, or the
+    store lacking the data (a run copied without its store)."""
+    out = {}
+    for name, make in makers.items():
+        try:
+            out[name] = make()
+        except Skip as exc:
+            out[name] = str(exc)
+        except (OSError, ValueError) as exc:
+            out[name] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def save_figures(made: dict, out: Path) -> tuple[dict, dict]:
+    """Write each drawn figure as out/<name>.png (and remove a stale one that was not drawn this
+    time); returns (name -> path, name -> reason not drawn)."""
+    figs, skipped = {}, {}
+    for name, value in made.items():
+        if isinstance(value, str):
+            skipped[name] = value
+            (Path(out) / f"{name}.png").unlink(missing_ok=True)
+        else:
+            figs[name] = save_figure(value, out, name, formats=("png",))
+    return figs, skipped
+
+
+def figure_lines(captions: dict[str, tuple[str, str]], figs: dict, skipped: dict) -> list[str]:
+    """The README's figures section: per figure (name -> (title, caption)) the image and its
+    caption, or why it was not drawn."""
+    lines = []
+    for name, (title, caption) in captions.items():
+        lines.append(f"### {title}\n")
+        if name in figs:
+            lines += [f"![{title}]({name}.png)\n", caption + "\n"]
+        else:
+            lines.append(f"_Not drawn: {skipped.get(name, 'not run')}._\n")
+    return lines
