@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from pipeline import datasets, store
+from pipeline import datasets, store, userfiles
 from pipeline.store import StoreError
 
 SMALL_RCV1 = {"n_samples": 400, "n_features": 1500, "mean_nnz": 20.0}
@@ -308,7 +308,7 @@ def test_libsvm_validator_names_line_and_problem(tmp_path, line, problem):
 
 
 def test_libsvm_validator_across_batches(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets, "_VALIDATE_BATCH", 2)  # several batches, with boundaries
+    monkeypatch.setattr(userfiles, "_VALIDATE_BATCH", 2)  # several batches, with boundaries
     path = tmp_path / "b.svm"
     good = ["1 5:1 9:2", "-1", "1 2:1", "# note", "-1 1:1 7:3", "1 3:1"]
     path.write_text("\n".join(good) + "\n")
