@@ -75,6 +75,22 @@ def write_shard(run_dir: Path, record: dict) -> None:
         raise
 
 
+def clean_partial_shards(run_dir: Path) -> int:
+    """Delete the temporary files of shard writes cut short (a client killed mid-write). Readers
+    ignore them anyway; removing them is safe only under the run dir's lock (`pipeline.runlock`),
+    where no other client can be writing one. Returns how many."""
+    removed = 0
+    for tmp in (Path(run_dir) / "shards").glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during execute, carrying the line for the user: how many tasks are saved where."""
+
+
 def _json_default(obj):
     import numpy as np
     if isinstance(obj, np.generic):
@@ -198,6 +214,8 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
                 record = by_key[spec["key"]]
                 failed += record["status"] == "error"
                 write_shard(run_dir, {**record, "spec": spec})
+                if failed:
+                    bar.set_postfix(failed=failed, refresh=False)
                 bar.update()
 
         if client is None:
