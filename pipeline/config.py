@@ -534,12 +534,17 @@ def validate(cfg: DictConfig) -> DictConfig:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
-    from .store import list_datasets
+    from .store import StoreError, dataset_path, list_datasets
     stored = None
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
-            # Not a builder: an entry already in the store (e.g. ingested) is fine too.
+            # Not a builder: an entry already in the store (e.g. ingested) is fine too, if its
+            # name stays inside the store (`../x` or `a/b` would reach past the root).
+            try:
+                dataset_path(store_root(cfg), builder)
+            except StoreError as exc:
+                fail(f"datasets.{key}.builder", builder, f"not a store entry name ({exc}); a name must not leave the store")
             if stored is None:
                 try:
                     stored = sorted(m["name"] for m in list_datasets(store_root(cfg)))
@@ -690,9 +695,20 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
     mi = p.get("max_iter")
     if mi is not None and (not isinstance(mi, int) or isinstance(mi, bool) or mi < 1):
         fail(f"{where}.max_iter", mi, "must be an integer >= 1 or null")
+    for key, none_ok in (("intercept_scaling", False), ("huber_k", False), ("time_limit_s", True)):
+        v = p.get(key)
+        if key in p and not (none_ok and v is None) and not _positive_number(v):
+            fail(f"{where}.{key}", v, "must be a number > 0" + (" or null" if none_ok else ""))
+    coef0 = p.get("coef0", 0.0)
+    if not isinstance(coef0, (int, float)) or isinstance(coef0, bool) or not math.isfinite(coef0):
+        fail(f"{where}.coef0", coef0, "must be a finite number")
     mc = p.get("multi_class", "ovr")
     if mc not in ("ovr", "ovo", "ordinal"):
         fail(f"{where}.multi_class", mc, "must be one of ['ovr', 'ovo', 'ordinal']")
+
+
+def _positive_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 def store_root(cfg: DictConfig) -> str:

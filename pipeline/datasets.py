@@ -858,6 +858,7 @@ def ingest_file(
     *,
     format: str | None = None,
     label: str | None = None,
+    header: bool = True,
     zero_based: str = "auto",
     overwrite: bool = False,
     license: str = "",
@@ -877,7 +878,9 @@ def ingest_file(
     format : {"libsvm", "svmlight", "csv", "parquet"}, optional
         Inferred from the extension when absent (see :func:`infer_format`).
     label : str, optional
-        Label column of a CSV or plain Parquet table.
+        Label column of a CSV or plain Parquet table (a column number for a CSV without header).
+    header : bool
+        Whether a CSV file's first line names the columns.
     zero_based : {"auto", "true", "false"}
         LIBSVM index base.
     overwrite : bool
@@ -906,7 +909,7 @@ def ingest_file(
         X, y, preprocessing = read_libsvm(path, zero_based)
         extra = {}
     elif fmt == "csv":
-        X, y, extra = read_csv(path, label)
+        X, y, extra = read_csv(path, label, header)
         preprocessing = []
     else:
         X, y, extra = read_parquet(path, label)

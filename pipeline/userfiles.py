@@ -128,6 +128,8 @@ def _check_index_order(path: Path, batch: list[tuple[int, bytes]], zero_based: s
     bad = np.flatnonzero(~step_ok)
     if bad.size:
         k = bad[0]
+        if indices[k + 1] == indices[k]:
+            fail(k + 1, f"feature index {indices[k]} repeated in the row")
         fail(
             k + 1,
             f"feature indices not strictly increasing (index {indices[k + 1]} after {indices[k]})",
@@ -140,7 +142,11 @@ def _check_index_order(path: Path, batch: list[tuple[int, bytes]], zero_based: s
 
 def _diagnose_libsvm(line: bytes) -> str:
     """Name the first problem of a line that failed the fast whole-line match."""
-    tokens = line.decode("utf-8", errors="replace").split()
+    try:
+        tokens = line.decode("utf-8").split()
+    except UnicodeDecodeError as exc:
+        return (f"bytes that are not UTF-8 at column {exc.start + 1} "
+                f"({line[exc.start:exc.start + 1]!r}); is this a LIBSVM text file?")
     first, rest = tokens[0], tokens[1:]
     if ":" in first:
         return f"missing label (line starts with {first!r})"
@@ -223,9 +229,15 @@ def _frame_to_xy(frame, label: str | None, where: str, locate: Callable[[int], s
     if label is None:
         label = next((c for c in _LABEL_CANDIDATES if c in columns), None)
         if label is None:
+            # A header of numbers is a first data row taken for one.
+            hint = (
+                "; the first line looks like data, not a header: pass --no-header"
+                if all(_number_problem(c.strip()) == "" for c in columns)
+                else ""
+            )
             raise ValueError(
                 f"{where}: no label column: pass --label COLUMN (none of "
-                f"{', '.join(_LABEL_CANDIDATES)} is present); columns: {', '.join(columns)}"
+                f"{', '.join(_LABEL_CANDIDATES)} is present); columns: {', '.join(columns)}{hint}"
             )
     elif label not in columns:
         raise ValueError(
@@ -273,10 +285,12 @@ def _frame_to_xy(frame, label: str | None, where: str, locate: Callable[[int], s
     return X, y, extra
 
 
-def read_csv(path: str | os.PathLike, label: str | None = None):
-    """Read a CSV file with a header row: one label column, all other columns numeric.
+def read_csv(path: str | os.PathLike, label: str | None = None, header: bool = True):
+    """Read a CSV file: one label column, all other columns numeric.
 
-    ``label`` defaults to the first of ``label``, ``y``, ``target``, ``class`` present.
+    With a header row (the default), ``label`` defaults to the first of ``label``, ``y``,
+    ``target``, ``class`` present. Without one (``header=False``), columns are numbered from 0
+    and ``label`` is a column number, by default 0 (the first column, as in LIBSVM files).
     Non-numeric labels are coded 0..k-1 in sorted order (names kept as ``label_names``).
 
     Returns
@@ -287,11 +301,14 @@ def read_csv(path: str | os.PathLike, label: str | None = None):
 
     path = Path(path)
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, header=0 if header else None)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a readable CSV file: {exc}") from exc
-    # Data row i is on line i + 2: line 1 is the header.
-    return _frame_to_xy(frame, label, str(path), lambda i: f"{path}:{i + 2}")
+    if not header:
+        label = "0" if label is None else str(label)
+    # Data row i is on line i + 2 below a header, else on line i + 1.
+    first = 2 if header else 1
+    return _frame_to_xy(frame, label, str(path), lambda i: f"{path}:{i + first}")
 
 
 def read_parquet(path: str | os.PathLike, label: str | None = None):
