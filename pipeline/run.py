@@ -88,16 +88,17 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
     check_paper(cfg)
     if cfg.run.dry_run:
         return dry_run(cfg, run_dir, say)
+    # Every check on the data (store entries, fingerprints, classes against folds) happens in
+    # planning, before the run directory gets anything of its own (the store's writes are its own
+    # and atomic: a dataset built here is whole, and kept).
+    plan = build_plan(cfg, materialise_datasets(cfg))
     run_dir.mkdir(parents=True, exist_ok=True)
     with run_lock(run_dir, say), _run_log(run_dir):
-        return _run_locked(cfg, run_dir, say, t0)
+        return _run_locked(cfg, plan, run_dir, say, t0)
 
 
-def _run_locked(cfg: DictConfig, run_dir: Path, say, t0: float) -> dict:
+def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
     root = store_root(cfg)
-    # Every check on the data (store entries, fingerprints, classes against folds) happens here,
-    # before the run directory gets anything of its own.
-    plan = build_plan(cfg, materialise_datasets(cfg))
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     removed = clean_partial_shards(run_dir)
     if removed:
