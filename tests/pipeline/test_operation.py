@@ -114,13 +114,13 @@ def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------ signals
+@pytest.mark.slow   # a real LocalCluster: client, scheduler and a worker process start and stop
 def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(store, tmp_path):
     p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1")
     try:
-        for line in p.stdout:                   # Hydra logs to stdout; this line precedes the submits
-            if "dask dashboard" in line:
-                break
-        time.sleep(0.3)
+        # After the first shard the worker is inside its second task: the moment a worker without
+        # SIGINT ignored would print its KeyboardInterrupt traceback.
+        _wait_for(lambda: len(_shards(tmp_path)) >= 1)
         os.killpg(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=60)
     finally:
