@@ -175,3 +175,21 @@ def test_a_dry_run_plans_builds_nothing_and_names_a_missing_dataset(tmp_path, ca
     assert "dataset toy_blobs: not in the store; the run would build it first" in out
     assert "fits: 0" in out
     assert not empty.exists() and not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------------------------ progress
+def test_the_progress_bar_counts_failures_and_shows_an_eta(store, tmp_path, monkeypatch):
+    import io
+
+    from tqdm import tqdm
+
+    from pipeline import execute
+    text = io.StringIO()
+    monkeypatch.setattr(execute, "_progress", lambda total, enabled: tqdm(total=total, file=text, mininterval=0))
+    # qp refuses a dual larger than max_memory_mb: both fits fail, as error rows.
+    out = run(compose([f"store.root={store}", "cluster=sequential", "datasets=[toy_blobs]",
+                       "datasets.toy_blobs.max_rows=60", "solvers=[qp]", "solvers.qp.grid.C=[1.0]", "cv.folds=2",
+                       "run.reference=false", "solvers.qp.params.max_memory_mb=0.01"]), tmp_path)
+    assert out["failed"] == 2
+    final = text.getvalue().split("\r")[-1]
+    assert "2/2" in final and "failed=2" in final and "<" in final     # done/total, failures, elapsed<ETA
