@@ -63,6 +63,7 @@ __all__ = [
     "Builder",
     "INGEST_FORMATS",
     "build_dataset",
+    "check_writable",
     "dataset_names",
     "ensure_dataset",
     "get_builder",
@@ -851,6 +852,22 @@ def ensure_dataset(
 # --------------------------------------------------------------------------------------------
 
 
+def check_writable(root: str, why: str) -> None:
+    """A store root we must write to: create it and a file in it now, or raise StoreError naming
+    it (rather than an OSError from deep inside a builder). Remote roots (URIs) are left to
+    their filesystem."""
+    if "://" in str(root):
+        return
+    probe = Path(root) / f".write-test-{os.getpid()}"
+    try:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StoreError(f"store {root}: not writable ({exc.strerror or exc}); {why}: choose a folder you "
+                         f"can write (store.root=..., --store or $SVMBENCH_STORE)") from None
+
+
 def ingest_file(
     root: str | os.PathLike,
     path: str | os.PathLike,
@@ -902,6 +919,7 @@ def ingest_file(
             )
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    check_writable(root, f"ingesting {path} as {name!r}")
     fmt = (format or infer_format(path)).lower()
     if fmt not in INGEST_FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(INGEST_FORMATS)}")

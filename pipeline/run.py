@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from pathlib import Path
 
@@ -16,13 +15,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from .config import ConfigError, store_root, validate
 from . import store
-from .datasets import dataset_names, ensure_dataset, store_name
+from .datasets import check_writable, dataset_names, ensure_dataset, store_name
 from .execute import Interrupted, clean_partial_shards, error_keys, execute, failure_lines, finished_keys
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
 from .results import write_tables
 from .runlock import run_lock
-from .store import StoreError, dataset_info, read_dataset
+from .store import dataset_info, read_dataset
 
 log = logging.getLogger("svmbench")
 
@@ -53,22 +52,6 @@ def materialise_datasets(cfg: DictConfig, build: bool = True) -> dict:
 def missing_datasets(cfg: DictConfig, materialised: dict) -> list[str]:
     """The dataset entries a dry run did not materialise (built-ins the store lacks)."""
     return [k for k in effective_config(cfg).datasets if k not in materialised]
-
-
-def check_writable(root: str, why: str) -> None:
-    """A store root we must write to: create it and a file in it now, or raise StoreError naming
-    it (rather than an OSError from deep inside a builder). Remote roots (URIs) are left to
-    their filesystem."""
-    if "://" in str(root):
-        return
-    probe = Path(root) / f".write-test-{os.getpid()}"
-    try:
-        Path(root).mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise StoreError(f"store.root={root}: not writable ({exc.strerror or exc}); {why}: set store.root "
-                         f"or $SVMBENCH_STORE to a folder you can write") from None
 
 
 def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:

@@ -135,7 +135,7 @@ def test_an_unwritable_store_root_is_named_before_any_build(tmp_path):
     blocker.write_text("")      # a root below a regular file cannot be created, even by root
     with pytest.raises(StoreError) as err:
         _run(blocker / "store", tmp_path / "run", "datasets=[toy_blobs]")
-    assert f"store.root={blocker / 'store'}: not writable" in str(err.value)
+    assert f"store {blocker / 'store'}: not writable" in str(err.value)
     assert "datasets.toy_blobs (toy_blobs) is not in the store and must be built" in str(err.value)
     assert not (tmp_path / "run").exists()
 
@@ -193,6 +193,14 @@ def test_a_csv_without_header_is_read_with_no_header(tmp_path, capsys):
     assert store.read_dataset(root, "last").y.tolist() == [2.0, 3.0, 4.0]
     assert data.main(["ingest", str(path), "--name", "bad", "--no-header", "--label", "7", "--store", str(root)]) == 2
     assert "label column '7' not found; columns: 0, 1, 2" in capsys.readouterr().err
+
+
+def test_ingest_into_an_unwritable_store_names_it(tmp_path, capsys):
+    path = tmp_path / "ok.svm"
+    path.write_text("1 1:1\n-1 1:2\n")
+    (tmp_path / "file").write_text("")
+    assert data.main(["ingest", str(path), "--name", "ok", "--store", str(tmp_path / "file" / "store")]) == 2
+    assert f"error: store {tmp_path / 'file' / 'store'}: not writable (Not a directory); ingesting" in capsys.readouterr().err
 
 
 def test_a_name_that_would_leave_the_store_is_refused(tmp_path, capsys):
