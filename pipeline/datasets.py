@@ -919,6 +919,7 @@ def ingest_file(
             )
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    store.dataset_path(root, name)   # a bad name is refused before the root is created
     check_writable(root, f"ingesting {path} as {name!r}")
     fmt = (format or infer_format(path)).lower()
     if fmt not in INGEST_FORMATS:

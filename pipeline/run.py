@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -124,9 +125,9 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
 @contextlib.contextmanager
 def _run_log(run_dir: Path):
     """run.log in the run dir for callers without Hydra (whose job logging writes it already)."""
-    path = (run_dir / "run.log").resolve()
+    path = os.path.abspath(run_dir / "run.log")   # as logging.FileHandler names its file
     loggers = (log, logging.getLogger())
-    if any(getattr(h, "baseFilename", None) == str(path) for lg in loggers for h in lg.handlers):
+    if any(getattr(h, "baseFilename", None) == path for lg in loggers for h in lg.handlers):
         yield
         return
     handler = logging.FileHandler(path)

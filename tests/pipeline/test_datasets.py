@@ -293,7 +293,7 @@ def test_infer_format():
         ("1 3:nan", "value 'nan' for feature 3 is not finite"),
         ("1 3", "token '3' is not of the form index:value"),
         ("1 3:1 2:1", "feature indices not strictly increasing (index 2 after 3)"),
-        ("1 3:1 3:1", "feature indices not strictly increasing"),
+        ("1 3:1 3:1", "feature index 3 repeated in the row"),
         ("1 qid:a 1:1", "qid 'a' is not a non-negative integer"),
         ("1 3000000000:1", "feature index 3000000000 is too large"),
         ("1 30000000000000000000000:1", "feature index 30000000000000000000000 is too large"),
