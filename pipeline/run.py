@@ -14,10 +14,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .config import ConfigError, store_root, validate
 from . import store
+from .config import ConfigError, store_root, validate
 from .datasets import check_writable, dataset_names, ensure_dataset, store_name
-from .execute import Interrupted, clean_partial_shards, error_keys, execute, failure_lines, finished_keys
+from .execute import (
+    Interrupted,
+    clean_partial_shards,
+    error_keys,
+    execute,
+    failure_lines,
+    finished_keys,
+)
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
 from .results import write_tables

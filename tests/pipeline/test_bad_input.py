@@ -44,7 +44,7 @@ def _cli(run_dir, *overrides, store_root=None, timeout=120):
         env["SVMBENCH_STORE"] = str(store_root)
     args = [sys.executable, "-m", "pipeline", "cluster=sequential", "run.progress=false",
             f"hydra.run.dir={run_dir}", *overrides]
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env, check=False)
 
 
 def _one_error_line(p, *words):

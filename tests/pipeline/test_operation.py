@@ -93,9 +93,8 @@ def test_a_stale_lock_is_taken_over_saying_so_and_a_live_one_refused(tmp_path, h
     _plant_lock(tmp_path, host, pid, age_s)
     said = []
     if stale is None:
-        with pytest.raises(LockError, match=f"host {host}, pid {pid}"):
-            with run_lock(tmp_path, said.append):
-                pass
+        with pytest.raises(LockError, match=f"host {host}, pid {pid}"), run_lock(tmp_path, said.append):
+            pass
         assert runlock.read_owner(tmp_path)["pid"] == pid       # left in place
         return
     with run_lock(tmp_path, said.append):
