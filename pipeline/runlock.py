@@ -88,6 +88,16 @@ def _try_create(path: Path, owner: dict) -> bool:
         return True
     except FileExistsError:
         return False
+    except OSError:
+        # A filesystem without hard links (some FUSE and SMB mounts): exclusive create, then
+        # write; a reader that catches it empty takes it as unreadable, hence live until stale.
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(owner))
+        return True
     finally:
         tmp.unlink()
 

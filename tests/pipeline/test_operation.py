@@ -104,6 +104,17 @@ def test_a_stale_lock_is_taken_over_saying_so_and_a_live_one_refused(tmp_path, h
     assert not runlock.lock_path(tmp_path).exists()
 
 
+def test_without_hard_links_the_lock_is_an_exclusive_create(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(runlock.os, "link", no_links)
+    with run_lock(tmp_path):
+        assert runlock.read_owner(tmp_path)["pid"] == os.getpid()
+        with pytest.raises(LockError), run_lock(tmp_path):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
     monkeypatch.setattr(runlock, "HEARTBEAT_S", 0.05)
     with run_lock(tmp_path):
