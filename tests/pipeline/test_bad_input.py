@@ -115,6 +115,8 @@ def _run(my_store, run_dir, *overrides):
      "cv.folds=3 needs at least 3 rows of each class, but class -1 of dataset 'few' has 2"),
     (["datasets=[few]", "cv=holdout", "datasets.few.max_rows=4"], ConfigError, "after max_rows=4"),
     (["datasets=[tampered]", "cv.folds=2"], StoreError, "'tampered'"),
+    (["datasets=[few]", "cv.folds=2", "datasets.few.positive=7"], ConfigError,
+     "datasets.few.positive: positive=7 is not one of the labels [-1.0, 1.0]"),
 ])
 def test_data_the_run_cannot_use_is_refused_before_the_run_dir_gets_anything(my_store, tmp_path, overrides,
                                                                               error, message):
