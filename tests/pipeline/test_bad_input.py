@@ -21,12 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def my_store(tmp_path_factory):
-    """A store with: `few` (classes +1: 5 rows, -1: 2 rows), `onec` (one class), `tampered`
+    """A store with: `few` (classes +1: 5 rows, -1: 2 rows), `onec` (one class), `lone` (one row of -1), `tampered`
     (its data changed after ingest)."""
     root = tmp_path_factory.mktemp("store")
     src = tmp_path_factory.mktemp("src")
     files = {"few": "1 1:1\n1 1:2\n1 1:3\n-1 1:4\n-1 1:5\n1 1:2\n1 1:3\n",
              "onec": "1 1:1\n1 1:2\n1 1:3\n1 1:4\n",
+             "lone": "1 1:1\n1 1:2\n1 1:3\n1 1:5\n-1 1:4\n",
              "tampered": "".join(f"{1 if i % 2 else -1} 1:{i}\n" for i in range(20))}
     for name, text in files.items():
         (src / f"{name}.svm").write_text(text)
@@ -114,6 +115,9 @@ def _run(my_store, run_dir, *overrides):
     (["datasets=[few]", "cv.folds=3"], ConfigError,
      "cv.folds=3 needs at least 3 rows of each class, but class -1 of dataset 'few' has 2"),
     (["datasets=[few]", "cv=holdout", "datasets.few.max_rows=4"], ConfigError, "after max_rows=4"),
+    # Checked on all rows first: the stratified subsample itself would fail in scikit-learn.
+    (["datasets=[lone]", "cv=holdout", "datasets.lone.max_rows=4"], ConfigError,
+     "a stratified holdout needs at least 2 rows of each class, but class -1 of dataset 'lone' has 1"),
     (["datasets=[tampered]", "cv.folds=2"], StoreError, "'tampered'"),
     (["datasets=[few]", "cv.folds=2", "datasets.few.positive=7"], ConfigError,
      "datasets.few.positive: positive=7 is not one of the labels [-1.0, 1.0]"),
