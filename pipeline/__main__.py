@@ -1,43 +1,98 @@
 """`python -m pipeline [hydra overrides]`: a Hydra shim around `pipeline.run.run`.
 
 Exit codes: 0 when every task of the plan has a result, 1 when some ended in `error` (after
-shards, tables and report are written), 2 for an invalid configuration."""
+shards, tables and report are written), 2 for bad input (an invalid configuration, a dataset the
+run cannot use, a run directory in use), 130 when interrupted (Ctrl-C). Bad input is one line
+on stderr, `error: ...`, never a traceback.
+
+Before Hydra creates the run directory, a single run (not `-m`, no Hydra flags) is composed and
+validated here, so a refused configuration leaves no directory behind; `run.dry_run=true` is
+answered here too, and writes nothing."""
+import shutil
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from pipeline.config import CONF_DIR, ConfigError, register_schema
+from pipeline.runlock import LockError
+from pipeline.store import StoreError
 
 register_schema()
 OVERRIDES: list[str] = []     # the command line as the user gave it (before prepare_overrides)
 FAILED: list[int] = []        # failed task counts of the runs of this process (one per multirun job)
 
 
+def refuse(exc: Exception, run_dir: Path | None = None) -> None:
+    """Bad input: one line, exit 2; a run directory that holds nothing but what Hydra wrote on
+    the way in (its .hydra/ and run.log) is removed, so a refused run leaves nothing behind."""
+    what = "invalid configuration: " if isinstance(exc, ConfigError) else ""
+    print(f"error: {what}{exc}", file=sys.stderr)
+    if run_dir is not None and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "run.log"}:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    sys.exit(2)
+
+
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     from pipeline.config import check_composed
+    from pipeline.execute import Interrupted
     from pipeline.run import run
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         check_composed(cfg, OVERRIDES)
-        out = run(cfg, HydraConfig.get().runtime.output_dir)
-    except ConfigError as exc:
-        print(f"error: invalid configuration: {exc}", file=sys.stderr)
-        sys.exit(2)
+        out = run(cfg, run_dir)
+    except (ConfigError, StoreError, LockError) as exc:
+        refuse(exc, run_dir)
+    except Interrupted as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(130)
     # Not sys.exit here: in a multirun it would end the sweep before its other jobs.
     FAILED.append(out["failed"])
+
+
+def preflight(overrides: list[str]) -> None:
+    """Compose and validate a single run before Hydra makes its directory; refuse a run directory
+    another run holds before Hydra writes its .hydra/ into it; answer run.dry_run=true."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from pipeline.config import compose, override_value, validate
+    from pipeline.runlock import check_free
+    try:
+        cfg = validate(compose(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        # Hydra's own composition errors (a malformed override, a wrong type): their lines, joined.
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        cause = exc.__cause__
+        if cause is not None:
+            lines.append(str(cause).splitlines()[0])
+        raise ConfigError("; ".join(lines)) from None
+    run_dir = override_value(overrides, "hydra.run.dir")
+    if cfg.run.dry_run:
+        from pipeline.run import dry_run
+        dry_run(cfg, Path(run_dir) if run_dir else None, print)
+        sys.exit(0)
+    if run_dir:
+        check_free(run_dir)
 
 
 if __name__ == "__main__":
     from pipeline.config import prepare_overrides
     OVERRIDES[:] = [a for a in sys.argv[1:] if not a.startswith("-")]
     try:
+        if len(OVERRIDES) == len(sys.argv) - 1:    # no Hydra flag (-m, --cfg, --config-name, ...)
+            preflight(OVERRIDES)
         prepared = prepare_overrides(OVERRIDES)
-    except ConfigError as exc:
-        print(f"error: invalid configuration: {exc}", file=sys.stderr)
-        sys.exit(2)
-    rewritten = iter(prepared)
-    sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
-    main()
+        rewritten = iter(prepared)
+        sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
+        main()
+    except (ConfigError, StoreError, LockError) as exc:
+        refuse(exc)
+    except KeyboardInterrupt:
+        # Outside the tasks (composing, planning, building a dataset, the report): one line too.
+        print("interrupted; run the same command to resume", file=sys.stderr)
+        sys.exit(130)
     sys.exit(1 if any(FAILED) else 0)

@@ -99,6 +99,7 @@ class RunConf:
     warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
     chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
     progress: bool = True
+    dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
     retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
 
 
@@ -172,12 +173,17 @@ def _parse(overrides: list[str]) -> list:
     return out
 
 
-def store_root_of(overrides: list[str]) -> str | None:
-    """The store root an override list sets (`store.root=...`), else None (the default)."""
+def override_value(overrides: list[str], key: str) -> str | None:
+    """The string an override list sets for key (`store.root=...`), else None."""
     for ov in _parse(overrides):
-        if ov.key_or_group == "store.root" and not ov.is_delete() and isinstance(ov.value(), str):
+        if ov.key_or_group.lstrip("+") == key and not ov.is_delete() and isinstance(ov.value(), str):
             return ov.value()
     return None
+
+
+def store_root_of(overrides: list[str]) -> str | None:
+    """The store root an override list sets (`store.root=...`), else None (the default)."""
+    return override_value(overrides, "store.root")
 
 
 def check_group_choices(overrides: list[str]) -> None:
@@ -194,6 +200,26 @@ def check_group_choices(overrides: list[str]) -> None:
         for v in values:
             if isinstance(v, str) and v not in valid:
                 raise ConfigError(f"{group}={v!r}: no such option; available: {', '.join(valid)}")
+
+
+SECTIONS = {"cv": "CVConf", "cluster": "ClusterConf", "store": "StoreConf", "run": "RunConf"}
+
+
+def check_override_keys(overrides: list[str]) -> None:
+    """Refuse a key the schema lacks (`foo=1`, `run.dryrun=true`) in one line naming the valid
+    keys, before Hydra composes (its own message is five lines and points at HYDRA_FULL_ERROR)."""
+    top = [f.name for f in dataclasses.fields(Config)]
+    for ov in _parse(overrides):
+        parts = ov.key_or_group.lstrip("+~").split(".")
+        if parts[0] == "hydra" or (len(parts) == 1 and parts[0] in GROUPS):
+            continue
+        if parts[0] not in top:
+            raise ConfigError(f"{parts[0]}: unknown key; valid: {', '.join(top)} (and the groups "
+                              f"{', '.join(GROUPS)})")
+        if parts[0] in SECTIONS and len(parts) > 1:
+            valid = [f.name for f in dataclasses.fields(globals()[SECTIONS[parts[0]]])]
+            if parts[1] not in valid:
+                raise ConfigError(f"{parts[0]}.{parts[1]}: unknown key; valid: {', '.join(valid)}")
 
 
 def register_store_entries(root: str | None) -> None:
@@ -223,6 +249,7 @@ def prepare_overrides(overrides: list[str]) -> list[str]:
     """What `compose` and `python -m pipeline` do before Hydra composes: refuse unknown group
     options, offer the store's entries as datasets, and let free mappings take new keys."""
     overrides = list(overrides)
+    check_override_keys(overrides)
     register_store_entries(store_root_of(overrides))
     check_group_choices(overrides)
     out = []
@@ -507,12 +534,17 @@ def validate(cfg: DictConfig) -> DictConfig:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
-    from .store import list_datasets
+    from .store import StoreError, dataset_path, list_datasets
     stored = None
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
-            # Not a builder: an entry already in the store (e.g. ingested) is fine too.
+            # Not a builder: an entry already in the store (e.g. ingested) is fine too, if its
+            # name stays inside the store (`../x` or `a/b` would reach past the root).
+            try:
+                dataset_path(store_root(cfg), builder)
+            except StoreError as exc:
+                fail(f"datasets.{key}.builder", builder, f"not a store entry name ({exc}); a name must not leave the store")
             if stored is None:
                 try:
                     stored = sorted(m["name"] for m in list_datasets(store_root(cfg)))
@@ -644,6 +676,13 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
         fail(f"{where}.kernel", kernel, "must be one of ['linear', 'rbf', 'poly']")
     if kernel not in spec.kernels:
         fail(f"{where}.kernel", kernel, f"solver {spec.name!r} takes {list(spec.kernels)}")
+    if list(spec.kernels) == ["linear"]:
+        # A kernel parameter would be dropped from the problem without a word (linear problems
+        # have none), so a sweep over it would run the same fits again under other names.
+        for k in ("gamma", "degree", "coef0"):
+            if k in p:
+                fail(f"{where}.{k}", p[k], f"solver {spec.name!r} is linear-only (kernels: ['linear']): "
+                     f"it takes no kernel parameter")
     gamma = p.get("gamma", "scale")
     if not (gamma in ("scale", "auto") or (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and gamma > 0)):
         fail(f"{where}.gamma", gamma, "must be 'scale', 'auto' or a number > 0")
@@ -656,9 +695,20 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
     mi = p.get("max_iter")
     if mi is not None and (not isinstance(mi, int) or isinstance(mi, bool) or mi < 1):
         fail(f"{where}.max_iter", mi, "must be an integer >= 1 or null")
+    for key, none_ok in (("intercept_scaling", False), ("huber_k", False), ("time_limit_s", True)):
+        v = p.get(key)
+        if key in p and not (none_ok and v is None) and not _positive_number(v):
+            fail(f"{where}.{key}", v, "must be a number > 0" + (" or null" if none_ok else ""))
+    coef0 = p.get("coef0", 0.0)
+    if not isinstance(coef0, (int, float)) or isinstance(coef0, bool) or not math.isfinite(coef0):
+        fail(f"{where}.coef0", coef0, "must be a finite number")
     mc = p.get("multi_class", "ovr")
     if mc not in ("ovr", "ovo", "ordinal"):
         fail(f"{where}.multi_class", mc, "must be one of ['ovr', 'ovo', 'ordinal']")
+
+
+def _positive_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 def store_root(cfg: DictConfig) -> str:

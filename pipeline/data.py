@@ -7,7 +7,8 @@
     python -m pipeline.data build NAME [--param K=V ...] [--force] [--row-group-size N]
                             [--store ROOT]
     python -m pipeline.data ingest PATH --name NAME [--format libsvm|svmlight|csv|parquet]
-                            [--label COL] [--zero-based auto|true|false] [--force] [--store ROOT]
+                            [--label COL] [--no-header] [--zero-based auto|true|false] [--force]
+                            [--store ROOT]
     python -m pipeline.data remove NAME                            [--store ROOT]
 
 The default store is :func:`pipeline.store.default_store_root` (``$SVMBENCH_STORE``, else the
@@ -106,7 +107,15 @@ def _parser() -> argparse.ArgumentParser:
         help="file format (default: from the extension: .svm .libsvm .svmlight .txt, .csv, "
         ".parquet .pq)",
     )
-    p.add_argument("--label", help="label column of a CSV or Parquet table")
+    p.add_argument(
+        "--label",
+        help="label column of a CSV or Parquet table (without a header: its number, default 0)",
+    )
+    p.add_argument(
+        "--no-header",
+        action="store_true",
+        help="the CSV file has no header line: columns are numbered from 0",
+    )
     p.add_argument(
         "--zero-based",
         choices=("auto", "true", "false"),
@@ -191,13 +200,16 @@ def _cmd_build(args, root: Path) -> int:
 
 
 def _cmd_ingest(args, root: Path) -> int:
-    _refuse_empty_input(args.path, args.format)
+    if args.no_header and (args.format or _format_or_none(args.path)) != "csv":
+        raise ValueError(f"--no-header is for CSV files; {args.path} is not one (--format csv if it is)")
+    _refuse_empty_input(args.path, args.format, header=not args.no_header)
     meta = datasets.ingest_file(
         root,
         args.path,
         args.name,
         format=args.format,
         label=args.label,
+        header=not args.no_header,
         zero_based=args.zero_based,
         overwrite=args.force,
         license=args.license,
@@ -208,7 +220,14 @@ def _cmd_ingest(args, root: Path) -> int:
     return 0
 
 
-def _refuse_empty_input(path_arg: str, format_arg: str | None) -> None:
+def _format_or_none(path_arg: str) -> str | None:
+    try:
+        return datasets.infer_format(path_arg)
+    except ValueError:
+        return None
+
+
+def _refuse_empty_input(path_arg: str, format_arg: str | None, header: bool = True) -> None:
     """Refuse a file that holds no data rows, before anything is written to the store.
 
     The readers take such a file for a dataset of 0 rows, which would then fail far from
@@ -238,7 +257,7 @@ def _refuse_empty_input(path_arg: str, format_arg: str | None) -> None:
         import pandas as pd
 
         try:
-            head = pd.read_csv(path, nrows=1)
+            head = pd.read_csv(path, nrows=1, header=0 if header else None)
         except pd.errors.EmptyDataError:
             raise ValueError(
                 f"{path}: no header and no data lines (the file is empty or holds only blank "

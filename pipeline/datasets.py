@@ -7,7 +7,8 @@ into ``(X, y, meta_kwargs)``, where ``meta_kwargs`` holds the ``source``, ``lice
 other than the defaults get their own entry, named ``<dataset>-<8 hex digits>`` after a hash
 of the parameters, so that two of them never share a folder.
 
-:func:`ingest_file` brings LIBSVM/svmlight, CSV and Parquet files into the store, reporting
+:func:`ingest_file` brings LIBSVM/svmlight, CSV and Parquet files (parsed by
+:mod:`pipeline.userfiles`) into the store, reporting
 a malformed LIBSVM line as ``path:lineno: problem``.
 
 Built-in datasets:
@@ -55,12 +56,14 @@ from scipy.special import ndtr
 
 from pipeline import package_data, store
 from pipeline.store import StoreError
+from pipeline.userfiles import INGEST_FORMATS, infer_format, read_csv, read_libsvm, read_parquet
 
 __all__ = [
     "BUILDERS",
     "Builder",
     "INGEST_FORMATS",
     "build_dataset",
+    "check_writable",
     "dataset_names",
     "ensure_dataset",
     "get_builder",
@@ -848,302 +851,21 @@ def ensure_dataset(
 # Ingest
 # --------------------------------------------------------------------------------------------
 
-INGEST_FORMATS = ("libsvm", "svmlight", "csv", "parquet")
 
-_EXTENSION_FORMATS = {
-    ".svm": "libsvm",
-    ".libsvm": "libsvm",
-    ".svmlight": "libsvm",
-    ".txt": "libsvm",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-
-_LABEL_CANDIDATES = ("label", "y", "target", "class")
-
-# A whole well-formed LIBSVM line, matched in C; only a line that fails gets the slow,
-# token-by-token diagnosis. Numbers are finite decimals (sklearn's parser would accept
-# nan/inf, which no solver can use).
-_NUM = rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
-_LINE_RE = re.compile(
-    rb"[ \t]*" + _NUM + rb"(?:[ \t]+qid:\d+)?((?:[ \t]+\d{1,18}:" + _NUM + rb")*)[ \t]*"
-)
-# Anchored on the separator: unanchored, the regex would retry at every digit of every value.
-_INDEX_RE = re.compile(rb"[ \t](\d+):")
-
-
-def infer_format(path: str | os.PathLike) -> str:
-    """The ingest format implied by a file's extension (``.gz`` etc. are not looked through).
-
-    Raises
-    ------
-    ValueError
-        For an unknown extension, naming the known ones.
-    """
-    suffix = Path(path).suffix.lower()
+def check_writable(root: str, why: str) -> None:
+    """A store root we must write to: create it and a file in it now, or raise StoreError naming
+    it (rather than an OSError from deep inside a builder). Remote roots (URIs) are left to
+    their filesystem."""
+    if "://" in str(root):
+        return
+    probe = Path(root) / f".write-test-{os.getpid()}"
     try:
-        return _EXTENSION_FORMATS[suffix]
-    except KeyError:
-        known = ", ".join(sorted(_EXTENSION_FORMATS))
-        raise ValueError(
-            f"{path}: cannot tell the format from the extension {suffix or '(none)'!r} "
-            f"(known: {known}); pass --format {'|'.join(INGEST_FORMATS)}"
-        ) from None
-
-
-def _validate_libsvm(path: Path, zero_based: str) -> bool:
-    """Check every line of a LIBSVM/svmlight file; return whether indices are zero-based.
-
-    Raises ValueError("path:lineno: problem") at the first malformed line.
-
-    Each line's syntax is checked by one compiled regex; the order of the feature indices is
-    checked with numpy for a batch of lines at a time, since converting and comparing
-    indices one by one in Python would dominate the cost (about 4x slower). Together this
-    runs at roughly the speed of scikit-learn's C loader.
-    """
-    saw_zero = False
-    with open(path, "rb") as fh:
-        batch: list[tuple[int, bytes]] = []
-        for lineno, raw in enumerate(fh, start=1):
-            line = raw.split(b"#", 1)[0].rstrip(b"\r\n")
-            if not line.strip():
-                continue
-            match = _LINE_RE.fullmatch(line)
-            if match is None:
-                raise ValueError(f"{path}:{lineno}: {_diagnose_libsvm(line)}")
-            batch.append((lineno, match.group(1)))
-            if len(batch) == _VALIDATE_BATCH:
-                saw_zero |= _check_index_order(path, batch, zero_based)
-                batch = []
-        saw_zero |= _check_index_order(path, batch, zero_based)
-    if zero_based == "auto":
-        return saw_zero  # sklearn's heuristic: any index 0 means zero-based
-    return zero_based == "true"
-
-
-_VALIDATE_BATCH = 8192
-
-
-def _check_index_order(path: Path, batch: list[tuple[int, bytes]], zero_based: str) -> bool:
-    """Check the feature indices of a batch of syntactically valid lines; return if any is 0.
-
-    ``batch`` holds (line number, the line's ``index:value`` part).
-    """
-    parts, counts = [], []
-    for _, features in batch:
-        found = _INDEX_RE.findall(features)
-        parts.append(b" ".join(found))
-        counts.append(len(found))
-    if not any(counts):
-        return False
-    # Digits only (the line regex guarantees it), so the text parse cannot fail.
-    indices = np.fromstring(b" ".join(parts), dtype=np.int64, sep=" ")
-    counts = np.asarray(counts)
-    indptr = np.r_[0, np.cumsum(counts)]
-    line_of = np.repeat(np.arange(len(batch)), counts)
-
-    def fail(position: int, problem: str):
-        lineno = batch[line_of[position]][0]
-        raise ValueError(f"{path}:{lineno}: {problem}")
-
-    too_large = np.flatnonzero(indices > np.iinfo(np.int32).max)
-    if too_large.size:
-        fail(too_large[0], f"feature index {indices[too_large[0]]} is too large (max 2**31 - 1)")
-    step_ok = np.diff(indices) > 0
-    step_ok[indptr[1:-1][(indptr[1:-1] > 0) & (indptr[1:-1] < indices.size)] - 1] = True
-    bad = np.flatnonzero(~step_ok)
-    if bad.size:
-        k = bad[0]
-        fail(
-            k + 1,
-            f"feature indices not strictly increasing (index {indices[k + 1]} after {indices[k]})",
-        )
-    zeros = np.flatnonzero(indices == 0)
-    if zeros.size and zero_based == "false":
-        fail(zeros[0], "feature index 0 in a file declared one-based (--zero-based false)")
-    return bool(zeros.size)
-
-
-def _diagnose_libsvm(line: bytes) -> str:
-    """Name the first problem of a line that failed the fast whole-line match."""
-    tokens = line.decode("utf-8", errors="replace").split()
-    first, rest = tokens[0], tokens[1:]
-    if ":" in first:
-        return f"missing label (line starts with {first!r})"
-    problem = _number_problem(first)
-    if problem:
-        return f"label {first!r} {problem}"
-    if rest and rest[0].startswith("qid:"):
-        if not rest[0][4:].isdigit():
-            return f"qid {rest[0][4:]!r} is not a non-negative integer"
-        rest = rest[1:]
-    for token in rest:
-        index, sep, value = token.partition(":")
-        if not sep:
-            return f"token {token!r} is not of the form index:value"
-        if not index.isdigit() or not index.isascii():
-            if index.startswith("-") and index[1:].isdigit():
-                return f"feature index {index} is negative"
-            return f"feature index {index!r} is not an integer"
-        if int(index) > np.iinfo(np.int32).max:
-            return f"feature index {index} is too large (max 2**31 - 1)"
-        problem = _number_problem(value)
-        if problem:
-            return f"value {value!r} for feature {index} {problem}"
-    return "malformed line"
-
-
-def _number_problem(text: str) -> str:
-    """Why ``text`` is not a finite decimal number, or "" if it is one."""
-    if re.fullmatch(_NUM.decode(), text):
-        return ""
-    try:
-        float(text)
-    except ValueError:
-        return "is not a number"
-    return "is not finite" if not math.isfinite(float(text)) else "is not a plain decimal number"
-
-
-def read_libsvm(
-    path: str | os.PathLike, zero_based: str = "auto"
-) -> tuple[sp.csr_matrix, np.ndarray, list]:
-    """Read a LIBSVM/svmlight file after validating it line by line.
-
-    Parameters
-    ----------
-    path : path-like
-    zero_based : {"auto", "true", "false"}
-        Whether feature indices start at 0. ``"auto"`` follows scikit-learn: zero-based iff
-        some index is 0. One-based indices are shifted to zero-based.
-
-    Returns
-    -------
-    X, y, preprocessing
-        ``preprocessing`` records the index shift, if any.
-
-    Raises
-    ------
-    ValueError
-        ``"path:lineno: problem"`` for the first malformed line.
-    FileNotFoundError
-        If the file does not exist.
-    """
-    from sklearn.datasets import load_svmlight_file
-
-    path = Path(path)
-    zero_based = str(zero_based).lower()
-    if zero_based not in ("auto", "true", "false"):
-        raise ValueError(f"zero_based must be auto, true or false, got {zero_based!r}")
-    is_zero_based = _validate_libsvm(path, zero_based)
-    X, y = load_svmlight_file(str(path), zero_based=is_zero_based, dtype=np.float64)
-    preprocessing = [] if is_zero_based else ["one-based feature indices shifted to zero-based"]
-    return X, y, preprocessing
-
-
-def _frame_to_xy(frame, label: str | None, where: str, locate: Callable[[int], str]):
-    """Split a DataFrame into numeric features and labels, with errors a user can act on."""
-    import pandas as pd
-
-    columns = [str(c) for c in frame.columns]
-    frame = frame.set_axis(columns, axis=1)
-    if label is None:
-        label = next((c for c in _LABEL_CANDIDATES if c in columns), None)
-        if label is None:
-            raise ValueError(
-                f"{where}: no label column: pass --label COLUMN (none of "
-                f"{', '.join(_LABEL_CANDIDATES)} is present); columns: {', '.join(columns)}"
-            )
-    elif label not in columns:
-        raise ValueError(
-            f"{where}: label column {label!r} not found; columns: {', '.join(columns)}"
-        )
-    labels = frame[label]
-    missing = np.flatnonzero(labels.isna().to_numpy())
-    if missing.size:
-        raise ValueError(f"{locate(int(missing[0]))}: missing label in column {label!r}")
-    extra: dict[str, Any] = {}
-    if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
-        y = labels.to_numpy(dtype=np.float64)
-    else:
-        # Text (or boolean) classes become 0..k-1 in sorted order; the names are kept.
-        codes, names = pd.factorize(labels, sort=True)
-        y = codes.astype(np.float64)
-        extra["label_names"] = [str(n) for n in names]
-
-    features = frame.drop(columns=[label])
-    for column in features.columns:
-        values = features[column]
-        if pd.api.types.is_bool_dtype(values):
-            continue
-        if not pd.api.types.is_numeric_dtype(values):
-            parsed = pd.to_numeric(values, errors="coerce")
-            bad = np.flatnonzero(parsed.isna().to_numpy() & values.notna().to_numpy())
-            example = f"; e.g. {values.iloc[bad[0]]!r} at {locate(int(bad[0]))}" if bad.size else ""
-            raise ValueError(
-                f"{where}: feature column {column!r} is not numeric (dtype {values.dtype}"
-                f"{example}); encode or drop it before ingesting"
-            )
-        missing = np.flatnonzero(values.isna().to_numpy())
-        if missing.size:
-            raise ValueError(
-                f"{locate(int(missing[0]))}: missing value in feature column {column!r}"
-            )
-    X = features.to_numpy(dtype=np.float64)
-    if X.size and not np.all(np.isfinite(X)):
-        row, col = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(
-            f"{locate(int(row))}: non-finite value in feature column {features.columns[col]!r}"
-        )
-    extra["feature_names"] = list(features.columns)
-    extra["label_column"] = label
-    return X, y, extra
-
-
-def read_csv(path: str | os.PathLike, label: str | None = None):
-    """Read a CSV file with a header row: one label column, all other columns numeric.
-
-    ``label`` defaults to the first of ``label``, ``y``, ``target``, ``class`` present.
-    Non-numeric labels are coded 0..k-1 in sorted order (names kept as ``label_names``).
-
-    Returns
-    -------
-    X : ndarray, y : ndarray, extra : dict
-    """
-    import pandas as pd
-
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable CSV file: {exc}") from exc
-    # Data row i is on line i + 2: line 1 is the header.
-    return _frame_to_xy(frame, label, str(path), lambda i: f"{path}:{i + 2}")
-
-
-def read_parquet(path: str | os.PathLike, label: str | None = None):
-    """Read a Parquet file: the store's own columns, or a plain table like a CSV file.
-
-    A table with columns ``y``, ``indices`` and ``values`` (lists) is read as the store's
-    sparse layout; ``n_features`` is then the largest index plus one. Any other table is
-    treated like :func:`read_csv`.
-
-    Returns
-    -------
-    X : ndarray or csr_matrix, y : ndarray, extra : dict
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    try:
-        table = pq.read_table(path)
-    except pa.ArrowException as exc:
-        raise ValueError(f"{path}: not a readable Parquet file: {exc}") from exc
-    if {"y", "indices", "values"}.issubset(table.column_names):
-        X, y = store.arrow_to_csr(table, what=str(path))
-        return X, y, {}
-    return _frame_to_xy(table.to_pandas(), label, str(path), lambda i: f"{path}: row {i}")
+        Path(root).mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StoreError(f"store {root}: not writable ({exc.strerror or exc}); {why}: choose a folder you "
+                         f"can write (store.root=..., --store or $SVMBENCH_STORE)") from None
 
 
 def ingest_file(
@@ -1153,6 +875,7 @@ def ingest_file(
     *,
     format: str | None = None,
     label: str | None = None,
+    header: bool = True,
     zero_based: str = "auto",
     overwrite: bool = False,
     license: str = "",
@@ -1172,7 +895,9 @@ def ingest_file(
     format : {"libsvm", "svmlight", "csv", "parquet"}, optional
         Inferred from the extension when absent (see :func:`infer_format`).
     label : str, optional
-        Label column of a CSV or plain Parquet table.
+        Label column of a CSV or plain Parquet table (a column number for a CSV without header).
+    header : bool
+        Whether a CSV file's first line names the columns.
     zero_based : {"auto", "true", "false"}
         LIBSVM index base.
     overwrite : bool
@@ -1194,6 +919,8 @@ def ingest_file(
             )
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    store.dataset_path(root, name)   # a bad name is refused before the root is created
+    check_writable(root, f"ingesting {path} as {name!r}")
     fmt = (format or infer_format(path)).lower()
     if fmt not in INGEST_FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(INGEST_FORMATS)}")
@@ -1201,7 +928,7 @@ def ingest_file(
         X, y, preprocessing = read_libsvm(path, zero_based)
         extra = {}
     elif fmt == "csv":
-        X, y, extra = read_csv(path, label)
+        X, y, extra = read_csv(path, label, header)
         preprocessing = []
     else:
         X, y, extra = read_parquet(path, label)

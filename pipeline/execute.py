@@ -75,6 +75,22 @@ def write_shard(run_dir: Path, record: dict) -> None:
         raise
 
 
+def clean_partial_shards(run_dir: Path) -> int:
+    """Delete the temporary files of shard writes cut short (a client killed mid-write). Readers
+    ignore them anyway; removing them is safe only under the run dir's lock (`pipeline.runlock`),
+    where no other client can be writing one. Returns how many."""
+    removed = 0
+    for tmp in (Path(run_dir) / "shards").glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during execute, carrying the line for the user: how many tasks are saved where."""
+
+
 def _json_default(obj):
     import numpy as np
     if isinstance(obj, np.generic):
@@ -117,11 +133,44 @@ def open_client(cluster):
         return
     from distributed import LocalCluster
     n = cluster.n_workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=True,
-                      memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
-                      silence_logs=logging.ERROR) as local:
-        with Client(local) as client:
-            yield client
+    # Workers log at CRITICAL only: a task's failure comes back through its future (an error
+    # row with the cause), and a worker's lost heartbeat when the client stops (Ctrl-C) is not news.
+    with _sigint_ignored():
+        local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=True,
+                             memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
+                             silence_logs=logging.CRITICAL)
+    with local, Client(local) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _quiet_on_interrupt():
+    """On Ctrl-C, silence Dask's shutdown (cancelled callbacks, workers killed mid-task: logged
+    with tracebacks by distributed and tornado) before the cluster closes: the run's own line,
+    how many tasks are saved, is what the user needs."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        for name in ("distributed", "tornado", "asyncio"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        raise
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Start worker processes with SIGINT ignored (they inherit it, and Python keeps an ignored
+    SIGINT): Ctrl-C reaches the whole process group, and only the client should act on it
+    (one line, exit 130) instead of every worker printing a KeyboardInterrupt traceback."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _progress(total: int, enabled: bool):
@@ -187,7 +236,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     dashboard = None
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
     tasks = []
-    with open_client(cluster) as client:
+    with open_client(cluster) as client, _quiet_on_interrupt():
         bar = _progress(len(todo), bool(cfg.run.progress))
         tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
 
@@ -198,6 +247,8 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
                 record = by_key[spec["key"]]
                 failed += record["status"] == "error"
                 write_shard(run_dir, {**record, "spec": spec})
+                if failed:
+                    bar.set_postfix(failed=failed, refresh=False)
                 bar.update()
 
         if client is None:

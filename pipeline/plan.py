@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, grid_points, typed
+from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, ConfigError, grid_points, typed
 
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
@@ -121,6 +121,24 @@ def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.
         rounds = 1 if kind == "holdout" else int(cv["rounds"])
         split = StratifiedShuffleSplit(n_splits=rounds, test_size=float(cv["test_size"]), random_state=seed)
     return [(np.sort(tr), np.sort(te)) for tr, te in split.split(np.zeros(n), y)]
+
+
+def check_labels(where: str, name: str, y: np.ndarray, cv: dict, max_rows=None) -> None:
+    """Refuse, before any task, labels the CV scheme cannot split: one class (no SVM to fit;
+    every fit would end in error), or a class with fewer rows than stratified k-fold has folds
+    (each fold's test part needs one of each) or than a stratified split needs (2)."""
+    classes, counts = np.unique(y, return_counts=True)
+    rows = f" (after max_rows={max_rows})" if max_rows is not None else ""
+    if len(classes) < 2:
+        raise ConfigError(f"{where}: dataset {name!r} has one class ({classes[0]:g}: {counts[0]} rows){rows}; "
+                          f"a classifier needs at least two")
+    smallest = int(counts.argmin())
+    need, why = {"kfold": (int(cv["folds"]), f"cv.folds={cv['folds']}"),
+                 "holdout": (2, "a stratified holdout"), "repeated": (2, "a stratified split")}.get(cv["kind"], (1, ""))
+    if counts[smallest] < need:
+        raise ConfigError(f"{where}: {why} needs at least {need} rows of each class, but class "
+                          f"{classes[smallest]:g} of dataset {name!r} has {counts[smallest]}{rows}; "
+                          f"lower cv.folds or use cv=holdout")
 
 
 def binary_labels(y: np.ndarray, positive) -> tuple[np.ndarray, list]:
@@ -219,8 +237,13 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
             raise ValueError(f"datasets.{dkey}: not materialised (call materialise_datasets first)")
         meta, y = labels[dkey]
         rows_seed = seed_from_key(spec_key({"rows": meta["fingerprint"], "seed": cfg.seed}))
+        check_labels(f"datasets.{dkey}", meta["name"], y, cv)
         rows = subsample_rows(y, ds.max_rows, rows_seed)
-        yb, classes = binary_labels(y[rows], ds.positive)
+        check_labels(f"datasets.{dkey}", meta["name"], y[rows], cv, ds.max_rows)
+        try:
+            yb, classes = binary_labels(y[rows], ds.positive)
+        except ValueError as exc:
+            raise ConfigError(f"datasets.{dkey}.positive: {exc}") from None
         folds_seed = seed_from_key(spec_key({"folds": meta["fingerprint"], "cv": cv, "seed": cfg.seed}))
         folds = make_folds(yb, cv, folds_seed)
         data = {"entry": dkey, "name": meta["name"], "fingerprint": meta["fingerprint"],

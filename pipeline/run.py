@@ -6,27 +6,39 @@
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from . import store
 from .config import ConfigError, store_root, validate
-from .execute import error_keys, execute, failure_lines, finished_keys
-from .datasets import dataset_names, ensure_dataset
+from .datasets import check_writable, dataset_names, ensure_dataset, store_name
+from .execute import (
+    Interrupted,
+    clean_partial_shards,
+    error_keys,
+    execute,
+    failure_lines,
+    finished_keys,
+)
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
 from .results import write_tables
+from .runlock import run_lock
 from .store import dataset_info, read_dataset
 
 log = logging.getLogger("svmbench")
 
 
-def materialise_datasets(cfg: DictConfig) -> dict:
+def materialise_datasets(cfg: DictConfig, build: bool = True) -> dict:
     """Each dataset entry of the config -> (meta, labels), building a built-in dataset the store
     lacks (or holds with other parameters) and reading its labels (a verified read). The one step of
-    planning that touches the store; `run` calls it before `build_plan`."""
+    planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
+    run) an entry the store lacks is left out and named in `missing_datasets` instead."""
     cfg = effective_config(cfg)
     root = store_root(cfg)
     out = {}
@@ -34,6 +46,10 @@ def materialise_datasets(cfg: DictConfig) -> dict:
         builder = ds.builder or dkey
         params = OmegaConf.to_container(ds.params, resolve=True) or {}
         if builder in dataset_names():
+            if not store.exists(root, store_name(builder, params)):
+                if not build:
+                    continue
+                check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
             meta = ensure_dataset(root, builder, params)
         else:   # a store entry of the user's (ingested), used as it is
             meta = dataset_info(root, builder)
@@ -41,29 +57,53 @@ def materialise_datasets(cfg: DictConfig) -> dict:
     return out
 
 
+def missing_datasets(cfg: DictConfig, materialised: dict) -> list[str]:
+    """The dataset entries a dry run did not materialise (built-ins the store lacks)."""
+    return [k for k in effective_config(cfg).datasets if k not in materialised]
+
+
 def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
-    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict."""
+    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict
+    (with run.dry_run=true: the plan, and nothing is run or written)."""
     t0 = time.perf_counter()
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
 
     def say(msg):
         # Under `python -m pipeline`, Hydra's logging prints this and writes run.log; callers
-        # without Hydra (tests, notebooks) may pass echo=print.
+        # without Hydra (tests, notebooks) get run.log from `_run_log` and may pass echo=print.
         log.info(msg)
         if echo is not None:
             echo(msg)
 
     cfg = validate(cfg)
     check_paper(cfg)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
-    root = store_root(cfg)
+    if cfg.run.dry_run:
+        return dry_run(cfg, run_dir, say)
+    # Every check on the data (store entries, fingerprints, classes against folds) happens in
+    # planning, before the run directory gets anything of its own (the store's writes are its own
+    # and atomic: a dataset built here is whole, and kept).
     plan = build_plan(cfg, materialise_datasets(cfg))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with run_lock(run_dir, say), _run_log(run_dir):
+        return _run_locked(cfg, plan, run_dir, say, t0)
+
+
+def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
+    root = store_root(cfg)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    removed = clean_partial_shards(run_dir)
+    if removed:
+        say(f"removed {removed} partial shard files (temporary files of a run killed mid-write)")
     say(f"plan: {len(plan.fits)} fits and {len(plan.references)} reference solves over "
         f"{len(plan.datasets)} datasets (store: {root})")
-    summary = execute(plan, run_dir, cfg, root, log=say)
-    say(summary.line())
     keys = list(plan.references) + list(plan.fits)
+    try:
+        summary = execute(plan, run_dir, cfg, root, log=say)
+    except KeyboardInterrupt:
+        saved = len(finished_keys(run_dir) & set(keys))
+        raise Interrupted(f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; "
+                          f"run the same command to resume") from None
+    say(summary.line())
     others = len(finished_keys(run_dir) - set(keys))
     if others:
         say(f"left out of the tables: {others} shards of other configs in {run_dir / 'shards'} "
@@ -76,7 +116,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
     report = build_report(run_dir)
     say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
     say(f"report: {report}  ({time.perf_counter() - t0:.1f} s)")
-    paper = write_reproduction(cfg, run_dir, root)
+    paper = write_reproduction(cfg, run_dir, store_root(cfg))
     if paper is not None:
         say(f"paper: {paper}  ({time.perf_counter() - t0:.1f} s)")
     if failed:
@@ -87,6 +127,74 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
             say(line)
     return {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper,
             "results": results, "traces": traces, "failed": len(failed)}
+
+
+@contextlib.contextmanager
+def _run_log(run_dir: Path):
+    """run.log in the run dir for callers without Hydra (whose job logging writes it already)."""
+    path = os.path.abspath(run_dir / "run.log")   # as logging.FileHandler names its file
+    loggers = (log, logging.getLogger())
+    if any(getattr(h, "baseFilename", None) == path for lg in loggers for h in lg.handlers):
+        yield
+        return
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] %(message)s"))
+    level = log.level
+    log.addHandler(handler)
+    if not log.isEnabledFor(logging.INFO):
+        log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        handler.close()
+
+
+def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
+    """What a run would do, from the store as it is: the datasets, the tasks (fits and reference
+    solves, by solver), how many the run dir already holds, and the shards it would write. Runs,
+    builds and writes nothing; a built-in dataset the store lacks is named (it would be built
+    first) and its tasks are not counted, since its labels decide its folds."""
+    root = store_root(cfg)
+    data = materialise_datasets(cfg, build=False)
+    missing = missing_datasets(cfg, data)
+    plan = build_plan(_only_datasets(cfg, data), data) if data else None
+    fits, refs = (plan.fits, plan.references) if plan else ({}, {})
+    keys = set(fits) | set(refs)
+    have = finished_keys(run_dir) & keys if run_dir is not None else set()
+    errors = error_keys(run_dir, have) if cfg.run.retry_errors and have else set()
+    todo = len(keys) - len(have) + len(errors)
+    say(f"dry run (run.dry_run=true): nothing is run, built or written; store: {root}")
+    for dkey, d in (plan.datasets if plan else {}).items():
+        say(f"  dataset {dkey}: {d['name']} ({d['n_rows']} rows x {d['n_features']} features, "
+            f"classes {d['classes']}, {len(d['folds'])} folds)")
+    for dkey in missing:
+        say(f"  dataset {dkey}: not in the store; the run would build it first "
+            f"(`python -m pipeline.data build {effective_config(cfg).datasets[dkey].builder or dkey}`); "
+            f"its tasks are not counted below")
+    by_solver: dict = {}
+    for spec in fits.values():
+        by_solver[spec["solver_entry"]] = by_solver.get(spec["solver_entry"], 0) + 1
+    say(f"  fits: {len(fits)} ({', '.join(f'{k} {n}' for k, n in by_solver.items()) or 'none'})")
+    ref_by: dict = {}
+    for spec in refs.values():
+        ref_by[spec["solver"]] = ref_by.get(spec["solver"], 0) + 1
+    say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
+        f"run.reference={cfg.run.reference})")
+    retry = f", {len(errors)} of them errors to retry" if errors else ""
+    where = f"run dir {run_dir}" if run_dir is not None else "a new run dir (no hydra.run.dir given)"
+    say(f"  {where}: {len(have)} of {len(keys)} tasks already done{retry}; the run would write {todo} shards")
+    return {"dry_run": True, "plan": plan, "missing": missing, "done": len(have), "todo": todo,
+            "failed": 0}
+
+
+def _only_datasets(cfg: DictConfig, data: dict) -> DictConfig:
+    """cfg with only the dataset entries in data (a dry run plans what the store holds)."""
+    cfg = effective_config(cfg)
+    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    out.datasets = {k: v for k, v in out.datasets.items() if k in data}
+    return out
 
 
 def check_paper(cfg: DictConfig) -> None:

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from pipeline import datasets, store
+from pipeline import datasets, store, userfiles
 from pipeline.store import StoreError
 
 SMALL_RCV1 = {"n_samples": 400, "n_features": 1500, "mean_nnz": 20.0}
@@ -293,7 +293,7 @@ def test_infer_format():
         ("1 3:nan", "value 'nan' for feature 3 is not finite"),
         ("1 3", "token '3' is not of the form index:value"),
         ("1 3:1 2:1", "feature indices not strictly increasing (index 2 after 3)"),
-        ("1 3:1 3:1", "feature indices not strictly increasing"),
+        ("1 3:1 3:1", "feature index 3 repeated in the row"),
         ("1 qid:a 1:1", "qid 'a' is not a non-negative integer"),
         ("1 3000000000:1", "feature index 3000000000 is too large"),
         ("1 30000000000000000000000:1", "feature index 30000000000000000000000 is too large"),
@@ -308,7 +308,7 @@ def test_libsvm_validator_names_line_and_problem(tmp_path, line, problem):
 
 
 def test_libsvm_validator_across_batches(tmp_path, monkeypatch):
-    monkeypatch.setattr(datasets, "_VALIDATE_BATCH", 2)  # several batches, with boundaries
+    monkeypatch.setattr(userfiles, "_VALIDATE_BATCH", 2)  # several batches, with boundaries
     path = tmp_path / "b.svm"
     good = ["1 5:1 9:2", "-1", "1 2:1", "# note", "-1 1:1 7:3", "1 3:1"]
     path.write_text("\n".join(good) + "\n")

@@ -1,0 +1,205 @@
+"""Operation (issue #11): one run per run directory (a lock, stale locks taken over), Ctrl-C and
+SIGKILL of the client with real `python -m pipeline` processes, the dry run, run.log."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline import runlock
+from pipeline.config import compose
+from pipeline.run import run
+from pipeline.runlock import LockError, run_lock
+
+ROOT = Path(__file__).resolve().parents[2]
+# Fits that take about half a second each (pegasos runs to its time limit), so a signal lands mid-sweep.
+SLOW = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=200", "solvers=[pegasos]",
+        "solvers.pegasos.grid.C=[0.1,0.2,0.3,0.5,1,2,3,5,10,20]", "solvers.pegasos.params.tol=1e-12",
+        "solvers.pegasos.params.max_iter=1000000000", "solvers.pegasos.params.time_limit_s=0.5", "cv.folds=2",
+        "run.reference=false"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _start(store, run_dir, *overrides):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    args = [sys.executable, "-m", "pipeline", f"store.root={store}", *SLOW, f"hydra.run.dir={run_dir}", *overrides]
+    # Its own process group: the test sends the signal to the group, as a terminal's Ctrl-C does.
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                            start_new_session=True)
+
+
+def _wait_for(predicate, timeout=60.0):
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+def _shards(run_dir):
+    return sorted((Path(run_dir) / "shards").glob("*.json"))
+
+
+def _run(store, run_dir, *overrides, echo=None):
+    return run(compose([f"store.root={store}", "cluster=sequential", "run.progress=false", *SLOW, *overrides]),
+               run_dir, echo=echo)
+
+
+# ------------------------------------------------------------------------------------ the lock
+def test_a_live_lock_refuses_a_second_run_naming_dir_host_and_pid(store, tmp_path):
+    with run_lock(tmp_path):
+        with pytest.raises(LockError) as err:
+            _run(store, tmp_path)
+        # The CLI's check before Hydra writes its .hydra/ into the other run's directory.
+        from pipeline.__main__ import preflight
+        with pytest.raises(LockError):
+            preflight([f"store.root={store}", *SLOW, f"hydra.run.dir={tmp_path}"])
+    message = str(err.value)
+    assert f"run directory {tmp_path} is in use" in message
+    assert f"host {socket.gethostname()}, pid {os.getpid()}" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []     # released, and nothing written
+
+
+def _plant_lock(run_dir, host, pid, age_s):
+    path = runlock.lock_path(run_dir)
+    path.write_text(json.dumps({"host": host, "pid": pid, "started": "then"}))
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+
+
+def _dead_pid():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize("host, pid, age_s, stale", [
+    ("this", "dead", 0, "is gone"),                                   # crashed here: its pid is gone
+    ("other-host", 123, runlock.STALE_AFTER_S + 60, "no heartbeat"),   # elsewhere: heartbeat too old
+    ("other-host", 123, 1, None),                                      # elsewhere, beating: refused
+    ("this", "alive", runlock.STALE_AFTER_S + 60, None),               # here, alive: refused whatever its age
+])
+def test_a_stale_lock_is_taken_over_saying_so_and_a_live_one_refused(tmp_path, host, pid, age_s, stale):
+    host = socket.gethostname() if host == "this" else host
+    pid = {"dead": _dead_pid(), "alive": os.getpid()}.get(pid, pid)
+    _plant_lock(tmp_path, host, pid, age_s)
+    said = []
+    if stale is None:
+        with pytest.raises(LockError, match=f"host {host}, pid {pid}"), run_lock(tmp_path, said.append):
+            pass
+        assert runlock.read_owner(tmp_path)["pid"] == pid       # left in place
+        return
+    with run_lock(tmp_path, said.append):
+        assert runlock.read_owner(tmp_path)["pid"] == os.getpid()
+    assert len(said) == 1 and f"taking over the stale lock of run directory {tmp_path}" in said[0]
+    assert f"pid {pid}: " in said[0] and stale in said[0]
+    assert not runlock.lock_path(tmp_path).exists()
+
+
+def test_without_hard_links_the_lock_is_an_exclusive_create(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(runlock.os, "link", no_links)
+    with run_lock(tmp_path):
+        assert runlock.read_owner(tmp_path)["pid"] == os.getpid()
+        with pytest.raises(LockError), run_lock(tmp_path):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
+    monkeypatch.setattr(runlock, "HEARTBEAT_S", 0.05)
+    with run_lock(tmp_path):
+        path = runlock.lock_path(tmp_path)
+        os.utime(path, (0, 0))
+        _wait_for(lambda: path.stat().st_mtime > time.time() - 5, timeout=5)
+
+
+# ------------------------------------------------------------------------------------ signals
+@pytest.mark.slow   # a real LocalCluster: client, scheduler and a worker process start and stop
+def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(store, tmp_path):
+    p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1")
+    try:
+        # After the first shard the worker is inside its second task: the moment a worker without
+        # SIGINT ignored would print its KeyboardInterrupt traceback.
+        _wait_for(lambda: len(_shards(tmp_path)) >= 1)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    n = len(_shards(tmp_path))
+    assert p.returncode == 130, err[-3000:]
+    assert err.strip().splitlines() == [
+        f"interrupted: {n} of 20 tasks saved in {tmp_path}; run the same command to resume"], err[-3000:]
+    assert "Traceback" not in out and "Error" not in out, out[-3000:]
+    assert not runlock.lock_path(tmp_path).exists()
+
+
+def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_over(store, tmp_path):
+    p = _start(store, tmp_path, "cluster=sequential")
+    try:
+        _wait_for(lambda: len(_shards(tmp_path)) >= 2)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate(timeout=60)
+    for shard in _shards(tmp_path):           # every shard is a whole record
+        assert json.loads(shard.read_text())["status"] in ("converged", "budget", "timeout", "max_iter")
+    assert runlock.read_owner(tmp_path)["pid"] == p.pid     # its lock stayed behind
+    # A kill inside write_shard leaves a temporary file that no reader takes for a shard.
+    partial = tmp_path / "shards" / f".{_shards(tmp_path)[0].name}.0123abcd.tmp"
+    partial.write_text('{"key": "fit-0", "status": "conv')
+    done = len(_shards(tmp_path))
+    said = []
+    dry = _run(store, tmp_path, "run.dry_run=true", echo=said.append)
+    assert dry["done"] == done and dry["todo"] == 20 - done and partial.exists()   # a dry run writes nothing
+    assert "  fits: 20 (pegasos 20)" in said and f"{done} of 20 tasks already done" in said[-1]
+    out = _run(store, tmp_path, "solvers.pegasos.grid.C=[0.1]", echo=said.append)   # 2 fits, into the same dir
+    assert any(f"taking over the stale lock of run directory {tmp_path} (host {socket.gethostname()}, pid {p.pid}"
+               in s for s in said), said
+    # Ours, and often one the kill itself left mid-write.
+    assert re.search(r"removed [12] partial shard files", " ".join(said)), said
+    assert not list((tmp_path / "shards").glob(".*.tmp"))
+    assert out["summary"].total == 2 and not runlock.lock_path(tmp_path).exists()
+    log = (tmp_path / "run.log").read_text()     # written without Hydra too, with the summary
+    assert "2 tasks:" in log and "report:" in log
+
+
+# ------------------------------------------------------------------------------------ dry run
+def test_a_dry_run_plans_builds_nothing_and_names_a_missing_dataset(tmp_path, capsys):
+    from pipeline.__main__ import preflight
+    empty = tmp_path / "store"
+    with pytest.raises(SystemExit) as exit_:
+        preflight([f"store.root={empty}", "datasets=[toy_blobs]", "solvers=[dcd,liblinear]", "run.dry_run=true",
+                   f"hydra.run.dir={tmp_path / 'run'}"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "dataset toy_blobs: not in the store; the run would build it first" in out
+    assert "fits: 0" in out
+    assert not empty.exists() and not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------------------------ progress
+def test_the_progress_bar_counts_failures_and_shows_an_eta(store, tmp_path, monkeypatch):
+    import io
+
+    from tqdm import tqdm
+
+    from pipeline import execute
+    text = io.StringIO()
+    monkeypatch.setattr(execute, "_progress", lambda total, enabled: tqdm(total=total, file=text, mininterval=0))
+    # qp refuses a dual larger than max_memory_mb: both fits fail, as error rows.
+    out = run(compose([f"store.root={store}", "cluster=sequential", "datasets=[toy_blobs]",
+                       "datasets.toy_blobs.max_rows=60", "solvers=[qp]", "solvers.qp.grid.C=[1.0]", "cv.folds=2",
+                       "run.reference=false", "solvers.qp.params.max_memory_mb=0.01"]), tmp_path)
+    assert out["failed"] == 2
+    final = text.getvalue().split("\r")[-1]
+    assert "2/2" in final and "failed=2" in final and "<" in final     # done/total, failures, elapsed<ETA
