@@ -210,6 +210,9 @@ def _smoke(cfg: DictConfig) -> DictConfig:
             ds.params.n_samples = min(int(ds.params.n_samples), 2000)
     # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
     cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
+    # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
+    # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
+    cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
     if cfg.cv.kind == "kfold":
         cfg.cv.folds = 2
     if cfg.cv.kind == "repeated":
