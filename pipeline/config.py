@@ -318,10 +318,21 @@ PRECEDENCE = "a solver's params < its grid < its grid.zip < the shared top-level
 
 def check_shadowed(cfg: DictConfig, overrides: list[str]) -> None:
     """A key set on the command line that a higher level would override is an error naming
-    both: a solver's params < its grid < its grid.zip < the shared grid."""
+    both: a solver's params < its grid < its grid.zip < the shared grid < every selected
+    dataset's `problem`."""
+    datasets = {k: _plain(d.get("problem")) or {} for k, d in (cfg.datasets or {}).items()
+                if isinstance(d, (dict, DictConfig))}
     for entry, level, key, value in _explicit_settings(overrides):
-        # The shared grid is the top level: nothing overrides it.
-        if value is None or entry == "*" or entry not in (cfg.solvers or {}):
+        if value is None:
+            continue
+        if datasets and all(key in _replaced_by(p) for p in datasets.values()):
+            name = "grid" if entry == "*" else f"solvers.{entry}.{level}"
+            raise ConfigError(
+                f"{name}.{key}={_plain(value)!r} is set, but every selected dataset's problem replaces {key} "
+                f"({', '.join(f'datasets.{d}.problem={p}' for d, p in datasets.items())}): set it there "
+                f"(datasets.<name>.problem.{key}=...)")
+        # The shared grid is the top level of the solver levels: only a dataset's problem overrides it.
+        if entry == "*" or entry not in (cfg.solvers or {}):
             continue
         sc = cfg.solvers[entry]
         grid, shared = _plain(sc.get("grid")) or {}, _plain(cfg.get("grid")) or {}
@@ -509,6 +520,11 @@ def _apply_shared_grid(cfg) -> None:
                 sc.grid[key] = shared[key]
 
 
+def _replaced_by(problem: dict) -> set:
+    """The keys a dataset's problem replaces: its own, and their axis partners (C <-> lambda)."""
+    return set(problem) | {p for k in problem for p in AXIS_PARTNERS.get(k, ())}
+
+
 def apply_dataset_problem(base: dict, point: dict, problem: dict) -> tuple[dict, dict]:
     """(merged parameters, grid point) of one solver grid point on a dataset whose entry sets
     `problem` keys: each replaces the solver's value of that key on this dataset, above every
@@ -518,9 +534,7 @@ def apply_dataset_problem(base: dict, point: dict, problem: dict) -> tuple[dict,
     them become one spec (one key) on this dataset."""
     if not problem:
         return {**base, **point}, point
-    drop = set(problem)
-    for k in problem:
-        drop |= {p for p in AXIS_PARTNERS.get(k, ()) if p not in problem}
+    drop = _replaced_by(problem)
     merged = {k: v for k, v in {**base, **point}.items() if k not in drop}
     return {**merged, **problem}, {k: v for k, v in point.items() if k not in drop}
 

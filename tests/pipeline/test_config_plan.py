@@ -217,11 +217,12 @@ def test_a_dataset_problem_key_replaces_the_solver_grid_on_that_dataset_only(tmp
                        _two_sets())
     assert len(set(plan.fits) & set(other.fits)) == 2          # breast_cancer's two points are unchanged
     # A dataset's C replaces a solver's lambda the same way (one axis).
-    flip = build_plan(_cfg(tmp_path, "datasets=[toy_blobs]", "solvers=[svmmaj]", "cv=none", "run.reference=false",
+    flip = build_plan(_cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "cv=none",
+                           "run.reference=false",
                            "solvers.svmmaj.grid={C: null, lambda: [1, 2], lambda_convention: [svmmaj]}",
                            "datasets.toy_blobs.problem.C=3.0"), _two_sets())
-    assert [f["problem"].get("C") for f in flip.fits.values()] == [3.0]
-    assert all("lambda" not in f["problem"] for f in flip.fits.values())
+    toy = [f["problem"] for f in flip.fits.values() if f["data"]["entry"] == "toy_blobs"]
+    assert [p.get("C") for p in toy] == [3.0] and all("lambda" not in p for p in toy)
 
 
 @pytest.mark.parametrize("override, match", [
@@ -243,3 +244,14 @@ def test_smoke_caps_the_reference_solves(tmp_path):
     from pipeline.plan import effective_config
     cfg = _cfg(tmp_path, "run.reference_max_iter=10000000", "smoke=true")
     assert effective_config(cfg).run.reference_max_iter == 100_000
+
+
+def test_a_command_line_key_every_dataset_problem_replaces_is_refused(tmp_path):
+    """troyan sets lambda on every dataset: a command-line lambda or C for a solver would be
+    ignored everywhere, so it is refused naming the datasets; on one dataset of two it is not."""
+    for override in ("solvers.svmmaj.grid.lambda=[1]", "solvers.svmmaj.params.C=2", "grid.C=[1,2]"):
+        with pytest.raises(ConfigError, match=r"every selected dataset's problem replaces .*datasets.sonar.problem="):
+            _cfg(tmp_path, "+experiment=troyan", override)
+    _cfg(tmp_path, "+experiment=troyan", "solvers.svmmaj.grid.init_seed=[7]")        # not a replaced key
+    _cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "solvers.svmmaj.grid.C=[1]",
+         "datasets.toy_blobs.problem.C=3")
