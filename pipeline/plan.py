@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from .config import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, ConfigError, grid_points, typed
+from .config import (BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, ConfigError, apply_dataset_problem, grid_points,
+                     typed)
 
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
@@ -209,6 +210,9 @@ def _smoke(cfg: DictConfig) -> DictConfig:
             ds.params.n_samples = min(int(ds.params.n_samples), 2000)
     # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
     cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
+    # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
+    # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
+    cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
     if cfg.cv.kind == "kfold":
         cfg.cv.folds = 2
     if cfg.cv.kind == "repeated":
@@ -255,8 +259,10 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
             name = sc.solver or skey
             spec = solvers.get_solver(name)
             base = OmegaConf.to_container(sc.params, resolve=True) or {}
+            ds_problem = OmegaConf.to_container(ds.problem, resolve=True) or {}
             for point in grid_points(sc.grid, f"solvers.{skey}.grid"):
-                merged = {**base, **point}
+                # A dataset's own problem keys (a paper's lambda per dataset) replace the grid's.
+                merged, point = apply_dataset_problem(base, point, ds_problem)
                 problem = _problem_params(merged, spec)
                 budget = {k: merged.get(k) for k in BUDGET_KEYS}
                 budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)

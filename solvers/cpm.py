@@ -398,17 +398,24 @@ def paper_loss(m, v, pen, lam) -> float:
     return float(np.maximum(1.0 - m, 0.0).sum() + lam * (v @ (pen * v)))
 
 
-def _initial_v(problem, warm_start, p):
+def initial_v(problem, warm_start, p, init="zero", init_seed=0):
+    """The start of every method of the study: a warm start if given, else v = 0 or, with
+    ``init="random"``, v ~ N(0, I / p) drawn from its own generator seeded by ``init_seed``
+    (troyan's Algorithms 1-3 start "from a random initial value"; 1/p keeps the margins of
+    standardised data of order one, whatever the number of columns)."""
     if warm_start is not None and warm_start.get("w") is not None:
         return join_v(problem, warm_start["w"], warm_start.get("b"))
+    if init == "random":
+        return np.random.default_rng(init_seed).standard_normal(p) / math.sqrt(max(p, 1))
     return np.zeros(p)
 
 
 def run_descent(name, problem, Z, pen, budget, recorder, warm_start, step, *, gap_tol, certify,
-                default_max_iter, loss_fn=None, hint=None, info=None):
+                default_max_iter, init="zero", init_seed=0, loss_fn=None, hint=None, info=None):
     """The loop shared by every method of troyan's study.
 
-    ``step(v, m) -> (v, m)`` is one iteration (m = y * Z v kept alongside v); ``loss_fn(m, v)``
+    ``step(v, m) -> (v, m)`` is one iteration (m = y * Z v kept alongside v), from the start
+    `initial_v(problem, warm_start, p, init, init_seed)`; ``loss_fn(m, v)``
     is L (default the absolute hinge); ``hint()`` the method's latest dual estimate or None.
 
     Stopping (troyan 5.1, after Groenen et al.): the relative decrease (L_{t-1} - L_t) / L_{t-1}
@@ -430,7 +437,7 @@ def run_descent(name, problem, Z, pen, budget, recorder, warm_start, step, *, ga
     # tight, about the loss excess itself (the KKT polish of `certificate`); the stalled CD and
     # GD points of our runs had relative gaps of 1e-5 and more.
     gap_tol = 10.0 * tol if gap_tol is None else gap_tol
-    v = _initial_v(problem, warm_start, Z.shape[1])
+    v = initial_v(problem, warm_start, Z.shape[1], init, init_seed)
     m = problem.y * np.asarray(Z @ v).ravel()
     L = loss_fn(m, v)
     max_iter = budget.iterations(default_max_iter)
@@ -520,7 +527,8 @@ def _cd_sweep(data, indices, indptr, y, v, m, pen, lam, r_buf, d_buf):
 
 
 def fit_cd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
-               gap_tol: float | None = None, certify: bool = False) -> Fit:
+               gap_tol: float | None = None, certify: bool = False, init: str = "zero",
+               init_seed: int = 0) -> Fit:
     """Cyclic coordinate descent with the CPM (troyan Algorithm 2) on
 
         L(v) = sum_i max(0, 1 - y_i z_i'v) + lambda v'Pen v,   C = 1 / (2 lambda),
@@ -550,12 +558,14 @@ def fit_cd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
         return v, y * np.asarray(Z @ v).ravel()
 
     return run_descent("cd_cpm", problem, Z, pen, budget, recorder, warm_start, step,
-                       gap_tol=gap_tol, certify=certify, default_max_iter=10000)
+                       gap_tol=gap_tol, certify=certify, default_max_iter=10000, init=init,
+                       init_seed=init_seed)
 
 
 # ------------------------------------------------------------------- steepest descent
 def fit_gd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
-               gap_tol: float | None = None, certify: bool = False) -> Fit:
+               gap_tol: float | None = None, certify: bool = False, init: str = "zero",
+               init_seed: int = 0) -> Fit:
     """Steepest descent with the CPM (troyan 5.1): s = -g with g = Z'(y loss'(m)) + 2 lambda
     Pen v a subgradient of L (loss' = -1 where m < 1, 0 where m >= 1), the step along s
     exact by `cpm_step`. At a kink the chosen subgradient need not be a descent direction, so
@@ -577,13 +587,18 @@ def fit_gd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
         return v, y * np.asarray(Z @ v).ravel()
 
     return run_descent("gd_cpm", problem, Z, pen, budget, recorder, warm_start, step,
-                       gap_tol=gap_tol, certify=certify, default_max_iter=10000)
+                       gap_tol=gap_tol, certify=certify, default_max_iter=10000, init=init,
+                       init_seed=init_seed)
 
 
 #: Shared by every method of the study (majorization.py too).
 STOP_PARAMS = {
     "gap_tol": Param(None, "float", low=0.0, open_low=True, none_ok=True,
                      doc="relative duality gap of an optimum (None: 10 x budget tol); a stop above it is 'stalled'"),
+    # troyan starts every method from a random point (Algorithms 1-3); its GD finding (the
+    # result depends on the start) needs several seeded starts. A warm start wins over both.
+    "init": Param("zero", "str", options=("zero", "random"), doc="start at v = 0 or at a random v ~ N(0, I/p)"),
+    "init_seed": Param(0, "int", low=0, doc="seed of the random start (init='random'), its own generator"),
 }
 
 # cd_cpm and gd_cpm differ only in the step they take (variants as data, not two specs).

@@ -158,7 +158,7 @@ class _NormalSolver:
 
 # ------------------------------------------------------------------------------ driver
 def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from, delta,
-              delta_step, linsolve, cg_maxiter, gap_tol, certify, default_max_iter):
+              delta_step, linsolve, cg_maxiter, gap_tol, certify, default_max_iter, init, init_seed):
     Z, pen = augmented_design(problem)
     lam = paper_lambda(problem)
     y = problem.y
@@ -235,21 +235,22 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
 
     return run_descent(name, problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=default_max_iter,
-                       loss_fn=loss_fn,
+                       init=init, init_seed=init_seed, loss_fn=loss_fn,
                        hint=hint, info={"linsolve": solver.method})
 
 
 def fit_svmmaj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                relax: bool = False, relax_from: int = 20, delta: float = 1e-8,
                linsolve: str = "auto", cg_maxiter: int = 200, gap_tol: float | None = None,
-               certify: bool = True) -> Fit:
+               certify: bool = True, init: str = "zero", init_seed: int = 0) -> Fit:
     """SVM-Maj (Groenen et al. 2008; troyan Algorithm 1) for the absolute, quadratic or Huber
     hinge (problem.loss, problem.huber_k), minimising L(v) = sum_i f(y_i z_i'v) + lambda v'Pen v
     with C = 1 / (2 lambda) (module docstring). ``relax`` doubles the step from iteration
     ``relax_from`` on (2Maj). An iteration is one majorization (one linear solve).
 
     budget.tol is the relative loss decrease of the stopping rule; the paper's value is 1e-7
-    (bench_majorization sets it); the solver's default_tol is 1e-5.
+    (bench_majorization sets it); the solver's default_tol is 1e-5. ``init="random"`` starts
+    at a seeded random v (``init_seed``; troyan's Algorithm 1 starts from a random value).
     With ``certify`` (default) a small decrease ends the run only when the relative duality gap
     is at most ``gap_tol`` (default 10 tol); ``certify=False`` is the paper's rule alone
     (`solvers.cpm.run_descent`)."""
@@ -259,12 +260,13 @@ def fit_svmmaj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
                      update="relax" if relax else "maj", relax_from=relax_from, delta=delta,
                      delta_step=0.0,
                      linsolve=linsolve, cg_maxiter=cg_maxiter, gap_tol=gap_tol, certify=certify,
-                     default_max_iter=10000)
+                     default_max_iter=10000, init=init, init_seed=init_seed)
 
 
 def fit_alpha_maj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                   delta: float = 1e-8, delta_step: float = 0.01, linsolve: str = "auto",
-                  cg_maxiter: int = 200, gap_tol: float | None = None, certify: bool = True) -> Fit:
+                  cg_maxiter: int = 200, gap_tol: float | None = None, certify: bool = True,
+                  init: str = "zero", init_seed: int = 0) -> Fit:
     """alpha-Maj (troyan Algorithm 3): the SVM-Maj direction s = v+ - v for the absolute hinge,
     searched exactly by the change point method (`solvers.cpm.cpm_step`); the minimiser along s
     is the next supporting point. Same loss, stopping rule and parameters as `fit_svmmaj`, and:
@@ -278,6 +280,7 @@ def fit_alpha_maj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_
     Because L itself is minimised along s, the wider guard cannot increase L (SVM-Maj, whose
     descent rests on the majorizer being an upper bound, keeps delta); a step without progress
     is retried with delta. ``delta_step=0`` is troyan's Algorithm 3 as printed (fixed delta).
+    ``init``/``init_seed``: the start, zero or seeded random (`solvers.cpm.initial_v`).
     In our runs (see the report of issue 5) the widened guard cut the iterations to 1e-6 of the
     optimum by 1.5-8x on most problems."""
     if not delta > 0:
@@ -286,8 +289,8 @@ def fit_alpha_maj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_
         raise ValueError(f"delta_step={delta_step!r} must be >= 0")
     return _majorize("alpha_maj", problem, budget, recorder, warm_start, update="cpm",
                      relax_from=0, delta=delta, delta_step=delta_step, linsolve=linsolve,
-                     cg_maxiter=cg_maxiter,
-                     gap_tol=gap_tol, certify=certify, default_max_iter=10000)
+                     cg_maxiter=cg_maxiter, gap_tol=gap_tol, certify=certify,
+                     default_max_iter=10000, init=init, init_seed=init_seed)
 
 
 _COMMON = {

@@ -46,3 +46,4 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
 
 
 from . import roethel_brynda  # noqa: E402,F401  (registers its writer)
+from . import troyan  # noqa: E402,F401  (registers its writer)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..report.build import save_figure
+from ..report.common import markdown_table
 from ..report.registry import Skip
 
 
@@ -71,3 +72,16 @@ def figure_lines(captions: dict[str, tuple[str, str]], figs: dict, skipped: dict
         else:
             lines.append(f"_Not drawn: {skipped.get(name, 'not run')}._\n")
     return lines
+
+
+def table_lines(title: str, note: str, table) -> list[str]:
+    """A README section holding one table: its heading, how to read it, the table."""
+    return [f"## {title}\n", note + "\n", markdown_table(table)]
+
+
+def header_lines(name: str, citation: str, fits, found: list[Finding]) -> list[str]:
+    """The top of a reproduction's README: title, the study, how it was written, the findings."""
+    return [f"# Reproduction: {name}\n",
+            f"{citation} Written by `python -m pipeline +experiment={name}` (`make papers`) from the run's "
+            f"tables; regenerate rather than edit. This run: {fits} fits.\n",
+            "## Findings\n", *findings_table(found)]

@@ -37,14 +37,19 @@ def _legend(ax, n):
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
 
 
+# Seeds of a solver's randomness: random_state (sampling, order) and init_seed (the random start
+# of the majorization and CPM solvers, troyan).
+START_KEYS = ("param_random_state", "param_init_seed")
+
+
 def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
     """(fits keyed, the config key without the dataset, the swept keys a label names). Random
-    starts (random_state) are runs of one line, like folds, unless `starts` (a figure of single runs)."""
+    starts (START_KEYS) are runs of one line, like folds, unless `starts` (a figure of single runs)."""
     cfg = [c for c in config_columns(fits) if c != "dataset"]
     shown = swept_keys(data.results)
     if not starts:
-        cfg = [c for c in cfg if c != "param_random_state"]
-        shown = [c for c in shown if c != "param_random_state"]
+        cfg = [c for c in cfg if c not in START_KEYS]
+        shown = [c for c in shown if c not in START_KEYS]
     return keyed(fits, cfg), ["solver_entry"] + cfg, shown
 
 

@@ -193,3 +193,65 @@ def test_trace_overhead_reaches_the_spec_only_when_changed(tmp_path):
     assert not set(default.fits) & set(every.fits)
     with pytest.raises(ConfigError, match="run.trace_overhead"):
         validate(_cfg(tmp_path, *base, "run.trace_overhead=0"))
+
+
+def _two_sets():
+    y = np.array([1.0, -1.0] * 10)
+    return {k: ({"name": k, "fingerprint": k[0] * 64, "n_features": 2}, y) for k in ("toy_blobs", "breast_cancer")}
+
+
+def test_a_dataset_problem_key_replaces_the_solver_grid_on_that_dataset_only(tmp_path):
+    """datasets.X.problem (troyan's lambda per dataset): on X every solver point takes X's value
+    and drops the C axis it replaces, so points that differed only in C become one spec; the
+    other dataset keeps the solver's C sweep; the key follows the value."""
+    base = ["datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "cv=none", "run.reference=false",
+            "solvers.svmmaj.grid.C=[0.5,5]"]
+    lam = ["datasets.toy_blobs.problem={lambda: 2.0, lambda_convention: svmmaj}"]
+    plan = build_plan(_cfg(tmp_path, *base, *lam), _two_sets())
+    by = {}
+    for f in plan.fits.values():
+        by.setdefault(f["data"]["entry"], []).append(f["problem"])
+    assert len(by["toy_blobs"]) == 1 and by["toy_blobs"][0]["lambda"] == 2.0 and "C" not in by["toy_blobs"][0]
+    assert sorted(p["C"] for p in by["breast_cancer"]) == [0.5, 5.0]
+    other = build_plan(_cfg(tmp_path, *base, "datasets.toy_blobs.problem={lambda: 4.0, lambda_convention: svmmaj}"),
+                       _two_sets())
+    assert len(set(plan.fits) & set(other.fits)) == 2          # breast_cancer's two points are unchanged
+    # A dataset's C replaces a solver's lambda the same way (one axis).
+    flip = build_plan(_cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "cv=none",
+                           "run.reference=false",
+                           "solvers.svmmaj.grid={C: null, lambda: [1, 2], lambda_convention: [svmmaj]}",
+                           "datasets.toy_blobs.problem.C=3.0"), _two_sets())
+    toy = [f["problem"] for f in flip.fits.values() if f["data"]["entry"] == "toy_blobs"]
+    assert [p.get("C") for p in toy] == [3.0] and all("lambda" not in p for p in toy)
+
+
+@pytest.mark.parametrize("override, match", [
+    ("datasets.toy_blobs.problem.colour=red", r"datasets.toy_blobs.problem.colour='red': not a problem key; valid: C, "),
+    ("datasets.toy_blobs.problem.shrinking=true", r"datasets.toy_blobs.problem.shrinking=True: not a problem key"),
+    ("datasets.toy_blobs.problem.C=[1,2]", r"datasets.toy_blobs.problem.C=\[1, 2\]: must be one value"),
+    ("datasets.toy_blobs.problem.C=-1", r"datasets.toy_blobs.problem.C=-1: must be a number > 0 \(with solver entry 'dcd'\)"),
+    ("datasets.toy_blobs.problem.lambda=2", r"datasets.toy_blobs.problem.lambda_convention=None: lambda needs"),
+    ("datasets.toy_blobs.problem.loss=huber_hinge", r"datasets.toy_blobs.problem.loss='huber_hinge': solver 'dcd' takes"),
+])
+def test_a_bad_dataset_problem_key_is_refused_naming_it(tmp_path, override, match):
+    cfg = _cfg(tmp_path, "datasets=[toy_blobs]", "solvers=[dcd]", override)
+    with pytest.raises(ConfigError, match=match):
+        validate(cfg)
+
+
+def test_smoke_caps_the_reference_solves(tmp_path):
+    """A study's raised reference cap (troyan: 10^7 smo steps) does not reach a smoke run."""
+    from pipeline.plan import effective_config
+    cfg = _cfg(tmp_path, "run.reference_max_iter=10000000", "smoke=true")
+    assert effective_config(cfg).run.reference_max_iter == 100_000
+
+
+def test_a_command_line_key_every_dataset_problem_replaces_is_refused(tmp_path):
+    """troyan sets lambda on every dataset: a command-line lambda or C for a solver would be
+    ignored everywhere, so it is refused naming the datasets; on one dataset of two it is not."""
+    for override in ("solvers.svmmaj.grid.lambda=[1]", "solvers.svmmaj.params.C=2", "grid.C=[1,2]"):
+        with pytest.raises(ConfigError, match=r"every selected dataset's problem replaces .*datasets.sonar.problem="):
+            _cfg(tmp_path, "+experiment=troyan", override)
+    _cfg(tmp_path, "+experiment=troyan", "solvers.svmmaj.grid.init_seed=[7]")        # not a replaced key
+    _cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "solvers.svmmaj.grid.C=[1]",
+         "datasets.toy_blobs.problem.C=3")

@@ -46,6 +46,7 @@ def test_registry_is_described():
         "banknote",
         "breast_cancer",
         "breast_cancer_wisconsin",
+        "breast_cancer_wisconsin_699",
         "cleveland_heart",
         "digits_1v7",
         "digits_bertini_3class",

