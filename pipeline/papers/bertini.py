@@ -172,7 +172,7 @@ def finding_small_C(grid) -> Finding:
     ours = (f"Gaussian at C={fmt(small)} is {drop.max():.2f} pp under its best (gamma={fmt(worst_h)}), "
             f"{drop.min():.2f} pp at best over gamma; spread over the grid: Gaussian {spread_rbf:.2f} pp, "
             f"polynomial {spread_poly:.2f} pp")
-    holds = drop.max() >= 0.5 and spread_poly <= spread_rbf
+    holds = bool(drop.max() >= 0.5 and spread_poly <= spread_rbf)
     why = "" if holds else ("no accuracy drop at the smallest C" if drop.max() < 0.5
                             else "the polynomial kernel varies more over its grid than the Gaussian")
     return Finding(claim, ours, holds, why)
@@ -426,7 +426,10 @@ def bound_b_check(run_dir: Path, data: ReportData, root: str | None) -> pd.DataF
         raise Skip("no kept model of the under-fitting case (run.keep_models=true)")
     rows = []
     for r in fits.itertuples():
-        spec = read_shards(run_dir, {r.key})[0]["spec"]
+        shard = read_shards(run_dir, {r.key})
+        if not shard:
+            raise Skip(f"no shard of {r.key} in {run_dir}: the fold's rows cannot be found")
+        spec = shard[0]["spec"]
         X_tr, y_tr, X_va, y_va, _ = fold_data(str(root or default_store_root()), spec["data"], spec["fold"])
         problem = _problem(spec["problem"], X_tr, y_tr)
         alpha = np.zeros(len(y_tr))
@@ -565,7 +568,10 @@ def fig_heatmap(data: ReportData, entry: str):
     sub = _only(data, [entry], **({"gamma": lambda f: f["degree"], "degree": lambda f: None}
                                   if entry == "grid_poly" else {}))
     fig = c_gamma_heatmap(sub)
+    fig.set_size_inches(8.5, 4.2)       # 13 C values: the cells' numbers need the width
     for ax in fig.axes:
+        if ax.get_ylabel() == "test accuracy":      # the colour bar: a fold's "test" is its validation fold here
+            ax.set_ylabel("validation accuracy")
         if ax.get_ylabel() == "gamma" and entry == "grid_poly":
             ax.set_ylabel("degree (their gamma)")
         if ax.get_title():
