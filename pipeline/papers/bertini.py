@@ -406,6 +406,28 @@ def findings(grid, methods, check=None, ova=None) -> list[Finding]:
 
 
 # ------------------------------------------------------------------------------ the under-fitting b
+def their_b(G: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float) -> tuple[float, int, int]:
+    """(b, |S+|, |S-|) by their Section I.D: the mean of y_i - w'x_i over the free support
+    vectors; with none,
+
+        |S-| >= |S+|:  b = max( max_{S-} (-1 - w'x_i), max_{V+} (1 - w'x_i) )
+        otherwise:     b = min( min_{V-} (-1 - w'x_i), min_{S+} (1 - w'x_i) )
+
+    (S+- = {alpha_i = C, y_i = +-1}, V+- = {alpha_i = 0, y_i = +-1}; their second line prints
+    max over S+, Burges & Crisp's bound is the min). w'x_i = y_i (G_i + 1) from G = Q alpha - e."""
+    wx = y * (G + 1.0)
+    at_C, at_0 = alpha >= C, alpha <= 0
+    n_Sp, n_Sm = int(np.count_nonzero(at_C & (y > 0))), int(np.count_nonzero(at_C & (y < 0)))
+    free = ~at_C & ~at_0
+    if free.any():
+        return float(np.mean(y[free] - wx[free])), n_Sp, n_Sm
+    if n_Sm >= n_Sp:
+        parts = [-1.0 - wx[at_C & (y < 0)], 1.0 - wx[at_0 & (y > 0)]]
+        return float(max(p.max() for p in parts if p.size)), n_Sp, n_Sm
+    parts = [-1.0 - wx[at_0 & (y < 0)], 1.0 - wx[at_C & (y > 0)]]
+    return float(min(p.min() for p in parts if p.size)), n_Sp, n_Sm
+
+
 def bound_b_check(run_dir: Path, data: ReportData, root: str | None) -> pd.DataFrame:
     """Per entry and fold of the under-fitting point (UNDERFIT_ENTRIES: C=0.1, gamma=1e-4 at tol
     1e-12): the b rule, |S+|, |S-|, [L, U], our b and theirs (their Section I.D: the mean over the
@@ -436,9 +458,8 @@ def bound_b_check(run_dir: Path, data: ReportData, root: str | None) -> pd.DataF
         alpha[np.asarray(r.support, dtype=int)] = np.asarray(r.alpha, dtype=float)
         G = y_tr * (kernel_block(problem.kernel, problem.X, problem.X) @ (alpha * y_tr)) - 1.0
         b_ours, rule, (L, U) = intercept(G, alpha, y_tr, problem.C)
+        b_theirs, n_Sp, n_Sm = their_b(G, alpha, y_tr, problem.C)
         at_C = alpha >= problem.C
-        n_Sp, n_Sm = int(np.count_nonzero(at_C & (y_tr > 0))), int(np.count_nonzero(at_C & (y_tr < 0)))
-        b_theirs = b_ours if rule == "free" else (L if n_Sm >= n_Sp else U)
         f = problem.decision(SimpleNamespace(w=None, alpha=alpha, b=0.0), X_va)
         rows.append({"entry": r.solver_entry, "C": float(r.C), "fold": spec["fold"], "status": r.status, "m_minus_M": r.kkt_violation,
                      "rule": rule, "n_free": int(np.count_nonzero((alpha > 0) & ~at_C)),

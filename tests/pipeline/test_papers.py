@@ -299,3 +299,25 @@ def test_bertini_writer_runs_from_the_tables_alone(tmp_path):
     # No kept models and no shards here: the b check is a line saying so, not a crash.
     assert "Not checked: no kept model" in text
     assert sorted(p.suffix for p in out.iterdir()) == [".md"] + [".png"] * 5
+
+
+def test_bertini_their_b_is_their_printed_formula():
+    """No free alpha: their b is the end L of [L, U] (|S-| >= |S+|) or U, ours the midpoint."""
+    from solvers.kernel_dual import intercept
+    y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
+    C = 0.5
+    alpha = np.array([C, C, 0.0, C, C, 0.0])              # S+ = {0, 1}, V+ = {2}, S- = {3, 4}, V- = {5}
+    wx = np.array([0.2, 0.9, 1.3, -0.1, -0.8, -1.4])      # w'x_i (the decision without b)
+    G = y * wx - 1.0
+    L = max(max(-1 - wx[3], -1 - wx[4]), 1 - wx[2])       # their first line, |S-| = |S+|
+    b, n_Sp, n_Sm = bt.their_b(G, alpha, y, C)
+    assert (n_Sp, n_Sm) == (2, 2) and b == pytest.approx(L)
+    ours, rule, (lo, hi) = intercept(G, alpha, y, C)
+    assert rule == "bound_only" and lo == pytest.approx(L) and ours == pytest.approx((lo + hi) / 2) and ours != b
+    # |S-| < |S+|: their second line, U.
+    alpha2 = np.array([C, C, 0.0, C, 0.0, 0.0])
+    U = min(min(-1 - wx[4], -1 - wx[5]), min(1 - wx[0], 1 - wx[1]))
+    assert bt.their_b(G, alpha2, y, C)[0] == pytest.approx(U)
+    # A free alpha: the mean of y_i - w'x_i over the free ones, as ours.
+    alpha3 = np.array([0.2, C, 0.0, 0.2, C, 0.0])
+    assert bt.their_b(G, alpha3, y, C)[0] == pytest.approx(np.mean([1 - wx[0], -1 - wx[3]]))
