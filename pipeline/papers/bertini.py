@@ -86,18 +86,20 @@ def summarise_grid(results: pd.DataFrame) -> pd.DataFrame:
 def summarise_methods(results: pd.DataFrame) -> pd.DataFrame:
     """One row per method x kernel x q (svmlight's sweep; NaN for the others) at Table I's point:
     median iterations, f(alpha_0), f(alpha*) and time, the worst m - M, the proximal steps (total,
-    and the folds that took any), mean accuracies (%), runs, converged runs and the statuses."""
+    and the folds that took any), svmlight's subproblems solved by pair steps (median), mean
+    accuracies (%), runs, converged runs and the statuses."""
     fits = results[results["solver_entry"].isin(METHOD_ENTRIES) & (results["status"] != "error")]
     fits = fits.assign(method=fits["solver_entry"].map(lambda e: METHOD_ENTRIES[e][0]),
                        kernel=fits["solver_entry"].map(lambda e: METHOD_ENTRIES[e][1]),
                        q=_num(fits, "param_q").fillna(-1), _f0=_num(fits, "info_f_alpha0"),
                        _f=_num(fits, "info_f_alpha"), _prox=_num(fits, "info_n_proximal"),
+                       _pair=_num(fits, "info_n_pair_solves"),
                        _heldout=_num(fits, "heldout_accuracy"))
     g = fits.groupby(["method", "kernel", "q"], sort=True)
     out = g.agg(n_iter=("n_iter", "median"), f0=("_f0", "median"), f_star=("_f", "median"),
                 f_spread=("_f", lambda s: float(s.max() - s.min())), kkt=("kkt_violation", "max"),
                 time_s=("fit_time_s", "median"), n_prox=("_prox", "sum"),
-                prox_folds=("_prox", lambda s: int((s > 0).sum())),
+                prox_folds=("_prox", lambda s: int((s > 0).sum())), pair_solves=("_pair", "median"),
                 train=("train_accuracy", lambda s: 100 * s.mean()), val=("test_accuracy", lambda s: 100 * s.mean()),
                 test=("_heldout", lambda s: 100 * s.mean()), runs=("key", "count"),
                 converged=("status", lambda s: int((s == "converged").sum())),
@@ -261,8 +263,8 @@ def finding_same_optimum(methods) -> Finding:
 
 
 def finding_iterations(methods) -> Finding:
-    claim = ("SMO takes thousands of iterations (5129, 3271), SVMlight at its q a few dozen (36, 31), the "
-             "interior point a few dozen (27, 24) (Tables IV-XIV)")
+    claim = ("SMO takes two orders of magnitude more iterations than SVMlight at its q and the interior point "
+             "(Tables IV-XIV: 5129 and 3271 pair steps against 36 and 31 subproblems and 27 and 24 IPM iterations)")
     parts, ok = [], True
     for k in KERNELS:
         r = {m: method_row(methods, m, k) for m in METHODS}
@@ -312,7 +314,13 @@ def finding_proximal_spikes(methods) -> Finding:
         parts.append(f"{KERNEL_NAME[k]}: proximal steps at " + (", ".join(f"q={r.q:.0f} ({r.n_prox:.0f} in "
                      f"{r.prox_folds:.0f} folds)" for r in with_prox.itertuples()) if len(with_prox) else "no q"))
         fastest = rows["time_s"].min()
-        spikes += [r for r in with_prox.itertuples() if r.time_s > 1.5 * fastest]
+        spikes += [r for r in with_prox.itertuples() if r.time_s > NOISE * fastest]
+        slow = rows[rows["time_s"] > 10 * fastest].nlargest(3, "time_s")
+        if len(slow):
+            parts[-1] += "; slowest: " + ", ".join(
+                f"q={r.q:.0f} {r.time_s:.3g} s ({r.time_s / fastest:.0f}x the fastest; {r.pair_solves:.0f} of "
+                f"{r.n_iter:.0f} subproblems by pair steps" + ("" if r.converged == r.runs else f"; {r.statuses}") + ")"
+                for r in slow.itertuples())
     holds = bool(spikes)
     why = "" if holds else (
         "Q_WW stayed positive definite at every q we ran (up to 200 of about 228 training rows): the Gaussian "
@@ -321,7 +329,9 @@ def finding_proximal_spikes(methods) -> Finding:
         "appears. Their solver (quadprog) refused matrices that are positive definite only up to rounding; "
         "ours tests the smallest eigenvalue against 1e-10 of the largest. Note also that their PPD-SVMlight "
         "restarts the whole solve once standard SVMlight fails, ours adds the proximal term per subproblem, "
-        "so ours has no restart cost even where it applies")
+        "so ours has no restart cost even where it applies. Our time does rise where the interior point's "
+        "subproblem answers fail the decrease test and svmlight falls back to pair steps (small q on the "
+        "degree-2 kernel), a cost of another cause")
     return Finding(claim, "; ".join(parts), holds, why)
 
 
@@ -353,18 +363,24 @@ def finding_svmlight_faster(methods) -> Finding:
 
 def finding_qp_slowest(methods) -> Finding:
     claim = "the whole QP in one solve is the slowest method (Tables XV-XVI: ~6 s and ~5 s)"
-    parts, ok = [], True
+    parts, ok, left = [], True, []
     for k in KERNELS:
         r = {m: method_row(methods, m, k) for m in METHODS}
         if any(v is None for v in r.values()):
             continue
         parts.append(f"{KERNEL_NAME[k]}: " + ", ".join(f"{m} {1e3 * r[m].time_s:.2g} ms" for m in METHODS))
-        ok &= bool(r["qp"].time_s >= max(r["smo"].time_s, r["svmlight"].time_s))
-    if not parts:
-        return Finding(claim, "no method fit", None, "the run lacks the method entries")
-    return Finding(claim, "; ".join(parts) + " (median over folds)", ok,
-                   "" if ok else "on 228 rows our interior point needs a few dozen dense 228 x 228 factorisations "
-                   "(milliseconds): theirs ran CVXOPT on 1600 rows, where each costs (1600/228)^3 ~ 350 times more")
+        if r["qp"].converged < r["qp"].runs:
+            left.append(f"{KERNEL_NAME[k]} (qp {r['qp'].statuses}: its time is not a solve's)")
+            continue
+        ok &= bool(r["qp"].time_s >= NOISE * max(r["smo"].time_s, r["svmlight"].time_s))
+    if not parts or len(left) == len(parts):
+        return Finding(claim, "; ".join(parts) or "no method fit", None,
+                       "; ".join(left) or "the run lacks the method entries")
+    why = "; left out: " + "; ".join(left) if left else ""
+    return Finding(claim, "; ".join(parts) + f" (median over folds; slowest = over {NOISE:g}x the others)", ok,
+                   (("" if ok else "on 228 rows our interior point needs a few dozen dense 228 x 228 "
+                     "factorisations (milliseconds), not clearly more than the decompositions: theirs ran CVXOPT "
+                     "on 1600 rows, where each costs (1600/228)^3 ~ 350 times more") + why).lstrip("; "))
 
 
 def finding_accuracy(methods) -> Finding:
@@ -379,11 +395,12 @@ def finding_accuracy(methods) -> Finding:
             _, tr, va, te = ACCURACY[m][k]
             parts.append(f"{m} {KERNEL_NAME[k]}: {r.train:.2f} / {r.val:.2f} / {r.test:.2f}")
             if r.train < 100 - 1e-9 or abs(r.test - te) > LEVEL_PP or (math.isfinite(va) and abs(r.val - va) > LEVEL_PP):
-                off.append(f"{m} {KERNEL_NAME[k]}")
+                off.append(f"{m} {KERNEL_NAME[k]}" + (f" ({r.statuses}: the accuracy of where it stopped, "
+                                                     "Finding 6)" if r.converged < r.runs else " (other data: see Setup)"))
     if not parts:
         return Finding(claim, "no method fit", None, "the run lacks the method entries")
     return Finding(claim, "train / validation / test %: " + "; ".join(parts), not off,
-                   "" if not off else "off their level for " + ", ".join(off) + " (other data: see Setup)")
+                   "" if not off else "off their level for " + ", ".join(off))
 
 
 def finding_multiclass(ova: dict | None) -> Finding:
@@ -535,6 +552,7 @@ def q_table(methods) -> pd.DataFrame:
                          "time (ms, median)": (1e3 * sv["time_s"]).map(lambda v: f"{v:.3g}"),
                          "subproblems (median)": sv["n_iter"].map(lambda v: f"{v:.0f}"),
                          "proximal steps (total; folds)": [f"{a:.0f}; {b:.0f}" for a, b in zip(sv["n_prox"], sv["prox_folds"])],
+                         "by pair steps (median)": sv["pair_solves"].map(lambda v: "" if not math.isfinite(v) else f"{v:.0f}"),
                          "m - M (worst)": sv["kkt"].map(fmt), "status": sv["statuses"]})
 
 
@@ -716,10 +734,26 @@ def readme(grid, methods, found, check, figs, skipped, setup) -> str:
         ("Per fold, from the kept alphas: the sets S+- (alpha = C) and the interval [L, U] that the KKT conditions "
          "leave b (their Section I.D), our b and theirs, and the validation accuracy with each.\n"
          if check is not None else "_Not checked: no kept model of this point._\n"),
-        markdown_table(bound_table(check)) if check is not None else "",
+        markdown_table(bound_table(check)) if check is not None else "", *_underfit_notes(check),
         "## Tables XV, XVI: summary per method\n", markdown_table(summary_table(methods)),
         "## Figures\n", *figure_lines(FIGURES, figs, skipped)]
     return "\n".join(out) + "\n"
+
+
+def _underfit_notes(check) -> list[str]:
+    """What the under-fitting table shows beyond the findings: a qp that stopped short there."""
+    if check is None:
+        return []
+    qp = check[check["entry"] == "qp_underfit"]
+    short = qp[qp["status"] != "converged"]
+    if short.empty:
+        return []
+    smo = check[check["entry"] == "smo_underfit"].set_index(["C", "fold"])
+    bound = sum(smo.loc[(r.C, r.fold), "rule"] == "bound_only" for r in short.itertuples() if (r.C, r.fold) in smo.index)
+    return [f"qp ends `{short['status'].iloc[0]}` in {len(short)} of {len(qp)} of these solves (m - M up to "
+            f"{short['m_minus_M'].max():.3g}), {bound} of them where smo's optimum has no free alpha: there "
+            "its interior point stalls and its active-set polish is refused (why is not analysed here), so its "
+            "b and accuracy are those of the stalled iterate; flagged, not fixed in this reproduction.\n"]
 
 
 @paper(NAME)
