@@ -80,8 +80,8 @@ def fold_data(root: str, data: dict, fold: int):
 
 def heldout_data(root: str, data: dict, fold: int):
     """(X, y) of the held-out test rows (cv.kind=kfold_test), scaled by the fold's training
-    rows' scaler as the fold's own test rows are; empty for the other schemes."""
-    return _cached_fold(root, data, fold)[5:]
+    rows' scaler as the fold's own test rows are; (None, empty) for the other schemes."""
+    return tuple(_cached_fold(root, data, fold)[5:]) or (None, np.empty(0))
 
 
 def _cached_fold(root: str, data: dict, fold: int):
@@ -120,6 +120,9 @@ def _nbytes(fold) -> int:
 def _extract_fold(root: str, data: dict, fold: int):
     X, y, classes, folds, heldout = _split(root, data)
     train, test = folds[fold]
+    if not heldout.size:     # the fold alone: no held-out arrays cached for the other schemes
+        X_train, X_test = _scale(data["scale"], X[train], X[test])
+        return X_train, y[train], X_test, y[test], classes
     X_train, X_test, X_held = _scale(data["scale"], X[train], X[test], X[heldout])
     return X_train, y[train], X_test, y[test], classes, X_held, y[heldout]
 
@@ -319,7 +322,8 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
     try:
-        X_tr, y_tr, X_te, y_te, classes, X_ho, y_ho = _cached_fold(root, spec["data"], spec["fold"])
+        X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
+        X_ho, y_ho = heldout_data(root, spec["data"], spec["fold"])
         if len(classes) == 2:
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho)
             record.update(rec)
