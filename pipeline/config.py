@@ -24,7 +24,7 @@ PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma"
                 "huber_k", "lambda", "lambda_convention")
 BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
 TASK_KEYS = ("multi_class",)
-CV_KINDS = ("kfold", "holdout", "repeated", "none")
+CV_KINDS = ("kfold", "holdout", "repeated", "none", "kfold_test")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
@@ -54,6 +54,9 @@ class SolverConf:
     solver: Optional[str] = None             # registered solver; default: the entry's key
     params: Dict[str, Any] = field(default_factory=dict)
     grid: Dict[str, Any] = field(default_factory=dict)
+    # The dataset entries this entry runs on (default: every selected one); bertini's one-vs-all
+    # entry runs on the three-class set only, and its C x gamma grids on the binary one only.
+    datasets: Optional[list] = None
 
 
 @dataclass
@@ -617,6 +620,12 @@ def validate(cfg: DictConfig) -> DictConfig:
             fail(f"solvers.{key}.solver", name, f"unknown solver; available: {', '.join(names)}")
         spec = solvers.get_solver(name)
         base = dict(_plain(sc.params) or {})
+        for d in sc.datasets or []:
+            if d not in cfg.datasets:
+                fail(f"solvers.{key}.datasets", _plain(sc.datasets),
+                     f"{d!r} is not a selected dataset entry ({', '.join(cfg.datasets)})")
+        if sc.datasets is not None and not sc.datasets:
+            fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
             merged = {**base, **point}
@@ -641,7 +650,9 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("cv.kind", cv.kind, f"must be one of {list(CV_KINDS)}")
     if cv.kind == "kfold" and cv.folds < 2:
         fail("cv.folds", cv.folds, "k-fold needs at least 2 folds")
-    if cv.kind in ("holdout", "repeated") and not 0 < cv.test_size < 1:
+    if cv.kind == "kfold_test" and cv.folds < 2:
+        fail("cv.folds", cv.folds, "kfold_test runs k-fold on the rows left after the test set: at least 2 folds")
+    if cv.kind in ("holdout", "repeated", "kfold_test") and not 0 < cv.test_size < 1:
         fail("cv.test_size", cv.test_size, "must be in (0, 1)")
     if cv.kind == "repeated" and cv.rounds < 1:
         fail("cv.rounds", cv.rounds, "must be >= 1")

@@ -104,23 +104,22 @@ def subsample_rows(y: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray
 
 def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, test) index arrays for the CV scheme: stratified k-fold, one stratified holdout,
-    `rounds` repeated stratified random splits, or ``none`` (train on all, empty test)."""
-    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
+    `rounds` repeated stratified random splits, ``none`` (train on all, empty test), or
+    ``kfold_test``: stratified k-fold over the rows left after a held-out test set
+    (`heldout_rows`), whose folds' "test" is then the validation fold."""
+    from sklearn.model_selection import StratifiedShuffleSplit
     n = len(y)
     idx = np.arange(n)
     kind = cv["kind"]
     if kind == "none":
         return [(idx, idx[:0])]
     if kind == "kfold":
-        _, counts = np.unique(y, return_counts=True)
-        folds = int(cv["folds"])
-        if counts.min() < folds:
-            raise ValueError(f"cv.folds={folds}: the smallest class has only {counts.min()} rows")
-        split = StratifiedKFold(n_splits=folds, shuffle=bool(cv["shuffle"]),
-                                random_state=seed if cv["shuffle"] else None)
-    else:
-        rounds = 1 if kind == "holdout" else int(cv["rounds"])
-        split = StratifiedShuffleSplit(n_splits=rounds, test_size=float(cv["test_size"]), random_state=seed)
+        return _kfold(y, cv, seed)
+    if kind == "kfold_test":
+        rest = np.setdiff1d(idx, heldout_rows(y, cv, seed))
+        return [(rest[tr], rest[va]) for tr, va in _kfold(y[rest], cv, seed)]
+    rounds = 1 if kind == "holdout" else int(cv["rounds"])
+    split = StratifiedShuffleSplit(n_splits=rounds, test_size=float(cv["test_size"]), random_state=seed)
     return [(np.sort(tr), np.sort(te)) for tr, te in split.split(np.zeros(n), y)]
 
 
@@ -135,11 +134,36 @@ def check_labels(where: str, name: str, y: np.ndarray, cv: dict, max_rows=None) 
                           f"a classifier needs at least two")
     smallest = int(counts.argmin())
     need, why = {"kfold": (int(cv["folds"]), f"cv.folds={cv['folds']}"),
+                 # the held-out draw takes one of each class and k-fold needs `folds` of the rest
+                 "kfold_test": (int(cv.get("folds", 2)) + 1, f"cv.folds={cv.get('folds')} with a held-out test set"),
                  "holdout": (2, "a stratified holdout"), "repeated": (2, "a stratified split")}.get(cv["kind"], (1, ""))
     if counts[smallest] < need:
         raise ConfigError(f"{where}: {why} needs at least {need} rows of each class, but class "
                           f"{classes[smallest]:g} of dataset {name!r} has {counts[smallest]}{rows}; "
                           f"lower cv.folds or use cv=holdout")
+
+
+def _kfold(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import StratifiedKFold
+    _, counts = np.unique(y, return_counts=True)
+    folds = int(cv["folds"])
+    if counts.min() < folds:
+        raise ValueError(f"cv.folds={folds}: the smallest class has only {counts.min()} rows")
+    split = StratifiedKFold(n_splits=folds, shuffle=bool(cv["shuffle"]),
+                            random_state=seed if cv["shuffle"] else None)
+    return [(np.sort(tr), np.sort(te)) for tr, te in split.split(np.zeros(len(y)), y)]
+
+
+def heldout_rows(y: np.ndarray, cv: dict, seed: int) -> np.ndarray:
+    """The rows no fold trains or validates on (``kfold_test``: a stratified `test_size` share,
+    drawn from the same seed as the folds; every fold's model is also scored on them), sorted;
+    empty for the other schemes."""
+    if cv["kind"] != "kfold_test":
+        return np.arange(0)
+    from sklearn.model_selection import StratifiedShuffleSplit
+    split = StratifiedShuffleSplit(n_splits=1, test_size=float(cv["test_size"]), random_state=seed)
+    _, test = next(split.split(np.zeros(len(y)), y))
+    return np.sort(test)
 
 
 def binary_labels(y: np.ndarray, positive) -> tuple[np.ndarray, list]:
@@ -160,7 +184,7 @@ class Plan:
 
     fits: dict
     references: dict
-    datasets: dict        # entry key -> {name, fingerprint, n_rows, n_features, classes, folds}
+    datasets: dict        # entry key -> {name, fingerprint, n_rows, n_features, classes, folds, heldout}
 
     def __len__(self):
         return len(self.fits)
@@ -213,7 +237,7 @@ def _smoke(cfg: DictConfig) -> DictConfig:
     # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
     # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
     cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
-    if cfg.cv.kind == "kfold":
+    if cfg.cv.kind in ("kfold", "kfold_test"):
         cfg.cv.folds = 2
     if cfg.cv.kind == "repeated":
         cfg.cv.rounds = min(cfg.cv.rounds, 2)
@@ -254,8 +278,10 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
                 "scale": ds.scale, "max_rows": ds.max_rows, "rows_seed": rows_seed,
                 "positive": ds.positive, "cv": cv, "folds_seed": folds_seed}
         datasets[dkey] = {**data, "n_rows": int(len(rows)), "n_features": int(meta["n_features"]),
-                          "classes": classes, "folds": folds}
+                          "classes": classes, "folds": folds, "heldout": heldout_rows(yb, cv, folds_seed)}
         for skey, sc in cfg.solvers.items():
+            if sc.datasets is not None and dkey not in sc.datasets:
+                continue
             name = sc.solver or skey
             spec = solvers.get_solver(name)
             base = OmegaConf.to_container(sc.params, resolve=True) or {}

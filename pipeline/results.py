@@ -61,6 +61,11 @@ def _fit_row(rec: dict, refs: dict) -> dict:
     for col in ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
                 "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s"):
         row[col] = rec.get(col)
+    if rec.get("n_heldout"):
+        # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
+        row["heldout_accuracy"], row["n_heldout"] = rec["heldout_accuracy"], rec["n_heldout"]
+        if rec.get("confusion_heldout") is not None:
+            row["confusion_heldout"] = json.dumps(rec["confusion_heldout"])
     if rec.get("n_classes"):
         # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
         row["n_classes"] = rec["n_classes"]

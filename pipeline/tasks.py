@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
-from .plan import binary_labels, make_folds, subsample_rows
+from .plan import binary_labels, heldout_rows, make_folds, subsample_rows
 from .store import read_dataset
 
 _DATASETS: "OrderedDict[str, object]" = OrderedDict()
@@ -52,10 +52,11 @@ def load_dataset(root: str, name: str, fingerprint: str):
     return ds
 
 
-def _scale(kind: str, X_train, X_test):
-    """Fit the scaler on the training fold only, so nothing leaks from the test fold."""
+def _scale(kind: str, X_train, *X_others):
+    """Fit the scaler on the training fold only, so nothing leaks from the test fold (nor from
+    the held-out rows): (X_train, *X_others) scaled."""
     if kind == "none":
-        return X_train, X_test
+        return (X_train, *X_others)
     from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
     if kind == "standard":
         scaler = StandardScaler(with_mean=not sp.issparse(X_train))
@@ -66,8 +67,7 @@ def _scale(kind: str, X_train, X_test):
             raise ValueError("scale=minmax would densify a sparse dataset; use maxabs")
         scaler = MinMaxScaler()
     X_train = scaler.fit_transform(X_train)
-    X_test = scaler.transform(X_test) if X_test.shape[0] else X_test
-    return X_train, X_test
+    return (X_train, *(scaler.transform(X) if X.shape[0] else X for X in X_others))
 
 
 def fold_data(root: str, data: dict, fold: int):
@@ -75,6 +75,16 @@ def fold_data(root: str, data: dict, fold: int):
     from this worker's fold cache (the same objects on every call: solvers do not write to
     their input). Dense storage is kept dense: a dataset whose density is over 50% is handed
     over as an array."""
+    return _cached_fold(root, data, fold)[:5]
+
+
+def heldout_data(root: str, data: dict, fold: int):
+    """(X, y) of the held-out test rows (cv.kind=kfold_test), scaled by the fold's training
+    rows' scaler as the fold's own test rows are; (None, empty) for the other schemes."""
+    return tuple(_cached_fold(root, data, fold)[5:]) or (None, np.empty(0))
+
+
+def _cached_fold(root: str, data: dict, fold: int):
     from .plan import spec_key
     key = spec_key({"data": data, "fold": fold})
     global _FOLD_BYTES
@@ -101,24 +111,27 @@ def clear_caches() -> None:
 
 def _nbytes(fold) -> int:
     total = 0
-    for a in fold[:4]:
+    for a in fold[:4] + fold[5:]:
         parts = (a.data, a.indices, a.indptr) if sp.issparse(a) else (a,)
         total += sum(p.nbytes for p in parts)
     return total
 
 
 def _extract_fold(root: str, data: dict, fold: int):
-    X, y, classes, folds = _split(root, data)
+    X, y, classes, folds, heldout = _split(root, data)
     train, test = folds[fold]
-    X_train, X_test = _scale(data["scale"], X[train], X[test])
-    return X_train, y[train], X_test, y[test], classes
+    if not heldout.size:     # the fold alone: no held-out arrays cached for the other schemes
+        X_train, X_test = _scale(data["scale"], X[train], X[test])
+        return X_train, y[train], X_test, y[test], classes
+    X_train, X_test, X_held = _scale(data["scale"], X[train], X[test], X[heldout])
+    return X_train, y[train], X_test, y[test], classes, X_held, y[heldout]
 
 
 _SPLITS: "OrderedDict[str, tuple]" = OrderedDict()
 
 
 def _split(root: str, data: dict):
-    """(X, y, classes, folds) of the data settings, once per worker: the folds are computed all
+    """(X, y, classes, folds, held-out rows) of the data settings, once per worker: the folds are computed all
     at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
     from .plan import spec_key
     key = spec_key({k: v for k, v in data.items() if k != "scale"})
@@ -130,7 +143,8 @@ def _split(root: str, data: dict):
         y, classes = binary_labels(ds.y[rows], data["positive"])
         if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
             X = X.toarray()
-        out = _SPLITS[key] = (X, y, classes, make_folds(y, data["cv"], data["folds_seed"]))
+        out = _SPLITS[key] = (X, y, classes, make_folds(y, data["cv"], data["folds_seed"]),
+                              heldout_rows(y, data["cv"], data["folds_seed"]))
         while len(_SPLITS) > _MAX_CACHED:
             _SPLITS.popitem(last=False)
     else:
@@ -198,11 +212,19 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None):
     return problem, fit
 
 
-def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None) -> tuple[dict, object]:
+def _heldout_columns(y_ho, predicted) -> dict:
+    """The fold's model scored on the held-out test rows (cv.kind=kfold_test); nothing otherwise."""
+    if not len(y_ho):
+        return {}
+    return {"heldout_accuracy": float(np.mean(predicted == y_ho)), "n_heldout": int(len(y_ho))}
+
+
+def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=()) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start)
     f_tr = problem.decision(fit)
     f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
-    return dict(
+    held = _heldout_columns(y_ho, np.where(problem.decision(fit, X_ho) > 0, 1.0, -1.0)) if len(y_ho) else {}
+    return dict(**held,
         status=fit.status, n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s),
         primal_objective=float(fit.primal), dual_objective=float(fit.dual),
         duality_gap=float(fit.gap), kkt_violation=float(fit.kkt_violation),
@@ -246,7 +268,7 @@ def _model(fit, X, y) -> dict:
     return out
 
 
-def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes) -> dict:
+def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes, X_ho=None, y_ho=()) -> dict:
     """A multiclass fit through the solvers' wrappers (ovr, ovo or the ordinal chain): the
     binary certificates are summed (objectives, iterations, time) or maximised (violations);
     the status is the worst binary status; the test confusion matrix is kept."""
@@ -269,7 +291,12 @@ def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes) -> dict:
     pred_tr = mc.predict(X_tr, decision)
     pred_te = mc.predict(X_te, decision) if X_te.shape[0] else np.empty(0)
     status = max((f.status for f in fits), key=_STATUS_RANK.get)
-    return dict(
+    held = {}
+    if len(y_ho):
+        pred_ho = mc.predict(X_ho, decision)
+        held = {**_heldout_columns(y_ho, pred_ho),
+                "confusion_heldout": confusion_matrix(y_ho, pred_ho, labels=classes).tolist()}
+    return dict(**held,
         status=status, n_iter=int(sum(f.n_iter for f in fits)), fit_time_s=float(sum(f.fit_time_s for f in fits)),
         primal_objective=float(sum(f.primal for f in fits)), dual_objective=float(sum(f.dual for f in fits)),
         duality_gap=float(sum(f.gap for f in fits)), kkt_violation=float(max(f.kkt_violation for f in fits)),
@@ -296,11 +323,12 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     fit = None
     try:
         X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
+        X_ho, y_ho = heldout_data(root, spec["data"], spec["fold"])
         if len(classes) == 2:
-            rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start)
+            rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho)
             record.update(rec)
         else:
-            record.update(_multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes))
+            record.update(_multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes, X_ho, y_ho))
     except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0

@@ -45,5 +45,4 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
     return PAPERS[name](Path(run_dir), out, root)
 
 
-from . import roethel_brynda  # noqa: E402,F401  (registers its writer)
-from . import troyan  # noqa: E402,F401  (registers its writer)
+from . import bertini, roethel_brynda, troyan  # noqa: E402,F401  (register their writers)

@@ -1,6 +1,8 @@
 """Paper reproductions: the writer step runs from a run's tables alone, the findings flip with
 the numbers, `paper:` is checked, smoke writes into the run folder (never outputs/papers/), and
 every registered paper experiment runs end to end under smoke=true (CI)."""
+import json
+import math
 import os
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 
 from pipeline import papers
 from pipeline.config import ConfigError, compose
+from pipeline.papers import bertini as bt
 from pipeline.papers import roethel_brynda as rb
 from pipeline.papers import troyan as tr
 from pipeline.run import run
@@ -247,3 +250,152 @@ def test_every_paper_experiment_runs_under_smoke(name, tmp_path):
     assert list((tmp_path / "papers" / name).glob("*.png"))
     # Smoke never touches the committed reproduction.
     assert {p: p.stat().st_mtime for p in committed} == committed
+
+
+# ------------------------------------------------------------------------------ bertini
+
+def _grid(val=None, n_free=3.0, bound=0):
+    """The CV grid summary as `bt.summarise_grid` returns: 99.6% everywhere but the Gaussian at
+    C=0.1 (96.5%); `val` maps (kernel, C, h) -> a validation accuracy that replaces it."""
+    rows = []
+    for k, hs in (("rbf", (1e-4, 5e-4, 1e-3)), ("poly", (1.0, 2.0, 3.0))):
+        for C in (0.1, 1.0, 1000.0, 5000.0):
+            for h in hs:
+                v = 96.5 if (k == "rbf" and C == 0.1) else 99.6
+                v = (val or {}).get((k, C, h), v)
+                rows.append({"kernel": k, "C": C, "h": h, "train": 100.0, "val": v, "test": 99.0, "folds": 5,
+                             "converged": 5, "n_free": n_free if (k, C, h) == ("rbf", 0.1, 1e-4) else 20.0,
+                             "bound_only": bound if (k, C, h) == ("rbf", 0.1, 1e-4) else 0})
+    return pd.DataFrame(rows)
+
+
+def _methods(time=None, prox=0.0, kkt=5e-14, converged=5, n_iter=None):
+    """The methods summary as `bt.summarise_methods` returns; `time` / `n_iter` map (method,
+    kernel, q) -> a median that replaces the default (svmlight fastest at their q)."""
+    rows = []
+    for k in bt.KERNELS:
+        for m, qs in (("qp", [math.nan]), ("smo", [math.nan]), ("svmlight", [10.0, 70.0, 100.0, 200.0])):
+            for q in qs:
+                key = (m, k, None if math.isnan(q) else q)
+                t = {"qp": 6.0, "smo": 1.0}.get(m, 0.32 if q == bt.BEST_Q[k][0] else 0.6)
+                rows.append({"method": m, "kernel": k, "q": q,
+                             "n_iter": (n_iter or {}).get(key, {"qp": 25, "smo": 4000}.get(m, 30)),
+                             "f0": 0.0, "f_star": -1096.3, "f_spread": 0.0, "kkt": kkt,
+                             "time_s": (time or {}).get(key, t), "n_prox": prox if q == 200.0 else 0.0,
+                             "prox_folds": 5 if prox and q == 200.0 else 0, "train": 100.0, "val": 99.5,
+                             "test": 98.9, "runs": 5, "converged": converged, "statuses": f"converged {converged}"})
+    return pd.DataFrame(rows)
+
+
+def _check(b_theirs_shift=0.0, n_free=0):
+    """`bt.bound_b_check` rows: smo at C=0.05 and 0.1, bound-only (b the midpoint of [L, U])."""
+    return pd.DataFrame([{"entry": "smo_underfit", "C": C, "fold": f, "status": "converged", "m_minus_M": 0.0,
+                          "rule": "bound_only" if not n_free else "free", "n_free": n_free, "n_S+": 100,
+                          "n_S-": 100, "L": -0.42, "U": -0.40, "b_ours": -0.41, "b_model": -0.41,
+                          "b_theirs": -0.41 + b_theirs_shift, "same_predictions": True, "val_ours": 60.0,
+                          "val_theirs": 60.0} for C in (0.05, 0.1) for f in range(3)])
+
+
+def test_bertini_findings_flip_with_the_numbers():
+    grid, methods = _grid(), _methods()
+    assert bt.finding_best_points(grid).holds is True
+    assert bt.finding_best_points(_grid(val={("rbf", 5000.0, 1e-3): 90.0})).holds is False      # their point 9 pp off
+    assert bt.finding_small_C(grid).holds is True
+    assert bt.finding_small_C(_grid(val={("rbf", 0.1, h): 99.6 for h in (1e-4, 5e-4, 1e-3)})).holds is False
+    # The under-fitting case: no free support vector (holds) against two in every fold (differs).
+    assert bt.finding_no_free_sv(grid, _check()).holds is True
+    assert bt.finding_no_free_sv(grid, _check(n_free=2)).holds is False
+    assert bt.finding_no_free_sv(grid, None).holds is None
+    # b: equal to theirs holds; a midpoint away from their L differs; no bound-only fold: not checked.
+    assert bt.finding_bound_b(_check()).holds is True
+    assert bt.finding_bound_b(_check(b_theirs_shift=-0.01)).holds is False
+    assert bt.finding_bound_b(_check(n_free=2)).holds is None
+    # m - M: 5e-14 everywhere holds; one method stalled differs, naming it.
+    assert bt.finding_kkt_reached(methods).holds is True
+    off = bt.finding_kkt_reached(_methods(kkt=2.0, converged=0))
+    assert off.holds is False and "qp" in off.why
+    # SVMlight 2-5x faster than SMO: their times hold; ours (smo 10x faster) differ.
+    assert bt.finding_svmlight_faster(methods).holds is True
+    fast_smo = {("smo", k, None): 0.003 for k in bt.KERNELS}
+    assert bt.finding_svmlight_faster(_methods(time=fast_smo)).holds is False
+    # qp slowest; best q at theirs (0.32 s) holds, 3x slower than the fastest q differs.
+    assert bt.finding_qp_slowest(methods).holds is True
+    assert bt.finding_qp_slowest(_methods(time={("qp", "rbf", None): 0.01})).holds is False
+    assert bt.finding_best_q(methods).holds is True
+    assert bt.finding_best_q(_methods(time={("svmlight", "rbf", 10.0): 0.1})).holds is False
+    # Proximal spikes: steps at q=200 with its time over 1.5x the fastest hold; no step differs.
+    assert bt.finding_proximal_spikes(_methods(prox=12.0)).holds is True
+    assert bt.finding_proximal_spikes(methods).holds is False
+    assert bt.finding_iterations(methods).holds is True
+    assert bt.finding_iterations(_methods(n_iter={("smo", "rbf", None): 40})).holds is False
+    assert bt.finding_accuracy(methods).holds is True
+    assert bt.finding_multiclass({"test": 99.0, "val": 99.5, "folds": 5, "converged": 5}).holds is True
+    assert bt.finding_multiclass({"test": 80.0, "val": 99.5, "folds": 5, "converged": 5}).holds is False
+    # Missing cells are "not checked", never a verdict.
+    empty = bt.findings(grid.iloc[0:0], methods.iloc[0:0], None, None)
+    assert all(f.holds is None for f in empty)
+
+
+def _bertini_run(run_dir: Path) -> None:
+    """results.parquet of a tiny bertini run: the grid, the methods at one point, the one-vs-all."""
+    res = []
+
+    def add(entry, solver, kernel, fold, **kw):
+        res.append({"key": f"fit-{entry}-{kw.get('C')}-{kw.get('gamma')}-{kw.get('degree')}-{kw.get('param_q')}-{fold}",
+                    "dataset": bt.THREE if entry == bt.OVA_ENTRY else bt.BINARY, "solver_entry": entry,
+                    "solver": solver, "kernel": kernel, "fold": fold, "status": "converged", "n_iter": 30,
+                    "fit_time_s": 0.01, "train_accuracy": 1.0, "test_accuracy": 0.99, "heldout_accuracy": 0.985,
+                    "n_train": 228, "n_test": 57, "n_heldout": 72, "kkt_violation": 5e-13,
+                    "info_f_alpha0": 0.0, "info_f_alpha": -20.78, "info_n_free_sv": 5, "info_b_rule": "free",
+                    "info_n_proximal": 0, **kw})
+    for fold in range(2):
+        for C in (0.1, 1.0, 5000.0):
+            for g in (1e-4, 1e-3):
+                add("grid_rbf", "smo", "rbf", fold, C=C, gamma=g, degree=None)
+            for d in (1, 2):
+                add("grid_poly", "smo", "poly", fold, C=C, gamma=1.0, degree=float(d))
+        for m in bt.METHODS:
+            for k, C in (("rbf", 5000.0), ("poly", 1000.0)):
+                for q in ((10, 70, 100) if m == "svmlight" else (None,)):
+                    add(f"{m}_{k}", m, k, fold, C=C, gamma=1e-3 if k == "rbf" else 1.0,
+                        degree=None if k == "rbf" else 2.0, param_q=q)
+        add(bt.OVA_ENTRY, "svmlight", "poly", fold, C=1000.0, gamma=1.0, degree=2.0,
+            confusion_heldout=json.dumps([[30, 1, 0], [0, 36, 0], [0, 0, 35]]))
+    pd.DataFrame(res).to_parquet(run_dir / "results.parquet")
+    pd.DataFrame(columns=["key", "iteration", "time_s", "primal", "dual", "gap"]).to_parquet(run_dir / "traces.parquet")
+
+
+def test_bertini_writer_runs_from_the_tables_alone(tmp_path):
+    _bertini_run(tmp_path)
+    out = tmp_path / "paper"
+    text = papers.write_paper("bertini", tmp_path, out).read_text()
+    assert "## Findings" in text and "**holds**" in text and "**not checked**" in text
+    for t in ("Table I", "Tables IV, V, IX, X, XIII, XIV", "Table VI", "Tables XV, XVI", "99.44", "5129"):
+        assert t in text, t
+    for name in ("fig3_accuracy_vs_C", "heatmap_rbf", "heatmap_poly", "fig2_4_time_vs_q", "fig5_confusion"):
+        assert (out / f"{name}.png").stat().st_size > 1000 and f"({name}.png)" in text, name
+    # No kept models and no shards here: the b check is a line saying so, not a crash.
+    assert "Not checked: no kept model" in text
+    assert sorted(p.suffix for p in out.iterdir()) == [".md"] + [".png"] * 5
+
+
+def test_bertini_their_b_is_their_printed_formula():
+    """No free alpha: their b is the end L of [L, U] (|S-| >= |S+|) or U, ours the midpoint."""
+    from solvers.kernel_dual import intercept
+    y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
+    C = 0.5
+    alpha = np.array([C, C, 0.0, C, C, 0.0])              # S+ = {0, 1}, V+ = {2}, S- = {3, 4}, V- = {5}
+    wx = np.array([0.2, 0.9, 1.3, -0.1, -0.8, -1.4])      # w'x_i (the decision without b)
+    G = y * wx - 1.0
+    L = max(max(-1 - wx[3], -1 - wx[4]), 1 - wx[2])       # their first line, |S-| = |S+|
+    b, n_Sp, n_Sm = bt.their_b(G, alpha, y, C)
+    assert (n_Sp, n_Sm) == (2, 2) and b == pytest.approx(L)
+    ours, rule, (lo, hi) = intercept(G, alpha, y, C)
+    assert rule == "bound_only" and lo == pytest.approx(L) and ours == pytest.approx((lo + hi) / 2) and ours != b
+    # |S-| < |S+|: their second line, U.
+    alpha2 = np.array([C, C, 0.0, C, 0.0, 0.0])
+    U = min(min(-1 - wx[4], -1 - wx[5]), min(1 - wx[0], 1 - wx[1]))
+    assert bt.their_b(G, alpha2, y, C)[0] == pytest.approx(U)
+    # A free alpha: the mean of y_i - w'x_i over the free ones, as ours.
+    alpha3 = np.array([0.2, C, 0.0, 0.2, C, 0.0])
+    assert bt.their_b(G, alpha3, y, C)[0] == pytest.approx(np.mean([1 - wx[0], -1 - wx[3]]))
