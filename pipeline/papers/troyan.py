@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..report.build import load
 from ..report.common import fmt, styles
-from ..report.figures import _decorate, _log_ticks, _panels
+from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
 from .common import Finding, draw_figures, figure_lines, header_lines, save_figures, table_lines
@@ -307,7 +307,6 @@ def fig5(data: ReportData, seed: int = 0):
         sub = fits[fits["dataset"] == ds]
         floor = float((sub["f_star_gap"].abs() / sub["C"].astype(float)).max())
         floor = max(floor, 1e-12 * float((sub["f_star"] / sub["C"].astype(float)).abs().max()))
-        n = 0
         for e, style in zip(order, st):
             row = sub[sub["solver_entry"] == e]
             if row.empty:
@@ -317,11 +316,11 @@ def fig5(data: ReportData, seed: int = 0):
             y = np.maximum((tr["primal"].to_numpy() - r["f_star"]) / float(r["C"]), floor)
             ax.plot(tr["time_s"].to_numpy(), y, label=LABELS.get(e, e), color=style["color"],
                     linestyle=style["linestyle"], linewidth=1.3)
-            n += 1
         ax.axhline(floor, color="0.4", linestyle=":", linewidth=1, label="certainty of L*")
         _decorate(ax, f"{PAPER_NAMES.get(ds, ds)} (p = {fmt(P_EXPONENT.get(ds, math.nan))})", "solver time (s)",
-                  "L - L*", n + 1, logx=True, logy=True)
+                  "L - L*", 0, logx=True, logy=True)
         _log_ticks(ax)
+    figure_legend(fig, axes)
     return fig
 
 

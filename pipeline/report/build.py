@@ -96,7 +96,8 @@ def _make_room(fig) -> None:
     rows = [len(ax.get_legend().get_texts()) for ax in fig.axes if ax.get_legend() is not None
             and ax.get_legend().get_bbox_to_anchor().y0 < ax.bbox.y0]
     n = max(rows, default=0)
-    fig.subplots_adjust(hspace=0.3 + 0.11 * n + (0.25 if n else 0), wspace=0.3)
+    # 0.45 without legends: a panel's x label and the title of the panel below it need that much.
+    fig.subplots_adjust(hspace=0.45 + 0.11 * n + (0.1 if n else 0), wspace=0.3)
 
 
 def summary_line(results: pd.DataFrame) -> str:

@@ -37,6 +37,19 @@ def _legend(ax, n):
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
 
 
+def figure_legend(fig, axes, **kw):
+    """One legend for a figure whose panels share their lines (the same methods on each dataset):
+    the labels of every panel once, in the order first drawn, below the panels, instead of the
+    same list under each panel."""
+    seen = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="lower center", ncols=min(len(seen), 4),
+                   frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.08), **kw)
+
+
 # Seeds of a solver's randomness: random_state (sampling, order) and init_seed (the random start
 # of the majorization and CPM solvers, troyan).
 START_KEYS = ("param_random_state", "param_init_seed")
