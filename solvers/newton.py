@@ -490,7 +490,7 @@ register(SolverSpec(
     },
     losses=("squared_hinge",),
     # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
-    intercepts=("regularized", "none", "free"),
+    intercepts=("regularized", "none", "free", "basis"),
     kernels=("linear", "rbf", "poly"),
     warm_start=True,
     default_max_iter=100,
