@@ -28,6 +28,7 @@ spread of the dual at alpha.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -72,6 +73,8 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         cert = linear_certificates(problem, w, c * u, f)
         return cert["primal"], cert["dual"], cert["gap"]
 
+    # The current model for the caller's trace extras (the test error along the run).
+    recorder.model(lambda: SimpleNamespace(w=w, alpha=None, b=c * u))
     # ||grad P|| at w = 0 scales the stopping test (as LIBLINEAR's Newton does), so that a warm
     # start near the optimum stops at once instead of chasing a relative decrease of its own.
     g0 = gradient_norm_at_zero(problem)
@@ -171,6 +174,6 @@ register(SolverSpec(
     default_max_iter=10000,
     # ||grad P|| <= 1e-3 ||grad P(0)||: 1e-5 left 47% of a default sweep at max_iter (README).
     default_tol=1e-3,
-    version="1",
+    version="2",        # 2: traces carry the caller's extras (the test error)
     description="full-batch gradient descent on the squared-hinge primal (duros_katzman 4.1)",
 ))

@@ -125,3 +125,14 @@ def test_basis_intercept_is_refused_by_solvers_that_do_not_declare_it():
     X, y = _shifted_blobs()
     with pytest.raises(solvers.SolverError, match="intercept='basis'"):
         solvers.fit(Problem(X, y, intercept="basis"), "dcd")
+
+
+def test_basis_intercept_reaches_the_traced_extras():
+    """The test error traced along a basis run is that of the model with its basis b: at the
+    closing point it is the returned model's."""
+    X, y = _shifted_blobs()
+    pr = Problem(X, y, C=1.0, loss="squared_hinge", intercept="basis")
+    err = lambda m: float(np.mean(np.sign(X @ m.w + m.b) != y))   # noqa: E731
+    rec = Recorder(max_overhead=None, extras={"err": err})
+    r = solvers.fit(pr, "gd", recorder=rec)
+    assert r.trace_extra[-1]["err"] == err(r) < float(np.mean(np.sign(X @ r.w) != y))
