@@ -263,19 +263,24 @@ def results_table(summary, paper_rows: dict, sets: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def learning_rate_table(summary) -> pd.DataFrame:
-    """GD's mean test accuracy per learning rate and set (diverged folds marked)."""
+def learning_rate_table(summary, lam: float | None = None) -> pd.DataFrame:
+    """GD's mean test accuracy per learning rate and set (diverged folds marked); with GD's
+    lambda, the step on P each rate is (`step_from_learning_rate`: rate / (C n) = rate lambda)."""
     rows = []
     sets = [d for d in dict.fromkeys(list(FULL.values()) + list(SMALL.values()))]
     gd = summary[summary["solver_entry"] == "gd"]
     for lr in LEARNING_RATES:
-        row = {"learning rate": lr, "step on P (= rate x lambda)": lr * 1e-3}
+        row = {"learning rate": lr}
+        if lam is not None:
+            row["step on P"] = lr * lam
         for ds in sets:
             c = gd[(gd["dataset"] == ds) & np.isclose(gd["eta"], lr)]
             if len(c):
                 r = c.iloc[0]
-                row[ds] = f"{r['acc']:.4f}" + (f" ({int(r['diverged'])} diverged)" if r["diverged"] else "")
-        rows.append(row)
+                row[ds] = f"{r['acc']:.4f}" + (f" ({int(r['diverged'])} of {int(r['folds'])} diverged)"
+                                               if r["diverged"] else "")
+        if len(row) > 1 + (lam is not None):
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -491,7 +496,7 @@ def readme(summary, levels, found, figs, skipped, data: ReportData, setup: dict)
         markdown_table(table2(levels)) if len(levels) else "_Not run (Table 2 needs the newton_doubling fit)._\n",
         "## Their search: GD's learning rate\n",
         "Mean 10-fold test accuracy after 300 steps at each of their learning rates.\n",
-        markdown_table(learning_rate_table(summary)),
+        markdown_table(learning_rate_table(summary, setup.get("gd_lambda"))),
         "Then the iterations: test accuracy after k steps at the best learning rate (mean over folds).\n",
         markdown_table(iteration_table(data, summary)),
         "## Their search: Pegasos's lambda, then k and iterations (binary features)\n",
@@ -518,8 +523,11 @@ def majority_share(results: pd.DataFrame) -> float | None:
 
 
 def _setup(data: ReportData) -> dict:
-    rows = data.results.groupby("dataset")[["n_train", "n_test"]].median()
-    return {"fits": len(data.results),
+    res = data.results
+    rows = res.groupby("dataset")[["n_train", "n_test"]].median()
+    gd = res[res["solver_entry"] == "gd"]
+    lam = gd["lambda_pegasos"].median() if "lambda_pegasos" in gd.columns and len(gd) else math.nan
+    return {"fits": len(res), "gd_lambda": None if math.isnan(lam) else float(lam),
             "rows": ", ".join(f"{d} {int(r.n_train)} / {int(r.n_test)}" for d, r in rows.iterrows())}
 
 
