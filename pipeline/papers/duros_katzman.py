@@ -410,11 +410,12 @@ def fig_ordinal_confusion(data: ReportData, summary):
     """The ordinal chain's test confusion matrix (summed over folds) on the full multiclass set,
     for GD and Pegasos at their best grid points."""
     ds = FULL[("multi", "bin")]
-    keep = []
-    for entry in ("gd", "pegasos"):
+    keep, titles = [], []
+    for entry in ("gd", "pegasos"):     # confusion_matrices draws its panels in entry order
         b = best(summary, ds, entry)
         if b is None:
             continue
+        titles.append(f"{ds}, {entry}\n{_params(b)}\naccuracy {b['acc']:.4f} (0 = Fair ... 4 = Ideal)")
         f = data.fits[(data.fits["dataset"] == ds) & (data.fits["solver_entry"] == entry)]
         for c, v in (("param_eta", b["eta"]), ("param_lambda", b["lam"]), ("param_k", b["k"]), ("param_epochs", b["epochs"])):
             if c in f.columns and v == v:
@@ -422,7 +423,10 @@ def fig_ordinal_confusion(data: ReportData, summary):
         keep.append(f)
     if not keep:
         raise Skip(f"no multiclass fit on {ds}")
-    return confusion_matrices(ReportData(pd.concat(keep), data.traces.iloc[0:0], name=data.name))
+    fig = confusion_matrices(ReportData(pd.concat(keep), data.traces.iloc[0:0], name=data.name))
+    for ax, title in zip([ax for ax in fig.axes if ax.images], titles):
+        ax.set_title(title, fontsize=8)
+    return fig
 
 
 # ------------------------------------------------------------------------------ the README
