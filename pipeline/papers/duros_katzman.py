@@ -188,9 +188,11 @@ def finding_newton_worse_binary(summary) -> Finding:
     if not cells:
         return Finding(claim, "no binary 1000-row set has all three", None, "the run lacks these entries")
     ours = "; ".join(f"{ds}: Newton {100 * a:.2f}, GD {100 * b:.2f}, Pegasos {100 * c:.2f}" for ds, a, b, c in cells)
-    not_worse = [c[0] for c in cells if not c[1] < min(c[2], c[3])]
+    # "Outperformed" by more than the noise of a 10-fold mean on 1000 rows (theirs: 3.8-5.3 pp).
+    not_worse = [c[0] for c in cells if not 100 * (min(c[2], c[3]) - c[1]) > SAME_PP]
     return Finding(claim, ours + " (% test accuracy)", not not_worse,
-                   "" if not not_worse else f"Newton is not below both on {', '.join(not_worse)}")
+                   "" if not not_worse else f"Newton is not more than {SAME_PP:g} pp below both on "
+                   f"{', '.join(not_worse)}: a tie within the noise of 10 folds of 100 test rows")
 
 
 def finding_newton_equal_multiclass(summary) -> Finding:
@@ -431,7 +433,8 @@ def fig_ordinal_confusion(data: ReportData, summary):
         for c, v in (("param_eta", b["eta"]), ("param_lambda", b["lam"]), ("param_k", b["k"]), ("param_epochs", b["epochs"])):
             if c in f.columns and v == v:
                 f = f[np.isclose(pd.to_numeric(f[c], errors="coerce"), v)]
-        keep.append(f)
+        # One grid point of ours: its C (1/(lambda n) of each fold's first pair) must not split its folds.
+        keep.append(f.assign(**{c: f[c].iloc[0] for c in ("C", "lambda_pegasos", "lambda_svmmaj") if c in f.columns}))
     if not keep:
         raise Skip(f"no multiclass fit on {ds}")
     fig = confusion_matrices(ReportData(pd.concat(keep), data.traces.iloc[0:0], name=data.name))

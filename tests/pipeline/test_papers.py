@@ -439,6 +439,7 @@ def test_duros_katzman_findings_flip_with_the_numbers():
     assert dk.finding_newton_slower(_dk_summary(time={("diamonds_1k", "newton"): 0.1})).holds is False
     assert dk.finding_newton_worse_binary(base).holds is True
     assert dk.finding_newton_worse_binary(_dk_summary(acc={("rotten_tomatoes_1k", "newton"): 0.75})).holds is False
+    assert dk.finding_newton_worse_binary(_dk_summary(acc={("rotten_tomatoes_1k", "newton"): 0.725})).holds is False
     assert dk.finding_newton_equal_multiclass(_dk_summary(acc={("diamonds_1k", "newton"): 0.71})).holds is True
     assert dk.finding_newton_equal_multiclass(base).holds is False          # 3 pp below
     # Above chance and above the majority rate; below the majority rate differs.
