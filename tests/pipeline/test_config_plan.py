@@ -256,6 +256,7 @@ def test_a_command_line_key_every_dataset_problem_replaces_is_refused(tmp_path):
     _cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "solvers.svmmaj.grid.C=[1]",
          "datasets.toy_blobs.problem.C=3")
 
+
 def test_solver_entry_runs_on_its_datasets_and_first_folds_only(tmp_path):
     """solvers.<entry>.datasets and .folds: a costly entry (duros_katzman's kernel Newton) on a
     subset of the datasets and folds; other entries keep the whole product; bad values refused."""
