@@ -69,8 +69,7 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(acc=("test_accuracy", "mean"), acc_sd=("test_accuracy", "std"), time_s=("fit_time_s", "mean"),
                 folds=("key", "count"), diverged=("_div", "sum"), n_sv=("n_sv", "median"),
                 intercept=("intercept", "first")).reset_index()
-    return out.rename(columns={"param_eta": "eta", "param_lambda": "lam", "param_k": "k",
-                                                    "param_epochs": "epochs"})
+    return out.rename(columns={"param_eta": "eta", "param_lambda": "lam", "param_k": "k", "param_epochs": "epochs"})
 
 
 def best(summary: pd.DataFrame, dataset: str, entry: str) -> dict | None:
@@ -83,9 +82,9 @@ def best(summary: pd.DataFrame, dataset: str, entry: str) -> dict | None:
 
 def _params(row: dict) -> str:
     keys = (("eta", "learning rate"), ("lam", "lambda"), ("k", "k"), ("epochs", "epochs"), ("C", "C"))
+    # The keys of the row's own search (`summarise` leaves the others, and C where lambda set it, NaN).
     return ", ".join(f"{name} {fmt(row[k])}" for k, name in keys
-                     if k in row and row[k] is not None and not (isinstance(row[k], float) and math.isnan(row[k]))
-                     and not (k == "C" and row.get("solver_entry") != "newton"))
+                     if row.get(k) is not None and not (isinstance(row[k], float) and math.isnan(row[k])))
 
 
 # ------------------------------------------------------------------------------ Table 2
