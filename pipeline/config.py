@@ -57,6 +57,7 @@ class SolverConf:
     # The dataset entries this entry runs on (default: every selected one); bertini's one-vs-all
     # entry runs on the three-class set only, and its C x gamma grids on the binary one only.
     datasets: Optional[list] = None
+    folds: Optional[int] = None              # only the first `folds` folds (a costly entry on a sample)
 
 
 @dataclass
@@ -627,6 +628,8 @@ def validate(cfg: DictConfig) -> DictConfig:
         if sc.datasets is not None and not sc.datasets:
             fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
+        if sc.folds is not None and sc.folds < 1:
+            fail(f"solvers.{key}.folds", sc.folds, "must be >= 1 or null (every fold)")
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
             merged = {**base, **point}
             where = f"solvers.{key}"

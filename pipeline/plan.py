@@ -297,7 +297,7 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
                            if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
-                for fold in range(len(folds)):
+                for fold in range(min(len(folds), sc.folds or len(folds))):
                     fit_spec = {"kind": "fit", "data": data, "fold": fold, "solver_entry": skey,
                                 "solver": name, "solver_version": spec.version, "family": spec.family,
                                 "problem": problem, "budget": budget, "solver_params": sparams,

@@ -105,6 +105,8 @@ class Recorder:
         self.extras = dict(extras or {})
         self.extra_points: list[dict] = []
         self._model = None
+        # What the caller's extras see of the solver's model (solvers.fit: the basis intercept).
+        self.model_map = None
         self._notes: dict = {}
         self._t0 = None
         self._paused = 0.0
@@ -190,6 +192,8 @@ class Recorder:
         self._notes = {}
         if self.extras and self._model is not None:
             m = self._model()
+            if self.model_map is not None:
+                m = self.model_map(m)
             for name, fn in self.extras.items():
                 row[name] = float(fn(m))
         self.extra_points.append(row)

@@ -16,7 +16,7 @@ from .kernels import Kernel, kernel_block, resolve_gamma
 from .problem import Problem
 from .registry import Param, SolverError, fit as solve, get_solver
 
-_INTERCEPTS = ("none", "regularized", "free")
+_INTERCEPTS = ("none", "regularized", "free", "basis")
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
@@ -37,10 +37,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     gamma : {"scale", "auto"} or float, default="scale"
     degree : int, default=3
     coef0 : float, default=0.0
-    intercept : {"none", "regularized", "free"} or None, default=None
+    intercept : {"none", "regularized", "free", "basis"} or None, default=None
         None: the solver's first declared intercept, resolved at fit, as sweeps do: regularized
         (LIBLINEAR's bias feature) for dcd, liblinear, pegasos, gd and newton; free for the
         kernel duals (smo, svmlight, qp, libsvm) and the majorization family; none for sgd.
+        basis (gd, newton, pegasos): duros_katzman's bias, set after training without one.
     intercept_scaling : float, default=1.0
         The constant feature B of a regularized intercept (LIBLINEAR's bias term).
     huber_k : float, default=1.0

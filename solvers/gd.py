@@ -28,24 +28,28 @@ spread of the dual at alpha.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 from .base import Budget, Fit, Recorder, finish, split_warm_start
-from .objectives import gradient_norm_at_zero, intercept_coordinate, linear_certificates, loss_derivative, loss_values
+from .objectives import (gradient_norm_at_zero, intercept_coordinate, linear_certificates, loss_derivative,
+                         loss_values, step_from_learning_rate)
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
 
 # ------------------------------------------------------------------ driver
 def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
-           step: str = "armijo", eta: float = 1e-3, stop: str = "grad_norm",
-           armijo_sigma: float = 1e-4) -> Fit:
+           step: str = "armijo", eta: float = 1e-3, eta_scale: str = "objective",
+           stop: str = "grad_norm", armijo_sigma: float = 1e-4) -> Fit:
     """Gradient descent on P (duros_katzman 4.1; see the module docstring).
 
     step: ``fixed`` (eta every iteration, the paper's method) or ``armijo`` (backtracking that
     tries eta first, then twice the last accepted step each iteration). budget.tol is the tolerance
-    of `stop`; iterations are gradient steps.
+    of `stop`; iterations are gradient steps. eta_scale: eta is a step on P (``objective``) or
+    duros_katzman's learning rate on the averaged objective P / (C n) (``mean``; converted by
+    objectives.step_from_learning_rate).
     """
     X = problem.X
     y = problem.y
@@ -69,10 +73,12 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         cert = linear_certificates(problem, w, c * u, f)
         return cert["primal"], cert["dual"], cert["gap"]
 
+    # The current model for the caller's trace extras (the test error along the run).
+    recorder.model(lambda: SimpleNamespace(w=w, alpha=None, b=c * u))
     # ||grad P|| at w = 0 scales the stopping test (as LIBLINEAR's Newton does), so that a warm
     # start near the optimum stops at once instead of chasing a relative decrease of its own.
     g0 = gradient_norm_at_zero(problem)
-    t = float(eta)
+    t = float(eta) if eta_scale == "objective" else step_from_learning_rate(eta, C, problem.n_samples)
     status = "max_iter"
     detail = ""
     it = 0
@@ -153,6 +159,8 @@ register(SolverSpec(
                       doc="fixed learning rate eta (duros_katzman 4.1) or Armijo backtracking"),
         "eta": Param(1e-3, "float", low=0.0, open_low=True,
                      doc="the fixed step, and the first trial step of the backtracking"),
+        "eta_scale": Param("objective", "str", options=("objective", "mean"),
+                           doc="eta is a step on P, or a learning rate on P/(C n) (duros_katzman 4.1)"),
         "stop": Param("grad_norm", "str", options=("grad_norm", "rel_decrease"),
                       doc="||grad|| <= tol ||grad P(0)||, or relative objective decrease <= tol"),
         "armijo_sigma": Param(1e-4, "float", low=0.0, high=0.5, open_low=True, open_high=True,
@@ -160,12 +168,12 @@ register(SolverSpec(
     },
     losses=("squared_hinge", "huber_hinge"),
     # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
-    intercepts=("regularized", "none", "free"),
+    intercepts=("regularized", "none", "free", "basis"),
     kernels=("linear",),
     warm_start=True,
     default_max_iter=10000,
     # ||grad P|| <= 1e-3 ||grad P(0)||: 1e-5 left 47% of a default sweep at max_iter (README).
     default_tol=1e-3,
-    version="1",
+    version="2",        # 2: traces carry the caller's extras (the test error)
     description="full-batch gradient descent on the squared-hinge primal (duros_katzman 4.1)",
 ))

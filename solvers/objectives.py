@@ -262,3 +262,36 @@ def objective_scale(convention: str, C: float, n_samples: int | None = None) -> 
     if convention == "svmmaj":
         return 1.0 / C
     raise ValueError(f"convention={convention!r} is not one of 'pegasos', 'svmmaj'")
+
+
+def step_from_learning_rate(rate: float, C: float, n_samples: int) -> float:
+    """The step on P of a learning rate on the per-sample averaged objective.
+
+    duros_katzman 4.1 step w <- w - rate * grad F with F the averaged objective
+    F = lambda/2 ||w||^2 + (1/n) sum_i loss_i = P / (C n)  (lambda = 1/(C n), as Pegasos's
+    objective, their eq. 6). grad F = grad P / (C n), so their step is the step
+    rate / (C n) = rate * lambda on P; gd's ``eta_scale="mean"`` applies it.
+    """
+    rate, C = float(rate), float(C)
+    if not (rate > 0 and math.isfinite(rate)):
+        raise ValueError(f"learning rate={rate!r} must be a finite number > 0")
+    if not (C > 0 and math.isfinite(C)) or not n_samples or n_samples < 1:
+        raise ValueError(f"C={C!r} and n_samples={n_samples!r} must be finite and > 0")
+    return rate / (C * n_samples)
+
+
+# ------------------------------------------------------------------ duros_katzman's bias
+def basis_intercept(y: np.ndarray, f: np.ndarray) -> tuple[float, int]:
+    """duros_katzman's "basis" (Section 3), computed after training from the decision values
+    f_i = w . x_i of a model without intercept: b = -(1/|V|) sum_{i in V} f_i over the margin
+    violators V = {i : y_i f_i < 1} (their "support vectors, whose margins are less than one").
+
+    Their text says "their average distance from the hyperplane"; the distance is f_i / ||w||,
+    and in the units of f that average is mean(f_V). We read it as signed (an unsigned mean
+    would always move the plane towards the negative side) and move the plane onto it:
+    f + b = 0 passes through the violators' centre. Returns (b, |V|); b = 0 when V is empty.
+    """
+    f = np.asarray(f, dtype=np.float64)
+    viol = np.asarray(y) * f < 1.0
+    n = int(viol.sum())
+    return (-float(f[viol].mean()) if n else 0.0), n

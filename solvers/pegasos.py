@@ -284,7 +284,7 @@ register(SolverSpec(
     },
     losses=("hinge",),
     # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.
-    intercepts=("regularized", "none"),
+    intercepts=("regularized", "none", "basis"),
     kernels=("linear",),
     warm_start=False,
     default_max_iter=100_000,

@@ -11,7 +11,10 @@
 - loss: ``hinge`` (L1-SVM), ``squared_hinge`` (L2-SVM), ``huber_hinge`` (SVM-Maj's Huber hinge
   with parameter ``huber_k``, Groenen, Nalbantov and Bioch 2008, eq. (4)).
 - intercept: ``none``, ``regularized`` (b = B * w_b with a constant feature B =
-  ``intercept_scaling`` whose weight w_b is penalised, as LIBLINEAR does), ``free`` (b unpenalised).
+  ``intercept_scaling`` whose weight w_b is penalised, as LIBLINEAR does), ``free`` (b unpenalised),
+  ``basis`` (duros_katzman 3: the problem without intercept is solved, then b is set after
+  training from the margin violators, `objectives.basis_intercept`; `registry.fit` does it for
+  the solvers that declare it, and the certificates are those of the problem without b).
 - kernel: a `Kernel`.
 """
 from __future__ import annotations
@@ -27,7 +30,7 @@ from numba import njit
 from .kernels import Kernel, resolve_gamma, row_norms_sq
 
 LOSSES = ("hinge", "squared_hinge", "huber_hinge")
-INTERCEPTS = ("none", "regularized", "free")
+INTERCEPTS = ("none", "regularized", "free", "basis")
 
 
 class ProblemError(ValueError):

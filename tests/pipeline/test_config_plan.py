@@ -255,3 +255,20 @@ def test_a_command_line_key_every_dataset_problem_replaces_is_refused(tmp_path):
     _cfg(tmp_path, "+experiment=troyan", "solvers.svmmaj.grid.init_seed=[7]")        # not a replaced key
     _cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "solvers.svmmaj.grid.C=[1]",
          "datasets.toy_blobs.problem.C=3")
+
+
+def test_solver_entry_runs_on_its_datasets_and_first_folds_only(tmp_path):
+    """solvers.<entry>.datasets and .folds: a costly entry (duros_katzman's kernel Newton) on a
+    subset of the datasets and folds; other entries keep the whole product; bad values refused."""
+    cfg = _cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[dcd,liblinear]", "cv.folds=3",
+               "solvers.dcd.grid.C=[1]", "solvers.liblinear.grid.C=[1]", "run.reference=false",
+               "+solvers.dcd.datasets=[toy_blobs]", "+solvers.dcd.folds=2")
+    cfg = validate(cfg)
+    fits = build_plan(cfg, materialise_datasets(cfg)).fits.values()
+    dcd = sorted((f["data"]["entry"], f["fold"]) for f in fits if f["solver_entry"] == "dcd")
+    assert dcd == [("toy_blobs", 0), ("toy_blobs", 1)]
+    assert sum(f["solver_entry"] == "liblinear" for f in fits) == 6
+    with pytest.raises(ConfigError, match=r"solvers.dcd.datasets=\['nope'\]: 'nope' is not a selected"):
+        validate(_cfg(tmp_path, "+solvers.dcd.datasets=[nope]"))
+    with pytest.raises(ConfigError, match=r"solvers.dcd.folds=0: must be >= 1"):
+        validate(_cfg(tmp_path, "+solvers.dcd.folds=0"))

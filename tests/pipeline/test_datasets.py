@@ -48,6 +48,7 @@ def test_registry_is_described():
         "breast_cancer_wisconsin",
         "breast_cancer_wisconsin_699",
         "cleveland_heart",
+        "diamonds",
         "digits_1v7",
         "digits_bertini_3class",
         "digits_bertini_binary",

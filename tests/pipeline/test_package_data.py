@@ -106,6 +106,7 @@ def _member_files() -> dict[str, dict[str, bytes]]:
               '"3","1015425",3,1,1,1,2,NA,3,1,1,"benign"\n"4","1016277",8,10,10,8,7,10,9,7,1,"malignant"\n')
     outer, inner = package_data.BIOPSY_MEMBER.split("!")
     files["pydataset"][outer] = _tar({inner: biopsy.encode()})
+    files["plotnine"][package_data.DIAMONDS_MEMBER] = _DIAMONDS_CSV.encode()
     return files
 
 
@@ -117,6 +118,16 @@ def _tar(members: dict[str, bytes]) -> bytes:
             info.size = len(content)
             tf.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
+
+
+_DIAMONDS_CSV = (
+    "carat,cut,color,clarity,depth,table,price,x,y,z\n"
+    "0.23,Ideal,E,SI2,61.5,55.0,326,3.95,3.98,2.43\n"
+    "0.21,Premium,E,SI1,59.8,61.0,326,3.89,3.84,2.31\n"
+    "0.23,Good,D,VS1,56.9,65.0,327,4.05,4.07,2.31\n"
+    "0.29,Very Good,I,IF,62.4,58.0,334,4.20,4.23,2.63\n"
+    "0.31,Fair,J,I1,63.3,58.0,335,4.34,4.35,2.75\n"
+)
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -263,6 +274,21 @@ def test_rotten_tomatoes_bag_of_words(tmp_path, fake_index):
     freq = datasets.ensure_dataset(tmp_path, "rotten_tomatoes", {"weighting": "frequency"})
     X = store.read_dataset(tmp_path, freq["name"]).X
     assert X[1, vocab.index("dull")] == 3.0
+
+
+def test_diamonds_cut_is_an_ordinal_label(tmp_path, fake_index, fake_wheels, monkeypatch):
+    """Cut as its rank (Fair 0 .. Ideal 4), colour and clarity as ranks; a grade outside the
+    order is refused naming the line."""
+    datasets.ensure_dataset(tmp_path, "diamonds")
+    ds = store.read_dataset(tmp_path, "diamonds")
+    np.testing.assert_array_equal(ds.y, [4, 3, 1, 2, 0])
+    X = ds.X.toarray() if hasattr(ds.X, "toarray") else ds.X
+    np.testing.assert_array_equal(X[:, 7], [5, 5, 6, 1, 0])     # colour J=0 .. D=6
+    np.testing.assert_array_equal(X[:, 8], [1, 2, 4, 7, 0])     # clarity I1=0 .. IF=7
+    bad = _DIAMONDS_CSV.replace("Very Good", "Superb")
+    with pytest.raises(ValueError, match=r"diamonds.csv:5: cut 'Superb' is not one of"):
+        monkeypatch.setattr(package_data, "read_member", lambda *a: bad.encode())
+        package_data.build_diamonds(tmp_path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -412,6 +438,7 @@ REAL_SHAPES = {
     "mnist_1v7": (15170, 784, [7877, 7293]),
     "mnist_5k": (5000, 784, [500] * 10),
     "rotten_tomatoes": (12808, None, [5405, 7403]),
+    "diamonds": (53940, 9, [1610, 4906, 12082, 13791, 21551]),
 }
 
 

@@ -127,3 +127,22 @@ def test_warm_start_from_optimum(data):
     r2 = solvers.fit(pr, "gd", budget=Budget(tol=1e-6), warm_start=r)
     assert r2.status == "converged" and r2.n_iter <= 2
     assert math.isclose(r2.primal, r.primal, rel_tol=1e-10)
+
+
+def test_learning_rate_on_the_averaged_objective_is_converted_once(data):
+    """eta_scale="mean": duros_katzman's learning rate r on F = P / (C n). One fixed step from
+    w = 0 on the squared hinge is w_1 = -r grad F(0) = 2 r X'y / n whatever C (grad P(0) =
+    -2C X'y); the same run with eta = r / (C n) on P is the same iterate."""
+    X, y = data
+    n = len(y)
+    for C in (0.01, 3.0):
+        pr = Problem(X, y, C=C, loss="squared_hinge", intercept="none")
+        one = Budget(max_iter=1, tol=1e-300)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            r = solvers.fit(pr, "gd", budget=one, step="fixed", eta=0.3, eta_scale="mean")
+            same = solvers.fit(pr, "gd", budget=one, step="fixed", eta=0.3 / (C * n))
+        np.testing.assert_allclose(r.w, 2 * 0.3 * X.T @ y / n, rtol=1e-12)
+        np.testing.assert_array_equal(r.w, same.w)
+    with pytest.raises(ValueError, match="learning rate"):
+        solvers.objectives.step_from_learning_rate(-1.0, 1.0, n)

@@ -116,6 +116,11 @@ def test_kernel_newton_matches_an_independent_dual_solve(data, kernel, start):
     np.testing.assert_allclose(r.alpha, 2 * C * np.maximum(1 - y * f, 0), atol=1e-9)
     if start == "doubling":
         assert [s for s, *_ in r.info["doubling"]] == [38, 75]
+        # The first level is a cold solve on the first 38 rows of the seeded permutation: its
+        # support-vector count is that solve's.
+        rows = np.random.default_rng(0).permutation(150)[:38]
+        first = solvers.fit(pr.subset(rows), "newton", budget=Budget(tol=1e-12))
+        assert r.info["doubling"][0][4] == first.info["n_sv"] > 0
 
 
 def test_kernel_newton_free_intercept_matches_svc_on_separable_data():

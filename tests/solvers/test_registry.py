@@ -5,6 +5,7 @@ import time
 import numpy as np
 import pytest
 
+import solvers
 from solvers import Fit, Problem, Recorder, fit, registry
 from solvers.registry import SolverSpec
 
@@ -93,3 +94,45 @@ def test_warm_all_warms_every_public_solver_once(fresh_registry, monkeypatch):
     assert registry.warm_all() == ["a1", "b2"]
     registry.warm_all()
     assert calls == ["a1", "b2"]
+
+
+def _shifted_blobs():
+    """Two blobs whose boundary misses the origin: a model without intercept needs a b."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(3.0, 1.0, (120, 2)), rng.normal(1.0, 1.0, (120, 2))])
+    return X, np.r_[np.ones(120), -np.ones(120)]
+
+
+@pytest.mark.parametrize("solver, loss", [("gd", "squared_hinge"), ("newton", "squared_hinge"),
+                                          ("pegasos", "hinge")])
+def test_basis_intercept_is_set_after_solving_without_one(solver, loss):
+    """duros_katzman's basis: the solver solves the problem without intercept (same w, same
+    certificates), then b = -mean(w.x_i) over the margin violators y_i w.x_i < 1."""
+    X, y = _shifted_blobs()
+    none = solvers.fit(Problem(X, y, C=1.0, loss=loss, intercept="none"), solver)
+    basis = solvers.fit(Problem(X, y, C=1.0, loss=loss, intercept="basis"), solver)
+    np.testing.assert_array_equal(basis.w, none.w)
+    assert basis.primal == none.primal
+    f = X @ none.w
+    viol = y * f < 1
+    assert basis.b == pytest.approx(-f[viol].mean(), rel=1e-12)
+    assert basis.info["basis_n_violators"] == viol.sum() > 0
+    # It is what makes the shifted boundary reachable: accuracy rises over no intercept.
+    assert np.mean(np.sign(f + basis.b) == y) > np.mean(np.sign(f) == y) + 0.05
+
+
+def test_basis_intercept_is_refused_by_solvers_that_do_not_declare_it():
+    X, y = _shifted_blobs()
+    with pytest.raises(solvers.SolverError, match="intercept='basis'"):
+        solvers.fit(Problem(X, y, intercept="basis"), "dcd")
+
+
+def test_basis_intercept_reaches_the_traced_extras():
+    """The test error traced along a basis run is that of the model with its basis b: at the
+    closing point it is the returned model's."""
+    X, y = _shifted_blobs()
+    pr = Problem(X, y, C=1.0, loss="squared_hinge", intercept="basis")
+    err = lambda m: float(np.mean(np.sign(X @ m.w + m.b) != y))   # noqa: E731
+    rec = Recorder(max_overhead=None, extras={"err": err})
+    r = solvers.fit(pr, "gd", recorder=rec)
+    assert r.trace_extra[-1]["err"] == err(r) < float(np.mean(np.sign(X @ r.w) != y))
