@@ -5,14 +5,11 @@ data CLI ingests a user file and builds a built-in dataset into it, and a sweep 
 `dask scheduler` + `dask worker` whose only way to the data is S3 completes."""
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +21,8 @@ from pipeline import store
 from pipeline.config import compose
 from pipeline.run import run
 from pipeline.store import StoreError
+
+from .processes import running, written
 
 # --------------------------------------------------------------------------- publish protocol
 
@@ -108,34 +107,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def _processes(*commands, env, ready, timeout=60):
-    """Start the commands (each in its own process group), wait until ready() is true, and
-    stop them all at the end."""
-    procs = []
-    try:
-        for cmd in commands:
-            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                          start_new_session=True))
-        end = time.time() + timeout
-        while not ready():
-            if time.time() > end or any(p.poll() is not None for p in procs):
-                raise RuntimeError(f"{commands} did not come up within {timeout} s")
-            time.sleep(0.1)
-        yield
-    finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-
-
 def _answers(url: str) -> bool:
     try:
         urllib.request.urlopen(url, timeout=1)
@@ -154,7 +125,7 @@ def s3():
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
     with pytest.MonkeyPatch.context() as mp, \
-            _processes([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            running([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                        env={**os.environ, **env}, ready=lambda: _answers(f"{endpoint}/moto-api/")):
         for k, v in env.items():
             mp.setenv(k, v)
@@ -220,11 +191,11 @@ def test_a_sweep_on_a_dask_cluster_reads_its_data_from_s3(s3, s3_store, tmp_path
     # The workers get the AWS environment and nothing else of the store: no shared folder.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENBLAS_NUM_THREADS": "1"}
     env.pop("SVMBENCH_STORE", None)
-    with _processes([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+    with running([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
                      "--scheduler-file", str(sched)],
                     [dask_cli, "worker", "--scheduler-file", str(sched), "--nthreads", "1", "--nworkers", "1",
                      "--host", "127.0.0.1", "--no-dashboard"],
-                    env=env, ready=sched.exists):
+                    env=env, ready=written(sched)):
         address = json.loads(sched.read_text())["address"]
         sweep = [f"store.root={root}", "datasets=[toy_blobs,mine]", "solvers=[dcd]", "cv.folds=2",
                  "solvers.dcd.grid.C=[1.0]", "run.progress=false"]
