@@ -620,7 +620,10 @@ def write_dataset_chunks(
         raise _exists_error(root, name)
 
     root_path = _fs_root(root)
-    _fs_makedirs(root_path)
+    try:
+        _fs_makedirs(root_path)
+    except OSError as exc:  # a read-only folder, a bucket that does not exist, no credentials
+        raise StoreError(f"store root {root_path}: cannot write to it: {exc}") from exc
     tmp = root_path / f".{name}.tmp-{uuid.uuid4().hex}"
     _fs_makedirs(tmp)
     try:

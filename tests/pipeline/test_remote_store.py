@@ -182,6 +182,9 @@ def test_the_data_cli_ingests_and_builds_into_s3(s3, s3_store):
     listing = _data_cli(root, "list")
     assert "mine" in listing and "toy_blobs" in listing
     assert f"{root}/mine" in _data_cli(root, "info", "mine")
+    # A bucket that is not there: an error naming the root, and nothing written.
+    with pytest.raises(StoreError, match="store root s3://nobucket/x: cannot write to it: .*nobucket"):
+        store.write_dataset("s3://nobucket/x", "a", X, y, source={})
 
 
 def test_a_sweep_on_a_dask_cluster_reads_its_data_from_s3(s3, s3_store, tmp_path):
