@@ -793,11 +793,14 @@ def read_dataset(
     data_file = path / DATA_FILE
     try:
         source = _fs_open(data_file)
-        # A buffered stream reads a column chunk piece by piece instead of whole.
-        pf = pq.ParquetFile(source, buffer_size=1 << 20)
-    except (OSError, pa.ArrowException) as exc:
+    except OSError as exc:
         raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
     with source:
+        try:
+            # A buffered stream reads a column chunk piece by piece instead of whole.
+            pf = pq.ParquetFile(source, buffer_size=1 << 20)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
         return _read_entry(pf, meta, verify, rows, data_file, name, path)
 
 
