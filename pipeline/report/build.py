@@ -210,10 +210,10 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
         res = pd.read_parquet(d / "results.parquet")
         res["job"] = job
         res["job_overrides"] = _overrides(d)
-        tables = {"results": res, "traces": pd.read_parquet(d / "traces.parquet")}
+        own = {"results": res, "traces": pd.read_parquet(d / "traces.parquet")}
         if (d / "models.parquet").exists():
-            tables["models"] = pd.read_parquet(d / "models.parquet")
-        for name, df in tables.items():
+            own["models"] = pd.read_parquet(d / "models.parquet")
+        for name, df in own.items():
             df["key"] = job + "/" + df["key"].astype(str)
             frames[name].append(df)
     for name, dfs in frames.items():

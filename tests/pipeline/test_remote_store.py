@@ -126,7 +126,7 @@ def s3():
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
     with pytest.MonkeyPatch.context() as mp, \
             running([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                       env={**os.environ, **env}, ready=lambda: _answers(f"{endpoint}/moto-api/")):
+                    env={**os.environ, **env}, ready=lambda: _answers(f"{endpoint}/moto-api/")):
         for k, v in env.items():
             mp.setenv(k, v)
         import boto3
@@ -195,19 +195,22 @@ def test_a_sweep_on_a_dask_cluster_reads_its_data_from_s3(s3, s3_store, tmp_path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENBLAS_NUM_THREADS": "1"}
     env.pop("SVMBENCH_STORE", None)
     with running([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
-                     "--scheduler-file", str(sched)],
-                    [dask_cli, "worker", "--scheduler-file", str(sched), "--nthreads", "1", "--nworkers", "1",
-                     "--host", "127.0.0.1", "--no-dashboard"],
-                    env=env, ready=written(sched)):
+                  "--scheduler-file", str(sched)],
+                 [dask_cli, "worker", "--scheduler-file", str(sched), "--nthreads", "1", "--nworkers", "1",
+                  "--host", "127.0.0.1", "--no-dashboard"],
+                 env=env, ready=written(sched)):
         address = json.loads(sched.read_text())["address"]
         sweep = [f"store.root={root}", "datasets=[toy_blobs,mine]", "solvers=[dcd]", "cv.folds=2",
                  "solvers.dcd.grid.C=[1.0]", "run.progress=false"]
         out = run(compose([*sweep, "cluster=address", f"cluster.address={address}"]), tmp_path / "s3run")
+
+        def worker_state():   # nested, so that Dask ships it by value to the worker
+            from pipeline import tasks
+            return sorted(ds.name for ds in tasks._DATASETS.values()), store._open_filesystem.cache_info().misses
         from distributed import Client
         with Client(address, timeout="20s") as client:
             # The worker holds both datasets, read through an S3 filesystem it opened itself.
-            (held,) = client.run(lambda: (sorted(ds.name for ds in __import__("pipeline.tasks").tasks._DATASETS.values()),
-                                          store._open_filesystem.cache_info().misses)).values()
+            (held,) = client.run(worker_state).values()
     assert held == (["mine", "toy_blobs"], 1)
     res = pd.read_parquet(tmp_path / "s3run" / "results.parquet")
     assert out["failed"] == 0 and len(res) == 2 * 2 and set(res["dataset_name"]) == {"toy_blobs", "mine"}
