@@ -205,7 +205,9 @@ def shared_client(cluster):
             yield client
         return
     config = OmegaConf.to_container(cluster, resolve=True)
-    if _KEPT and _KEPT[0][0] != config:
+    # A client that lost its scheduler (an address cluster restarted between two jobs) is
+    # replaced rather than handed to the next job.
+    if _KEPT and (_KEPT[0][0] != config or _KEPT[0][2].status != "running"):
         _, context, _ = _KEPT.pop()
         context.__exit__(None, None, None)
     if not _KEPT:

@@ -36,13 +36,16 @@ def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
         assert first.status == "running"            # kept open after its run
         with execute.shared_client(local) as again:
             assert again is first
+        first.close()                                # as if its scheduler went away
+        with execute.shared_client(local) as replaced:
+            assert replaced is not first and replaced.status == "running"
         with execute.shared_client(other) as changed:
-            assert changed is not first and first.status == "closed"   # one cluster kept at a time
-    assert changed.status == "closed" and opened == [1, 1]
+            assert changed is not replaced and replaced.status == "closed"   # one cluster kept at a time
+    assert changed.status == "closed" and opened == [1, 1, 1]
     # Outside keep_clusters (tests, notebooks calling run()), each run has its own cluster.
     with execute.shared_client(local) as alone:
         pass
-    assert alone.status == "closed" and len(opened) == 3
+    assert alone.status == "closed" and len(opened) == 4
 
 
 def test_a_multirun_has_a_folder_per_job_one_cluster_and_one_gathered_table(store, tmp_path):
