@@ -88,7 +88,9 @@ if __name__ == "__main__":
         prepared = prepare_overrides(OVERRIDES)
         rewritten = iter(prepared)
         sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
-        main()
+        from pipeline.execute import keep_clusters
+        with keep_clusters():   # the jobs of a multirun share one Dask cluster
+            main()
     except (ConfigError, StoreError, LockError) as exc:
         refuse(exc)
     except KeyboardInterrupt:

@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
-    root = Path(args.store) if args.store else store.default_store_root()
+    root = args.store or str(store.default_store_root())
     try:
         return args.run(args, root)
     except (StoreError, ValueError, OSError) as exc:
@@ -138,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------------------------
 
 
-def _cmd_list(args, root: Path) -> int:
+def _cmd_list(args, root: str) -> int:
     metas = store.list_datasets(root)
     if metas:
         header = ("name", "rows", "features", "nnz", "classes")
@@ -172,13 +172,13 @@ def _cmd_list(args, root: Path) -> int:
     return 0
 
 
-def _cmd_info(args, root: Path) -> int:
+def _cmd_info(args, root: str) -> int:
     meta = store.dataset_info(root, args.name)
     print(_describe(meta, store.dataset_path(root, args.name)))
     return 0
 
 
-def _cmd_build(args, root: Path) -> int:
+def _cmd_build(args, root: str) -> int:
     params = _parse_params(args.param)
     entry = datasets.store_name(args.name, params)
     started = time.perf_counter()
@@ -199,7 +199,7 @@ def _cmd_build(args, root: Path) -> int:
     return 0
 
 
-def _cmd_ingest(args, root: Path) -> int:
+def _cmd_ingest(args, root: str) -> int:
     if args.no_header and (args.format or _format_or_none(args.path)) != "csv":
         raise ValueError(f"--no-header is for CSV files; {args.path} is not one (--format csv if it is)")
     _refuse_empty_input(args.path, args.format, header=not args.no_header)
@@ -281,7 +281,7 @@ def _refuse_empty_input(path_arg: str, format_arg: str | None, header: bool = Tr
             raise ValueError(f"{path}: no rows (the Parquet file holds only a schema)")
 
 
-def _cmd_remove(args, root: Path) -> int:
+def _cmd_remove(args, root: str) -> int:
     store.remove_dataset(root, args.name)
     print(f"removed {args.name} from store {root}")
     return 0
@@ -331,7 +331,7 @@ def _shape_line(meta: dict) -> str:
     )
 
 
-def _describe(meta: dict, path: Path) -> str:
+def _describe(meta: dict, path: Path | str) -> str:
     cells = meta["n_rows"] * meta["n_features"]
     density = meta["nnz"] / cells if cells else 0.0
     preprocessing = meta.get("preprocessing") or "none"

@@ -173,6 +173,49 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
+# The cluster kept open by `keep_clusters` for the later runs of this process: (config, its
+# open_client context, the client), or None outside keep_clusters.
+_KEPT: list | None = None
+
+
+@contextlib.contextmanager
+def keep_clusters():
+    """Within this context, the cluster a run opens stays open for the next run with the same
+    cluster config, and is closed when the context ends (or a run wants another config).
+
+    `python -m pipeline` runs inside it, so the jobs of a Hydra multirun (run one after the other
+    in this process by Hydra's basic launcher) pay one cluster start-up, not one each, and the
+    workers keep the datasets they already read (tasks.py's caches). Only one cluster is kept,
+    so a sweep over cluster settings does not pile up workers."""
+    global _KEPT
+    _KEPT = []
+    try:
+        yield
+    finally:
+        kept, _KEPT = _KEPT, None
+        for _, context, _ in kept:
+            context.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def shared_client(cluster):
+    """open_client, or the client `keep_clusters` kept for the same cluster config."""
+    if _KEPT is None or cluster.kind == "sequential":
+        with open_client(cluster) as client:
+            yield client
+        return
+    config = OmegaConf.to_container(cluster, resolve=True)
+    # A client that lost its scheduler (an address cluster restarted between two jobs) is
+    # replaced rather than handed to the next job.
+    if _KEPT and (_KEPT[0][0] != config or _KEPT[0][2].status != "running"):
+        _, context, _ = _KEPT.pop()
+        context.__exit__(None, None, None)
+    if not _KEPT:
+        context = open_client(cluster)
+        _KEPT.append((config, context, context.__enter__()))
+    yield _KEPT[0][2]
+
+
 def _progress(total: int, enabled: bool):
     from tqdm.auto import tqdm
     # disable=None: no bar when stderr is not a terminal (CI logs), as tqdm does by default.
@@ -236,7 +279,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     dashboard = None
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
     tasks = []
-    with open_client(cluster) as client, _quiet_on_interrupt():
+    with shared_client(cluster) as client, _quiet_on_interrupt():
         bar = _progress(len(todo), bool(cfg.run.progress))
         tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
 

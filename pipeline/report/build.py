@@ -199,27 +199,27 @@ def jobs(sweep_dir: Path) -> list[Path]:
 
 def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
     """One results/traces/models table from the jobs of a multirun: a `job` column names each
-    row's folder and `job_overrides` its Hydra overrides; a task run by two jobs (same key) is
-    kept once."""
+    row's folder and `job_overrides` its Hydra overrides. Every job's rows are kept, also where
+    two jobs ran the same task (a sweep over `cluster.n_workers` or `run.chunk` changes no task
+    key, and its point is to compare the jobs): `key` becomes `<job>/<task key>` in all three
+    tables, so it still joins a fit to its trace and model."""
     from ..results import write_parquet
     frames = {"results": [], "traces": [], "models": []}
     for d in job_dirs:
+        job = d.relative_to(sweep_dir).as_posix()
         res = pd.read_parquet(d / "results.parquet")
-        res["job"] = d.relative_to(sweep_dir).as_posix()
+        res["job"] = job
         res["job_overrides"] = _overrides(d)
-        frames["results"].append(res)
-        frames["traces"].append(pd.read_parquet(d / "traces.parquet"))
+        own = {"results": res, "traces": pd.read_parquet(d / "traces.parquet")}
         if (d / "models.parquet").exists():
-            frames["models"].append(pd.read_parquet(d / "models.parquet"))
+            own["models"] = pd.read_parquet(d / "models.parquet")
+        for name, df in own.items():
+            df["key"] = job + "/" + df["key"].astype(str)
+            frames[name].append(df)
     for name, dfs in frames.items():
-        if not dfs:
-            continue
-        df = pd.concat([d for d in dfs if len(d)] or dfs[:1], ignore_index=True)
-        if name == "traces":
-            df = df.drop_duplicates(["key", "iteration"])
-        else:
-            df = df.drop_duplicates("key")
-        write_parquet(df, sweep_dir / f"{name}.parquet")
+        if dfs:
+            write_parquet(pd.concat([d for d in dfs if len(d)] or dfs[:1], ignore_index=True),
+                          sweep_dir / f"{name}.parquet")
 
 
 def _overrides(job_dir: Path) -> str:

@@ -3,10 +3,7 @@
 raises becomes error rows while the others finish; the report rebuilds from Parquet alone."""
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +14,8 @@ import solvers
 from pipeline.config import compose
 from pipeline.report import main as report_main
 from pipeline.run import run
+
+from .processes import running, written
 
 SWEEP = ["datasets=[toy_blobs,breast_cancer]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=160",
          "datasets.breast_cancer.max_rows=160", "cv.folds=3", "solvers.dcd.grid.C=[0.1,1]",
@@ -137,48 +136,23 @@ def test_report_rebuilds_from_parquet_alone(sequential, tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
 
 
-def _wait_for(path: Path, seconds: float):
-    end = time.time() + seconds
-    while time.time() < end:
-        if path.exists() and path.stat().st_size > 0:
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"{path} did not appear within {seconds} s")
-
-
 def test_real_scheduler_and_worker_processes(store, sequential, tmp_path):
     """cluster=address against `dask scheduler` and `dask worker` started as processes."""
     bindir = Path(sys.executable).parent
     dask_cli = str(bindir / "dask")
     sched_file = tmp_path / "scheduler.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--dashboard-address", ":0", "--scheduler-file", str(sched_file)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
-    try:
-        _wait_for(sched_file, 60)
+    with running([dask_cli, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+                  "--scheduler-file", str(sched_file)],
+                 [dask_cli, "worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers", "2",
+                  "--host", "127.0.0.1", "--no-dashboard"], env=env, ready=written(sched_file)):
         import json
         address = json.loads(sched_file.read_text())["address"]
-        procs.append(subprocess.Popen([dask_cli, "worker", "--scheduler-file", str(sched_file), "--nthreads", "1",
-                                       "--nworkers", "2", "--host", "127.0.0.1", "--no-dashboard"],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))
         from distributed import Client
         with Client(address, timeout="60s") as c:
             c.wait_for_workers(2, timeout=60)
         _run(store, tmp_path / "run", "cluster=address", f"cluster.address={address}")
         _same_results(sequential[0], tmp_path / "run")
-    finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("strategy", ["ovr", "ovo", "ordinal"])

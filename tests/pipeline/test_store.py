@@ -305,11 +305,6 @@ def test_default_store_root(monkeypatch, tmp_path):
     assert store.default_store_root() == tmp_path / "local" / "svmbench" / "datasets"
 
 
-def test_remote_roots_are_refused_clearly():
-    with pytest.raises(StoreError, match="not supported yet"):
-        store.exists("s3://bucket/store", "x")
-
-
 def test_chunked_write_equals_whole_write(tmp_path):
     rng = np.random.default_rng(5)
     X = sp.random(103, 17, density=0.3, format="csr", random_state=rng)
