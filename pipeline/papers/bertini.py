@@ -505,7 +505,7 @@ def table1(grid) -> pd.DataFrame:
     rows = []
     for k, row in best_points(grid).items():
         C, h, val = TABLE1[k]
-        rows.append({"kernel": KERNEL_NAME[k], "paper: C": fmt(C), f"paper: gamma (degree)": fmt(h),
+        rows.append({"kernel": KERNEL_NAME[k], "paper: C": fmt(C), "paper: gamma (degree)": fmt(h),
                      "paper: validation %": _p(val), "ours: best C": fmt(row.C), "ours: best gamma (degree)": fmt(row.h),
                      "ours: validation %": _p(row.val), "ours at their point: validation %":
                      _p(_one(grid, "val", kernel=k, C=C, h=h))})

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..report.build import load
 from ..report.common import fmt, markdown_table
-from ..report.figures import _panels, _plt, confusion_matrices
+from ..report.figures import _panels, confusion_matrices
 from ..report.registry import ReportData, Skip
 from . import paper
 from .common import Finding, draw_figures, figure_lines, findings_table, save_figures

@@ -43,8 +43,8 @@ def figure_legend(fig, axes, **kw):
     same list under each panel."""
     seen = {}
     for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(label, handle)
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(text, handle)
     if seen:
         fig.legend(list(seen.values()), list(seen), loc="lower center", ncols=min(len(seen), 4),
                    frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.08), **kw)
