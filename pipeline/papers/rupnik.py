@@ -249,20 +249,34 @@ def _per_kT(kt: pd.DataFrame, lazy: bool):
             yield ds, ep, int(g["kT"].iloc[0]), g.sort_values("k")
 
 
+def _k_sweeps(kt) -> list[dict]:
+    """Per dataset and kT of the t-advancing runs: the smallest k's row, the best k's, the worst
+    k's, and the spread of the final gaps over k (worst / best)."""
+    out = []
+    for ds, _, kT, g in _per_kT(kt, False):
+        best, worst = g.loc[g["rel_subopt"].idxmin()], g.loc[g["rel_subopt"].idxmax()]
+        out.append({"where": f"{_name(ds)} kT={fmt(float(kT))}", "small": g.iloc[0], "best": best, "worst": worst,
+                    "spread": worst["rel_subopt"] / best["rel_subopt"]})
+    return out
+
+
+NO_K_SWEEP = ("no k sweep at fixed kT", None, "the run lacks pegasos_kT")
+
+
 def finding_small_k_slow(kt) -> Finding:
     claim = ("at fixed kT, a too small k slows convergence (Figure 4; checked: the smallest k's final gap is at "
              f"least {SLOW_FACTOR:g}x the best k's, at every kT)")
-    cells = list(_per_kT(kt, False))
-    if not cells:
-        return Finding(claim, "no k sweep at fixed kT", None, "the run lacks pegasos_kT")
+    sweeps = _k_sweeps(kt)
+    if not sweeps:
+        return Finding(claim, *NO_K_SWEEP)
     parts, off = [], []
-    for ds, ep, kT, g in cells:
-        small, best = g.iloc[0], g.loc[g["rel_subopt"].idxmin()]
+    for c in sweeps:
+        small, best = c["small"], c["best"]
         ratio = small["rel_subopt"] / best["rel_subopt"]
-        parts.append(f"{_name(ds)} kT={fmt(float(kT))}: k={small['k']} {fmt(small['rel_subopt'])} against "
-                     f"k={best['k']} {fmt(best['rel_subopt'])} ({ratio:.1f}x)")
+        parts.append(f"{c['where']}: k={small['k']} {fmt(small['rel_subopt'])} against k={best['k']} "
+                     f"{fmt(best['rel_subopt'])} ({ratio:.1f}x)")
         if not ratio >= SLOW_FACTOR:
-            off.append(f"{_name(ds)} kT={fmt(float(kT))}")
+            off.append(c["where"])
     return Finding(claim, "; ".join(parts), not off,
                    "" if not off else "the smallest k is not that much slower at " + ", ".join(off))
 
@@ -270,17 +284,15 @@ def finding_small_k_slow(kt) -> Finding:
 def finding_only_kT_matters(kt) -> Finding:
     claim = ("Shalev-Shwartz et al.: only kT matters, k itself does not (quoted in 4.5; checked: at every kT the "
              f"final gaps over k within a factor {SLOW_FACTOR:g})")
-    cells = list(_per_kT(kt, False))
-    if not cells:
-        return Finding(claim, "no k sweep at fixed kT", None, "the run lacks pegasos_kT")
-    spread = [(ds, kT, g["rel_subopt"].max() / g["rel_subopt"].min(), g) for ds, _, kT, g in cells]
-    ours = "; ".join(f"{_name(ds)} kT={fmt(float(kT))}: max/min over k = {s:.1f}" for ds, kT, s, _ in spread)
-    off = [(ds, kT, g) for ds, kT, s, g in spread if not s <= SLOW_FACTOR]
+    sweeps = _k_sweeps(kt)
+    if not sweeps:
+        return Finding(claim, *NO_K_SWEEP)
+    ours = "; ".join(f"{c['where']}: max/min over k = {c['spread']:.1f}" for c in sweeps)
+    off = [c for c in sweeps if not c["spread"] <= SLOW_FACTOR]
     why = ""
     if off:
-        ds, kT, g = off[0]
-        worst = g.loc[g["rel_subopt"].idxmax()]
-        why = (f"k matters at fixed kT (e.g. {_name(ds)} kT={fmt(float(kT))}: worst at k={worst['k']}, T={worst['T']:.0f}); "
+        worst = off[0]["worst"]
+        why = (f"k matters at fixed kT (e.g. {off[0]['where']}: worst at k={worst['k']}, T={worst['T']:.0f}); "
                "with few steps (large k) the 1/(lambda t) schedule has not run long enough, with k=1 most draws "
                "have no violator once the training error is a few percent, yet t advances (rupnik 4.5)")
     return Finding(claim, ours, not off, why)
