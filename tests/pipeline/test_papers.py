@@ -533,10 +533,11 @@ def test_rupnik_convergence_findings_flip():
 
 def test_rupnik_start_and_k_findings_flip():
     same = pd.DataFrame([{"dataset": "rcv1_full", "random_state": rs, "starts": 5, "max_rel_diff": 0.0,
-                          "final_spread": 0.0, "final_P": 100.0 + rs} for rs in (0, 1)])
+                          "final_spread": 0.0, "final_P": 100.0 + rs, "final_gap": 1e-3} for rs in (0, 1)])
     f = rp.finding_starts(same)
     assert f.holds is True and "coincide from step 1 on" in f.ours and "random_state" in f.ours
-    assert rp.finding_starts(same.assign(final_spread=0.05, max_rel_diff=0.3)).holds is False
+    apart = rp.finding_starts(same.assign(final_spread=0.05, max_rel_diff=0.3, final_gap=2.0))
+    assert apart.holds is False and "end 5% apart" in apart.why and "forgotten only as the run converges" in apart.why
     # Rupnik's Figure 4: k = 1 ten times worse than the best k; lazy t halves it, still behind.
     rupnik = _kt(lambda k, ep, lazy: (1e-2 / ep) * ((5.0 if lazy else 10.0) if k == 1 else 1.0))
     assert rp.finding_small_k_slow(rupnik).holds is True
