@@ -162,8 +162,11 @@ def finding_gap_iterations(conv) -> Finding:
             off.append(r)
     if uncertain:
         return Finding(claim, "; ".join(parts), None, "f* is not certified to 0.01% on " + ", ".join(uncertain))
+    # The same lambda is a weaker regularization on fewer rows: C = 1/(lambda n) grows as n shrinks.
     why = "; ".join(f"{_name(r['dataset'])} needs more than {IT_FACTOR:g}x their iterations (final gap "
-                    f"{fmt(r['rel_subopt'])} after {r['n_iter']:.0f})" for r in off)
+                    f"{fmt(r['rel_subopt'])} after {r['n_iter']:.0f}; lambda = {fmt(r['lambda'])} is C = 1/(lambda n) = "
+                    f"{fmt(1 / (r['lambda'] * r['n_train']))} on its {r['n_train']:,.0f} rows, against 0.01429 on "
+                    "RCV1's 700,000)" for r in off)
     return Finding(claim, "; ".join(parts), not off, why)
 
 
