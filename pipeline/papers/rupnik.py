@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from ..report.build import load
-from ..report.common import fmt, markdown_table, styles
+from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks
 from ..report.registry import ReportData, Skip
 from ..report.tables import to_targets
 from . import paper
-from .common import Finding, draw_figures, figure_lines, findings_table, save_figures
+from .common import Finding, draw_figures, figure_lines, header_lines, save_figures, table_lines
 
 NAME = "rupnik"
 PEGASOS, EXACT, STARTS, KT = "pegasos", "dcd", "pegasos_starts", "pegasos_kT"
@@ -546,16 +546,13 @@ FIGURES = {
 
 # ------------------------------------------------------------------------------ the README
 def readme(conv, st, kt, found, figs, skipped, setup: dict) -> str:
-    out = [
-        "# Reproduction: rupnik\n",
-        'J. Rupnik, "Stochastic Subgradient Approach for Solving Linear Support Vector Machines - an Overview", '
-        "Jozef Stefan Institute, Ljubljana, 2008. Written by `python -m pipeline +experiment=rupnik` (`make papers`) "
-        f"from the run's tables; regenerate rather than edit. This run: {setup.get('fits', '?')} fits.\n",
-        "**RCV1 is not obtainable offline.** The paper's data (Reuters RCV1, category CCAT, 804,414 x 47,236) are "
-        "replaced by our RCV1-like generator at RCV1's size (`rcv1_full`), and the study is also run on a real "
-        "sparse text corpus (`rotten_tomatoes`). Numbers on either are not RCV1's.\n",
-        "## Findings\n",
-        *findings_table(found),
+    out = header_lines(NAME, 'J. Rupnik, "Stochastic Subgradient Approach for Solving Linear Support Vector Machines - '
+                       'an Overview", Jozef Stefan Institute, Ljubljana, 2008.', setup.get("fits", "?"), found)
+    # Said before the findings: none of them is on RCV1.
+    out[2:2] = ["**RCV1 is not obtainable offline.** The paper's data (Reuters RCV1, category CCAT, 804,414 x 47,236) "
+                "are replaced by our RCV1-like generator at RCV1's size (`rcv1_full`), and the study is also run on a "
+                "real sparse text corpus (`rotten_tomatoes`). Numbers on either are not RCV1's.\n"]
+    out += [
         "", "## Setup, and how it differs from theirs\n",
         "- Problem: Pegasos's lambda/2 ||w||^2 + (1/n) sum max(0, 1 - y w'x), no bias (their 3.2.1), lambda = 1e-4 "
         "(their value for RCV1 CCAT, kept for both datasets). It is the C-SVM of every other solver here with "
@@ -571,30 +568,31 @@ def readme(conv, st, kt, found, figs, skipped, setup: dict) -> str:
         "- Exact solver and f*: theirs was SVMlight (about four hours of CPU). Ours is `dcd` (LIBLINEAR's dual "
         "coordinate descent) at tol 1e-9 on the projected-gradient spread; f* is a separate reference solve of "
         "the same problem, certified by its duality gap (f* lies in [P_ref - gap, P_ref]; the table gives gap/|f*|).",
-        "- Split (their 4.4): the first rows train, the rest test, order kept (`cv=ordered`, n_train = 0.8701962 of "
+        "- Split (their 4.4): the first rows train, the rest test, order kept (`cv=ordered`, n_train = 0.8701987 of "
         "the rows: 700,000 of RCV1-like's 804,414, as theirs). RCV1's order is by date; our generator draws rows "
         "independently, so on it the ordered split is as good as a random one.",
         "- Iterations to a target are read off trace points spaced 30 per decade (every step up to 30, then 8% "
         "apart), so they overstate by up to 8%; seconds are solver seconds without the trace's own cost, one fit "
-        "at a time on a 2-core machine shared with other work (good to about a factor of 2). Their 9.2 s were on "
+        "at a time on a 2-core machine shared with other work: they are not reliable (in the committed run the "
+        "load changed within a fit, several-fold), so the findings rest on iteration counts. Their 9.2 s were on "
         "2008 hardware.",
         f"- Data: {setup.get('rows', '')}.",
         "- rcv1_full: Zipf vocabulary of 47,236 terms, 76 nonzeros per row (RCV1's density 0.16%), unit-length "
         "tf-idf rows, labels from a sparse linear ground truth with a margin and 3% label noise, balanced (CCAT is "
-        "47% positive). rotten_tomatoes: 12,808 review snippets as a binary bag of words (20,047 terms), not scaled.",
-        "", "## Section 4.3 and Figure 3: the gap to the optimum, and test error\n",
-        "Iterations and solver seconds until (P - f*)/|f*| first falls within 0.3% and 0.1%, the final gap, and "
-        "the test error (for Pegasos at the last trace point at or before 50 iterations, and at the end). Rows "
-        "are train / test.\n",
-        markdown_table(table_4_3(conv)),
-        "## Figure 2: random starts\n",
-        "Per batch seed: the largest relative difference between the starts' objectives at any traced iteration, "
-        "and the spread of their final objectives.\n",
-        markdown_table(st.assign(dataset=st["dataset"].map(_name)) if not st.empty else st),
-        "## Figure 4: k against T at fixed kT\n",
-        "Final (P - f*)/|f*| and T per k, at each kT (examples drawn: epochs x training rows); under lazy t, "
-        "also t, the steps that advanced t (had a violator).\n",
-        markdown_table(table_k_vs_T(kt)),
+        "47% positive). rotten_tomatoes: 12,808 review snippets (20,047 terms), built the same way as RCV1's vectors: tf-idf rows "
+        "of unit length (`weighting: tfidf`).",
+        "",
+        *table_lines("Section 4.3 and Figure 3: the gap to the optimum, and test error",
+                     "Iterations and solver seconds until (P - f*)/|f*| first falls within 0.3% and 0.1%, the final "
+                     "gap, and the test error (for Pegasos at the last trace point at or before 50 iterations, and at "
+                     "the end). Rows are train / test.", table_4_3(conv)),
+        *table_lines("Figure 2: random starts",
+                     "Per batch seed: the largest relative difference between the starts' objectives at any traced "
+                     "iteration, and the spread of their final objectives.",
+                     st.assign(dataset=st["dataset"].map(_name)) if not st.empty else st),
+        *table_lines("Figure 4: k against T at fixed kT",
+                     "Final (P - f*)/|f*| and T per k, at each kT (examples drawn: epochs x training rows); under "
+                     "lazy t, also t, the steps that advanced t (had a violator).", table_k_vs_T(kt)),
         "## Figures\n", *figure_lines(FIGURES, figs, skipped)]
     return "\n".join(out) + "\n"
 
