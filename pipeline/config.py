@@ -24,7 +24,7 @@ PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma"
                 "huber_k", "lambda", "lambda_convention")
 BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
 TASK_KEYS = ("multi_class",)
-CV_KINDS = ("kfold", "holdout", "repeated", "none", "kfold_test")
+CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
@@ -67,6 +67,7 @@ class CVConf:
     shuffle: bool = True
     test_size: float = 0.1
     rounds: int = 10
+    n_train: Any = None                      # ordered: the first n_train rows (int, or a fraction in (0, 1)) train
 
 
 @dataclass
@@ -441,7 +442,47 @@ def typed(cfg: DictConfig) -> DictConfig:
                 msg = str(exc).splitlines()[0]
                 raise ConfigError(f"{group}.{key}: {msg}") from None
     _apply_shared_grid(out)
+    for key, sc in (out.get("solvers") or {}).items():
+        _lambda_param_to_problem(sc, key)
     return out
+
+
+# A solver parameter that is the problem's lambda in a paper's convention: pegasos's `lam`
+# (lambda/2 ||w||^2 + (1/n) sum hinge, C = 1/(lambda n)). Left a solver parameter, the fit
+# would solve C = 1/(lam n) while the row's C, its reference solve and f* stayed at the entry's
+# C: two problems. `typed` moves it into the problem as `lambda` with its convention, so the
+# fit, the C column (from the training rows), the reference and f* are of one problem.
+LAMBDA_PARAMS = {"pegasos": ("lam", "pegasos")}
+
+
+def _lambda_param_to_problem(sc, entry: str) -> None:
+    name = sc.get("solver") or entry
+    if name not in LAMBDA_PARAMS:
+        return
+    param, convention = LAMBDA_PARAMS[name]
+    where = f"solvers.{entry}"
+    sources = {"params": sc.params, "grid": sc.grid}
+    if isinstance(sc.grid.get("zip"), DictConfig):
+        sources["grid.zip"] = sc.grid.zip
+    given = {part: _plain(node.pop(param)) for part, node in sources.items() if param in node}
+    given = {part: v for part, v in given.items() if v is not None}    # a null lam is no setting
+    if not given:
+        return
+    part = next(iter(given))
+    for other, node in sources.items():
+        for clash in ("C", "lambda"):
+            if node.get(clash) is not None:
+                raise ConfigError(
+                    f"{where}.{part}.{param}={given[part]!r}: {name}'s {param} is the problem's lambda "
+                    f"(convention {convention!r}, C = 1/(lambda n_train)), and {where}.{other}.{clash}="
+                    f"{_plain(node[clash])!r} sets the problem too: give one (drop the other with "
+                    f"{where}.{other}.{clash}=null)")
+    if sc.params.get("lambda_convention") not in (None, convention):
+        raise ConfigError(f"{where}.params.lambda_convention={sc.params.lambda_convention!r}: "
+                          f"{name}'s {param} is a lambda of the {convention!r} convention")
+    for part, value in given.items():
+        sources[part]["lambda"] = value
+    sc.params["lambda_convention"] = convention
 
 
 def refuse_unknown_keys(node, schema, where: str) -> None:
@@ -657,6 +698,12 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("cv.folds", cv.folds, "kfold_test runs k-fold on the rows left after the test set: at least 2 folds")
     if cv.kind in ("holdout", "repeated", "kfold_test") and not 0 < cv.test_size < 1:
         fail("cv.test_size", cv.test_size, "must be in (0, 1)")
+    if cv.kind == "ordered":
+        n_train = cv.n_train
+        is_int = isinstance(n_train, int) and not isinstance(n_train, bool)
+        if not (is_int and n_train >= 1 or isinstance(n_train, float) and 0 < n_train < 1):
+            fail("cv.n_train", n_train, "an ordered split needs the training rows: an integer >= 1 (the "
+                 "first n_train rows) or a fraction in (0, 1) of the rows")
     if cv.kind == "repeated" and cv.rounds < 1:
         fail("cv.rounds", cv.rounds, "must be >= 1")
     cl = cfg.cluster

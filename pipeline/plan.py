@@ -104,7 +104,8 @@ def subsample_rows(y: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray
 
 def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, test) index arrays for the CV scheme: stratified k-fold, one stratified holdout,
-    `rounds` repeated stratified random splits, ``none`` (train on all, empty test), or
+    `rounds` repeated stratified random splits, ``none`` (train on all, empty test), ``ordered``
+    (the first n_train rows train, the rest test, order kept: rupnik 4.4's RCV1 split), or
     ``kfold_test``: stratified k-fold over the rows left after a held-out test set
     (`heldout_rows`), whose folds' "test" is then the validation fold."""
     from sklearn.model_selection import StratifiedShuffleSplit
@@ -113,6 +114,8 @@ def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.
     kind = cv["kind"]
     if kind == "none":
         return [(idx, idx[:0])]
+    if kind == "ordered":
+        return [ordered_split(n, cv["n_train"])]
     if kind == "kfold":
         return _kfold(y, cv, seed)
     if kind == "kfold_test":
@@ -164,6 +167,17 @@ def heldout_rows(y: np.ndarray, cv: dict, seed: int) -> np.ndarray:
     split = StratifiedShuffleSplit(n_splits=1, test_size=float(cv["test_size"]), random_state=seed)
     _, test = next(split.split(np.zeros(len(y)), y))
     return np.sort(test)
+
+
+def ordered_split(n: int, n_train) -> tuple[np.ndarray, np.ndarray]:
+    """The first rows train, the rest test, in their stored order (no shuffle, no stratification).
+    n_train: a row count, or a fraction of n (rounded to the nearest row)."""
+    rows = round(n_train * n) if isinstance(n_train, float) else int(n_train)
+    if not 1 <= rows < n:
+        raise ValueError(f"cv.n_train={n_train!r}: {rows} training rows of {n}; an ordered split needs at "
+                         f"least one training and one test row (a fraction adapts to the data's size)")
+    idx = np.arange(n)
+    return idx[:rows], idx[rows:]
 
 
 def binary_labels(y: np.ndarray, positive) -> tuple[np.ndarray, list]:
@@ -259,6 +273,8 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
 
     cfg = effective_config(cfg)
     cv = OmegaConf.to_container(cfg.cv, resolve=True)
+    if cv.get("n_train") is None:   # unset (every scheme but ordered) stays out of the keys, so they stay as they were
+        cv.pop("n_train", None)
     fits, refs, datasets = {}, {}, {}
     for dkey, ds in cfg.datasets.items():
         if dkey not in labels:

@@ -20,11 +20,15 @@ averaged iterate wbar = (1/T) sum_t w_{t+1} is held as (Pa + Qa v) / T, with Pa 
 each sparse change of v, again O(nnz) per step.
 
 Variants (parameters): batch size k; T steps (budget.max_iter) or a number of ``epochs`` of
-ceil(n/k) steps; lambda directly (``lam``, which then replaces the problem's C by
-1/(lambda n)) or from C; the projection; ``lazy_t`` (rupnik 4.5: a step whose batch has no
+ceil(n/k) steps; lambda directly (``lam``: the fit then solves, certifies and reports the problem
+with C = 1/(lambda n), not the Problem's own C; the pipeline moves ``lam`` into the problem, as
+its ``lambda`` key, so a sweep's C column, f* and reference are of that same problem) or from C;
+the projection; ``lazy_t`` (rupnik 4.5: a step whose batch has no
 violator changes neither w nor t, so the step size does not decay while the sampler draws
 well-classified points); the last or the averaged iterate; a zero start or a seeded random start
-inside the ball ||w|| <= 1/sqrt(lambda) (rupnik 4.2); batches drawn with replacement or from a
+inside the ball ||w|| <= 1/sqrt(lambda) (rupnik 4.2; ``init_seed`` seeds the start on its own, so
+runs that differ only in it draw the same batches, and only the start varies, as in rupnik's
+Figure 2); batches drawn with replacement or from a
 fresh permutation each epoch. A regularized intercept is the constant feature B (weight
 penalised with w, like LIBLINEAR).
 
@@ -174,12 +178,13 @@ def _pegasos_steps(data, indices, indptr, y, B, idx, k, lam, project, lazy, aver
 
 def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                 k: int = 1, epochs: int | None = None, lam: float | None = None, project: bool = True,
-                lazy_t: bool = False, iterate: str = "last", init: str = "zero",
+                lazy_t: bool = False, iterate: str = "last", init: str = "zero", init_seed: int | None = None,
                 sampling: str = "replacement", random_state: int | None = 0) -> Fit:
     """Pegasos (Shalev-Shwartz et al. 2007; rupnik 3.2; duros_katzman Alg. 2; module docstring).
 
     T = epochs * ceil(n / k) steps when `epochs` is given, else budget.max_iter steps, else 10
-    epochs. lam: lambda (None: 1 / (C n) from the problem's C).
+    epochs. lam: lambda (None: 1 / (C n) from the problem's C). init_seed: the random start's own
+    seed (None: drawn from random_state's generator, before the batches).
     """
     X = problem.X_csr
     y = problem.y
@@ -196,10 +201,14 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
 
     dim = d + (1 if B > 0 else 0)
     v = np.zeros(dim)
+    if init_seed is not None and init != "random":
+        raise ValueError(f"init_seed={init_seed} seeds a random start: it needs init='random', not {init!r}")
     if init == "random":
         # rupnik 4.2: a random w_1 with ||w_1|| <= 1/sqrt(lambda): a uniform direction, a uniform radius.
-        g = rng.standard_normal(dim)
-        v[:] = g * (rng.uniform() / math.sqrt(lam) / max(np.linalg.norm(g), 1e-300))
+        # With init_seed the start has its own generator and the sampler's stream is untouched.
+        start_rng = rng if init_seed is None else np.random.default_rng(init_seed)
+        g = start_rng.standard_normal(dim)
+        v[:] = g * (start_rng.uniform() / math.sqrt(lam) / max(np.linalg.norm(g), 1e-300))
     st = np.array([1.0, float(v @ v), 0.0, 0.0, 0.0])
     Pa = np.zeros(dim)
     viol = np.empty(k, dtype=np.int64)
@@ -278,9 +287,12 @@ register(SolverSpec(
         "lazy_t": Param(False, "bool", doc="t does not advance on steps without violators (rupnik 4.5)"),
         "iterate": Param("last", "str", options=("last", "average"), doc="return w_{T+1} or the average"),
         "init": Param("zero", "str", options=("zero", "random"), doc="w_1 = 0 or random in the ball"),
+        "init_seed": Param(None, "int", low=0, none_ok=True,
+                           doc="seed of the random start alone (None: from random_state, before the sampling)"),
         "sampling": Param("replacement", "str", options=("replacement", "permutation"),
                           doc="batches drawn with replacement or from a per-epoch permutation"),
-        "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the sampling and the start"),
+        "random_state": Param(0, "int", low=0, none_ok=True,
+                              doc="seed of the sampling (and of the start, unless init_seed)"),
     },
     losses=("hinge",),
     # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.

@@ -490,6 +490,103 @@ def _dk_hand_made_run(run_dir: Path) -> None:
     pd.DataFrame(tr).to_parquet(run_dir / "traces.parquet")
 
 
+# ------------------------------------------------------------------------------ rupnik
+from pipeline.papers import rupnik as rp  # noqa: E402
+
+
+def _conv(it=(200.0, 560.0), t_peg=5.0, t_dcd=100.0, err_at=5.8, err_exact=5.6, ref_status="converged"):
+    """`rp.convergence`'s table for one dataset at the paper's own numbers (by default)."""
+    base = {"dataset": "rcv1_full", "n_iter": 1000, "f_star_rel_gap": 1e-12, "f_star_status": ref_status,
+            "f_star_solver": "dcd", "n_train": 700000, "n_test": 104414, "lambda": 1e-4}
+    peg = {**base, "solver_entry": "pegasos", "status": "budget", "fit_time_s": 20.0, "rel_subopt": 5e-4,
+           "it_0.003": it[0], "t_0.003": t_peg / 3, "it_0.001": it[1], "t_0.001": t_peg, "test_err": 5.7,
+           "err_it": 47.0, "test_err_at": err_at}
+    dcd = {**base, "solver_entry": "dcd", "status": "converged", "fit_time_s": t_dcd, "rel_subopt": 1e-12,
+           "it_0.003": 5.0, "t_0.003": 1.0, "it_0.001": 6.0, "t_0.001": 1.2, "test_err": err_exact,
+           "err_it": np.nan, "test_err_at": np.nan}
+    return pd.DataFrame([peg, dcd])
+
+
+def _kt(gap):
+    """`rp.k_vs_T`'s table: gap(k, epochs, lazy) -> the final relative gap."""
+    rows = [{"dataset": "rcv1_full", "lazy_t": lazy, "epochs": ep, "kT": ep * 700000, "k": k,
+             "T": ep * 700000 / k, "rel_subopt": gap(k, ep, lazy), "time_s": 1.0, "steps_t": np.nan}
+            for lazy in (False, True) for ep in (1, 3, 10) for k in (1, 10, 100, 1000, 10000)]
+    return pd.DataFrame(rows)
+
+
+def test_rupnik_convergence_findings_flip():
+    assert rp.finding_gap_iterations(_conv()).holds is True                       # their 200 / 560
+    slow = rp.finding_gap_iterations(_conv(it=(300.0, 1500.0)))                    # 0.1% at > 2 x 560
+    assert slow.holds is False and "more than 2x their iterations" in slow.why
+    assert rp.finding_gap_iterations(_conv(it=(200.0, np.nan))).holds is False     # not reached
+    assert rp.finding_gap_iterations(_conv(ref_status="max_iter")).holds is None   # f* not certified
+    assert rp.finding_exact_is_slow(_conv()).holds is True                         # 5 s against 100 s
+    fast = rp.finding_exact_is_slow(_conv(t_dcd=2.0))
+    assert fast.holds is False and "not hours here" in fast.why
+    assert rp.finding_test_error(_conv()).holds is True                            # 5.8 against 5.6
+    assert rp.finding_test_error(_conv(err_at=6.5)).holds is False
+    empty = _conv().iloc[0:0]
+    no_starts, no_k = pd.DataFrame(columns=["final_spread"]), _kt(lambda *a: 1.0).iloc[0:0]
+    assert all(f.holds is None for f in rp.findings(empty, no_starts, no_k))      # missing: not checked
+
+
+def test_rupnik_start_and_k_findings_flip():
+    same = pd.DataFrame([{"dataset": "rcv1_full", "random_state": rs, "starts": 5, "max_rel_diff": 0.0,
+                          "final_spread": 0.0, "final_P": 100.0 + rs, "final_gap": 1e-3} for rs in (0, 1)])
+    f = rp.finding_starts(same)
+    assert f.holds is True and "coincide from step 1 on" in f.ours and "random_state" in f.ours
+    apart = rp.finding_starts(same.assign(final_spread=0.05, max_rel_diff=0.3, final_gap=2.0))
+    assert apart.holds is False and "end 5% apart" in apart.why and "forgotten only as the run converges" in apart.why
+    # Rupnik's Figure 4: k = 1 ten times worse than the best k; lazy t halves it, still behind.
+    rupnik = _kt(lambda k, ep, lazy: (1e-2 / ep) * ((5.0 if lazy else 10.0) if k == 1 else 1.0))
+    assert rp.finding_small_k_slow(rupnik).holds is True
+    assert rp.finding_only_kT_matters(rupnik).holds is False
+    assert rp.finding_larger_kT_better(rupnik).holds is True
+    assert rp.finding_lazy_t(rupnik).holds is True
+    # Shalev-Shwartz et al.'s picture: k does not matter at fixed kT.
+    flat = _kt(lambda k, ep, lazy: 1e-2 / ep)
+    assert rp.finding_small_k_slow(flat).holds is False
+    assert rp.finding_only_kT_matters(flat).holds is True
+    assert rp.finding_lazy_t(flat).holds is False                                  # lazy t no better
+    assert rp.finding_larger_kT_better(_kt(lambda k, ep, lazy: 1e-2 * ep)).holds is False
+
+
+def _rupnik_run(run_dir: Path) -> None:
+    """results/traces of a tiny rupnik run: every entry, a certified f* of 10.0."""
+    res, tr = [], []
+
+    def fit(key, entry, P, n_iter, **extra):
+        res.append({"key": key, "dataset": "rcv1_full", "solver_entry": entry, "solver": entry.split("_")[0],
+                    "fold": 0, "C": 1 / 70.0, "status": "converged" if entry == "dcd" else "budget",
+                    "n_iter": n_iter, "fit_time_s": 0.01 * n_iter, "primal_objective": P, "test_accuracy": 0.94,
+                    "f_star": 10.0, "f_star_gap": 1e-11, "f_star_rel_gap": 1e-12, "f_star_status": "converged",
+                    "f_star_solver": "dcd", "rel_suboptimality": (P - 10.0) / 10.0, "n_train": 700, "n_test": 104,
+                    "lambda_pegasos": 1e-4, **extra})
+
+    its = np.unique(np.geomspace(1, 1000, 40).astype(int))
+    fit("peg", "pegasos", 10.004, 1000, info_T=1000.0)
+    tr += [{"key": "peg", "iteration": i, "time_s": 0.01 * i, "primal": 10.0 * (1 + 2.0 / i),
+            "test_error": 0.06 + 0.5 / i} for i in its]
+    fit("dcd", "dcd", 10.0, 30)
+    tr += [{"key": "dcd", "iteration": i, "time_s": 0.001 * i, "primal": 10.0 * (1 + 10.0 ** -i),
+            "test_error": 0.06} for i in range(1, 31)]
+    for seed in (1, 2):
+        for rs in (0, 1):
+            key = f"start-{seed}-{rs}"
+            fit(key, "pegasos_starts", 10.1 + rs, 300, param_init_seed=float(seed), param_random_state=float(rs))
+            tr += [{"key": key, "iteration": i, "time_s": 0.01 * i, "primal": (10.0 + rs) * (1 + 3.0 / i),
+                    "test_error": np.nan} for i in its[its <= 300]]
+    for lazy in ("False", "True"):
+        for ep in (1.0, 3.0):
+            for k in (1.0, 10.0, 100.0):
+                T = ep * 700 / k
+                fit(f"kt-{lazy}-{ep}-{k}", "pegasos_kT", 10.0 * (1 + 0.1 / (ep * min(k, 10))), int(T),
+                    param_k=k, param_epochs=ep, param_lazy_t=lazy, info_T=T)
+    pd.DataFrame(res).to_parquet(run_dir / "results.parquet")
+    pd.DataFrame(tr).to_parquet(run_dir / "traces.parquet")
+
+
 def test_duros_katzman_writer_runs_from_the_tables_alone(tmp_path):
     _dk_hand_made_run(tmp_path)
     out = tmp_path / "paper"
@@ -503,3 +600,16 @@ def test_duros_katzman_writer_runs_from_the_tables_alone(tmp_path):
         assert (out / f"{name}.png").stat().st_size > 1000, name
         assert f"({name}.png)" in text
     assert sorted(p.suffix for p in out.iterdir()) == [".md"] + [".png"] * 4
+
+
+def test_rupnik_writer_runs_from_the_tables_alone(tmp_path):
+    _rupnik_run(tmp_path)
+    out = tmp_path / "paper"
+    text = papers.write_paper("rupnik", tmp_path, out).read_text()
+    assert "## Findings" in text and "**holds**" in text and "not obtainable offline" in text
+    assert "200 it., 9.2 s" in text and "560 it." in text                         # theirs beside ours
+    assert "| rcv1_full" not in text and "RCV1-like (RCV1's size), 700 / 104" in text
+    for name in rp.FIGURES:
+        assert (out / f"{name}.png").stat().st_size > 1000, name
+        assert f"({name}.png)" in text
+    assert sorted(p.suffix for p in out.iterdir()) == [".md"] + [".png"] * len(rp.FIGURES)

@@ -20,9 +20,10 @@ def data():
     return X, 2.0 * y - 1.0
 
 
-def pegasos_reference(X, y, lam, T, k, sampling, seed, project, lazy, average, init, B=0.0):
+def pegasos_reference(X, y, lam, T, k, sampling, seed, project, lazy, average, init, B=0.0, init_seed=None):
     """Shalev-Shwartz et al. (rupnik 3.2) written out with a plain vector: same draws as the
-    solver (one numpy Generator: the start, then each epoch's indices)."""
+    solver (one numpy Generator: the start, then each epoch's indices; with init_seed the start
+    comes from a Generator of its own and the batches from `seed` alone)."""
     n, d = X.shape
     if B > 0:
         X = np.hstack([X, np.full((n, 1), B)])
@@ -30,8 +31,9 @@ def pegasos_reference(X, y, lam, T, k, sampling, seed, project, lazy, average, i
     rng = np.random.default_rng(seed)
     w = np.zeros(dim)
     if init == "random":
-        g = rng.standard_normal(dim)
-        w = g * (rng.uniform() / math.sqrt(lam) / np.linalg.norm(g))
+        start = rng if init_seed is None else np.random.default_rng(init_seed)
+        g = start.standard_normal(dim)
+        w = g * (start.uniform() / math.sqrt(lam) / np.linalg.norm(g))
     spe = -(-n // k)
     t = 0
     total = np.zeros(dim)
@@ -65,6 +67,7 @@ def pegasos_reference(X, y, lam, T, k, sampling, seed, project, lazy, average, i
     dict(lazy_t=True, k=3),
     dict(project=False, init="random", iterate="average", sampling="permutation", k=5),
     dict(init="random", lazy_t=True, iterate="average"),
+    dict(init="random", init_seed=7, k=3),
 ])
 def test_matches_the_literal_algorithm(data, kw):
     """The scale-times-vector form (O(1) shrink and projection, O(nnz) averaging) is exactly the
@@ -74,7 +77,8 @@ def test_matches_the_literal_algorithm(data, kw):
     T = 1234
     ref = pegasos_reference(X, y, lam, T, kw.get("k", 1), kw.get("sampling", "replacement"), 3,
                             kw.get("project", True), kw.get("lazy_t", False),
-                            kw.get("iterate", "last") == "average", kw.get("init", "zero"))
+                            kw.get("iterate", "last") == "average", kw.get("init", "zero"),
+                            init_seed=kw.get("init_seed"))
     for Xi in (X, sp.csr_matrix(X)):
         pr = Problem(Xi, y, C=C_from_lambda(lam, "pegasos", len(y)), loss="hinge")
         r = solvers.fit(pr, "pegasos", budget=Budget(max_iter=T), random_state=3, **kw)
@@ -139,6 +143,25 @@ def test_same_seed_same_w(data):
     c = solvers.fit(pr, "pegasos", epochs=2, random_state=12, init="random", iterate="average")
     assert np.array_equal(a.w, b.w)
     assert not np.array_equal(a.w, c.w)
+
+
+def test_init_seed_varies_the_start_and_not_the_batches(data):
+    """rupnik Figure 2: a start seeded by init_seed leaves the batches of random_state as they are.
+    Step 1 erases w_1 (eta_1 lambda = 1) but for which examples of its batch w_1 puts inside the
+    margin; with the ball's radius 1/sqrt(lambda) under 1/(2 max ||x||) every start puts all of
+    them there, as w_1 = 0 does, so on the same batches every start ends at the zero start's w.
+    Drawn from the sampler's Generator, the start would shift every batch after it."""
+    X, y = data
+    lam = 4.0 * np.max(np.sum(X ** 2, axis=1))
+    pr = Problem(X, y, C=C_from_lambda(lam, "pegasos", len(y)), loss="hinge")
+    zero = solvers.fit(pr, "pegasos", budget=Budget(max_iter=300), random_state=5, k=2)
+    for s in (1, 2):
+        r = solvers.fit(pr, "pegasos", budget=Budget(max_iter=300), random_state=5, k=2, init="random", init_seed=s)
+        np.testing.assert_allclose(r.w, zero.w, rtol=1e-12, atol=1e-15)
+    other = solvers.fit(pr, "pegasos", budget=Budget(max_iter=300), random_state=6, k=2)
+    assert not np.allclose(other.w, zero.w)            # other batches do move w
+    with pytest.raises(ValueError, match="init_seed=3 seeds a random start: it needs init='random'"):
+        solvers.fit(pr, "pegasos", epochs=1, init_seed=3)
 
 
 def test_lambda_replaces_C(data):
