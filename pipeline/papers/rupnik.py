@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..report.build import load
 from ..report.common import fmt, styles
-from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks
+from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks, figure_legend
 from ..report.registry import ReportData, Skip
 from ..report.tables import to_targets
 from . import paper
@@ -465,11 +465,12 @@ def fig_gap(data: ReportData):
             ax_it.axvline(THEIRS_IT[eps], color="tab:green", linestyle="--" if eps == 3e-3 else ":", linewidth=0.9,
                           label=f"theirs to {100 * eps:g}%: {THEIRS_IT[eps]} it.")
         _decorate(ax_it, f"{_name(ds)}: against iterations", "iteration (Pegasos step / dcd pass)",
-                  "(P - f*) / |f*|", 5, logx=True, logy=True)
-        _decorate(ax_t, f"{_name(ds)}: against solver seconds", "solver seconds", "(P - f*) / |f*|", 4,
+                  "(P - f*) / |f*|", 0, logx=True, logy=True)
+        _decorate(ax_t, f"{_name(ds)}: against solver seconds", "solver seconds", "(P - f*) / |f*|", 0,
                   logx=True, logy=True)
         _log_ticks(ax_it)
         _log_ticks(ax_t)
+    figure_legend(fig, axes)   # the same lines in every panel: listed once
     fig.suptitle("Section 4.3: relative gap to the certified optimum (lambda = 1e-4)", fontsize=9)
     return fig
 
