@@ -787,6 +787,8 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=200,
     default_tol=1e-6,
-    version="2",  # 2: nearest-point KKT solve and feasible active-set polish (singular Q)
+    # 2: nearest-point KKT solve and feasible active-set polish (singular Q); 3: scale-free IPM
+    # stopping tests and the bound-only multiplier in the polish (bertini's digits 3 vs 8)
+    version="3",
     description="the whole kernel dual by a primal-dual interior point method (bertini, Section I.C)",
 ))

@@ -425,6 +425,6 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=1_000_000,
     default_tol=1e-3,   # as smo and LIBSVM: the same violation m(alpha) - M(alpha)
-    version="2",
+    version="3",  # 3: the decrease test on the reduced gradient (_reduced_gradient)
     description="SVMlight decomposition with the proximal-point modification (Joachims 1999; bertini, Section II)",
 ))
