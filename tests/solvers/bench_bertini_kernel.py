@@ -8,7 +8,12 @@ The five training folds (228 rows) of `+experiment=bertini`: digits 3 vs 8 as th
 m - M; smo as there (`wss=mvp`, no shrinking), svmlight with tau = 1 and at most 20,000
 subproblems. Prints a Markdown table of statuses, median iterations, the largest m - M, median
 time and (svmlight) the subproblems finished by pair steps, summed over folds.
+
+    ... python tests/solvers/bench_bertini_kernel.py blobs N
+
+qp (tol 1e-6) and smo (tol 1e-3) on N standardised `toy_blobs` points, rbf C = 10: qp's scale.
 """
+import sys
 import time
 import warnings
 
@@ -58,5 +63,21 @@ def main():
                   f"| {1e3 * np.median(times):.1f} | {pairs} |", flush=True)
 
 
+def blobs(n):
+    from pipeline.datasets import get_builder
+    from solvers import Budget, Problem, fit
+    X, y, _ = get_builder("toy_blobs")(n_samples=n)
+    X = (X - X.mean(0)) / X.std(0)
+    P = Problem.build(X, np.where(y == y.max(), 1.0, -1.0), C=10.0, intercept="free", kernel="rbf")
+    for name, tol in (("smo", 1e-3), ("qp", 1e-6)):
+        t = time.perf_counter()
+        r = fit(P, name, budget=Budget(tol=tol))
+        print(f"n={n} {name}: {r.status}, {r.n_iter} iterations, m - M {r.kkt_violation:.1e}, "
+              f"dual {r.dual:.10e}, {time.perf_counter() - t:.1f} s", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["blobs"]:
+        blobs(int(sys.argv[2]))
+    else:
+        main()
