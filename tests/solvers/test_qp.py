@@ -5,7 +5,7 @@ import pytest
 import solvers.qp as qp
 from solvers import Budget, Problem, SolverError, fit
 from sklearn.exceptions import ConvergenceWarning
-from kernel_refs import KERNELS, breast_cancer_data, digits17_data, svc_reference
+from kernel_refs import DIGITS38_POLY2, KERNELS, breast_cancer_data, digits17_data, digits38_data, svc_reference
 from solvers.qp import dense_limit, solve_box_qp
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,23 @@ def test_every_sv_at_bound(breast_cancer):
     assert res.info["b_rule"] == "bound_only" and res.info["n_free_sv"] == 0
     assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
     assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
+
+
+@pytest.mark.parametrize("C, kw", [(1000.0, DIGITS38_POLY2), (0.05, dict(kernel="rbf", gamma=1e-4))],
+                         ids=["poly2_tiny_alpha", "rbf_bound_only"])
+def test_bertini_digits38(C, kw):
+    """The bertini reproduction's failures (119 rows of them): with K ~ 1e6 and C = 1000 the
+    optimum sits ~1e-9 of the box from 0, where absolute IPM stopping tests stopped 1e4 times away
+    from it; with every alpha at a bound no free row fixes y'a = 0's multiplier, and taking it 0
+    made the polish free correct bounds and refuse. Both ended `stalled` (m - M 4e-2 and 1.8)."""
+    X, y = digits38_data()
+    P = Problem.build(X, y, C=C, intercept="free", **kw)
+    res = fit(P, "qp", budget=Budget(tol=1e-13))
+    ref = fit(P, "smo", budget=Budget(tol=1e-13))
+    assert res.status == "converged" and res.info["polished"]
+    assert res.kkt_violation < 1e-13
+    assert abs(res.dual - ref.dual) <= 1e-10 * abs(ref.dual)
+    assert (res.info["n_free_sv"] == 0) == (kw["kernel"] == "rbf")
 
 
 def test_duplicated_points(digits17):

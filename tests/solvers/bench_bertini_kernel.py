@@ -1,0 +1,83 @@
+"""qp, svmlight over q and smo on the bertini reproduction's kernel problems (README
+"Benchmarks", issue #18). Not a test: speed is never asserted.
+
+    SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_bertini_kernel.py
+
+The five training folds (228 rows) of `+experiment=bertini`: digits 3 vs 8 as the dataset
+`digits_bertini_binary` builds it (pixels 0..16, 8 -> +1), cv kfold_test, seed 0; tol 1e-13 on
+m - M; smo as there (`wss=mvp`, no shrinking), svmlight with tau = 1 and at most 20,000
+subproblems. Prints a Markdown table of statuses, median iterations, the largest m - M, median
+time and (svmlight) the subproblems finished by pair steps, summed over folds.
+
+    ... python tests/solvers/bench_bertini_kernel.py blobs N
+
+qp (tol 1e-6) and smo (tol 1e-3) on N standardised `toy_blobs` points, rbf C = 10: qp's scale.
+"""
+import sys
+import time
+import warnings
+
+import numpy as np
+
+POLY2 = dict(kernel="poly", gamma=1.0, coef0=1.0, degree=2)
+CASES = [("poly deg 2, C=1000", POLY2, 1000.0, 1.0), ("same, pixels / 16", POLY2, 1000.0, 16.0),
+         ("rbf C=5000, gamma=1e-3", dict(kernel="rbf", gamma=1e-3), 5000.0, 1.0),
+         ("rbf C=0.05, gamma=1e-4", dict(kernel="rbf", gamma=1e-4), 0.05, 1.0),
+         ("rbf C=0.1, gamma=1e-4", dict(kernel="rbf", gamma=1e-4), 0.1, 1.0)]
+RUNS = [("smo", dict(wss="mvp", shrinking=False)), ("qp", {})] + [
+    (f"svmlight q={q}", dict(q=q, tau=1.0)) for q in (2, 4, 10, 20, 50, 100)]
+
+
+def _folds():
+    from pipeline.datasets import get_builder
+    from pipeline.plan import make_folds
+    X, y, _ = get_builder("digits_bertini_binary")()
+    y = np.where(y == y.max(), 1.0, -1.0)
+    cv = {"kind": "kfold_test", "folds": 5, "shuffle": True, "test_size": 0.2}
+    return np.ascontiguousarray(X, dtype=float), y, [tr for tr, _ in make_folds(y, cv, 0)]
+
+
+def main():
+    from solvers import Budget, Problem, fit
+    warnings.simplefilter("ignore")
+    X, y, folds = _folds()
+    small = Problem.build(X[:50], y[:50], C=1.0, intercept="free", **POLY2)
+    for name, kw in RUNS:  # compile outside the clock
+        fit(small, name.split()[0], budget=Budget(tol=1e-6), **kw)
+    print("| problem | solver | status | iterations (median) | max m - M | time ms (median) | pair solves |")
+    print("|---|---|---|---|---|---|---|")
+    for title, kernel, C, div in CASES:
+        for name, kw in RUNS:
+            if C < 1.0 and name.startswith("svmlight"):
+                continue
+            fits, times = [], []
+            for tr in folds:
+                P = Problem.build(X[tr] / div, y[tr], C=C, intercept="free", **kernel)
+                t = time.perf_counter()
+                fits.append(fit(P, name.split()[0], budget=Budget(tol=1e-13, max_iter=20000), **kw))
+                times.append(time.perf_counter() - t)
+            st = [r.status for r in fits]
+            pairs = sum(r.info.get("n_pair_solves", 0) for r in fits) if name.startswith("svmlight") else ""
+            print(f"| {title} | {name} | {', '.join(f'{s} {st.count(s)}' for s in sorted(set(st)))} "
+                  f"| {np.median([r.n_iter for r in fits]):.0f} | {max(r.kkt_violation for r in fits):.1e} "
+                  f"| {1e3 * np.median(times):.1f} | {pairs} |", flush=True)
+
+
+def blobs(n):
+    from pipeline.datasets import get_builder
+    from solvers import Budget, Problem, fit
+    X, y, _ = get_builder("toy_blobs")(n_samples=n)
+    X = (X - X.mean(0)) / X.std(0)
+    P = Problem.build(X, np.where(y == y.max(), 1.0, -1.0), C=10.0, intercept="free", kernel="rbf")
+    for name, tol in (("smo", 1e-3), ("qp", 1e-6)):
+        t = time.perf_counter()
+        r = fit(P, name, budget=Budget(tol=tol))
+        print(f"n={n} {name}: {r.status}, {r.n_iter} iterations, m - M {r.kkt_violation:.1e}, "
+              f"dual {r.dual:.10e}, {time.perf_counter() - t:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["blobs"]:
+        blobs(int(sys.argv[2]))
+    else:
+        main()
