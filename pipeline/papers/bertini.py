@@ -708,7 +708,7 @@ def readme(grid, methods, found, check, figs, skipped, setup) -> str:
         "coef0 1 and degree d (their polynomial 'gamma' is the degree).",
         "- Grid (Table I, Figure 3, the maps): their C and gamma lists, 13 x 6 Gaussian and 13 x 5 polynomial points, "
         "each fold solved by our `smo` at tol 1e-3 on m - M (LIBSVM's). They used CVXOPT on the whole QP; the "
-        "accuracy of a point is its optimum's, and our `qp` stalls on the degree-2 problem at C=1000 (Finding 6).",
+        "accuracy of a point is its optimum's, whichever method reaches it (Findings 6 and 7).",
         "- Methods (Tables IV-XVI): `qp` (one interior point solve of the whole dual, polished to its exact face), "
         "`svmlight` (q-variable subproblems from the most violating sets, tau = 1, q swept from 2 to 200), `smo` "
         "with the most violating pair and without shrinking (their SMO), each at Table I's points (Gaussian "
