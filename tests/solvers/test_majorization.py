@@ -179,6 +179,22 @@ def test_budget_and_timeout_statuses_warn():
     assert fit.status == "max_iter" and fit.n_iter == 3 and math.isfinite(fit.gap)
 
 
+def test_a_budget_stop_at_a_certified_point_is_converged():
+    """The duality gap, not the decrease rule, is what `converged` means: a run whose decrease
+    never falls below tol (tol 1e-15) but whose final gap meets gap_tol ends `converged`; with a
+    gap_tol its point does not meet, the same run keeps `max_iter` (issue 10: rcv1_like timeouts
+    that were already certified)."""
+    X, y = _data(seed=3)
+    problem = Problem(X, y, C=0.5, loss="squared_hinge", intercept="free")
+    budget = Budget(tol=1e-15, max_iter=200)
+    fit = solvers.fit(problem, "svmmaj", budget=budget, gap_tol=1e-6)
+    assert fit.status == "converged" and fit.n_iter == 200
+    assert 0 <= fit.gap <= 1e-6 * fit.primal
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        short = solvers.fit(problem, "svmmaj", budget=budget, gap_tol=1e-300)
+    assert short.status == "max_iter" and short.gap > 0
+
+
 # ---------------------------------------------------------------------------- bad input
 def test_bad_input_names_the_parameter():
     X, y = _data(n=20, m=2)
