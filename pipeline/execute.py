@@ -83,7 +83,7 @@ def write_shards(run_dir: Path, records: list[dict]) -> None:
             tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
             pending.append((tmp, path))
             with open(tmp, "w") as fh:
-                json.dump(record, fh, allow_nan=True, default=_json_default)
+                _dump(record, fh)
         _sync_filesystem(shards)
         while pending:
             os.replace(*pending[0])
@@ -110,6 +110,12 @@ def clean_partial_shards(run_dir: Path) -> int:
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during execute, carrying the line for the user: how many tasks are saved where."""
+
+
+def _dump(record: dict, fh) -> None:
+    # json.dumps, not json.dump: dump streams through the pure-Python encoder (2 ms for a
+    # 1.6 kB shard on a loaded core), dumps takes the C one in a single call.
+    fh.write(json.dumps(record, allow_nan=True, default=_json_default))
 
 
 def _libc_syncfs():

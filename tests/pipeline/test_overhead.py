@@ -68,14 +68,14 @@ def test_shards_are_synced_before_any_becomes_visible(tmp_path, monkeypatch):
 
 
 def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, monkeypatch):
-    real_dump = json.dump
+    real_dump = execute._dump
 
     def third_fails(obj, fh, **kw):
         if obj["key"] == "fit-2":
             raise OSError(28, "No space left on device")
         real_dump(obj, fh, **kw)
 
-    monkeypatch.setattr(execute.json, "dump", third_fails)
+    monkeypatch.setattr(execute, "_dump", third_fails)
     with pytest.raises(OSError):
         execute.write_shards(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
     assert list((tmp_path / "shards").iterdir()) == []
