@@ -154,6 +154,27 @@ def test_dense_sparse_and_cg_agree():
         np.testing.assert_allclose(other.w, dense.w, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("intercept", ["free", "regularized", "none"])
+def test_the_n_space_solve_is_the_p_space_one(intercept):
+    """More features than rows: the exact n x n (Woodbury) solve gives each majorization step
+    the p x p Cholesky's, so both take the same iterations to the same certified optimum of the
+    absolute hinge; linsolve=auto takes it where p > 1500 and n is small."""
+    rng = np.random.default_rng(4)
+    X = sp.random(60, 300, density=0.05, random_state=4, format="csr")
+    y = np.where(X @ rng.normal(size=300) + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
+    problem = Problem(X, y, C=1.0, loss="hinge", intercept=intercept)
+    budget = Budget(tol=1e-7, max_iter=3000)
+    kernel = solvers.fit(problem, "svmmaj", budget=budget, linsolve="kernel")
+    chol = solvers.fit(problem, "svmmaj", budget=budget, linsolve="cholesky")
+    assert kernel.status == "converged" and kernel.n_iter == chol.n_iter
+    assert kernel.primal == pytest.approx(chol.primal, rel=1e-9)
+    assert 0 <= kernel.gap <= 1e-6 * kernel.primal
+    wide = Problem(sp.hstack([X] * 6, format="csr"), y, C=1.0, loss="hinge", intercept=intercept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert solvers.fit(wide, "svmmaj", budget=Budget(max_iter=2)).info["linsolve"] == "kernel"
+
+
 def test_warm_start_from_the_optimum_stops_at_once():
     X, y = _data(seed=8)
     problem = Problem(X, y, C=0.5, loss="hinge", intercept="free")
