@@ -623,6 +623,6 @@ for _name, _fit, _what in (("cd_cpm", fit_cd_cpm, "cyclic coordinate descent wit
         kernels=("linear",),
         warm_start=True,
         default_max_iter=10000,
-        version="1",
+        version="2",   # 2: a budget stop the final certificate proves optimal is converged
         description=_what,
     ))

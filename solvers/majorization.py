@@ -364,7 +364,7 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=10000,
     default_tol=1e-5,   # as conf/solvers/svmmaj.yaml; troyan's 1e-7 is bench_majorization's
-    version="1",
+    version="2",   # 2: the n-space solve (linsolve=auto), certified budget stops are converged
     description="SVM-Maj iterative majorization, Groenen et al. 2008 (troyan Algorithm 1)",
 ))
 
@@ -382,6 +382,6 @@ register(SolverSpec(
     kernels=("linear",),
     warm_start=True,
     default_max_iter=10000,
-    version="1",
+    version="2",   # 2: as svmmaj
     description="majorization direction with the change point line search (troyan Algorithm 3)",
 ))
