@@ -41,16 +41,17 @@ The linear system (`_NormalSolver`, ``linsolve``): with p = dim v <= 1500 (the U
 the study: p = 9..61), Z'AZ is formed by one BLAS syrk (n p^2 flops) and factored by
 Cholesky (p^3 / 3, no more than the syrk when p <= n); the matrix is positive definite because
 a_i > 0 and the intercept column is constant. With p large (text data) the p x p matrix costs
-n p^2 time and p^2 memory per iteration. Then, with n <= 5000 (`KERNEL_MAX_ROWS`), the system
-is solved exactly in the n-space (Woodbury, `_NormalSolver._solve_kernel`): K = Zp Zp' once,
-one n x n Cholesky of lambda I + A^(1/2) K A^(1/2) per iteration. Beyond that, by
-Jacobi-preconditioned conjugate gradients on the operator v -> Z'(A(Zv)) + lambda Pen v (two
+n p^2 time and p^2 memory per iteration. Then the system is solved by Jacobi-preconditioned
+conjugate gradients on the operator v -> Z'(A(Zv)) + lambda Pen v (two
 sparse products, O(nnz), per CG step), started from the current v; CG from x0 lowers the
 majorizer at every step, so even a truncated solve keeps the sandwich inequality and L never
 increases, but a truncated solve is a poor step: on rcv1_like (1,600 x 5,001, issue 10) the
 kink weights a_i ~ 1 / delta made every solve use all 200 CG steps, and SVM-Maj ran into a 60 s
-limit at C = 1 after 1,476 iterations (relative gap 8e-5), where the exact n-space solve
-certifies in 35.
+limit at C = 1 after 1,476 iterations (relative gap 8e-5). So once CG's cg_maxiter steps fall
+short of its tolerance, and n <= 5000 (`KERNEL_MAX_ROWS`), the run switches to the exact solve
+in the n-space (Woodbury, `_NormalSolver._solve_kernel`): K = Zp Zp' once, one n x n Cholesky
+of lambda I + A^(1/2) K A^(1/2) per iteration; there C = 1 certifies in about 50 iterations.
+At small C CG keeps solving the system in a few steps, cheaper than the n x n factorisation.
 
 Updates: SVM-Maj takes v+ (the majorizer's minimiser); the relaxed update 2 v+ - v (from the
 iteration ``relax_from`` on; 20 is our default, the papers say only "from a certain iteration")
@@ -76,8 +77,8 @@ from .objectives import loss_derivative, loss_values
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
-# linsolve="auto" solves in the n-space (`_NormalSolver._solve_kernel`) when p > 1500 and n is
-# at most this: an n x n matrix of 200 MB.
+# linsolve="auto" switches from CG to the n-space solve (`_NormalSolver._solve_kernel`) when
+# p > 1500, CG falls short, and n is at most this: an n x n matrix of 200 MB.
 KERNEL_MAX_ROWS = 5000
 
 
@@ -123,26 +124,34 @@ class _NormalSolver:
 
     def __init__(self, Z, pen, lam, method, cg_maxiter):
         n, p = Z.shape
+        # auto with p > 1500: CG while it solves the system (small C: a few steps), then, once
+        # its cg_maxiter steps fall short (the kink weights), the exact n-space solve for n <= 5000.
+        self.fallback = method == "auto" and p > 1500 and n <= KERNEL_MAX_ROWS
         if method == "auto":
-            method = "cholesky" if p <= 1500 else "kernel" if n <= KERNEL_MAX_ROWS else "cg"
-        self.method = method
+            method = "cholesky" if p <= 1500 else "cg"
         self.Z = Z
+        self.pen = pen
         self.lam = lam
         self.lam_pen = lam * pen
         self.cg_maxiter = cg_maxiter
+        self.info = {}
+        self._use(method)
+        if method == "cg":
+            self.Zsq = Z.multiply(Z).tocsr() if sp.issparse(Z) else Z * Z
+        elif not sp.issparse(Z):
+            # syrk: the symmetric product in half the flops of a gemm.
+            self._syrk = sla.get_blas_funcs("syrk", (Z,))
+
+    def _use(self, method):
+        self.method = self.info["linsolve"] = method
         if method == "kernel":
             # K = Zp Zp' over the penalised columns (pen = 1), once: only A changes per iteration.
-            free = pen == 0
+            Z, free = self.Z, self.pen == 0
             Zp, Zf = (Z[:, ~free], Z[:, free]) if free.any() else (Z, Z[:, :0])
             K = Zp @ Zp.T
             self.K = K.toarray() if sp.issparse(K) else np.asarray(K)
             self.Zf = Zf.toarray() if sp.issparse(Zf) else np.asarray(Zf)
             self.Zp, self.free = Zp, free
-        elif method == "cg":
-            self.Zsq = Z.multiply(Z).tocsr() if sp.issparse(Z) else Z * Z
-        elif not sp.issparse(Z):
-            # syrk: the symmetric product in half the flops of a gemm.
-            self._syrk = sla.get_blas_funcs("syrk", (Z,))
 
     def solve(self, a, b, v0):
         """The minimiser v of the majorizer with weights a and b (n-vectors): (Z'AZ + lambda
@@ -174,7 +183,11 @@ class _NormalSolver:
         diag = np.asarray(self.Zsq.T @ a).ravel() + lam_pen
         A = spla.LinearOperator((p, p), matvec=matvec, dtype=np.float64)
         M = spla.LinearOperator((p, p), matvec=lambda x: x / diag, dtype=np.float64)
-        x, _ = spla.cg(A, rhs, x0=v0, rtol=1e-10, maxiter=self.cg_maxiter, M=M)
+        x, failed = spla.cg(A, rhs, x0=v0, rtol=1e-10, maxiter=self.cg_maxiter, M=M)
+        if failed and self.fallback:
+            self.fallback = False
+            self._use("kernel")
+            return self._solve_kernel(a, b)
         return x
 
     def _solve_kernel(self, a, b):
@@ -281,7 +294,7 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
     return run_descent(name, problem, Z, pen, budget, recorder, warm_start, step,
                        gap_tol=gap_tol, certify=certify, default_max_iter=default_max_iter,
                        init=init, init_seed=init_seed, loss_fn=loss_fn,
-                       hint=hint, info={"linsolve": solver.method})
+                       hint=hint, info=solver.info)
 
 
 def fit_svmmaj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
@@ -342,8 +355,8 @@ _COMMON = {
     "delta": Param(1e-8, "float", low=0.0, open_low=True, high=1.0,
                    doc="guard of the absolute-hinge majorizer where |1 - m| < delta"),
     "linsolve": Param("auto", "str", options=("auto", "cholesky", "kernel", "cg"),
-                      doc="solver of (Z'AZ + lambda Pen) v = Z'b: Cholesky for p <= 1500, else the "
-                          "n x n (Woodbury) Cholesky for n <= 5000, else CG"),
+                      doc="solver of (Z'AZ + lambda Pen) v = Z'b: Cholesky for p <= 1500, else CG, "
+                          "switching to the n x n (Woodbury) Cholesky when CG falls short and n <= 5000"),
     "cg_maxiter": Param(200, "int", low=1, doc="CG iterations per majorization (linsolve='cg')"),
     **STOP_PARAMS,
     "certify": Param(True, "bool", doc="on a small decrease, go on unless the duality gap certifies"),

@@ -158,7 +158,7 @@ def test_dense_sparse_and_cg_agree():
 def test_the_n_space_solve_is_the_p_space_one(intercept):
     """More features than rows: the exact n x n (Woodbury) solve gives each majorization step
     the p x p Cholesky's, so both take the same iterations to the same certified optimum of the
-    absolute hinge; linsolve=auto takes it where p > 1500 and n is small."""
+    absolute hinge; linsolve=auto switches to it from CG where p > 1500 and CG falls short."""
     rng = np.random.default_rng(4)
     X = sp.random(60, 300, density=0.05, random_state=4, format="csr")
     y = np.where(X @ rng.normal(size=300) + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
@@ -169,10 +169,14 @@ def test_the_n_space_solve_is_the_p_space_one(intercept):
     assert kernel.status == "converged" and kernel.n_iter == chol.n_iter
     assert kernel.primal == pytest.approx(chol.primal, rel=1e-9)
     assert 0 <= kernel.gap <= 1e-6 * kernel.primal
+    # p > 1500: auto starts with CG, and switches to the n-space solve once CG falls short
+    # (the kink weights); a cap of 1 CG step forces that at the first iteration.
     wide = Problem(sp.hstack([X] * 6, format="csr"), y, C=1.0, loss="hinge", intercept=intercept)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert solvers.fit(wide, "svmmaj", budget=Budget(max_iter=2)).info["linsolve"] == "kernel"
+        first = solvers.fit(wide, "svmmaj", budget=Budget(max_iter=1))
+        switched = solvers.fit(wide, "svmmaj", budget=Budget(max_iter=1), cg_maxiter=1)
+    assert first.info["linsolve"] == "cg" and switched.info["linsolve"] == "kernel"
 
 
 def test_warm_start_from_the_optimum_stops_at_once():
