@@ -179,6 +179,18 @@ def test_the_n_space_solve_is_the_p_space_one(intercept):
     assert first.info["linsolve"] == "cg" and switched.info["linsolve"] == "kernel"
 
 
+def test_a_cg_step_without_decrease_switches_to_the_exact_solve(monkeypatch):
+    """CG can meet its tolerance and still not lower L (the kink weights): auto then retries
+    the step with the n-space solve instead of stopping there as `stalled`."""
+    import solvers.majorization as mj
+    X = sp.random(60, 1800, density=0.02, random_state=5, format="csr")
+    y = np.where(np.asarray(X.sum(axis=1)).ravel() > np.median(np.asarray(X.sum(axis=1))), 1.0, -1.0)
+    problem = Problem(X, y, C=1.0, loss="hinge", intercept="free")
+    monkeypatch.setattr(mj.spla, "cg", lambda A, b, x0, **kw: (x0, 0))   # "converged", no step
+    fit = solvers.fit(problem, "svmmaj", budget=Budget(tol=1e-7, max_iter=3000))
+    assert fit.info["linsolve"] == "kernel" and fit.status == "converged" and fit.n_iter > 1
+
+
 def test_warm_start_from_the_optimum_stops_at_once():
     X, y = _data(seed=8)
     problem = Problem(X, y, C=0.5, loss="hinge", intercept="free")
