@@ -43,7 +43,8 @@ SCENARIOS = {
 
 def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
-    execute phase's wall and Dask task count and the client's peak RSS (from run.log), and the
+    execute phase's wall, Dask task count, the client's peak RSS and the workers' dataset reads
+    and fold extractions (from run.log), and the
     summed fit and task times (from results.parquet)."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
@@ -53,7 +54,8 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     log = (run_dir / "run.log").read_text()
     m = re.search(r"(\d+) tasks: .* ([\d.]+) s wall \((\d+) Dask tasks; client peak RSS (\d+) MB\)", log)
     res = pd.read_parquet(run_dir / "results.parquet")
-    return {"wall_s": wall, "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
+    loads = re.search(r"workers read (\d+) datasets and extracted (\d+) folds", log)
+    return {"wall_s": wall, "dataset_reads": int(loads.group(1)), "fold_extractions": int(loads.group(2)), "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
             "client_rss_mb": float(m.group(4)), "fit_s": float(res["fit_time_s"].sum()),
             "task_s": float(res["task_time_s"].sum()), "converged": int((res["status"] == "converged").sum()),
             "test_accuracy": float(res["test_accuracy"].mean())}
@@ -130,7 +132,8 @@ def _overhead_row(name: str, run: dict, workers: int = 2) -> dict:
             "mean_fit_ms": 1000 * run["fit_s"] / run["fits"],
             "execute_over_fits_per_worker": run["execute_s"] / ideal,
             "scheduling_overhead": 1 - (run["task_s"] / workers) / run["execute_s"],
-            "client_rss_mb": run["client_rss_mb"]}
+            "client_rss_mb": run["client_rss_mb"], "dataset_reads": run["dataset_reads"],
+            "fold_extractions": run["fold_extractions"]}
 
 
 def scenario_c(work: Path, reps: int) -> list[dict]:

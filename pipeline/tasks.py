@@ -34,6 +34,13 @@ _MAX_CACHED = 4
 _FOLDS: "OrderedDict[str, tuple]" = OrderedDict()
 FOLD_CACHE_BYTES = 1 << 30
 _FOLD_BYTES = 0
+# What this process has loaded: datasets read from the store, folds extracted (execute's summary).
+_LOADS = {"datasets": 0, "folds": 0}
+
+
+def load_counts() -> dict:
+    """Datasets read and folds extracted by this process so far (a copy)."""
+    return dict(_LOADS)
 
 
 def load_dataset(root: str, name: str, fingerprint: str):
@@ -41,6 +48,7 @@ def load_dataset(root: str, name: str, fingerprint: str):
     ds = _DATASETS.get(fingerprint)
     if ds is None:
         ds = read_dataset(root, name)
+        _LOADS["datasets"] += 1
         if ds.meta["fingerprint"] != fingerprint:
             raise RuntimeError(f"dataset {name!r} in {root} has fingerprint {ds.meta['fingerprint'][:12]}, "
                                f"the plan expected {fingerprint[:12]}: it was rebuilt since the plan was made")
@@ -118,6 +126,7 @@ def _nbytes(fold) -> int:
 
 
 def _extract_fold(root: str, data: dict, fold: int):
+    _LOADS["folds"] += 1
     X, y, classes, folds, heldout = _split(root, data)
     train, test = folds[fold]
     if not heldout.size:     # the fold alone: no held-out arrays cached for the other schemes

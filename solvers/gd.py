@@ -13,8 +13,15 @@ b = B u) and ``free`` (c = 1, r = 0: b = u unpenalised). The gradient is
     grad_w = w + C X' (y * loss'(y f)),   grad_u = r u + C c sum_i y_i loss'(y_i f_i),
 
 two sparse or dense matrix-vector products per iteration and nothing per sample in Python.
-The step is either fixed (the paper's eta) or backtracking (Armijo): start from twice the last
-accepted step and halve until P(v - t g) <= P(v) - sigma t ||g||^2. Because f is linear in the
+The step is fixed (the paper's eta), backtracking (Armijo: start from twice the last accepted step
+and halve until P(v - t g) <= P(v) - sigma t ||g||^2), or ``bb`` (the default): the
+Barzilai-Borwein step t = s's / s'z (s = v_k - v_k-1, z = grad_k - grad_k-1; Barzilai and Borwein
+1988) as the first trial, halved until the nonmonotone Armijo test of Grippo, Lampariello and
+Lucidi (1986) against the largest P of the last ``BB_MEMORY`` iterates holds (Raydan 1997's
+globalised BB). Plain Armijo's step can only double per iteration and settles near 1 / L, the
+worst curvature, so on ill-conditioned sets its iterations grow with the condition number
+(rcv1_like at C = 10: 10,000 iterations, gradient reduced only 7e-4x); BB's step follows the
+curvature along the path and ends there in about 200. Because f is linear in the
 step, f(t) = f - t X g, each trial costs O(n), not a matrix product.
 
 Stopping (``stop``): ``grad_norm`` when ||grad P|| <= tol ||grad P(0)|| (LIBLINEAR's scale), ``rel_decrease`` when
@@ -38,18 +45,22 @@ from .objectives import (gradient_norm_at_zero, intercept_coordinate, linear_cer
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
+# Iterates whose largest P the nonmonotone (bb) test compares against (GLL 1986 use 10).
+BB_MEMORY = 10
+
 
 # ------------------------------------------------------------------ driver
 def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
-           step: str = "armijo", eta: float = 1e-3, eta_scale: str = "objective",
+           step: str = "bb", eta: float = 1e-3, eta_scale: str = "objective",
            stop: str = "grad_norm", armijo_sigma: float = 1e-4) -> Fit:
     """Gradient descent on P (duros_katzman 4.1; see the module docstring).
 
-    step: ``fixed`` (eta every iteration, the paper's method) or ``armijo`` (backtracking that
-    tries eta first, then twice the last accepted step each iteration). budget.tol is the tolerance
-    of `stop`; iterations are gradient steps. eta_scale: eta is a step on P (``objective``) or
-    duros_katzman's learning rate on the averaged objective P / (C n) (``mean``; converted by
-    objectives.step_from_learning_rate).
+    step: ``fixed`` (eta every iteration, the paper's method), ``armijo`` (backtracking that
+    tries eta first, then twice the last accepted step each iteration) or ``bb`` (Barzilai-
+    Borwein trial step, nonmonotone backtracking; eta is the first iteration's trial). budget.tol
+    is the tolerance of `stop`; iterations are gradient steps. eta_scale: eta is a step on P
+    (``objective``) or duros_katzman's learning rate on the averaged objective P / (C n)
+    (``mean``; converted by objectives.step_from_learning_rate).
     """
     X = problem.X
     y = problem.y
@@ -83,6 +94,8 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     detail = ""
     it = 0
     gnorm = math.nan
+    recent = [P]            # the last BB_MEMORY objectives (step="bb")
+    prev = None             # (g_w, g_u, accepted step) of the last iteration (step="bb")
     while it < max_iter:
         # Gradient: two products with X (here and Xg below); nothing per sample in Python.
         s = y * loss_derivative(loss, y * f, hk)
@@ -102,19 +115,27 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
             t_acc = t
             P_new = objective(wsq - 2 * t * wg + t * t * float(g_w @ g_w), u - t * g_u, f - t * Xg)
         else:
-            # Armijo backtracking; f(t) = f - t Xg makes each trial O(n).
-            t_try = min(2.0 * t, 1e12) if it > 0 else t
+            # Backtracking; f(t) = f - t Xg makes each trial O(n).
+            if step == "bb":
+                t_try = _bb_step(prev, g_w, g_u, t)
+                P_ref = max(recent)
+            else:
+                t_try = min(2.0 * t, 1e12) if it > 0 else t
+                P_ref = P
             ggw = float(g_w @ g_w)
             for _ in range(60):
                 P_new = objective(wsq - 2 * t_try * wg + t_try * t_try * ggw, u - t_try * g_u,
                                   f - t_try * Xg)
-                if P_new <= P - armijo_sigma * t_try * gsq:
+                if P_new <= P_ref - armijo_sigma * t_try * gsq:
                     break
                 t_try *= 0.5
             else:
                 status, detail = "stalled", "Armijo backtracking found no decrease"
                 break
             t_acc = t = t_try
+            if step == "bb":
+                prev = (g_w, g_u, t_acc)
+                recent = (recent + [P_new])[-BB_MEMORY:]
         w -= t_acc * g_w
         u -= t_acc * g_u
         f -= t_acc * Xg
@@ -150,13 +171,28 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
                info={"grad_norm": gnorm, "grad_norm0": g0, "last_step": t})
 
 
+def _bb_step(prev, g_w, g_u, t_last: float) -> float:
+    """The Barzilai-Borwein step s's / s'z with s = -t g_prev, z = g - g_prev (first iteration,
+    or z's curvature not positive: the last step)."""
+    if prev is None:
+        return t_last
+    gp_w, gp_u, t_prev = prev
+    # s = -t_prev g_prev: s's = t_prev^2 ||g_prev||^2, s'z = -t_prev g_prev'(g - g_prev).
+    ss = t_prev * t_prev * (float(gp_w @ gp_w) + gp_u * gp_u)
+    sz = -t_prev * (float(gp_w @ (g_w - gp_w)) + gp_u * (g_u - gp_u))
+    if not sz > 0:
+        return t_last
+    return min(ss / sz, 1e12)
+
+
 register(SolverSpec(
     name="gd",
     family="primal",
     fit=fit_gd,
     params={
-        "step": Param("armijo", "str", options=("fixed", "armijo"),
-                      doc="fixed learning rate eta (duros_katzman 4.1) or Armijo backtracking"),
+        "step": Param("bb", "str", options=("fixed", "armijo", "bb"),
+                      doc="fixed learning rate eta (duros_katzman 4.1), Armijo backtracking, or the "
+                          "Barzilai-Borwein step with nonmonotone backtracking"),
         "eta": Param(1e-3, "float", low=0.0, open_low=True,
                      doc="the fixed step, and the first trial step of the backtracking"),
         "eta_scale": Param("objective", "str", options=("objective", "mean"),
@@ -174,6 +210,6 @@ register(SolverSpec(
     default_max_iter=10000,
     # ||grad P|| <= 1e-3 ||grad P(0)||: 1e-5 left 47% of a default sweep at max_iter (README).
     default_tol=1e-3,
-    version="2",        # 2: traces carry the caller's extras (the test error)
+    version="3",        # 2: traces carry the caller's extras (the test error); 3: step="bb" is the default
     description="full-batch gradient descent on the squared-hinge primal (duros_katzman 4.1)",
 ))

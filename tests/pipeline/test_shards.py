@@ -21,7 +21,7 @@ RECORD = {"key": "fit-abc123", "kind": "fit", "status": "converged", "trace": [[
 
 
 def _dump_half_then_fail(obj, fh, **kwargs):
-    """json.dump that gets half of the text onto disk and then fails, as a full disk would."""
+    """The shard writer's dump that gets half of the text onto disk and then fails, as a full disk would."""
     text = json.dumps(obj, **kwargs)
     fh.write(text[: len(text) // 2])
     fh.flush()
@@ -34,7 +34,7 @@ def _files(run_dir):
 
 
 def test_failure_mid_write_leaves_no_shard_and_no_temporary_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(execute.json, "dump", _dump_half_then_fail)
+    monkeypatch.setattr(execute, "_dump", _dump_half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         execute.write_shard(tmp_path, RECORD)
     assert not execute.shard_path(tmp_path, RECORD["key"]).exists()
@@ -59,7 +59,7 @@ def test_failed_rename_leaves_no_shard_and_no_temporary_file(tmp_path, monkeypat
 
 def test_a_failed_rewrite_keeps_the_previous_shard_whole(tmp_path, monkeypatch):
     execute.write_shard(tmp_path, RECORD)
-    monkeypatch.setattr(execute.json, "dump", _dump_half_then_fail)
+    monkeypatch.setattr(execute, "_dump", _dump_half_then_fail)
     with pytest.raises(OSError):
         execute.write_shard(tmp_path, {**RECORD, "status": "max_iter"})
     assert _files(tmp_path) == ["fit-abc123.json"]
@@ -78,7 +78,7 @@ def dump_half_then_die(obj, fh, **kwargs):
 
 record = json.loads(sys.argv[2])
 execute.write_shard(sys.argv[1], record)   # a first, whole version of the shard
-execute.json.dump = dump_half_then_die
+execute._dump = dump_half_then_die
 execute.write_shard(sys.argv[1], {**record, "status": "max_iter"})
 """
 
@@ -101,7 +101,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
                    "cv.folds=2", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]", "solvers.dcd.params.tol=1e-3",
                    "cluster=sequential", "run.progress=false", "run.reference=true"])
     run_dir = tmp_path / "run"
-    real_dump = json.dump
+    real_dump = execute._dump
     calls = []
 
     def third_fails(obj, fh, **kwargs):
@@ -110,7 +110,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
             _dump_half_then_fail(obj, fh, **kwargs)
         real_dump(obj, fh, **kwargs)
 
-    monkeypatch.setattr(execute.json, "dump", third_fails)
+    monkeypatch.setattr(execute, "_dump", third_fails)
     with pytest.raises(OSError, match="No space left"):
         run(cfg, run_dir)
     monkeypatch.undo()

@@ -154,6 +154,43 @@ def test_dense_sparse_and_cg_agree():
         np.testing.assert_allclose(other.w, dense.w, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("intercept", ["free", "regularized", "none"])
+def test_the_n_space_solve_is_the_p_space_one(intercept):
+    """More features than rows: the exact n x n (Woodbury) solve gives each majorization step
+    the p x p Cholesky's, so both take the same iterations to the same certified optimum of the
+    absolute hinge; linsolve=auto switches to it from CG where p > 1500 and CG falls short."""
+    rng = np.random.default_rng(4)
+    X = sp.random(60, 300, density=0.05, random_state=4, format="csr")
+    y = np.where(X @ rng.normal(size=300) + 0.3 * rng.normal(size=60) > 0, 1.0, -1.0)
+    problem = Problem(X, y, C=1.0, loss="hinge", intercept=intercept)
+    budget = Budget(tol=1e-7, max_iter=3000)
+    kernel = solvers.fit(problem, "svmmaj", budget=budget, linsolve="kernel")
+    chol = solvers.fit(problem, "svmmaj", budget=budget, linsolve="cholesky")
+    assert kernel.status == "converged" and kernel.n_iter == chol.n_iter
+    assert kernel.primal == pytest.approx(chol.primal, rel=1e-9)
+    assert 0 <= kernel.gap <= 1e-6 * kernel.primal
+    # p > 1500: auto starts with CG, and switches to the n-space solve once CG falls short
+    # (the kink weights); a cap of 1 CG step forces that at the first iteration.
+    wide = Problem(sp.hstack([X] * 6, format="csr"), y, C=1.0, loss="hinge", intercept=intercept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = solvers.fit(wide, "svmmaj", budget=Budget(max_iter=1))
+        switched = solvers.fit(wide, "svmmaj", budget=Budget(max_iter=1), cg_maxiter=1)
+    assert first.info["linsolve"] == "cg" and switched.info["linsolve"] == "kernel"
+
+
+def test_a_cg_step_without_decrease_switches_to_the_exact_solve(monkeypatch):
+    """CG can meet its tolerance and still not lower L (the kink weights): auto then retries
+    the step with the n-space solve instead of stopping there as `stalled`."""
+    import solvers.majorization as mj
+    X = sp.random(60, 1800, density=0.02, random_state=5, format="csr")
+    y = np.where(np.asarray(X.sum(axis=1)).ravel() > np.median(np.asarray(X.sum(axis=1))), 1.0, -1.0)
+    problem = Problem(X, y, C=1.0, loss="hinge", intercept="free")
+    monkeypatch.setattr(mj.spla, "cg", lambda A, b, x0, **kw: (x0, 0))   # "converged", no step
+    fit = solvers.fit(problem, "svmmaj", budget=Budget(tol=1e-7, max_iter=3000))
+    assert fit.info["linsolve"] == "kernel" and fit.status == "converged" and fit.n_iter > 1
+
+
 def test_warm_start_from_the_optimum_stops_at_once():
     X, y = _data(seed=8)
     problem = Problem(X, y, C=0.5, loss="hinge", intercept="free")
@@ -177,6 +214,22 @@ def test_budget_and_timeout_statuses_warn():
     with pytest.warns(ConvergenceWarning, match="max_iter"):
         fit = solvers.fit(problem, "svmmaj", budget=Budget(tol=1e-7, max_iter=3))
     assert fit.status == "max_iter" and fit.n_iter == 3 and math.isfinite(fit.gap)
+
+
+def test_a_budget_stop_at_a_certified_point_is_converged():
+    """The duality gap, not the decrease rule, is what `converged` means: a run whose decrease
+    never falls below tol (tol 1e-15) but whose final gap meets gap_tol ends `converged`; with a
+    gap_tol its point does not meet, the same run keeps `max_iter` (issue 10: rcv1_like timeouts
+    that were already certified)."""
+    X, y = _data(seed=3)
+    problem = Problem(X, y, C=0.5, loss="squared_hinge", intercept="free")
+    budget = Budget(tol=1e-15, max_iter=200)
+    fit = solvers.fit(problem, "svmmaj", budget=budget, gap_tol=1e-6)
+    assert fit.status == "converged" and fit.n_iter == 200
+    assert 0 <= fit.gap <= 1e-6 * fit.primal
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        short = solvers.fit(problem, "svmmaj", budget=budget, gap_tol=1e-300)
+    assert short.status == "max_iter" and short.gap > 0
 
 
 # ---------------------------------------------------------------------------- bad input

@@ -1,0 +1,94 @@
+"""The per-task costs of a sweep of short fits (issue 10, point 2 and 7c-d), guarded by counts,
+never by timings: how many Dask tasks the fits are packed into, how many times the workers read
+the dataset and extract a fold, how many file-system syncs the client pays for the shards."""
+import json
+
+import pytest
+
+from pipeline import execute, tasks
+from pipeline.config import compose
+from pipeline.execute import make_tasks, make_units
+from pipeline.plan import build_plan
+from pipeline.run import materialise_datasets
+
+ROUNDS, CS = 12, [0.1, 1.0, 10.0]
+SHORT_FITS = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=repeated", f"cv.rounds={ROUNDS}",
+              "cv.test_size=0.3", "solvers=[dcd]", f"solvers.dcd.grid.C={CS}", "solvers.dcd.params.tol=1e-2",
+              "run.warm_start=false", "run.progress=false", "run.trace=false"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def test_units_of_a_fold_sit_together_with_references_first():
+    """The plan lists fits C-major (every fold at one C, then the next C); a task of 3 units
+    should hold one fold's 3 C values, not one C on 3 folds."""
+    data = {"name": "d", "scale": "none"}
+    fits = [{"key": f"fit-{c}-{f}", "kind": "fit", "data": data, "fold": f, "path": None}
+            for c in range(3) for f in range(4)]
+    ref = {"key": "ref-0", "kind": "reference", "data": data, "fold": 3, "path": None}
+    units = make_units(fits + [ref])
+    assert units[0][0]["key"] == "ref-0"
+    assert [u[0]["fold"] for u in units[1:]] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    tasks = make_tasks(units[1:], n_workers=1, chunk=3)
+    assert [{u[0]["fold"] for u in t} for t in tasks] == [{0}, {1}, {2}, {3}]
+    # The same fold number of other data (another scaling) is another fold.
+    other = [{**s, "data": {**data, "scale": "maxabs"}} for s in fits]
+    assert len({(json.dumps(u[0]["data"]), u[0]["fold"]) for u in make_units(fits + other)[:6]}) == 2
+
+
+def test_short_fits_cost_one_sync_per_task_and_a_shard_per_fit(store, tmp_path, monkeypatch):
+    syncs = []
+    real = execute._sync_filesystem
+    monkeypatch.setattr(execute, "_sync_filesystem", lambda d: syncs.append(d) or real(d))
+    cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.chunk=6"])
+    tasks.clear_caches()
+    summary = execute.execute(build_plan(cfg, materialise_datasets(cfg)), tmp_path, cfg, str(store), log=lambda m: None)
+    n = ROUNDS * len(CS)
+    assert summary.done == n and summary.tasks == n // 6
+    # In-process: each fold once, the dataset at most once (an earlier test may have cached it).
+    assert summary.loads["folds"] == ROUNDS and summary.loads["datasets"] <= 1
+    assert len(syncs) == n // 6                                     # one per task, not per shard
+    assert len(list((tmp_path / "shards").glob("*.json"))) == n
+    assert not list((tmp_path / "shards").glob(".*"))               # no temporary file left
+
+
+def test_shards_are_synced_before_any_becomes_visible(tmp_path, monkeypatch):
+    """A power cut must not leave a visible shard whose data never reached the disk: the one
+    sync of a batch comes before its first rename."""
+    events = []
+    monkeypatch.setattr(execute, "_sync_filesystem", lambda d: events.append("sync"))
+    real_replace = execute.os.replace
+    monkeypatch.setattr(execute.os, "replace", lambda a, b: events.append("rename") or real_replace(a, b))
+    execute.write_shards(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
+    assert events == ["sync"] + ["rename"] * 4
+    assert execute.finished_keys(tmp_path) == {f"fit-{i}" for i in range(4)}
+
+
+def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, monkeypatch):
+    real_dump = execute._dump
+
+    def third_fails(obj, fh, **kw):
+        if obj["key"] == "fit-2":
+            raise OSError(28, "No space left on device")
+        real_dump(obj, fh, **kw)
+
+    monkeypatch.setattr(execute, "_dump", third_fails)
+    with pytest.raises(OSError):
+        execute.write_shards(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
+    assert list((tmp_path / "shards").iterdir()) == []
+
+
+def test_workers_read_the_dataset_once_and_each_fold_once(store, tmp_path):
+    """On 2 workers, 36 short fits in 6 tasks: each worker reads the dataset once (not per task),
+    and a fold is extracted by the one worker whose task holds it (fold-major packing), so the
+    12 folds cost about 12 extractions, not the 24 of every worker seeing every fold."""
+    cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=local", "cluster.n_workers=2", "run.chunk=6"])
+    plan = build_plan(cfg, materialise_datasets(cfg))
+    s = execute.execute(plan, tmp_path, cfg, str(store), log=lambda m: None)   # no tables, no report
+    assert s.done == ROUNDS * len(CS) and s.tasks == 6
+    assert 1 <= s.loads["datasets"] <= 2
+    assert s.loads["folds"] == ROUNDS                      # 6 tasks of 2 whole folds each
+    assert "workers read" in s.line()
