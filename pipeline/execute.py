@@ -30,6 +30,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .plan import Plan
+from .sandbox import run_sandboxed
 from .tasks import load_counts, run_task
 
 # Tasks per worker that run.chunk=auto aims at: enough that the last tasks balance the load
@@ -156,6 +157,14 @@ def finished_keys(run_dir: Path) -> set[str]:
     return {p.name[:-5] for p in shards.glob("*.json") if not p.name.startswith(".")}
 
 
+class ClusterError(RuntimeError):
+    """A cluster that cannot be reached or started: one line for the user, no traceback."""
+
+
+# A scheduler that does not answer is reported within this time (distributed's default is 30 s).
+CONNECT_TIMEOUT_S = 8
+
+
 @contextlib.contextmanager
 def open_client(cluster):
     """A Dask client for the cluster config (None for sequential)."""
@@ -167,17 +176,13 @@ def open_client(cluster):
     # Dask's INFO lines (workers starting and stopping, comms closing) are not the run's story.
     logging.getLogger("distributed").setLevel(logging.WARNING)
     if kind == "address":
-        with Client(cluster.address, timeout="30s") as client:
+        with _connect(cluster.address, security(cluster)) as client:
             yield client
         return
-    if kind == "slurm":
-        try:
-            from dask_jobqueue import SLURMCluster
-        except ImportError:
-            raise RuntimeError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
-        with SLURMCluster(**dict(cluster.jobqueue)) as slurm:
-            slurm.scale(jobs=int(cluster.jobs))
-            with Client(slurm) as client:
+    if kind in ("slurm", "kubernetes"):
+        with (slurm_cluster(cluster) if kind == "slurm" else kubernetes_cluster(cluster)) as managed:
+            managed.adapt(**_adapt_range(kind, cluster))
+            with Client(managed, security=security(cluster)) as client:
                 yield client
         return
     from distributed import LocalCluster
@@ -265,6 +270,102 @@ def shared_client(cluster):
     yield _KEPT[0][2]
 
 
+def probe_cluster(cluster) -> None:
+    """For cluster=address, ClusterError naming the address unless something accepts a TCP
+    connection there: a refused port is known at once, where distributed retries it for its
+    whole timeout (30 s) and then prints a long traceback."""
+    import socket
+    from urllib.parse import urlsplit
+    if cluster.kind != "address":
+        return
+    address = cluster.address
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme in ("tcp", "tls") and parts.hostname and parts.port:
+        try:
+            socket.create_connection((parts.hostname, parts.port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise ClusterError(f"cluster.address={address}: no Dask scheduler answers there "
+                               f"({exc.strerror or exc}); start one with `dask scheduler` or fix the address") from None
+
+
+def _connect(address: str, sec):
+    """A client of the scheduler at address, or ClusterError naming it within CONNECT_TIMEOUT_S."""
+    from distributed import Client
+    probe_cluster(OmegaConf.create({"kind": "address", "address": address}))
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", security=sec)
+    except (OSError, TimeoutError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ClusterError(f"cluster.address={address}: could not connect to a Dask scheduler "
+                           f"within {CONNECT_TIMEOUT_S} s: {first}") from None
+
+
+def security(cluster):
+    """distributed's Security from cluster.security (CA, certificate and key files), or None."""
+    conf = cluster.get("security")
+    if not conf or not conf.get("ca_file"):
+        return None
+    from distributed.security import Security
+    return Security(tls_ca_file=conf.ca_file, tls_client_cert=conf.cert, tls_client_key=conf.key,
+                    require_encryption=True)
+
+
+def _adapt_range(kind: str, cluster) -> dict:
+    a = cluster.adapt
+    # dask-jobqueue scales in jobs (each `processes` workers); dask-kubernetes in workers.
+    return ({"minimum_jobs": int(a.minimum), "maximum_jobs": int(a.maximum)} if kind == "slurm"
+            else {"minimum": int(a.minimum), "maximum": int(a.maximum)})
+
+
+def _walltime_s(walltime: str) -> int:
+    """SLURM's [D-]HH:MM:SS (or MM:SS) in seconds."""
+    days, _, clock = str(walltime).rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    return int(days or 0) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+
+
+def slurm_cluster(cluster):
+    """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it).
+
+    Each worker retires (`--lifetime`) `lifetime_margin_s` before the job's walltime, spread over
+    `lifetime_stagger_s` so that the workers of a job do not all leave at once: a retiring
+    worker's tasks go to others and adaptive scaling submits a new job, where SLURM's kill at
+    walltime would lose the running tasks (retried, but their time lost)."""
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
+    jq = dict(OmegaConf.to_container(cluster.jobqueue, resolve=True))
+    lifetime = _walltime_s(jq["walltime"]) - int(cluster.lifetime_margin_s)
+    if lifetime <= int(cluster.lifetime_stagger_s):
+        raise ClusterError(f"cluster.jobqueue.walltime={jq['walltime']}: too short for "
+                           f"lifetime_margin_s={cluster.lifetime_margin_s} + lifetime_stagger_s={cluster.lifetime_stagger_s}")
+    jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
+                               "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
+    jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster)]
+    return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
+
+
+def _thread_exports(cluster) -> list[str]:
+    from .sandbox import THREAD_VARS
+    return [f"export {v}={int(cluster.blas_threads)}" for v in THREAD_VARS]
+
+
+def kubernetes_cluster(cluster):
+    """dask-kubernetes' KubeCluster for cluster=kubernetes (the operator must run in the cluster)."""
+    try:
+        from dask_kubernetes.operator import KubeCluster
+    except ImportError:
+        raise ClusterError("cluster=kubernetes needs dask-kubernetes: pip install 'svmbench[kubernetes]'") from None
+    k = OmegaConf.to_container(cluster.kubernetes, resolve=True)
+    from .sandbox import THREAD_VARS
+    env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **(k.get("env") or {})}
+    return KubeCluster(name=k["name"], image=k["image"], resources=k.get("resources") or {}, env=env,
+                       n_workers=int(cluster.adapt.minimum))
+
+
 def _progress(total: int, enabled: bool):
     from tqdm.auto import tqdm
     # disable=None: no bar when stderr is not a terminal (CI logs), as tqdm does by default.
@@ -315,6 +416,23 @@ def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list
     if current:
         tasks.append(current)
     return tasks
+
+
+def hard_limits(plan: Plan, grace_s: float) -> dict[str, float]:
+    """Spec key -> the wall time after which its sandbox is killed and it becomes a `timeout` row:
+    the solver's own limit times the binary problems it solves (one; k, k-1 or k(k-1)/2 for a
+    multiclass fit), plus a grace for loading data and compiling. No limit, no entry."""
+    from solvers.multiclass import class_pairs
+    out = {}
+    for key, spec in {**plan.references, **plan.fits}.items():
+        limit = spec["budget"].get("time_limit_s")
+        if limit is None:
+            continue
+        n_classes = len(plan.datasets[spec["data"]["entry"]]["classes"])
+        problems = 1 if n_classes <= 2 or spec["kind"] == "reference" else \
+            len(class_pairs(spec["task"].get("multi_class", "ovr"), n_classes))
+        out[key] = float(limit) * problems + grace_s
+    return out
 
 
 def _n_workers(client, cluster) -> int:
@@ -373,9 +491,12 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
             futures = {}
+            limits = hard_limits(plan, float(cfg.run.timeout_grace_s))
             for units in tasks:
-                fut = client.submit(run_task, units, root, key=units[0][0]["key"], retries=int(cfg.run.retries),
-                                    pure=False)
+                task_limits = {s["key"]: limits[s["key"]] for u in units for s in u if s["key"] in limits}
+                fut = client.submit(run_sandboxed, units, root, task_limits, int(cfg.run.retries),
+                                    int(cluster.blas_threads), key=units[0][0]["key"],
+                                    retries=int(cfg.run.retries), pure=False)
                 futures[fut] = units
             for fut in as_completed(futures):
                 units = futures.pop(fut)

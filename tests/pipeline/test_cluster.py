@@ -1,0 +1,286 @@
+"""Clusters that survive, against real `dask scheduler` and `dask worker` processes on 127.0.0.1
+(one scheduler and two workers shared by the module): a SIGKILLed worker costs no task; a task
+that aborts its process, one that outgrows its memory and one that ignores its time limit each
+lose only themselves (error with the cause; timeout) while the sweep goes on; an address where
+nothing answers is one line within 10 s; sequential, address and an interrupted-then-resumed run
+give the same table; TLS; the SLURM job script; the Kubernetes guard."""
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from pipeline.config import compose
+from pipeline.execute import ClusterError, open_client, slurm_cluster
+from pipeline.run import run
+
+FAULTS = Path(__file__).with_name("fault_solvers.py")
+if "fault_solvers" not in sys.modules:       # the client validates solver names against its registry
+    _spec = importlib.util.spec_from_file_location("fault_solvers", FAULTS)
+    sys.modules["fault_solvers"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["fault_solvers"])
+
+BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "solvers=[dcd]",
+        "solvers.dcd.grid.C=[0.1,1,10]", "run.progress=false", "run.reference=true"]
+DASK = str(Path(sys.executable).parent / "dask")
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def _start(*args) -> subprocess.Popen:
+    return subprocess.Popen([DASK, *args], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _stop(procs) -> None:
+    for p in reversed(procs):
+        with _gone():
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with _gone():
+                os.killpg(p.pid, signal.SIGKILL)
+
+
+class _gone:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        return kind is ProcessLookupError
+
+
+def _wait_for(path: Path, seconds: float = 60) -> str:
+    end = time.time() + seconds
+    while time.time() < end:
+        if path.exists() and path.stat().st_size > 0:
+            return path.read_text()
+        time.sleep(0.05)
+    raise TimeoutError(f"{path} did not appear within {seconds} s")
+
+
+def _scheduler(tmp: Path, *tls: str, workers: int = 2, worker_args=()) -> tuple[str, list]:
+    sched_file = tmp / "scheduler.json"
+    procs = [_start("scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+                    "--scheduler-file", str(sched_file), *tls)]
+    try:
+        _wait_for(sched_file)
+        procs.append(_start("worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers",
+                            str(workers), "--host", "127.0.0.1", "--no-dashboard", *worker_args, *tls))
+        address = json.loads(sched_file.read_text())["address"]
+    except BaseException:
+        _stop(procs)
+        raise
+    return address, procs
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A scheduler and two 1-thread workers with an 800 MB memory limit that know the fault solvers."""
+    address, procs = _scheduler(tmp_path_factory.mktemp("dask"),
+                                worker_args=("--memory-limit", "800MB", "--preload", str(FAULTS)))
+    try:
+        from distributed import Client
+        with Client(address, timeout="60s") as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        _stop(procs)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _run(store, run_dir, *overrides):
+    return run(compose([f"store.root={store}", *BASE, *overrides]), run_dir)
+
+
+def _solver(name: str, **params) -> str:
+    inner = ", ".join(f"{k}: '{v}'" if isinstance(v, (str, Path)) else f"{k}: {v}" for k, v in params.items())
+    return f"+solvers.{name}={{solver: {name}, params: {{loss: hinge{', ' + inner if inner else ''}}}}}"
+
+
+def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
+    """The worker running `_block` is SIGKILLed while it surely runs it: distributed reruns the
+    task elsewhere (run.retries), every task ends once, converged, and the killed worker's
+    sandbox dies with it."""
+    pidfile, release = tmp_path / "worker.pid", tmp_path / "release"
+    cfg = compose([f"store.root={store}", *BASE, "cluster=address", f"cluster.address={cluster}",
+                   _solver("_block", pidfile=pidfile, release=release)])
+    out = {}
+    runner = threading.Thread(target=lambda: out.update(run(cfg, tmp_path / "run")))
+    runner.start()
+    worker = psutil.Process(int(_wait_for(pidfile)))
+    sandbox = [c for c in worker.children() if "pipeline.sandbox" in " ".join(c.cmdline())]
+    pidfile.unlink()
+    worker.send_signal(signal.SIGKILL)
+    release.touch()
+    runner.join(120)
+    res = out["results"]
+    assert out["summary"].done == out["summary"].total == len(os.listdir(tmp_path / "run" / "shards"))
+    assert len(res) == 4 and (res["status"] == "converged").all() and out["failed"] == 0
+    assert pidfile.exists()                       # _block ran again, on another worker
+    assert len(sandbox) == 1 and not sandbox[0].is_running()
+
+
+def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster, tmp_path):
+    spin_pid = tmp_path / "spin.pid"
+    out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}",
+               "run.timeout_s=0.5", "run.timeout_grace_s=8", _solver("_abort"), _solver("_hog", time_limit_s=60),
+               _solver("_spin", pidfile=spin_pid))
+    res = out["results"].set_index("solver")
+    assert (res.loc["dcd", "status"] == "converged").all() and len(res.loc["dcd"]) == 3
+    # A process that aborts: retried once (run.retries=1) in a fresh sandbox, then an error
+    # that names the signal.
+    assert res.loc["_abort", "status"] == "error"
+    assert "died of SIGABRT (signal 6)" in res.loc["_abort", "error"] and "2 attempts" in res.loc["_abort", "error"]
+    # Past the worker's memory limit (800 MB, one thread): killed long before its 8 GB (its own
+    # time limit is 60 s: a slow machine allocates slowly).
+    assert res.loc["_hog", "status"] == "error", res.loc["_hog", "error"]
+    assert "over the limit of 725 MB" in res.loc["_hog", "error"] and "2 attempts" in res.loc["_hog", "error"]
+    # A numba loop that never looks at the clock: killed after 0.5 s + the 8 s grace, a row
+    # with status timeout; its process is gone (replaced) and the sweep went on without it.
+    assert res.loc["_spin", "status"] == "timeout", res.loc["_spin", "error"]
+    assert "did not stop at its time limit" in res.loc["_spin", "error"]
+    assert not psutil.pid_exists(int(spin_pid.read_text()))
+    assert out["failed"] == 2
+
+
+def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]          # closed again when the block ends: nothing listens
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pipeline", f"store.root={store}", *BASE, "cluster=address",
+                           f"cluster.address=tcp://127.0.0.1:{port}", f"hydra.run.dir={tmp_path / 'run'}"],
+                          env=ENV, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"error: cluster.address=tcp://127.0.0.1:{port}: no Dask scheduler answers "
+                                   f"there (Connection refused); start one with `dask scheduler` or fix the address")
+    assert not (tmp_path / "run" / "shards").exists()
+
+
+TIMINGS = ("fit_time_s", "task_time_s")
+
+
+def _table(run_dir: Path) -> pd.DataFrame:
+    """results.parquet without what legitimately varies: timings and where it ran."""
+    res = pd.read_parquet(run_dir / "results.parquet")
+    keep = [c for c in res.columns if c not in TIMINGS and not c.startswith("env_")]
+    return res[keep].sort_values("key").reset_index(drop=True)
+
+
+def test_same_table_sequential_address_and_interrupted_then_resumed(store, cluster, tmp_path):
+    block = _solver("_block", pidfile=tmp_path / "block.pid", release=tmp_path / "release")
+    args = [f"store.root={store}", *BASE, "solvers.dcd.params.tol=1e-3", block]
+    # Interrupted: a run that SIGKILLs mid-sweep (at _block, the last task, every dcd task saved).
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args, "cluster=sequential",
+                             f"hydra.run.dir={tmp_path / 'resumed'}"], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(tmp_path / "block.pid")
+    proc.kill()
+    proc.wait()
+    saved = len(os.listdir(tmp_path / "resumed" / "shards"))
+    (tmp_path / "release").touch()
+    resumed = run(compose([*args, "cluster=sequential"]), tmp_path / "resumed")
+    assert 0 < saved < resumed["summary"].total and resumed["summary"].skipped == saved
+    sequential = run(compose([*args, "cluster=sequential"]), tmp_path / "sequential")
+    address = run(compose([*args, "cluster=address", f"cluster.address={cluster}"]), tmp_path / "address")
+    assert (sequential["results"]["status"] == "converged").all() and len(sequential["results"]) == 4
+    for other in ("resumed", "address"):
+        pd.testing.assert_frame_equal(_table(tmp_path / "sequential"), _table(tmp_path / other))
+    # One BLAS and one numba thread per task process on a cluster, as measured in the process.
+    env = pd.read_parquet(tmp_path / "address" / "results.parquet")
+    assert (env["env_blas_threads"] == 1).all() and (env["env_numba_threads"] == 1).all()
+
+
+def _certificates(tmp: Path) -> dict:
+    """A CA and one certificate it signs for 127.0.0.1 (scheduler, worker and client share it)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    span = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
+
+    def cert(subject, key, issuer, issuer_key, ca):
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(span[0]).not_valid_after(span[1])
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                critical=False)
+        return b.sign(issuer_key, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "svmbench test CA")])
+    ca = cert(ca_name, ca_key, ca_name, ca_key, True)
+    leaf = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key, ca_name, ca_key, False)
+    files = {"ca_file": tmp / "ca.pem", "cert": tmp / "cert.pem", "key": tmp / "key.pem"}
+    files["ca_file"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files["cert"].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    files["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    return files
+
+
+def test_tls_scheduler_and_worker_on_loopback(store, tmp_path):
+    files = _certificates(tmp_path)
+    tls = ["--protocol", "tls", "--tls-ca-file", str(files["ca_file"]), "--tls-cert", str(files["cert"]),
+           "--tls-key", str(files["key"])]
+    address, procs = _scheduler(tmp_path, *tls, workers=1)
+    try:
+        assert address.startswith("tls://127.0.0.1:")
+        # Without the certificates the client is refused, in one line naming the address.
+        with pytest.raises(ClusterError, match=f"cluster.address={address}: could not connect"):
+            with open_client(compose(["cluster=address", f"cluster.address={address}"]).cluster):
+                pass
+        out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={address}",
+                   *(f"cluster.security.{k}={v}" for k, v in files.items()))
+        assert len(out["results"]) == 3 and (out["results"]["status"] == "converged").all()
+    finally:
+        _stop(procs)
+
+
+def test_slurm_job_script(monkeypatch):
+    pytest.importorskip("dask_jobqueue")
+    cfg = compose(["cluster=slurm", "cluster.jobqueue.queue=short", "cluster.jobqueue.account=proj7",
+                   "cluster.jobqueue.walltime=02:00:00", "cluster.jobqueue.memory=8GB"])
+    with slurm_cluster(cfg.cluster) as slurm:
+        script = slurm.job_script()
+    lines = script.splitlines()
+    for directive in ("#SBATCH -p short", "#SBATCH -A proj7", "#SBATCH -t 02:00:00", "#SBATCH --cpus-per-task=4"):
+        assert directive in lines, (directive, script)
+    assert any(line.startswith("#SBATCH --mem=") for line in lines)
+    launch = next(line for line in lines if "distributed.cli.dask_worker" in line or "dask worker" in line)
+    # 4 one-thread workers; each retires 600 s before the 2 h walltime, staggered over 240 s.
+    assert "--nthreads 1" in launch and "--nworkers 4" in launch and "--memory-limit 1.86GiB" in launch   # 8 GB / 4
+    assert "--lifetime 6600s --lifetime-stagger 240s" in launch
+    assert "export OPENBLAS_NUM_THREADS=1" in lines and "export NUMBA_NUM_THREADS=1" in lines
+    with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
+        slurm_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
+
+
+def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_kubernetes", None)     # as if not installed
+    monkeypatch.setitem(sys.modules, "dask_kubernetes.operator", None)
+    with pytest.raises(ClusterError, match=r"cluster=kubernetes needs dask-kubernetes: pip install 'svmbench\[kubernetes\]'"):
+        with open_client(compose(["cluster=kubernetes"]).cluster):
+            pass
