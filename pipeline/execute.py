@@ -292,6 +292,9 @@ def _connect(address: str, sec):
     """A client of the scheduler at address, or ClusterError naming it within CONNECT_TIMEOUT_S."""
     from distributed import Client
     probe_cluster(OmegaConf.create({"kind": "address", "address": address}))
+    if address.startswith("tls://") and sec is None:
+        raise ClusterError(f"cluster.address={address}: a tls:// scheduler needs cluster.security.ca_file, "
+                           f".cert and .key (PEM files)")
     try:
         return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", security=sec)
     except (OSError, TimeoutError) as exc:

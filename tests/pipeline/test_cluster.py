@@ -29,6 +29,11 @@ if "fault_solvers" not in sys.modules:       # the client validates solver names
     sys.modules["fault_solvers"] = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(sys.modules["fault_solvers"])
 
+# The command line's process needs the fault solvers too (its config names them).
+_LOAD_FAULTS = ("import importlib.util as u; s = u.spec_from_file_location('fault_solvers', "
+                f"{str(FAULTS)!r}); m = u.module_from_spec(s); sys.modules['fault_solvers'] = m; "
+                "s.loader.exec_module(m)")
+
 BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "solvers=[dcd]",
         "solvers.dcd.grid.C=[0.1,1,10]", "run.progress=false", "run.reference=true"]
 DASK = str(Path(sys.executable).parent / "dask")
@@ -162,15 +167,18 @@ def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_pat
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]          # closed again when the block ends: nothing listens
+    args = [f"store.root={store}", *BASE, "cluster=address", f"cluster.address=tcp://127.0.0.1:{port}"]
+    message = (f"cluster.address=tcp://127.0.0.1:{port}: no Dask scheduler answers there (Connection refused); "
+               f"start one with `dask scheduler` or fix the address")
+    # In the run, before any work (the command's own start-up, seconds on a loaded machine, aside).
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pipeline", f"store.root={store}", *BASE, "cluster=address",
-                           f"cluster.address=tcp://127.0.0.1:{port}", f"hydra.run.dir={tmp_path / 'run'}"],
-                          env=ENV, capture_output=True, text=True, timeout=60)
-    assert time.monotonic() - t0 < 10
-    assert proc.returncode == 3 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == (f"error: cluster.address=tcp://127.0.0.1:{port}: no Dask scheduler answers "
-                                   f"there (Connection refused); start one with `dask scheduler` or fix the address")
-    assert not (tmp_path / "run" / "shards").exists()
+    with pytest.raises(ClusterError) as err:
+        run(compose(args), tmp_path / "in_process")
+    assert time.monotonic() - t0 < 10 and str(err.value) == message
+    proc = subprocess.run([sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'run'}"],
+                          env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3 and proc.stderr.strip() == f"error: {message}"
+    assert not (tmp_path / "run" / "shards").exists() and not (tmp_path / "in_process" / "shards").exists()
 
 
 TIMINGS = ("fit_time_s", "task_time_s")
@@ -187,7 +195,9 @@ def test_same_table_sequential_address_and_interrupted_then_resumed(store, clust
     block = _solver("_block", pidfile=tmp_path / "block.pid", release=tmp_path / "release")
     args = [f"store.root={store}", *BASE, "solvers.dcd.params.tol=1e-3", block]
     # Interrupted: a run that SIGKILLs mid-sweep (at _block, the last task, every dcd task saved).
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline", *args, "cluster=sequential",
+    cli = (f"import runpy, sys; sys.argv[0] = 'pipeline'; {_LOAD_FAULTS}; "
+           "runpy.run_module('pipeline', run_name='__main__', alter_sys=True)")
+    proc = subprocess.Popen([sys.executable, "-c", cli, *args, "cluster=sequential",
                              f"hydra.run.dir={tmp_path / 'resumed'}"], env=ENV,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait_for(tmp_path / "block.pid")
@@ -233,6 +243,7 @@ def _certificates(tmp: Path) -> dict:
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "svmbench test CA")])
     ca = cert(ca_name, ca_key, ca_name, ca_key, True)
     leaf = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key, ca_name, ca_key, False)
+    tmp.mkdir(exist_ok=True)
     files = {"ca_file": tmp / "ca.pem", "cert": tmp / "cert.pem", "key": tmp / "key.pem"}
     files["ca_file"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     files["cert"].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
@@ -248,9 +259,15 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path):
     address, procs = _scheduler(tmp_path, *tls, workers=1)
     try:
         assert address.startswith("tls://127.0.0.1:")
-        # Without the certificates the client is refused, in one line naming the address.
-        with pytest.raises(ClusterError, match=f"cluster.address={address}: could not connect"):
+        # Without certificates, or with a certificate of another CA, the client is refused in
+        # one line naming the address (the scheduler checks the client: TLS both ways).
+        with pytest.raises(ClusterError, match=f"cluster.address={address}: a tls:// scheduler needs"):
             with open_client(compose(["cluster=address", f"cluster.address={address}"]).cluster):
+                pass
+        strange = _certificates(tmp_path / "other")
+        with pytest.raises(ClusterError, match=f"cluster.address={address}: could not connect"):
+            with open_client(compose(["cluster=address", f"cluster.address={address}",
+                                      *(f"cluster.security.{k}={v}" for k, v in strange.items())]).cluster):
                 pass
         out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={address}",
                    *(f"cluster.security.{k}={v}" for k, v in files.items()))
