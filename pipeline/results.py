@@ -185,3 +185,14 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     df.to_parquet(tmp, index=False)
     tmp.replace(path)
+
+
+TIMING_COLUMNS = ("fit_time_s", "task_time_s")
+
+
+def outcomes(results: pd.DataFrame) -> pd.DataFrame:
+    """The results without what may differ between two runs of one config and seed (timings and
+    the env_* columns: where it ran), sorted by key: the part that must be the same on every
+    cluster kind and after a resume (tests/pipeline/test_cluster.py checks it)."""
+    keep = [c for c in results.columns if c not in TIMING_COLUMNS and not c.startswith("env_")]
+    return results[keep].sort_values("key").reset_index(drop=True)
