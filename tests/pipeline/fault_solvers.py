@@ -22,7 +22,7 @@ def _abort(problem, *, budget, recorder, warm_start=None):
     os.abort()
 
 
-def _hog(problem, *, budget, recorder, warm_start=None, mb=8000):
+def _hog(problem, *, budget, recorder, warm_start=None, mb=3000):
     blocks = []
     for _ in range(mb // 50):
         blocks.append(np.ones(50 * 2**17))      # 50 MB of float64, every page written
@@ -53,7 +53,7 @@ def _block(problem, *, budget, recorder, warm_start=None, pidfile="", release=""
 
 for _name, _fit, _params in [
         ("_abort", _abort, {}),
-        ("_hog", _hog, {"mb": solvers.Param(8000, "int", low=50)}),
+        ("_hog", _hog, {"mb": solvers.Param(3000, "int", low=50)}),
         ("_spin", _spin, {"pidfile": solvers.Param("", "str")}),
         ("_block", _block, {"pidfile": solvers.Param("", "str"), "release": solvers.Param("", "str")})]:
     if _name not in solvers.solver_names():     # dask's --preload imports a file, then reloads it

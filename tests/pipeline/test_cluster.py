@@ -152,7 +152,7 @@ def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster
     # that names the signal.
     assert res.loc["_abort", "status"] == "error"
     assert "died of SIGABRT (signal 6)" in res.loc["_abort", "error"] and "2 attempts" in res.loc["_abort", "error"]
-    # Past the worker's memory limit (800 MB, one thread): killed long before its 8 GB (its own
+    # Past the worker's memory limit (800 MB, one thread): killed long before its 3 GB (its own
     # time limit is 60 s: a slow machine allocates slowly).
     assert res.loc["_hog", "status"] == "error", res.loc["_hog", "error"]
     assert "over the limit of 725 MB" in res.loc["_hog", "error"] and "2 attempts" in res.loc["_hog", "error"]
