@@ -1,7 +1,9 @@
 """Execute: run a plan's tasks on Dask (or in-process) and write one shard per finished task.
 
 - ``local``: a LocalCluster of processes with one thread each, as many workers as cores;
-  ``address``: an existing scheduler; ``slurm``: dask-jobqueue; ``sequential``: no Dask.
+  ``address``: an existing scheduler (plain or TLS), probed first so that a dead address is one
+  line; ``slurm``: dask-jobqueue, ``kubernetes``: dask-kubernetes, both adaptive; ``sequential``:
+  no Dask.
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
   unit) and units into tasks (`make_tasks`): short fits share a task so that Dask's per-task
   cost stays a small part of the sweep.
@@ -12,7 +14,10 @@
   A task's shards are written as one batch (`write_shards`) with one file-system sync before the
   renames, not one fsync per shard: at 2-5 ms per fsync the client could not keep up with fits
   of a few ms (issue 10, scenario d).
-- A worker that dies is retried (``run.retries``); a task that still fails becomes an error row.
+- On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
+  hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
+  retried, then an error row naming the cause. A worker that dies is retried by Dask
+  (``run.retries``); a task that still fails becomes error rows.
 """
 from __future__ import annotations
 

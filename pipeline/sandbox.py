@@ -182,12 +182,11 @@ class Sandbox:
                         f"(hard limit {limits[spec['key']]:.1f} s = time limit x problems + grace); "
                         f"its process was replaced")
                 else:
-                    attempts[spec["key"]] = attempts.get(spec["key"], 0) + 1
-                    if attempts[spec["key"]] > retries:
+                    n = attempts[spec["key"]] = attempts.get(spec["key"], 0) + 1
+                    if n > retries:
                         records[spec["key"]] = _ended_record(
-                            spec, "error", elapsed,
-                            f"WorkerProcessDied: {end.why} while running this task "
-                            f"({attempts[spec['key']]} attempts, run.retries={retries})")
+                            spec, "error", elapsed, f"WorkerProcessDied: {end.why} while running this "
+                            f"task ({n} attempt{'s' * (n > 1)}, run.retries={retries})")
                 todo = [r for r in ([s for s in u if s["key"] not in records] for u in todo) if r]
         return [records[s["key"]] for u in units for s in u]
 
