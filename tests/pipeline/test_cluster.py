@@ -19,6 +19,7 @@ import pandas as pd
 import psutil
 import pytest
 
+from pipeline import execute
 from pipeline.config import compose
 from pipeline.execute import ClusterError, open_client, slurm_cluster
 from pipeline.results import outcomes
@@ -178,7 +179,8 @@ def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_pat
     proc = subprocess.run([sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'run'}"],
                           env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3 and proc.stderr.strip() == f"error: {message}"
-    assert not (tmp_path / "run" / "shards").exists() and not (tmp_path / "in_process" / "shards").exists()
+    # Refused before any work: nothing written, not even the run's config.yaml.
+    assert list((tmp_path / "in_process").iterdir()) == [] and not (tmp_path / "run" / "shards").exists()
 
 
 def test_same_table_on_address_and_after_a_sequential_run_interrupted_then_resumed(store, cluster, tmp_path):
@@ -242,7 +244,7 @@ def _certificates(tmp: Path) -> dict:
     return files
 
 
-def test_tls_scheduler_and_worker_on_loopback(store, tmp_path):
+def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
     files = _certificates(tmp_path)
     tls = ["--protocol", "tls", "--tls-ca-file", str(files["ca_file"]), "--tls-cert", str(files["cert"]),
            "--tls-key", str(files["key"])]
@@ -255,6 +257,7 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path):
             with open_client(compose(["cluster=address", f"cluster.address={address}"]).cluster):
                 pass
         strange = _certificates(tmp_path / "other")
+        monkeypatch.setattr(execute, "CONNECT_TIMEOUT_S", 2)     # a refused handshake is retried till then
         with pytest.raises(ClusterError, match=f"cluster.address={address}: could not connect"):
             with open_client(compose(["cluster=address", f"cluster.address={address}",
                                       *(f"cluster.security.{k}={v}" for k, v in strange.items())]).cluster):
