@@ -81,8 +81,8 @@ class ClusterConf:
     jobqueue: Dict[str, Any] = field(default_factory=dict)   # slurm: dask-jobqueue's SLURMCluster kwargs
     kubernetes: Dict[str, Any] = field(default_factory=dict)  # kubernetes: name, image, resources, env
     adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
-    lifetime_margin_s: int = 600             # slurm: workers retire this long before the walltime
-    lifetime_stagger_s: int = 240            # slurm: ... spread over this long
+    lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
+    lifetime_stagger_s: int = 240            # slurm: ... give or take this long
     blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
     # TLS to the scheduler (address): distributed's Security from these PEM files
     security: Dict[str, Any] = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})

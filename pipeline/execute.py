@@ -276,11 +276,14 @@ def shared_client(cluster):
 
 
 def probe_cluster(cluster) -> None:
-    """For cluster=address, ClusterError naming the address unless something accepts a TCP
-    connection there: a refused port is known at once, where distributed retries it for its
+    """What can be checked of the cluster before any work: a SLURM walltime, and for
+    cluster=address, ClusterError naming the address unless something accepts a TCP connection
+    there: a refused port is known at once, where distributed retries it for its
     whole timeout (30 s) and then prints a long traceback."""
     import socket
     from urllib.parse import urlsplit
+    if cluster.kind == "slurm":
+        _lifetime_s(cluster)      # a walltime that cannot hold a worker's lifetime, before any work
     if cluster.kind != "address":
         return
     address = cluster.address
@@ -326,30 +329,45 @@ def _adapt_range(kind: str, cluster) -> dict:
 
 
 def _walltime_s(walltime: str) -> int:
-    """SLURM's [D-]HH:MM:SS (or MM:SS) in seconds."""
+    """SLURM's time formats in seconds: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch --time)."""
     days, _, clock = str(walltime).rpartition("-")
-    parts = [int(p) for p in clock.split(":")]
-    while len(parts) < 3:
-        parts.insert(0, 0)
-    return int(days or 0) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    try:
+        parts = [int(p) for p in clock.split(":")]
+        if not 1 <= len(parts) <= 3 or days and not days.isdigit():
+            raise ValueError
+    except ValueError:
+        raise ClusterError(f"cluster.jobqueue.walltime={walltime!r}: not a SLURM time "
+                           f"(M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)") from None
+    if days:
+        h, m, sec = parts + [0] * (3 - len(parts))
+    else:
+        h, m, sec = [0] * (3 - len(parts)) + parts if len(parts) > 1 else [0, parts[0], 0]
+    return int(days or 0) * 86400 + h * 3600 + m * 60 + sec
+
+
+def _lifetime_s(cluster) -> int:
+    """A SLURM worker's --lifetime: the walltime less the margin, which must leave room for the stagger."""
+    walltime = cluster.jobqueue.walltime
+    lifetime = _walltime_s(walltime) - int(cluster.lifetime_margin_s)
+    if lifetime <= int(cluster.lifetime_stagger_s):
+        raise ClusterError(f"cluster.jobqueue.walltime={walltime}: too short for lifetime_margin_s="
+                           f"{cluster.lifetime_margin_s} + lifetime_stagger_s={cluster.lifetime_stagger_s}")
+    return lifetime
 
 
 def slurm_cluster(cluster):
     """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it).
 
-    Each worker retires (`--lifetime`) `lifetime_margin_s` before the job's walltime, spread over
-    `lifetime_stagger_s` so that the workers of a job do not all leave at once: a retiring
-    worker's tasks go to others and adaptive scaling submits a new job, where SLURM's kill at
-    walltime would lose the running tasks (retried, but their time lost)."""
+    Each worker retires (`--lifetime`) `lifetime_margin_s` before the job's walltime, give or take
+    `lifetime_stagger_s` (so the workers of a job do not all leave at once), and adaptive scaling
+    submits new jobs: SLURM's kill at walltime would instead meet running tasks, lost with their
+    worker and counted against `allowed-failures`."""
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
     jq = dict(OmegaConf.to_container(cluster.jobqueue, resolve=True))
-    lifetime = _walltime_s(jq["walltime"]) - int(cluster.lifetime_margin_s)
-    if lifetime <= int(cluster.lifetime_stagger_s):
-        raise ClusterError(f"cluster.jobqueue.walltime={jq['walltime']}: too short for "
-                           f"lifetime_margin_s={cluster.lifetime_margin_s} + lifetime_stagger_s={cluster.lifetime_stagger_s}")
+    lifetime = _lifetime_s(cluster)
     jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
     jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster)]

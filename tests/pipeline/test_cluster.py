@@ -21,7 +21,7 @@ import pytest
 
 from pipeline import execute
 from pipeline.config import compose
-from pipeline.execute import ClusterError, open_client, slurm_cluster
+from pipeline.execute import ClusterError, open_client, probe_cluster, slurm_cluster
 from pipeline.results import outcomes
 from pipeline.run import run
 
@@ -280,12 +280,20 @@ def test_slurm_job_script(monkeypatch):
         assert directive in lines, (directive, script)
     assert any(line.startswith("#SBATCH --mem=") for line in lines)
     launch = next(line for line in lines if "distributed.cli.dask_worker" in line or "dask worker" in line)
-    # 4 one-thread workers; each retires 600 s before the 2 h walltime, staggered over 240 s.
+    # 4 one-thread workers; each retires 1200 s (+-240 s) before the 2 h walltime.
     assert "--nthreads 1" in launch and "--nworkers 4" in launch and "--memory-limit 1.86GiB" in launch   # 8 GB / 4
-    assert "--lifetime 6600s --lifetime-stagger 240s" in launch
+    assert "--lifetime 6000s --lifetime-stagger 240s" in launch
     assert "export OPENBLAS_NUM_THREADS=1" in lines and "export NUMBA_NUM_THREADS=1" in lines
     with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
-        slurm_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
+        probe_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
+
+
+@pytest.mark.parametrize("walltime, seconds", [("90", 5400), ("90:30", 5430), ("2:00:00", 7200), ("1-2", 93600),
+                                               ("1-2:30", 95400), ("1-0:0:5", 86405)])
+def test_slurm_walltime_formats(walltime, seconds):
+    assert execute._walltime_s(walltime) == seconds
+    with pytest.raises(ClusterError, match=r"walltime='1:2:3:4': not a SLURM time"):
+        execute._walltime_s("1:2:3:4")
 
 
 def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
