@@ -85,7 +85,8 @@ def _fit_row(rec: dict, refs: dict) -> dict:
 def _f_star_columns(P, ref: dict | None) -> dict:
     """f*, its certificate (status and relative gap) and the suboptimality it can resolve."""
     nan = math.nan
-    if ref is None or ref.get("status") == "error":
+    # No f* at all: the reference failed, or its sandbox was killed at its hard limit (timeout).
+    if ref is None or ref.get("status") == "error" or "f_star" not in ref:
         return {"f_star": nan, "f_star_gap": nan, "f_star_solver": None, "f_star_status": None,
                 "f_star_rel_gap": nan, "rel_suboptimality": nan, "rel_suboptimality_floored": None}
     fs, gap = ref["f_star"], ref["f_star_gap"]

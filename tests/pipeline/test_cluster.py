@@ -302,3 +302,12 @@ def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
     with pytest.raises(ClusterError, match=r"cluster=kubernetes needs dask-kubernetes: pip install 'svmbench\[kubernetes\]'"):
         with open_client(compose(["cluster=kubernetes"]).cluster):
             pass
+
+
+def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
+    """A reference whose sandbox was killed has no f* (a timeout row of its own, without one):
+    its fits get no suboptimality rather than a KeyError or a made-up value."""
+    from pipeline.results import _f_star_columns
+    killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s"}
+    cols = _f_star_columns(1.0, killed)
+    assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None
