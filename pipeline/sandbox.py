@@ -116,7 +116,13 @@ class Sandbox:
         # Unbuffered: `select` sees the pipe, so no message may wait unseen in a read buffer.
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.sandbox"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, bufsize=0)
-        _send(self.proc.stdin, ("plugins", plugin_files()))
+        self._write(("plugins", plugin_files()))
+
+    def _write(self, message) -> None:
+        try:
+            _send(self.proc.stdin, message)
+        except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
+            raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
 
     def close(self) -> None:
         if self.proc is not None:
@@ -154,11 +160,11 @@ class Sandbox:
         attempts: dict[str, int] = {}
         todo = units
         while todo:
-            if self.proc is None:
-                self._start()
-            _send(self.proc.stdin, ("task", todo, root))
             current, started = None, None
             try:
+                if self.proc is None:
+                    self._start()
+                self._write(("task", todo, root))
                 while True:
                     limit = limits.get(current) if current else None
                     kind, payload = self._next(started + limit if limit else None, memory_limit, current)

@@ -311,3 +311,15 @@ def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
     killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s"}
     cols = _f_star_columns(1.0, killed)
     assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None
+
+
+def test_a_runaway_loop_on_a_local_cluster_is_a_timeout_too(store, tmp_path):
+    """cluster=local takes the same path as address: its workers' sandboxes kill the runaway fit."""
+    import dask
+    spin_pid = tmp_path / "spin.pid"
+    with dask.config.set({"distributed.worker.preload": [str(FAULTS)]}):
+        out = _run(store, tmp_path / "run", "cluster=local", "cluster.n_workers=1", "solvers.dcd.grid.C=[1]",
+                   "run.reference=false", "run.timeout_grace_s=2", _solver("_spin", pidfile=spin_pid, time_limit_s=0.5))
+    res = out["results"].set_index("solver")
+    assert res.loc["_spin", "status"] == "timeout" and res.loc["dcd", "status"] == "converged"
+    assert not psutil.pid_exists(int(spin_pid.read_text()))
