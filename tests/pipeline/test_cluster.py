@@ -125,7 +125,7 @@ def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
     sandbox dies with it."""
     pidfile, release = tmp_path / "worker.pid", tmp_path / "release"
     cfg = compose([f"store.root={store}", *BASE, "cluster=address", f"cluster.address={cluster}",
-                   _solver("_block", pidfile=pidfile, release=release)])
+                   "run.reference=false", _solver("_block", pidfile=pidfile, release=release)])
     out = {}
     runner = threading.Thread(target=lambda: out.update(run(cfg, tmp_path / "run")))
     runner.start()
@@ -145,7 +145,7 @@ def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
 def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster, tmp_path):
     spin_pid = tmp_path / "spin.pid"
     out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}",
-               "run.timeout_grace_s=2", _solver("_abort"), _solver("_hog"),
+               "run.reference=false", "run.timeout_grace_s=2", _solver("_abort"), _solver("_hog"),
                _solver("_spin", pidfile=spin_pid, time_limit_s=0.5))
     res = out["results"].set_index("solver")
     assert (res.loc["dcd", "status"] == "converged").all() and len(res.loc["dcd"]) == 3
