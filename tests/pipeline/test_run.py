@@ -14,7 +14,6 @@ from pipeline.report import main as report_main
 from pipeline.results import outcomes
 from pipeline.run import run
 
-
 SWEEP = ["datasets=[toy_blobs,breast_cancer]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=160",
          "datasets.breast_cancer.max_rows=160", "cv.folds=3", "solvers.dcd.grid.C=[0.1,1]",
          "solvers.dcd.params.tol=1e-3", "run.progress=false", "run.reference=true"]
