@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,8 @@ from pipeline.config import compose
 from pipeline.execute import ClusterError, open_client, probe_cluster, slurm_cluster
 from pipeline.results import outcomes
 from pipeline.run import run
+
+from .processes import running, written
 
 FAULTS = Path(__file__).with_name("fault_solvers.py")
 if "fault_solvers" not in sys.modules:       # the client validates solver names against its registry
@@ -42,31 +45,6 @@ DASK = str(Path(sys.executable).parent / "dask")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
-def _start(*args) -> subprocess.Popen:
-    return subprocess.Popen([DASK, *args], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-
-
-def _stop(procs) -> None:
-    for p in reversed(procs):
-        with _gone():
-            os.killpg(p.pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with _gone():
-                os.killpg(p.pid, signal.SIGKILL)
-
-
-class _gone:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, *_):
-        return kind is ProcessLookupError
-
-
 def _wait_for(path: Path, seconds: float = 60) -> str:
     end = time.time() + seconds
     while time.time() < end:
@@ -76,33 +54,26 @@ def _wait_for(path: Path, seconds: float = 60) -> str:
     raise TimeoutError(f"{path} did not appear within {seconds} s")
 
 
-def _scheduler(tmp: Path, *tls: str, workers: int = 2, worker_args=()) -> tuple[str, list]:
+@contextmanager
+def _dask(tmp: Path, *tls: str, workers: int = 2, worker_args=()):
+    """A `dask scheduler` and `dask worker --nworkers N` on 127.0.0.1: the scheduler's address."""
     sched_file = tmp / "scheduler.json"
-    procs = [_start("scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
-                    "--scheduler-file", str(sched_file), *tls)]
-    try:
-        _wait_for(sched_file)
-        procs.append(_start("worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers",
-                            str(workers), "--host", "127.0.0.1", "--no-dashboard", *worker_args, *tls))
-        address = json.loads(sched_file.read_text())["address"]
-    except BaseException:
-        _stop(procs)
-        raise
-    return address, procs
+    with running([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+                  "--scheduler-file", str(sched_file), *tls],
+                 [DASK, "worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers", str(workers),
+                  "--host", "127.0.0.1", "--no-dashboard", *worker_args, *tls], env=ENV, ready=written(sched_file)):
+        yield json.loads(sched_file.read_text())["address"]
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A scheduler and two 1-thread workers with an 800 MB memory limit that know the fault solvers."""
-    address, procs = _scheduler(tmp_path_factory.mktemp("dask"),
-                                worker_args=("--memory-limit", "800MB", "--preload", str(FAULTS)))
-    try:
-        from distributed import Client
+    from distributed import Client
+    with _dask(tmp_path_factory.mktemp("dask"), worker_args=("--memory-limit", "800MB", "--preload", str(FAULTS))) \
+            as address:
         with Client(address, timeout="60s") as c:
             c.wait_for_workers(2, timeout=60)
         yield address
-    finally:
-        _stop(procs)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +110,15 @@ def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
     assert out["summary"].done == out["summary"].total == len(os.listdir(tmp_path / "run" / "shards"))
     assert len(res) == 4 and (res["status"] == "converged").all() and out["failed"] == 0
     assert pidfile.exists()                       # _block ran again, on another worker
-    assert len(sandbox) == 1 and not sandbox[0].is_running()
+    assert len(sandbox) == 1 and _dead(sandbox[0])
+
+
+def _dead(proc: psutil.Process) -> bool:
+    """Gone, or a zombie: dead, waiting for a reaper (its parent, the worker, was killed)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster, tmp_path):
@@ -248,8 +227,7 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
     files = _certificates(tmp_path)
     tls = ["--protocol", "tls", "--tls-ca-file", str(files["ca_file"]), "--tls-cert", str(files["cert"]),
            "--tls-key", str(files["key"])]
-    address, procs = _scheduler(tmp_path, *tls, workers=1)
-    try:
+    with _dask(tmp_path, *tls, workers=1) as address:
         assert address.startswith("tls://127.0.0.1:")
         # Without certificates, or with a certificate of another CA, the client is refused in
         # one line naming the address (the scheduler checks the client: TLS both ways).
@@ -265,8 +243,6 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
         out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={address}",
                    *(f"cluster.security.{k}={v}" for k, v in files.items()))
         assert len(out["results"]) == 3 and (out["results"]["status"] == "converged").all()
-    finally:
-        _stop(procs)
 
 
 def test_slurm_job_script(monkeypatch):
