@@ -124,6 +124,14 @@ class Sandbox:
         except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
             raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
 
+    def call(self, fn):
+        """fn() in the child, between tasks (what the child holds: tests, debugging)."""
+        import cloudpickle
+        if self.proc is None:
+            self._start()
+        self._write(("call", cloudpickle.dumps(fn)))
+        return _recv(self.proc.stdout)[1]
+
     def close(self) -> None:
         if self.proc is not None:
             if self.proc.poll() is None:
@@ -214,6 +222,13 @@ def _rss(pid: int) -> float:
 
 
 _LOCAL = threading.local()
+SANDBOXES: list[Sandbox] = []      # this worker's, one per thread that ran a task
+
+
+def call_in_sandboxes(fn) -> list:
+    """fn() in each sandbox of this worker: `client.run(call_in_sandboxes, fn)` shows what the
+    children hold (their caches), which a plain `client.run(fn)` cannot see."""
+    return [box.call(fn) for box in SANDBOXES]
 
 
 def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
@@ -221,6 +236,7 @@ def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int
     box = getattr(_LOCAL, "box", None)
     if box is None:
         box = _LOCAL.box = Sandbox(threads)
+        SANDBOXES.append(box)
     return box.run(units, root, limits, retries, _memory_share())
 
 
@@ -259,6 +275,9 @@ def main() -> None:
             kind, *args = _recv(inp)
         except EOFError:
             return
+        if kind == "call":
+            _send(out, ("result", pickle.loads(args[0])()))
+            continue
         if kind == "plugins":
             for module, path in args[0]:
                 _import_plugin(module, path)
