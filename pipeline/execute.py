@@ -35,7 +35,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .plan import Plan
-from .sandbox import run_sandboxed
+from .sandbox import call_in_sandboxes, run_sandboxed
 from .tasks import load_counts, run_task
 
 # Tasks per worker that run.chunk=auto aims at: enough that the last tasks balance the load
@@ -470,8 +470,11 @@ def _n_workers(client, cluster) -> int:
 def _worker_loads(client) -> dict:
     """Datasets read and folds extracted so far, summed over the workers (this process under
     sequential): the counts that show a worker loads each dataset and fold once, not per task."""
-    per_worker = [load_counts()] if client is None else list(client.run(load_counts).values())
-    return {k: sum(c[k] for c in per_worker) for k in ("datasets", "folds")}
+    if client is None:
+        per_process = [load_counts()]
+    else:   # the caches, and so the counts, live in the workers' task processes (pipeline/sandbox.py)
+        per_process = [c for counts in client.run(call_in_sandboxes, load_counts).values() for c in counts]
+    return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
 def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:

@@ -109,6 +109,7 @@ class Sandbox:
     def __init__(self, threads: int = 1):
         self.threads = int(threads)
         self.proc: subprocess.Popen | None = None
+        self.busy = threading.Lock()     # held while a task runs in the child
 
     def _start(self) -> None:
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
@@ -125,12 +126,16 @@ class Sandbox:
             raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
 
     def call(self, fn):
-        """fn() in the child, between tasks (what the child holds: tests, debugging)."""
+        """fn() in the child, between tasks (what the child holds: tests, debugging); None while
+        a task runs in it (their messages must not interleave) or when there is no child."""
         import cloudpickle
-        if self.proc is None:
-            self._start()
-        self._write(("call", cloudpickle.dumps(fn)))
-        return _recv(self.proc.stdout)[1]
+        if self.proc is None or not self.busy.acquire(blocking=False):
+            return None
+        try:
+            self._write(("call", cloudpickle.dumps(fn)))
+            return _recv(self.proc.stdout)[1]
+        finally:
+            self.busy.release()
 
     def close(self) -> None:
         if self.proc is not None:
@@ -164,6 +169,10 @@ class Sandbox:
     def run(self, units: list[list[dict]], root: str, limits: dict, retries: int = 1,
             memory_limit: float | None = None) -> list[dict]:
         """The records of every spec of the task, in order; limits: spec key -> hard seconds."""
+        with self.busy:
+            return self._run(units, root, limits, retries, memory_limit)
+
+    def _run(self, units, root, limits, retries, memory_limit) -> list[dict]:
         records: dict[str, dict] = {}
         attempts: dict[str, int] = {}
         todo = units
@@ -226,9 +235,9 @@ SANDBOXES: list[Sandbox] = []      # this worker's, one per thread that ran a ta
 
 
 def call_in_sandboxes(fn) -> list:
-    """fn() in each sandbox of this worker: `client.run(call_in_sandboxes, fn)` shows what the
+    """fn() in each idle sandbox of this worker (a None result is left out): `client.run(call_in_sandboxes, fn)` shows what the
     children hold (their caches), which a plain `client.run(fn)` cannot see."""
-    return [box.call(fn) for box in SANDBOXES]
+    return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
 
 
 def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
