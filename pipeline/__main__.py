@@ -2,7 +2,7 @@
 
 Exit codes: 0 when every task of the plan has a result, 1 when some ended in `error` (after
 shards, tables and report are written), 2 for bad input (an invalid configuration, a dataset the
-run cannot use, a run directory in use), 130 when interrupted (Ctrl-C). Bad input is one line
+run cannot use, a run directory in use, a cluster that cannot be reached or started), 130 when interrupted (Ctrl-C). Bad input is one line
 on stderr, `error: ...`, never a traceback.
 
 Before Hydra creates the run directory, a single run (not `-m`, no Hydra flags) is composed and
@@ -17,6 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from pipeline.config import CONF_DIR, ConfigError, register_schema
+from pipeline.execute import ClusterError
 from pipeline.runlock import LockError
 from pipeline.store import StoreError
 
@@ -44,7 +45,7 @@ def main(cfg: DictConfig) -> None:
     try:
         check_composed(cfg, OVERRIDES)
         out = run(cfg, run_dir)
-    except (ConfigError, StoreError, LockError) as exc:
+    except (ConfigError, StoreError, LockError, ClusterError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:
         print(exc, file=sys.stderr)
@@ -91,7 +92,7 @@ if __name__ == "__main__":
         from pipeline.execute import keep_clusters
         with keep_clusters():   # the jobs of a multirun share one Dask cluster
             main()
-    except (ConfigError, StoreError, LockError) as exc:
+    except (ConfigError, StoreError, LockError, ClusterError) as exc:
         refuse(exc)
     except KeyboardInterrupt:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.

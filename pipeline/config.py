@@ -25,7 +25,7 @@ PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma"
 BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
 TASK_KEYS = ("multi_class",)
 CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
-CLUSTER_KINDS = ("local", "sequential", "address", "slurm")
+CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
 
@@ -79,7 +79,13 @@ class ClusterConf:
     memory_limit: str = "auto"
     dashboard_address: Optional[str] = ":0"
     jobqueue: Dict[str, Any] = field(default_factory=dict)   # slurm: dask-jobqueue's SLURMCluster kwargs
-    jobs: int = 1
+    kubernetes: Dict[str, Any] = field(default_factory=dict)  # kubernetes: name, image, resources, env
+    adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
+    lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
+    lifetime_stagger_s: int = 240            # slurm: ... give or take this long
+    blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
+    # TLS to the scheduler (address): distributed's Security from these PEM files
+    security: Dict[str, Any] = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
 
 
 @dataclass
@@ -90,6 +96,9 @@ class StoreConf:
 @dataclass
 class RunConf:
     timeout_s: Optional[float] = 600.0       # solver time limit per task (status "timeout")
+    # On a Dask cluster a spec still running timeout_s (x binary problems) + this grace after it
+    # started is killed from outside and recorded as "timeout" (pipeline/sandbox.py).
+    timeout_grace_s: float = 60.0
     retries: int = 1                         # re-run of a task whose worker died
     trace: bool = True
     trace_per_decade: int = 10
@@ -715,9 +724,16 @@ def validate(cfg: DictConfig) -> DictConfig:
         fail("cluster.n_workers", cl.n_workers, "must be >= 1")
     if cl.threads_per_worker < 1:
         fail("cluster.threads_per_worker", cl.threads_per_worker, "must be >= 1")
+    if cl.blas_threads < 1:
+        fail("cluster.blas_threads", cl.blas_threads, "must be >= 1")
+    _check_cluster_files(cl, fail)
+    if not 0 <= int(cl.adapt.get("minimum", 0)) <= int(cl.adapt.get("maximum", 0)):
+        fail("cluster.adapt", _plain(cl.adapt), "needs 0 <= minimum <= maximum")
     run = cfg.run
     if run.timeout_s is not None and not run.timeout_s > 0:
         fail("run.timeout_s", run.timeout_s, "must be > 0 or null")
+    if run.timeout_grace_s < 0:
+        fail("run.timeout_grace_s", run.timeout_grace_s, "must be >= 0")
     if run.retries < 0:
         fail("run.retries", run.retries, "must be >= 0")
     if not run.reference_tol > 0:
@@ -738,6 +754,19 @@ def validate(cfg: DictConfig) -> DictConfig:
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
     return cfg
+
+
+def _check_cluster_files(cl, fail) -> None:
+    """cluster.security: the three PEM files together, each readable, before any connection."""
+    sec = cl.security or {}
+    given = {k: sec.get(k) for k in ("ca_file", "cert", "key")}
+    if not any(given.values()):
+        return
+    for k, v in given.items():
+        if not v:
+            fail(f"cluster.security.{k}", v, "TLS needs ca_file, cert and key together")
+        if not Path(v).is_file():
+            fail(f"cluster.security.{k}", v, "no such file")
 
 
 def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:

@@ -1,7 +1,9 @@
 """Execute: run a plan's tasks on Dask (or in-process) and write one shard per finished task.
 
 - ``local``: a LocalCluster of processes with one thread each, as many workers as cores;
-  ``address``: an existing scheduler; ``slurm``: dask-jobqueue; ``sequential``: no Dask.
+  ``address``: an existing scheduler (plain or TLS), probed first so that a dead address is one
+  line; ``slurm``: dask-jobqueue, ``kubernetes``: dask-kubernetes, both adaptive; ``sequential``:
+  no Dask.
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
   unit) and units into tasks (`make_tasks`): short fits share a task so that Dask's per-task
   cost stays a small part of the sweep.
@@ -12,7 +14,10 @@
   A task's shards are written as one batch (`write_shards`) with one file-system sync before the
   renames, not one fsync per shard: at 2-5 ms per fsync the client could not keep up with fits
   of a few ms (issue 10, scenario d).
-- A worker that dies is retried (``run.retries``); a task that still fails becomes an error row.
+- On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
+  hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
+  retried, then an error row naming the cause. A worker that dies is retried by Dask
+  (``run.retries``); a task that still fails becomes error rows.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .plan import Plan
+from .sandbox import call_in_sandboxes, run_sandboxed
 from .tasks import load_counts, run_task
 
 # Tasks per worker that run.chunk=auto aims at: enough that the last tasks balance the load
@@ -156,6 +162,14 @@ def finished_keys(run_dir: Path) -> set[str]:
     return {p.name[:-5] for p in shards.glob("*.json") if not p.name.startswith(".")}
 
 
+class ClusterError(RuntimeError):
+    """A cluster that cannot be reached or started: one line for the user, no traceback."""
+
+
+# A scheduler that does not answer is reported within this time (distributed's default is 30 s).
+CONNECT_TIMEOUT_S = 8
+
+
 @contextlib.contextmanager
 def open_client(cluster):
     """A Dask client for the cluster config (None for sequential)."""
@@ -167,17 +181,13 @@ def open_client(cluster):
     # Dask's INFO lines (workers starting and stopping, comms closing) are not the run's story.
     logging.getLogger("distributed").setLevel(logging.WARNING)
     if kind == "address":
-        with Client(cluster.address, timeout="30s") as client:
+        with _connect(cluster.address, security(cluster)) as client:
             yield client
         return
-    if kind == "slurm":
-        try:
-            from dask_jobqueue import SLURMCluster
-        except ImportError:
-            raise RuntimeError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
-        with SLURMCluster(**dict(cluster.jobqueue)) as slurm:
-            slurm.scale(jobs=int(cluster.jobs))
-            with Client(slurm) as client:
+    if kind in ("slurm", "kubernetes"):
+        with (slurm_cluster(cluster) if kind == "slurm" else kubernetes_cluster(cluster)) as managed:
+            managed.adapt(**_adapt_range(kind, cluster))
+            with Client(managed, security=security(cluster)) as client:
                 yield client
         return
     from distributed import LocalCluster
@@ -265,6 +275,123 @@ def shared_client(cluster):
     yield _KEPT[0][2]
 
 
+def probe_cluster(cluster) -> None:
+    """What can be checked of the cluster before any work: a SLURM walltime, and for
+    cluster=address, ClusterError naming the address unless something accepts a TCP connection
+    there: a refused port is known at once, where distributed retries it for its
+    whole timeout (30 s) and then prints a long traceback."""
+    import socket
+    from urllib.parse import urlsplit
+    if cluster.kind == "slurm":
+        _lifetime_s(cluster)      # a walltime that cannot hold a worker's lifetime, before any work
+    if cluster.kind != "address":
+        return
+    address = cluster.address
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme in ("tcp", "tls") and parts.hostname and parts.port:
+        try:
+            socket.create_connection((parts.hostname, parts.port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise ClusterError(f"cluster.address={address}: no Dask scheduler answers there "
+                               f"({exc.strerror or exc}); start one with `dask scheduler` or fix the address") from None
+
+
+def _connect(address: str, sec):
+    """A client of the scheduler at address, or ClusterError naming it within CONNECT_TIMEOUT_S."""
+    from distributed import Client
+    probe_cluster(OmegaConf.create({"kind": "address", "address": address}))
+    if address.startswith("tls://") and sec is None:
+        raise ClusterError(f"cluster.address={address}: a tls:// scheduler needs cluster.security.ca_file, "
+                           f".cert and .key (PEM files)")
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s", security=sec)
+    except (OSError, TimeoutError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ClusterError(f"cluster.address={address}: could not connect to a Dask scheduler "
+                           f"within {CONNECT_TIMEOUT_S} s: {first}") from None
+
+
+def security(cluster):
+    """distributed's Security from cluster.security (CA, certificate and key files), or None."""
+    conf = cluster.get("security")
+    if not conf or not conf.get("ca_file"):
+        return None
+    from distributed.security import Security
+    return Security(tls_ca_file=conf.ca_file, tls_client_cert=conf.cert, tls_client_key=conf.key,
+                    require_encryption=True)
+
+
+def _adapt_range(kind: str, cluster) -> dict:
+    a = cluster.adapt
+    # dask-jobqueue scales in jobs (each `processes` workers); dask-kubernetes in workers.
+    return ({"minimum_jobs": int(a.minimum), "maximum_jobs": int(a.maximum)} if kind == "slurm"
+            else {"minimum": int(a.minimum), "maximum": int(a.maximum)})
+
+
+def _walltime_s(walltime: str) -> int:
+    """SLURM's time formats in seconds: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch --time)."""
+    days, _, clock = str(walltime).rpartition("-")
+    try:
+        parts = [int(p) for p in clock.split(":")]
+        if not 1 <= len(parts) <= 3 or days and not days.isdigit():
+            raise ValueError
+    except ValueError:
+        raise ClusterError(f"cluster.jobqueue.walltime={walltime!r}: not a SLURM time "
+                           f"(M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)") from None
+    if days:
+        h, m, sec = parts + [0] * (3 - len(parts))
+    else:
+        h, m, sec = [0] * (3 - len(parts)) + parts if len(parts) > 1 else [0, parts[0], 0]
+    return int(days or 0) * 86400 + h * 3600 + m * 60 + sec
+
+
+def _lifetime_s(cluster) -> int:
+    """A SLURM worker's --lifetime: the walltime less the margin, which must leave room for the stagger."""
+    walltime = cluster.jobqueue.walltime
+    lifetime = _walltime_s(walltime) - int(cluster.lifetime_margin_s)
+    if lifetime <= int(cluster.lifetime_stagger_s):
+        raise ClusterError(f"cluster.jobqueue.walltime={walltime}: too short for lifetime_margin_s="
+                           f"{cluster.lifetime_margin_s} + lifetime_stagger_s={cluster.lifetime_stagger_s}")
+    return lifetime
+
+
+def slurm_cluster(cluster):
+    """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it).
+
+    Each worker retires (`--lifetime`) `lifetime_margin_s` before the job's walltime, give or take
+    `lifetime_stagger_s` (so the workers of a job do not all leave at once), and adaptive scaling
+    submits new jobs: SLURM's kill at walltime would instead meet running tasks, lost with their
+    worker and counted against `allowed-failures`."""
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
+    jq = dict(OmegaConf.to_container(cluster.jobqueue, resolve=True))
+    lifetime = _lifetime_s(cluster)
+    jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
+                               "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
+    jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster)]
+    return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
+
+
+def _thread_exports(cluster) -> list[str]:
+    from .sandbox import THREAD_VARS
+    return [f"export {v}={int(cluster.blas_threads)}" for v in THREAD_VARS]
+
+
+def kubernetes_cluster(cluster):
+    """dask-kubernetes' KubeCluster for cluster=kubernetes (the operator must run in the cluster)."""
+    try:
+        from dask_kubernetes.operator import KubeCluster
+    except ImportError:
+        raise ClusterError("cluster=kubernetes needs dask-kubernetes: pip install 'svmbench[kubernetes]'") from None
+    k = OmegaConf.to_container(cluster.kubernetes, resolve=True)
+    from .sandbox import THREAD_VARS
+    env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **(k.get("env") or {})}
+    return KubeCluster(name=k["name"], image=k["image"], resources=k.get("resources") or {}, env=env,
+                       n_workers=int(cluster.adapt.minimum))
+
+
 def _progress(total: int, enabled: bool):
     from tqdm.auto import tqdm
     # disable=None: no bar when stderr is not a terminal (CI logs), as tqdm does by default.
@@ -317,6 +444,23 @@ def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list
     return tasks
 
 
+def hard_limits(plan: Plan, grace_s: float) -> dict[str, float]:
+    """Spec key -> the wall time after which its sandbox is killed and it becomes a `timeout` row:
+    the solver's own limit times the binary problems it solves (one; k, k-1 or k(k-1)/2 for a
+    multiclass fit), plus a grace for loading data and compiling. No limit, no entry."""
+    from solvers.multiclass import class_pairs
+    out = {}
+    for key, spec in {**plan.references, **plan.fits}.items():
+        limit = spec["budget"].get("time_limit_s")
+        if limit is None:
+            continue
+        n_classes = len(plan.datasets[spec["data"]["entry"]]["classes"])
+        problems = 1 if n_classes <= 2 or spec["kind"] == "reference" else \
+            len(class_pairs(spec["task"].get("multi_class", "ovr"), n_classes))
+        out[key] = float(limit) * problems + grace_s
+    return out
+
+
 def _n_workers(client, cluster) -> int:
     if client is None:
         return 1
@@ -326,8 +470,11 @@ def _n_workers(client, cluster) -> int:
 def _worker_loads(client) -> dict:
     """Datasets read and folds extracted so far, summed over the workers (this process under
     sequential): the counts that show a worker loads each dataset and fold once, not per task."""
-    per_worker = [load_counts()] if client is None else list(client.run(load_counts).values())
-    return {k: sum(c[k] for c in per_worker) for k in ("datasets", "folds")}
+    if client is None:
+        per_process = [load_counts()]
+    else:   # the caches, and so the counts, live in the workers' task processes (pipeline/sandbox.py)
+        per_process = [c for counts in client.run(call_in_sandboxes, load_counts).values() for c in counts]
+    return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
 def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
@@ -373,9 +520,12 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
             futures = {}
+            limits = hard_limits(plan, float(cfg.run.timeout_grace_s))
             for units in tasks:
-                fut = client.submit(run_task, units, root, key=units[0][0]["key"], retries=int(cfg.run.retries),
-                                    pure=False)
+                task_limits = {s["key"]: limits[s["key"]] for u in units for s in u if s["key"] in limits}
+                fut = client.submit(run_sandboxed, units, root, task_limits, int(cfg.run.retries),
+                                    int(cluster.blas_threads), key=units[0][0]["key"],
+                                    retries=int(cfg.run.retries), pure=False)
                 futures[fut] = units
             for fut in as_completed(futures):
                 units = futures.pop(fut)

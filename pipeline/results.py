@@ -85,7 +85,8 @@ def _fit_row(rec: dict, refs: dict) -> dict:
 def _f_star_columns(P, ref: dict | None) -> dict:
     """f*, its certificate (status and relative gap) and the suboptimality it can resolve."""
     nan = math.nan
-    if ref is None or ref.get("status") == "error":
+    # No f* at all: the reference failed, or its sandbox was killed at its hard limit (timeout).
+    if ref is None or ref.get("status") == "error" or "f_star" not in ref:
         return {"f_star": nan, "f_star_gap": nan, "f_star_solver": None, "f_star_status": None,
                 "f_star_rel_gap": nan, "rel_suboptimality": nan, "rel_suboptimality_floored": None}
     fs, gap = ref["f_star"], ref["f_star_gap"]
@@ -185,3 +186,14 @@ def write_parquet(df: pd.DataFrame, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     df.to_parquet(tmp, index=False)
     tmp.replace(path)
+
+
+TIMING_COLUMNS = ("fit_time_s", "task_time_s")
+
+
+def outcomes(results: pd.DataFrame) -> pd.DataFrame:
+    """The results without what may differ between two runs of one config and seed (timings and
+    the env_* columns: where it ran), sorted by key: the part that must be the same on every
+    cluster kind and after a resume (tests/pipeline/test_cluster.py checks it)."""
+    keep = [c for c in results.columns if c not in TIMING_COLUMNS and not c.startswith("env_")]
+    return results[keep].sort_values("key").reset_index(drop=True)

@@ -24,6 +24,7 @@ from .execute import (
     execute,
     failure_lines,
     finished_keys,
+    probe_cluster,
 )
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
@@ -79,6 +80,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
     check_paper(cfg)
     if cfg.run.dry_run:
         return dry_run(cfg, run_dir, say)
+    probe_cluster(cfg.cluster)     # a scheduler that does not answer fails here, before any work
     # Every check on the data (store entries, fingerprints, classes against folds) happens in
     # planning, before the run directory gets anything of its own (the store's writes are its own
     # and atomic: a dataset built here is whole, and kept).

@@ -186,7 +186,17 @@ def environment() -> dict:
         svmbench = "0+unknown"
     return {"env_host": platform.node(), "env_python": platform.python_version(),
             "env_numpy": numpy.__version__, "env_scipy": scipy.__version__, "env_numba": numba.__version__,
-            "env_sklearn": sklearn.__version__, "env_svmbench": svmbench, "env_cpus": os.cpu_count()}
+            "env_sklearn": sklearn.__version__, "env_svmbench": svmbench, "env_cpus": os.cpu_count(),
+            **thread_counts()}
+
+
+def thread_counts() -> dict:
+    """Threads the numeric libraries use in this process (one each by default on a cluster:
+    `cluster.blas_threads`), as measured, not as configured: BLAS through threadpoolctl, and numba."""
+    import numba
+    from threadpoolctl import threadpool_info
+    blas = [lib["num_threads"] for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    return {"env_blas_threads": max(blas) if blas else None, "env_numba_threads": numba.get_num_threads()}
 
 
 def _accuracy(y, f) -> float:
@@ -396,7 +406,7 @@ def _scaled_start(fit, C_from: float, C_to: float) -> dict | None:
     return {"w": fit.w, "b": fit.b}
 
 
-def run_path(specs: list[dict], root: str) -> list[dict]:
+def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
     """The points of one C path in increasing C, each warm-started from the previous one's model
     (the first cold); each point is its own record, with `warm_from` naming the point it
     started from. A point that fails or diverges gives the next one a cold start."""
@@ -405,16 +415,29 @@ def run_path(specs: list[dict], root: str) -> list[dict]:
     for spec in sorted(specs, key=lambda s: s["problem"]["C"]):
         C = spec["problem"]["C"]
         start = _scaled_start(prev[1], prev[2], C) if prev else None
+        _notify(notify, "start", spec["key"])
         record, fit = runner(spec, root, start)
         record["warm_from"] = prev[0] if start is not None else None
-        records.append(record)
+        records.append(_notify(notify, "record", record))
         prev = (spec["key"], fit, C) if fit is not None else None
     return records
 
 
-def run_task(units: list[list[dict]], root: str) -> list[dict]:
-    """One Dask task: units of one spec or one C path each; one record per spec."""
+def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
+    """One Dask task: units of one spec or one C path each; one record per spec.
+    notify(what, payload), if given, hears ("start", key) before each spec and ("record",
+    record) after it: the sandbox streams them to the worker that watches it."""
     records = []
     for unit in units:
-        records.extend(run_path(unit, root) if len(unit) > 1 else [run_spec(unit[0], root)])
+        if len(unit) > 1:
+            records.extend(run_path(unit, root, notify))
+        else:
+            _notify(notify, "start", unit[0]["key"])
+            records.append(_notify(notify, "record", run_spec(unit[0], root)))
     return records
+
+
+def _notify(notify, what: str, payload):
+    if notify is not None:
+        notify(what, payload)
+    return payload

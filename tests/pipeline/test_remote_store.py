@@ -208,9 +208,11 @@ def test_a_sweep_on_a_dask_cluster_reads_its_data_from_s3(s3, s3_store, tmp_path
             from pipeline import tasks
             return sorted(ds.name for ds in tasks._DATASETS.values()), store._open_filesystem.cache_info().misses
         from distributed import Client
+        from pipeline.sandbox import call_in_sandboxes
         with Client(address, timeout="20s") as client:
-            # The worker holds both datasets, read through an S3 filesystem it opened itself.
-            (held,) = client.run(worker_state).values()
+            # The worker (its task process, the sandbox) holds both datasets, read through an S3
+            # filesystem it opened itself.
+            ((held,),) = client.run(call_in_sandboxes, worker_state).values()
     assert held == (["mine", "toy_blobs"], 1)
     res = pd.read_parquet(tmp_path / "s3run" / "results.parquet")
     assert out["failed"] == 0 and len(res) == 2 * 2 and set(res["dataset_name"]) == {"toy_blobs", "mine"}

@@ -1,0 +1,300 @@
+"""The sandbox: a child process in which a Dask worker thread runs its tasks, so that the worker
+can enforce from outside what a solver may not enforce itself.
+
+A numba loop holds the GIL and never looks at a clock, a bug can abort or segfault its process,
+and a fit can allocate past the worker's memory: none of this can be stopped from inside the
+process that runs it (a watchdog thread needs the GIL; the worker's event loop stops too). So
+each worker thread keeps one long-lived child (`python -m pipeline.sandbox`, started on its first
+task, keeping the dataset and fold caches of `tasks` across tasks) and waits on it, polling:
+
+- the child announces each spec before it starts it and streams its record when done;
+- a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
+  computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
+  becomes a ``timeout`` row, and the task's other specs go on in a fresh child;
+- a child whose resident memory passes the worker's share of its memory limit is killed, and
+  one that dies (abort, segfault, the OS's OOM killer) is noticed by its exit status: the spec
+  it was running is retried in a fresh child (``run.retries``), then becomes an ``error`` row
+  naming the cause.
+
+The child exits with its parent thread (Linux's PR_SET_PDEATHSIG), so a SIGKILLed worker
+leaves no child spinning; elsewhere it exits when its stdin closes, i.e. between tasks.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+# Per-process thread counts of the numeric libraries, set before the child imports them.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+POLL_S = 0.1                 # how often the waiting thread checks the clock and the memory
+MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
+_HEADER = struct.Struct("<Q")
+
+
+class _Ended(Exception):
+    """The child was stopped or died while running a spec: why, and whether it is a timeout."""
+
+    def __init__(self, why: str, timeout: bool = False):
+        super().__init__(why)
+        self.why, self.timeout = why, timeout
+
+
+def _send(fh, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    fh.write(_HEADER.pack(len(data)) + data)
+    fh.flush()
+
+
+def _read_exact(fh, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = fh.read(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+def _recv(fh):
+    (size,) = _HEADER.unpack(_read_exact(fh, _HEADER.size))
+    return pickle.loads(_read_exact(fh, size))
+
+
+def plugin_files() -> list[tuple[str, str | None]]:
+    """(module, file) of every module outside the solvers package that registered a solver in
+    this process (a plugin package, or a `dask worker --preload` script): the child imports
+    them too, so it knows the same solvers."""
+    import solvers
+    out = set()
+    for name in solvers.solver_names():
+        module = solvers.get_solver(name).fit.__module__
+        if module.split(".")[0] != "solvers":
+            out.add((module, getattr(sys.modules.get(module), "__file__", None)))
+    return sorted(out, key=str)
+
+
+def _import_plugin(module: str, path: str | None) -> None:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        if path is None:
+            raise
+        spec = importlib.util.spec_from_file_location(module, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[module] = mod
+        spec.loader.exec_module(mod)
+
+
+def signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"{signal.Signals(-returncode).name} (signal {-returncode})"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class Sandbox:
+    """One child process and the loop that runs tasks in it under hard limits."""
+
+    def __init__(self, threads: int = 1):
+        self.threads = int(threads)
+        self.proc: subprocess.Popen | None = None
+        self.busy = threading.Lock()     # held while a task runs in the child
+
+    def _start(self) -> None:
+        env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
+               "SVMBENCH_SANDBOX_PARENT": str(os.getpid())}
+        # Unbuffered: `select` sees the pipe, so no message may wait unseen in a read buffer.
+        self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.sandbox"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+        self._write(("plugins", plugin_files()))
+
+    def _write(self, message) -> None:
+        try:
+            _send(self.proc.stdin, message)
+        except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
+            raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
+
+    def call(self, fn):
+        """fn() in the child, between tasks (what the child holds: tests, debugging); None while
+        a task runs in it (their messages must not interleave) or when there is no child."""
+        import cloudpickle
+        if self.proc is None or not self.busy.acquire(blocking=False):
+            return None
+        try:
+            self._write(("call", cloudpickle.dumps(fn)))
+            return _recv(self.proc.stdout)[1]
+        finally:
+            self.busy.release()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for fh in (self.proc.stdin, self.proc.stdout):
+                fh.close()
+            self.proc = None
+
+    def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None):
+        """The child's next message, or _Ended when the running spec passes a limit or dies."""
+        fd = self.proc.stdout.fileno()
+        while True:
+            ready, _, _ = select.select([fd], [], [], POLL_S)
+            if ready:
+                try:
+                    return _recv(self.proc.stdout)
+                except EOFError:
+                    code = self.proc.wait()
+                    raise _Ended(f"its process died of {signal_name(code)}") from None
+            if deadline is not None and time.monotonic() > deadline:
+                raise _Ended("ran past its hard time limit", timeout=True)
+            if memory_limit is not None and spec_key is not None:
+                rss = _rss(self.proc.pid)
+                if rss > memory_limit:
+                    raise _Ended(f"its process used {rss / 2**20:.0f} MB, over the limit of "
+                                 f"{memory_limit / 2**20:.0f} MB (the worker's memory limit per thread), "
+                                 f"and was killed")
+
+    def run(self, units: list[list[dict]], root: str, limits: dict, retries: int = 1,
+            memory_limit: float | None = None) -> list[dict]:
+        """The records of every spec of the task, in order; limits: spec key -> hard seconds."""
+        with self.busy:
+            return self._run(units, root, limits, retries, memory_limit)
+
+    def _run(self, units, root, limits, retries, memory_limit) -> list[dict]:
+        records: dict[str, dict] = {}
+        attempts: dict[str, int] = {}
+        todo = units
+        while todo:
+            current, started = None, None
+            try:
+                if self.proc is None:
+                    self._start()
+                self._write(("task", todo, root))
+                while True:
+                    limit = limits.get(current) if current else None
+                    kind, payload = self._next(started + limit if limit else None, memory_limit, current)
+                    if kind == "start":
+                        current, started = payload, time.monotonic()
+                    elif kind == "record":
+                        records[payload["key"]] = payload
+                        current = None
+                    else:       # "done"
+                        break
+                todo = []
+            except _Ended as end:
+                self.close()
+                # The spec it was running; dead between specs (at start-up): the next one due.
+                spec = next(s for u in todo for s in u if s["key"] not in records and current in (None, s["key"]))
+                elapsed = time.monotonic() - started if started else 0.0
+                if end.timeout:
+                    records[spec["key"]] = _ended_record(
+                        spec, "timeout", elapsed,
+                        f"killed after {elapsed:.1f} s: the solver did not stop at its time limit "
+                        f"(hard limit {limits[spec['key']]:.1f} s = time limit x problems + grace); "
+                        f"its process was replaced")
+                else:
+                    n = attempts[spec["key"]] = attempts.get(spec["key"], 0) + 1
+                    if n > retries:
+                        records[spec["key"]] = _ended_record(
+                            spec, "error", elapsed, f"WorkerProcessDied: {end.why} while running this "
+                            f"task ({n} attempt{'s' * (n > 1)}, run.retries={retries})")
+                todo = [r for r in ([s for s in u if s["key"] not in records] for u in todo) if r]
+        return [records[s["key"]] for u in units for s in u]
+
+
+def _ended_record(spec: dict, status: str, elapsed: float, why: str) -> dict:
+    from .tasks import environment
+    record = {"key": spec["key"], "kind": spec["kind"], "status": status, "error": why, "task_time_s": elapsed}
+    if spec["kind"] == "fit":
+        record.update(environment())
+    return record
+
+
+def _rss(pid: int) -> float:
+    import psutil
+    try:
+        return psutil.Process(pid).memory_info().rss
+    except psutil.Error:
+        return 0.0
+
+
+_LOCAL = threading.local()
+SANDBOXES: list[Sandbox] = []      # this worker's, one per thread that ran a task
+
+
+def call_in_sandboxes(fn) -> list:
+    """fn() in each idle sandbox of this worker (a None result is left out): `client.run(call_in_sandboxes, fn)` shows what the
+    children hold (their caches), which a plain `client.run(fn)` cannot see."""
+    return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
+
+
+def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
+    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
+    box = getattr(_LOCAL, "box", None)
+    if box is None:
+        box = _LOCAL.box = Sandbox(threads)
+        SANDBOXES.append(box)
+    return box.run(units, root, limits, retries, _memory_share())
+
+
+def _memory_share() -> float | None:
+    """This thread's share of its Dask worker's memory limit (None: no limit, or no worker)."""
+    try:
+        from distributed import get_worker
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    limit = worker.memory_manager.memory_limit
+    return MEMORY_FRACTION * limit / max(1, worker.state.nthreads) if limit else None
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the thread that started it ends (a SIGKILLed
+    worker must not leave a child spinning in a numba loop); then check the parent is alive."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if str(os.getppid()) != os.environ.get("SVMBENCH_SANDBOX_PARENT"):
+        os._exit(1)
+
+
+def main() -> None:
+    """The child: read tasks from stdin, stream `start`/`record` messages, then `done`."""
+    _die_with_parent()
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
+    inp = sys.stdin.buffer
+    from .tasks import run_task
+    while True:
+        try:
+            kind, *args = _recv(inp)
+        except EOFError:
+            return
+        if kind == "call":
+            _send(out, ("result", pickle.loads(args[0])()))
+            continue
+        if kind == "plugins":
+            for module, path in args[0]:
+                _import_plugin(module, path)
+            continue
+        units, root = args
+        run_task(units, root, notify=lambda what, payload: _send(out, (what, payload)))
+        _send(out, ("done", None))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""Clusters that survive, against real `dask scheduler` and `dask worker` processes on 127.0.0.1
+(one scheduler and two workers shared by the module): a SIGKILLed worker costs no task; a task
+that aborts its process, one that outgrows its memory and one that ignores its time limit each
+lose only themselves (error with the cause; timeout) while the sweep goes on; an address where
+nothing answers is one line within 10 s; sequential, address and an interrupted-then-resumed run
+give the same table; TLS; the SLURM job script; the Kubernetes guard."""
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from pipeline import execute
+from pipeline.config import compose
+from pipeline.execute import ClusterError, open_client, probe_cluster, slurm_cluster
+from pipeline.results import outcomes
+from pipeline.run import run
+
+from .processes import running, written
+
+FAULTS = Path(__file__).with_name("fault_solvers.py")
+if "fault_solvers" not in sys.modules:       # the client validates solver names against its registry
+    _spec = importlib.util.spec_from_file_location("fault_solvers", FAULTS)
+    sys.modules["fault_solvers"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["fault_solvers"])
+
+# The command line's process needs the fault solvers too (its config names them).
+_LOAD_FAULTS = ("import importlib.util as u; s = u.spec_from_file_location('fault_solvers', "
+                f"{str(FAULTS)!r}); m = u.module_from_spec(s); sys.modules['fault_solvers'] = m; "
+                "s.loader.exec_module(m)")
+
+BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "solvers=[dcd]",
+        "solvers.dcd.grid.C=[0.1,1,10]", "run.progress=false", "run.reference=true"]
+DASK = str(Path(sys.executable).parent / "dask")
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def _wait_for(path: Path, seconds: float = 60) -> str:
+    end = time.time() + seconds
+    while time.time() < end:
+        if path.exists() and path.stat().st_size > 0:
+            return path.read_text()
+        time.sleep(0.05)
+    raise TimeoutError(f"{path} did not appear within {seconds} s")
+
+
+@contextmanager
+def _dask(tmp: Path, *tls: str, workers: int = 2, worker_args=()):
+    """A `dask scheduler` and `dask worker --nworkers N` on 127.0.0.1: the scheduler's address."""
+    sched_file = tmp / "scheduler.json"
+    with running([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+                  "--scheduler-file", str(sched_file), *tls],
+                 [DASK, "worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers", str(workers),
+                  "--host", "127.0.0.1", "--no-dashboard", *worker_args, *tls], env=ENV, ready=written(sched_file)):
+        yield json.loads(sched_file.read_text())["address"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A scheduler and two 1-thread workers with an 800 MB memory limit that know the fault solvers."""
+    from distributed import Client
+    with _dask(tmp_path_factory.mktemp("dask"), worker_args=("--memory-limit", "800MB", "--preload", str(FAULTS))) \
+            as address:
+        with Client(address, timeout="60s") as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _run(store, run_dir, *overrides):
+    return run(compose([f"store.root={store}", *BASE, *overrides]), run_dir)
+
+
+def _solver(name: str, **params) -> str:
+    inner = ", ".join(f"{k}: '{v}'" if isinstance(v, (str, Path)) else f"{k}: {v}" for k, v in params.items())
+    return f"+solvers.{name}={{solver: {name}, params: {{loss: hinge{', ' + inner if inner else ''}}}}}"
+
+
+def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
+    """The worker running `_block` is SIGKILLed while it surely runs it: distributed reruns the
+    task elsewhere (run.retries), every task ends once, converged, and the killed worker's
+    sandbox dies with it."""
+    pidfile, release = tmp_path / "worker.pid", tmp_path / "release"
+    cfg = compose([f"store.root={store}", *BASE, "cluster=address", f"cluster.address={cluster}",
+                   "run.reference=false", _solver("_block", pidfile=pidfile, release=release)])
+    out = {}
+    runner = threading.Thread(target=lambda: out.update(run(cfg, tmp_path / "run")))
+    runner.start()
+    worker = psutil.Process(int(_wait_for(pidfile)))
+    sandbox = [c for c in worker.children() if "pipeline.sandbox" in " ".join(c.cmdline())]
+    pidfile.unlink()
+    worker.send_signal(signal.SIGKILL)
+    release.touch()
+    runner.join(120)
+    res = out["results"]
+    assert out["summary"].done == out["summary"].total == len(os.listdir(tmp_path / "run" / "shards"))
+    assert len(res) == 4 and (res["status"] == "converged").all() and out["failed"] == 0
+    assert pidfile.exists()                       # _block ran again, on another worker
+    assert len(sandbox) == 1 and _dead(sandbox[0])
+
+
+def _dead(proc: psutil.Process) -> bool:
+    """Gone, or a zombie: dead, waiting for a reaper (its parent, the worker, was killed)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster, tmp_path):
+    spin_pid = tmp_path / "spin.pid"
+    out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}",
+               "run.reference=false", "run.timeout_grace_s=2", _solver("_abort"), _solver("_hog"),
+               _solver("_spin", pidfile=spin_pid, time_limit_s=0.5))
+    res = out["results"].set_index("solver")
+    assert (res.loc["dcd", "status"] == "converged").all() and len(res.loc["dcd"]) == 3
+    # A process that aborts: retried once (run.retries=1) in a fresh sandbox, then an error
+    # that names the signal.
+    assert res.loc["_abort", "status"] == "error"
+    assert "died of SIGABRT (signal 6)" in res.loc["_abort", "error"] and "2 attempts" in res.loc["_abort", "error"]
+    # Past the worker's memory limit (800 MB, one thread): killed long before its 3 GB.
+    assert res.loc["_hog", "status"] == "error", res.loc["_hog", "error"]
+    assert "over the limit of 725 MB" in res.loc["_hog", "error"] and "2 attempts" in res.loc["_hog", "error"]
+    # A numba loop that never looks at the clock: killed after its 0.5 s + the 2 s grace, a row
+    # with status timeout; its process is gone (replaced) and the sweep went on without it.
+    assert res.loc["_spin", "status"] == "timeout", res.loc["_spin", "error"]
+    assert "did not stop at its time limit" in res.loc["_spin", "error"]
+    assert not psutil.pid_exists(int(spin_pid.read_text()))
+    assert out["failed"] == 2
+
+
+def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]          # closed again when the block ends: nothing listens
+    args = [f"store.root={store}", *BASE, "cluster=address", f"cluster.address=tcp://127.0.0.1:{port}"]
+    message = (f"cluster.address=tcp://127.0.0.1:{port}: no Dask scheduler answers there (Connection refused); "
+               f"start one with `dask scheduler` or fix the address")
+    # In the run, before any work (the command's own start-up, seconds on a loaded machine, aside).
+    t0 = time.monotonic()
+    with pytest.raises(ClusterError) as err:
+        run(compose(args), tmp_path / "in_process")
+    assert time.monotonic() - t0 < 10 and str(err.value) == message
+    proc = subprocess.run([sys.executable, "-m", "pipeline", *args, f"hydra.run.dir={tmp_path / 'run'}"],
+                          env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: {message}"     # bad input
+    # Refused before any work: no run directory at all (the run makes it after planning).
+    assert not (tmp_path / "in_process").exists() and not (tmp_path / "run").exists()
+
+
+def test_same_table_on_address_and_after_a_sequential_run_interrupted_then_resumed(store, cluster, tmp_path):
+    block = _solver("_block", pidfile=tmp_path / "block.pid", release=tmp_path / "release")
+    args = [f"store.root={store}", *BASE, "solvers.dcd.params.tol=1e-3", block]
+    # Interrupted: a run that SIGKILLs mid-sweep (at _block, the last task, every dcd task saved).
+    cli = (f"import runpy, sys; sys.argv[0] = 'pipeline'; {_LOAD_FAULTS}; "
+           "runpy.run_module('pipeline', run_name='__main__', alter_sys=True)")
+    proc = subprocess.Popen([sys.executable, "-c", cli, *args, "cluster=sequential",
+                             f"hydra.run.dir={tmp_path / 'resumed'}"], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(tmp_path / "block.pid")
+    proc.kill()
+    proc.wait()
+    saved = len(os.listdir(tmp_path / "resumed" / "shards"))
+    (tmp_path / "release").touch()
+    resumed = run(compose([*args, "cluster=sequential"]), tmp_path / "resumed")
+    assert 0 < saved < resumed["summary"].total and resumed["summary"].skipped == saved
+    # The resumed run is sequential: against the address cluster's run, both claims at once.
+    run(compose([*args, "cluster=address", f"cluster.address={cluster}"]), tmp_path / "address")
+    assert (resumed["results"]["status"] == "converged").all() and len(resumed["results"]) == 4
+    pd.testing.assert_frame_equal(*(outcomes(pd.read_parquet(tmp_path / d / "results.parquet"))
+                                    for d in ("resumed", "address")))
+    # One BLAS and one numba thread per task process on a cluster, as measured in the process.
+    env = pd.read_parquet(tmp_path / "address" / "results.parquet")
+    assert (env["env_blas_threads"] == 1).all() and (env["env_numba_threads"] == 1).all()
+
+
+def _certificates(tmp: Path) -> dict:
+    """A CA and one certificate it signs for 127.0.0.1 (scheduler, worker and client share it)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    span = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
+
+    def cert(subject, key, issuer, issuer_key, ca):
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+             .serial_number(x509.random_serial_number()).not_valid_before(span[0]).not_valid_after(span[1])
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                critical=False)
+        return b.sign(issuer_key, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "svmbench test CA")])
+    ca = cert(ca_name, ca_key, ca_name, ca_key, True)
+    leaf = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key, ca_name, ca_key, False)
+    tmp.mkdir(exist_ok=True)
+    files = {"ca_file": tmp / "ca.pem", "cert": tmp / "cert.pem", "key": tmp / "key.pem"}
+    files["ca_file"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files["cert"].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    files["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    return files
+
+
+def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
+    files = _certificates(tmp_path)
+    tls = ["--protocol", "tls", "--tls-ca-file", str(files["ca_file"]), "--tls-cert", str(files["cert"]),
+           "--tls-key", str(files["key"])]
+    with _dask(tmp_path, *tls, workers=1) as address:
+        assert address.startswith("tls://127.0.0.1:")
+        # Without certificates, or with a certificate of another CA, the client is refused in
+        # one line naming the address (the scheduler checks the client: TLS both ways).
+        with pytest.raises(ClusterError, match=f"cluster.address={address}: a tls:// scheduler needs"):
+            with open_client(compose(["cluster=address", f"cluster.address={address}"]).cluster):
+                pass
+        strange = _certificates(tmp_path / "other")
+        monkeypatch.setattr(execute, "CONNECT_TIMEOUT_S", 2)     # a refused handshake is retried till then
+        with pytest.raises(ClusterError, match=f"cluster.address={address}: could not connect"):
+            with open_client(compose(["cluster=address", f"cluster.address={address}",
+                                      *(f"cluster.security.{k}={v}" for k, v in strange.items())]).cluster):
+                pass
+        out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={address}",
+                   *(f"cluster.security.{k}={v}" for k, v in files.items()))
+        assert len(out["results"]) == 3 and (out["results"]["status"] == "converged").all()
+
+
+def test_slurm_job_script(monkeypatch):
+    pytest.importorskip("dask_jobqueue")
+    cfg = compose(["cluster=slurm", "cluster.jobqueue.queue=short", "cluster.jobqueue.account=proj7",
+                   "cluster.jobqueue.walltime=02:00:00", "cluster.jobqueue.memory=8GB"])
+    with slurm_cluster(cfg.cluster) as slurm:
+        script = slurm.job_script()
+    lines = script.splitlines()
+    for directive in ("#SBATCH -p short", "#SBATCH -A proj7", "#SBATCH -t 02:00:00", "#SBATCH --cpus-per-task=4"):
+        assert directive in lines, (directive, script)
+    assert any(line.startswith("#SBATCH --mem=") for line in lines)
+    launch = next(line for line in lines if "distributed.cli.dask_worker" in line or "dask worker" in line)
+    # 4 one-thread workers; each retires 1200 s (+-240 s) before the 2 h walltime.
+    assert "--nthreads 1" in launch and "--nworkers 4" in launch and "--memory-limit 1.86GiB" in launch   # 8 GB / 4
+    assert "--lifetime 6000s --lifetime-stagger 240s" in launch
+    assert "export OPENBLAS_NUM_THREADS=1" in lines and "export NUMBA_NUM_THREADS=1" in lines
+    with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
+        probe_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
+
+
+@pytest.mark.parametrize("walltime, seconds", [("90", 5400), ("90:30", 5430), ("2:00:00", 7200), ("1-2", 93600),
+                                               ("1-2:30", 95400), ("1-0:0:5", 86405)])
+def test_slurm_walltime_formats(walltime, seconds):
+    assert execute._walltime_s(walltime) == seconds
+    with pytest.raises(ClusterError, match=r"walltime='1:2:3:4': not a SLURM time"):
+        execute._walltime_s("1:2:3:4")
+
+
+def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_kubernetes", None)     # as if not installed
+    monkeypatch.setitem(sys.modules, "dask_kubernetes.operator", None)
+    with pytest.raises(ClusterError, match=r"cluster=kubernetes needs dask-kubernetes: pip install 'svmbench\[kubernetes\]'"):
+        with open_client(compose(["cluster=kubernetes"]).cluster):
+            pass
+
+
+def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
+    """A reference whose sandbox was killed has no f* (a timeout row of its own, without one):
+    its fits get no suboptimality rather than a KeyError or a made-up value."""
+    from pipeline.results import _f_star_columns
+    killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s"}
+    cols = _f_star_columns(1.0, killed)
+    assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None
+
+
+def test_a_runaway_loop_on_a_local_cluster_is_a_timeout_too(store, tmp_path):
+    """cluster=local takes the same path as address: its workers' sandboxes kill the runaway fit."""
+    import dask
+    spin_pid = tmp_path / "spin.pid"
+    with dask.config.set({"distributed.worker.preload": [str(FAULTS)]}):
+        out = _run(store, tmp_path / "run", "cluster=local", "cluster.n_workers=1", "solvers.dcd.grid.C=[1]",
+                   "run.reference=false", "run.timeout_grace_s=2", _solver("_spin", pidfile=spin_pid, time_limit_s=0.5))
+    res = out["results"].set_index("solver")
+    assert res.loc["_spin", "status"] == "timeout" and res.loc["dcd", "status"] == "converged"
+    assert not psutil.pid_exists(int(spin_pid.read_text()))
