@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Build a built-in dataset: "
         + "; ".join(f"{n} ({b.description})" for n, b in sorted(datasets.BUILDERS.items())),
     )
-    p.add_argument("name", help=f"one of {', '.join(datasets.dataset_names())}")
+    p.add_argument("name", help=f"one of {', '.join(datasets.dataset_names())}, or a dataset entry of the "
+                   "config (conf/datasets/NAME.yaml, e.g. rcv1_full) with the parameters it sets")
     p.add_argument(
         "--param",
         action="append",
@@ -178,8 +179,24 @@ def _cmd_info(args, root: str) -> int:
     return 0
 
 
+def config_entry(name: str, params: dict) -> tuple[str, dict]:
+    """(builder, params) for NAME: a builder as it is, or a dataset entry of the config
+    (conf/datasets/NAME.yaml, e.g. rcv1_full: rcv1_like at RCV1's size) as the builder and the
+    parameters it names, with --param on top, so the store entry is the one a run of that config
+    reads."""
+    from omegaconf import OmegaConf
+
+    from .config import CONF_DIR
+    path = CONF_DIR / "datasets" / f"{name}.yaml"
+    if name in datasets.BUILDERS or not path.exists():
+        return name, params      # an unknown name: build_dataset's error names the choices
+    entry = OmegaConf.load(path)
+    base = OmegaConf.to_container(entry.get("params") or {}, resolve=True)
+    return str(entry.get("builder") or name), {**base, **params}
+
+
 def _cmd_build(args, root: str) -> int:
-    params = _parse_params(args.param)
+    args.name, params = config_entry(args.name, _parse_params(args.param))
     entry = datasets.store_name(args.name, params)
     started = time.perf_counter()
     rgs = args.row_group_size

@@ -172,9 +172,11 @@ def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
         say(f"  dataset {dkey}: {d['name']} ({d['n_rows']} rows x {d['n_features']} features, "
             f"classes {d['classes']}, {len(d['folds'])} folds)")
     for dkey in missing:
+        ds = effective_config(cfg).datasets[dkey]
+        params = OmegaConf.to_container(ds.params, resolve=True) or {}
+        flags = "".join(f" --param {k}={v}" for k, v in params.items())
         say(f"  dataset {dkey}: not in the store; the run would build it first "
-            f"(`python -m pipeline.data build {effective_config(cfg).datasets[dkey].builder or dkey}`); "
-            f"its tasks are not counted below")
+            f"(`python -m pipeline.data build {ds.builder or dkey}{flags}`); its tasks are not counted below")
     by_solver: dict = {}
     for spec in fits.values():
         by_solver[spec["solver_entry"]] = by_solver.get(spec["solver_entry"], 0) + 1

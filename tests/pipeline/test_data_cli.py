@@ -282,3 +282,18 @@ def test_ingest_refuses_an_empty_file_of_a_format_named_by_flag(tmp_path, capsys
     )
     assert code == 2 and err == f"error: {path.resolve()}: {NO_DATA_LINES}\n"
     assert not (tmp_path / "s").exists()
+
+
+def test_build_a_config_entry_by_name_with_its_parameters(tmp_path, capsys):
+    """`build rcv1_full` builds what a run with datasets=[rcv1_full] reads: the builder its yaml
+    names (rcv1_like) with the yaml's parameters (RCV1's 47,236 features), --param on top (a
+    small n_samples here, to keep the test fast)."""
+    from pipeline import datasets
+    builder, params = data.config_entry("rcv1_full", {"n_samples": "300"})
+    assert builder == "rcv1_like" and params["n_features"] == 47236 and params["n_samples"] == "300"
+    assert data.config_entry("rcv1_like", {}) == ("rcv1_like", {})       # a builder stays itself
+    code, out, _ = run(capsys, "build", "rcv1_full", "--param", "n_samples=300", "--store", tmp_path)
+    assert code == 0
+    entry = out.split()[1]
+    assert entry == datasets.store_name("rcv1_like", params) and store.exists(tmp_path, entry)
+    assert store.dataset_info(tmp_path, entry)["n_features"] == 47236
