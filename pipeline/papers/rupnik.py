@@ -431,8 +431,9 @@ def fig_random_starts(data: ReportData):
             ax.plot(tr["iteration"], tr["primal"], color=st[i]["color"],
                     linestyle=dashes[int(r.param_random_state) % len(dashes)], linewidth=1.1, alpha=0.8,
                     label=f"start init_seed={r.param_init_seed:.0f}, batches random_state={r.param_random_state:.0f}")
-        _decorate(ax, _name(ds), "iteration t", "primal objective P (C = 1/(lambda n))", len(sub), logx=True, logy=True)
+        _decorate(ax, _name(ds), "iteration t", "primal objective P (C = 1/(lambda n))", 0, logx=True, logy=True)
         _log_ticks(ax)
+    figure_legend(fig, axes)   # the same starts and seeds on both datasets: listed once
     fig.suptitle("Figure 2: Pegasos from random starts (colour: start; dash: batch seed)", fontsize=9)
     return fig
 

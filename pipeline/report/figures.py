@@ -46,8 +46,13 @@ def figure_legend(fig, axes, **kw):
         for handle, text in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(text, handle)
     if seen:
-        fig.legend(list(seen.values()), list(seen), loc="lower center", ncols=min(len(seen), 4),
-                   frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.08), **kw)
+        from matplotlib.transforms import blended_transform_factory
+        # Centred on the figure, hung below the lowest panel in its own axes units, so that it
+        # follows that panel when save_figure spaces the rows (figure units would not).
+        low = min(axes, key=lambda ax: ax.get_position().y0)
+        fig.legend(list(seen.values()), list(seen), loc="upper center", ncols=min(len(seen), 4),
+                   frameon=False, fontsize=8, bbox_to_anchor=(0.5, -0.22),
+                   bbox_transform=blended_transform_factory(fig.transFigure, low.transAxes), **kw)
 
 
 # Seeds of a solver's randomness: random_state (sampling, order) and init_seed (the random start
@@ -73,7 +78,13 @@ def _value_ticks(ax, values):
     values = sorted(set(float(v) for v in values))
     ax.xaxis.set_major_locator(FixedLocator(values))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([fmt(v) for v in values], rotation=45 if len(values) > 6 else 0)
+    rotate = len(values) > 6
+    # Compact labels (1e+05, 5000, 0.0005), not the tables' 4-digit `fmt` (1.000e+05 beside 1e+04).
+    ax.set_xticklabels([f"{v:g}" for v in values], rotation=45 if rotate else 0)
+    legend = ax.get_legend()
+    if rotate and legend is not None and legend.get_bbox_to_anchor().y0 < ax.bbox.y0:
+        # Rotated labels run deeper: the legend below the panel moves down past the x label.
+        legend.set_bbox_to_anchor((0.5, -0.36), transform=ax.transAxes)
 
 
 def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):

@@ -279,3 +279,18 @@ def test_init_seed_starts_are_one_line_like_random_state():
     res = rows([{"solver_entry": e, "param_init_seed": s, "key": f"{e}{s}"} for e in ("a", "b") for s in range(3)])
     fits, cfg, shown = _configs(ReportData(res, traces_for(res)), res)
     assert "param_init_seed" not in cfg + shown and fits.groupby(cfg).ngroups == 2
+
+
+def test_figure_legend_lists_each_line_once_for_panels_that_share_them():
+    """Panels of the same methods on several datasets get one legend, each label once, in the
+    order first drawn (the reproductions' figures listed the same lines under every panel)."""
+    from pipeline.report.figures import _panels, figure_legend
+    fig, axes = _panels(3)
+    for ax in axes:
+        for name in ("a", "b"):
+            ax.plot([0, 1], [0, 1], label=name)
+    axes[2].plot([0, 1], [1, 0], label="c")
+    figure_legend(fig, axes)
+    assert [ax.get_legend() for ax in axes] == [None, None, None]
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "c"]
