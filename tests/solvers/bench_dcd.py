@@ -18,12 +18,13 @@ import numpy as np
 
 
 def _small_sets():
-    from pipeline.datasets import get_builder
+    from pipeline.datasets import ensure_dataset, get_builder
     from pipeline.store import default_store_root, read_dataset
     sets = {}
     root = default_store_root()
     for name, params in (("banknote", {}), ("cleveland_heart", {"categorical": "codes"})):
-        ds = read_dataset(root, name)
+        # The entry with these parameters (heart's 13 codes have their own store name), built if missing.
+        ds = read_dataset(root, ensure_dataset(root, name, params)["name"])
         X, y = ds.X, ds.y
         X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
         X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
