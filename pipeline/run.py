@@ -103,8 +103,12 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
         summary = execute(plan, run_dir, cfg, root, log=say)
     except KeyboardInterrupt:
         saved = len(finished_keys(run_dir) & set(keys))
-        raise Interrupted(f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; "
-                          f"run the same command to resume") from None
+        msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
+        # Into run.log as well (the CLI prints it once, on stderr): the log says how the run ended.
+        # Written directly, not through the logger, whose console handler would print it twice.
+        with open(run_dir / "run.log", "a") as fh:
+            fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
+        raise Interrupted(msg) from None
     say(summary.line())
     others = len(finished_keys(run_dir) - set(keys))
     if others:

@@ -142,6 +142,7 @@ def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(stor
         f"interrupted: {n} of 20 tasks saved in {tmp_path}; run the same command to resume"], err[-3000:]
     assert "Traceback" not in out and "Error" not in out, out[-3000:]
     assert not runlock.lock_path(tmp_path).exists()
+    assert (tmp_path / "run.log").read_text().rstrip().endswith(err.strip())   # how the run ended
 
 
 def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_over(store, tmp_path):
