@@ -73,78 +73,13 @@ from scipy.optimize import lsq_linear
 
 from .base import Budget, Fit, Recorder, finish, split_warm_start
 from .objectives import dual_objective, intercept_coordinate, pg_violation, primal_from_decision
-from .newton import _cg
+from .newton import _cg, _line_search
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
 
 # Below this smoothing (relative to a margin of 1) the quadratic piece is rounding.
 _MU_MIN = 1e-14
-
-# ------------------------------------------------------------------ numba kernel
-@njit(cache=True, nogil=True)
-def _line_search(m, q, C, mu, kink, a0, a1):
-    """argmin_t phi(t) = a0 t + a1 t^2 / 2 + C sum_i l(m_i + t q_i), l the smoothed loss with
-    quadratic piece (1 - m)^2 / (2 mu) for 0 < 1 - m < kink and slope -kink/mu beyond (kink = mu:
-    the smoothed hinge; kink = inf: the squared hinge with mu = 1/2).
-
-    phi is convex piecewise quadratic; a safeguarded 1-D Newton lands on the minimiser of the
-    current piece at each step (exact once the piece no longer changes), a bracket
-    phi'(lo) < 0 <= phi'(hi) keeps every iterate in range."""
-    n = m.shape[0]
-    slope = kink / mu
-
-    def deriv(t):
-        g = a0 + a1 * t
-        h = a1
-        for i in range(n):
-            qi = q[i]
-            if qi == 0.0:
-                continue
-            r = 1.0 - (m[i] + t * qi)
-            if r <= 0.0:
-                continue
-            if r < kink:
-                g -= C * qi * r / mu
-                h += C * qi * qi / mu
-            else:
-                g -= C * qi * slope
-        return g, h
-
-    g0, h0 = deriv(0.0)
-    if g0 >= 0.0:
-        return 0.0
-    lo = 0.0
-    hi = 1.0
-    g_hi, h_hi = deriv(hi)
-    k = 0
-    while g_hi < 0.0 and k < 60:
-        lo = hi
-        hi *= 2.0
-        g_hi, h_hi = deriv(hi)
-        k += 1
-    if g_hi < 0.0:
-        return hi
-    t = lo
-    g, h = deriv(t)
-    for _ in range(200):
-        if h <= 0.0:
-            t_new = 0.5 * (lo + hi)
-        else:
-            t_new = t - g / h
-            if not (lo < t_new < hi):
-                t_new = 0.5 * (lo + hi)
-        g_new, h_new = deriv(t_new)
-        if g_new < 0.0:
-            lo = t_new
-        else:
-            hi = t_new
-        done = abs(g_new) <= 1e-14 * abs(g0) or (hi - lo) <= 1e-15 * max(1.0, abs(t_new))
-        t, g, h = t_new, g_new, h_new
-        if done:
-            break
-    return t
-
 
 # ------------------------------------------------------------------ the linear map Z = [X, c 1]
 class _Z:
