@@ -74,10 +74,14 @@ PAIR_STEPS = 50  # the subproblem solver's budget: PAIR_STEPS * q pair steps
 CHUNK = 100  # outer iterations per call of the compiled loop (the clock is read between calls)
 PD_REL = 1e-10  # Q_WW is positive definite when every Cholesky pivot^2 exceeds this x max diagonal
 
+SHRINK_EVERY = 10  # iterations between shrinking passes (SVMlight's; LIBSVM's min(n, 1000) pair steps)
+
 # Return codes of _chunk
-_RAN, _CONVERGED, _STALLED, _DIVERGED = 0, 1, 2, 3
-# Counters of _chunk (the int64 array `ctr`)
-_IT, _NO_DESCENT, _N_PROX, _SUB_STEPS, _N_PAIR = 0, 1, 2, 3, 4
+_RAN, _CONVERGED, _STALLED, _DIVERGED, _RECONSTRUCT = 0, 1, 2, 3, 4
+# State of _chunk (the int64 array `ctr`): iterations, consecutive ones without descent, proximal
+# subproblems, pair steps inside subproblems, pair-step answers, active set size, iterations to the
+# next shrinking pass, whether the one LIBSVM unshrink near the end has happened.
+_IT, _NO_DESCENT, _N_PROX, _SUB_STEPS, _N_PAIR, _N_ACTIVE, _SHRINK_IN, _UNSHRUNK = range(8)
 # Test hook, read by fit_svmlight and passed to the compiled loop (a monkeypatched Python function
 # cannot reach a compiled one): 1 turns every subproblem answer uphill, 2 makes it alpha_W^k (no
 # step), 3 also removes the pair step's move. 0 in every real run.
@@ -128,16 +132,19 @@ def _df(QWW, GW, d, ptau):
 
 
 @njit(cache=True, nogil=True)
-def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
-    """The subproblem solved by pair steps (SMO restricted to W): each step takes the most
-    violating pair (i, j) of the model 1/2 d'(Q_WW + 2 ptau I)d + G_W'd (the proximal one when
-    ptau > 0) and minimises it along d = y_i e_i - y_j e_j in closed form, clipped to the box
-    (Platt 1998; bertini, Section III's t* = -g'd / d'Hd and t_max). With b = v_i - v_j > 0 the
-    step decreases the model by min(b^2 / (2 a), ...) > 0, so every step is a descent step of f
-    (f changes by the model's change minus ptau ||d||^2). A curvature a <= 0 (a non-PD Q_WW
-    without the proximal term) is floored at TAU_CURV, as in LIBSVM and smo: the step then goes
-    to the bound, the minimiser on the segment along a descent direction of non-positive
-    curvature. At q = 2 the first step is the exact solution (W is one pair).
+def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps, second_order):
+    """The subproblem solved by pair steps (SMO restricted to W): each step takes a violating
+    pair (i, j) of the model 1/2 d'(Q_WW + 2 ptau I)d + G_W'd (the proximal one when ptau > 0) and
+    minimises it along d = y_i e_i - y_j e_j in closed form, clipped to the box (Platt 1998;
+    bertini, Section III's t* = -g'd / d'Hd and t_max). i is the most violating index of I_up; j
+    the most violating of I_low (second_order False: the most violating pair) or the one of the
+    largest model decrease b^2 / a (Fan, Chen & Lin 2005, WSS 2, as smo's default: on the
+    near-singular Q_WW of low-dimensional data it needs a fraction of the steps). With
+    b = v_i - v_j > 0 the step decreases the model by min(b^2 / (2 a), ...) > 0, so every step is
+    a descent step of f (f changes by the model's change minus ptau ||d||^2). A curvature a <= 0
+    (a non-PD Q_WW without the proximal term) is floored at TAU_CURV, as in LIBSVM and smo: the
+    step then goes to the bound, the minimiser on the segment along a descent direction of
+    non-positive curvature. At q = 2 the first step is the exact solution (W is one pair).
 
     Ties go to the lower position. Stops when the violation on W is below tol or after
     max_steps. Returns (a, steps, pred): pred = sum of the steps' model changes
@@ -151,9 +158,8 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
     pred = 0.0
     while steps < max_steps:
         i = -1
-        j = -1
         vi = -np.inf
-        vj = np.inf
+        vmin = np.inf
         for t in range(q):
             v = -yW[t] * g[t]
             up = a[t] < C if yW[t] > 0 else a[t] > 0
@@ -161,11 +167,31 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
             if up and v > vi:
                 vi = v
                 i = t
-            if low and v < vj:
-                vj = v
-                j = t
-        if i < 0 or j < 0 or not (vi - vj >= tol):
+            if low and v < vmin:
+                vmin = v
+        if i < 0 or not (vi - vmin >= tol):
             break
+        j = -1
+        vj = np.inf
+        best = np.inf
+        for t in range(q):
+            low = a[t] > 0 if yW[t] > 0 else a[t] < C
+            if not low:
+                continue
+            v = -yW[t] * g[t]
+            if not second_order:
+                if v < vj:
+                    vj = v
+                    j = t
+            elif v < vi:
+                bt = vi - v
+                at = QWW[i, i] + QWW[t, t] - 2.0 * yW[i] * yW[t] * QWW[i, t] + 4.0 * ptau
+                if not (at > TAU_CURV):
+                    at = TAU_CURV
+                if -bt * bt / at < best:
+                    best = -bt * bt / at
+                    vj = v
+                    j = t
         yi = yW[i]
         yj = yW[j]
         b = vi - vj  # -g'd
@@ -202,14 +228,15 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
 
 
 @njit(cache=True, nogil=True)
-def _best(v, mask, excl, k, sign, out):
-    """Indices of the k largest sign * v over mask & ~excl, most violating first; a tie keeps the
-    lower index (the scan is in index order and only a strictly better value moves ahead), so
-    the working set does not depend on a sort's tie order. Returns how many were found."""
-    n = v.shape[0]
+def _best(v, idx, n_idx, mask, excl, k, sign, out):
+    """Indices of the k largest sign * v over idx[:n_idx] in mask and not in excl, most violating
+    first; idx is increasing, and a tie keeps the lower index (the scan is in index order and
+    only a strictly better value moves ahead), so the working set does not depend on a sort's tie
+    order. Returns how many were found."""
     val = np.empty(k)
     cnt = 0
-    for t in range(n):
+    for r in range(n_idx):
+        t = idx[r]
         if not mask[t] or excl[t]:
             continue
         s = sign * v[t]
@@ -230,25 +257,53 @@ def _best(v, mask, excl, k, sign, out):
 
 
 @njit(cache=True, nogil=True)
-def _select(v, up, low, q):
-    """(W, m, M): see select_working_set."""
-    n = v.shape[0]
+def _m_M(v, up, low, idx, n_idx):
+    """m = max of v over I_up, M = min over I_low, both over idx[:n_idx]."""
     m = -np.inf
     M = np.inf
-    for t in range(n):
+    for r in range(n_idx):
+        t = idx[r]
         if up[t] and v[t] > m:
             m = v[t]
         if low[t] and v[t] < M:
             M = v[t]
+    return m, M
+
+
+@njit(cache=True, nogil=True)
+def _select(v, up, low, q, idx, n_idx):
+    """(W, m, M) over the variables idx[:n_idx]: see select_working_set."""
+    m, M = _m_M(v, up, low, idx, n_idx)
     W = np.empty(q, np.int64)
-    excl = np.zeros(n, np.bool_)
+    excl = np.zeros(v.shape[0], np.bool_)
     h = q // 2
-    nI = _best(v, up, excl, h, 1.0, W[:h])
+    nI = _best(v, idx, n_idx, up, excl, h, 1.0, W[:h])
     for t in range(nI):
         excl[W[t]] = True
-    k = q - nI
-    nJ = _best(v, low, excl, k, -1.0, W[nI:])
+    nJ = _best(v, idx, n_idx, low, excl, q - nI, -1.0, W[nI:])
     return W[:nI + nJ].copy(), m, M
+
+
+@njit(cache=True, nogil=True)
+def _shrink(v, up, low, m, M, active, n_active):
+    """Drop from the active set the variables at a bound that cannot enter a working set while
+    m and M hold (LIBSVM's be_shrunk, Chang & Lin 2011, Section 5.1; Joachims 1999, Section 4):
+    one only in I_up with v below M, or only in I_low with v above m. Keeps active[:n] in
+    increasing order (the tie rule) and the dropped ones after it. Returns the new size."""
+    kept = 0
+    dropped = np.empty(n_active, np.int64)
+    nd = 0
+    for r in range(n_active):
+        t = active[r]
+        out = (up[t] and not low[t] and v[t] < M) or (low[t] and not up[t] and v[t] > m)
+        if out:
+            dropped[nd] = t
+            nd += 1
+        else:
+            active[kept] = t
+            kept += 1
+    active[kept:n_active] = dropped[:nd]
+    return kept
 
 
 def select_working_set(v, up, low, q):
@@ -256,8 +311,10 @@ def select_working_set(v, up, low, q):
     (Joachims 1999; bertini, Section II.A), ties to the lower index. Returns (W, m, M) with
     m = max_{I_up} v, M = min_{I_low} v; W[0] attains m, and the first index of W in I_low
     with the smallest v attains M."""
-    return _select(np.ascontiguousarray(v, dtype=np.float64), np.ascontiguousarray(up, dtype=np.bool_),
-                   np.ascontiguousarray(low, dtype=np.bool_), int(q))
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    idx = np.arange(v.shape[0], dtype=np.int64)
+    return _select(v, np.ascontiguousarray(up, dtype=np.bool_), np.ascontiguousarray(low, dtype=np.bool_),
+                   int(q), idx, idx.shape[0])
 
 
 @njit(cache=True, nogil=True)
@@ -292,14 +349,14 @@ def _inject(fault, a, aW, C):
 
 
 @njit(cache=True, nogil=True)
-def _gather_QWW(W, rows, cache, data, ker):
-    """Q_WW from the cached columns, copied as each is fetched: a cache smaller than q columns
-    may evict one of W's columns while the next is fetched."""
+def _gather_QWW(W, active, n_active, cache, data, ker):
+    """Q_WW from the cached columns (computed on the active rows, which hold W), copied as each
+    is fetched: a cache smaller than q columns may evict one of W's columns while the next is
+    fetched."""
     w = W.shape[0]
-    n = rows.shape[0]
     QWW = np.empty((w, w))
     for t in range(w):
-        col = _cache_get(W[t], True, rows, n, cache, data, ker)
+        col = _cache_get(W[t], False, active, n_active, cache, data, ker)
         for s in range(w):
             QWW[s, t] = col[W[s]]
     return QWW
@@ -317,29 +374,46 @@ def _set_sets(k, a, yk, C, up, low):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, alpha, G, y, up, low, rows, ctr, last,
-           cache, data, ker):
-    """Up to max_iters SVMlight iterations (module docstring), in place on alpha, G, up, low and
-    the counters ctr (_IT, ...); last = [m - M at the last selection, the largest change of f
-    over the accepted steps]. Returns _RAN, _CONVERGED (m - M < tol), _STALLED or _DIVERGED."""
+def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G, y, up, low, active, ctr,
+           last, cache, data, ker):
+    """Up to max_iters SVMlight iterations (module docstring) on the active variables
+    active[:ctr[_N_ACTIVE]], in place on alpha, G (exact on the active rows), up, low and the
+    counters ctr; last = [m - M at the last selection, the largest change of f over the accepted
+    steps]. Returns _RAN, _CONVERGED (m - M < tol on every variable), _STALLED, _DIVERGED or
+    _RECONSTRUCT (the driver rebuilds G on the shrunken variables and activates them all)."""
     n = alpha.shape[0]
     v = np.empty(n)
     for _ in range(max_iters):
-        for k in range(n):
+        n_active = ctr[_N_ACTIVE]
+        for r in range(n_active):
+            k = active[r]
             v[k] = -y[k] * G[k]
-        W, m, M = _select(v, up, low, q)
+        ctr[_SHRINK_IN] -= 1
+        if shrinking and ctr[_SHRINK_IN] <= 0:
+            ctr[_SHRINK_IN] = SHRINK_EVERY
+            m, M = _m_M(v, up, low, active, n_active)
+            if ctr[_UNSHRUNK] == 0 and m - M <= 10.0 * tol:
+                # LIBSVM: once near the end, rebuild G and shrink again from everything
+                ctr[_UNSHRUNK] = 1
+                if n_active < n:
+                    return _RECONSTRUCT
+            ctr[_N_ACTIVE] = n_active = _shrink(v, up, low, m, M, active, n_active)
+        W, m, M = _select(v, up, low, q, active, n_active)
         last[0] = m - M
         if m - M < tol:
+            if n_active < n:  # optimal on the active set: check the shrunken ones too
+                ctr[_SHRINK_IN] = SHRINK_EVERY
+                return _RECONSTRUCT
             return _CONVERGED
         w = W.shape[0]
-        QWW = _gather_QWW(W, rows, cache, data, ker)
+        QWW = _gather_QWW(W, active, n_active, cache, data, ker)
         aW = alpha[W]
         GW = G[W]
         yW = y[W]
         used = prox == 2 or (prox == 1 and not _is_pd(QWW, PD_REL))
         ptau = tau if used else 0.0
         # The guaranteed step: one pair step on W's most violating pair, the global one.
-        a1, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, 1)
+        a1, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, 1, False)
         if fault == 3:
             a1 = aW.copy()
         if w == 2:  # W is one pair: the closed form is the exact answer
@@ -348,7 +422,7 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, alpha, G, y, up, low
             ctr[_N_PAIR] += 1
             ctr[_SUB_STEPS] += 1
         else:
-            a, steps, _ = _smo_subproblem(QWW, GW, aW, yW, C, ptau, sub_eps, PAIR_STEPS * w)
+            a, steps, _ = _smo_subproblem(QWW, GW, aW, yW, C, ptau, sub_eps, PAIR_STEPS * w, True)
             ctr[_SUB_STEPS] += steps
             if fault != 0:
                 a = _inject(fault, a, aW, C)
@@ -364,13 +438,18 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, alpha, G, y, up, low
                 return _DIVERGED
             moved |= d[t] != 0.0
         last[1] = max(last[1], _df(QWW, GW, d, 0.0))
-        # G += Q[:, W] d over the columns that moved (the others cost nothing)
+        # G += Q[:, W] d on the active rows, over the columns that moved (the others cost nothing)
         for t in range(w):
             if d[t] != 0.0:
-                col = _cache_get(W[t], True, rows, n, cache, data, ker)
+                col = _cache_get(W[t], False, active, n_active, cache, data, ker)
                 dt = d[t]
-                for k in range(n):
-                    G[k] += col[k] * dt
+                if n_active == n:  # contiguous: vectorises
+                    for k in range(n):
+                        G[k] += col[k] * dt
+                else:
+                    for r in range(n_active):
+                        k = active[r]
+                        G[k] += col[k] * dt
             alpha[W[t]] = a[t]
             _set_sets(W[t], a[t], y[W[t]], C, up, low)
         ctr[_IT] += 1
@@ -383,20 +462,45 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, alpha, G, y, up, low
     return _RAN
 
 
+def _reconstruct(cache, alpha, G, active, n_active):
+    """G_k = -1 + sum_{alpha_j > 0} alpha_j Q_kj on the shrunken variables k = active[n_active:]
+    (their G went stale while they were out), by BLAS blocks over the support vectors."""
+    rows = active[n_active:]
+    if rows.size == 0:
+        return G
+    y = cache.y
+    sv = np.flatnonzero(alpha > 0)
+    G[rows] = -1.0
+    if sv.size:
+        G[rows] += y[rows] * cache.matvec(sv, alpha[sv] * y[sv], rows=rows)
+    return G
+
+
+def _unshrink(cache, alpha, G, active, ctr):
+    """Every variable active again, with its G rebuilt; partial cached columns become stale."""
+    if ctr[_N_ACTIVE] < alpha.shape[0]:
+        _reconstruct(cache, alpha, G, active, int(ctr[_N_ACTIVE]))
+        active[:] = np.arange(alpha.shape[0])
+        ctr[_N_ACTIVE] = alpha.shape[0]
+        cache.invalidate_partial()
+
+
 def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                  q: int = 40, tau: float = 1.0, proximal: str = "auto", cache_size: float = 200.0,
-                 sub_tol: float = 0.1) -> Fit:
+                 sub_tol: float = 0.1, shrinking: bool = True) -> Fit:
     """SVMlight decomposition (module docstring). An iteration is one q-variable subproblem;
     budget.tol is the tolerance on m(alpha) - M(alpha), sub_tol * tol the subproblem's on its own.
 
     proximal: "auto" (proximal term only when Q_WW is not positive definite, bertini,
-    Section II.B), "always" or "never". warm_start: ``alpha``, projected onto the feasible set first.
+    Section II.B), "always" or "never". shrinking: drop the variables at a bound that cannot enter
+    a working set (`_shrink`), rebuild their G before the final check (`_reconstruct`).
+    warm_start: ``alpha``, projected onto the feasible set first.
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, q,
     n_proximal (subproblems solved with the proximal term), sub_steps (pair steps inside the
     subproblems), n_pair_solves (subproblems answered by the one closed-form pair step: every one
     at q = 2; at q > 2 those whose answer failed the decrease test), max_df (the largest change of
-    f over the accepted steps: <= 0 up to rounding), cache counters; stop_reason when status is
-    ``stalled``.
+    f over the accepted steps: <= 0 up to rounding), n_reconstruct (gradient rebuilds after
+    shrinking), cache counters; stop_reason when status is ``stalled``.
     """
     if q % 2:
         raise SolverError(f"svmlight.q={q!r} must be even (q/2 indices come from each violating set)")
@@ -416,30 +520,42 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     prox_code = {"never": 0, "auto": 1, "always": 2}[proximal]
     up = np.where(y > 0, alpha < C, alpha > 0).astype(np.uint8)
     low = np.where(y > 0, alpha > 0, alpha < C).astype(np.uint8)
-    rows = np.arange(n, dtype=np.int64)
-    ctr = np.zeros(5, np.int64)
+    active = np.arange(n, dtype=np.int64)
+    ctr = np.zeros(8, np.int64)
+    ctr[_N_ACTIVE] = n
+    ctr[_SHRINK_IN] = SHRINK_EVERY
     last = np.array([math.inf, -math.inf])
+    n_recon = 0
+
+    def exact_G():
+        return _reconstruct(cache, alpha, G.copy(), active, int(ctr[_N_ACTIVE]))
+
+    def trace_point():
+        return certificates(problem, alpha, exact_G())[:3]
 
     status = "max_iter"
     reason = ""
     it = 0
     # The current model for the caller's trace extras (test error at each point).
-    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(G, alpha, y, C)[0]))
+    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(exact_G(), alpha, y, C)[0]))
     while it < max_iter:
         # Run the compiled loop up to the next trace point, CHUNK iterations or the budget.
         nxt = recorder.next_due()
         stop_at = it + min(CHUNK, max_iter - it)
         if nxt is not None and it < nxt < stop_at:
             stop_at = nxt
-        code = _chunk(stop_at - it, q, tol, sub_tol * tol, C, tau, prox_code, _FAULT, alpha, G, y, up, low,
-                      rows, ctr, last, cache.state, cache.data, cache.ker)
+        code = _chunk(stop_at - it, q, tol, sub_tol * tol, C, tau, prox_code, _FAULT, shrinking, alpha, G, y,
+                      up, low, active, ctr, last, cache.state, cache.data, cache.ker)
         steps, it = int(ctr[_IT]) - it, int(ctr[_IT])
+        if code == _RECONSTRUCT:
+            _unshrink(cache, alpha, G, active, ctr)
+            n_recon += 1
         if code == _CONVERGED:
             status = "converged"
             break
         if recorder.due(it) and steps:
             recorder.note(m_minus_M=last[0], n_sv=int(np.count_nonzero(alpha)), n_prox=int(ctr[_N_PROX]))
-            recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
+            recorder.record(it, trace_point)
         if code == _DIVERGED:
             status = "diverged"
             break
@@ -453,10 +569,12 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
             status = "timeout"
             break
 
-    fit_time = recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    fit_time = recorder.seconds()
+    _unshrink(cache, alpha, G, active, ctr)
+    recorder.close(it, trace_point)
     return finish_fit("svmlight", problem, alpha, G, status, it, tol, fit_time, reason=reason,
                       f_alpha0=f0, q=q, n_proximal=int(ctr[_N_PROX]), sub_steps=int(ctr[_SUB_STEPS]),
-                      n_pair_solves=int(ctr[_N_PAIR]), max_df=float(last[1]), cache_hits=cache.hits,
+                      n_pair_solves=int(ctr[_N_PAIR]), max_df=float(last[1]), n_reconstruct=n_recon, cache_hits=cache.hits,
                       cache_misses=cache.misses, cache_columns=cache.n_slots)
 
 
@@ -473,6 +591,7 @@ register(SolverSpec(
         "cache_size": Param(200.0, "float", low=0.0, open_low=True, doc="kernel-column cache, MB"),
         "sub_tol": Param(0.1, "float", low=0.0, open_low=True, high=1.0,
                          doc="each subproblem is solved to a violation below sub_tol x tol"),
+        "shrinking": Param(True, "bool", doc="shrinking with gradient reconstruction (Joachims 1999, Section 4)"),
     },
     losses=LOSSES,
     intercepts=INTERCEPTS,

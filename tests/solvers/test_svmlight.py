@@ -275,10 +275,12 @@ def _brute_force_box_qp(H, c, yv, r, C):
 
 @pytest.mark.parametrize("rank", [5, 2, 1])
 @pytest.mark.parametrize("ptau", [0.0, 0.5])
-def test_subproblem_solver_against_brute_force(rank, ptau):
+@pytest.mark.parametrize("second_order", [True, False])
+def test_subproblem_solver_against_brute_force(rank, ptau, second_order):
     """The compiled subproblem solver (pair steps on W, `_smo_subproblem`) against an exhaustive
     face enumeration on random 5-variable subproblems: Q_WW positive definite (rank 5) and
-    singular (rank 2, 1), with and without the proximal term, from feasible starts with some
+    singular (rank 2, 1), with and without the proximal term, by either pair rule (the most
+    violating pair; WSS 2, what the solve uses), from feasible starts with some
     variables at their bounds. Same optimum of the model, a feasible answer."""
     rng = np.random.default_rng(rank + int(10 * ptau))
     q, C = 5, 2.0
@@ -290,10 +292,26 @@ def test_subproblem_solver_against_brute_force(rank, ptau):
         GW = rng.normal(size=q) * 3.0
         H = QWW + 2.0 * ptau * np.eye(q)
         ref, _ = _brute_force_box_qp(H, GW - H @ aW, yW, yW @ aW, C)
-        a, steps, pred = svmlight._smo_subproblem(QWW, GW, aW, yW, C, ptau, 1e-12, 1_000_000)
+        a, steps, pred = svmlight._smo_subproblem(QWW, GW, aW, yW, C, ptau, 1e-12, 1_000_000, second_order)
         assert a.min() >= 0.0 and a.max() <= C and abs(yW @ (a - aW)) <= 1e-12
         got = 0.5 * a @ H @ a + (GW - H @ aW) @ a
         assert abs(got - ref) <= 1e-9 * (1.0 + abs(ref))
         # pred is the model's change in exact arithmetic: the same change, from the end point
         assert pred == pytest.approx(got - (0.5 * aW @ H @ aW + (GW - H @ aW) @ aW), abs=1e-9)
         assert svmlight._is_pd(QWW, svmlight.PD_REL) == (rank == q)
+
+
+def test_shrinking_reaches_svc_after_reconstruction(breast_cancer):
+    """Shrinking drops variables at a bound and rebuilds their G before the last check: the run
+    must rebuild at least once (n_reconstruct) and still end at SVC's optimum, certified on the
+    full problem, with the same dual as the run without shrinking."""
+    X, y = breast_cancer
+    kw = KERNELS["rbf"]
+    D_ref, f_ref, K = svc_reference(X, y, 10.0, kw)
+    problem = Problem.build(X, y, C=10.0, intercept="free", **kw)
+    res = fit(problem, "svmlight", budget=Budget(tol=1e-9), q=10)
+    plain = fit(problem, "svmlight", budget=Budget(tol=1e-9), q=10, shrinking=False)
+    assert res.status == "converged" and res.info["n_reconstruct"] >= 1 and plain.info["n_reconstruct"] == 0
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref) and abs(res.dual - plain.dual) <= 1e-9 * abs(D_ref)
+    assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
+    assert res.kkt_violation < 1e-9 and abs(res.gap) <= 1e-6 * abs(res.primal)
