@@ -63,7 +63,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
-from .kernels import QColumnCache, _cache_get
+from .kernels import QColumnCache, _cache_get, _kernel_value
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
@@ -271,16 +271,18 @@ def _m_M(v, up, low, idx, n_idx):
 
 
 @njit(cache=True, nogil=True)
-def _select(v, up, low, q, idx, n_idx):
-    """(W, m, M) over the variables idx[:n_idx]: see select_working_set."""
+def _select(v, up, low, q, idx, n_idx, excl):
+    """(W, m, M) over the variables idx[:n_idx]: see select_working_set. excl: all False, a
+    scratch array of n (left all False), so that no iteration allocates O(n)."""
     m, M = _m_M(v, up, low, idx, n_idx)
     W = np.empty(q, np.int64)
-    excl = np.zeros(v.shape[0], np.bool_)
     h = q // 2
     nI = _best(v, idx, n_idx, up, excl, h, 1.0, W[:h])
     for t in range(nI):
         excl[W[t]] = True
     nJ = _best(v, idx, n_idx, low, excl, q - nI, -1.0, W[nI:])
+    for t in range(nI):
+        excl[W[t]] = False
     return W[:nI + nJ].copy(), m, M
 
 
@@ -314,7 +316,7 @@ def select_working_set(v, up, low, q):
     v = np.ascontiguousarray(v, dtype=np.float64)
     idx = np.arange(v.shape[0], dtype=np.int64)
     return _select(v, np.ascontiguousarray(up, dtype=np.bool_), np.ascontiguousarray(low, dtype=np.bool_),
-                   int(q), idx, idx.shape[0])
+                   int(q), idx, idx.shape[0], np.zeros(v.shape[0], np.bool_))
 
 
 @njit(cache=True, nogil=True)
@@ -348,17 +350,35 @@ def _inject(fault, a, aW, C):
     return aW - s * d
 
 
-@njit(cache=True, nogil=True)
-def _gather_QWW(W, active, n_active, cache, data, ker):
-    """Q_WW from the cached columns (computed on the active rows, which hold W), copied as each
-    is fetched: a cache smaller than q columns may evict one of W's columns while the next is
-    fetched."""
+@njit(cache=True, nogil=True, error_model="numpy")
+def _kernel_QWW(W, data, ker):
+    """Q_WW = y_i y_j K(x_i, x_j) over W computed directly, q^2 kernel values: most of W does not
+    move in a subproblem, and fetching its full columns from the cache (n kernel values each) made
+    column computation most of the time on 5k blobs (every one of the n columns computed, against
+    smo's ~1,300). Only the columns of the variables that moved are fetched, for the G update.
+    Plain loops, symmetric by construction, the same under every BLAS."""
+    dense, Xd, vals, indices, indptr, xn, y, scratch = data
+    kind, gamma, coef0, degree = ker
     w = W.shape[0]
     QWW = np.empty((w, w))
-    for t in range(w):
-        col = _cache_get(W[t], False, active, n_active, cache, data, ker)
-        for s in range(w):
-            QWW[s, t] = col[W[s]]
+    for s in range(w):
+        i = W[s]
+        if not dense:
+            for p in range(indptr[i], indptr[i + 1]):
+                scratch[indices[p]] = vals[p]
+        for t in range(s, w):
+            j = W[t]
+            dot = 0.0
+            if dense:
+                for f in range(Xd.shape[1]):
+                    dot += Xd[i, f] * Xd[j, f]
+            else:
+                for p in range(indptr[j], indptr[j + 1]):
+                    dot += scratch[indices[p]] * vals[p]
+            QWW[s, t] = QWW[t, s] = y[i] * y[j] * _kernel_value(kind, gamma, coef0, degree, dot, xn[i], xn[j])
+        if not dense:
+            for p in range(indptr[i], indptr[i + 1]):
+                scratch[indices[p]] = 0.0
     return QWW
 
 
@@ -374,15 +394,16 @@ def _set_sets(k, a, yk, C, up, low):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G, y, up, low, active, ctr,
-           last, cache, data, ker):
+def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G, G_bar, y, up, low, active,
+           ctr, last, cache, data, ker):
     """Up to max_iters SVMlight iterations (module docstring) on the active variables
-    active[:ctr[_N_ACTIVE]], in place on alpha, G (exact on the active rows), up, low and the
-    counters ctr; last = [m - M at the last selection, the largest change of f over the accepted
+    active[:ctr[_N_ACTIVE]], in place on alpha, G (exact on the active rows), G_bar (with
+    shrinking), up, low and the counters ctr; last = [m - M at the last selection, the largest change of f over the accepted
     steps]. Returns _RAN, _CONVERGED (m - M < tol on every variable), _STALLED, _DIVERGED or
     _RECONSTRUCT (the driver rebuilds G on the shrunken variables and activates them all)."""
     n = alpha.shape[0]
     v = np.empty(n)
+    excl = np.zeros(n, np.bool_)
     for _ in range(max_iters):
         n_active = ctr[_N_ACTIVE]
         for r in range(n_active):
@@ -398,7 +419,7 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G,
                 if n_active < n:
                     return _RECONSTRUCT
             ctr[_N_ACTIVE] = n_active = _shrink(v, up, low, m, M, active, n_active)
-        W, m, M = _select(v, up, low, q, active, n_active)
+        W, m, M = _select(v, up, low, q, active, n_active, excl)
         last[0] = m - M
         if m - M < tol:
             if n_active < n:  # optimal on the active set: check the shrunken ones too
@@ -406,7 +427,7 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G,
                 return _RECONSTRUCT
             return _CONVERGED
         w = W.shape[0]
-        QWW = _gather_QWW(W, active, n_active, cache, data, ker)
+        QWW = _kernel_QWW(W, data, ker)
         aW = alpha[W]
         GW = G[W]
         yW = y[W]
@@ -438,10 +459,17 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G,
                 return _DIVERGED
             moved |= d[t] != 0.0
         last[1] = max(last[1], _df(QWW, GW, d, 0.0))
-        # G += Q[:, W] d on the active rows, over the columns that moved (the others cost nothing)
+        # G += Q[:, W] d on the active rows, over the columns that moved (the others cost nothing);
+        # with shrinking, G_bar = C sum_{alpha_j = C} Q_j (LIBSVM's, for `_reconstruct`) takes the
+        # full column of a variable that reaches or leaves C.
         for t in range(w):
             if d[t] != 0.0:
-                col = _cache_get(W[t], False, active, n_active, cache, data, ker)
+                to_C = (a[t] >= C) != (aW[t] >= C)
+                col = _cache_get(W[t], shrinking and to_C, active, n_active, cache, data, ker)
+                if shrinking and to_C:
+                    sgn = C if a[t] >= C else -C
+                    for k in range(n):
+                        G_bar[k] += sgn * col[k]
                 dt = d[t]
                 if n_active == n:  # contiguous: vectorises
                     for k in range(n):
@@ -462,24 +490,26 @@ def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G,
     return _RAN
 
 
-def _reconstruct(cache, alpha, G, active, n_active):
-    """G_k = -1 + sum_{alpha_j > 0} alpha_j Q_kj on the shrunken variables k = active[n_active:]
-    (their G went stale while they were out), by BLAS blocks over the support vectors."""
+def _reconstruct(cache, alpha, G, G_bar, active, n_active, C):
+    """G_k = G_bar_k - 1 + sum_{0 < alpha_j < C} alpha_j Q_kj on the shrunken variables
+    k = active[n_active:] (their G went stale while they were out; LIBSVM's reconstruct_gradient),
+    by BLAS blocks over the free support vectors only: summing over every support vector instead
+    took more than half of the solve on 5k blobs."""
     rows = active[n_active:]
     if rows.size == 0:
         return G
     y = cache.y
-    sv = np.flatnonzero(alpha > 0)
-    G[rows] = -1.0
-    if sv.size:
-        G[rows] += y[rows] * cache.matvec(sv, alpha[sv] * y[sv], rows=rows)
+    free = np.flatnonzero((alpha > 0) & (alpha < C))
+    G[rows] = G_bar[rows] - 1.0
+    if free.size:
+        G[rows] += y[rows] * cache.matvec(free, alpha[free] * y[free], rows=rows)
     return G
 
 
-def _unshrink(cache, alpha, G, active, ctr):
+def _unshrink(cache, alpha, G, G_bar, active, ctr, C):
     """Every variable active again, with its G rebuilt; partial cached columns become stale."""
     if ctr[_N_ACTIVE] < alpha.shape[0]:
-        _reconstruct(cache, alpha, G, active, int(ctr[_N_ACTIVE]))
+        _reconstruct(cache, alpha, G, G_bar, active, int(ctr[_N_ACTIVE]), C)
         active[:] = np.arange(alpha.shape[0])
         ctr[_N_ACTIVE] = alpha.shape[0]
         cache.invalidate_partial()
@@ -513,9 +543,9 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     cache = QColumnCache(problem.kernel, problem.X, y, cache_size, problem.row_norms_sq)
     alpha = warm_alpha(problem, warm_start)
     if alpha.any():
-        G, _ = gradient(cache, alpha, C)
+        G, G_bar = gradient(cache, alpha, C)
     else:
-        G = -np.ones(n)
+        G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
     prox_code = {"never": 0, "auto": 1, "always": 2}[proximal]
     up = np.where(y > 0, alpha < C, alpha > 0).astype(np.uint8)
@@ -528,7 +558,7 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     n_recon = 0
 
     def exact_G():
-        return _reconstruct(cache, alpha, G.copy(), active, int(ctr[_N_ACTIVE]))
+        return _reconstruct(cache, alpha, G.copy(), G_bar, active, int(ctr[_N_ACTIVE]), C)
 
     def trace_point():
         return certificates(problem, alpha, exact_G())[:3]
@@ -544,11 +574,11 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         stop_at = it + min(CHUNK, max_iter - it)
         if nxt is not None and it < nxt < stop_at:
             stop_at = nxt
-        code = _chunk(stop_at - it, q, tol, sub_tol * tol, C, tau, prox_code, _FAULT, shrinking, alpha, G, y,
-                      up, low, active, ctr, last, cache.state, cache.data, cache.ker)
+        code = _chunk(stop_at - it, q, tol, sub_tol * tol, C, tau, prox_code, _FAULT, shrinking, alpha, G, G_bar,
+                      y, up, low, active, ctr, last, cache.state, cache.data, cache.ker)
         steps, it = int(ctr[_IT]) - it, int(ctr[_IT])
         if code == _RECONSTRUCT:
-            _unshrink(cache, alpha, G, active, ctr)
+            _unshrink(cache, alpha, G, G_bar, active, ctr, C)
             n_recon += 1
         if code == _CONVERGED:
             status = "converged"
@@ -570,7 +600,7 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
             break
 
     fit_time = recorder.seconds()
-    _unshrink(cache, alpha, G, active, ctr)
+    _unshrink(cache, alpha, G, G_bar, active, ctr, C)
     recorder.close(it, trace_point)
     return finish_fit("svmlight", problem, alpha, G, status, it, tol, fit_time, reason=reason,
                       f_alpha0=f0, q=q, n_proximal=int(ctr[_N_PROX]), sub_steps=int(ctr[_SUB_STEPS]),
