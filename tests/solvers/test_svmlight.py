@@ -315,3 +315,16 @@ def test_shrinking_reaches_svc_after_reconstruction(breast_cancer):
     assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref) and abs(res.dual - plain.dual) <= 1e-9 * abs(D_ref)
     assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
     assert res.kkt_violation < 1e-9 and abs(res.gap) <= 1e-6 * abs(res.primal)
+
+
+def test_subproblem_second_order_pair():
+    """Inside the subproblem j is chosen by the largest decrease b^2 / a (WSS 2), not the largest
+    violation: here the most violating j (b = 1.5) has curvature 101, the other (b = 1.2)
+    curvature 2, so WSS 2 moves the other and its first step decreases the model 30x more."""
+    QWW = np.diag([1.0, 100.0, 1.0])
+    GW = np.array([-1.0, 0.5, 0.2])
+    aW, yW = np.full(3, 0.5), np.ones(3)
+    a2, _, pred2 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, True)
+    a1, _, pred1 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, False)
+    assert a2[1] == 0.5 and a2[2] != 0.5 and a1[1] != 0.5 and a1[2] == 0.5
+    assert pred2 == pytest.approx(-1.2**2 / 2 / 2) and pred1 == pytest.approx(-1.5**2 / 101 / 2)
