@@ -323,8 +323,8 @@ def test_subproblem_second_order_pair():
     curvature 2, so WSS 2 moves the other and its first step decreases the model 30x more."""
     QWW = np.diag([1.0, 100.0, 1.0])
     GW = np.array([-1.0, 0.5, 0.2])
-    aW, yW = np.full(3, 0.5), np.ones(3)
+    aW, yW = np.ones(3), np.ones(3)
     a2, _, pred2 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, True)
     a1, _, pred1 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, False)
-    assert a2[1] == 0.5 and a2[2] != 0.5 and a1[1] != 0.5 and a1[2] == 0.5
+    assert a2[1] == 1.0 and a2[2] != 1.0 and a1[1] != 1.0 and a1[2] == 1.0
     assert pred2 == pytest.approx(-1.2**2 / 2 / 2) and pred1 == pytest.approx(-1.5**2 / 101 / 2)
