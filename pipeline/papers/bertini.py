@@ -358,8 +358,8 @@ def finding_svmlight_faster(methods) -> Finding:
         "ours runs its pair steps compiled (microseconds each), and so does our svmlight (version 4), whose "
         "iteration solves a q-variable QP by hundreds of pair steps on a q x q matrix and needs its kernel "
         "block (q^2 values of 64 pixels) and a positive-definiteness test: on 228 rows either can win "
-        "(README, Benchmarks: svmlight at its best q from 0.1x smo's time on the polynomial problem to 2-8x "
-        "on the Gaussian one, under load)")
+        "(README, Benchmarks: svmlight at its best q 0.2x smo's time on the polynomial problem, 1.9x on "
+        "the Gaussian one, alternating runs under load)")
     return Finding(claim, "; ".join(parts), holds, why)
 
 
