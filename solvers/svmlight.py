@@ -12,41 +12,46 @@ S = I_low (the complementary definition; these are the standard sets of Keerthi 
 objectives.kkt_violation_equality -- bertini's text swaps their labels), W = I U J, and solve the
 q-variable subproblem (alpha_N fixed)
 
-    min_{a}  1/2 a' Q_WW a + (G_W - Q_WW alpha_W^k)' a,   y_W' a = y_W' alpha_W^k,  0 <= a <= C
+    min_{a}  1/2 a' Q_WW a + (G_W - Q_WW alpha_W^k)' a,   y_W' a = y_W' alpha_W^k,  0 <= a <= C.
 
-with our interior point method (`qp.solve_box_qp`). When Q_WW is not positive definite
-(duplicated points, q large against the rank of K, bertini, Section II.B), the proximal-point
-modification adds tau ||a - alpha_W^k||^2, i.e. Q_WW + 2 tau I and -2 tau alpha_W^k in the
-linear term (bertini's PPD-SVMlight, Section II.B; tau = 1 by default). Then
-G += Q[:, W] (a - alpha_W^k) with the q columns from the shared LRU cache (misses by one BLAS
-block). Stop when m(alpha) - M(alpha) < tol.
+When Q_WW is not positive definite (duplicated points, q large against the rank of K, bertini,
+Section II.B), the proximal-point modification adds tau ||a - alpha_W^k||^2, i.e. Q_WW + 2 tau I
+(bertini's PPD-SVMlight, Section II.B; tau = 1 by default). Then G += Q[:, W] (a - alpha_W^k)
+with the columns that moved, from the shared LRU cache. Stop when m(alpha) - M(alpha) < tol.
+
+The whole loop is compiled (`_chunk`, numba), the Python driver only owns the clock and the
+trace, as smo's. The subproblem is solved by SMO restricted to W (`_smo_subproblem`: pair steps
+on the most violating pair of the subproblem, warm-started at alpha_W^k, until its own violation
+is below sub_tol * tol): a dense q x q problem costs O(q) a step, against the O(n q) of the
+gradient update, and needs no factorisation, so a singular Q_WW is no special case. (Versions 1-3
+solved it by qp's interior point method from Python: 1-3 ms a subproblem, 9-34x SVC's time on
+5k blobs where smo is 1-2x.)
 
 Descent is guaranteed without trusting the subproblem solver:
 
 - q = 2: W is the most violating pair (i, j) and the subproblem is solved in closed form along
-  d = y_i e_i - y_j e_j (Platt 1998; the step of smo), no interior point method.
+  d = y_i e_i - y_j e_j (Platt 1998; the step of smo).
 - q > 2: W holds the most violating pair (i*, j*) (the largest v in I_up and the smallest in
   I_low), so one closed-form step on that pair is a feasible point of the subproblem; an exact
   subproblem answer decreases f at least as much (the proximal one: its model f + tau ||.||^2).
-  The interior point answer is accepted only when it decreases f by at least half that step's
-  decrease (a sufficient decrease test); otherwise the subproblem is solved by pair steps
-  (SMO restricted to W, `_smo_subproblem`), whose first step is that one. Every iteration
-  therefore decreases f at least half as much as an SMO step on the most violating pair, which
-  terminates for tol > 0 (Keerthi & Gilbert, "Convergence of a generalized SMO algorithm for
-  SVM classifier design", Machine Learning 46, 2002).
+  The answer is accepted only when it decreases f by at least half that step's decrease (a
+  sufficient decrease test, `_accept`, on the reduced gradient); otherwise that one pair step is
+  taken instead. Every iteration therefore decreases f at least half as much as an SMO step on
+  the most violating pair, which terminates for tol > 0 (Keerthi & Gilbert, "Convergence of a
+  generalized SMO algorithm for SVM classifier design", Machine Learning 46, 2002).
 - Ties in v go to the lower index, so W is a function of (alpha, G) alone.
 - If f still does not decrease for STALL_ITERS consecutive iterations, the solve ends with status
   ``stalled`` and says why (it never spins to max_iter).
 
 Without these (before version 2) the outer loop took whatever the interior point method
-returned, and with qp's solver as it was then (before its KKT-solve and polish fixes) that cycled. (a) A solve that stops short (100 steps, polish refused) came back as alpha_W^k itself
-(the multiplier snap puts both variables on a corner, the equality repair moves back), and as W
-depends on (alpha, G) only, the same W repeated forever: breast cancer, poly, C = 10, q = 2 under
-OpenBLAS's SkylakeX kernels kept the dual at 359.20 from iteration ~200 to 10^6 (SVC: 419.15).
-(b) On nearly singular Q_WW that still passes the positive-definiteness test (a degree-3 poly
-kernel in 2-D has a 10-dimensional feature space, so q = 10 is at its rank) the answers went
-uphill (f up by as much as 1119 in one step, 13,337 of the first 30,000 iterations on blobs 5k,
-C = 10) and the dual alternated between 6101.83 and 6121.00 up to the 10^6 cap.
+returned, and with qp's solver as it was then (before its KKT-solve and polish fixes) that
+cycled. (a) A solve that stopped short came back as alpha_W^k itself, and as W depends on
+(alpha, G) only, the same W repeated forever: breast cancer, poly, C = 10, q = 2 under OpenBLAS's
+SkylakeX kernels kept the dual at 359.20 from iteration ~200 to 10^6 (SVC: 419.15). (b) On nearly
+singular Q_WW (a degree-3 poly kernel in 2-D has a 10-dimensional feature space, so q = 10 is at
+its rank) the answers went uphill (f up by as much as 1119 in one step on blobs 5k, C = 10) and
+the dual alternated between 6101.83 and 6121.00 up to the 10^6 cap. The tests inject both
+failures into the compiled loop (`_FAULT`).
 """
 from __future__ import annotations
 
@@ -58,88 +63,54 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
-from .kernels import QColumnCache
+from .kernels import QColumnCache, _cache_get, _kernel_value
 from .problem import Problem
-from .qp import solve_box_qp
 from .registry import Param, SolverError, SolverSpec, register
 
 TAU_CURV = 1e-12  # LIBSVM's floor for a non-positive curvature along the pair direction (as smo)
 STALL_ITERS = 50  # consecutive iterations without a decrease of f before `stalled`
 SUFFICIENT = 0.5  # an accepted subproblem answer decreases f by >= this x the pair step's decrease
-PAIR_STEPS = 50  # the pair-step subproblem solver's budget: PAIR_STEPS * q steps
+PAIR_STEPS = 50  # the subproblem solver's budget: PAIR_STEPS * q pair steps
+CHUNK = 100  # outer iterations per call of the compiled loop (the clock is read between calls)
+PD_REL = 1e-10  # Q_WW is positive definite when every Cholesky pivot^2 exceeds this x max diagonal
+
+SHRINK_EVERY = 10  # iterations between shrinking passes (SVMlight's; LIBSVM's min(n, 1000) pair steps)
+
+# Return codes of _chunk
+_RAN, _CONVERGED, _STALLED, _DIVERGED, _RECONSTRUCT = 0, 1, 2, 3, 4
+# State of _chunk (the int64 array `ctr`): iterations, consecutive ones without descent, proximal
+# subproblems, pair steps inside subproblems, pair-step answers, active set size, iterations to the
+# next shrinking pass, whether the one LIBSVM unshrink near the end has happened.
+_IT, _NO_DESCENT, _N_PROX, _SUB_STEPS, _N_PAIR, _N_ACTIVE, _SHRINK_IN, _UNSHRUNK = range(8)
+# Test hook, read by fit_svmlight and passed to the compiled loop (a monkeypatched Python function
+# cannot reach a compiled one): 1 turns every subproblem answer uphill, 2 makes it alpha_W^k (no
+# step), 3 also removes the pair step's move. 0 in every real run.
+_FAULT = 0
 
 
 @njit(cache=True, nogil=True)
 def _is_pd(H, rel):
     """Q_WW positive definite in the numerical sense: Cholesky succeeds with every pivot^2 above
-    rel * max diagonal. The 2 x 2 case in closed form (no LAPACK: the same answer on every BLAS)."""
+    rel * max diagonal. Plain loops, no LAPACK: the same answer under every BLAS kernel."""
+    q = H.shape[0]
     dmax = 0.0
-    for i in range(H.shape[0]):
+    for i in range(q):
         dmax = max(dmax, H[i, i])
-    if H.shape[0] == 2:
-        if not (H[0, 0] > rel * dmax):
+    L = np.zeros((q, q))
+    for j in range(q):
+        s = H[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not (s > rel * dmax):
             return False
-        return H[1, 1] - H[0, 1] * H[1, 0] / H[0, 0] > rel * dmax
-    try:
-        L = np.linalg.cholesky(H)
-    except Exception:  # noqa: BLE001 -- numba raises LinAlgError; only the class is caught
-        return False
-    for i in range(H.shape[0]):
-        if not (L[i, i] * L[i, i] > rel * dmax):
-            return False
+        d = math.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, q):
+            t = H[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / d
     return True
-
-
-@njit(cache=True, nogil=True)
-def _repair(a, yv, r, u):
-    """Snap values within 1e-10 u of a bound onto it and restore y'a = r on a free variable."""
-    for i in range(a.shape[0]):
-        if a[i] < 1e-10 * u[i]:
-            a[i] = 0.0
-        elif a[i] > u[i] * (1.0 - 1e-10):
-            a[i] = u[i]
-    res = yv @ a - r
-    if res != 0.0:
-        for i in range(a.shape[0]):
-            v = a[i] - res * yv[i]
-            if 0.0 <= v <= u[i]:
-                a[i] = v
-                break
-    return a
-
-
-@njit(cache=True, nogil=True)
-def _subproblem(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps):
-    """Solve bertini's subproblem (Section II.A; II.B's proximal version when proximal == 2, or
-    when proximal == 1 and Q_WW is not positive definite) by the interior point method. Returns
-    (a, ipm steps, used proximal); a may be inexact -- the caller tests its decrease."""
-    q = aW.shape[0]
-    H = QWW.copy()
-    c = GW - QWW @ aW
-    use_prox = proximal == 2 or (proximal == 1 and not _is_pd(QWW, 1e-10))
-    if use_prox:
-        for i in range(q):
-            H[i, i] += 2.0 * tau
-            c[i] -= 2.0 * tau * aW[i]
-    r = yW @ aW
-    u = np.full(q, C)
-    a, steps, code, polished = solve_box_qp(H, c, yW, r, u, aW, tol, max_steps)
-    if not polished:
-        a = _repair(a, yW, r, u)
-    if abs(yW @ a - r) > 1e-12 * C * q and not use_prox and proximal != 0:
-        # No exact solution on the face the IPM found (singular Q_WW): the proximal
-        # subproblem is strictly convex and always has one.
-        for i in range(q):
-            H[i, i] += 2.0 * tau
-            c[i] -= 2.0 * tau * aW[i]
-        use_prox = True
-        a, steps2, code, polished = solve_box_qp(H, c, yW, r, u, aW, tol, max_steps)
-        steps += steps2
-        if not polished:
-            a = _repair(a, yW, r, u)
-    if abs(yW @ a - r) > 1e-12 * C * q:
-        return aW.copy(), steps, use_prox  # infeasible: no step (the caller takes the pair step)
-    return a, steps, use_prox
 
 
 @njit(cache=True, nogil=True)
@@ -161,16 +132,19 @@ def _df(QWW, GW, d, ptau):
 
 
 @njit(cache=True, nogil=True)
-def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
-    """The subproblem solved by pair steps (SMO restricted to W): each step takes the most
-    violating pair (i, j) of the model 1/2 d'(Q_WW + 2 ptau I)d + G_W'd (the proximal one when
-    ptau > 0) and minimises it along d = y_i e_i - y_j e_j in closed form, clipped to the box
-    (Platt 1998; bertini, Section III's t* = -g'd / d'Hd and t_max). With b = v_i - v_j > 0 the
-    step decreases the model by min(b^2 / (2 a), ...) > 0, so every step is a descent step of f
-    (f changes by the model's change minus ptau ||d||^2). A curvature a <= 0 (a non-PD Q_WW
-    without the proximal term) is floored at TAU_CURV, as in LIBSVM and smo: the step then goes
-    to the bound, the minimiser on the segment along a descent direction of non-positive
-    curvature. At q = 2 the first step is the exact solution (W is one pair).
+def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps, second_order):
+    """The subproblem solved by pair steps (SMO restricted to W): each step takes a violating
+    pair (i, j) of the model 1/2 d'(Q_WW + 2 ptau I)d + G_W'd (the proximal one when ptau > 0) and
+    minimises it along d = y_i e_i - y_j e_j in closed form, clipped to the box (Platt 1998;
+    bertini, Section III's t* = -g'd / d'Hd and t_max). i is the most violating index of I_up; j
+    the most violating of I_low (second_order False: the most violating pair) or the one of the
+    largest model decrease b^2 / a (Fan, Chen & Lin 2005, WSS 2, as smo's default: on the
+    near-singular Q_WW of low-dimensional data it needs a fraction of the steps). With
+    b = v_i - v_j > 0 the step decreases the model by min(b^2 / (2 a), ...) > 0, so every step is
+    a descent step of f (f changes by the model's change minus ptau ||d||^2). A curvature a <= 0
+    (a non-PD Q_WW without the proximal term) is floored at TAU_CURV, as in LIBSVM and smo: the
+    step then goes to the bound, the minimiser on the segment along a descent direction of
+    non-positive curvature. At q = 2 the first step is the exact solution (W is one pair).
 
     Ties go to the lower position. Stops when the violation on W is below tol or after
     max_steps. Returns (a, steps, pred): pred = sum of the steps' model changes
@@ -184,9 +158,8 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
     pred = 0.0
     while steps < max_steps:
         i = -1
-        j = -1
         vi = -np.inf
-        vj = np.inf
+        vmin = np.inf
         for t in range(q):
             v = -yW[t] * g[t]
             up = a[t] < C if yW[t] > 0 else a[t] > 0
@@ -194,11 +167,31 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
             if up and v > vi:
                 vi = v
                 i = t
-            if low and v < vj:
-                vj = v
-                j = t
-        if i < 0 or j < 0 or not (vi - vj >= tol):
+            if low and v < vmin:
+                vmin = v
+        if i < 0 or not (vi - vmin >= tol):
             break
+        j = -1
+        vj = np.inf
+        best = np.inf
+        for t in range(q):
+            low = a[t] > 0 if yW[t] > 0 else a[t] < C
+            if not low:
+                continue
+            v = -yW[t] * g[t]
+            if not second_order:
+                if v < vj:
+                    vj = v
+                    j = t
+            elif v < vi:
+                bt = vi - v
+                at = QWW[i, i] + QWW[t, t] - 2.0 * yW[i] * yW[t] * QWW[i, t] + 4.0 * ptau
+                if not (at > TAU_CURV):
+                    at = TAU_CURV
+                if -bt * bt / at < best:
+                    best = -bt * bt / at
+                    vj = v
+                    j = t
         yi = yW[i]
         yj = yW[j]
         b = vi - vj  # -g'd
@@ -235,14 +228,15 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps):
 
 
 @njit(cache=True, nogil=True)
-def _best(v, mask, excl, k, sign, out):
-    """Indices of the k largest sign * v over mask & ~excl, most violating first; a tie keeps the
-    lower index (the scan is in index order and only a strictly better value moves ahead), so
-    the working set does not depend on a sort's tie order. Returns how many were found."""
-    n = v.shape[0]
+def _best(v, idx, n_idx, mask, excl, k, sign, out):
+    """Indices of the k largest sign * v over idx[:n_idx] in mask and not in excl, most violating
+    first; idx is increasing, and a tie keeps the lower index (the scan is in index order and
+    only a strictly better value moves ahead), so the working set does not depend on a sort's tie
+    order. Returns how many were found."""
     val = np.empty(k)
     cnt = 0
-    for t in range(n):
+    for r in range(n_idx):
+        t = idx[r]
         if not mask[t] or excl[t]:
             continue
         s = sign * v[t]
@@ -263,25 +257,55 @@ def _best(v, mask, excl, k, sign, out):
 
 
 @njit(cache=True, nogil=True)
-def _select(v, up, low, q):
-    """(W, m, M): see select_working_set."""
-    n = v.shape[0]
+def _m_M(v, up, low, idx, n_idx):
+    """m = max of v over I_up, M = min over I_low, both over idx[:n_idx]."""
     m = -np.inf
     M = np.inf
-    for t in range(n):
+    for r in range(n_idx):
+        t = idx[r]
         if up[t] and v[t] > m:
             m = v[t]
         if low[t] and v[t] < M:
             M = v[t]
+    return m, M
+
+
+@njit(cache=True, nogil=True)
+def _select(v, up, low, q, idx, n_idx, excl):
+    """(W, m, M) over the variables idx[:n_idx]: see select_working_set. excl: all False, a
+    scratch array of n (left all False), so that no iteration allocates O(n)."""
+    m, M = _m_M(v, up, low, idx, n_idx)
     W = np.empty(q, np.int64)
-    excl = np.zeros(n, np.bool_)
     h = q // 2
-    nI = _best(v, up, excl, h, 1.0, W[:h])
+    nI = _best(v, idx, n_idx, up, excl, h, 1.0, W[:h])
     for t in range(nI):
         excl[W[t]] = True
-    k = q - nI
-    nJ = _best(v, low, excl, k, -1.0, W[nI:])
+    nJ = _best(v, idx, n_idx, low, excl, q - nI, -1.0, W[nI:])
+    for t in range(nI):
+        excl[W[t]] = False
     return W[:nI + nJ].copy(), m, M
+
+
+@njit(cache=True, nogil=True)
+def _shrink(v, up, low, m, M, active, n_active):
+    """Drop from the active set the variables at a bound that cannot enter a working set while
+    m and M hold (LIBSVM's be_shrunk, Chang & Lin 2011, Section 5.1; Joachims 1999, Section 4):
+    one only in I_up with v below M, or only in I_low with v above m. Keeps active[:n] in
+    increasing order (the tie rule) and the dropped ones after it. Returns the new size."""
+    kept = 0
+    dropped = np.empty(n_active, np.int64)
+    nd = 0
+    for r in range(n_active):
+        t = active[r]
+        out = (up[t] and not low[t] and v[t] < M) or (low[t] and not up[t] and v[t] > m)
+        if out:
+            dropped[nd] = t
+            nd += 1
+        else:
+            active[kept] = t
+            kept += 1
+    active[kept:n_active] = dropped[:nd]
+    return kept
 
 
 def select_working_set(v, up, low, q):
@@ -289,24 +313,228 @@ def select_working_set(v, up, low, q):
     (Joachims 1999; bertini, Section II.A), ties to the lower index. Returns (W, m, M) with
     m = max_{I_up} v, M = min_{I_low} v; W[0] attains m, and the first index of W in I_low
     with the smallest v attains M."""
-    return _select(np.ascontiguousarray(v, dtype=np.float64), np.ascontiguousarray(up, dtype=np.bool_),
-                   np.ascontiguousarray(low, dtype=np.bool_), int(q))
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    idx = np.arange(v.shape[0], dtype=np.int64)
+    return _select(v, np.ascontiguousarray(up, dtype=np.bool_), np.ascontiguousarray(low, dtype=np.bool_),
+                   int(q), idx, idx.shape[0], np.zeros(v.shape[0], np.bool_))
+
+
+@njit(cache=True, nogil=True)
+def _accept(a, aW, yW, C, pred, pred1):
+    """The sufficient decrease test (module docstring): the answer a is in the box, keeps
+    y_W'a = y_W'alpha_W, and decreases f by pred <= SUFFICIENT x pred1 (< 0), the decrease of one
+    pair step on the most violating pair. pred is read on the reduced gradient (`_reduced_gradient`)
+    and pred1 in exact arithmetic, so an exact answer passes however small its step."""
+    q = a.shape[0]
+    dy = 0.0
+    for t in range(q):
+        if not (0.0 <= a[t] <= C):
+            return False
+        dy += yW[t] * (a[t] - aW[t])
+    return abs(dy) <= 1e-12 * C * q and pred1 < 0.0 and pred <= SUFFICIENT * pred1
+
+
+@njit(cache=True, nogil=True)
+def _inject(fault, a, aW, C):
+    """The failures the decrease test exists for (`_FAULT`; tests only): 1 walks from alpha_W
+    against the answer's step as far as the box allows (an uphill answer, as the interior point
+    method gave on nearly singular Q_WW), 2 and 3 return alpha_W itself (no step, as it gave
+    under SkylakeX)."""
+    d = a - aW
+    if fault != 1:
+        return aW.copy()
+    s = 1.0
+    for k in range(d.shape[0]):
+        if d[k] != 0.0:
+            s = min(s, (aW[k] if d[k] > 0 else C - aW[k]) / abs(d[k]))
+    return aW - s * d
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _kernel_QWW(W, data, ker):
+    """Q_WW = y_i y_j K(x_i, x_j) over W computed directly, q^2 kernel values: most of W does not
+    move in a subproblem, and fetching its full columns from the cache (n kernel values each) made
+    column computation most of the time on 5k blobs (every one of the n columns computed, against
+    smo's ~1,300). Only the columns of the variables that moved are fetched, for the G update."""
+    dense, Xd, vals, indices, indptr, xn, y, scratch = data
+    kind, gamma, coef0, degree = ker
+    w = W.shape[0]
+    QWW = np.empty((w, w))
+    if dense:  # the q x q dot products by one BLAS product (a scalar loop took 2x 100 columns' time)
+        XW = np.empty((w, Xd.shape[1]))
+        for s in range(w):
+            XW[s] = Xd[W[s]]
+        D = np.dot(XW, XW.T)
+    for s in range(w):
+        i = W[s]
+        if not dense:
+            for p in range(indptr[i], indptr[i + 1]):
+                scratch[indices[p]] = vals[p]
+        for t in range(s, w):
+            j = W[t]
+            if dense:
+                dot = D[s, t]
+            else:
+                dot = 0.0
+                for p in range(indptr[j], indptr[j + 1]):
+                    dot += scratch[indices[p]] * vals[p]
+            # the upper triangle mirrored: symmetric whatever the BLAS's summation order
+            QWW[s, t] = QWW[t, s] = y[i] * y[j] * _kernel_value(kind, gamma, coef0, degree, dot, xn[i], xn[j])
+        if not dense:
+            for p in range(indptr[i], indptr[i + 1]):
+                scratch[indices[p]] = 0.0
+    return QWW
+
+
+@njit(cache=True, nogil=True)
+def _set_sets(k, a, yk, C, up, low):
+    """I_up / I_low membership of variable k at alpha_k = a."""
+    if yk > 0:
+        up[k] = a < C
+        low[k] = a > 0.0
+    else:
+        up[k] = a > 0.0
+        low[k] = a < C
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _chunk(max_iters, q, tol, sub_eps, C, tau, prox, fault, shrinking, alpha, G, G_bar, y, up, low, active,
+           ctr, last, cache, data, ker):
+    """Up to max_iters SVMlight iterations (module docstring) on the active variables
+    active[:ctr[_N_ACTIVE]], in place on alpha, G (exact on the active rows), G_bar (with
+    shrinking), up, low and the counters ctr; last = [m - M at the last selection, the largest change of f over the accepted
+    steps]. Returns _RAN, _CONVERGED (m - M < tol on every variable), _STALLED, _DIVERGED or
+    _RECONSTRUCT (the driver rebuilds G on the shrunken variables and activates them all)."""
+    n = alpha.shape[0]
+    v = np.empty(n)
+    excl = np.zeros(n, np.bool_)
+    for _ in range(max_iters):
+        n_active = ctr[_N_ACTIVE]
+        for r in range(n_active):
+            k = active[r]
+            v[k] = -y[k] * G[k]
+        ctr[_SHRINK_IN] -= 1
+        if shrinking and ctr[_SHRINK_IN] <= 0:
+            ctr[_SHRINK_IN] = SHRINK_EVERY
+            m, M = _m_M(v, up, low, active, n_active)
+            if ctr[_UNSHRUNK] == 0 and m - M <= 10.0 * tol:
+                # LIBSVM: once near the end, rebuild G and shrink again from everything
+                ctr[_UNSHRUNK] = 1
+                if n_active < n:
+                    return _RECONSTRUCT
+            ctr[_N_ACTIVE] = n_active = _shrink(v, up, low, m, M, active, n_active)
+        W, m, M = _select(v, up, low, q, active, n_active, excl)
+        last[0] = m - M
+        if m - M < tol:
+            if n_active < n:  # optimal on the active set: check the shrunken ones too
+                ctr[_SHRINK_IN] = SHRINK_EVERY
+                return _RECONSTRUCT
+            return _CONVERGED
+        w = W.shape[0]
+        QWW = _kernel_QWW(W, data, ker)
+        aW = alpha[W]
+        GW = G[W]
+        yW = y[W]
+        used = prox == 2 or (prox == 1 and not _is_pd(QWW, PD_REL))
+        ptau = tau if used else 0.0
+        # The guaranteed step: one pair step on W's most violating pair, the global one.
+        a1, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, 1, False)
+        if fault == 3:
+            a1 = aW.copy()
+        if w == 2:  # W is one pair: the closed form is the exact answer
+            a = a1
+            pred = pred1
+            ctr[_N_PAIR] += 1
+            ctr[_SUB_STEPS] += 1
+        else:
+            a, steps, _ = _smo_subproblem(QWW, GW, aW, yW, C, ptau, sub_eps, PAIR_STEPS * w, True)
+            ctr[_SUB_STEPS] += steps
+            if fault != 0:
+                a = _inject(fault, a, aW, C)
+            pred = _df(QWW, _reduced_gradient(GW, yW), a - aW, 0.0)
+            if not _accept(a, aW, yW, C, pred, pred1):
+                a = a1
+                pred = pred1
+                ctr[_N_PAIR] += 1
+        d = a - aW
+        moved = False
+        for t in range(w):
+            if not math.isfinite(d[t]):
+                return _DIVERGED
+            moved |= d[t] != 0.0
+        last[1] = max(last[1], _df(QWW, GW, d, 0.0))
+        # G += Q[:, W] d on the active rows, over the columns that moved (the others cost nothing);
+        # with shrinking, G_bar = C sum_{alpha_j = C} Q_j (LIBSVM's, for `_reconstruct`) takes the
+        # full column of a variable that reaches or leaves C.
+        for t in range(w):
+            if d[t] != 0.0:
+                to_C = (a[t] >= C) != (aW[t] >= C)
+                col = _cache_get(W[t], shrinking and to_C, active, n_active, cache, data, ker)
+                if shrinking and to_C:
+                    sgn = C if a[t] >= C else -C
+                    for k in range(n):
+                        G_bar[k] += sgn * col[k]
+                dt = d[t]
+                if n_active == n:  # contiguous: vectorises
+                    for k in range(n):
+                        G[k] += col[k] * dt
+                else:
+                    for r in range(n_active):
+                        k = active[r]
+                        G[k] += col[k] * dt
+            alpha[W[t]] = a[t]
+            _set_sets(W[t], a[t], y[W[t]], C, up, low)
+        ctr[_IT] += 1
+        ctr[_N_PROX] += used
+        # Progress: a decrease of f (the accepted answer's, or the pair step's exact-arithmetic
+        # one) and a point that moved. Neither for STALL_ITERS iterations in a row: stalled.
+        ctr[_NO_DESCENT] = 0 if (pred < 0.0 and moved) else ctr[_NO_DESCENT] + 1
+        if ctr[_NO_DESCENT] >= STALL_ITERS:
+            return _STALLED
+    return _RAN
+
+
+def _reconstruct(cache, alpha, G, G_bar, active, n_active, C):
+    """G_k = G_bar_k - 1 + sum_{0 < alpha_j < C} alpha_j Q_kj on the shrunken variables
+    k = active[n_active:] (their G went stale while they were out; LIBSVM's reconstruct_gradient),
+    by BLAS blocks over the free support vectors only: summing over every support vector instead
+    took more than half of the solve on 5k blobs."""
+    rows = active[n_active:]
+    if rows.size == 0:
+        return G
+    y = cache.y
+    free = np.flatnonzero((alpha > 0) & (alpha < C))
+    G[rows] = G_bar[rows] - 1.0
+    if free.size:
+        G[rows] += y[rows] * cache.matvec(free, alpha[free] * y[free], rows=rows)
+    return G
+
+
+def _unshrink(cache, alpha, G, G_bar, active, ctr, C):
+    """Every variable active again, with its G rebuilt; partial cached columns become stale."""
+    if ctr[_N_ACTIVE] < alpha.shape[0]:
+        _reconstruct(cache, alpha, G, G_bar, active, int(ctr[_N_ACTIVE]), C)
+        active[:] = np.arange(alpha.shape[0])
+        ctr[_N_ACTIVE] = alpha.shape[0]
+        cache.invalidate_partial()
 
 
 def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
                  q: int = 40, tau: float = 1.0, proximal: str = "auto", cache_size: float = 200.0,
-                 sub_tol: float = 1e-10) -> Fit:
+                 sub_tol: float = 0.1, shrinking: bool = True) -> Fit:
     """SVMlight decomposition (module docstring). An iteration is one q-variable subproblem;
-    budget.tol is the tolerance on m(alpha) - M(alpha).
+    budget.tol is the tolerance on m(alpha) - M(alpha), sub_tol * tol the subproblem's on its own.
 
     proximal: "auto" (proximal term only when Q_WW is not positive definite, bertini,
-    Section II.B), "always" or "never". warm_start: ``alpha``, projected onto the feasible set first.
+    Section II.B), "always" or "never". shrinking: drop the variables at a bound that cannot enter
+    a working set (`_shrink`), rebuild their G before the final check (`_reconstruct`).
+    warm_start: ``alpha``, projected onto the feasible set first.
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, q,
-    n_proximal (subproblems solved with the proximal term), ipm_iterations, n_pair_solves
-    (subproblems solved by closed-form pair steps, `_smo_subproblem`: every one at q = 2; at
-    q > 2 those whose interior point answer failed the decrease test) and pair_steps (their
-    steps), max_df (the largest change of f over the accepted steps: <= 0 up to rounding),
-    cache counters; stop_reason when status is ``stalled``.
+    n_proximal (subproblems solved with the proximal term), sub_steps (pair steps inside the
+    subproblems), n_pair_solves (subproblems answered by the one closed-form pair step: every one
+    at q = 2; at q > 2 those whose answer failed the decrease test), max_df (the largest change of
+    f over the accepted steps: <= 0 up to rounding), n_reconstruct (gradient rebuilds after
+    shrinking), cache counters; stop_reason when status is ``stalled``.
     """
     if q % 2:
         raise SolverError(f"svmlight.q={q!r} must be even (q/2 indices come from each violating set)")
@@ -319,90 +547,69 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
     cache = QColumnCache(problem.kernel, problem.X, y, cache_size, problem.row_norms_sq)
     alpha = warm_alpha(problem, warm_start)
     if alpha.any():
-        G, _ = gradient(cache, alpha, C)
+        G, G_bar = gradient(cache, alpha, C)
     else:
-        G = -np.ones(n)
+        G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
     prox_code = {"never": 0, "auto": 1, "always": 2}[proximal]
+    up = np.where(y > 0, alpha < C, alpha > 0).astype(np.uint8)
+    low = np.where(y > 0, alpha > 0, alpha < C).astype(np.uint8)
+    active = np.arange(n, dtype=np.int64)
+    ctr = np.zeros(8, np.int64)
+    ctr[_N_ACTIVE] = n
+    ctr[_SHRINK_IN] = SHRINK_EVERY
+    last = np.array([math.inf, -math.inf])
+    n_recon = 0
+
+    def exact_G():
+        return _reconstruct(cache, alpha, G.copy(), G_bar, active, int(ctr[_N_ACTIVE]), C)
+
+    def trace_point():
+        return certificates(problem, alpha, exact_G())[:3]
 
     status = "max_iter"
     reason = ""
     it = 0
-    n_prox = 0
-    ipm_its = 0
-    n_pair = 0
-    pair_its = 0
-    no_descent = 0
-    max_df = -math.inf
     # The current model for the caller's trace extras (test error at each point).
-    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(G, alpha, y, C)[0]))
+    recorder.model(lambda: SimpleNamespace(w=None, alpha=alpha, b=intercept(exact_G(), alpha, y, C)[0]))
     while it < max_iter:
-        v = -y * G
-        up = np.where(y > 0, alpha < C, alpha > 0)
-        low = np.where(y > 0, alpha > 0, alpha < C)
-        W, m, M = select_working_set(v, up, low, q)
-        if m - M < tol:
+        # Run the compiled loop up to the next trace point, CHUNK iterations or the budget.
+        nxt = recorder.next_due()
+        stop_at = it + min(CHUNK, max_iter - it)
+        if nxt is not None and it < nxt < stop_at:
+            stop_at = nxt
+        code = _chunk(stop_at - it, q, tol, sub_tol * tol, C, tau, prox_code, _FAULT, shrinking, alpha, G, G_bar,
+                      y, up, low, active, ctr, last, cache.state, cache.data, cache.ker)
+        steps, it = int(ctr[_IT]) - it, int(ctr[_IT])
+        if code == _RECONSTRUCT:
+            _unshrink(cache, alpha, G, G_bar, active, ctr, C)
+            n_recon += 1
+        if code == _CONVERGED:
             status = "converged"
             break
-        QW = cache.columns(W)
-        aW = alpha[W]
-        QWW = np.ascontiguousarray(QW[W])
-        GW = G[W]
-        yW = y[W]
-        if W.shape[0] == 2:
-            # The 2-variable subproblem in closed form (its proximal version: curvature + 4 tau).
-            used = prox_code == 2 or (prox_code == 1 and not _is_pd(QWW, 1e-10))
-            a, steps, pred = _smo_subproblem(QWW, GW, aW, yW, C, tau if used else 0.0, tol, 2)
-            n_pair += 1
-            pair_its += int(steps)
-        else:
-            a, steps, used = _subproblem(QWW, GW, aW, yW, C, tau, prox_code, sub_tol, 100)
-            ipm_its += int(steps)
-            ptau = tau if used else 0.0
-            # Sufficient decrease against one pair step on the most violating pair of W (the
-            # global one, select_working_set) for the same model (module docstring): an exact
-            # answer passes, one the IPM left short, uphill or infeasible does not.
-            # The reference is that step's exact-arithmetic decrease (< 0), not one computed
-            # from its end point, which is rounding noise near the optimum (_smo_subproblem).
-            _, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, 1)
-            pred = _df(QWW, _reduced_gradient(GW, yW), a - aW, 0.0)
-            ok = (a.min() >= 0.0 and a.max() <= C and abs(yW @ (a - aW)) <= 1e-12 * C * q
-                  and pred <= SUFFICIENT * pred1 and pred1 < 0.0)
-            if not ok:
-                a, steps, pred = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, PAIR_STEPS * q)
-                n_pair += 1
-                pair_its += int(steps)
-        df = _df(QWW, GW, a - aW, 0.0)
-        d = a - aW
-        G += QW @ d
-        alpha[W] = a
-        it += 1
-        n_prox += int(used)
-        max_df = max(max_df, float(df))
-        # Progress: a decrease of f (the accepted answer's, or the pair steps' exact-arithmetic
-        # one) and a point that moved. Neither for STALL_ITERS iterations in a row: stalled.
-        no_descent = no_descent + 1 if not (pred < 0.0 and d.any()) else 0
-        if recorder.due(it):
-            recorder.note(m_minus_M=m - M, n_sv=int(np.count_nonzero(alpha)), n_prox=n_prox)
-            recorder.record(it, lambda: certificates(problem, alpha, G)[:3])
-        if not np.isfinite(d).all():
+        if recorder.due(it) and steps:
+            recorder.note(m_minus_M=last[0], n_sv=int(np.count_nonzero(alpha)), n_prox=int(ctr[_N_PROX]))
+            recorder.record(it, trace_point)
+        if code == _DIVERGED:
             status = "diverged"
             break
-        if no_descent >= STALL_ITERS:
+        if code == _STALLED:
             status = "stalled"
-            reason = (f"f did not decrease in {no_descent} consecutive iterations: neither the "
-                      f"subproblem answer nor the closed-form pair steps on W (most violating pair "
-                      f"m - M = {m - M:.3g}) lowered it")
+            reason = (f"f did not decrease in {int(ctr[_NO_DESCENT])} consecutive iterations: neither the "
+                      f"subproblem answer nor the closed-form pair step on W (most violating pair "
+                      f"m - M = {last[0]:.3g}) lowered it")
             break
         if recorder.out_of_time(budget):
             status = "timeout"
             break
 
-    fit_time = recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    fit_time = recorder.seconds()
+    _unshrink(cache, alpha, G, G_bar, active, ctr, C)
+    recorder.close(it, trace_point)
     return finish_fit("svmlight", problem, alpha, G, status, it, tol, fit_time, reason=reason,
-                      f_alpha0=f0, q=q, n_proximal=n_prox, ipm_iterations=ipm_its, n_pair_solves=n_pair,
-                      pair_steps=pair_its, max_df=max_df, cache_hits=cache.hits, cache_misses=cache.misses,
-                      cache_columns=cache.n_slots)
+                      f_alpha0=f0, q=q, n_proximal=int(ctr[_N_PROX]), sub_steps=int(ctr[_SUB_STEPS]),
+                      n_pair_solves=int(ctr[_N_PAIR]), max_df=float(last[1]), n_reconstruct=n_recon, cache_hits=cache.hits,
+                      cache_misses=cache.misses, cache_columns=cache.n_slots)
 
 
 register(SolverSpec(
@@ -416,8 +623,9 @@ register(SolverSpec(
         "proximal": Param("auto", "str", options=("auto", "always", "never"),
                           doc="proximal term when Q_WW is not positive definite / always / never"),
         "cache_size": Param(200.0, "float", low=0.0, open_low=True, doc="kernel-column cache, MB"),
-        "sub_tol": Param(1e-10, "float", low=0.0, open_low=True, high=1.0,
-                         doc="interior point tolerance of each subproblem"),
+        "sub_tol": Param(0.1, "float", low=0.0, open_low=True, high=1.0,
+                         doc="each subproblem is solved to a violation below sub_tol x tol"),
+        "shrinking": Param(True, "bool", doc="shrinking with gradient reconstruction (Joachims 1999, Section 4)"),
     },
     losses=LOSSES,
     intercepts=INTERCEPTS,
@@ -425,6 +633,6 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=1_000_000,
     default_tol=1e-3,   # as smo and LIBSVM: the same violation m(alpha) - M(alpha)
-    version="3",  # 3: the decrease test on the reduced gradient (_reduced_gradient)
+    version="4",  # 4: compiled loop, subproblems by pair steps; 3: the decrease test on the reduced gradient
     description="SVMlight decomposition with the proximal-point modification (Joachims 1999; bertini, Section II)",
 ))

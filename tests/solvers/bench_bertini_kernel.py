@@ -12,6 +12,13 @@ time and (svmlight) the subproblems finished by pair steps, summed over folds.
     ... python tests/solvers/bench_bertini_kernel.py blobs N
 
 qp (tol 1e-6) and smo (tol 1e-3) on N standardised `toy_blobs` points, rbf C = 10: qp's scale.
+
+    ... python tests/solvers/bench_bertini_kernel.py ratio [REPS]
+
+svmlight at its best q against smo on the same folds and problems (issue #18's goal: within 2x),
+the runs alternating in one process (smo, then svmlight at each q, fold by fold, REPS rounds, 3 by
+default), the minimum per fold and solver summed over the folds: under load only a ratio measured
+this way means anything.
 """
 import sys
 import time
@@ -76,8 +83,36 @@ def blobs(n):
               f"dual {r.dual:.10e}, {time.perf_counter() - t:.1f} s", flush=True)
 
 
+def ratio(reps=3, qs=(10, 20, 50, 70, 100)):
+    from solvers import Budget, Problem, fit
+    warnings.simplefilter("ignore")
+    X, y, folds = _folds()
+    runs = [("smo", dict(wss="mvp", shrinking=False))] + [(f"q={q}", dict(q=q, tau=1.0)) for q in qs]
+    print(f"| problem | smo ms (iterations) | " + " | ".join(name for name, _ in runs[1:]) + " | best q / smo |")
+    print("|---|---|" + "---|" * len(qs) + "---|")
+    for title, kernel, C, div in CASES:
+        if C < 1.0:
+            continue
+        problems = [Problem.build(X[tr] / div, y[tr], C=C, intercept="free", **kernel) for tr in folds]
+        best = {name: [np.inf] * len(folds) for name, _ in runs}
+        its = {name: [0] * len(folds) for name, _ in runs}
+        for _ in range(reps):
+            for f, P in enumerate(problems):
+                for name, kw in runs:
+                    t = time.perf_counter()
+                    r = fit(P, "smo" if name == "smo" else "svmlight", budget=Budget(tol=1e-13, max_iter=20000), **kw)
+                    best[name][f] = min(best[name][f], time.perf_counter() - t)
+                    its[name][f] = r.n_iter
+        total = {name: 1e3 * sum(v) for name, v in best.items()}
+        q_best = min(runs[1:], key=lambda r: total[r[0]])[0]
+        print(f"| {title} | " + " | ".join(f"{total[name]:.1f} ({int(np.median(its[name]))})" for name, _ in runs)
+              + f" | {total[q_best] / total['smo']:.2f} ({q_best}) |", flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["blobs"]:
         blobs(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["ratio"]:
+        ratio(*(int(a) for a in sys.argv[2:3]))
     else:
         main()

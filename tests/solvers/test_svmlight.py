@@ -1,4 +1,6 @@
 """svmlight against LIBSVM (scikit-learn's SVC), its proximal-point path, and its certificates."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -128,7 +130,7 @@ def test_degenerate_duplicated_point_does_not_cycle():
               budget=Budget(tol=1e-9, max_iter=20_000), q=2)
     assert res.status == "converged" and res.n_iter < 1000
     assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
-    assert res.info["n_pair_solves"] == res.n_iter and res.info["ipm_iterations"] == 0
+    assert res.info["n_pair_solves"] == res.n_iter and res.info["sub_steps"] == res.n_iter
 
 
 @pytest.mark.parametrize("q", [2, 20])
@@ -149,20 +151,10 @@ def test_dual_never_decreases(breast_cancer, q):
 
 def test_ascent_answers_of_the_subproblem_are_refused(breast_cancer, monkeypatch):
     """A subproblem solver returning feasible points that increase f (what the interior point
-    method did on ill-conditioned Q_WW, poly kernel in 2-D at q = 10): every answer fails the
-    decrease test, the subproblem is solved by pair steps instead, and the solve still reaches
-    SVC's optimum with a monotone dual."""
-    real = svmlight._subproblem
-
-    def uphill(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps):
-        a, steps, used = real(QWW, GW, aW, yW, C, tau, proximal, tol, max_steps)
-        d = a - aW  # a descent direction; walk the other way as far as the box allows
-        s = 1.0
-        for k in np.flatnonzero(d):
-            s = min(s, (aW[k] if d[k] > 0 else C - aW[k]) / abs(d[k]))
-        return aW - s * d, steps, used
-
-    monkeypatch.setattr(svmlight, "_subproblem", uphill)
+    method of versions 1-3 did on ill-conditioned Q_WW, poly kernel in 2-D at q = 10; injected
+    into the compiled loop by `_FAULT`): every answer fails the decrease test, the pair step is
+    taken instead, and the solve still reaches SVC's optimum with a monotone dual."""
+    monkeypatch.setattr(svmlight, "_FAULT", 1)
     X, y = breast_cancer
     X, y = X[:200], y[:200]
     kw = KERNELS["poly"]
@@ -178,9 +170,9 @@ def test_ascent_answers_of_the_subproblem_are_refused(breast_cancer, monkeypatch
 
 
 def test_no_step_from_the_subproblem_falls_back_to_the_pair(breast_cancer, monkeypatch):
-    """The failure seen under SkylakeX: the subproblem answer is alpha_W itself. The pair steps
-    on W make the progress instead (no repeated W)."""
-    monkeypatch.setattr(svmlight, "_subproblem", lambda QWW, GW, aW, *args: (aW.copy(), 100, False))
+    """The failure seen under SkylakeX: the subproblem answer is alpha_W itself. The pair step
+    on W makes the progress instead (no repeated W)."""
+    monkeypatch.setattr(svmlight, "_FAULT", 2)
     X, y = breast_cancer
     kw = KERNELS["poly"]
     D_ref, _, _ = svc_reference(X, y, 10.0, kw)
@@ -192,10 +184,10 @@ def test_no_step_from_the_subproblem_falls_back_to_the_pair(breast_cancer, monke
 
 @pytest.mark.parametrize("q", [2, 10])
 def test_stalls_instead_of_spinning(breast_cancer, monkeypatch, q):
-    """With both subproblem solvers crippled (no step at all), f cannot decrease:
-    the solve must end `stalled` after STALL_ITERS iterations, saying why, not run to max_iter."""
-    monkeypatch.setattr(svmlight, "_subproblem", lambda QWW, GW, aW, *args: (aW.copy(), 1, False))
-    monkeypatch.setattr(svmlight, "_smo_subproblem", lambda QWW, GW, aW, *args: (aW.copy(), 0, 0.0))
+    """With both the subproblem answer and the pair step crippled (no step at all), f cannot
+    decrease: the solve must end `stalled` after STALL_ITERS iterations, saying why, not run to
+    max_iter."""
+    monkeypatch.setattr(svmlight, "_FAULT", 3)
     X, y = breast_cancer
     problem = Problem.build(X, y, C=10.0, intercept="free", **KERNELS["poly"])
     with pytest.warns(Warning, match="stalled.*did not decrease"):
@@ -253,3 +245,86 @@ def test_small_q_tiny_alpha_takes_the_exact_answers():
     assert res.status == "converged" and res.kkt_violation < 1e-13
     assert res.info["n_pair_solves"] == 0
     assert abs(res.dual - ref.dual) <= 1e-10 * abs(ref.dual)
+
+
+def _brute_force_box_qp(H, c, yv, r, C):
+    """min 1/2 a'Ha + c'a s.t. y'a = r, 0 <= a <= C, by enumerating every face (each a_i at 0,
+    at C or free) and solving the face's KKT system: the minimum over the feasible stationary
+    points is the optimum, also for a singular H (a vertex of the optimal set is the unique
+    stationary point of its own face)."""
+    q = c.shape[0]
+    best, arg = np.inf, None
+    for status in itertools.product((0, 1, 2), repeat=q):
+        s = np.array(status)
+        a = np.where(s == 1, C, 0.0)
+        F, B = np.flatnonzero(s == 2), np.flatnonzero(s != 2)
+        if F.size:
+            K = np.block([[H[np.ix_(F, F)], yv[F, None]], [yv[None, F], np.zeros((1, 1))]])
+            rhs = np.r_[-c[F] - H[np.ix_(F, B)] @ a[B], r - yv[B] @ a[B]]
+            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+            if np.abs(K @ sol - rhs).max() > 1e-9 * (1.0 + np.abs(rhs).max()):
+                continue  # no stationary point on this face
+            a[F] = sol[:F.size]
+        if abs(yv @ a - r) > 1e-9 or a.min() < -1e-12 or a.max() > C + 1e-12:
+            continue
+        f = 0.5 * a @ H @ a + c @ a
+        if f < best:
+            best, arg = f, a
+    return best, arg
+
+
+@pytest.mark.parametrize("rank", [5, 2, 1])
+@pytest.mark.parametrize("ptau", [0.0, 0.5])
+@pytest.mark.parametrize("second_order", [True, False])
+def test_subproblem_solver_against_brute_force(rank, ptau, second_order):
+    """The compiled subproblem solver (pair steps on W, `_smo_subproblem`) against an exhaustive
+    face enumeration on random 5-variable subproblems: Q_WW positive definite (rank 5) and
+    singular (rank 2, 1), with and without the proximal term, by either pair rule (the most
+    violating pair; WSS 2, what the solve uses), from feasible starts with some
+    variables at their bounds. Same optimum of the model, a feasible answer."""
+    rng = np.random.default_rng(rank + int(10 * ptau))
+    q, C = 5, 2.0
+    for _ in range(5):
+        Z = rng.normal(size=(q, rank))
+        yW = rng.choice([-1.0, 1.0], size=q)
+        QWW = (yW[:, None] * yW[None, :]) * (Z @ Z.T)
+        aW = np.clip(rng.uniform(-0.5, 2.5, size=q), 0.0, C)
+        GW = rng.normal(size=q) * 3.0
+        H = QWW + 2.0 * ptau * np.eye(q)
+        ref, _ = _brute_force_box_qp(H, GW - H @ aW, yW, yW @ aW, C)
+        a, steps, pred = svmlight._smo_subproblem(QWW, GW, aW, yW, C, ptau, 1e-12, 1_000_000, second_order)
+        assert a.min() >= 0.0 and a.max() <= C and abs(yW @ (a - aW)) <= 1e-12
+        got = 0.5 * a @ H @ a + (GW - H @ aW) @ a
+        assert abs(got - ref) <= 1e-9 * (1.0 + abs(ref))
+        # pred is the model's change in exact arithmetic: the same change, from the end point
+        assert pred == pytest.approx(got - (0.5 * aW @ H @ aW + (GW - H @ aW) @ aW), abs=1e-9)
+        assert svmlight._is_pd(QWW, svmlight.PD_REL) == (rank == q)
+
+
+def test_shrinking_reaches_svc_after_reconstruction(breast_cancer):
+    """Shrinking drops variables at a bound and rebuilds their G before the last check: the run
+    must rebuild at least once (n_reconstruct) and still end at SVC's optimum, certified on the
+    full problem, with the same dual as the run without shrinking."""
+    X, y = breast_cancer
+    kw = KERNELS["rbf"]
+    D_ref, f_ref, K = svc_reference(X, y, 10.0, kw)
+    problem = Problem.build(X, y, C=10.0, intercept="free", **kw)
+    res = fit(problem, "svmlight", budget=Budget(tol=1e-9), q=10)
+    plain = fit(problem, "svmlight", budget=Budget(tol=1e-9), q=10, shrinking=False)
+    assert res.status == "converged" and res.info["n_reconstruct"] >= 1 and plain.info["n_reconstruct"] == 0
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref) and abs(res.dual - plain.dual) <= 1e-9 * abs(D_ref)
+    assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
+    assert res.kkt_violation < 1e-9 and abs(res.gap) <= 1e-6 * abs(res.primal)
+
+
+def test_subproblem_second_order_pair():
+    """Inside the subproblem j is chosen by the largest decrease b^2 / a (WSS 2), not the largest
+    violation: here the most violating j (b = 1.5) has curvature 101, the other (b = 1.2)
+    curvature 2, so WSS 2 moves the other and its first step decreases the model 30x more."""
+    QWW = np.diag([1.0, 100.0, 1.0])
+    GW = np.array([-1.0, 0.5, 0.2])
+    aW, yW = np.ones(3), np.ones(3)
+    a2, _, pred2 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, True)
+    a1, _, pred1 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, False)
+    assert a2[1] == 1.0 and a2[2] != 1.0 and a1[1] != 1.0 and a1[2] == 1.0
+    assert pred2 == pytest.approx(-1.2**2 / 2 / 2) and pred1 == pytest.approx(-1.5**2 / 101 / 2)

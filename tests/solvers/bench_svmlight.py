@@ -1,0 +1,58 @@
+"""svmlight at q in {10, 20, 40, 100} against smo on 5,000 2-D blobs (README "Benchmarks",
+issue #18). Not a test: speed is never asserted.
+
+    SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_svmlight.py [N] [REPS]
+
+The `toy_blobs` points of `+experiment=bench_kernel` (N = 5000 by default, standardised), rbf and
+poly (degree 3, coef0 = 1, gamma "scale"), C in {1, 10}, tol 1e-3 on m - M, both solvers at their
+defaults otherwise (smo: WSS 2 and shrinking). The whole call as a user makes it,
+`SVMClassifier(...).fit(X, y)`, with the runs alternating in one process (smo, then each q, REPS
+rounds, 3 by default) and the minimum per solver reported: under load only a ratio measured this
+way means anything. Prints a Markdown table: smo's time and pair steps, svmlight's time and
+subproblems per q, and svmlight at its best q over smo.
+"""
+import sys
+import time
+import warnings
+
+import numpy as np
+
+QS = (10, 20, 40, 100)
+CASES = [(k, C) for k in ("rbf", "poly") for C in (1.0, 10.0)]
+
+
+def blobs(n):
+    from pipeline.datasets import get_builder
+    X, y, _ = get_builder("toy_blobs")(n_samples=n)
+    X = (X - X.mean(0)) / X.std(0)
+    return np.ascontiguousarray(X), np.where(y == y.max(), 1, -1)
+
+
+def main(n=5000, reps=3):
+    from solvers import SVMClassifier
+    warnings.simplefilter("ignore")
+    X, y = blobs(n)
+    runs = [("smo", {})] + [(f"svmlight q={q}", {"q": q}) for q in QS]
+    for name, sp in runs:  # compile outside the clock
+        SVMClassifier(solver=name.split()[0], kernel="poly", coef0=1.0, solver_params=sp).fit(X[:60], y[:60])
+    print(f"n = {n}, tol 1e-3, min of {reps} alternating whole calls (SVMClassifier.fit), seconds (iterations)\n")
+    print("| kernel, C | smo | " + " | ".join(f"svmlight q={q}" for q in QS) + " | best q / smo |")
+    print("|---|---|" + "---|" * len(QS) + "---|")
+    for kernel, C in CASES:
+        best = {name: np.inf for name, _ in runs}
+        iters = {}
+        for _ in range(reps):
+            for name, sp in runs:
+                est = SVMClassifier(solver=name.split()[0], kernel=kernel, C=C, coef0=1.0, tol=1e-3,
+                                    solver_params=sp)
+                t = time.perf_counter()
+                est.fit(X, y)
+                best[name] = min(best[name], time.perf_counter() - t)
+                iters[name] = f"{est.n_iter_}" + ("" if est.status_ == "converged" else f" {est.status_}")
+        sl = min((best[f"svmlight q={q}"], q) for q in QS)
+        print(f"| {kernel}, C={C:g} | " + " | ".join(f"{best[name]:.3f} ({iters[name]})" for name, _ in runs)
+              + f" | {sl[0] / best['smo']:.2f} (q={sl[1]}) |", flush=True)
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:3]))
