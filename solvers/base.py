@@ -90,8 +90,12 @@ class Recorder:
     solve itself (issue 10: 0.88 s of trace against 0.09 s of solving, one Pegasos epoch on 80k
     rows). A due point is deferred while the recorder's time so far plus the last point's cost
     would exceed ``max_overhead`` x the solver's seconds, and taken at the first due check that
-    can afford it. The first point (no cost known yet) and the closing point are always taken;
-    ``max_overhead=None`` records every due point. ``clock`` is injectable for tests.
+    can afford it. The closing point is always taken, and the final certificate it records counts
+    as the recorder's time (`certify`), so room for it is kept from the start: a due point must
+    leave the share enough for one more point of its cost, and the budget holds for the whole
+    call, not only the loop. Before any point is timed its cost is the driver's estimate
+    (`expect_point_cost`), or unknown: then the first point is taken blind. ``max_overhead=None``
+    records every due point. ``clock`` is injectable for tests.
     """
 
     def __init__(self, per_decade: int = 10, enabled: bool = True, max_points: int = 10_000, extras=None,
@@ -112,12 +116,14 @@ class Recorder:
         self._paused = 0.0
         self._last_cost = 0.0
         self._next = 1
+        self._point_iters = None
 
     def start(self) -> "Recorder":
         self._t0 = self.clock()
         self._paused = 0.0
         self._last_cost = 0.0
         self._next = 1
+        self._point_iters = None
         self.points = []
         self.extra_points = []
         self._notes = {}
@@ -127,18 +133,38 @@ class Recorder:
         return self.clock() - self._t0 - self._paused
 
     def overhead_s(self) -> float:
-        """The recorder's own seconds so far (trace points), excluded from `seconds`."""
+        """The recorder's own seconds so far (trace points and the final certificate), excluded
+        from `seconds`."""
         return self._paused
 
-    def affordable(self) -> bool:
-        """Whether one more point (costing about what the last did) keeps the recorder's own
-        time within max_overhead of the solver's seconds so far."""
-        return (self.max_overhead is None
-                or self._paused + self._last_cost <= self.max_overhead * self.seconds())
+    def expect_point_cost(self, iterations: float) -> None:
+        """The driver's estimate of one point's cost (a full objective, and the final
+        certificate), in its own iterations: a pass over X is n/k Pegasos steps of k rows. Until
+        a point is timed, its cost is taken as `iterations` x the solver's seconds per iteration
+        so far, so even the first point waits for the share to afford it."""
+        self._point_iters = float(iterations)
+
+    def _point_cost(self, k: int) -> float | None:
+        """Seconds one more point is expected to cost: the last point's, else the driver's
+        estimate at iteration k, else None (unknown)."""
+        if self.points:
+            return self._last_cost
+        if self._point_iters is not None and k > 0:
+            return self._point_iters * self.seconds() / k
+        return None
+
+    def affordable(self, k: int = 0) -> bool:
+        """Whether one more point at iteration k, with the closing point's certificate still to
+        pay (about as much again), keeps the recorder's own time within max_overhead of the
+        solver's seconds so far. A first point of unknown cost is taken."""
+        if self.max_overhead is None:
+            return True
+        cost = self._point_cost(k)
+        return cost is None or self._paused + 2.0 * cost <= self.max_overhead * self.seconds()
 
     def due(self, k: int) -> bool:
         return (self.enabled and k >= self._next and len(self.points) < self.max_points
-                and self.affordable())
+                and self.affordable(k))
 
     def next_due(self) -> int | None:
         """The next iteration at which a point is wanted (None when recording is off or full),
@@ -150,6 +176,15 @@ class Recorder:
     def out_of_time(self, budget: "Budget") -> bool:
         """True once the solver's own seconds exceed the budget's time limit."""
         return budget.time_limit_s is not None and self.seconds() > budget.time_limit_s
+
+    def certify(self, fn):
+        """fn(), the driver's final certificate (a pass over the data, as a point is), with the
+        clock paused and its time counted as the recorder's: the closing point is recorded
+        from it (`close(k, lambda: ...)` reusing the values), so the share covers it."""
+        t = self.clock()
+        out = fn()
+        self._paused += self.clock() - t
+        return out
 
     def close(self, k: int, fn) -> float:
         """End of the solve: the solver's seconds, then the last iteration's trace point if

@@ -128,3 +128,43 @@ def test_default_sweep_statuses_on_a_small_case():
     for name in ("dcd", "liblinear", "newton", "gd", "smo", "svmlight", "qp", "pegasos"):
         statuses = [SVMClassifier(solver=name, C=C).fit(X, y).status_ for C in (0.01, 0.1, 1.0, 10.0, 100.0)]
         assert statuses == ["budget" if name == "pegasos" else "converged"] * 5, (name, statuses)
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "csr_array"])
+def test_a_canonical_csr_reaches_the_solver_uncopied(data, monkeypatch, kind):
+    """Issue 10 point 3 / 18: no copy of a CSR already in the solvers' form (sorted int32
+    indices, float64 values): the solver reads the caller's own data and indices buffers."""
+    from dataclasses import replace
+
+    from solvers import registry
+    X, y = data
+    Xs = getattr(sp, kind)(np.where(np.abs(X) > 0.5, X, 0.0))
+    assert Xs.has_canonical_format and Xs.indices.dtype == np.int32
+    spec = registry.get_solver("pegasos")
+    seen = []
+
+    def spy(problem, **kw):
+        seen.append(problem.X_csr)
+        return spec.fit(problem, **kw)
+
+    monkeypatch.setitem(registry._REGISTRY, "pegasos", replace(spec, fit=spy))
+    registry._WARM.add("pegasos")  # the spy needs no warmup of its own
+    clf = SVMClassifier(solver="pegasos", solver_params={"epochs": 2}).fit(Xs, y)
+    (Xp,) = seen
+    assert Xp.data is Xs.data and Xp.indices is Xs.indices
+    assert np.shares_memory(Xp.indptr, Xs.indptr)
+    direct = solvers.fit(Problem(Xs, np.where(y == clf.classes_[1], 1.0, -1.0), intercept="regularized"),
+                         "pegasos", epochs=2)
+    assert clf.objective_ == direct.primal
+
+
+def test_sparse_non_finite_values_are_refused_naming_the_row(data):
+    """Sparse X is checked for NaN and inf once, by Problem (scikit-learn's pass is skipped for
+    it): still refused, with the row."""
+    X, y = data
+    Xs = sp.csr_matrix(X)
+    Xs.data[Xs.indptr[7] + 1] = np.nan
+    for kernel in ("linear", "rbf"):
+        solver = "pegasos" if kernel == "linear" else "smo"
+        with pytest.raises(ValueError, match=r"non-finite value \(nan\) in row 7"):
+            SVMClassifier(solver=solver, kernel=kernel).fit(Xs, y)

@@ -214,3 +214,32 @@ def test_refuses_the_squared_hinge_and_free_intercept(data):
         solvers.fit(Problem(X, y, loss="squared_hinge"), "pegasos")
     with pytest.raises(SolverError, match="intercept"):
         solvers.fit(Problem(X, y, intercept="free"), "pegasos")
+
+
+class _CountingRecorder(Recorder):
+    """The default recorder (5% share), counting the final certificates it is handed."""
+
+    def __init__(self):
+        super().__init__()
+        self.certified = []
+
+    def certify(self, fn):
+        out = super().certify(fn)
+        self.certified.append(out["primal"])
+        return out
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(k=4, iterate="average")])
+def test_trace_cost_one_epoch_is_the_final_certificate_alone(data, kw):
+    """Issue 18: a point passes over all n rows, as much as an epoch of steps (n/k steps of k
+    rows), so in a one-epoch run the 5% share affords none: not even a blind first point at step
+    1 (`expect_point_cost`). The only pass is the final certificate, counted as the recorder's
+    time (`certify`), which the closing point reuses."""
+    X, y = data
+    pr = Problem(X, y, C=C_from_lambda(0.01, "pegasos", len(y)), loss="hinge")
+    rec = _CountingRecorder()
+    r = solvers.fit(pr, "pegasos", recorder=rec, epochs=1, **kw)
+    assert rec.certified == [r.primal]
+    assert [(p[0], p[2]) for p in r.trace] == [(r.n_iter, r.primal)]
+    assert r.primal == pytest.approx(primal_objective(pr, r.w), rel=1e-12)
+    assert rec.overhead_s() > 0
