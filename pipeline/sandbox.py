@@ -48,10 +48,12 @@ class _Ended(Exception):
         self.why, self.timeout = why, timeout
 
 
-def _send(fh, obj) -> None:
+def _send(fh, obj) -> int:
+    """Write one message; returns its size in bytes."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     fh.write(_HEADER.pack(len(data)) + data)
     fh.flush()
+    return _HEADER.size + len(data)
 
 
 def _read_exact(fh, n: int) -> bytes:
@@ -110,6 +112,9 @@ class Sandbox:
         self.threads = int(threads)
         self.proc: subprocess.Popen | None = None
         self.busy = threading.Lock()     # held while a task runs in the child
+        # Bytes written to the child: specs only, since the child reads the data from the store
+        # itself (a task's matrices never cross the pipe).
+        self.sent_bytes = 0
 
     def _start(self) -> None:
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
@@ -121,9 +126,26 @@ class Sandbox:
 
     def _write(self, message) -> None:
         try:
-            _send(self.proc.stdin, message)
+            self.sent_bytes += _send(self.proc.stdin, message)
         except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
             raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
+
+    def warm(self, solver_names: list[str]) -> float | None:
+        """Start the child if it is not running and warm it for these solvers (`tasks.warm`):
+        the worker's warm-up, run while the client plans, so that no task pays for the child's
+        start, its imports or numba's compilation. Its seconds (start included), or None if the
+        child died (the next task starts a fresh one)."""
+        with self.busy:
+            t0 = time.monotonic()
+            try:
+                if self.proc is None:
+                    self._start()
+                self._write(("warm", list(solver_names)))
+                self._next(None, None, None)
+                return time.monotonic() - t0
+            except _Ended:
+                self.close()
+                return None
 
     def call(self, fn):
         """fn() in the child, between tasks (what the child holds: tests, debugging); None while
@@ -240,13 +262,24 @@ def call_in_sandboxes(fn) -> list:
     return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
 
 
-def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
-    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
+def _thread_box(threads: int) -> Sandbox:
+    """This worker thread's sandbox (made on first use; its child starts on first task or warm-up)."""
     box = getattr(_LOCAL, "box", None)
     if box is None:
         box = _LOCAL.box = Sandbox(threads)
         SANDBOXES.append(box)
-    return box.run(units, root, limits, retries, _memory_share())
+    return box
+
+
+def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
+    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
+    return _thread_box(threads).run(units, root, limits, retries, _memory_share())
+
+
+def warm_sandboxed(solver_names: list[str], threads: int) -> float | None:
+    """The warm-up's Dask task body (`execute.warm_workers`): this worker thread's sandbox
+    started and warmed for the solvers (`Sandbox.warm`)."""
+    return _thread_box(threads).warm(solver_names)
 
 
 def _memory_share() -> float | None:
@@ -278,7 +311,7 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
     inp = sys.stdin.buffer
-    from .tasks import run_task
+    from .tasks import run_task, warm
     while True:
         try:
             kind, *args = _recv(inp)
@@ -290,6 +323,9 @@ def main() -> None:
         if kind == "plugins":
             for module, path in args[0]:
                 _import_plugin(module, path)
+            continue
+        if kind == "warm":
+            _send(out, ("warmed", warm(args[0])))
             continue
         units, root = args
         run_task(units, root, notify=lambda what, payload: _send(out, (what, payload)))
