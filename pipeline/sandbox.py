@@ -7,7 +7,8 @@ process that runs it (a watchdog thread needs the GIL; the worker's event loop s
 each worker thread keeps one long-lived child (`python -m pipeline.sandbox`, started on its first
 task, keeping the dataset and fold caches of `tasks` across tasks) and waits on it, polling:
 
-- the child announces each spec before it starts it and streams its record when done;
+- the child announces each spec before it starts it, with the records of the specs that ended
+  since its last message (one message per spec; the parent reads them in batches, `BATCH_S`);
 - a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
   computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
   becomes a ``timeout`` row, and the task's other specs go on in a fresh child;
@@ -36,6 +37,9 @@ import time
 # Per-process thread counts of the numeric libraries, set before the child imports them.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 POLL_S = 0.1                 # how often the waiting thread checks the clock and the memory
+# The waiting thread reads the child's messages in batches at most this often: each wake-up is
+# a context switch on the cores the fits need, and short fits send hundreds of messages a second.
+BATCH_S = 0.005
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
 _HEADER = struct.Struct("<Q")
 
@@ -74,8 +78,12 @@ def _recv(fh):
 def plugin_files() -> list[tuple[str, str | None]]:
     """(module, file) of every module outside the solvers package that registered a solver in
     this process (a plugin package, or a `dask worker --preload` script): the child imports
-    them too, so it knows the same solvers."""
-    import solvers
+    them too, so it knows the same solvers. A process that never imported `solvers` (a worker,
+    whose tasks run in its sandbox) has registered nothing: importing it here would only cost
+    the worker a second of imports (numba, sklearn) that delays its child's start."""
+    solvers = sys.modules.get("solvers")
+    if solvers is None:
+        return []
     out = set()
     for name in solvers.solver_names():
         module = solvers.get_solver(name).fit.__module__
@@ -171,6 +179,11 @@ class Sandbox:
     def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None):
         """The child's next message, or _Ended when the running spec passes a limit or dies."""
         fd = self.proc.stdout.fileno()
+        # Drain what is there; when the pipe is empty, wait a batch window before waiting on it
+        # (the messages of the window are then read in one wake-up). A spec's start is thus seen
+        # at most BATCH_S late, which only delays its hard limit by as much.
+        if not select.select([fd], [], [], 0)[0]:
+            time.sleep(BATCH_S)
         while True:
             ready, _, _ = select.select([fd], [], [], POLL_S)
             if ready:
@@ -206,13 +219,12 @@ class Sandbox:
                 self._write(("task", todo, root))
                 while True:
                     limit = limits.get(current) if current else None
-                    kind, payload = self._next(started + limit if limit else None, memory_limit, current)
-                    if kind == "start":
-                        current, started = payload, time.monotonic()
-                    elif kind == "record":
-                        records[payload["key"]] = payload
-                        current = None
-                    else:       # "done"
+                    kind, key, done = self._next(started + limit if limit else None, memory_limit, current)
+                    # The records of the specs that ended since the last message come with it.
+                    for record in done:
+                        records[record["key"]] = record
+                    current, started = key, time.monotonic()
+                    if kind == "done":
                         break
                 todo = []
             except _Ended as end:
@@ -306,7 +318,8 @@ def _die_with_parent() -> None:
 
 
 def main() -> None:
-    """The child: read tasks from stdin, stream `start`/`record` messages, then `done`."""
+    """The child: read tasks from stdin; per task, one `start` message per spec (with the
+    records ended since the last message), then `done` (with the last records)."""
     _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
@@ -328,8 +341,19 @@ def main() -> None:
             _send(out, ("warmed", warm(args[0])))
             continue
         units, root = args
-        run_task(units, root, notify=lambda what, payload: _send(out, (what, payload)))
-        _send(out, ("done", None))
+        ended = []
+
+        def notify(what, payload):
+            # One message per spec: the records that ended ride with the next start, which must
+            # be written before that spec runs (the parent attributes a death to it).
+            if what == "record":
+                ended.append(payload)
+            else:
+                _send(out, ("start", payload, ended[:]))
+                ended.clear()
+
+        run_task(units, root, notify=notify)
+        _send(out, ("done", None, ended))
 
 
 if __name__ == "__main__":
