@@ -14,6 +14,8 @@
   A task's shards are written as one batch (`write_shards`) with one file-system sync before the
   renames, not one fsync per shard: at 2-5 ms per fsync the client could not keep up with fits
   of a few ms (issue 10, scenario d).
+- The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
+  while it plans.
 - On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
   hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
   retried, then an error row naming the cause. A worker that dies is retried by Dask

@@ -3,6 +3,9 @@
 
     validate -> materialise datasets (built on first use) -> plan (pure) -> execute (shards)
     -> results -> report
+
+with the Dask cluster started, and its workers warmed, while the datasets are materialised and
+the plan is made (`_plan_while_starting`; DESIGN.md, "Warm-up").
 """
 from __future__ import annotations
 
