@@ -165,10 +165,11 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=Non
             fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
         raise Interrupted(msg) from None
     say(summary.line())
-    warmed = [f.result() for f in warmups if f.status == "finished"]
+    # A warm-up whose child died (None) or whose worker was lost (not finished) is not counted.
+    warmed = [s for s in (f.result() for f in warmups if f.status == "finished") if s is not None]
     if warmed:
         say(f"warm-up while planning: {len(warmed)} worker threads started their sandbox and warmed "
-            f"its solvers (longest {max(w or 0.0 for w in warmed):.1f} s), outside every task's time")
+            f"its solvers (longest {max(warmed):.1f} s), outside every task's time")
     others = len(finished_keys(run_dir) - set(keys))
     if others:
         say(f"left out of the tables: {others} shards of other configs in {run_dir / 'shards'} "
