@@ -14,6 +14,8 @@
   A task's shards are written as one batch (`write_shards`) with one file-system sync before the
   renames, not one fsync per shard: at 2-5 ms per fsync the client could not keep up with fits
   of a few ms (issue 10, scenario d).
+- The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
+  while it plans.
 - On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
   hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
   retried, then an error row naming the cause. A worker that dies is retried by Dask
@@ -35,7 +37,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .plan import Plan
-from .sandbox import call_in_sandboxes, run_sandboxed
+from .sandbox import call_in_sandboxes, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task
 
 # Tasks per worker that run.chunk=auto aims at: enough that the last tasks balance the load
@@ -477,8 +479,26 @@ def _worker_loads(client) -> dict:
     return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
-def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
-    """Run every task of the plan whose shard is missing; write shards as tasks finish."""
+def warm_workers(client, solver_names: list[str], threads: int) -> list:
+    """Submit the warm-up (`sandbox.warm_sandboxed`) to every thread of every worker the cluster
+    has now: each starts its sandbox child and warms it for these solvers, so that no task pays
+    the child's start (a second or two), its imports or numba's compilation. Returns the
+    futures, which the caller keeps until its tasks are done (a released future is cancelled).
+    Submitted before the tasks, they run first (Dask's priority follows submission order); a
+    worker that joins later (adaptive clusters) warms on its first task, outside the fit's clock."""
+    futures = []
+    for address, info in client.scheduler_info()["workers"].items():
+        for thread in range(int(info.get("nthreads", 1))):
+            futures.append(client.submit(warm_sandboxed, sorted(solver_names), int(threads), workers=[address],
+                                         allow_other_workers=False, pure=False,
+                                         key=f"warm-up-{uuid.uuid4().hex[:8]}-{thread}"))
+    return futures
+
+
+def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -> Summary:
+    """Run every task of the plan whose shard is missing; write shards as tasks finish. client:
+    a Dask client already open (and warming: `warm_workers`) for cfg.cluster, which run.py
+    starts while it plans; without one, execute opens the cluster itself when there is work."""
     t0 = time.perf_counter()
     specs = {**plan.references, **plan.fits}
     have = finished_keys(run_dir)
@@ -496,7 +516,8 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print) -> Summary:
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
     tasks = []
     loads = None
-    with shared_client(cluster) as client, _quiet_on_interrupt():
+    opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
+    with opened as client, _quiet_on_interrupt():
         bar = _progress(len(todo), bool(cfg.run.progress))
         tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
         before = _worker_loads(client) if todo else None

@@ -3,12 +3,16 @@
 
     validate -> materialise datasets (built on first use) -> plan (pure) -> execute (shards)
     -> results -> report
+
+with the Dask cluster started, and its workers warmed, while the datasets are materialised and
+the plan is made (`_plan_while_starting`; DESIGN.md, "Warm-up").
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +29,8 @@ from .execute import (
     failure_lines,
     finished_keys,
     probe_cluster,
+    shared_client,
+    warm_workers,
 )
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
@@ -81,16 +87,65 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
     if cfg.run.dry_run:
         return dry_run(cfg, run_dir, say)
     probe_cluster(cfg.cluster)     # a scheduler that does not answer fails here, before any work
-    # Every check on the data (store entries, fingerprints, classes against folds) happens in
-    # planning, before the run directory gets anything of its own (the store's writes are its own
-    # and atomic: a dataset built here is whole, and kept).
-    plan = build_plan(cfg, materialise_datasets(cfg))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with run_lock(run_dir, say), _run_log(run_dir):
-        return _run_locked(cfg, plan, run_dir, say, t0)
+    with contextlib.ExitStack() as cluster:
+        # Every check on the data (store entries, fingerprints, classes against folds) happens in
+        # planning, before the run directory gets anything of its own (the store's writes are its own
+        # and atomic: a dataset built here is whole, and kept).
+        plan, client, warmups = _plan_while_starting(cfg, run_dir, cluster)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with run_lock(run_dir, say), _run_log(run_dir):
+            return _run_locked(cfg, plan, run_dir, say, t0, client, warmups)
 
 
-def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
+class _Planning(threading.Thread):
+    """`build_plan(cfg, materialise_datasets(cfg))` in a thread of its own; `result()` joins it
+    and returns the plan or raises what planning raised. A daemon: Ctrl-C (which only the main
+    thread hears) must not wait for a dataset build to end."""
+
+    def __init__(self, cfg: DictConfig):
+        super().__init__(name="svmbench-planning", daemon=True)
+        self.cfg, self.plan, self.error = cfg, None, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.plan = build_plan(self.cfg, materialise_datasets(self.cfg))
+        except BaseException as exc:   # noqa: BLE001 - re-raised in the main thread by result()
+            self.error = exc
+
+    def result(self):
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.plan
+
+
+def _plan_while_starting(cfg: DictConfig, run_dir: Path, stack: contextlib.ExitStack):
+    """(plan, client, warm-up futures): the Dask cluster starts, and its workers warm up
+    (`execute.warm_workers`: each thread's sandbox child started, solvers imported, numba's
+    kernels loaded), while the client plans and materialises the datasets in a thread; the
+    cluster stays open in `stack`. Both take seconds, and neither needs the other's result.
+    Only a new run dir starts it ahead: a resumed run may have nothing left to do, so it plans
+    first and `execute` opens the cluster only for work (client None). The cluster starts in the
+    main thread, which alone can start its workers with SIGINT ignored (`execute.open_client`)."""
+    if cfg.cluster.kind == "sequential" or finished_keys(run_dir):
+        return build_plan(cfg, materialise_datasets(cfg)), None, []
+    planning = _Planning(cfg)
+    try:
+        client = stack.enter_context(shared_client(cfg.cluster))
+    except Exception:
+        planning.result()      # a planning error (bad input) is the one to report first
+        raise
+    threads = int(cfg.cluster.blas_threads)
+    names = {sc.solver or key for key, sc in effective_config(cfg).solvers.items()}
+    warmups = warm_workers(client, sorted(names), threads)
+    plan = planning.result()
+    # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS): warmed as well.
+    more = {spec["solver"] for spec in plan.references.values()} - names
+    return plan, client, warmups + (warm_workers(client, sorted(more), threads) if more else [])
+
+
+def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=None, warmups=()) -> dict:
     root = store_root(cfg)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     removed = clean_partial_shards(run_dir)
@@ -100,7 +155,7 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
         f"{len(plan.datasets)} datasets (store: {root})")
     keys = list(plan.references) + list(plan.fits)
     try:
-        summary = execute(plan, run_dir, cfg, root, log=say)
+        summary = execute(plan, run_dir, cfg, root, log=say, client=client)
     except KeyboardInterrupt:
         saved = len(finished_keys(run_dir) & set(keys))
         msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
@@ -110,6 +165,11 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float) -> dict:
             fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
         raise Interrupted(msg) from None
     say(summary.line())
+    # A warm-up whose child died (None) or whose worker was lost (not finished) is not counted.
+    warmed = [s for s in (f.result() for f in warmups if f.status == "finished") if s is not None]
+    if warmed:
+        say(f"warm-up while planning: {len(warmed)} worker threads started their sandbox and warmed "
+            f"its solvers (longest {max(warmed):.1f} s), outside every task's time")
     others = len(finished_keys(run_dir) - set(keys))
     if others:
         say(f"left out of the tables: {others} shards of other configs in {run_dir / 'shards'} "

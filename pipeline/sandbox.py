@@ -7,7 +7,8 @@ process that runs it (a watchdog thread needs the GIL; the worker's event loop s
 each worker thread keeps one long-lived child (`python -m pipeline.sandbox`, started on its first
 task, keeping the dataset and fold caches of `tasks` across tasks) and waits on it, polling:
 
-- the child announces each spec before it starts it and streams its record when done;
+- the child announces each spec before it starts it, with the records of the specs that ended
+  since its last message (one message per spec; the parent reads them in batches, `BATCH_S`);
 - a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
   computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
   becomes a ``timeout`` row, and the task's other specs go on in a fresh child;
@@ -36,6 +37,9 @@ import time
 # Per-process thread counts of the numeric libraries, set before the child imports them.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 POLL_S = 0.1                 # how often the waiting thread checks the clock and the memory
+# The waiting thread reads the child's messages in batches at most this often: each wake-up is
+# a context switch on the cores the fits need, and short fits send hundreds of messages a second.
+BATCH_S = 0.005
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
 _HEADER = struct.Struct("<Q")
 
@@ -48,10 +52,12 @@ class _Ended(Exception):
         self.why, self.timeout = why, timeout
 
 
-def _send(fh, obj) -> None:
+def _send(fh, obj) -> int:
+    """Write one message; returns its size in bytes."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     fh.write(_HEADER.pack(len(data)) + data)
     fh.flush()
+    return _HEADER.size + len(data)
 
 
 def _read_exact(fh, n: int) -> bytes:
@@ -72,8 +78,12 @@ def _recv(fh):
 def plugin_files() -> list[tuple[str, str | None]]:
     """(module, file) of every module outside the solvers package that registered a solver in
     this process (a plugin package, or a `dask worker --preload` script): the child imports
-    them too, so it knows the same solvers."""
-    import solvers
+    them too, so it knows the same solvers. A process that never imported `solvers` (a worker,
+    whose tasks run in its sandbox) has registered nothing: importing it here would only cost
+    the worker a second of imports (numba, sklearn) that delays its child's start."""
+    solvers = sys.modules.get("solvers")
+    if solvers is None:
+        return []
     out = set()
     for name in solvers.solver_names():
         module = solvers.get_solver(name).fit.__module__
@@ -110,6 +120,9 @@ class Sandbox:
         self.threads = int(threads)
         self.proc: subprocess.Popen | None = None
         self.busy = threading.Lock()     # held while a task runs in the child
+        # Bytes written to the child: specs only, since the child reads the data from the store
+        # itself (a task's matrices never cross the pipe).
+        self.sent_bytes = 0
 
     def _start(self) -> None:
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
@@ -121,9 +134,26 @@ class Sandbox:
 
     def _write(self, message) -> None:
         try:
-            _send(self.proc.stdin, message)
+            self.sent_bytes += _send(self.proc.stdin, message)
         except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
             raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
+
+    def warm(self, solver_names: list[str]) -> float | None:
+        """Start the child if it is not running and warm it for these solvers (`tasks.warm`):
+        the worker's warm-up, run while the client plans, so that no task pays for the child's
+        start, its imports or numba's compilation. Its seconds (start included), or None if the
+        child died (the next task starts a fresh one)."""
+        with self.busy:
+            t0 = time.monotonic()
+            try:
+                if self.proc is None:
+                    self._start()
+                self._write(("warm", list(solver_names)))
+                self._next(None, None, None)
+                return time.monotonic() - t0
+            except _Ended:
+                self.close()
+                return None
 
     def call(self, fn):
         """fn() in the child, between tasks (what the child holds: tests, debugging); None while
@@ -149,6 +179,11 @@ class Sandbox:
     def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None):
         """The child's next message, or _Ended when the running spec passes a limit or dies."""
         fd = self.proc.stdout.fileno()
+        # Drain what is there; when the pipe is empty, wait a batch window before waiting on it
+        # (the messages of the window are then read in one wake-up). A spec's start is thus seen
+        # at most BATCH_S late, which only delays its hard limit by as much.
+        if not select.select([fd], [], [], 0)[0]:
+            time.sleep(BATCH_S)
         while True:
             ready, _, _ = select.select([fd], [], [], POLL_S)
             if ready:
@@ -184,13 +219,12 @@ class Sandbox:
                 self._write(("task", todo, root))
                 while True:
                     limit = limits.get(current) if current else None
-                    kind, payload = self._next(started + limit if limit else None, memory_limit, current)
-                    if kind == "start":
-                        current, started = payload, time.monotonic()
-                    elif kind == "record":
-                        records[payload["key"]] = payload
-                        current = None
-                    else:       # "done"
+                    kind, key, done = self._next(started + limit if limit else None, memory_limit, current)
+                    # The records of the specs that ended since the last message come with it.
+                    for record in done:
+                        records[record["key"]] = record
+                    current, started = key, time.monotonic()
+                    if kind == "done":
                         break
                 todo = []
             except _Ended as end:
@@ -240,13 +274,24 @@ def call_in_sandboxes(fn) -> list:
     return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
 
 
-def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
-    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
+def _thread_box(threads: int) -> Sandbox:
+    """This worker thread's sandbox (made on first use; its child starts on first task or warm-up)."""
     box = getattr(_LOCAL, "box", None)
     if box is None:
         box = _LOCAL.box = Sandbox(threads)
         SANDBOXES.append(box)
-    return box.run(units, root, limits, retries, _memory_share())
+    return box
+
+
+def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
+    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
+    return _thread_box(threads).run(units, root, limits, retries, _memory_share())
+
+
+def warm_sandboxed(solver_names: list[str], threads: int) -> float | None:
+    """The warm-up's Dask task body (`execute.warm_workers`): this worker thread's sandbox
+    started and warmed for the solvers (`Sandbox.warm`)."""
+    return _thread_box(threads).warm(solver_names)
 
 
 def _memory_share() -> float | None:
@@ -273,12 +318,13 @@ def _die_with_parent() -> None:
 
 
 def main() -> None:
-    """The child: read tasks from stdin, stream `start`/`record` messages, then `done`."""
+    """The child: read tasks from stdin; per task, one `start` message per spec (with the
+    records ended since the last message), then `done` (with the last records)."""
     _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
     inp = sys.stdin.buffer
-    from .tasks import run_task
+    from .tasks import run_task, warm
     while True:
         try:
             kind, *args = _recv(inp)
@@ -291,9 +337,23 @@ def main() -> None:
             for module, path in args[0]:
                 _import_plugin(module, path)
             continue
+        if kind == "warm":
+            _send(out, ("warmed", warm(args[0])))
+            continue
         units, root = args
-        run_task(units, root, notify=lambda what, payload: _send(out, (what, payload)))
-        _send(out, ("done", None))
+        ended = []
+
+        def notify(what, payload):
+            # One message per spec: the records that ended ride with the next start, which must
+            # be written before that spec runs (the parent attributes a death to it).
+            if what == "record":
+                ended.append(payload)
+            else:
+                _send(out, ("start", payload, ended[:]))
+                ended.clear()
+
+        run_task(units, root, notify=notify)
+        _send(out, ("done", None, ended))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ with ``status="error"`` and its traceback, and the sweep goes on.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -170,6 +171,24 @@ def _problem(problem: dict, X, y):
         p["C"] = C_from_lambda(p.pop("lambda"), p.pop("lambda_convention"), n_samples=len(y))
     p.pop("lambda_convention", None)
     return solvers.Problem.build(X, y, **p)
+
+
+def warm(solver_names: list[str]) -> float:
+    """What a task of these solvers pays once per process, paid ahead (the sandbox child's
+    warm-up, while the client plans): the solvers' imports and warmups (numba compiled or loaded
+    from its cache: `solvers.warm`) and the environment columns (sklearn, threadpoolctl).
+    Returns its seconds."""
+    from solvers import get_solver
+    from solvers.registry import warm as warm_solver
+
+    t0 = time.perf_counter()
+    for name in solver_names:
+        # A solver this process cannot warm (unknown here, a failing warmup) is left to its
+        # first fit, which warms it again and reports the failure as that fit's error row.
+        with contextlib.suppress(Exception):
+            warm_solver(get_solver(name))
+    environment()
+    return time.perf_counter() - t0
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,88 @@
+"""The workers' warm-up and the sandbox's data path (issue 10, point 7 b-d), guarded by counts
+and by a solver whose first call is deliberately slow (tests/pipeline/warm_solvers.py), never by
+a sweep's speed:
+
+- each worker thread's sandbox is started and warmed while the client plans, so no task's
+  time (`task_time_s`, `fit_time_s`) carries the child's start or a solver's first-call cost;
+- the sandbox child reads the dataset from the store and extracts folds itself: only specs
+  cross the pipe, a bounded number of bytes per spec, and the worker holds no dataset."""
+import contextlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import tasks
+from pipeline.config import compose
+from pipeline.execute import execute
+from pipeline.plan import build_plan
+from pipeline.run import _plan_while_starting, materialise_datasets
+from pipeline.sandbox import Sandbox
+
+WARM = Path(__file__).with_name("warm_solvers.py")
+if "warm_solvers" not in sys.modules:       # the client validates solver names against its registry
+    _spec = importlib.util.spec_from_file_location("warm_solvers", WARM)
+    sys.modules["warm_solvers"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["warm_solvers"])
+WARM_S = sys.modules["warm_solvers"].WARM_S
+
+SWEEP = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "run.progress=false",
+         "run.trace=false", "run.reference=false", "run.warm_start=false"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path):
+    """`_slow_warm`'s warmup sleeps WARM_S, as a cold numba compile would take, in the sandbox
+    child of the one worker. Warmed while the client plans, no task's time holds it; warmed by
+    the first task instead (no warm-up), that task's task_time_s would be >= WARM_S. A resumed
+    run dir plans first and starts no cluster ahead (it may have nothing left to do)."""
+    import dask
+    import distributed  # noqa: F401 - its config defaults must exist before dask.config.set adds to them
+    cfg = compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[]",
+                   "+solvers._slow_warm={solver: _slow_warm, params: {loss: hinge, intercept: none}}",
+                   "solvers._slow_warm.grid.C=[0.1,1,10]"])
+    run_dir = tmp_path / "run"
+    with dask.config.set({"distributed.worker.preload": [str(WARM)]}), contextlib.ExitStack() as stack:
+        plan, client, warmups = _plan_while_starting(cfg, run_dir, stack)
+        assert client is not None and len(warmups) == 1
+        summary = execute(plan, run_dir, cfg, str(store), log=lambda m: None, client=client)
+        assert warmups[0].result() >= WARM_S          # the child's start and the solver's warmup
+    assert summary.done == 3
+    shards = [json.loads(p.read_text()) for p in (run_dir / "shards").glob("*.json")]
+    assert [s["status"] for s in shards] == ["converged"] * 3
+    assert max(s["task_time_s"] for s in shards) < WARM_S / 2, [s["task_time_s"] for s in shards]
+    with contextlib.ExitStack() as stack:
+        plan, client, warmups = _plan_while_starting(cfg, run_dir, stack)
+    assert client is None and warmups == [] and len(plan.fits) == 3
+
+
+def test_the_sandbox_child_reads_the_data_and_only_specs_cross_the_pipe(store):
+    """Three tasks on 3,000 rows in one sandbox: the child reads the dataset once and each fold
+    once, the bytes written to it are under 4 kB per spec (the specs, never a matrix: a fold's
+    training rows alone are 32 kB), and this process, the worker's stand-in, has loaded no
+    dataset."""
+    cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.params.n_samples=3000",
+                   "cv=kfold", "cv.folds=3", "solvers=[dcd]",
+                   "solvers.dcd.grid.C=[0.1,1]", "run.reference=false", "run.warm_start=false",
+                   "run.trace=false", "cluster=sequential"])
+    plan = build_plan(cfg, materialise_datasets(cfg))
+    specs = sorted(plan.fits.values(), key=lambda s: s["fold"])
+    tasks.clear_caches()
+    tasks._DATASETS.clear()
+    box = Sandbox()
+    try:
+        records = [r for i in range(3) for r in box.run([[s] for s in specs[2 * i:2 * i + 2]], str(store), {})]
+        loads = box.call(tasks.load_counts)
+    finally:
+        box.close()
+    assert [r["status"] for r in records] == ["converged"] * 6
+    assert loads == {"datasets": 1, "folds": 3}
+    per_spec = box.sent_bytes / len(specs)
+    assert per_spec < 4000, per_spec
+    assert not tasks._DATASETS and not tasks._FOLDS
