@@ -78,10 +78,11 @@ def _hmul(H, V, a):
 
 
 # The low-rank Newton matrix D + V V' is inverted through D^-1 (`_factor`), but D_i = z_i/a_i +
-# w_i/(u_i - a_i) -> 0 on the free variables as the IPM converges: D is floored at D_FLOOR (the
-# unit-box Hessian has lambda_max <= 1, so the r x r matrix I + V' D^-1 V stays below 1 / D_FLOOR
-# in condition) and the solve is refined against the unfloored D (`_newton_solve`). The residuals
-# the IPM tests are computed exactly, so an inexact Newton matrix slows it, never misleads it.
+# w_i/(u_i - a_i) -> 0 on the free variables as the IPM converges, and I + V' D^-1 V would lose
+# every digit (a LinAlgError, or NaN, at D ~ 1e-20). D is floored at D_FLOOR: the unit-box
+# Hessian has lambda_max <= 1, so that matrix stays below 1 + 1 / D_FLOOR in condition. Where
+# D < D_FLOOR the step is the Newton step of the floored matrix; the residuals the IPM tests are
+# exact, so an inexact Newton matrix can slow it, never make it stop at a wrong point.
 D_FLOOR = 1e-10
 
 
@@ -125,19 +126,12 @@ def _smw_solve(L, V, Dinv, b):
     return t - Dinv * (V @ _cho_solve(L, V.T @ t))
 
 
-REFINE_STEPS = 2  # iterative refinement of the low-rank Newton solve against the exact D
-
-
 @njit(cache=True, nogil=True)
 def _newton_solve(L, H, V, D, b):
-    """Solve (H + diag(D)) x = b with the factor from `_factor`."""
+    """Solve (H + diag(D)) x = b with the factor from `_factor` (low rank: D floored)."""
     if H.shape[0] != 0:
         return _cho_solve(L, b)
-    Dinv = 1.0 / np.maximum(D, D_FLOOR)
-    x = _smw_solve(L, V, Dinv, b)
-    for _ in range(REFINE_STEPS):
-        x += _smw_solve(L, V, Dinv, b - D * x - V @ (V.T @ x))
-    return x
+    return _smw_solve(L, V, 1.0 / np.maximum(D, D_FLOOR), b)
 
 
 @njit(cache=True, nogil=True)
@@ -743,7 +737,11 @@ def _unit_box_lowrank(V, c, yv, u):
 # KKT violators, at most MAX_WS) with the others fixed and updates G with the kernel columns of
 # the variables that moved; it stops when m - M <= tol on the exact gradient.
 FINISH_ROUNDS = 50
-MAX_WS = 2000
+MAX_WS = 1000  # the dense IPM fallback of a round costs O(MAX_WS^3) per iteration
+# A start with more free variables than this goes to the IPM at once: the polish from it would
+# spend up to POLISH_ITERS eigen-decompositions (1 s at 275 free) before giving up.
+FACE_POLISH_FREE = 200
+FINISH_IPM_TOL = 1e-10  # that fallback's tolerance: the polish after it needs a converged iterate
 FINISH_CACHE_MB = 32.0
 AUTO_DENSE_N = 1000  # method="auto": below this the dense IPM takes well under a second
 AUTO_RANK_FRACTION = 8  # ... and above it, the low-rank path if rank <= n / 8 suffices
@@ -773,26 +771,28 @@ def _finish_set(G, alpha, y, C):
     return np.unique(np.concatenate([np.flatnonzero(free), cand, [i_up, i_lo]]))
 
 
-def _solve_face(H, c, yv, C, a, tol, ipm_tol):
+def _solve_face(H, c, yv, C, a, tol):
     """The exact subproblem min 1/2 a'Ha + c'a, y'a = y'a0, 0 <= a <= C from the feasible a0:
-    the active-set polish from a0 itself (the bound variables its gradient wants are freed; the
-    free ones are few), and the interior point (`solve_box_qp`) if the polish is refused. The
-    polish's gradient tolerance is the finish's target in unit-box units (g_unit = g C / sc),
-    not below rounding. Returns the new a, or a0 if nothing lowered the objective."""
+    the active-set polish from a0 itself (its bound variables whose gradient has the wrong sign
+    are freed), then, if the polish is refused or a0 has more than FACE_POLISH_FREE free
+    variables, the interior point (`solve_box_qp`). The polish's gradient tolerance is the
+    finish's target in unit-box units (g_unit = g C / sc), not below rounding. Returns the new a,
+    or a0 if nothing lowered the objective."""
     n = a.shape[0]
     u = np.full(n, C)
     r = float(yv @ a)
     Ht, ct, yt, sc = _unit_box(H, c, yv, u)
     x = a / C
     gtol = max(min(1e-9, 0.25 * tol * C / sc), 1e-14)
-    out, ok = _polish(Ht, ct, yt, r, np.ones(n), x, (x <= 0.0) * 1.0, (x >= 1.0) * 1.0, gtol)
-    if ok:
-        return out * C
-    out = solve_box_qp(H, c, yv, r, u, a, ipm_tol, 200)[0]
+    if np.count_nonzero((x > 0.0) & (x < 1.0)) <= FACE_POLISH_FREE:
+        out, ok = _polish(Ht, ct, yt, r, np.ones(n), x, (x <= 0.0) * 1.0, (x >= 1.0) * 1.0, gtol)
+        if ok:
+            return out * C
+    out = solve_box_qp(H, c, yv, r, u, a, FINISH_IPM_TOL, 200)[0]
     return out if 0.5 * out @ (H @ out) + c @ out < 0.5 * a @ (H @ a) + c @ a else a
 
 
-def _exact_finish(cache, alpha, G, C, tol, ipm_tol):
+def _exact_finish(cache, alpha, G, C, tol):
     """Rounds of `_finish_set` + `_solve_face` on the exact Q until m - M <= tol, in place on
     (alpha, G). Returns (rounds, reason): reason is "" when certified, else why it stopped."""
     y = cache.y
@@ -804,7 +804,7 @@ def _exact_finish(cache, alpha, G, C, tol, ipm_tol):
         W = _finish_set(G, alpha, y, C)
         H = cache.block(W, W)
         aW = alpha[W]
-        new = _solve_face(H, G[W] - H @ aW, y[W], C, aW, tol, ipm_tol)
+        new = _solve_face(H, G[W] - H @ aW, y[W], C, aW, tol)
         d = new - aW
         moved = np.flatnonzero(d)
         if moved.size == 0:
@@ -895,7 +895,7 @@ def _choose_path(problem: Problem, method, backend, lowrank_tol, max_rank, max_m
 
 def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
            backend: str = "ipm", ipm_tol: float = 1e-10, max_memory_mb: float = 2048.0,
-           method: str = "auto", lowrank_tol: float = 1e-9, max_rank: int = 1000) -> Fit:
+           method: str = "auto", lowrank_tol: float = 1e-6, max_rank: int = 1000) -> Fit:
     """The whole dual in one solve (module docstring): dense, or through a low-rank factor of the
     kernel with an exact finish (`_choose_path`). Iterations are IPM iterations; budget.tol is
     checked on the final m(alpha) - M(alpha) on the exact Q (status "stalled" if above it).
@@ -1004,7 +1004,7 @@ def _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra):
                                          ipm_tol, max_iter, lambda al: _exact_gradient(cache, al))
     alpha = _snap_multipliers(x, z, w, yt, 0.0, np.ones(n)) * C
     G = _exact_gradient(cache, alpha)
-    rounds, why = _exact_finish(cache, alpha, G, C, budget.tol, ipm_tol)
+    rounds, why = _exact_finish(cache, alpha, G, C, budget.tol)
     if status in ("converged", "stalled"):
         # the finish, not the IPM on the approximate Q, decides (finish_fit checks m - M)
         status, reason = ("converged", "") if not why else ("stalled", why)
@@ -1014,8 +1014,8 @@ def _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra):
     G = _exact_gradient(cache, alpha)
     recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
     return finish_fit("qp", problem, alpha, G, status, it, budget.tol, fit_time, f_alpha0=math.nan,
-                      polished=not why, method="lowrank", finish_rounds=rounds, stop_reason=reason,
-                      **extra)
+                      polished=not why, method="lowrank", finish_rounds=rounds, reason=reason,
+                      stop_reason=reason, **extra)
 
 
 register(SolverSpec(
@@ -1033,7 +1033,7 @@ register(SolverSpec(
         "method": Param("auto", "str", options=("auto", "dense", "lowrank"),
                         doc="dense IPM, low-rank IPM + exact finish, or auto: dense up to 1000 points "
                             "or when rank n / 8 does not reach lowrank_tol"),
-        "lowrank_tol": Param(1e-9, "float", low=0.0, open_low=True, high=1.0,
+        "lowrank_tol": Param(1e-6, "float", low=0.0, open_low=True, high=1.0,
                              doc="stop the pivoted Cholesky at this residual trace / trace(K)"),
         "max_rank": Param(1000, "int", low=1, doc="most columns of the pivoted Cholesky factor"),
     },
