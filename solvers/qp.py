@@ -25,8 +25,12 @@ so that the answer does not depend on the rounding of a particular BLAS kernel. 
 solves svmlight's q-variable subproblems.
 
 bertini used CVXOPT for the whole dual; ``backend="cvxopt"`` does the same when cvxopt is installed.
-Dense: memory ~4 n^2 doubles and O(n^3) time per iteration, so qp is the correctness reference
-for n up to a few thousand (see ``max_memory_mb``); smo and svmlight scale further.
+Dense: memory ~4 n^2 doubles and O(n^3) time per iteration. Above AUTO_DENSE_N points
+(``method="auto"``) the low-rank path (Fine & Scheinberg, "Efficient SVM training using low-rank
+kernel representations", JMLR 2001) replaces Q by V V' from a pivoted incomplete Cholesky of K
+(`pivoted_cholesky`), solves each Newton system by Sherman-Morrison-Woodbury in O(n r^2), and
+finishes on the exact Q (`_exact_finish`): its status and certificates come from the exact
+gradient, never from the factor. `_choose_path` decides and checks the memory limits.
 """
 from __future__ import annotations
 
