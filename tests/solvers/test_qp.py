@@ -489,3 +489,16 @@ def test_auto_path(monkeypatch):
     wide = fit(Problem.build(X[::3], y[::3], gamma=1e4, **kw), "qp")  # 400 points
     assert wide.info["method"] == "dense" and wide.info["lowrank_rank"] == 50
     assert "the dense path" in wide.info["method_reason"] and wide.status == "converged"
+
+
+def test_lowrank_ipm_stops_when_it_stops_improving(monkeypatch):
+    """Degree 3 on 2-D blobs at C = 1e4 (rank 10, exact): below D_FLOOR the low-rank Newton steps
+    are inexact and the interior point creeps (169 iterations without the stop); it ends when its
+    residuals stop halving, and the exact finish certifies the optimum from there."""
+    X, y = _blobs(600)
+    P = Problem.build(X, y, C=1e4, intercept="free", kernel="poly", degree=3, gamma=0.5, coef0=1.0)
+    res = fit(P, "qp", budget=Budget(tol=1e-9), method="lowrank")
+    assert res.status == "converged" and res.kkt_violation <= 1e-9 and res.n_iter < 60
+    monkeypatch.setattr(qp, "LOWRANK_STALL", 10**6)
+    creep = fit(P, "qp", budget=Budget(tol=1e-9), method="lowrank")
+    assert creep.n_iter > 150 and creep.dual == pytest.approx(res.dual, rel=1e-10)  # both m - M ~ 3e-10
