@@ -1027,17 +1027,20 @@ def _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra):
     y, C = problem.y, problem.C
     u = np.full(n, C)
     cache = QColumnCache(problem.kernel, problem.X, y, FINISH_CACHE_MB, problem.row_norms_sq)
-    Vt, ct, yt, sc = _unit_box_lowrank(V, -np.ones(n), y, u)
+    Vt, ct, yt, _ = _unit_box_lowrank(V, -np.ones(n), y, u)
     x = a / C
     status, reason, it, z, w = _ipm_loop(problem, np.zeros((0, 0)), Vt, ct, yt, x, budget, recorder,
                                          ipm_tol, max_iter, lambda al: _exact_gradient(cache, al))
+    if not (np.isfinite(x).all() and np.isfinite(z).all() and np.isfinite(w).all()):
+        x = a / C  # a failed Newton solve left no usable iterate: the finish starts from the start
+        z, w = _centred_multipliers(x)
     alpha = _snap_multipliers(x, z, w, yt, 0.0, np.ones(n)) * C
     G = _exact_gradient(cache, alpha)
     rounds, why = _exact_finish(cache, alpha, G, C, budget.tol)
-    if status in ("converged", "stalled"):
-        # the finish, not the IPM on the approximate Q, decides (finish_fit checks m - M)
-        status, reason = ("converged", "") if not why else ("stalled", why)
-    else:
+    if status in ("converged", "stalled", "diverged"):
+        # the IPM on the approximate Q only starts the finish, which decides (finish_fit checks m - M)
+        status, reason = ("converged", "") if not why else ("stalled", "; ".join(r for r in (reason, why) if r))
+    else:  # the budget (max_iter, timeout) cut the IPM: that stays the status
         reason = "; ".join(r for r in (reason, why) if r)
     fit_time = recorder.seconds()
     G = _exact_gradient(cache, alpha)
