@@ -21,8 +21,8 @@ equality-constrained QP on the free variables exactly, so that bounded variables
 points, a kernel of rank below the number of free variables: linear with n >> d, a low-degree
 polynomial on low-dimensional data) it has a whole affine set of solutions; `_kkt_solve` returns
 the one nearest to the IPM iterate, by a rank-revealing solve in the null space of the equality,
-so that the answer does not depend on the rounding of a particular BLAS kernel. The same kernel
-solves svmlight's q-variable subproblems.
+so that the answer does not depend on the rounding of a particular BLAS kernel. The same pair
+(`solve_box_qp`) solves the working-set subproblems of the low-rank path's exact finish.
 
 bertini used CVXOPT for the whole dual; ``backend="cvxopt"`` does the same when cvxopt is installed.
 Dense: memory ~4 n^2 doubles and O(n^3) time per iteration. Above AUTO_DENSE_N points
