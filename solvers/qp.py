@@ -21,12 +21,16 @@ equality-constrained QP on the free variables exactly, so that bounded variables
 points, a kernel of rank below the number of free variables: linear with n >> d, a low-degree
 polynomial on low-dimensional data) it has a whole affine set of solutions; `_kkt_solve` returns
 the one nearest to the IPM iterate, by a rank-revealing solve in the null space of the equality,
-so that the answer does not depend on the rounding of a particular BLAS kernel. The same kernel
-solves svmlight's q-variable subproblems.
+so that the answer does not depend on the rounding of a particular BLAS kernel. The same pair
+(`solve_box_qp`) solves the working-set subproblems of the low-rank path's exact finish.
 
 bertini used CVXOPT for the whole dual; ``backend="cvxopt"`` does the same when cvxopt is installed.
-Dense: memory ~4 n^2 doubles and O(n^3) time per iteration, so qp is the correctness reference
-for n up to a few thousand (see ``max_memory_mb``); smo and svmlight scale further.
+Dense: memory ~4 n^2 doubles and O(n^3) time per iteration. Above AUTO_DENSE_N points
+(``method="auto"``) the low-rank path (Fine & Scheinberg, "Efficient SVM training using low-rank
+kernel representations", JMLR 2001) replaces Q by V V' from a pivoted incomplete Cholesky of K
+(`pivoted_cholesky`), solves each Newton system by Sherman-Morrison-Woodbury in O(n r^2), and
+finishes on the exact Q (`_exact_finish`): its status and certificates come from the exact
+gradient, never from the factor. `_choose_path` decides and checks the memory limits.
 """
 from __future__ import annotations
 
@@ -37,7 +41,8 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, project_feasible, warm_alpha, finish_fit
-from .kernels import kernel_block
+from .kernels import QColumnCache, kernel_block, kernel_diagonal
+from .objectives import kkt_violation_equality
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
@@ -69,9 +74,38 @@ def _cho_solve(L, b):
 
 
 @njit(cache=True, nogil=True)
-def _factor(H, D):
-    """Cholesky of H + diag(D), with a growing diagonal shift if rounding makes it indefinite
-    (H may be singular, e.g. duplicated points, and D -> 0 on free variables near the end)."""
+def _hmul(H, V, a):
+    """H a, with H = V V' on the low-rank path (H is then 0 x 0): O(n r) instead of O(n^2)."""
+    if H.shape[0] == 0:
+        return V @ (V.T @ a)
+    return H @ a
+
+
+# The low-rank Newton matrix D + V V' is inverted through D^-1 (`_factor`), but D_i = z_i/a_i +
+# w_i/(u_i - a_i) -> 0 on the free variables as the IPM converges, and I + V' D^-1 V would lose
+# every digit (a LinAlgError, or NaN, at D ~ 1e-20). D is floored at D_FLOOR: the unit-box
+# Hessian has lambda_max <= 1, so that matrix stays below 1 + 1 / D_FLOOR in condition. Where
+# D < D_FLOOR the step is the Newton step of the floored matrix; the residuals the IPM tests are
+# exact, so an inexact Newton matrix can slow it, never make it stop at a wrong point.
+D_FLOOR = 1e-10
+
+
+@njit(cache=True, nogil=True)
+def _factor(H, V, D):
+    """The factor of the Newton matrix H + diag(D). Dense: Cholesky of H + diag(D), with a growing
+    diagonal shift if rounding makes it indefinite (H may be singular, e.g. duplicated points, and
+    D -> 0 on free variables near the end). Low rank (H = V V', H passed as 0 x 0): the Cholesky
+    factor of the r x r capacitance matrix I + V' D^-1 V of the Sherman-Morrison-Woodbury formula
+    (Fine & Scheinberg 2001, Section 4), O(n r^2) instead of O(n^3)."""
+    if H.shape[0] == 0:
+        Dinv = 1.0 / np.maximum(D, D_FLOOR)
+        S = (V.T * Dinv) @ V
+        for k in range(S.shape[0]):
+            S[k, k] += 1.0
+        try:
+            return np.linalg.cholesky(S), True
+        except Exception:  # noqa: BLE001 -- numba raises LinAlgError; only the class is caught
+            return np.zeros((0, 0)), False
     n = H.shape[0]
     hmax = 0.0
     for i in range(n):
@@ -89,6 +123,22 @@ def _factor(H, D):
 
 
 @njit(cache=True, nogil=True)
+def _smw_solve(L, V, Dinv, b):
+    """(diag(1/Dinv) + V V')^-1 b = Dinv b - Dinv V (I + V' Dinv V)^-1 V' Dinv b (Woodbury),
+    L the Cholesky factor of I + V' Dinv V."""
+    t = Dinv * b
+    return t - Dinv * (V @ _cho_solve(L, V.T @ t))
+
+
+@njit(cache=True, nogil=True)
+def _newton_solve(L, H, V, D, b):
+    """Solve (H + diag(D)) x = b with the factor from `_factor` (low rank: D floored)."""
+    if H.shape[0] != 0:
+        return _cho_solve(L, b)
+    return _smw_solve(L, V, 1.0 / np.maximum(D, D_FLOOR), b)
+
+
+@njit(cache=True, nogil=True)
 def _max_step(v, dv):
     """Largest t in (0, 1] with v + t dv >= 0 (v > 0)."""
     t = 1.0
@@ -99,8 +149,9 @@ def _max_step(v, dv):
 
 
 @njit(cache=True, nogil=True)
-def _ipm_run(H, c, yv, r, u, a, z, w, lam, stuck, tol, max_steps):
-    """Up to max_steps Mehrotra predictor-corrector iterations on (a, z, w, lam) in place.
+def _ipm_run(H, V, c, yv, r, u, a, z, w, lam, stuck, tol, max_steps):
+    """Up to max_steps Mehrotra predictor-corrector iterations on (a, z, w, lam) in place, with
+    the Hessian H dense, or H = V V' when H is 0 x 0 (the low-rank path).
     Returns (code, steps): _CONVERGED when the relative residuals and the complementarity gap
     are below tol, _FAILED if the Newton matrix could not be factored, _STALLED after
     STALL_COUNT steps in a row shorter than STALL_STEP (stuck[0] counts them across calls)."""
@@ -109,7 +160,7 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, stuck, tol, max_steps):
     for step in range(max_steps):
         s = a.copy()
         t = u - a
-        Ha = H @ a
+        Ha = _hmul(H, V, a)
         rd = Ha + c - lam[0] * yv - z + w
         rp = yv @ a - r
         comp = s @ z + t @ w
@@ -128,17 +179,17 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, stuck, tol, max_steps):
             return _CONVERGED, step
         mu = comp / (2.0 * n)
         D = z / s + w / t
-        L, ok = _factor(H, D)
+        L, ok = _factor(H, V, D)
         if not ok:
             return _FAILED, step
-        v2 = _cho_solve(L, yv)
+        v2 = _newton_solve(L, H, V, D, yv)
         yv2 = yv @ v2
         if not yv2 > 0.0:  # the Schur complement y' (H + D)^-1 y of a PD matrix is > 0
             return _FAILED, step
         # predictor (affine scaling, sigma = 0)
         rcl = -s * z
         rcu = -t * w
-        v1 = _cho_solve(L, -rd + rcl / s - rcu / t)
+        v1 = _newton_solve(L, H, V, D, -rd + rcl / s - rcu / t)
         dlam = (-rp - yv @ v1) / yv2
         da = v1 + dlam * v2
         dz = (rcl - z * da) / s
@@ -151,7 +202,7 @@ def _ipm_run(H, c, yv, r, u, a, z, w, lam, stuck, tol, max_steps):
         # corrector (Mehrotra's second-order term and centring)
         rcl = -s * z - da * dz + sigma * mu
         rcu = -t * w + da * dw + sigma * mu
-        v1 = _cho_solve(L, -rd + rcl / s - rcu / t)
+        v1 = _newton_solve(L, H, V, D, -rd + rcl / s - rcu / t)
         dlam = (-rp - yv @ v1) / yv2
         da = v1 + dlam * v2
         dz = (rcl - z * da) / s
@@ -555,7 +606,8 @@ def solve_box_qp(H, c, yv, r, u, a0, tol, max_steps):
         x[i] = min(max(a0[i] / u[i], 0.01), 0.99)
     z, w = _centred_multipliers(x)
     lam = np.zeros(1)
-    code, steps = _ipm_run(Ht, ct, yt, r, one, x, z, w, lam, np.zeros(1, np.int64), tol, max_steps)
+    code, steps = _ipm_run(Ht, np.zeros((n, 0)), ct, yt, r, one, x, z, w, lam, np.zeros(1, np.int64), tol,
+                           max_steps)
     out, ok = _polish(Ht, ct, yt, r, one, x, z, w, 1e-9)
     if not ok:
         out = _snap_multipliers(x, z, w, yt, r, one)
@@ -648,11 +700,142 @@ def _objective_scale(H, c, u):
     return sc
 
 
+# ---------------------------------------------------------------------------- low-rank path
+def pivoted_cholesky(kernel, X, x_norms, tol: float, max_rank: int):
+    """K ~ G G' (G n x r) by the pivoted incomplete Cholesky factorisation (Fine & Scheinberg,
+    "Efficient SVM training using low-rank kernel representations", JMLR 2001, Section 3): each
+    step pivots on the point with the largest residual diagonal d_j = K_jj - ||G_j||^2, evaluates
+    that one kernel column, and stops when the residual trace sum(d) is at most tol * trace(K) or
+    at max_rank columns. The residual K - G G' is positive semi-definite, so its trace bounds its
+    largest eigenvalue and every |residual entry|. O(n r^2) time, n r kernel evaluations.
+    Returns (G, C-contiguous n x r, and the relative residual trace sum(d) / trace(K))."""
+    n = X.shape[0]
+    d = kernel_diagonal(kernel, x_norms)
+    trace = float(d.sum())
+    cap = min(int(max_rank), n)
+    Gt = np.empty((min(cap, 64), n))  # rows are columns of G: each pivot's update is one gemv
+    k = 0
+    while k < cap and d.sum() > tol * trace:
+        j = int(np.argmax(d))
+        if k == Gt.shape[0]:
+            Gt = np.vstack([Gt, np.empty((min(cap, 2 * k) - k, n))])
+        col = kernel_block(kernel, X[j:j + 1], X, x_norms[j:j + 1], x_norms)[0]
+        Gt[k] = (col - Gt[:k, j] @ Gt[:k]) / math.sqrt(d[j])
+        d -= Gt[k] * Gt[k]
+        d[j] = 0.0
+        np.maximum(d, 0.0, out=d)  # rounding below zero on points the factor already spans
+        k += 1
+    return np.ascontiguousarray(Gt[:k].T), (float(d.sum()) / trace if trace > 0.0 else 0.0)
+
+
+def _unit_box_lowrank(V, c, yv, u):
+    """`_unit_box` for H = V V': the scaled factor Vt (Ht = Vt Vt') with the gradient size over
+    the box bounded by |c_i| u_i + u_i (|V| |V|' u)_i >= the dense row sums, in O(n r)."""
+    A = np.abs(V)
+    sc = max(float(np.max(np.abs(c) * u + u * (A @ (A.T @ u)))), 1e-300)
+    return np.ascontiguousarray(V * (u / math.sqrt(sc))[:, None]), c * u / sc, yv * u, sc
+
+
+# The exact finish (`_exact_finish`): a chunking decomposition on the exact Q started from the
+# low-rank optimum. Each round solves the exact QP on a working set W (the free variables and the
+# KKT violators, at most MAX_WS) with the others fixed and updates G with the kernel columns of
+# the variables that moved; it stops when m - M <= tol on the exact gradient.
+FINISH_ROUNDS = 50
+MAX_WS = 1000  # the dense IPM fallback of a round costs O(MAX_WS^3) per iteration
+# A start with more free variables than this goes to the IPM at once: the polish from it would
+# spend up to POLISH_ITERS eigen-decompositions (1 s at 275 free) before giving up.
+FACE_POLISH_FREE = 200
+FINISH_IPM_TOL = 1e-10  # that fallback's tolerance: the polish after it needs a converged iterate
+FINISH_CACHE_MB = 32.0
+AUTO_DENSE_N = 1000  # method="auto": below this the dense IPM takes well under a second
+AUTO_RANK_FRACTION = 8  # ... and above it, the low-rank path if rank <= n / 8 suffices
+
+
+def _exact_gradient(cache, alpha):
+    """G = Q alpha - e on the exact kernel, by blocks over the support vectors."""
+    sv = np.flatnonzero(alpha > 0)
+    return -1.0 + cache.y * cache.matvec(sv, alpha[sv] * cache.y[sv])
+
+
+def _finish_set(G, alpha, y, C):
+    """The working set of one finish round: every free variable, then the bound ones violating
+    the KKT conditions at the free variables' b (-y_i G_i <= b on R, >= b on S; `objectives.
+    kkt_violation_equality`), largest violation first up to MAX_WS, and always the maximal
+    violating pair, so each round lowers f while m > M (Keerthi et al. 2001)."""
+    v = -y * G
+    up = ((alpha < C) & (y > 0)) | ((alpha > 0) & (y < 0))
+    lo = ((alpha < C) & (y < 0)) | ((alpha > 0) & (y > 0))
+    free = up & lo
+    i_up = np.flatnonzero(up)[np.argmax(v[up])]
+    i_lo = np.flatnonzero(lo)[np.argmin(v[lo])]
+    b = float(v[free].mean()) if free.any() else 0.5 * (v[i_up] + v[i_lo])
+    viol = np.where(free, -np.inf, np.where(up, v - b, b - v))
+    cand = np.flatnonzero(viol > 0.0)
+    cand = cand[np.argsort(-viol[cand], kind="stable")[:max(MAX_WS - int(free.sum()), 0)]]
+    return np.unique(np.concatenate([np.flatnonzero(free), cand, [i_up, i_lo]]))
+
+
+def _solve_face(H, c, yv, C, a, tol):
+    """The exact subproblem min 1/2 a'Ha + c'a, y'a = y'a0, 0 <= a <= C from the feasible a0:
+    the active-set polish from a0 itself (its bound variables whose gradient has the wrong sign
+    are freed), then, if the polish is refused or a0 has more than FACE_POLISH_FREE free
+    variables, the interior point (`solve_box_qp`). The polish's gradient tolerance is the
+    finish's target in unit-box units (g_unit = g C / sc), not below rounding. Returns the new a,
+    or a0 if nothing lowered the objective."""
+    n = a.shape[0]
+    u = np.full(n, C)
+    r = float(yv @ a)
+    Ht, ct, yt, sc = _unit_box(H, c, yv, u)
+    x = a / C
+    gtol = max(min(1e-9, 0.25 * tol * C / sc), 1e-14)
+    if np.count_nonzero((x > 0.0) & (x < 1.0)) <= FACE_POLISH_FREE:
+        out, ok = _polish(Ht, ct, yt, r, np.ones(n), x, (x <= 0.0) * 1.0, (x >= 1.0) * 1.0, gtol)
+        if ok:
+            return out * C
+    out = solve_box_qp(H, c, yv, r, u, a, FINISH_IPM_TOL, 200)[0]
+    return out if 0.5 * out @ (H @ out) + c @ out < 0.5 * a @ (H @ a) + c @ a else a
+
+
+def _exact_finish(cache, alpha, G, C, tol):
+    """Rounds of `_finish_set` + `_solve_face` on the exact Q until m - M <= tol, in place on
+    (alpha, G). Returns (rounds, reason): reason is "" when certified, else why it stopped."""
+    y = cache.y
+    for rnd in range(FINISH_ROUNDS):
+        # one round always: the exact solve on the free set is what makes qp exact to rounding
+        # (the reference the other kernel solvers are checked against), not merely within tol
+        if rnd > 0 and kkt_violation_equality(G, alpha, y, C) <= tol:
+            return rnd, ""
+        W = _finish_set(G, alpha, y, C)
+        H = cache.block(W, W)
+        aW = alpha[W]
+        new = _solve_face(H, G[W] - H @ aW, y[W], C, aW, tol)
+        d = new - aW
+        moved = np.flatnonzero(d)
+        if moved.size == 0:
+            if kkt_violation_equality(G, alpha, y, C) <= tol:
+                return rnd + 1, ""
+            return rnd + 1, (f"the exact finish made no progress on a working set of {W.size} "
+                             f"variables")
+        G += y * cache.matvec(W[moved], d[moved] * y[W[moved]])
+        alpha[W] = new
+    if kkt_violation_equality(G, alpha, y, C) <= tol:
+        return FINISH_ROUNDS, ""
+    return FINISH_ROUNDS, f"the exact finish reached its cap of {FINISH_ROUNDS} rounds"
+
+
 # ---------------------------------------------------------------------------- driver
 def dense_limit(max_memory_mb: float) -> int:
     """Largest n whose dense IPM fits: Q, its unit-box scaling, the Newton matrix and its
     Cholesky factor, 4 n^2 doubles."""
     return int(math.isqrt(int(max_memory_mb * 2**20 / 32)))
+
+
+def lowrank_limit(max_memory_mb: float, rank: int) -> int:
+    """Largest n whose low-rank path fits: the factor, its unit-box copy and the IPM's r x n
+    product (3 n r doubles), besides the finish's column cache and its dense working set
+    (3 MAX_WS^2 doubles)."""
+    fixed = FINISH_CACHE_MB * 2**20 + 24 * MAX_WS**2
+    return max(int((max_memory_mb * 2**20 - fixed) // (24 * max(rank, 1))), 0)
 
 
 def _snap(a, u, y, r):
@@ -681,33 +864,66 @@ def _cvxopt_solve(Q, y, C, tol, max_iter):
     return a, zz[:n].copy(), zz[n:].copy(), int(sol["iterations"]), sol["status"] == "optimal"
 
 
+def _choose_path(problem: Problem, method, backend, lowrank_tol, max_rank, max_memory_mb):
+    """(V, info): V the low-rank factor of Q (V V' ~ Q, V = diag(y) G) or None for the dense
+    path, info what decided. method="auto": dense up to AUTO_DENSE_N points; above, the pivoted
+    Cholesky with at most n / AUTO_RANK_FRACTION columns (the low-rank IPM's O(n r^2) per
+    iteration then costs at most 3 / 64 of the dense O(n^3 / 3)), and dense if that rank does not
+    reach lowrank_tol and the dense matrices fit. Memory limits are checked before allocating."""
+    n = problem.n_samples
+    limit = dense_limit(max_memory_mb)
+    dense_msg = (f"qp builds the dense {n} x {n} dual: about {32 * n * n / 2**20:.0f} MB, over "
+                 f"qp.max_memory_mb={max_memory_mb:g} (n <= {limit})")
+    if backend == "cvxopt" and method == "lowrank":
+        raise SolverError("qp.method='lowrank' needs backend='ipm' (cvxopt solves the dense dual)")
+    if backend == "cvxopt" or method == "dense" or (method == "auto" and n <= AUTO_DENSE_N):
+        if n > limit:
+            raise SolverError(f"{dense_msg}; use method='lowrank', or solver='smo' or 'svmlight', "
+                              f"which work from a kernel-column cache")
+        return None, {}
+    cap = min(max_rank, n) if method == "lowrank" or n > limit else min(max_rank, max(n // AUTO_RANK_FRACTION, 1))
+    lr_limit = lowrank_limit(max_memory_mb, cap)
+    if n > lr_limit:
+        raise SolverError(f"{dense_msg}, and its low-rank path (rank <= qp.max_rank={cap}) needs n <= "
+                          f"{lr_limit}; use solver='smo' or 'svmlight', which work from a kernel-column cache")
+    G, resid = pivoted_cholesky(problem.kernel, problem.X, problem.row_norms_sq, lowrank_tol, cap)
+    info = {"lowrank_rank": G.shape[1], "lowrank_residual": resid}
+    if method == "auto" and resid > lowrank_tol and n <= limit:
+        info["method_reason"] = (f"rank {cap} leaves a residual trace {resid:.1e} > lowrank_tol: "
+                                 f"the dense path")
+        return None, info
+    if G.shape[1] == 0:  # K = 0: a zero column keeps the algebra well defined
+        G = np.zeros((n, 1))
+    return problem.y[:, None] * G, info
+
+
 def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
-           backend: str = "ipm", ipm_tol: float = 1e-10, max_memory_mb: float = 2048.0) -> Fit:
-    """The whole dual in one dense solve (module docstring). Iterations are IPM iterations;
-    budget.tol is checked on the final m(alpha) - M(alpha) (status "stalled" if above it).
+           backend: str = "ipm", ipm_tol: float = 1e-10, max_memory_mb: float = 2048.0,
+           method: str = "auto", lowrank_tol: float = 1e-6, max_rank: int = 1000) -> Fit:
+    """The whole dual in one solve (module docstring): dense, or through a low-rank factor of the
+    kernel with an exact finish (`_choose_path`). Iterations are IPM iterations; budget.tol is
+    checked on the final m(alpha) - M(alpha) on the exact Q (status "stalled" if above it).
 
     warm_start: ``alpha`` (projected onto the feasible set) starts the IPM from inside the box
     near it; interior point methods gain little from a warm start (bertini, Section II.B, notes
     the same of CVXOPT).
     """
     n = problem.n_samples
-    limit = dense_limit(max_memory_mb)
-    if n > limit:
-        raise SolverError(
-            f"qp builds the dense {n} x {n} dual: about {32 * n * n / 2**20:.0f} MB, over "
-            f"qp.max_memory_mb={max_memory_mb:g} (n <= {limit}); use solver='smo' or 'svmlight', "
-            f"which work from a kernel-column cache")
     y = problem.y
     C = problem.C
+    V, path_info = _choose_path(problem, method, backend, lowrank_tol, max_rank, max_memory_mb)
     max_iter = budget.iterations(200)
-    Q = kernel_block(problem.kernel, problem.X, problem.X, problem.row_norms_sq, problem.row_norms_sq)
-    Q *= y[:, None]
-    Q *= y[None, :]
     c = -np.ones(n)
     u = np.full(n, C)
     alpha_start = warm_alpha(problem, warm_start)
     a0 = alpha_start if warm_start is not None else 0.5 * u
     a = np.clip(a0, 0.01 * u, 0.99 * u)
+    extra = dict(backend=backend, dense_limit_n=dense_limit(max_memory_mb), **path_info)
+    if V is not None:
+        return _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra)
+    Q = kernel_block(problem.kernel, problem.X, problem.X, problem.row_norms_sq, problem.row_norms_sq)
+    Q *= y[:, None]
+    Q *= y[None, :]
     f0 = float(0.5 * a @ (Q @ a) - a.sum())
 
     status = "max_iter"
@@ -722,39 +938,15 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     else:
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
         x = a / C
-        z, w = _centred_multipliers(x)
-        lam = np.zeros(1)
-        stuck = np.zeros(1, np.int64)
-        one = np.ones(n)
-        it = 0
-        while it < max_iter:
-            code, steps = _ipm_run(Ht, ct, yt, 0.0, one, x, z, w, lam, stuck, ipm_tol, 1)
-            it += steps
-            if code == _CONVERGED:
-                status = "converged"
-                break
-            if code == _STALLED:
-                status = "stalled"
-                reason = (f"the interior point made no progress (steps below {STALL_STEP:g} for "
-                          f"{STALL_COUNT} iterations)")
-                break
-            if code == _FAILED or not np.isfinite(x).all():
-                status = "diverged"
-                reason = "the interior point's Newton matrix could not be factored"
-                break
-            if recorder.due(it):
-                recorder.record(it, lambda: certificates(problem, _snap(x * C, u, y, 0.0),
-                                                         Q @ _snap(x * C, u, y, 0.0) - 1.0)[:3])
-            if recorder.out_of_time(budget):
-                status = "timeout"
-                break
-        x, polished = _polish(Ht, ct, yt, 0.0, one, x, z, w, 1e-9)
+        status, reason, it, z, w = _ipm_loop(problem, Ht, np.zeros((n, 0)), ct, yt, x, budget, recorder,
+                                             ipm_tol, max_iter, lambda al: Q @ al - 1.0)
+        x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), x, z, w, 1e-9)
         if polished and status == "stalled":
             # the exact KKT point of a face: converged, if finish_fit's m - M agrees
             status = "converged"
             reason = ""
         if not polished:
-            x = _snap_multipliers(x, z, w, yt, 0.0, one)
+            x = _snap_multipliers(x, z, w, yt, 0.0, np.ones(n))
         alpha = x * C
     if not polished:
         reason = (reason + "; " if reason else "") + (
@@ -765,8 +957,97 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     G = Q @ alpha - 1.0
     recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
     return finish_fit("qp", problem, alpha, G, status, it, budget.tol, fit_time, f_alpha0=f0,
-                      backend=backend, polished=bool(polished), dense_limit_n=limit,
-                      stop_reason=reason)
+                      polished=bool(polished), method="dense", stop_reason=reason, **extra)
+
+
+def _ipm_loop(problem, Ht, Vt, ct, yt, x, budget, recorder, ipm_tol, max_iter, exact_gradient):
+    """The interior point on the unit-box problem (dense Ht, or Ht = Vt Vt' when Ht is 0 x 0),
+    one step per `_ipm_run` call so the recorder and the clock are checked between steps; trace
+    points are the certificates of the iterate snapped to the feasible set, on the exact Q
+    (exact_gradient(alpha) = Q alpha - e). Returns (status, reason, iterations, z, w); x in place."""
+    n = x.shape[0]
+    C = problem.C
+    y = problem.y
+    u = np.full(n, C)
+    z, w = _centred_multipliers(x)
+    lam = np.zeros(1)
+    stuck = np.zeros(1, np.int64)
+    one = np.ones(n)
+    it = 0
+    history = []
+    while it < max_iter:
+        code, steps = _ipm_run(Ht, Vt, ct, yt, 0.0, one, x, z, w, lam, stuck, ipm_tol, 1)
+        it += steps
+        if code == _CONVERGED:
+            return "converged", "", it, z, w
+        if Ht.shape[0] == 0:
+            history.append(_lowrank_merit(Vt, ct, yt, x, z, w, lam[0]))
+            if (len(history) > LOWRANK_STALL and min(history) <= LOWRANK_STALL_BELOW
+                    and min(history[-LOWRANK_STALL:]) > 0.5 * min(history[:-LOWRANK_STALL])):
+                return "stalled", (f"the low-rank interior point stopped improving (its residuals not "
+                                   f"halved in {LOWRANK_STALL} iterations)"), it, z, w
+        if code == _STALLED:
+            return "stalled", (f"the interior point made no progress (steps below {STALL_STEP:g} "
+                               f"for {STALL_COUNT} iterations)"), it, z, w
+        if code == _FAILED or not np.isfinite(x).all():
+            return "diverged", "the interior point's Newton matrix could not be factored", it, z, w
+        if recorder.due(it):
+            snapped = _snap(x * C, u, y, 0.0)
+            recorder.record(it, lambda: certificates(problem, snapped, exact_gradient(snapped))[:3])
+        if recorder.out_of_time(budget):
+            return "timeout", "", it, z, w
+    return "max_iter", "", it, z, w
+
+
+# The low-rank IPM ends when its residuals stop falling: where D < D_FLOOR its Newton steps are
+# inexact, and on a kernel whose free-set eigenvalues are below D_FLOOR (degree 3 in 2-D at C = 100:
+# the dual residual stuck at 6.5e-7 for 300 iterations, complementarity at 2e-16) it would spend the
+# whole budget there. Its iterate is then as good as it gets, and the exact finish decides. Only
+# near the end (residuals below LOWRANK_STALL_BELOW): early on, with a large C, the merit can take
+# more than 10 iterations to halve (600 blobs, degree 3, C = 1e4: stopped at iteration 11).
+LOWRANK_STALL = 10
+LOWRANK_STALL_BELOW = 1e-5
+
+
+def _lowrank_merit(Vt, ct, yt, x, z, w, lam):
+    """max of the dual residual and the complementarity gap, relative as in `_ipm_run`'s tests."""
+    Ha = Vt @ (Vt.T @ x)
+    rd = np.max(np.abs(Ha + ct - lam * yt - z + w)) / max(np.max(np.abs(ct)), np.max(np.abs(Ha)))
+    fsize = 0.5 * (x @ Ha) + np.abs(ct) @ x
+    return max(rd, (x @ z + (1.0 - x) @ w) / fsize)
+
+
+def _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra):
+    """The low-rank path (Fine & Scheinberg 2001): the interior point on Q ~ V V' with
+    Sherman-Morrison-Woodbury Newton solves, its iterate snapped to the bounds its multipliers
+    indicate, then `_exact_finish` on the exact Q. The status and certificates come from the exact
+    gradient, recomputed from scratch at the end. f_alpha0 is nan here: the exact objective of the
+    (all-positive) start costs n^2 kernel evaluations."""
+    n = problem.n_samples
+    y, C = problem.y, problem.C
+    u = np.full(n, C)
+    cache = QColumnCache(problem.kernel, problem.X, y, FINISH_CACHE_MB, problem.row_norms_sq)
+    Vt, ct, yt, _ = _unit_box_lowrank(V, -np.ones(n), y, u)
+    x = a / C
+    status, reason, it, z, w = _ipm_loop(problem, np.zeros((0, 0)), Vt, ct, yt, x, budget, recorder,
+                                         ipm_tol, max_iter, lambda al: _exact_gradient(cache, al))
+    if not (np.isfinite(x).all() and np.isfinite(z).all() and np.isfinite(w).all()):
+        x = a / C  # a failed Newton solve left no usable iterate: the finish starts from the start
+        z, w = _centred_multipliers(x)
+    alpha = _snap_multipliers(x, z, w, yt, 0.0, np.ones(n)) * C
+    G = _exact_gradient(cache, alpha)
+    rounds, why = _exact_finish(cache, alpha, G, C, budget.tol)
+    if status in ("converged", "stalled", "diverged"):
+        # the IPM on the approximate Q only starts the finish, which decides (finish_fit checks m - M)
+        status, reason = ("converged", "") if not why else ("stalled", "; ".join(r for r in (reason, why) if r))
+    else:  # the budget (max_iter, timeout) cut the IPM: that stays the status
+        reason = "; ".join(r for r in (reason, why) if r)
+    fit_time = recorder.seconds()
+    G = _exact_gradient(cache, alpha)
+    recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    return finish_fit("qp", problem, alpha, G, status, it, budget.tol, fit_time, f_alpha0=math.nan,
+                      polished=not why, method="lowrank", finish_rounds=rounds, reason=reason,
+                      stop_reason=reason, **extra)
 
 
 register(SolverSpec(
@@ -779,7 +1060,14 @@ register(SolverSpec(
         "ipm_tol": Param(1e-10, "float", low=0.0, open_low=True, high=1.0,
                          doc="relative residual / complementarity tolerance of the IPM"),
         "max_memory_mb": Param(2048.0, "float", low=0.0, open_low=True,
-                               doc="refuse n whose dense matrices exceed this (4 n^2 doubles)"),
+                               doc="refuse n whose matrices exceed this: dense 4 n^2 doubles, low-rank "
+                                   "3 n max_rank doubles + 128 MB (`lowrank_limit`)"),
+        "method": Param("auto", "str", options=("auto", "dense", "lowrank"),
+                        doc="dense IPM, low-rank IPM + exact finish, or auto: dense up to 1000 points "
+                            "or when rank n / 8 does not reach lowrank_tol"),
+        "lowrank_tol": Param(1e-6, "float", low=0.0, open_low=True, high=1.0,
+                             doc="stop the pivoted Cholesky at this residual trace / trace(K)"),
+        "max_rank": Param(1000, "int", low=1, doc="most columns of the pivoted Cholesky factor"),
     },
     losses=LOSSES,
     intercepts=INTERCEPTS,
@@ -788,7 +1076,8 @@ register(SolverSpec(
     default_max_iter=200,
     default_tol=1e-6,
     # 2: nearest-point KKT solve and feasible active-set polish (singular Q); 3: scale-free IPM
-    # stopping tests and the bound-only multiplier in the polish (bertini's digits 3 vs 8)
-    version="3",
+    # stopping tests and the bound-only multiplier in the polish (bertini's digits 3 vs 8); 4: the
+    # low-rank path (pivoted Cholesky, Woodbury Newton solves, exact finish) above 1000 points
+    version="4",
     description="the whole kernel dual by a primal-dual interior point method (bertini, Section I.C)",
 ))

@@ -118,7 +118,11 @@ def test_refuses_a_matrix_too_large(breast_cancer):
     problem = Problem.build(X, y, C=1.0, intercept="free", kernel="rbf", gamma=1.0)
     with pytest.raises(SolverError, match=r"n <= 181.*smo"):
         fit(problem, "qp", max_memory_mb=1.0)
+    with pytest.raises(SolverError, match=r"low-rank path \(rank <= qp.max_rank=569\) needs n <= 0.*smo"):
+        fit(problem, "qp", max_memory_mb=1.0, method="lowrank")
     assert dense_limit(2048.0) == 8192
+    # (2048 MiB - the 32 MiB column cache - 3 MAX_WS^2 doubles) / (3 max_rank doubles per point)
+    assert qp.lowrank_limit(2048.0, 1000) == 87080
 
 
 def test_cvxopt_backend(breast_cancer):
@@ -336,7 +340,7 @@ def test_no_progress_stops_early(digits17, monkeypatch):
     X, y = digits17
     calls = []
 
-    def stuck(H, c, yv, r, u, a, z, w, lam, stall, tol, max_steps):
+    def stuck(H, V, c, yv, r, u, a, z, w, lam, stall, tol, max_steps):
         calls.append(1)
         return qp._STALLED, 1
 
@@ -371,12 +375,130 @@ def test_ipm_stall_counter():
     w = 10.0 ** rng.integers(-300, 2, n)
     lam = np.zeros(1)
     stall = np.zeros(1, np.int64)
-    codes = [qp._ipm_run(H, c, yv, float(yv @ a), u, a, z, w, lam, stall, 1e-10, 1)[0] for _ in range(6)]
+    V = np.zeros((n, 0))
+    codes = [qp._ipm_run(H, V, c, yv, float(yv @ a), u, a, z, w, lam, stall, 1e-10, 1)[0] for _ in range(6)]
     k = codes.index(qp._STALLED)
     assert k < 6 and stall[0] >= qp.STALL_COUNT and all(code == qp._RUNNING for code in codes[:k])
     # a step of normal length resets the counter, so only consecutive tiny steps stall
     x = np.full(n, 0.5)
     zc, wc = qp._centred_multipliers(x)
     stall[0] = qp.STALL_COUNT - 1
-    code, steps = qp._ipm_run(H, c, yv, 0.0, u, x, zc, wc, np.zeros(1), stall, 1e-10, 1)
+    code, steps = qp._ipm_run(H, V, c, yv, 0.0, u, x, zc, wc, np.zeros(1), stall, 1e-10, 1)
     assert code == qp._RUNNING and stall[0] == 0  # a centred start moves: the counter resets
+
+
+# ---------------------------------------------------------------- low-rank path (Fine & Scheinberg)
+def test_pivoted_cholesky_reconstruction():
+    """K ~ G G' by the pivoted incomplete Cholesky: the residual K - G G' is positive
+    semi-definite with the trace the function reports (<= tol trace(K)), so every entry is within
+    that trace; on 2-D blobs the rbf kernel needs few columns (its spectrum decays fast), and a
+    rank cap stops it with the residual reported, not hidden."""
+    X, y = _blobs(500)
+    P = Problem.build(X, y, C=1.0, intercept="free", kernel="rbf", gamma=0.5)
+    K = qp.kernel_block(P.kernel, X, X)
+    G, resid = qp.pivoted_cholesky(P.kernel, X, P.row_norms_sq, 1e-8, 500)
+    R = K - G @ G.T
+    assert resid <= 1e-8 and np.trace(R) / np.trace(K) == pytest.approx(resid, rel=1e-3, abs=1e-14)
+    assert np.abs(R).max() <= resid * np.trace(K) + 1e-12
+    assert np.linalg.eigvalsh(R).min() >= -1e-10
+    assert G.shape[1] <= 120  # 99 of 500 columns (greedy pivots on the residual diagonal)
+    G5, resid5 = qp.pivoted_cholesky(P.kernel, X, P.row_norms_sq, 1e-8, 5)
+    assert G5.shape[1] == 5 and resid5 == pytest.approx(np.trace(K - G5 @ G5.T) / np.trace(K), rel=1e-9)
+    assert resid5 > 1e-3
+
+
+@pytest.mark.parametrize("n_small, small, backward", [(90, 1e-9, 1e-12), (10, 1e-20, 1e-6)])
+def test_woodbury_newton_solve(n_small, small, backward):
+    """The low-rank Newton system (diag(D) + V V') x = b by Sherman-Morrison-Woodbury (r = 20):
+    backward stable (residual at the rounding of the terms it sums) with D from 1e-9 to 1e8.
+    With fewer than r entries of D at 1e-20 (free variables at the end of the interior point)
+    I + V' D^-1 V is singular to rounding and its Cholesky fails; floored at D_FLOOR, the
+    floored system is solved instead (to 1e-8 or so: an inexact Newton step), finite."""
+    rng = np.random.default_rng(2)
+    n, r = 300, 20
+    V = rng.normal(size=(n, r)) / np.sqrt(n)
+    D = 10.0 ** rng.uniform(-2, 8, n)
+    D[rng.permutation(n)[:n_small]] = small
+    b = rng.normal(size=n)
+    L, ok = qp._factor(np.zeros((0, 0)), V, D)
+    assert ok and L.shape == (r, r)
+    x = qp._newton_solve(L, np.zeros((0, 0)), V, D, b)
+    Df = np.maximum(D, qp.D_FLOOR)
+    res = np.abs(Df * x + V @ (V.T @ x) - b)
+    assert np.isfinite(x).all()
+    # (the forward error is no test here: the condition number reaches 1e8 / 1e-10)
+    assert (res <= backward * (Df * np.abs(x) + np.abs(V) @ (np.abs(V.T) @ np.abs(x)) + np.abs(b))).all()
+
+
+def _lowrank_vs_smo(X, y, C, kw, **params):
+    P = Problem.build(X, y, C=C, intercept="free", **kw)
+    res = fit(P, "qp", budget=Budget(tol=1e-10), method="lowrank", **params)
+    ref = fit(P, "smo", budget=Budget(tol=1e-13))
+    return res, ref
+
+
+def test_lowrank_path_reaches_smo():
+    """A few hundred points forced onto the low-rank path: the IPM on Q ~ V V' and the exact
+    finish end at smo's optimum, certified on the exact Q (m - M to rounding, not only <= tol)."""
+    X, y = _blobs(400)
+    res, ref = _lowrank_vs_smo(X, y, 10.0, dict(kernel="rbf", gamma=0.5))
+    assert res.info["method"] == "lowrank" and res.info["lowrank_rank"] < 100
+    assert res.status == "converged" and res.info["polished"] and res.kkt_violation <= 1e-12
+    assert abs(res.dual - ref.dual) <= 1e-11 * abs(ref.dual)
+    assert abs(res.alpha @ y) < 1e-10 and res.alpha.min() >= 0 and res.alpha.max() <= 10.0
+    assert np.abs(res.alpha - ref.alpha).max() <= 1e-6 * 10.0
+
+
+def test_lowrank_poor_approximation_still_certified():
+    """A kernel of high rank (digits, rbf gamma 0.02) cut at 5 columns: the IPM's optimum is far
+    from the exact one, and the exact finish takes several chunking rounds, through the IPM on its
+    working set, to certify the exact optimum (smo's)."""
+    X, y = digits17_data()
+    res, ref = _lowrank_vs_smo(X, y, 10.0, dict(kernel="rbf", gamma=0.02), max_rank=5)
+    assert res.info["lowrank_rank"] == 5 and res.info["lowrank_residual"] > 0.1
+    assert res.info["finish_rounds"] > 1
+    assert res.status == "converged" and res.kkt_violation <= 1e-10
+    assert abs(res.dual - ref.dual) <= 1e-10 * abs(ref.dual)
+
+
+def test_lowrank_uncertified_finish_says_so(monkeypatch):
+    """When the exact finish stops short (here its round cap cut to 1 on a poor approximation),
+    the status is 'stalled' with the reason and m - M on the exact Q, never 'converged'."""
+    X, y = digits17_data()
+    monkeypatch.setattr(qp, "FINISH_ROUNDS", 1)
+    P = Problem.build(X, y, C=10.0, intercept="free", kernel="rbf", gamma=0.02)
+    with pytest.warns(ConvergenceWarning, match=r"stalled.*m - M.*cap of 1 rounds"):
+        res = fit(P, "qp", budget=Budget(tol=1e-10), method="lowrank", max_rank=5)
+    assert res.status == "stalled" and not res.info["polished"] and res.kkt_violation > 1e-10
+    assert "cap of 1 rounds" in res.info["stop_reason"]
+    assert abs(res.alpha @ y) < 1e-10 and res.alpha.min() >= 0 and res.alpha.max() <= 10.0
+
+
+def test_auto_path(monkeypatch):
+    """method='auto': dense up to AUTO_DENSE_N points (lowered here to keep the test small);
+    above, the low-rank path when n / 8 columns reach lowrank_tol (2-D blobs), else dense with
+    the reason (gamma 1e4: K ~ I, rank n)."""
+    monkeypatch.setattr(qp, "AUTO_DENSE_N", 200)
+    X, y = _blobs(1200)
+    kw = dict(C=1.0, intercept="free", kernel="rbf")
+    low = fit(Problem.build(X, y, gamma=0.5, **kw), "qp")
+    assert low.info["method"] == "lowrank" and low.info["lowrank_rank"] <= 1200 // 8
+    assert low.status == "converged" and low.kkt_violation <= 1e-6
+    small = fit(Problem.build(X[::6], y[::6], gamma=0.5, **kw), "qp")  # 200 points
+    assert small.info["method"] == "dense" and "lowrank_rank" not in small.info
+    wide = fit(Problem.build(X[::3], y[::3], gamma=1e4, **kw), "qp")  # 400 points
+    assert wide.info["method"] == "dense" and wide.info["lowrank_rank"] == 50
+    assert "the dense path" in wide.info["method_reason"] and wide.status == "converged"
+
+
+def test_lowrank_ipm_stops_when_it_stops_improving(monkeypatch):
+    """Degree 3 on 2-D blobs at C = 1e4 (rank 10, exact): below D_FLOOR the low-rank Newton steps
+    are inexact and the interior point creeps (169 iterations without the stop); it ends when its
+    residuals stop halving, and the exact finish certifies the optimum from there."""
+    X, y = _blobs(600)
+    P = Problem.build(X, y, C=1e4, intercept="free", kernel="poly", degree=3, gamma=0.5, coef0=1.0)
+    res = fit(P, "qp", budget=Budget(tol=1e-9), method="lowrank")
+    assert res.status == "converged" and res.kkt_violation <= 1e-9 and res.n_iter < 60
+    monkeypatch.setattr(qp, "LOWRANK_STALL", 10**6)
+    creep = fit(P, "qp", budget=Budget(tol=1e-9), method="lowrank")
+    assert creep.n_iter > 150 and creep.dual == pytest.approx(res.dual, rel=1e-10)  # both m - M ~ 3e-10
