@@ -112,19 +112,24 @@ def kernel_block(kernel: Kernel, X, Z, x_norms=None, z_norms=None) -> np.ndarray
 
 
 # ------------------------------------------------------------------ kernel-column cache
-# The dual solvers (smo, svmlight) need columns Q_i = (y_i y_k K(x_i, x_k))_k of the Hessian of
+# The dual solvers (smo, svmlight) need columns Q_p = (y_p y_k K(x_p, x_k))_k of the Hessian of
 # the dual, Q = diag(y) K diag(y), a few at a time. `QColumnCache` keeps the most recently used
 # columns in a bounded buffer (LRU, size in MB), so n can exceed what a full n x n matrix allows.
 # Its state is plain arrays, so a numba loop (smo) and Python code (svmlight, through
-# `QColumnCache.columns`) use the same cache. A column may be computed only on the rows of a
-# shrunken active set (LIBSVM's design, Fan, Chen & Lin 2005, Section 5); such a column stays
-# valid while the active set only shrinks and is dropped when the set is enlarged again
-# (`QColumnCache.invalidate_partial`).
+# `QColumnCache.columns`) use the same cache.
+#
+# LIBSVM's layout (Fan, Chen & Lin 2005, Section 5; svm.cpp's Cache and Solver::swap_index): the
+# cache indexes variables by *position*, and a solver that shrinks swaps the shrunken variables
+# to the end (`_cache_swaps`), so that the active set is the prefix [0, n_active) of positions and
+# a column is needed, computed and scanned on that prefix only. A slot holds the prefix
+# [0, length) of its column; a request for a longer prefix computes only the entries it lacks
+# (LIBSVM's Cache::get_data). The rows of X, their norms and labels are kept in position order
+# (perm[k] is the data row at position k), so an entry is computed from contiguous rows.
 
 _KIND = {"linear": 0, "rbf": 1, "poly": 2}
 
 # Layout of the int64 `stats` array of a cache.
-_N_USED, _EPOCH, _HITS, _MISSES = 0, 1, 2, 3
+_N_USED, _HITS, _MISSES, _EVALS = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -144,39 +149,32 @@ def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _fill_column(i, rows, n_rows, out, data, ker):
-    """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free
-    but vectorisable (dense) or a scatter/gather sparse dot (CSR, as LIBSVM's sparse dot)."""
-    dense, Xd, vals, indices, indptr, xn, y, scratch = data
+def _fill_column(p, start, stop, out, data, ker):
+    """out[k] = Q_pk = y_p y_k K(x_p, x_k) for the positions k in [start, stop): one BLAS gemv
+    over the contiguous rows for the dot products (dense), or a scatter/gather sparse dot per row
+    (CSR, as LIBSVM's sparse dot), then the kernel's transform."""
+    if stop <= start:
+        return
+    dense, Xp, vals, indices, indptr, xn, y, perm, scratch = data
     kind, gamma, coef0, degree = ker
-    yi = y[i]
-    ni = xn[i]
-    if dense and n_rows == Xd.shape[0]:
-        # every row: one BLAS gemv for the dot products, then the kernel's transform
-        dots = np.dot(Xd, Xd[i])
-        for k in range(n_rows):
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k], ni, xn[k])
-    elif dense:
-        d = Xd.shape[1]
-        xi = Xd[i]
-        for t in range(n_rows):
-            k = rows[t]
-            xk = Xd[k]
-            s = 0.0
-            for f in range(d):
-                s += xi[f] * xk[f]
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
-    else:
-        for p in range(indptr[i], indptr[i + 1]):
-            scratch[indices[p]] = vals[p]
-        for t in range(n_rows):
-            k = rows[t]
-            s = 0.0
-            for p in range(indptr[k], indptr[k + 1]):
-                s += scratch[indices[p]] * vals[p]
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
-        for p in range(indptr[i], indptr[i + 1]):
-            scratch[indices[p]] = 0.0
+    yp = y[p]
+    npp = xn[p]
+    if dense:
+        dots = np.dot(Xp[start:stop], Xp[p])
+        for k in range(start, stop):
+            out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k - start], npp, xn[k])
+        return
+    r = perm[p]
+    for q in range(indptr[r], indptr[r + 1]):
+        scratch[indices[q]] = vals[q]
+    for k in range(start, stop):
+        rk = perm[k]
+        s = 0.0
+        for q in range(indptr[rk], indptr[rk + 1]):
+            s += scratch[indices[q]] * vals[q]
+        out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, s, npp, xn[k])
+    for q in range(indptr[r], indptr[r + 1]):
+        scratch[indices[q]] = 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -195,14 +193,14 @@ def _lru_touch(s, prev, nxt):
 
 
 @njit(cache=True, nogil=True)
-def _cache_slot(i, cache):
-    """Slot holding column i, allocated (evicting the least recently used) when absent.
-    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
-    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
-    s = slot_of[i]
+def _cache_slot(p, state):
+    """Slot holding the column of position p, allocated empty (length 0, evicting the least
+    recently used column) when absent."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    s = slot_of[p]
     if s >= 0:
         _lru_touch(s, prev, nxt)
-        return s, True
+        return s
     n_slots = col_of.shape[0]
     if stats[_N_USED] < n_slots:
         s = stats[_N_USED]
@@ -212,45 +210,82 @@ def _cache_slot(i, cache):
     else:
         s = nxt[prev.shape[0] - 1]  # least recently used
         slot_of[col_of[s]] = -1
-    col_of[s] = i
-    slot_of[i] = s
-    full[s] = 0
-    epoch[s] = -1
+    col_of[s] = p
+    slot_of[p] = s
+    length[s] = 0
     _lru_touch(s, prev, nxt)
-    return s, False
+    return s
 
 
 @njit(cache=True, nogil=True)
-def _cache_get(i, need_full, rows, n_rows, cache, data, ker):
-    """Q_i as a row of the cache buffer, valid on rows[:n_rows] (on all n rows if need_full)."""
-    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
-    s, present = _cache_slot(i, cache)
-    n = buf.shape[1]
-    if present and (full[s] or (not need_full and epoch[s] == stats[_EPOCH])):
+def _cache_get(p, n_rows, state, data, ker):
+    """Q_p as a row of the cache buffer, valid on the positions [0, n_rows); only the entries
+    the slot lacks are computed."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    s = _cache_slot(p, state)
+    have = length[s]
+    if have >= n_rows:
         stats[_HITS] += 1
-        return buf[s]
-    stats[_MISSES] += 1
-    if need_full or n_rows == n:
-        _fill_column(i, np.arange(n), n, buf[s], data, ker)
-        full[s] = 1
     else:
-        _fill_column(i, rows, n_rows, buf[s], data, ker)
-        full[s] = 0
-    epoch[s] = stats[_EPOCH]
+        stats[_MISSES] += 1
+        stats[_EVALS] += n_rows - have
+        _fill_column(p, have, n_rows, buf[s], data, ker)
+        length[s] = n_rows
     return buf[s]
 
 
 @njit(cache=True, nogil=True)
-def _cache_lookup(idx, cache):
-    """Slots for the full columns idx (hits first, so that allocating the misses can never evict
-    a hit of the same request). Returns (slots, miss mask)."""
-    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+def _cache_swaps(I, J, m, state, data):
+    """Exchange the variables at positions I[t] and J[t], t < m, in this order (LIBSVM's
+    Cache::swap_index with Kernel::swap_index, batched): the data rows, which slot is whose
+    column, and the two entries of every cached column. A column that holds only the first of
+    the two entries keeps the prefix before it (LIBSVM drops such a column whole). The entries
+    are swapped slot by slot, so that one slot's row stays in the CPU cache across the swaps."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    dense, Xp, vals, indices, indptr, xn, y, perm, scratch = data
+    for t in range(m):
+        i = I[t]
+        j = J[t]
+        xn[i], xn[j] = xn[j], xn[i]
+        y[i], y[j] = y[j], y[i]
+        perm[i], perm[j] = perm[j], perm[i]
+        if dense:
+            for f in range(Xp.shape[1]):
+                Xp[i, f], Xp[j, f] = Xp[j, f], Xp[i, f]
+        si = slot_of[i]
+        sj = slot_of[j]
+        slot_of[i] = sj
+        slot_of[j] = si
+        if si >= 0:
+            col_of[si] = j
+        if sj >= 0:
+            col_of[sj] = i
+    for s in range(stats[_N_USED]):
+        col = buf[s]
+        L = length[s]
+        for t in range(m):
+            i = min(I[t], J[t])
+            j = max(I[t], J[t])
+            if j < L:
+                col[i], col[j] = col[j], col[i]
+            elif i < L:
+                L = i
+        length[s] = L
+
+
+@njit(cache=True, nogil=True)
+def _cache_lookup(idx, state):
+    """Slots for the full columns of positions idx (hits first, so that allocating the misses can
+    never evict a hit of the same request). Returns (slots, miss mask); the caller fills the
+    misses."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    n = buf.shape[1]
     m = idx.shape[0]
     slots = np.empty(m, np.int64)
     miss = np.zeros(m, np.bool_)
     for t in range(m):
         s = slot_of[idx[t]]
-        if s >= 0 and full[s]:
+        if s >= 0 and length[s] == n:
             _lru_touch(s, prev, nxt)
             slots[t] = s
             stats[_HITS] += 1
@@ -258,10 +293,10 @@ def _cache_lookup(idx, cache):
             miss[t] = True
     for t in range(m):
         if miss[t]:
-            s, _ = _cache_slot(idx[t], cache)
+            s = _cache_slot(idx[t], state)
             slots[t] = s
-            full[s] = 1
-            epoch[s] = stats[_EPOCH]
+            stats[_EVALS] += n - length[s]
+            length[s] = n
             stats[_MISSES] += 1
     return slots, miss
 
@@ -288,13 +323,19 @@ class QColumnCache:
         (never more than n). Two columns are the minimum the two-variable update needs.
     x_norms : ndarray (n,) or None
         Squared row norms when known.
+    permutable : bool
+        Whether a solver will reorder the positions (`_cache_swaps`): the cache then keeps its
+        own copy of a dense X (rows in position order), so that X is never modified.
 
-    ``columns(idx)`` returns full columns Q[:, idx] (misses computed together by one BLAS
-    block, `kernel_block`); the numba solvers call `_cache_get` on ``state`` directly.
-    ``hits``/``misses`` count column requests.
+    Columns are indexed by position; ``perm[k]`` is the row of X at position k (the identity
+    until a solver swaps). ``columns(idx)`` returns full columns Q[:, idx] (misses computed
+    together by one BLAS block, `kernel_block`); the numba solvers call `_cache_get` and
+    `_cache_swaps` on ``state`` and ``data`` directly. ``matvec`` and ``block`` take rows of X.
+    ``hits``/``misses`` count column requests, ``kernel_evaluations`` the entries computed.
     """
 
-    def __init__(self, kernel: Kernel, X, y, cache_mb: float = 200.0, x_norms=None):
+    def __init__(self, kernel: Kernel, X, y, cache_mb: float = 200.0, x_norms=None,
+                 permutable: bool = False):
         if not (cache_mb > 0 and math.isfinite(cache_mb)):
             raise ValueError(f"cache_size={cache_mb!r} must be a finite number of MB > 0")
         self.kernel = kernel
@@ -306,66 +347,68 @@ class QColumnCache:
         self.cache_mb = float(cache_mb)
         self.n_slots = int(min(n, max(2, (cache_mb * 2**20) // (8 * n))))
         self.QD = kernel_diagonal(kernel, self.x_norms)
+        self.perm = np.arange(n, dtype=np.int64)
         buf = np.empty((self.n_slots, n), dtype=np.float64)
         self.state = (
             buf,
-            np.full(n, -1, np.int64),                 # slot_of
-            np.full(self.n_slots, -1, np.int64),      # col_of
+            np.full(n, -1, np.int64),                 # slot_of (a position's slot)
+            np.full(self.n_slots, -1, np.int64),      # col_of (a slot's position)
             np.zeros(self.n_slots + 1, np.int64),     # prev (last entry: the list's sentinel)
             np.zeros(self.n_slots + 1, np.int64),     # nxt
-            np.zeros(self.n_slots, np.uint8),         # full: computed on all n rows
-            np.zeros(self.n_slots, np.int64),         # epoch of a partial column
-            np.zeros(4, np.int64),                    # n_used, epoch, hits, misses
+            np.zeros(self.n_slots, np.int64),         # length: the valid prefix of each slot
+            np.zeros(4, np.int64),                    # n_used, hits, misses, kernel evaluations
         )
         self.state[3][-1] = self.n_slots
         self.state[4][-1] = self.n_slots
+        # in position order: copies when a solver will swap them
+        yp = self.y.copy() if permutable else self.y
+        xn = self.x_norms.copy() if permutable else self.x_norms
         if sp.issparse(X):
-            self.data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, self.x_norms, self.y,
+            self.data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
                          np.zeros(X.shape[1]))
         else:
-            self.data = (True, X, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
-                         self.x_norms, self.y, np.zeros(0))
+            Xp = np.array(X, dtype=np.float64, order="C") if permutable else np.ascontiguousarray(X, np.float64)
+            self.data = (True, Xp, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
+                         xn, yp, self.perm, np.zeros(0))
         self.ker = (_KIND[kernel.name], float(kernel.gamma), float(kernel.coef0),
                     int(kernel.degree) if kernel.name == "poly" else 1)
 
     @property
     def hits(self) -> int:
-        return int(self.state[7][_HITS])
+        return int(self.state[6][_HITS])
 
     @property
     def misses(self) -> int:
-        return int(self.state[7][_MISSES])
+        return int(self.state[6][_MISSES])
 
     @property
-    def fits_all(self) -> bool:
-        return self.n_slots >= self.n
-
-    def invalidate_partial(self) -> None:
-        """The active set grew: columns computed on a shrunken set are no longer complete."""
-        self.state[7][_EPOCH] += 1
+    def kernel_evaluations(self) -> int:
+        return int(self.state[6][_EVALS])
 
     def block(self, rows, cols) -> np.ndarray:
-        """Q[rows][:, cols] computed directly (BLAS), bypassing the cache."""
+        """Q[rows][:, cols] for rows and columns of X, computed directly (BLAS), bypassing the
+        cache."""
         K = kernel_block(self.kernel, self.X[rows], self.X[cols], self.x_norms[rows], self.x_norms[cols])
         K *= self.y[rows][:, None]
         K *= self.y[cols][None, :]
         return K
 
     def columns(self, idx) -> np.ndarray:
-        """Q[:, idx], shape (n, len(idx)); the misses are computed by one BLAS block."""
+        """Q[:, idx] in position order, shape (n, len(idx)); the misses are computed by one BLAS
+        block."""
         idx = np.ascontiguousarray(idx, dtype=np.int64)
         if idx.shape[0] > self.n_slots:
-            return self.block(np.arange(self.n), idx)
+            return self.block(self.perm, self.perm[idx])
         slots, miss = _cache_lookup(idx, self.state)
         buf = self.state[0]
         if miss.any():
-            cols = idx[miss]
-            buf[slots[miss]] = self.block(np.arange(self.n), cols).T
+            buf[slots[miss]] = self.block(self.perm, self.perm[idx[miss]]).T
         return buf[slots].T
 
     def matvec(self, beta_idx, beta, rows=None, chunk_mb: float = 64.0) -> np.ndarray:
-        """sum_j K(x_r, x_j) beta_j over j in beta_idx for rows r (all by default), in row chunks
-        of at most chunk_mb so memory stays bounded: the decision values K beta of a model."""
+        """sum_j K(x_r, x_j) beta_j over rows j = beta_idx of X for rows r of X (all by default),
+        in row chunks of at most chunk_mb so memory stays bounded: the decision values K beta of
+        a model."""
         rows = np.arange(self.n) if rows is None else np.asarray(rows)
         out = np.zeros(rows.shape[0])
         beta_idx = np.asarray(beta_idx)

@@ -60,13 +60,12 @@ def test_wss2_uses_the_curvature_where_mvp_does_not():
     G = np.array([-1.0, -2.0, -1.5])  # -y_0 G_0 = 1 = m; y_k G_k = 2, 1.5 on I_low
     up = np.array([1, 0, 0], np.uint8)
     low = np.array([0, 1, 1], np.uint8)
-    active = np.arange(3, dtype=np.int64)
     for wss, j_expected in [(1, 1), (2, 2)]:
-        i, j, gap = _select(G, y, up, low, cache.QD, active, 3, 1e-3, wss, cache.state, cache.data, cache.ker)
+        i, j, gap = _select(G, y, up, low, cache.QD, 3, 1e-3, wss, cache.state, cache.data, cache.ker)
         assert (i, j) == (0, j_expected), f"wss={wss}"
         assert gap == pytest.approx(3.0)  # m - M = 1 + 2, whichever j is taken
     # Optimal on the active set (m - M below eps): no pair.
-    i, j, gap = _select(G, y, up, low, cache.QD, active, 3, 3.5, 2, cache.state, cache.data, cache.ker)
+    i, j, gap = _select(G, y, up, low, cache.QD, 3, 3.5, 2, cache.state, cache.data, cache.ker)
     assert j == -1 and gap == pytest.approx(3.0)
 
 
