@@ -295,7 +295,7 @@ def _cache_lookup(idx, state):
         if miss[t]:
             s = _cache_slot(idx[t], state)
             slots[t] = s
-            stats[_EVALS] += n - length[s]
+            stats[_EVALS] += n  # the caller's BLAS block computes the whole column
             length[s] = n
             stats[_MISSES] += 1
     return slots, miss

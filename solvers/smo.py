@@ -330,6 +330,19 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
     return _RAN, steps
 
 
+def _start(cache: QColumnCache, alpha, C):
+    """The solver's own arrays, in position order (the identity until the first shrink): labels,
+    diagonal of Q, bound status and I_up / I_low masks of alpha, the control block of _smo_chunk
+    and the buffer of one shrink's swaps."""
+    n = alpha.shape[0]
+    y = cache.y.copy()
+    st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
+    up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
+    low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
+    ctl = np.array([n, min(n, 1000) + 1, 0, 0, n], dtype=np.int64)
+    return y, cache.QD.copy(), st, up, low, ctl, np.empty((2, n), dtype=np.int64)
+
+
 def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
             wss: str = "second_order", shrinking: bool = True, cache_size: float = 200.0,
             chunk: int = 20000) -> Fit:
@@ -357,14 +370,7 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     else:
         G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
-    # The solver's arrays in position order (the identity until the first shrink).
-    y = cache.y.copy()
-    QD = cache.QD.copy()
-    st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
-    up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
-    low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
-    ctl = np.array([n, min(n, 1000) + 1, 0, 0, n], dtype=np.int64)
-    swaps = np.empty((2, n), dtype=np.int64)
+    y, QD, st, up, low, ctl, swaps = _start(cache, alpha, C)
     wss_code = 2 if wss == "second_order" else 1
 
     def in_row_order(v):
