@@ -217,7 +217,9 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
     """Up to max_steps pair updates (Platt 1998 / LIBSVM Solver::Solve) on the positions of
     the cache's layout: the active set is the prefix [0, ctl[0]).
 
-    ctl = [n_active, shrink counter, unshrunk flag, reconstructions, smallest n_active].
+    ctl = [n_active, shrink counter, unshrunk flag, reconstructions, smallest n_active, entries
+    scanned (the sum of n_active over the pair updates: each is one selection pass and one
+    gradient-update pass)].
     Returns (code, steps): _RAN (budget of steps used) or _OPTIMAL (m - M < eps with every
     variable active, after the shrunken variables' gradients were rebuilt)."""
     n = alpha.shape[0]
@@ -248,6 +250,7 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
                 return _OPTIMAL, steps
             ctl[1] = 1  # shrink again at the next iteration
         steps += 1
+        ctl[5] += n_active
         Qi = _cache_get(i, n_active, cache, data, ker)
         Qj = _cache_get(j, n_active, cache, data, ker)
         Ci = C
@@ -339,7 +342,7 @@ def _start(cache: QColumnCache, alpha, C):
     st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
     up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
     low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
-    ctl = np.array([n, min(n, 1000) + 1, 0, 0, n], dtype=np.int64)
+    ctl = np.array([n, min(n, 1000) + 1, 0, 0, n, 0], dtype=np.int64)
     return y, cache.QD.copy(), st, up, low, ctl, np.empty((2, n), dtype=np.int64)
 
 
@@ -356,7 +359,8 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     warm_start: ``alpha``, projected onto the feasible set first (kernel_dual.warm_alpha).
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, cache_hits,
     cache_misses (column requests that computed entries), kernel_evaluations (entries computed),
-    cache_columns (slots), n_active_min (the smallest active set), n_reconstruct.
+    cache_columns (slots), n_active_min (the smallest active set), n_scanned (entries of G read by
+    the selections, the sum of the active set's size over the pair updates), n_reconstruct.
     """
     n = problem.n_samples
     C = problem.C
@@ -416,7 +420,7 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     return finish_fit("smo", problem, alpha, G, status, it, eps, fit_time, f_alpha0=f0,
                       cache_hits=cache.hits, cache_misses=cache.misses,
                       kernel_evaluations=cache.kernel_evaluations, cache_columns=cache.n_slots,
-                      n_active_min=int(ctl[4]), n_reconstruct=int(ctl[3]))
+                      n_active_min=int(ctl[4]), n_scanned=int(ctl[5]), n_reconstruct=int(ctl[3]))
 
 
 register(SolverSpec(
