@@ -118,7 +118,7 @@ def kernel_block(kernel: Kernel, X, Z, x_norms=None, z_norms=None) -> np.ndarray
 # Its state is plain arrays, so a numba loop (smo) and Python code (svmlight, through
 # `QColumnCache.columns`) use the same cache.
 #
-# LIBSVM's layout (Fan, Chen & Lin 2005, Section 5; svm.cpp's Cache and Solver::swap_index): the
+# LIBSVM's layout (Chang & Lin 2011, Section 5; svm.cpp's Cache and Solver::swap_index): the
 # cache indexes variables by *position*, and a solver that shrinks swaps the shrunken variables
 # to the end (`_cache_swaps`), so that the active set is the prefix [0, n_active) of positions and
 # a column is needed, computed and scanned on that prefix only. A slot holds the prefix
