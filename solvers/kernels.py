@@ -112,24 +112,19 @@ def kernel_block(kernel: Kernel, X, Z, x_norms=None, z_norms=None) -> np.ndarray
 
 
 # ------------------------------------------------------------------ kernel-column cache
-# The dual solvers (smo, svmlight) need columns Q_p = (y_p y_k K(x_p, x_k))_k of the Hessian of
+# The dual solvers (smo, svmlight) need columns Q_i = (y_i y_k K(x_i, x_k))_k of the Hessian of
 # the dual, Q = diag(y) K diag(y), a few at a time. `QColumnCache` keeps the most recently used
 # columns in a bounded buffer (LRU, size in MB), so n can exceed what a full n x n matrix allows.
 # Its state is plain arrays, so a numba loop (smo) and Python code (svmlight, through
-# `QColumnCache.columns`) use the same cache.
-#
-# LIBSVM's layout (Chang & Lin 2011, Section 5; svm.cpp's Cache and Solver::swap_index): the
-# cache indexes variables by *position*, and a solver that shrinks swaps the shrunken variables
-# to the end (`_cache_swaps`), so that the active set is the prefix [0, n_active) of positions and
-# a column is needed, computed and scanned on that prefix only. A slot holds the prefix
-# [0, length) of its column; a request for a longer prefix computes only the entries it lacks
-# (LIBSVM's Cache::get_data). The rows of X, their norms and labels are kept in position order
-# (perm[k] is the data row at position k), so an entry is computed from contiguous rows.
+# `QColumnCache.columns`) use the same cache. A column may be computed only on the rows of a
+# shrunken active set (LIBSVM's design, Fan, Chen & Lin 2005, Section 5); such a column stays
+# valid while the active set only shrinks and is dropped when the set is enlarged again
+# (`QColumnCache.invalidate_partial`).
 
 _KIND = {"linear": 0, "rbf": 1, "poly": 2}
 
 # Layout of the int64 `stats` array of a cache.
-_N_USED, _HITS, _MISSES, _EVALS = 0, 1, 2, 3
+_N_USED, _EPOCH, _HITS, _MISSES = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -149,7 +144,263 @@ def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _fill_column(p, start, stop, out, data, ker):
+def _fill_column(i, rows, n_rows, out, data, ker):
+    """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free
+    but vectorisable (dense) or a scatter/gather sparse dot (CSR, as LIBSVM's sparse dot)."""
+    dense, Xd, vals, indices, indptr, xn, y, scratch = data
+    kind, gamma, coef0, degree = ker
+    yi = y[i]
+    ni = xn[i]
+    if dense and n_rows == Xd.shape[0]:
+        # every row: one BLAS gemv for the dot products, then the kernel's transform
+        dots = np.dot(Xd, Xd[i])
+        for k in range(n_rows):
+            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k], ni, xn[k])
+    elif dense:
+        d = Xd.shape[1]
+        xi = Xd[i]
+        for t in range(n_rows):
+            k = rows[t]
+            xk = Xd[k]
+            s = 0.0
+            for f in range(d):
+                s += xi[f] * xk[f]
+            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
+    else:
+        for p in range(indptr[i], indptr[i + 1]):
+            scratch[indices[p]] = vals[p]
+        for t in range(n_rows):
+            k = rows[t]
+            s = 0.0
+            for p in range(indptr[k], indptr[k + 1]):
+                s += scratch[indices[p]] * vals[p]
+            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
+        for p in range(indptr[i], indptr[i + 1]):
+            scratch[indices[p]] = 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lru_touch(s, prev, nxt):
+    """Move slot s to the most-recently-used end of the circular list (sentinel = len - 1)."""
+    head = prev.shape[0] - 1
+    # unlink (a no-op for a fresh slot whose links point to itself)
+    nxt[prev[s]] = nxt[s]
+    prev[nxt[s]] = prev[s]
+    # insert before the sentinel (the tail is the MRU end)
+    last = prev[head]
+    nxt[last] = s
+    prev[s] = last
+    nxt[s] = head
+    prev[head] = s
+
+
+@njit(cache=True, nogil=True)
+def _cache_slot(i, cache):
+    """Slot holding column i, allocated (evicting the least recently used) when absent.
+    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
+    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+    s = slot_of[i]
+    if s >= 0:
+        _lru_touch(s, prev, nxt)
+        return s, True
+    n_slots = col_of.shape[0]
+    if stats[_N_USED] < n_slots:
+        s = stats[_N_USED]
+        stats[_N_USED] += 1
+        prev[s] = s
+        nxt[s] = s
+    else:
+        s = nxt[prev.shape[0] - 1]  # least recently used
+        slot_of[col_of[s]] = -1
+    col_of[s] = i
+    slot_of[i] = s
+    full[s] = 0
+    epoch[s] = -1
+    _lru_touch(s, prev, nxt)
+    return s, False
+
+
+@njit(cache=True, nogil=True)
+def _cache_get(i, need_full, rows, n_rows, cache, data, ker):
+    """Q_i as a row of the cache buffer, valid on rows[:n_rows] (on all n rows if need_full)."""
+    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+    s, present = _cache_slot(i, cache)
+    n = buf.shape[1]
+    if present and (full[s] or (not need_full and epoch[s] == stats[_EPOCH])):
+        stats[_HITS] += 1
+        return buf[s]
+    stats[_MISSES] += 1
+    if need_full or n_rows == n:
+        _fill_column(i, np.arange(n), n, buf[s], data, ker)
+        full[s] = 1
+    else:
+        _fill_column(i, rows, n_rows, buf[s], data, ker)
+        full[s] = 0
+    epoch[s] = stats[_EPOCH]
+    return buf[s]
+
+
+@njit(cache=True, nogil=True)
+def _cache_lookup(idx, cache):
+    """Slots for the full columns idx (hits first, so that allocating the misses can never evict
+    a hit of the same request). Returns (slots, miss mask)."""
+    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+    m = idx.shape[0]
+    slots = np.empty(m, np.int64)
+    miss = np.zeros(m, np.bool_)
+    for t in range(m):
+        s = slot_of[idx[t]]
+        if s >= 0 and full[s]:
+            _lru_touch(s, prev, nxt)
+            slots[t] = s
+            stats[_HITS] += 1
+        else:
+            miss[t] = True
+    for t in range(m):
+        if miss[t]:
+            s, _ = _cache_slot(idx[t], cache)
+            slots[t] = s
+            full[s] = 1
+            epoch[s] = stats[_EPOCH]
+            stats[_MISSES] += 1
+    return slots, miss
+
+
+def kernel_diagonal(kernel: Kernel, x_norms: np.ndarray) -> np.ndarray:
+    """K(x_i, x_i) from the squared row norms."""
+    if kernel.name == "linear":
+        return x_norms.astype(np.float64, copy=True)
+    if kernel.name == "rbf":
+        return np.ones_like(x_norms, dtype=np.float64)
+    return (kernel.gamma * x_norms + kernel.coef0) ** int(kernel.degree)
+
+
+class QColumnCache:
+    """Bounded LRU cache of the columns of Q = diag(y) K diag(y) (the Hessian of the SVM dual).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray (n, d) C-contiguous float64, or canonical CSR
+    y : ndarray (n,) in {-1, +1}
+    cache_mb : float
+        Buffer size in MB; it holds max(2, floor(cache_mb 2^20 / (8 n))) columns of n float64
+        (never more than n). Two columns are the minimum the two-variable update needs.
+    x_norms : ndarray (n,) or None
+        Squared row norms when known.
+
+    ``columns(idx)`` returns full columns Q[:, idx] (misses computed together by one BLAS
+    block, `kernel_block`); the numba solvers call `_cache_get` on ``state`` directly.
+    ``hits``/``misses`` count column requests.
+    """
+
+    def __init__(self, kernel: Kernel, X, y, cache_mb: float = 200.0, x_norms=None):
+        if not (cache_mb > 0 and math.isfinite(cache_mb)):
+            raise ValueError(f"cache_size={cache_mb!r} must be a finite number of MB > 0")
+        self.kernel = kernel
+        self.X = X
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        n = self.y.shape[0]
+        self.n = n
+        self.x_norms = row_norms_sq(X) if x_norms is None else np.asarray(x_norms, dtype=np.float64)
+        self.cache_mb = float(cache_mb)
+        self.n_slots = int(min(n, max(2, (cache_mb * 2**20) // (8 * n))))
+        self.QD = kernel_diagonal(kernel, self.x_norms)
+        self.state, self.data = self._layout()
+        self.ker = (_KIND[kernel.name], float(kernel.gamma), float(kernel.coef0),
+                    int(kernel.degree) if kernel.name == "poly" else 1)
+
+    def _layout(self):
+        """(state, data): the arrays the numba functions work on."""
+        n, X = self.n, self.X
+        state = (
+            np.empty((self.n_slots, n), dtype=np.float64),
+            np.full(n, -1, np.int64),                 # slot_of
+            np.full(self.n_slots, -1, np.int64),      # col_of
+            np.zeros(self.n_slots + 1, np.int64),     # prev (last entry: the list's sentinel)
+            np.zeros(self.n_slots + 1, np.int64),     # nxt
+            np.zeros(self.n_slots, np.uint8),         # full: computed on all n rows
+            np.zeros(self.n_slots, np.int64),         # epoch of a partial column
+            np.zeros(4, np.int64),                    # n_used, epoch, hits, misses
+        )
+        state[3][-1] = self.n_slots
+        state[4][-1] = self.n_slots
+        if sp.issparse(X):
+            data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, self.x_norms, self.y,
+                    np.zeros(X.shape[1]))
+        else:
+            data = (True, X, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
+                    self.x_norms, self.y, np.zeros(0))
+        return state, data
+
+    @property
+    def hits(self) -> int:
+        return int(self.state[7][_HITS])
+
+    @property
+    def misses(self) -> int:
+        return int(self.state[7][_MISSES])
+
+    @property
+    def fits_all(self) -> bool:
+        return self.n_slots >= self.n
+
+    def invalidate_partial(self) -> None:
+        """The active set grew: columns computed on a shrunken set are no longer complete."""
+        self.state[7][_EPOCH] += 1
+
+    def block(self, rows, cols) -> np.ndarray:
+        """Q[rows][:, cols] computed directly (BLAS), bypassing the cache."""
+        K = kernel_block(self.kernel, self.X[rows], self.X[cols], self.x_norms[rows], self.x_norms[cols])
+        K *= self.y[rows][:, None]
+        K *= self.y[cols][None, :]
+        return K
+
+    def columns(self, idx) -> np.ndarray:
+        """Q[:, idx], shape (n, len(idx)); the misses are computed by one BLAS block."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        if idx.shape[0] > self.n_slots:
+            return self.block(np.arange(self.n), idx)
+        slots, miss = _cache_lookup(idx, self.state)
+        buf = self.state[0]
+        if miss.any():
+            cols = idx[miss]
+            buf[slots[miss]] = self.block(np.arange(self.n), cols).T
+        return buf[slots].T
+
+    def matvec(self, beta_idx, beta, rows=None, chunk_mb: float = 64.0) -> np.ndarray:
+        """sum_j K(x_r, x_j) beta_j over j in beta_idx for rows r (all by default), in row chunks
+        of at most chunk_mb so memory stays bounded: the decision values K beta of a model."""
+        rows = np.arange(self.n) if rows is None else np.asarray(rows)
+        out = np.zeros(rows.shape[0])
+        beta_idx = np.asarray(beta_idx)
+        if beta_idx.shape[0] == 0 or rows.shape[0] == 0:
+            return out
+        Xs = self.X[beta_idx]
+        ns = self.x_norms[beta_idx]
+        step = max(1, int(chunk_mb * 2**20 // (8 * beta_idx.shape[0])))
+        for a in range(0, rows.shape[0], step):
+            r = rows[a:a + step]
+            out[a:a + step] = kernel_block(self.kernel, self.X[r], Xs, self.x_norms[r], ns) @ beta
+        return out
+
+
+# ------------------------------------------------------------------ LIBSVM's layout (smo)
+# LIBSVM's shrinking layout (Chang & Lin 2011, Section 5; svm.cpp's Cache and
+# Solver::swap_index), `PrefixQColumnCache`: the cache indexes variables by *position*, and a
+# solver that shrinks swaps the shrunken variables to the end (`_prefix_swaps`), so that the
+# active set is the prefix [0, n_active) of positions and a column is needed, computed and scanned
+# on that prefix only. A slot holds the prefix [0, length) of its column; a request for a longer
+# prefix computes only the entries it lacks (LIBSVM's Cache::get_data). The rows of X, their
+# norms and labels are kept in position order (perm[k] is the data row at position k), so an
+# entry is computed from contiguous rows.
+
+# Layout of the int64 `stats` array of a PrefixQColumnCache.
+_P_USED, _P_HITS, _P_MISSES, _P_EVALS = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _fill_prefix(p, start, stop, out, data, ker):
     """out[k] = Q_pk = y_p y_k K(x_p, x_k) for the positions k in [start, stop): one BLAS gemv
     over the contiguous rows for the dot products (dense), or a scatter/gather sparse dot per row
     (CSR, as LIBSVM's sparse dot), then the kernel's transform."""
@@ -177,23 +428,8 @@ def _fill_column(p, start, stop, out, data, ker):
         scratch[indices[q]] = 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _lru_touch(s, prev, nxt):
-    """Move slot s to the most-recently-used end of the circular list (sentinel = len - 1)."""
-    head = prev.shape[0] - 1
-    # unlink (a no-op for a fresh slot whose links point to itself)
-    nxt[prev[s]] = nxt[s]
-    prev[nxt[s]] = prev[s]
-    # insert before the sentinel (the tail is the MRU end)
-    last = prev[head]
-    nxt[last] = s
-    prev[s] = last
-    nxt[s] = head
-    prev[head] = s
-
-
 @njit(cache=True, nogil=True)
-def _cache_slot(p, state):
+def _prefix_slot(p, state):
     """Slot holding the column of position p, allocated empty (length 0, evicting the least
     recently used column) when absent."""
     buf, slot_of, col_of, prev, nxt, length, stats = state
@@ -202,9 +438,9 @@ def _cache_slot(p, state):
         _lru_touch(s, prev, nxt)
         return s
     n_slots = col_of.shape[0]
-    if stats[_N_USED] < n_slots:
-        s = stats[_N_USED]
-        stats[_N_USED] += 1
+    if stats[_P_USED] < n_slots:
+        s = stats[_P_USED]
+        stats[_P_USED] += 1
         prev[s] = s
         nxt[s] = s
     else:
@@ -218,24 +454,24 @@ def _cache_slot(p, state):
 
 
 @njit(cache=True, nogil=True)
-def _cache_get(p, n_rows, state, data, ker):
+def _prefix_get(p, n_rows, state, data, ker):
     """Q_p as a row of the cache buffer, valid on the positions [0, n_rows); only the entries
     the slot lacks are computed."""
     buf, slot_of, col_of, prev, nxt, length, stats = state
-    s = _cache_slot(p, state)
+    s = _prefix_slot(p, state)
     have = length[s]
     if have >= n_rows:
-        stats[_HITS] += 1
+        stats[_P_HITS] += 1
     else:
-        stats[_MISSES] += 1
-        stats[_EVALS] += n_rows - have
-        _fill_column(p, have, n_rows, buf[s], data, ker)
+        stats[_P_MISSES] += 1
+        stats[_P_EVALS] += n_rows - have
+        _fill_prefix(p, have, n_rows, buf[s], data, ker)
         length[s] = n_rows
     return buf[s]
 
 
 @njit(cache=True, nogil=True)
-def _cache_swaps(I, J, m, state, data):
+def _prefix_swaps(I, J, m, state, data):
     """Exchange the variables at positions I[t] and J[t], t < m, in this order (LIBSVM's
     Cache::swap_index with Kernel::swap_index, batched): the data rows, which slot is whose
     column, and the two entries of every cached column. A column that holds only the first of
@@ -260,7 +496,7 @@ def _cache_swaps(I, J, m, state, data):
             col_of[si] = j
         if sj >= 0:
             col_of[sj] = i
-    for s in range(stats[_N_USED]):
+    for s in range(stats[_P_USED]):
         col = buf[s]
         L = length[s]
         for t in range(m):
@@ -273,84 +509,19 @@ def _cache_swaps(I, J, m, state, data):
         length[s] = L
 
 
-@njit(cache=True, nogil=True)
-def _cache_lookup(idx, state):
-    """Slots for the full columns of positions idx (hits first, so that allocating the misses can
-    never evict a hit of the same request). Returns (slots, miss mask); the caller fills the
-    misses."""
-    buf, slot_of, col_of, prev, nxt, length, stats = state
-    n = buf.shape[1]
-    m = idx.shape[0]
-    slots = np.empty(m, np.int64)
-    miss = np.zeros(m, np.bool_)
-    for t in range(m):
-        s = slot_of[idx[t]]
-        if s >= 0 and length[s] == n:
-            _lru_touch(s, prev, nxt)
-            slots[t] = s
-            stats[_HITS] += 1
-        else:
-            miss[t] = True
-    for t in range(m):
-        if miss[t]:
-            s = _cache_slot(idx[t], state)
-            slots[t] = s
-            stats[_EVALS] += n  # the caller's BLAS block computes the whole column
-            length[s] = n
-            stats[_MISSES] += 1
-    return slots, miss
+class PrefixQColumnCache(QColumnCache):
+    """`QColumnCache` on LIBSVM's layout (smo): columns by position, each a valid prefix, and the
+    positions reordered by `_prefix_swaps`. ``perm[k]`` is the row of X at position k (the
+    identity until a swap). The cache keeps its own copies of a dense X, the norms and labels in
+    position order, so the caller's X is never modified. The numba solver calls `_prefix_get`
+    and `_prefix_swaps` on ``state`` and ``data``; ``matvec`` and ``block`` take rows of X.
+    ``hits``/``misses`` count column requests, ``kernel_evaluations`` the entries computed."""
 
-
-def kernel_diagonal(kernel: Kernel, x_norms: np.ndarray) -> np.ndarray:
-    """K(x_i, x_i) from the squared row norms."""
-    if kernel.name == "linear":
-        return x_norms.astype(np.float64, copy=True)
-    if kernel.name == "rbf":
-        return np.ones_like(x_norms, dtype=np.float64)
-    return (kernel.gamma * x_norms + kernel.coef0) ** int(kernel.degree)
-
-
-class QColumnCache:
-    """Bounded LRU cache of the columns of Q = diag(y) K diag(y) (the Hessian of the SVM dual).
-
-    Parameters
-    ----------
-    kernel : Kernel
-    X : ndarray (n, d) C-contiguous float64, or canonical CSR
-    y : ndarray (n,) in {-1, +1}
-    cache_mb : float
-        Buffer size in MB; it holds max(2, floor(cache_mb 2^20 / (8 n))) columns of n float64
-        (never more than n). Two columns are the minimum the two-variable update needs.
-    x_norms : ndarray (n,) or None
-        Squared row norms when known.
-    permutable : bool
-        Whether a solver will reorder the positions (`_cache_swaps`): the cache then keeps its
-        own copy of a dense X (rows in position order), so that X is never modified.
-
-    Columns are indexed by position; ``perm[k]`` is the row of X at position k (the identity
-    until a solver swaps). ``columns(idx)`` returns full columns Q[:, idx] (misses computed
-    together by one BLAS block, `kernel_block`); the numba solvers call `_cache_get` and
-    `_cache_swaps` on ``state`` and ``data`` directly. ``matvec`` and ``block`` take rows of X.
-    ``hits``/``misses`` count column requests, ``kernel_evaluations`` the entries computed.
-    """
-
-    def __init__(self, kernel: Kernel, X, y, cache_mb: float = 200.0, x_norms=None,
-                 permutable: bool = False):
-        if not (cache_mb > 0 and math.isfinite(cache_mb)):
-            raise ValueError(f"cache_size={cache_mb!r} must be a finite number of MB > 0")
-        self.kernel = kernel
-        self.X = X
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        n = self.y.shape[0]
-        self.n = n
-        self.x_norms = row_norms_sq(X) if x_norms is None else np.asarray(x_norms, dtype=np.float64)
-        self.cache_mb = float(cache_mb)
-        self.n_slots = int(min(n, max(2, (cache_mb * 2**20) // (8 * n))))
-        self.QD = kernel_diagonal(kernel, self.x_norms)
+    def _layout(self):
+        n, X = self.n, self.X
         self.perm = np.arange(n, dtype=np.int64)
-        buf = np.empty((self.n_slots, n), dtype=np.float64)
-        self.state = (
-            buf,
+        state = (
+            np.empty((self.n_slots, n), dtype=np.float64),
             np.full(n, -1, np.int64),                 # slot_of (a position's slot)
             np.full(self.n_slots, -1, np.int64),      # col_of (a slot's position)
             np.zeros(self.n_slots + 1, np.int64),     # prev (last entry: the list's sentinel)
@@ -358,66 +529,28 @@ class QColumnCache:
             np.zeros(self.n_slots, np.int64),         # length: the valid prefix of each slot
             np.zeros(4, np.int64),                    # n_used, hits, misses, kernel evaluations
         )
-        self.state[3][-1] = self.n_slots
-        self.state[4][-1] = self.n_slots
-        # in position order: copies when a solver will swap them
-        yp = self.y.copy() if permutable else self.y
-        xn = self.x_norms.copy() if permutable else self.x_norms
+        state[3][-1] = self.n_slots
+        state[4][-1] = self.n_slots
+        yp, xn = self.y.copy(), self.x_norms.copy()
         if sp.issparse(X):
-            self.data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
-                         np.zeros(X.shape[1]))
+            data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
+                    np.zeros(X.shape[1]))
         else:
-            Xp = np.array(X, dtype=np.float64, order="C") if permutable else np.ascontiguousarray(X, np.float64)
-            self.data = (True, Xp, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
-                         xn, yp, self.perm, np.zeros(0))
-        self.ker = (_KIND[kernel.name], float(kernel.gamma), float(kernel.coef0),
-                    int(kernel.degree) if kernel.name == "poly" else 1)
+            data = (True, np.array(X, dtype=np.float64, order="C"), np.empty(0), np.empty(0, np.int32),
+                    np.zeros(1, np.int32), xn, yp, self.perm, np.zeros(0))
+        return state, data
 
     @property
     def hits(self) -> int:
-        return int(self.state[6][_HITS])
+        return int(self.state[6][_P_HITS])
 
     @property
     def misses(self) -> int:
-        return int(self.state[6][_MISSES])
+        return int(self.state[6][_P_MISSES])
 
     @property
     def kernel_evaluations(self) -> int:
-        return int(self.state[6][_EVALS])
+        return int(self.state[6][_P_EVALS])
 
-    def block(self, rows, cols) -> np.ndarray:
-        """Q[rows][:, cols] for rows and columns of X, computed directly (BLAS), bypassing the
-        cache."""
-        K = kernel_block(self.kernel, self.X[rows], self.X[cols], self.x_norms[rows], self.x_norms[cols])
-        K *= self.y[rows][:, None]
-        K *= self.y[cols][None, :]
-        return K
-
-    def columns(self, idx) -> np.ndarray:
-        """Q[:, idx] in position order, shape (n, len(idx)); the misses are computed by one BLAS
-        block."""
-        idx = np.ascontiguousarray(idx, dtype=np.int64)
-        if idx.shape[0] > self.n_slots:
-            return self.block(self.perm, self.perm[idx])
-        slots, miss = _cache_lookup(idx, self.state)
-        buf = self.state[0]
-        if miss.any():
-            buf[slots[miss]] = self.block(self.perm, self.perm[idx[miss]]).T
-        return buf[slots].T
-
-    def matvec(self, beta_idx, beta, rows=None, chunk_mb: float = 64.0) -> np.ndarray:
-        """sum_j K(x_r, x_j) beta_j over rows j = beta_idx of X for rows r of X (all by default),
-        in row chunks of at most chunk_mb so memory stays bounded: the decision values K beta of
-        a model."""
-        rows = np.arange(self.n) if rows is None else np.asarray(rows)
-        out = np.zeros(rows.shape[0])
-        beta_idx = np.asarray(beta_idx)
-        if beta_idx.shape[0] == 0 or rows.shape[0] == 0:
-            return out
-        Xs = self.X[beta_idx]
-        ns = self.x_norms[beta_idx]
-        step = max(1, int(chunk_mb * 2**20 // (8 * beta_idx.shape[0])))
-        for a in range(0, rows.shape[0], step):
-            r = rows[a:a + step]
-            out[a:a + step] = kernel_block(self.kernel, self.X[r], Xs, self.x_norms[r], ns) @ beta
-        return out
+    def columns(self, idx):
+        raise TypeError("PrefixQColumnCache holds columns by position, as prefixes: use _prefix_get")

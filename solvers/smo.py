@@ -18,8 +18,8 @@ shrunken variables' gradients are rebuilt). As in LIBSVM (Solver::swap_index, do
 shrunken variables are swapped behind the active ones, so the active set is a prefix of positions
 and every loop of an iteration (selection, gradient update, the kernel column it computes) runs
 over that prefix only, contiguously; the kernel-column cache follows the same positions
-(kernels.py). The loop over pairs, shrinking and the reconstruction of G run in numba, in chunks
-the Python driver owns (time limit, trace).
+(kernels.PrefixQColumnCache). The loop over pairs, shrinking and the reconstruction of G run in
+numba, in chunks the Python driver owns (time limit, trace).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
-from .kernels import QColumnCache, _cache_get, _cache_swaps
+from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -79,7 +79,7 @@ def _select(G, y, up, low, QD, n_active, eps, wss, cache, data, ker):
                 Gmax2 = v
                 j = k
     else:
-        Qi = _cache_get(i, n_active, cache, data, ker)
+        Qi = _prefix_get(i, n_active, cache, data, ker)
         yi = y[i]
         qdi = QD[i]
         obj_min = np.inf
@@ -149,7 +149,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
         n_free += st[k] == _FREE
     if n_free * n > 2 * n_active * (n - n_active):
         for i in range(n_active, n):
-            Qi = _cache_get(i, n_active, cache, data, ker)
+            Qi = _prefix_get(i, n_active, cache, data, ker)
             s = 0.0
             for k in range(n_active):
                 if st[k] == _FREE:
@@ -158,7 +158,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
     else:
         for i in range(n_active):
             if st[i] == _FREE:
-                Qi = _cache_get(i, n, cache, data, ker)
+                Qi = _prefix_get(i, n, cache, data, ker)
                 ai = alpha[i]
                 for k in range(n_active, n):
                     G[k] += ai * Qi[k]
@@ -168,7 +168,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
 def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, swaps, cache, data, ker):
     """LIBSVM's do_shrinking: move the bounded variables whose gradient says they will stay at
     their bound behind the active prefix, by swaps (Solver::swap_index) applied to the solver's
-    arrays here and to the cache and data in one batch (`_cache_swaps`). Once, when m - M first
+    arrays here and to the cache and data in one batch (`_prefix_swaps`). Once, when m - M first
     falls below 10 eps, the gradient is rebuilt and every variable is active again before
     shrinking, so the final iterations see every variable. Returns (n_active, unshrunk now)."""
     Gmax1 = -np.inf  # max_{I_up} -y G
@@ -207,7 +207,7 @@ def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, swaps,
                     break
                 n_active -= 1
         i += 1
-    _cache_swaps(swaps[0], swaps[1], m, cache, data)
+    _prefix_swaps(swaps[0], swaps[1], m, cache, data)
     return n_active, unshrunk
 
 
@@ -251,8 +251,8 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
             ctl[1] = 1  # shrink again at the next iteration
         steps += 1
         ctl[5] += n_active
-        Qi = _cache_get(i, n_active, cache, data, ker)
-        Qj = _cache_get(j, n_active, cache, data, ker)
+        Qi = _prefix_get(i, n_active, cache, data, ker)
+        Qj = _prefix_get(j, n_active, cache, data, ker)
         Ci = C
         Cj = C
         ai_old = alpha[i]
@@ -320,12 +320,12 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
         _set_status(i, ai, C, y, st, up, low)
         _set_status(j, aj, C, y, st, up, low)
         if ui != (st[i] == _UPPER):
-            Qf = _cache_get(i, n, cache, data, ker)
+            Qf = _prefix_get(i, n, cache, data, ker)
             sgn = -Ci if ui else Ci
             for k in range(n):
                 G_bar[k] += sgn * Qf[k]
         if uj != (st[j] == _UPPER):
-            Qf = _cache_get(j, n, cache, data, ker)
+            Qf = _prefix_get(j, n, cache, data, ker)
             sgn = -Cj if uj else Cj
             for k in range(n):
                 G_bar[k] += sgn * Qf[k]
@@ -333,7 +333,7 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
     return _RAN, steps
 
 
-def _start(cache: QColumnCache, alpha, C):
+def _start(cache: PrefixQColumnCache, alpha, C):
     """The solver's own arrays, in position order (the identity until the first shrink): labels,
     diagonal of Q, bound status and I_up / I_low masks of alpha, the control block of _smo_chunk
     and the buffer of one shrink's swaps."""
@@ -352,9 +352,9 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     """SMO (see the module docstring). An iteration is one pair update; budget.tol is the
     tolerance on m(alpha) - M(alpha); cache_size is the kernel-column cache in MB.
 
-    The iterations run on LIBSVM's layout (kernels.py): the variables are permuted so that the
-    active set is a prefix; alpha and G are put back in the order of the rows at every trace
-    point and at the end.
+    The iterations run on LIBSVM's layout (kernels.PrefixQColumnCache): the variables are
+    permuted so that the active set is a prefix; alpha and G are put back in the order of the
+    rows at every trace point and at the end.
 
     warm_start: ``alpha``, projected onto the feasible set first (kernel_dual.warm_alpha).
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, cache_hits,
@@ -366,8 +366,7 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     C = problem.C
     eps = budget.tol
     max_iter = budget.iterations(10_000_000)
-    cache = QColumnCache(problem.kernel, problem.X, problem.y, cache_size, problem.row_norms_sq,
-                         permutable=True)
+    cache = PrefixQColumnCache(problem.kernel, problem.X, problem.y, cache_size, problem.row_norms_sq)
     alpha = warm_alpha(problem, warm_start)
     if alpha.any():
         G, G_bar = gradient(cache, alpha, C)

@@ -55,6 +55,54 @@ def test_gamma_scale_as_scikit_learn(data):
     assert resolve_gamma("auto", X) == pytest.approx(1.0 / X.shape[1])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: f"{k.name}{k.degree}")
+def test_cache_columns_are_Q(data, k, sparse):
+    """Q[:, idx] from the cache (misses by BLAS, hits from the buffer) and from the numba path
+    (_cache_get, on a subset of rows as after shrinking) equal diag(y) K diag(y)."""
+    X, y = data
+    Xc = sp.csr_matrix(X) if sparse else X
+    if sparse:
+        Xc.indices = Xc.indices.astype(np.int32)
+        Xc.indptr = Xc.indptr.astype(np.int32)
+    Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
+    cache = QColumnCache(k, Xc, y, cache_mb=8 * 40 * 6 / 2**20)  # six columns
+    assert cache.n_slots == 6
+    np.testing.assert_allclose(cache.QD, np.diag(Q), rtol=1e-12)
+    idx = np.array([3, 17, 5])
+    np.testing.assert_allclose(cache.columns(idx), Q[:, idx], rtol=1e-12, atol=1e-12)
+    assert cache.misses == 3 and cache.hits == 0
+    np.testing.assert_allclose(cache.columns(idx[::-1]), Q[:, idx[::-1]], rtol=1e-12, atol=1e-12)
+    assert cache.hits == 3
+    rows = np.array([1, 3, 4, 9, 22, 39], dtype=np.int64)
+    for i in (0, 3, 30, 31, 32, 33, 34, 35):  # more columns than slots: evictions
+        col = _cache_get(i, False, rows, rows.size, cache.state, cache.data, cache.ker)
+        np.testing.assert_allclose(col[rows], Q[rows, i], rtol=1e-12, atol=1e-12)
+    full = _cache_get(31, True, rows, rows.size, cache.state, cache.data, cache.ker)
+    np.testing.assert_allclose(full, Q[:, 31], rtol=1e-12, atol=1e-12)
+    # the least recently used columns (3 and 17 from the first request) were evicted
+    slot_of = cache.state[1]
+    assert slot_of[17] == -1 and slot_of[35] >= 0
+    assert (slot_of >= 0).sum() == 6
+
+
+def test_cache_partial_columns_invalidated_when_the_active_set_grows(data):
+    X, y = data
+    k = KERNELS[1]
+    Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
+    cache = QColumnCache(k, X, y)
+    rows = np.arange(0, 40, 2, dtype=np.int64)
+    _cache_get(7, False, rows, rows.size, cache.state, cache.data, cache.ker)
+    misses = cache.misses
+    _cache_get(7, False, rows[:5], 5, cache.state, cache.data, cache.ker)  # a smaller set: a hit
+    assert cache.misses == misses
+    cache.invalidate_partial()
+    allrows = np.arange(40, dtype=np.int64)
+    col = _cache_get(7, False, allrows, 40, cache.state, cache.data, cache.ker)
+    assert cache.misses == misses + 1
+    np.testing.assert_allclose(col, Q[:, 7], rtol=1e-12)
+
+
 def _csr(X):
     Xc = sp.csr_matrix(X)
     Xc.indices = Xc.indices.astype(np.int32)
@@ -64,68 +112,58 @@ def _csr(X):
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: f"{k.name}{k.degree}")
-def test_cache_columns_are_Q(data, k, sparse):
-    """Q[:, idx] from the cache (misses by BLAS, hits from the buffer) and from the numba path
-    (_cache_get, on a prefix of the positions as after shrinking) equal diag(y) K diag(y)."""
+def test_prefix_cache_columns_are_Q(data, k, sparse):
+    """smo's cache (LIBSVM's layout): _prefix_get on a prefix of the positions, with evictions,
+    equals diag(y) K diag(y); the least recently used columns go first."""
+    from solvers.kernels import PrefixQColumnCache, _prefix_get
     X, y = data
-    Xc = _csr(X) if sparse else X
     Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
-    cache = QColumnCache(k, Xc, y, cache_mb=8 * 40 * 6 / 2**20)  # six columns
+    cache = PrefixQColumnCache(k, _csr(X) if sparse else X, y, cache_mb=8 * 40 * 6 / 2**20)
     assert cache.n_slots == 6
-    np.testing.assert_allclose(cache.QD, np.diag(Q), rtol=1e-12)
-    idx = np.array([3, 17, 5])
-    np.testing.assert_allclose(cache.columns(idx), Q[:, idx], rtol=1e-12, atol=1e-12)
-    assert cache.misses == 3 and cache.hits == 0 and cache.kernel_evaluations == 3 * 40
-    np.testing.assert_allclose(cache.columns(idx[::-1]), Q[:, idx[::-1]], rtol=1e-12, atol=1e-12)
-    assert cache.hits == 3
-    for i in (0, 3, 30, 31, 32, 33, 34, 35):  # more columns than slots: evictions
-        col = _cache_get(i, 9, cache.state, cache.data, cache.ker)
+    for i in (0, 3, 17, 30, 31, 32, 33, 34, 35):  # more columns than slots: evictions
+        col = _prefix_get(i, 9, cache.state, cache.data, cache.ker)
         np.testing.assert_allclose(col[:9], Q[:9, i], rtol=1e-12, atol=1e-12)
-    full = _cache_get(31, 40, cache.state, cache.data, cache.ker)
+    full = _prefix_get(31, 40, cache.state, cache.data, cache.ker)
     np.testing.assert_allclose(full, Q[:, 31], rtol=1e-12, atol=1e-12)
-    # the least recently used columns (3 and 17 from the first request) were evicted
     slot_of = cache.state[1]
-    assert slot_of[17] == -1 and slot_of[35] >= 0
-    assert (slot_of >= 0).sum() == 6
+    assert slot_of[3] == -1 and slot_of[17] == -1 and slot_of[35] >= 0 and (slot_of >= 0).sum() == 6
+    assert cache.misses == 10 and cache.kernel_evaluations == 9 * 9 + 31
 
 
-def test_cache_extends_a_prefix(data):
+def test_prefix_cache_extends_a_prefix(data):
     """A request for a longer prefix computes only the entries the slot lacks (LIBSVM's
     Cache::get_data); a shorter one is a hit."""
+    from solvers.kernels import PrefixQColumnCache, _prefix_get
     X, y = data
     k = KERNELS[1]
     Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
-    cache = QColumnCache(k, X, y)
-    _cache_get(7, 20, cache.state, cache.data, cache.ker)
-    _cache_get(7, 5, cache.state, cache.data, cache.ker)
+    cache = PrefixQColumnCache(k, X, y)
+    _prefix_get(7, 20, cache.state, cache.data, cache.ker)
+    _prefix_get(7, 5, cache.state, cache.data, cache.ker)
     assert (cache.misses, cache.hits, cache.kernel_evaluations) == (1, 1, 20)
-    col = _cache_get(7, 40, cache.state, cache.data, cache.ker)
+    col = _prefix_get(7, 40, cache.state, cache.data, cache.ker)
     assert (cache.misses, cache.kernel_evaluations) == (2, 40)
     np.testing.assert_allclose(col, Q[:, 7], rtol=1e-12)
-    # columns() wants full columns: this one is a hit, a prefix is completed
-    _cache_get(9, 10, cache.state, cache.data, cache.ker)
-    np.testing.assert_allclose(cache.columns([7, 9]), Q[:, [7, 9]], rtol=1e-12)
-    assert cache.hits == 2 and cache.kernel_evaluations == 40 + 10 + 40
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_cache_swaps_keep_columns_in_position_order(data, sparse):
+def test_prefix_swaps_keep_columns_in_position_order(data, sparse):
     """LIBSVM's layout: after swaps, position p holds row perm[p] of X and every cached column's
     valid prefix holds Q[perm][:, perm]'s entries; a column holding only the first of two swapped
     entries is cut before it (the rest would be stale), one holding both keeps its length."""
-    from solvers.kernels import _cache_swaps
+    from solvers.kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
     X, y = data
     X0 = X.copy()
     k = KERNELS[2]
     Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
-    cache = QColumnCache(k, _csr(X) if sparse else X, y, permutable=True)
+    cache = PrefixQColumnCache(k, _csr(X) if sparse else X, y)
     lengths = {2: 40, 6: 36, 11: 12, 25: 1}
     for p, L in lengths.items():
-        _cache_get(p, L, cache.state, cache.data, cache.ker)
+        _prefix_get(p, L, cache.state, cache.data, cache.ker)
     # nested, as LIBSVM's shrinking makes them: (i ascending, j descending)
     I = np.array([1, 6, 9, 20], dtype=np.int64)
     J = np.array([35, 28, 15, 21], dtype=np.int64)
-    _cache_swaps(I, J, 4, cache.state, cache.data)
+    _prefix_swaps(I, J, 4, cache.state, cache.data)
     perm = cache.perm
     ref = np.arange(40)
     for i, j in zip(I, J):
@@ -145,9 +183,10 @@ def test_cache_swaps_keep_columns_in_position_order(data, sparse):
     np.testing.assert_array_equal(cache.data[6], y[perm])
     np.testing.assert_array_equal(X, X0)  # the caller's X is never reordered
     # entries computed after the swaps are in the new order too
-    col = _cache_get(11, 40, cache.state, cache.data, cache.ker)
+    col = _prefix_get(11, 40, cache.state, cache.data, cache.ker)
     np.testing.assert_allclose(col, Q[perm, perm[11]], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(cache.columns([3])[:, 0], Q[perm, perm[3]], rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="position"):
+        cache.columns([3])
 
 
 def test_matvec_in_chunks(data):

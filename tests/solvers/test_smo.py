@@ -51,12 +51,12 @@ def test_wss2_uses_the_curvature_where_mvp_does_not():
     j = 1 violates most (b = 3) but lies far from x_0 (a = |x_0 - x_1|^2 = 16), j = 2 violates
     less (b = 2.5) but is close (a = 0.01). MVP takes j = 1; WSS 2 maximises b^2 / a and takes
     j = 2 (625 against 9/16). With the curvature dropped (a = 1) WSS 2 would pick j = 1 too."""
-    from solvers.kernels import QColumnCache
+    from solvers.kernels import PrefixQColumnCache
     from solvers.smo import _select
     X = np.array([[1.0, 0.0], [-3.0, 0.0], [1.1, 0.0]])
     y = np.array([1.0, -1.0, -1.0])
     problem = Problem.build(X, y, C=1.0, intercept="free", kernel="linear")
-    cache = QColumnCache(problem.kernel, X, y, 1.0)
+    cache = PrefixQColumnCache(problem.kernel, X, y, 1.0)
     G = np.array([-1.0, -2.0, -1.5])  # -y_0 G_0 = 1 = m; y_k G_k = 2, 1.5 on I_low
     up = np.array([1, 0, 0], np.uint8)
     low = np.array([0, 1, 1], np.uint8)
@@ -131,13 +131,13 @@ def test_shrinking_swaps_the_active_set_to_a_prefix(breast_cancer):
     and every column entry the iterations read are in the same permuted order, so G on the
     prefix stays exact through the pair updates after the swaps; the run then ends at the
     unshrunken run's optimum."""
-    from solvers.kernels import QColumnCache
+    from solvers.kernels import PrefixQColumnCache
     from solvers.smo import _FREE, _OPTIMAL, _RAN, _reconstruct, _smo_chunk, _start
     X, y = breast_cancer
     C = 10.0
     problem = Problem.build(X, y, C=C, intercept="free", **KERNELS["rbf"])
     n = len(y)
-    cache = QColumnCache(problem.kernel, X, y, 200.0, problem.row_norms_sq, permutable=True)
+    cache = PrefixQColumnCache(problem.kernel, X, y, 200.0, problem.row_norms_sq)
     alpha, G, G_bar = np.zeros(n), -np.ones(n), np.zeros(n)
     ys, QD, st, up, low, ctl, swaps = _start(cache, alpha, C)
     args = (1e-8, 2, True, C, alpha, G, G_bar, st, up, low, ys, QD, ctl, swaps, cache.state, cache.data, cache.ker)
@@ -171,7 +171,7 @@ def test_reconstruct_gradient(breast_cancer, n_shrunk, shrunk_columns):
     reconstruct_gradient), by both of its orders: with few shrunken variables their columns on
     the active prefix (n_shrunk x n_active kernel values), with many the free variables' columns
     extended to full length (n_free x n)."""
-    from solvers.kernels import QColumnCache, kernel_block
+    from solvers.kernels import PrefixQColumnCache, kernel_block
     from solvers.smo import _FREE, _LOWER, _UPPER, _reconstruct
     X, y = breast_cancer
     X, y = X[:60], y[:60]
@@ -189,7 +189,7 @@ def test_reconstruct_gradient(breast_cancer, n_shrunk, shrunk_columns):
     G_true = Q @ alpha - 1.0
     G = G_true.copy()
     G[na:] = np.nan
-    cache = QColumnCache(problem.kernel, X, y, 1.0, problem.row_norms_sq)
+    cache = PrefixQColumnCache(problem.kernel, X, y, 1.0, problem.row_norms_sq)
     _reconstruct(alpha, G, Q[:, alpha >= C].sum(axis=1) * C, st, na, cache.state, cache.data, cache.ker)
     np.testing.assert_allclose(G, G_true, rtol=1e-12, atol=1e-12)
     assert cache.kernel_evaluations == (n_shrunk * na if shrunk_columns else n_free * n)
