@@ -143,6 +143,15 @@ def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _scattered_dot(scratch, vals, indices, indptr, k):
+    """x_i . x_k for CSR row k, with x_i scattered into the dense `scratch` (LIBSVM's sparse dot)."""
+    s = 0.0
+    for p in range(indptr[k], indptr[k + 1]):
+        s += scratch[indices[p]] * vals[p]
+    return s
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _fill_column(i, rows, n_rows, out, data, ker):
     """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free
@@ -171,9 +180,7 @@ def _fill_column(i, rows, n_rows, out, data, ker):
             scratch[indices[p]] = vals[p]
         for t in range(n_rows):
             k = rows[t]
-            s = 0.0
-            for p in range(indptr[k], indptr[k + 1]):
-                s += scratch[indices[p]] * vals[p]
+            s = _scattered_dot(scratch, vals, indices, indptr, k)
             out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
         for p in range(indptr[i], indptr[i + 1]):
             scratch[indices[p]] = 0.0
@@ -195,18 +202,17 @@ def _lru_touch(s, prev, nxt):
 
 
 @njit(cache=True, nogil=True)
-def _cache_slot(i, cache):
-    """Slot holding column i, allocated (evicting the least recently used) when absent.
-    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
-    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+def _lru_slot(i, slot_of, col_of, prev, nxt, stats):
+    """Slot holding column i, allocated (a free slot, or the least recently used one's) when
+    absent; stats[0] counts the slots in use. Returns (slot, present)."""
     s = slot_of[i]
     if s >= 0:
         _lru_touch(s, prev, nxt)
         return s, True
     n_slots = col_of.shape[0]
-    if stats[_N_USED] < n_slots:
-        s = stats[_N_USED]
-        stats[_N_USED] += 1
+    if stats[0] < n_slots:
+        s = stats[0]
+        stats[0] += 1
         prev[s] = s
         nxt[s] = s
     else:
@@ -214,10 +220,29 @@ def _cache_slot(i, cache):
         slot_of[col_of[s]] = -1
     col_of[s] = i
     slot_of[i] = s
-    full[s] = 0
-    epoch[s] = -1
     _lru_touch(s, prev, nxt)
     return s, False
+
+
+def _lru_arrays(n, n_slots):
+    """slot_of, col_of and the circular list (prev, nxt; the last entry is the sentinel) of an
+    empty cache of n columns in n_slots slots."""
+    prev = np.zeros(n_slots + 1, np.int64)
+    nxt = np.zeros(n_slots + 1, np.int64)
+    prev[-1] = nxt[-1] = n_slots
+    return np.full(n, -1, np.int64), np.full(n_slots, -1, np.int64), prev, nxt
+
+
+@njit(cache=True, nogil=True)
+def _cache_slot(i, cache):
+    """Slot holding column i, allocated (evicting the least recently used) when absent.
+    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
+    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+    s, present = _lru_slot(i, slot_of, col_of, prev, nxt, stats)
+    if not present:
+        full[s] = 0
+        epoch[s] = -1
+    return s, present
 
 
 @njit(cache=True, nogil=True)
@@ -315,16 +340,11 @@ class QColumnCache:
         n, X = self.n, self.X
         state = (
             np.empty((self.n_slots, n), dtype=np.float64),
-            np.full(n, -1, np.int64),                 # slot_of
-            np.full(self.n_slots, -1, np.int64),      # col_of
-            np.zeros(self.n_slots + 1, np.int64),     # prev (last entry: the list's sentinel)
-            np.zeros(self.n_slots + 1, np.int64),     # nxt
+            *_lru_arrays(n, self.n_slots),            # slot_of, col_of, prev, nxt
             np.zeros(self.n_slots, np.uint8),         # full: computed on all n rows
             np.zeros(self.n_slots, np.int64),         # epoch of a partial column
             np.zeros(4, np.int64),                    # n_used, epoch, hits, misses
         )
-        state[3][-1] = self.n_slots
-        state[4][-1] = self.n_slots
         if sp.issparse(X):
             data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, self.x_norms, self.y,
                     np.zeros(X.shape[1]))
@@ -333,13 +353,16 @@ class QColumnCache:
                     self.x_norms, self.y, np.zeros(0))
         return state, data
 
+    # where the counters sit in the stats array (the last of `state`)
+    _hits_at, _misses_at = _HITS, _MISSES
+
     @property
     def hits(self) -> int:
-        return int(self.state[7][_HITS])
+        return int(self.state[-1][self._hits_at])
 
     @property
     def misses(self) -> int:
-        return int(self.state[7][_MISSES])
+        return int(self.state[-1][self._misses_at])
 
     @property
     def fits_all(self) -> bool:
@@ -419,10 +442,7 @@ def _fill_prefix(p, start, stop, out, data, ker):
     for q in range(indptr[r], indptr[r + 1]):
         scratch[indices[q]] = vals[q]
     for k in range(start, stop):
-        rk = perm[k]
-        s = 0.0
-        for q in range(indptr[rk], indptr[rk + 1]):
-            s += scratch[indices[q]] * vals[q]
+        s = _scattered_dot(scratch, vals, indices, indptr, perm[k])
         out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, s, npp, xn[k])
     for q in range(indptr[r], indptr[r + 1]):
         scratch[indices[q]] = 0.0
@@ -433,23 +453,9 @@ def _prefix_slot(p, state):
     """Slot holding the column of position p, allocated empty (length 0, evicting the least
     recently used column) when absent."""
     buf, slot_of, col_of, prev, nxt, length, stats = state
-    s = slot_of[p]
-    if s >= 0:
-        _lru_touch(s, prev, nxt)
-        return s
-    n_slots = col_of.shape[0]
-    if stats[_P_USED] < n_slots:
-        s = stats[_P_USED]
-        stats[_P_USED] += 1
-        prev[s] = s
-        nxt[s] = s
-    else:
-        s = nxt[prev.shape[0] - 1]  # least recently used
-        slot_of[col_of[s]] = -1
-    col_of[s] = p
-    slot_of[p] = s
-    length[s] = 0
-    _lru_touch(s, prev, nxt)
+    s, present = _lru_slot(p, slot_of, col_of, prev, nxt, stats)
+    if not present:
+        length[s] = 0
     return s
 
 
@@ -522,15 +528,10 @@ class PrefixQColumnCache(QColumnCache):
         self.perm = np.arange(n, dtype=np.int64)
         state = (
             np.empty((self.n_slots, n), dtype=np.float64),
-            np.full(n, -1, np.int64),                 # slot_of (a position's slot)
-            np.full(self.n_slots, -1, np.int64),      # col_of (a slot's position)
-            np.zeros(self.n_slots + 1, np.int64),     # prev (last entry: the list's sentinel)
-            np.zeros(self.n_slots + 1, np.int64),     # nxt
+            *_lru_arrays(n, self.n_slots),            # slot_of, col_of (by position), prev, nxt
             np.zeros(self.n_slots, np.int64),         # length: the valid prefix of each slot
             np.zeros(4, np.int64),                    # n_used, hits, misses, kernel evaluations
         )
-        state[3][-1] = self.n_slots
-        state[4][-1] = self.n_slots
         yp, xn = self.y.copy(), self.x_norms.copy()
         if sp.issparse(X):
             data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
@@ -540,17 +541,11 @@ class PrefixQColumnCache(QColumnCache):
                     np.zeros(1, np.int32), xn, yp, self.perm, np.zeros(0))
         return state, data
 
-    @property
-    def hits(self) -> int:
-        return int(self.state[6][_P_HITS])
-
-    @property
-    def misses(self) -> int:
-        return int(self.state[6][_P_MISSES])
+    _hits_at, _misses_at = _P_HITS, _P_MISSES
 
     @property
     def kernel_evaluations(self) -> int:
-        return int(self.state[6][_P_EVALS])
+        return int(self.state[-1][_P_EVALS])
 
     def columns(self, idx):
         raise TypeError("PrefixQColumnCache holds columns by position, as prefixes: use _prefix_get")
