@@ -143,6 +143,15 @@ def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _scattered_dot(scratch, vals, indices, indptr, k):
+    """x_i . x_k for CSR row k, with x_i scattered into the dense `scratch` (LIBSVM's sparse dot)."""
+    s = 0.0
+    for p in range(indptr[k], indptr[k + 1]):
+        s += scratch[indices[p]] * vals[p]
+    return s
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _fill_column(i, rows, n_rows, out, data, ker):
     """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free
@@ -171,9 +180,7 @@ def _fill_column(i, rows, n_rows, out, data, ker):
             scratch[indices[p]] = vals[p]
         for t in range(n_rows):
             k = rows[t]
-            s = 0.0
-            for p in range(indptr[k], indptr[k + 1]):
-                s += scratch[indices[p]] * vals[p]
+            s = _scattered_dot(scratch, vals, indices, indptr, k)
             out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
         for p in range(indptr[i], indptr[i + 1]):
             scratch[indices[p]] = 0.0
@@ -195,18 +202,17 @@ def _lru_touch(s, prev, nxt):
 
 
 @njit(cache=True, nogil=True)
-def _cache_slot(i, cache):
-    """Slot holding column i, allocated (evicting the least recently used) when absent.
-    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
-    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+def _lru_slot(i, slot_of, col_of, prev, nxt, stats):
+    """Slot holding column i, allocated (a free slot, or the least recently used one's) when
+    absent; stats[0] counts the slots in use. Returns (slot, present)."""
     s = slot_of[i]
     if s >= 0:
         _lru_touch(s, prev, nxt)
         return s, True
     n_slots = col_of.shape[0]
-    if stats[_N_USED] < n_slots:
-        s = stats[_N_USED]
-        stats[_N_USED] += 1
+    if stats[0] < n_slots:
+        s = stats[0]
+        stats[0] += 1
         prev[s] = s
         nxt[s] = s
     else:
@@ -214,10 +220,29 @@ def _cache_slot(i, cache):
         slot_of[col_of[s]] = -1
     col_of[s] = i
     slot_of[i] = s
-    full[s] = 0
-    epoch[s] = -1
     _lru_touch(s, prev, nxt)
     return s, False
+
+
+def _lru_arrays(n, n_slots):
+    """slot_of, col_of and the circular list (prev, nxt; the last entry is the sentinel) of an
+    empty cache of n columns in n_slots slots."""
+    prev = np.zeros(n_slots + 1, np.int64)
+    nxt = np.zeros(n_slots + 1, np.int64)
+    prev[-1] = nxt[-1] = n_slots
+    return np.full(n, -1, np.int64), np.full(n_slots, -1, np.int64), prev, nxt
+
+
+@njit(cache=True, nogil=True)
+def _cache_slot(i, cache):
+    """Slot holding column i, allocated (evicting the least recently used) when absent.
+    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
+    buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
+    s, present = _lru_slot(i, slot_of, col_of, prev, nxt, stats)
+    if not present:
+        full[s] = 0
+        epoch[s] = -1
+    return s, present
 
 
 @njit(cache=True, nogil=True)
@@ -306,35 +331,38 @@ class QColumnCache:
         self.cache_mb = float(cache_mb)
         self.n_slots = int(min(n, max(2, (cache_mb * 2**20) // (8 * n))))
         self.QD = kernel_diagonal(kernel, self.x_norms)
-        buf = np.empty((self.n_slots, n), dtype=np.float64)
-        self.state = (
-            buf,
-            np.full(n, -1, np.int64),                 # slot_of
-            np.full(self.n_slots, -1, np.int64),      # col_of
-            np.zeros(self.n_slots + 1, np.int64),     # prev (last entry: the list's sentinel)
-            np.zeros(self.n_slots + 1, np.int64),     # nxt
+        self.state, self.data = self._layout()
+        self.ker = (_KIND[kernel.name], float(kernel.gamma), float(kernel.coef0),
+                    int(kernel.degree) if kernel.name == "poly" else 1)
+
+    def _layout(self):
+        """(state, data): the arrays the numba functions work on."""
+        n, X = self.n, self.X
+        state = (
+            np.empty((self.n_slots, n), dtype=np.float64),
+            *_lru_arrays(n, self.n_slots),            # slot_of, col_of, prev, nxt
             np.zeros(self.n_slots, np.uint8),         # full: computed on all n rows
             np.zeros(self.n_slots, np.int64),         # epoch of a partial column
             np.zeros(4, np.int64),                    # n_used, epoch, hits, misses
         )
-        self.state[3][-1] = self.n_slots
-        self.state[4][-1] = self.n_slots
         if sp.issparse(X):
-            self.data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, self.x_norms, self.y,
-                         np.zeros(X.shape[1]))
+            data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, self.x_norms, self.y,
+                    np.zeros(X.shape[1]))
         else:
-            self.data = (True, X, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
-                         self.x_norms, self.y, np.zeros(0))
-        self.ker = (_KIND[kernel.name], float(kernel.gamma), float(kernel.coef0),
-                    int(kernel.degree) if kernel.name == "poly" else 1)
+            data = (True, X, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
+                    self.x_norms, self.y, np.zeros(0))
+        return state, data
+
+    # where the counters sit in the stats array (the last of `state`)
+    _hits_at, _misses_at = _HITS, _MISSES
 
     @property
     def hits(self) -> int:
-        return int(self.state[7][_HITS])
+        return int(self.state[-1][self._hits_at])
 
     @property
     def misses(self) -> int:
-        return int(self.state[7][_MISSES])
+        return int(self.state[-1][self._misses_at])
 
     @property
     def fits_all(self) -> bool:
@@ -378,3 +406,146 @@ class QColumnCache:
             r = rows[a:a + step]
             out[a:a + step] = kernel_block(self.kernel, self.X[r], Xs, self.x_norms[r], ns) @ beta
         return out
+
+
+# ------------------------------------------------------------------ LIBSVM's layout (smo)
+# LIBSVM's shrinking layout (Chang & Lin 2011, Section 5; svm.cpp's Cache and
+# Solver::swap_index), `PrefixQColumnCache`: the cache indexes variables by *position*, and a
+# solver that shrinks swaps the shrunken variables to the end (`_prefix_swaps`), so that the
+# active set is the prefix [0, n_active) of positions and a column is needed, computed and scanned
+# on that prefix only. A slot holds the prefix [0, length) of its column; a request for a longer
+# prefix computes only the entries it lacks (LIBSVM's Cache::get_data). The rows of X, their
+# norms and labels are kept in position order (perm[k] is the data row at position k), so an
+# entry is computed from contiguous rows.
+
+# Layout of the int64 `stats` array of a PrefixQColumnCache.
+_P_USED, _P_HITS, _P_MISSES, _P_EVALS = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _fill_prefix(p, start, stop, out, data, ker):
+    """out[k] = Q_pk = y_p y_k K(x_p, x_k) for the positions k in [start, stop): one BLAS gemv
+    over the contiguous rows for the dot products (dense), or a scatter/gather sparse dot per row
+    (CSR, as LIBSVM's sparse dot), then the kernel's transform."""
+    if stop <= start:
+        return
+    dense, Xp, vals, indices, indptr, xn, y, perm, scratch = data
+    kind, gamma, coef0, degree = ker
+    yp = y[p]
+    npp = xn[p]
+    if dense:
+        dots = np.dot(Xp[start:stop], Xp[p])
+        for k in range(start, stop):
+            out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k - start], npp, xn[k])
+        return
+    r = perm[p]
+    for q in range(indptr[r], indptr[r + 1]):
+        scratch[indices[q]] = vals[q]
+    for k in range(start, stop):
+        s = _scattered_dot(scratch, vals, indices, indptr, perm[k])
+        out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, s, npp, xn[k])
+    for q in range(indptr[r], indptr[r + 1]):
+        scratch[indices[q]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _prefix_slot(p, state):
+    """Slot holding the column of position p, allocated empty (length 0, evicting the least
+    recently used column) when absent."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    s, present = _lru_slot(p, slot_of, col_of, prev, nxt, stats)
+    if not present:
+        length[s] = 0
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _prefix_get(p, n_rows, state, data, ker):
+    """Q_p as a row of the cache buffer, valid on the positions [0, n_rows); only the entries
+    the slot lacks are computed."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    s = _prefix_slot(p, state)
+    have = length[s]
+    if have >= n_rows:
+        stats[_P_HITS] += 1
+    else:
+        stats[_P_MISSES] += 1
+        stats[_P_EVALS] += n_rows - have
+        _fill_prefix(p, have, n_rows, buf[s], data, ker)
+        length[s] = n_rows
+    return buf[s]
+
+
+@njit(cache=True, nogil=True)
+def _prefix_swaps(I, J, m, state, data):
+    """Exchange the variables at positions I[t] and J[t], t < m, in this order (LIBSVM's
+    Cache::swap_index with Kernel::swap_index, batched): the data rows, which slot is whose
+    column, and the two entries of every cached column. A column that holds only the first of
+    the two entries keeps the prefix before it (LIBSVM drops such a column whole). The entries
+    are swapped slot by slot, so that one slot's row stays in the CPU cache across the swaps."""
+    buf, slot_of, col_of, prev, nxt, length, stats = state
+    dense, Xp, vals, indices, indptr, xn, y, perm, scratch = data
+    for t in range(m):
+        i = I[t]
+        j = J[t]
+        xn[i], xn[j] = xn[j], xn[i]
+        y[i], y[j] = y[j], y[i]
+        perm[i], perm[j] = perm[j], perm[i]
+        if dense:
+            for f in range(Xp.shape[1]):
+                Xp[i, f], Xp[j, f] = Xp[j, f], Xp[i, f]
+        si = slot_of[i]
+        sj = slot_of[j]
+        slot_of[i] = sj
+        slot_of[j] = si
+        if si >= 0:
+            col_of[si] = j
+        if sj >= 0:
+            col_of[sj] = i
+    for s in range(stats[_P_USED]):
+        col = buf[s]
+        L = length[s]
+        for t in range(m):
+            i = min(I[t], J[t])
+            j = max(I[t], J[t])
+            if j < L:
+                col[i], col[j] = col[j], col[i]
+            elif i < L:
+                L = i
+        length[s] = L
+
+
+class PrefixQColumnCache(QColumnCache):
+    """`QColumnCache` on LIBSVM's layout (smo): columns by position, each a valid prefix, and the
+    positions reordered by `_prefix_swaps`. ``perm[k]`` is the row of X at position k (the
+    identity until a swap). The cache keeps its own copies of a dense X, the norms and labels in
+    position order, so the caller's X is never modified. The numba solver calls `_prefix_get`
+    and `_prefix_swaps` on ``state`` and ``data``; ``matvec`` and ``block`` take rows of X.
+    ``hits``/``misses`` count column requests, ``kernel_evaluations`` the entries computed."""
+
+    def _layout(self):
+        n, X = self.n, self.X
+        self.perm = np.arange(n, dtype=np.int64)
+        state = (
+            np.empty((self.n_slots, n), dtype=np.float64),
+            *_lru_arrays(n, self.n_slots),            # slot_of, col_of (by position), prev, nxt
+            np.zeros(self.n_slots, np.int64),         # length: the valid prefix of each slot
+            np.zeros(4, np.int64),                    # n_used, hits, misses, kernel evaluations
+        )
+        yp, xn = self.y.copy(), self.x_norms.copy()
+        if sp.issparse(X):
+            data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
+                    np.zeros(X.shape[1]))
+        else:
+            data = (True, np.array(X, dtype=np.float64, order="C"), np.empty(0), np.empty(0, np.int32),
+                    np.zeros(1, np.int32), xn, yp, self.perm, np.zeros(0))
+        return state, data
+
+    _hits_at, _misses_at = _P_HITS, _P_MISSES
+
+    @property
+    def kernel_evaluations(self) -> int:
+        return int(self.state[-1][_P_EVALS])
+
+    def columns(self, idx):
+        raise TypeError("PrefixQColumnCache holds columns by position, as prefixes: use _prefix_get")

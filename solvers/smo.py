@@ -14,8 +14,12 @@ Machines", Optimization Methods for Machine Learning, Fall 2022 (Sapienza, Rome)
 One iteration picks a pair (i, j) with i in I_up = R, j in I_low = S (see kernel_dual), and
 minimises f along d = (y_i e_i - y_j e_j) in closed form, clipped to the box (bertini III's
 t* = -G'd / d'Qd and t_max). Stop when m(alpha) - M(alpha) < tol on the whole set (after the
-shrunken variables' gradients are rebuilt). The loop over pairs runs in one numba kernel, in
-chunks the Python driver owns (time limit, trace, reconstruction of G with BLAS).
+shrunken variables' gradients are rebuilt). As in LIBSVM (Solver::swap_index, do_shrinking), the
+shrunken variables are swapped behind the active ones, so the active set is a prefix of positions
+and every loop of an iteration (selection, gradient update, the kernel column it computes) runs
+over that prefix only, contiguously; the kernel-column cache follows the same positions
+(kernels.PrefixQColumnCache). The loop over pairs, shrinking and the reconstruction of G run in
+numba, in chunks the Python driver owns (time limit, trace).
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
-from .kernels import QColumnCache, _cache_get
+from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -33,7 +37,7 @@ TAU = 1e-12  # LIBSVM's floor for a non-positive curvature a_ij along the pair d
 _LOWER, _UPPER, _FREE = 0, 1, 2
 
 # Return codes of _smo_chunk
-_RAN, _OPTIMAL, _RECONSTRUCT = 0, 1, 2
+_RAN, _OPTIMAL = 0, 1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -46,19 +50,18 @@ def _status(a, C):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _select(G, y, up, low, QD, active, n_active, eps, wss, cache, data, ker):
-    """Working set (i, j): i = argmax_{t in I_up} -y_t G_t; j by the most violating pair
-    (wss=1) or by the largest second-order decrease b_ij^2 / a_ij (wss=2, Fan et al. WSS 2).
-    Returns (i, j, m - M) with j = -1 when m - M < eps (optimal on the active set).
+def _select(G, y, up, low, QD, n_active, eps, wss, cache, data, ker):
+    """Working set (i, j) among the active positions [0, n_active): i = argmax_{t in I_up} -y_t G_t;
+    j by the most violating pair (wss=1) or by the largest second-order decrease b_ij^2 / a_ij
+    (wss=2, Fan et al. WSS 2). Returns (i, j, m - M) with j = -1 when m - M < eps (optimal on the
+    active set).
 
-    The loops are branch-free on the data (masks up/low select with conditional moves): labels
-    and bounds come in no order, so branches on them would mispredict about half the time."""
-    n = G.shape[0]
-    contig = n_active == n
+    The loops run over a contiguous prefix and are branch-free on the data (masks up/low select
+    with conditional moves): labels and bounds come in no order, so branches on them would
+    mispredict about half the time."""
     Gmax = -np.inf
     i = -1
-    for t in range(n_active):
-        k = t if contig else active[t]
+    for k in range(n_active):
         v = -y[k] * G[k]
         v = v if up[k] else -np.inf
         if v >= Gmax:
@@ -69,20 +72,18 @@ def _select(G, y, up, low, QD, active, n_active, eps, wss, cache, data, ker):
     Gmax2 = -np.inf
     j = -1
     if wss == 1:
-        for t in range(n_active):
-            k = t if contig else active[t]
+        for k in range(n_active):
             v = y[k] * G[k]
             v = v if low[k] else -np.inf
             if v >= Gmax2:
                 Gmax2 = v
                 j = k
     else:
-        Qi = _cache_get(i, False, active, n_active, cache, data, ker)
+        Qi = _prefix_get(i, n_active, cache, data, ker)
         yi = y[i]
         qdi = QD[i]
         obj_min = np.inf
-        for t in range(n_active):
-            k = t if contig else active[t]
+        for k in range(n_active):
             v = y[k] * G[k]  # -(-y_k G_k): M = min_{I_low} -y G = -max_{I_low} y G
             v = v if low[k] else -np.inf
             Gmax2 = max(Gmax2, v)
@@ -126,15 +127,53 @@ def _be_shrunk(k, Gmax1, Gmax2, G, y, st):
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _swap(i, j, v):
+    v[i], v[j] = v[j], v[i]
+
+
 @njit(cache=True, nogil=True)
-def _shrink(G, y, st, active, n_active, eps, unshrunk):
-    """LIBSVM's do_shrinking: drop bounded variables whose gradient says they will stay at their
-    bound. Returns (new n_active, need_reconstruction) -- the latter once, when m - M first falls
-    below 10 eps, so the final iterations see every variable again."""
+def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
+    """G_k = G_bar_k - 1 + sum_{j free} alpha_j Q_kj on the shrunken positions k >= n_active
+    (LIBSVM's reconstruct_gradient; every free variable is active, as only bounded ones shrink).
+    Like LIBSVM, by the cheaper of two orders: the columns of the shrunken variables on the
+    active prefix, or the free variables' columns extended to full length (which the iterations
+    after the unshrink read again)."""
+    n = alpha.shape[0]
+    if n_active == n:
+        return
+    for k in range(n_active, n):
+        G[k] = G_bar[k] - 1.0
+    n_free = 0
+    for k in range(n_active):
+        n_free += st[k] == _FREE
+    if n_free * n > 2 * n_active * (n - n_active):
+        for i in range(n_active, n):
+            Qi = _prefix_get(i, n_active, cache, data, ker)
+            s = 0.0
+            for k in range(n_active):
+                if st[k] == _FREE:
+                    s += alpha[k] * Qi[k]
+            G[i] += s
+    else:
+        for i in range(n_active):
+            if st[i] == _FREE:
+                Qi = _prefix_get(i, n, cache, data, ker)
+                ai = alpha[i]
+                for k in range(n_active, n):
+                    G[k] += ai * Qi[k]
+
+
+@njit(cache=True, nogil=True)
+def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, swaps, cache, data, ker):
+    """LIBSVM's do_shrinking: move the bounded variables whose gradient says they will stay at
+    their bound behind the active prefix, by swaps (Solver::swap_index) applied to the solver's
+    arrays here and to the cache and data in one batch (`_prefix_swaps`). Once, when m - M first
+    falls below 10 eps, the gradient is rebuilt and every variable is active again before
+    shrinking, so the final iterations see every variable. Returns (n_active, unshrunk now)."""
     Gmax1 = -np.inf  # max_{I_up} -y G
     Gmax2 = -np.inf  # max_{I_low} y G
-    for t in range(n_active):
-        k = active[t]
+    for k in range(n_active):
         if y[k] > 0:
             if st[k] != _UPPER and -G[k] >= Gmax1:
                 Gmax1 = -G[k]
@@ -145,54 +184,75 @@ def _shrink(G, y, st, active, n_active, eps, unshrunk):
                 Gmax2 = -G[k]
             if st[k] != _LOWER and G[k] >= Gmax1:
                 Gmax1 = G[k]
-    if not unshrunk and Gmax1 + Gmax2 <= eps * 10.0 and n_active < G.shape[0]:
-        return n_active, True
-    t = 0
-    while t < n_active:
-        k = active[t]
-        if _be_shrunk(k, Gmax1, Gmax2, G, y, st):
+    n = G.shape[0]
+    if not unshrunk and Gmax1 + Gmax2 <= eps * 10.0:
+        unshrunk = True
+        _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker)
+        n_active = n
+    m = 0
+    i = 0
+    while i < n_active:
+        if _be_shrunk(i, Gmax1, Gmax2, G, y, st):
             n_active -= 1
-            active[t] = active[n_active]
-            active[n_active] = k
-        else:
-            t += 1
-    return n_active, False
+            while n_active > i:
+                if not _be_shrunk(n_active, Gmax1, Gmax2, G, y, st):
+                    for v in (alpha, G, G_bar, y, QD):
+                        _swap(i, n_active, v)
+                    for w in (up, low):
+                        _swap(i, n_active, w)
+                    _swap(i, n_active, st)
+                    swaps[0, m] = i
+                    swaps[1, m] = n_active
+                    m += 1
+                    break
+                n_active -= 1
+        i += 1
+    _prefix_swaps(swaps[0], swaps[1], m, cache, data)
+    return n_active, unshrunk
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, active, ctl, QD,
-               y, cache, data, ker):
-    """Up to max_steps pair updates (Platt 1998 / LIBSVM Solver::Solve).
+def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, y, QD, ctl, swaps,
+               cache, data, ker):
+    """Up to max_steps pair updates (Platt 1998 / LIBSVM Solver::Solve) on the positions of
+    the cache's layout: the active set is the prefix [0, ctl[0]).
 
-    ctl = [n_active, shrink counter, unshrunk flag].
-    Returns (code, steps): _RAN (budget of steps used), _OPTIMAL (m - M < eps on the active set
-    and the active set is everything), _RECONSTRUCT (the driver must rebuild G on the shrunken
-    variables, then call again with every variable active)."""
+    ctl = [n_active, shrink counter, unshrunk flag, reconstructions, smallest n_active, entries
+    scanned (the sum of n_active over the pair updates: each is one selection pass and one
+    gradient-update pass)].
+    Returns (code, steps): _RAN (budget of steps used) or _OPTIMAL (m - M < eps with every
+    variable active, after the shrunken variables' gradients were rebuilt)."""
     n = alpha.shape[0]
     n_active = ctl[0]
     steps = 0
     while steps < max_steps:
         ctl[1] -= 1
-        if ctl[1] <= 0:
+        if ctl[1] == 0:
             ctl[1] = min(n, 1000)
             if shrinking:
-                n_active, need = _shrink(G, y, st, active, n_active, eps, ctl[2] != 0)
-                ctl[0] = n_active
-                if need:
+                n_before = n_active
+                n_active, unshrunk = _shrink(n_active, ctl[2] != 0, eps, alpha, G, G_bar, st, up,
+                                             low, y, QD, swaps, cache, data, ker)
+                if unshrunk and ctl[2] == 0:
                     ctl[2] = 1
-                    ctl[1] = 1  # shrink again right after the reconstruction
-                    return _RECONSTRUCT, steps
-        i, j, gap = _select(G, y, up, low, QD, active, n_active, eps, wss, cache, data, ker)
+                    ctl[3] += n_before < n
+                ctl[4] = min(ctl[4], n_active)
+        i, j, gap = _select(G, y, up, low, QD, n_active, eps, wss, cache, data, ker)
         if j < 0:
-            ctl[0] = n_active
             if n_active < n:
-                # LIBSVM: rebuild G, select again on everything before shrinking again.
-                ctl[1] = 2
-                return _RECONSTRUCT, steps
-            return _OPTIMAL, steps
+                # LIBSVM: optimal on the active set; rebuild G and select again on everything.
+                _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker)
+                ctl[3] += 1
+                n_active = n
+                i, j, gap = _select(G, y, up, low, QD, n_active, eps, wss, cache, data, ker)
+            if j < 0:
+                ctl[0] = n_active
+                return _OPTIMAL, steps
+            ctl[1] = 1  # shrink again at the next iteration
         steps += 1
-        Qi = _cache_get(i, False, active, n_active, cache, data, ker)
-        Qj = _cache_get(j, False, active, n_active, cache, data, ker)
+        ctl[5] += n_active
+        Qi = _prefix_get(i, n_active, cache, data, ker)
+        Qj = _prefix_get(j, n_active, cache, data, ker)
         Ci = C
         Cj = C
         ai_old = alpha[i]
@@ -251,13 +311,8 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
         alpha[j] = aj
         dai = ai - ai_old
         daj = aj - aj_old
-        if n_active == n:  # contiguous: vectorises
-            for k in range(n):
-                G[k] += Qi[k] * dai + Qj[k] * daj
-        else:
-            for t in range(n_active):
-                k = active[t]
-                G[k] += Qi[k] * dai + Qj[k] * daj
+        for k in range(n_active):  # contiguous: vectorises
+            G[k] += Qi[k] * dai + Qj[k] * daj
         # G_bar = C sum_{alpha_k = C} Q_k needs the full column of a variable entering or
         # leaving the upper bound.
         ui = st[i] == _UPPER
@@ -265,12 +320,12 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
         _set_status(i, ai, C, y, st, up, low)
         _set_status(j, aj, C, y, st, up, low)
         if ui != (st[i] == _UPPER):
-            Qf = _cache_get(i, True, active, n_active, cache, data, ker)
+            Qf = _prefix_get(i, n, cache, data, ker)
             sgn = -Ci if ui else Ci
             for k in range(n):
                 G_bar[k] += sgn * Qf[k]
         if uj != (st[j] == _UPPER):
-            Qf = _cache_get(j, True, active, n_active, cache, data, ker)
+            Qf = _prefix_get(j, n, cache, data, ker)
             sgn = -Cj if uj else Cj
             for k in range(n):
                 G_bar[k] += sgn * Qf[k]
@@ -278,19 +333,17 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
     return _RAN, steps
 
 
-def reconstruct_gradient(cache: QColumnCache, alpha, G, G_bar, st, active, n_active, grow=True):
-    """G_k = G_bar_k - 1 + sum_{j free} alpha_j Q_kj on the shrunken variables k (LIBSVM's
-    reconstruct_gradient), as BLAS blocks K(X_inactive, X_free)."""
-    inactive = active[n_active:]
-    if inactive.size == 0:
-        return
-    free = np.flatnonzero(st == _FREE)
-    y = cache.y
-    G[inactive] = G_bar[inactive] - 1.0
-    if free.size:
-        G[inactive] += y[inactive] * cache.matvec(free, alpha[free] * y[free], rows=inactive)
-    if grow:  # the active set becomes everything again
-        cache.invalidate_partial()
+def _start(cache: PrefixQColumnCache, alpha, C):
+    """The solver's own arrays, in position order (the identity until the first shrink): labels,
+    diagonal of Q, bound status and I_up / I_low masks of alpha, the control block of _smo_chunk
+    and the buffer of one shrink's swaps."""
+    n = alpha.shape[0]
+    y = cache.y.copy()
+    st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
+    up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
+    low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
+    ctl = np.array([n, min(n, 1000) + 1, 0, 0, n, 0], dtype=np.int64)
+    return y, cache.QD.copy(), st, up, low, ctl, np.empty((2, n), dtype=np.int64)
 
 
 def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
@@ -299,42 +352,43 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     """SMO (see the module docstring). An iteration is one pair update; budget.tol is the
     tolerance on m(alpha) - M(alpha); cache_size is the kernel-column cache in MB.
 
+    The iterations run on LIBSVM's layout (kernels.PrefixQColumnCache): the variables are
+    permuted so that the active set is a prefix; alpha and G are put back in the order of the
+    rows at every trace point and at the end.
+
     warm_start: ``alpha``, projected onto the feasible set first (kernel_dual.warm_alpha).
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, cache_hits,
-    cache_misses, cache_columns (slots), n_active_end, n_reconstruct.
+    cache_misses (column requests that computed entries), kernel_evaluations (entries computed),
+    cache_columns (slots), n_active_min (the smallest active set), n_scanned (entries of G read by
+    the selections, the sum of the active set's size over the pair updates), n_reconstruct.
     """
-    y = problem.y
     n = problem.n_samples
     C = problem.C
     eps = budget.tol
     max_iter = budget.iterations(10_000_000)
-    cache = QColumnCache(problem.kernel, problem.X, y, cache_size, problem.row_norms_sq)
-    QD = cache.QD
+    cache = PrefixQColumnCache(problem.kernel, problem.X, problem.y, cache_size, problem.row_norms_sq)
     alpha = warm_alpha(problem, warm_start)
     if alpha.any():
         G, G_bar = gradient(cache, alpha, C)
     else:
         G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
-    st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
-    up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
-    low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
-    active = np.arange(n, dtype=np.int64)
-    ctl = np.array([n, min(n, 1000) + 1, 0], dtype=np.int64)
+    y, QD, st, up, low, ctl, swaps = _start(cache, alpha, C)
     wss_code = 2 if wss == "second_order" else 1
 
-    def exact_G():
-        G_ex = G.copy()
-        reconstruct_gradient(cache, alpha, G_ex, G_bar, st, active, int(ctl[0]), grow=False)
-        return G_ex
+    def in_row_order(v):
+        out = np.empty_like(v)
+        out[cache.perm] = v
+        return out
 
     def trace_point():
-        P, D, gap, *_ = certificates(problem, alpha, exact_G())
+        G_ex = G.copy()
+        _reconstruct(alpha, G_ex, G_bar, st, int(ctl[0]), cache.state, cache.data, cache.ker)
+        P, D, gap, *_ = certificates(problem, in_row_order(alpha), in_row_order(G_ex))
         return P, D, gap
 
     status = "max_iter"
     it = 0
-    n_recon = 0
     while it < max_iter:
         # Run the compiled kernel up to the next trace point, the chunk size or the budget.
         nxt = recorder.next_due()
@@ -342,18 +396,14 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         if nxt is not None and it < nxt < stop_at:
             stop_at = nxt
         code, steps = _smo_chunk(stop_at - it, eps, wss_code, shrinking, C, alpha, G, G_bar, st,
-                                 up, low, active, ctl, QD, y, cache.state, cache.data, cache.ker)
+                                 up, low, y, QD, ctl, swaps, cache.state, cache.data, cache.ker)
         it += steps
-        if code == _RECONSTRUCT:
-            reconstruct_gradient(cache, alpha, G, G_bar, st, active, int(ctl[0]))
-            ctl[0] = n
-            n_recon += 1
-        elif code == _OPTIMAL:
+        if code == _OPTIMAL:
             status = "converged"
             break
         if recorder.due(it) and steps:
             recorder.record(it, trace_point)
-        if not np.isfinite(G[active[:ctl[0]]]).all():
+        if not np.isfinite(G[:ctl[0]]).all():
             status = "diverged"
             break
         if recorder.out_of_time(budget):
@@ -362,12 +412,14 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
 
     fit_time = recorder.seconds()
     if ctl[0] < n:
-        reconstruct_gradient(cache, alpha, G, G_bar, st, active, int(ctl[0]))
+        _reconstruct(alpha, G, G_bar, st, int(ctl[0]), cache.state, cache.data, cache.ker)
         ctl[0] = n
-    recorder.close(it, trace_point)
+    alpha, G = in_row_order(alpha), in_row_order(G)
+    recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
     return finish_fit("smo", problem, alpha, G, status, it, eps, fit_time, f_alpha0=f0,
-                      cache_hits=cache.hits, cache_misses=cache.misses, cache_columns=cache.n_slots,
-                      n_active_end=n, n_reconstruct=n_recon)
+                      cache_hits=cache.hits, cache_misses=cache.misses,
+                      kernel_evaluations=cache.kernel_evaluations, cache_columns=cache.n_slots,
+                      n_active_min=int(ctl[4]), n_scanned=int(ctl[5]), n_reconstruct=int(ctl[3]))
 
 
 register(SolverSpec(
@@ -387,6 +439,6 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=10_000_000,
     default_tol=1e-3,   # LIBSVM's eps on m(alpha) - M(alpha)
-    version="1",
+    version="2",
     description="SMO with WSS 2 / MVP, shrinking and an LRU kernel cache (Platt 1998; Fan et al. 2005)",
 ))

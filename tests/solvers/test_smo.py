@@ -51,22 +51,21 @@ def test_wss2_uses_the_curvature_where_mvp_does_not():
     j = 1 violates most (b = 3) but lies far from x_0 (a = |x_0 - x_1|^2 = 16), j = 2 violates
     less (b = 2.5) but is close (a = 0.01). MVP takes j = 1; WSS 2 maximises b^2 / a and takes
     j = 2 (625 against 9/16). With the curvature dropped (a = 1) WSS 2 would pick j = 1 too."""
-    from solvers.kernels import QColumnCache
+    from solvers.kernels import PrefixQColumnCache
     from solvers.smo import _select
     X = np.array([[1.0, 0.0], [-3.0, 0.0], [1.1, 0.0]])
     y = np.array([1.0, -1.0, -1.0])
     problem = Problem.build(X, y, C=1.0, intercept="free", kernel="linear")
-    cache = QColumnCache(problem.kernel, X, y, 1.0)
+    cache = PrefixQColumnCache(problem.kernel, X, y, 1.0)
     G = np.array([-1.0, -2.0, -1.5])  # -y_0 G_0 = 1 = m; y_k G_k = 2, 1.5 on I_low
     up = np.array([1, 0, 0], np.uint8)
     low = np.array([0, 1, 1], np.uint8)
-    active = np.arange(3, dtype=np.int64)
     for wss, j_expected in [(1, 1), (2, 2)]:
-        i, j, gap = _select(G, y, up, low, cache.QD, active, 3, 1e-3, wss, cache.state, cache.data, cache.ker)
+        i, j, gap = _select(G, y, up, low, cache.QD, 3, 1e-3, wss, cache.state, cache.data, cache.ker)
         assert (i, j) == (0, j_expected), f"wss={wss}"
         assert gap == pytest.approx(3.0)  # m - M = 1 + 2, whichever j is taken
     # Optimal on the active set (m - M below eps): no pair.
-    i, j, gap = _select(G, y, up, low, cache.QD, active, 3, 3.5, 2, cache.state, cache.data, cache.ker)
+    i, j, gap = _select(G, y, up, low, cache.QD, 3, 3.5, 2, cache.state, cache.data, cache.ker)
     assert j == -1 and gap == pytest.approx(3.0)
 
 
@@ -117,6 +116,83 @@ def test_shrinking_does_not_change_the_optimum(breast_cancer):
     b = fit(problem, "smo", budget=Budget(tol=1e-9), shrinking=False)
     assert a.dual == pytest.approx(b.dual, rel=1e-9)
     assert a.info["n_reconstruct"] >= 1 and b.info["n_reconstruct"] == 0
+
+
+def _exact_G(problem, alpha):
+    """G = Q alpha - e from the whole kernel matrix (rows of X order)."""
+    from solvers.kernels import kernel_block
+    y = problem.y
+    return y * (kernel_block(problem.kernel, problem.X, problem.X) @ (alpha * y)) - 1.0
+
+
+def test_shrinking_swaps_the_active_set_to_a_prefix(breast_cancer):
+    """LIBSVM's layout: after a shrink, positions [0, n_active) hold the active variables (every
+    free one among them) and the rest are at a bound; the solver's labels, the cache's data rows
+    and every column entry the iterations read are in the same permuted order, so G on the
+    prefix stays exact through the pair updates after the swaps; the run then ends at the
+    unshrunken run's optimum."""
+    from solvers.kernels import PrefixQColumnCache
+    from solvers.smo import _FREE, _OPTIMAL, _RAN, _reconstruct, _smo_chunk, _start
+    X, y = breast_cancer
+    C = 10.0
+    problem = Problem.build(X, y, C=C, intercept="free", **KERNELS["rbf"])
+    n = len(y)
+    cache = PrefixQColumnCache(problem.kernel, X, y, 200.0, problem.row_norms_sq)
+    alpha, G, G_bar = np.zeros(n), -np.ones(n), np.zeros(n)
+    ys, QD, st, up, low, ctl, swaps = _start(cache, alpha, C)
+    args = (1e-8, 2, True, C, alpha, G, G_bar, st, up, low, ys, QD, ctl, swaps, cache.state, cache.data, cache.ker)
+    code, steps = _smo_chunk(n + 30, *args)  # the first shrink comes after n pair updates
+    na, perm = int(ctl[0]), cache.perm
+    assert code == _RAN and na < n // 10 and sorted(perm) == list(range(n))
+    assert np.all(st[na:] != _FREE) and np.count_nonzero(st[:na] == _FREE) > 0
+    np.testing.assert_array_equal(ys, y[perm])
+    np.testing.assert_array_equal(cache.data[1], X[perm])
+    np.testing.assert_array_equal(QD, cache.QD[perm])
+    a_rows = np.empty(n)
+    a_rows[perm] = alpha
+    G_true = _exact_G(problem, a_rows)[perm]
+    np.testing.assert_allclose(G[:na], G_true[:na], rtol=0, atol=1e-10)
+    G_full = G.copy()
+    _reconstruct(alpha, G_full, G_bar, st, na, cache.state, cache.data, cache.ker)
+    np.testing.assert_allclose(G_full, G_true, rtol=0, atol=1e-10)
+    while code != _OPTIMAL:
+        code, _ = _smo_chunk(10_000, *args)
+    a_rows[perm] = alpha
+    ref = fit(problem, "smo", budget=Budget(tol=1e-8), shrinking=False)
+    assert ctl[3] >= 1  # the unshrink and final recheck rebuilt G
+    np.testing.assert_allclose(a_rows, ref.alpha, atol=1e-6)
+    G_end = _exact_G(problem, a_rows)
+    np.testing.assert_allclose(G[np.argsort(perm)], G_end, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_shrunk, shrunk_columns", [(3, True), (30, False)])
+def test_reconstruct_gradient(breast_cancer, n_shrunk, shrunk_columns):
+    """G on the shrunken positions from G_bar and the free variables (LIBSVM's
+    reconstruct_gradient), by both of its orders: with few shrunken variables their columns on
+    the active prefix (n_shrunk x n_active kernel values), with many the free variables' columns
+    extended to full length (n_free x n)."""
+    from solvers.kernels import PrefixQColumnCache, kernel_block
+    from solvers.smo import _FREE, _LOWER, _UPPER, _reconstruct
+    X, y = breast_cancer
+    X, y = X[:60], y[:60]
+    n, C = 60, 1.0
+    problem = Problem.build(X, y, C=C, intercept="free", **KERNELS["poly"])
+    rng = np.random.default_rng(1)
+    alpha = rng.uniform(0.1, 0.9, n)
+    na = n - n_shrunk
+    alpha[na:] = np.where(np.arange(n_shrunk) % 2, C, 0.0)  # shrunken: at a bound
+    alpha[: na // 3] = np.where(np.arange(na // 3) % 2, C, 0.0)  # bounded ones stay active too
+    st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
+    n_free = int(np.count_nonzero(st == _FREE))
+    assert (n_free * n > 2 * na * (n - na)) == shrunk_columns  # LIBSVM's choice of order
+    Q = y[:, None] * kernel_block(problem.kernel, X, X) * y[None, :]
+    G_true = Q @ alpha - 1.0
+    G = G_true.copy()
+    G[na:] = np.nan
+    cache = PrefixQColumnCache(problem.kernel, X, y, 1.0, problem.row_norms_sq)
+    _reconstruct(alpha, G, Q[:, alpha >= C].sum(axis=1) * C, st, na, cache.state, cache.data, cache.ker)
+    np.testing.assert_allclose(G, G_true, rtol=1e-12, atol=1e-12)
+    assert cache.kernel_evaluations == (n_shrunk * na if shrunk_columns else n_free * n)
 
 
 def test_every_sv_at_bound(breast_cancer):
