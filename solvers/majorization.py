@@ -331,11 +331,12 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         return _paper_loss(loss, m, v, pen, lam, k)
 
     def finished(v, m):
-        """`kkt_finish` at v (absolute hinge only), computed once per point."""
+        """`kkt_finish` from v (absolute hinge only), computed once per point."""
         if loss != "hinge":
             return None
+        # Not reused at its own output: the sets seen from there can be better ones.
         fin = state["fin"]
-        if fin is None or not (fin[0] is v or fin[1] is v):
+        if fin is None or fin[0] is not v:
             out = kkt_finish(problem, Z, pen, v, m)
             fin = state["fin"] = None if out is None else (v, *out)
         return fin
