@@ -518,7 +518,7 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=10000,
     default_tol=1e-5,   # as conf/solvers/svmmaj.yaml; troyan's 1e-7 is bench_majorization's
-    version="2",   # 2: the n-space solve (linsolve=auto), certified budget stops are converged
+    version="3",   # 3: the active-set finish (kkt_finish); 2: the n-space solve, certified budget stops
     description="SVM-Maj iterative majorization, Groenen et al. 2008 (troyan Algorithm 1)",
 ))
 
@@ -536,6 +536,6 @@ register(SolverSpec(
     kernels=("linear",),
     warm_start=True,
     default_max_iter=10000,
-    version="2",   # 2: as svmmaj
+    version="3",   # as svmmaj
     description="majorization direction with the change point line search (troyan Algorithm 3)",
 ))
