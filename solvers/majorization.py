@@ -82,7 +82,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .base import Budget, Fit, Recorder
-from .cpm import STOP_PARAMS, _cpm_core, _dual_at, augmented_design, paper_lambda, run_descent
+from .cpm import (STOP_PARAMS, _cpm_core, _dual_at, _kkt_on_sets, augmented_design, paper_lambda,
+                  run_descent)
 from .objectives import loss_derivative, loss_values
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -233,40 +234,6 @@ class _NormalSolver:
 
 
 # ------------------------------------------------------------------- the finishing step
-def _kkt_on_sets(Z, pen, y, C, below, F):
-    """(v, alpha) solving the absolute hinge's KKT system for given sets: alpha_i = C on
-    `below` (margin < 1), y_i z_i'v = 1 on the margin set F, alpha_i = 0 elsewhere, and
-
-        Pen v = Z'(alpha y)  on the penalised columns,   Z_f'(alpha y) = 0  on the free one,
-
-    for alpha_F and the free coordinates c (2 lambda C = 1: P's stationarity; pen is 0 or 1).
-    With K = Zp_F Zp_F' this is the |F| + n_free saddle system [[Y K Y, Y Zf_F], [(Y Zf_F)', 0]]
-    (as `cpm._hinge_alpha_polish`), solved by least squares: duplicated rows make it singular."""
-    free = pen == 0
-    Zp = Z[:, ~free] if free.any() else Z
-    alpha = np.zeros(y.size)
-    alpha[below] = C
-    w_out = np.asarray(Zp.T @ (alpha * y)).ravel()     # the part of w the sets fix
-    yF = y[F]
-    ZpF = Zp[F]
-    K = ZpF @ ZpF.T
-    K = K.toarray() if sp.issparse(K) else np.asarray(K)
-    A = yF[:, None] * K * yF[None, :]
-    rhs = 1.0 - yF * np.asarray(ZpF @ w_out).ravel()
-    if free.any():
-        ZfF = Z[F][:, free]
-        B = yF[:, None] * (ZfF.toarray() if sp.issparse(ZfF) else np.asarray(ZfF))
-        nf = B.shape[1]
-        A = np.block([[A, B], [B.T, np.zeros((nf, nf))]])
-        rhs = np.concatenate([rhs, -np.asarray(Z[:, free].T @ (alpha * y)).ravel()])
-    sol = sla.lstsq(A, rhs, lapack_driver="gelsy", check_finite=False)[0]
-    alpha[F] = sol[:F.size]
-    v = np.empty(Z.shape[1])
-    v[~free] = w_out + np.asarray(ZpF.T @ (alpha[F] * yF)).ravel()
-    v[free] = sol[F.size:]
-    return v, alpha
-
-
 def kkt_finish(problem, Z, pen, v, m, *, eps=1e-6, rounds=10, max_rows=KKT_MAX_ROWS):
     """The absolute hinge's optimum once its margin set is known: (v, m, alpha, D) from the point
     v with margins m, where L(v_out) <= L(v) and alpha is the best dual point seen (dual
