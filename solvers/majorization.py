@@ -82,8 +82,15 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .base import Budget, Fit, Recorder
-from .cpm import (STOP_PARAMS, _cpm_core, _dual_at, _kkt_on_sets, augmented_design, paper_lambda,
-                  run_descent)
+from .cpm import (
+    STOP_PARAMS,
+    _cpm_core,
+    _dual_at,
+    _kkt_on_sets,
+    augmented_design,
+    paper_lambda,
+    run_descent,
+)
 from .objectives import loss_derivative, loss_values
 from .problem import Problem
 from .registry import Param, SolverSpec, register
