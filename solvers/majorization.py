@@ -261,10 +261,13 @@ def kkt_finish(problem, Z, pen, v, m, *, eps=1e-6, rounds=10, max_rows=KKT_MAX_R
     (`_cpm_core`, as alpha-Maj), which never increases L, and the dual keeps the largest D."""
     y, C = problem.y, problem.C
     lam = paper_lambda(problem)
+    # The starting sets need not be right (each round corrects them); eps only keeps rows whose
+    # margin the majorization has already pinned to the kink on it from the first round.
     F = np.abs(m - 1.0) <= eps
     below = m < 1.0 - eps
     best_alpha, best_D = None, -math.inf
-    slack = 1e-9 * max(1.0, C)
+    L = _paper_loss("hinge", m, v, pen, lam, 0.0)
+    slack = 1e-9 * max(1.0, C)   # rounding: a solved margin row is 1 and its alpha in [0, C] to ~1e-12
     for _ in range(rounds):
         if F.sum() > max_rows:
             break
@@ -280,8 +283,9 @@ def kkt_finish(problem, Z, pen, v, m, *, eps=1e-6, rounds=10, max_rows=KKT_MAX_R
             if h > 0 and math.isfinite(h):
                 v_h = v + h * s
                 m_h = y * np.asarray(Z @ v_h).ravel()
-                if _paper_loss("hinge", m_h, v_h, pen, lam, 0.0) < _paper_loss("hinge", m, v, pen, lam, 0.0):
-                    v, m = v_h, m_h
+                L_h = _paper_loss("hinge", m_h, v_h, pen, lam, 0.0)
+                if L_h < L:
+                    v, m, L = v_h, m_h, L_h
         m_k = y * np.asarray(Z @ v_k).ravel()
         to_above = F & (alpha < -slack)
         to_below = F & (alpha > C + slack)
@@ -338,7 +342,7 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         alpha, beta, v_maj = state["last"]
         theta = (2.0 * C) * (beta - alpha * (y * np.asarray(Z @ v_maj).ravel()))
         fin = finished(*state["at"])
-        if fin is None or loss != "hinge":
+        if fin is None:
             return theta
         return fin[3] if fin[4] > _dual_at(problem, Z, pen, theta)[1] else theta
 
@@ -384,8 +388,6 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
             tries.insert(0, (max(delta, delta_step * state["dm"]), False))
         if relaxed:
             tries.append((delta, False))
-        # A CG step that meets its tolerance can still miss the kink-weighted directions and
-        # not lower L (rcv1_like, warm-started at C = 100): then retry with the exact solve.
         v_new, m_new = majorization_step(v, m, L0, tries)
         if finish and loss == "hinge" and np.all(np.isfinite(v_new)) and \
                 (v_new is v or state["t"] >= state["fin_next"]):
@@ -400,6 +402,8 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         return v_new, m_new
 
     def majorization_step(v, m, L0, tries):
+        # A CG step that meets its tolerance can still miss the kink-weighted directions and
+        # not lower L (rcv1_like, warm-started at C = 100): then retry with the exact solve.
         for _ in range(2):
             for guard, rel in tries:
                 v_new, m_new = attempt(v, m, guard, rel)
