@@ -303,49 +303,51 @@ def _hinge_alpha_lsq(problem, Z, pen, v, m, eps):
     return alpha
 
 
-def _hinge_alpha_polish(problem, Z, pen, v, m, eps):
-    """alpha of the absolute hinge from the KKT system of the active sets: with F = {|m_i - 1|
-    <= eps} on the margin, alpha = C on L = {m_i < 1 - eps} and 0 elsewhere, solve
+def _kkt_on_sets(Z, pen, y, C, below, F):
+    """(v, alpha) solving the absolute hinge's KKT system for given sets: alpha_i = C on
+    `below` (margin < 1), y_i z_i'v = 1 on the margin set F, alpha_i = 0 elsewhere, and
 
-        y_i z_i'v = 1 (i in F),   Pen v = Z'(alpha y),   (Z'(alpha y))_j = 0 where pen_j = 0
+        Pen v = Z'(alpha y)  on the penalised columns,   Z_f'(alpha y) = 0  on the free one,
 
-    for alpha_F and the unpenalised coordinates of v (least squares if singular). It does not
-    depend on v beyond the sets, so it is alpha* itself once they are right, and the gap it
-    gives is second order in the distance to the optimum (the `_hinge_alpha_lsq` one is first
-    order). None when F is empty or too large (|F| > 1500) for the dense |F| x |F| system."""
-    y = problem.y
-    C = problem.C
-    F = np.flatnonzero(np.abs(m - 1.0) <= eps)
-    if F.size == 0 or F.size > 1500:
-        return None
-    L = np.flatnonzero(m < 1.0 - eps)
-    alpha = np.zeros_like(m)
-    alpha[L] = C
+    for alpha_F and the free coordinates c (2 lambda C = 1: P's stationarity; pen is 0 or 1).
+    With K = Zp_F Zp_F' this is the |F| + n_free saddle system [[Y K Y, Y Zf_F], [(Y Zf_F)', 0]]
+    solved by least squares: duplicated rows make it singular. The certificate's polish takes its
+    alpha (`_hinge_alpha_polish`); majorization's active-set finish both (`kkt_finish`)."""
     free = pen == 0
     Zp = Z[:, ~free] if free.any() else Z
-    inv_sqrt = 1.0 / np.sqrt(pen[~free])
-    ZpF = Zp[F]
-    if sp.issparse(ZpF):
-        ZpF = sp.csr_matrix(ZpF @ sp.diags(inv_sqrt))
-        K = np.asarray((ZpF @ ZpF.T).toarray())
-    else:
-        ZpF = ZpF * inv_sqrt
-        K = ZpF @ ZpF.T
-    rhs_w = np.asarray(Zp.T @ (alpha * y)).ravel() * inv_sqrt  # sqrt(Pen) v from L
+    alpha = np.zeros(y.size)
+    alpha[below] = C
+    w_out = np.asarray(Zp.T @ (alpha * y)).ravel()     # the part of w the sets fix
     yF = y[F]
+    ZpF = Zp[F]
+    K = ZpF @ ZpF.T
+    K = K.toarray() if sp.issparse(K) else np.asarray(K)
     A = yF[:, None] * K * yF[None, :]
-    rhs = 1.0 - yF * np.asarray(ZpF @ rhs_w).ravel()
+    rhs = 1.0 - yF * np.asarray(ZpF @ w_out).ravel()
     if free.any():
         ZfF = Z[F][:, free]
-        ZfF = ZfF.toarray() if sp.issparse(ZfF) else np.asarray(ZfF)
-        B = yF[:, None] * ZfF
+        B = yF[:, None] * (ZfF.toarray() if sp.issparse(ZfF) else np.asarray(ZfF))
         nf = B.shape[1]
         A = np.block([[A, B], [B.T, np.zeros((nf, nf))]])
         rhs = np.concatenate([rhs, -np.asarray(Z[:, free].T @ (alpha * y)).ravel()])
-    # QR with pivoting (gelsy): handles the singular systems of |F| > rank at a fraction of SVD's cost.
     sol = sla.lstsq(A, rhs, lapack_driver="gelsy", check_finite=False)[0]
     alpha[F] = sol[:F.size]
-    return alpha
+    v = np.empty(Z.shape[1])
+    v[~free] = w_out + np.asarray(ZpF.T @ (alpha[F] * yF)).ravel()
+    v[free] = sol[F.size:]
+    return v, alpha
+
+
+def _hinge_alpha_polish(problem, Z, pen, v, m, eps):
+    """alpha of the absolute hinge from the KKT system of the active sets: with F = {|m_i - 1|
+    <= eps} on the margin, alpha = C on L = {m_i < 1 - eps} and 0 elsewhere (`_kkt_on_sets`).
+    It does not depend on v beyond the sets, so it is alpha* itself once they are right, and the
+    gap it gives is second order in the distance to the optimum (the `_hinge_alpha_lsq` one is
+    first order). None when F is empty or too large (|F| > 1500) for the dense |F| x |F| system."""
+    F = np.flatnonzero(np.abs(m - 1.0) <= eps)
+    if F.size == 0 or F.size > 1500:
+        return None
+    return _kkt_on_sets(Z, pen, problem.y, problem.C, np.flatnonzero(m < 1.0 - eps), F)[1]
 
 
 def certificate(problem: Problem, Z, pen, v, m, hints=(), lsq=True):
