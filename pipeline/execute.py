@@ -57,7 +57,7 @@ class Summary:
     tasks: int = 0            # Dask tasks the runs were packed into
     client_rss_mb: float = 0.0   # this process's peak resident memory so far
     loads: dict | None = None    # summed over workers: datasets read from the store, folds extracted
-    worker_rss_mb: tuple | None = None   # the largest (task process, worker) peak RSS pair a task recorded
+    worker_rss_mb: tuple | None = None   # (task process, worker) peak RSS of the task that held most, its solver
     csr_mb: float | None = None          # the largest dataset's CSR, what worker_rss_mb is measured against
 
     def line(self) -> str:
@@ -65,9 +65,10 @@ class Summary:
                  if self.loads else "")
         memory = ""
         if self.worker_rss_mb and self.csr_mb:
-            task, relay = self.worker_rss_mb
-            memory = (f"; worker peak RSS {task + relay:.0f} MB (task process {task:.0f} + worker {relay:.0f}) "
-                      f"= {(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR ({self.csr_mb:.0f} MB)")
+            task, relay, solver = self.worker_rss_mb
+            memory = (f"; worker peak RSS {task + relay:.0f} MB ({solver}: task process {task:.0f} + worker "
+                      f"{relay:.0f}) = {(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR "
+                      f"({self.csr_mb:.0f} MB)")
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
                 f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
                 f"client peak RSS {self.client_rss_mb:.0f} MB){loads}{memory}")
@@ -523,7 +524,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
     tasks = []
     loads = None
-    worker_rss = (0.0, 0.0)
+    worker_rss = (0.0, 0.0, None)
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
     with opened as client, _quiet_on_interrupt():
         bar = _progress(len(todo), bool(cfg.run.progress))
@@ -533,8 +534,9 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
         def finish(units, records):
             nonlocal failed, worker_rss
             by_key = {r["key"]: r for r in records}
-            worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0))
-                                             for r in records if r.get("env_peak_rss_mb"))], key=sum)
+            worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0),
+                                              specs[r["key"]]["solver"]) for r in records if r.get("env_peak_rss_mb"))],
+                             key=lambda m: m[0] + m[1])
             batch = [{**by_key[spec["key"]], "spec": spec} for u in units for spec in u]
             failed += sum(r["status"] == "error" for r in batch)
             write_shards(run_dir, batch)
@@ -576,7 +578,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
                    wall_s=time.perf_counter() - t0, dashboard=dashboard, tasks=len(tasks), loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                   worker_rss_mb=worker_rss if sum(worker_rss) else None, csr_mb=_largest_csr_mb(plan, root))
+                   worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root))
 
 
 def _largest_csr_mb(plan: Plan, root: str) -> float | None:

@@ -263,10 +263,21 @@ def thread_counts() -> dict:
     return {"env_blas_threads": max(blas) if blas else None, "env_numba_threads": numba.get_num_threads()}
 
 
+def reset_peak_rss() -> None:
+    """Start a new peak (Linux: VmHWM back to the current RSS), so each task's record says what
+    that task held, not the worst task its process ran before (LIBLINEAR's copy of the data);
+    elsewhere the peak stays the process's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
 def peak_rss_mb() -> float:
-    """This process's peak resident memory so far, in MiB: recorded with each task, so a run
-    shows what its workers held (README, bench_scale). Linux's VmHWM, not getrusage's ru_maxrss,
-    which survives exec: a spawned worker would report its parent's peak when that is larger."""
+    """This process's peak resident memory since `reset_peak_rss`, in MiB: recorded with each
+    task, so a run shows what its workers held (README, bench_scale). Linux's VmHWM, not
+    getrusage's ru_maxrss, which survives exec and cannot be reset."""
     try:
         with open("/proc/self/status") as fh:
             return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
@@ -415,6 +426,7 @@ def run_fit(spec: dict, root: str) -> dict:
 def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     """(record, fit); fit is None unless a binary fit returned a model (the next path point's start)."""
     t0 = time.perf_counter()
+    reset_peak_rss()
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
     try:
@@ -441,6 +453,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
     import solvers
 
     t0 = time.perf_counter()
+    reset_peak_rss()
     record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
     fit = None
     try:
