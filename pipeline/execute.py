@@ -66,9 +66,9 @@ class Summary:
         memory = ""
         if self.worker_rss_mb and self.csr_mb:
             task, relay, solver = self.worker_rss_mb
-            memory = (f"; worker peak RSS {task + relay:.0f} MB ({solver}: task process {task:.0f} + worker "
-                      f"{relay:.0f}) = {(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR "
-                      f"({self.csr_mb:.0f} MB)")
+            parts = f"task process {task:.0f} + worker {relay:.0f}" if relay else "in this process"
+            memory = (f"; worker peak RSS {task + relay:.0f} MB ({solver}: {parts}) = "
+                      f"{(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR ({self.csr_mb:.0f} MB)")
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
                 f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
                 f"client peak RSS {self.client_rss_mb:.0f} MB){loads}{memory}")

@@ -17,7 +17,9 @@ group size, so that experiment plans can key results on the data rather than on 
 computed in one streaming pass, so an entry larger than memory can be written chunk by chunk
 (:func:`write_dataset_chunks`); each row group also carries its own digest in ``meta.json`` so
 that a reader of a few rows (``read_dataset(rows=...)``) fetches and verifies only the row
-groups holding them.
+groups holding them. A large entry is never needed whole in memory: :func:`read_row_subsets`
+reads a fold's rows straight into arrays of their size, and :func:`read_labels` verifies the
+whole entry a batch at a time while keeping only ``y``.
 
 Writes are atomic: an entry is assembled in a hidden temporary folder inside the root and
 renamed into place, so a reader (or a second writer racing for the same name) sees either
@@ -1073,7 +1075,7 @@ def _check_group(X, y, g: int, digests, name: str, path: _Loc) -> None:
 
 def _row_lengths(pf, groups, starts, data_file: _Loc, name: str, path: _Loc) -> np.ndarray:
     """Entries per row of the given row groups (0 elsewhere), from the list offsets of the
-    ``indices`` column alone: the values are never decoded."""
+    ``indices`` column alone (the float64 ``values``, two thirds of the bytes, are not read)."""
     lengths = np.zeros(int(starts[-1]), dtype=np.int64)
     for g in groups:
         at = int(starts[g])

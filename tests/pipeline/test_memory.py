@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from pipeline import store, tasks
 from pipeline.config import compose
 from pipeline.plan import build_plan
-from pipeline.run import materialise_datasets
+from pipeline.run import materialise_datasets, run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,6 +67,21 @@ def test_folds_read_from_the_store_are_the_folds_cut_in_memory(small, monkeypatc
                 assert (x != z).nnz == 0 and z.indices.dtype == np.int32 and z.has_sorted_indices
             else:
                 np.testing.assert_array_equal(x, z)
+
+
+def test_each_task_records_its_peak_memory_and_the_run_says_it_against_the_csr(small, tmp_path):
+    cfg = compose([f"store.root={small}", "datasets=[small]", "solvers=[dcd]", "solvers.dcd.grid.C=[0.1,1.0]",
+                   "cv.folds=2", "cluster=sequential", "run.progress=false", "run.reference=false",
+                   "run.warm_start=false"])
+    np.ones(40_000_000).sum()     # 305 MiB held and freed before the run: no task's peak
+    before = tasks.peak_rss_mb()
+    out = run(cfg, tmp_path / "run")
+    peaks = out["results"]["env_peak_rss_mb"]
+    # Each task's peak starts at its own start (VmHWM reset), not at the process's worst moment.
+    assert peaks.notna().all() and (peaks > 50).all() and (peaks < before - 200).all(), (before, list(peaks))
+    csr_mb = store.csr_nbytes(store.dataset_info(small, "small")) / 2**20
+    line = out["summary"].line()
+    assert f"(dcd: in this process) = {peaks.max() / csr_mb:.2f}x the largest dataset's CSR" in line
 
 
 def test_the_fold_cache_makes_room_before_it_cuts_a_fold(small, monkeypatch):
