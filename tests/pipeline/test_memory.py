@@ -121,9 +121,9 @@ _MEASURE = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory):
-    """200k x 5,000 with 40 entries a row: 8M entries, a 92 MiB CSR."""
+    """300k x 5,000 with 40 entries a row: 12M entries, a 138 MiB CSR."""
     root = tmp_path_factory.mktemp("store")
-    store.write_dataset_chunks(root, "large", _blocks(200_000, 5000, 40, seed=2), 5000, source={},
+    store.write_dataset_chunks(root, "large", _blocks(300_000, 5000, 40, seed=2), 5000, source={},
                                row_group_size=16384)
     return root
 
@@ -141,7 +141,8 @@ def test_a_task_on_a_large_dataset_holds_its_fold_not_the_dataset_beside_it(larg
     streamed, whole = float(streamed), float(whole)
     assert shared == "True"     # the Problem reads the fold's arrays, no copy
     # The fold (train + test rows: the CSR once) plus a fixed allowance for one row group in
-    # flight and Arrow's buffers (~40-80 MB, whatever the data's size). The whole dataset beside
-    # its fold adds the CSR again, which the measurement must see for the bound to mean anything.
-    bound = csr_mb + 96
+    # flight, Arrow's buffers and the fold's bookkeeping (measured 80-100 MB, whatever the data's
+    # size). The whole dataset beside its fold adds the CSR again, which the measurement must see
+    # for the bound to mean anything.
+    bound = csr_mb + 125
     assert streamed < bound < whole, json.dumps({"streamed": streamed, "whole": whole, "csr_mb": csr_mb})
