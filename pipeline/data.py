@@ -174,9 +174,18 @@ def _cmd_list(args, root: str) -> int:
 
 
 def _cmd_info(args, root: str) -> int:
-    meta = store.dataset_info(root, args.name)
-    print(_describe(meta, store.dataset_path(root, args.name)))
+    entry = store_entry(args.name)
+    meta = store.dataset_info(root, entry)
+    print(_describe(meta, store.dataset_path(root, entry)))
     return 0
+
+
+def store_entry(name: str) -> str:
+    """The store entry that a run with ``datasets=[NAME]`` reads: a config entry's or builder's
+    (rcv1_full: ``rcv1_like-<hash>``), else NAME itself (an entry the user ingested), so that
+    info, build and remove take every name a run takes."""
+    builder, params = config_entry(name, {})
+    return datasets.store_name(builder, params) if builder in datasets.BUILDERS else builder
 
 
 def config_entry(name: str, params: dict) -> tuple[str, dict]:
@@ -188,15 +197,20 @@ def config_entry(name: str, params: dict) -> tuple[str, dict]:
 
     from .config import CONF_DIR
     path = CONF_DIR / "datasets" / f"{name}.yaml"
-    if name in datasets.BUILDERS or not path.exists():
-        return name, params      # an unknown name: build_dataset's error names the choices
+    if not path.exists():        # a builder, or an unknown name: build_dataset's error names the choices
+        return name, params
     entry = OmegaConf.load(path)
-    base = OmegaConf.to_container(entry.get("params") or {}, resolve=True)
+    base = OmegaConf.to_container(entry.params, resolve=True) if entry.get("params") is not None else {}
     return str(entry.get("builder") or name), {**base, **params}
 
 
 def _cmd_build(args, root: str) -> int:
     args.name, params = config_entry(args.name, _parse_params(args.param))
+    if args.name not in datasets.BUILDERS and store.exists(root, args.name):
+        source = store.dataset_info(root, args.name).get("source") or {}
+        print(f"{args.name} is in store {root}, ingested from {source.get('file', 'a file')}: it has no "
+              f"builder (to replace it, ingest the file again with --force)")
+        return 0
     entry = datasets.store_name(args.name, params)
     started = time.perf_counter()
     rgs = args.row_group_size
@@ -299,8 +313,9 @@ def _refuse_empty_input(path_arg: str, format_arg: str | None, header: bool = Tr
 
 
 def _cmd_remove(args, root: str) -> int:
-    store.remove_dataset(root, args.name)
-    print(f"removed {args.name} from store {root}")
+    entry = store_entry(args.name)
+    store.remove_dataset(root, entry)
+    print(f"removed {entry}{f' ({args.name})' if entry != args.name else ''} from store {root}")
     return 0
 
 

@@ -46,6 +46,11 @@ from .tasks import load_counts, run_task
 TASKS_PER_WORKER = 40
 
 
+# The worker's peak is given over the CSR only for data this large: below, the processes' own
+# imports (~350 MB) are most of it and the ratio says nothing about the data path.
+RATIO_CSR_MB = 100
+
+
 @dataclass
 class Summary:
     total: int
@@ -57,13 +62,22 @@ class Summary:
     tasks: int = 0            # Dask tasks the runs were packed into
     client_rss_mb: float = 0.0   # this process's peak resident memory so far
     loads: dict | None = None    # summed over workers: datasets read from the store, folds extracted
+    worker_rss_mb: tuple | None = None   # (task process, worker) peak RSS of the task that held most, its solver
+    csr_mb: float | None = None          # the largest dataset's CSR, what worker_rss_mb is measured against
 
     def line(self) -> str:
         loads = (f"; workers read {self.loads['datasets']} datasets and extracted {self.loads['folds']} folds"
                  if self.loads else "")
+        memory = ""
+        if self.worker_rss_mb and self.csr_mb:
+            task, relay, solver = self.worker_rss_mb
+            parts = f"task process {task:.0f} + worker {relay:.0f}" if relay else "in this process"
+            memory = f"; worker peak RSS {task + relay:.0f} MB ({solver}: {parts})"
+            if self.csr_mb >= RATIO_CSR_MB:
+                memory += f" = {(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR ({self.csr_mb:.0f} MB)"
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
                 f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
-                f"client peak RSS {self.client_rss_mb:.0f} MB){loads}")
+                f"client peak RSS {self.client_rss_mb:.0f} MB){loads}{memory}")
 
 
 def shard_path(run_dir: Path, key: str) -> Path:
@@ -516,6 +530,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
     tasks = []
     loads = None
+    worker_rss = (0.0, 0.0, None)
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
     with opened as client, _quiet_on_interrupt():
         bar = _progress(len(todo), bool(cfg.run.progress))
@@ -523,8 +538,11 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
         before = _worker_loads(client) if todo else None
 
         def finish(units, records):
-            nonlocal failed
+            nonlocal failed, worker_rss
             by_key = {r["key"]: r for r in records}
+            worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0),
+                                              specs[r["key"]]["solver"]) for r in records if r.get("env_peak_rss_mb"))],
+                             key=lambda m: m[0] + m[1])
             batch = [{**by_key[spec["key"]], "spec": spec} for u in units for spec in u]
             failed += sum(r["status"] == "error" for r in batch)
             write_shards(run_dir, batch)
@@ -565,7 +583,16 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
     import resource
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
                    wall_s=time.perf_counter() - t0, dashboard=dashboard, tasks=len(tasks), loads=loads,
-                   client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+                   client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                   worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root))
+
+
+def _largest_csr_mb(plan: Plan, root: str) -> float | None:
+    """The CSR size of the plan's largest stored dataset, in MiB (what worker memory is measured
+    against: bench_scale's "at most 2x the CSR")."""
+    from .store import csr_nbytes, dataset_info
+    sizes = [csr_nbytes(dataset_info(root, d["name"])) for d in plan.datasets.values()]
+    return max(sizes) / 2**20 if sizes else None
 
 
 def _errors(run_dir: Path, keys):

@@ -36,7 +36,7 @@ from .plan import build_plan, effective_config
 from .report import build_report, status_lines
 from .results import write_tables
 from .runlock import run_lock
-from .store import dataset_info, read_dataset
+from .store import dataset_info, read_labels
 
 log = logging.getLogger("svmbench")
 
@@ -60,7 +60,7 @@ def materialise_datasets(cfg: DictConfig, build: bool = True) -> dict:
             meta = ensure_dataset(root, builder, params)
         else:   # a store entry of the user's (ingested), used as it is
             meta = dataset_info(root, builder)
-        out[dkey] = (meta, read_dataset(root, meta["name"]).y)
+        out[dkey] = (meta, read_labels(root, meta["name"]))
     return out
 
 

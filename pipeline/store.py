@@ -17,7 +17,9 @@ group size, so that experiment plans can key results on the data rather than on 
 computed in one streaming pass, so an entry larger than memory can be written chunk by chunk
 (:func:`write_dataset_chunks`); each row group also carries its own digest in ``meta.json`` so
 that a reader of a few rows (``read_dataset(rows=...)``) fetches and verifies only the row
-groups holding them.
+groups holding them. A large entry is never needed whole in memory: :func:`read_row_subsets`
+reads a fold's rows straight into arrays of their size, and :func:`read_labels` verifies the
+whole entry a batch at a time while keeping only ``y``.
 
 Writes are atomic: an entry is assembled in a hidden temporary folder inside the root and
 renamed into place, so a reader (or a second writer racing for the same name) sees either
@@ -62,6 +64,7 @@ __all__ = [
     "StoreError",
     "arrow_to_csr",
     "canonicalize",
+    "csr_nbytes",
     "dataset_info",
     "dataset_path",
     "default_store_root",
@@ -69,6 +72,8 @@ __all__ = [
     "fingerprint",
     "list_datasets",
     "read_dataset",
+    "read_labels",
+    "read_row_subsets",
     "remove_dataset",
     "write_dataset",
     "write_dataset_chunks",
@@ -318,6 +323,13 @@ def _row_group_digest(X: sp.csr_matrix, y: np.ndarray) -> str:
     h.update(_le_bytes(X.data, "<f8"))
     h.update(_le_bytes(y, "<f8"))
     return h.hexdigest()
+
+
+def csr_nbytes(meta: dict) -> int:
+    """Bytes of a dataset's CSR in memory, from its ``meta.json``: float64 values, int32
+    indices, and an int32 indptr (int64 past 2**31 entries), as :func:`read_dataset` returns it."""
+    nnz = int(meta["nnz"])
+    return nnz * (8 + 4) + (int(meta["n_rows"]) + 1) * np.dtype(_indptr_dtype(nnz)).itemsize
 
 
 def _indptr_dtype(nnz: int) -> type:
@@ -788,6 +800,110 @@ def read_dataset(
     A whole read fills preallocated CSR arrays a batch of rows at a time, so the peak memory
     is the CSR itself plus one decoded batch, not twice the matrix.
     """
+    with _open_entry(root, name) as (pf, meta, data_file, path):
+        return _read_entry(pf, meta, verify, rows, data_file, name, path)
+
+
+def read_row_subsets(
+    root: str | os.PathLike,
+    name: str,
+    subsets: Iterable[Any],
+    *,
+    verify: bool = True,
+    fingerprint: str | None = None,
+) -> list[tuple[sp.csr_matrix, np.ndarray]]:
+    """Several row subsets of a dataset (a fold's training and test rows) in one pass.
+
+    Each subset comes back as ``(X, y)`` with its rows in the order given (repeats allowed),
+    as ``read_dataset(root, name, rows=subset)`` would return it, but the whole entry is never
+    held: each row group holding a wanted row is read once, verified against its digest, and
+    its rows are copied straight into each subset's arrays, which are allocated at their exact
+    size from the rows' lengths (read first from the ``indices`` column alone, about a third of
+    the bytes). So the peak is the subsets plus one row group: a fold of a dataset is read in
+    about the memory of the fold, where reading the dataset and then indexing it held the
+    dataset and the fold together (twice the data), and stacking per-group pieces would hold a
+    subset twice.
+
+    ``fingerprint``, if given, is the content the caller planned with: an entry rebuilt since
+    (another fingerprint) is refused rather than read.
+
+    Raises
+    ------
+    StoreError, IndexError
+        As :func:`read_dataset`.
+    """
+    with _open_entry(root, name) as (pf, meta, data_file, path):
+        if fingerprint is not None and meta["fingerprint"] != fingerprint:
+            raise StoreError(
+                f"dataset {name!r} at {path} has fingerprint {meta['fingerprint'][:12]}, "
+                f"expected {fingerprint[:12]}: it was rebuilt since"
+            )
+        if verify and _layout(pf, meta, name, path)[2] is None:
+            # Only the whole-entry fingerprint can verify (format 1, or a rewritten layout).
+            ds = _read_entry(pf, meta, verify, None, data_file, name, path)
+            return [(ds.X[rows], ds.y[rows]) for rows in _all_rows(subsets, meta, name)]
+        return _read_subsets(pf, meta, subsets, verify, data_file, name, path)
+
+
+def _all_rows(subsets, meta: dict, name: str) -> list[np.ndarray]:
+    return [_normalise_rows(rows, int(meta["n_rows"]), name) for rows in subsets]
+
+
+def _read_subsets(pf, meta: dict, subsets, verify: bool, data_file: _Loc, name: str, path: _Loc):
+    """The body of :func:`read_row_subsets`, given the open file whose digests apply (or
+    ``verify`` false)."""
+    subsets = _all_rows(subsets, meta, name)
+    _, starts, digests = _layout(pf, meta, name, path)
+    n_features = int(meta["n_features"])
+    wanted = np.unique(np.concatenate([np.zeros(0, np.int64), *subsets]))
+    groups = np.unique(np.searchsorted(starts, wanted, side="right") - 1)
+    lengths = _row_lengths(pf, groups, starts, data_file, name, path)
+    fillers = [_SubsetFiller(rows, lengths, n_features) for rows in subsets]
+    for g in groups:
+        X, y = _read_group(pf, g, n_features, data_file, name, path, lengths[starts[g] : starts[g + 1]])
+        _check_group(X, y, g, digests if verify else None, name, path)
+        for filler in fillers:
+            filler.take(X, y, int(starts[g]))
+        del X, y
+    return [filler.result() for filler in fillers]
+
+
+def read_labels(root: str | os.PathLike, name: str, *, verify: bool = True) -> np.ndarray:
+    """The labels ``y`` of a dataset, without holding its matrix.
+
+    With ``verify``, every row is read a batch at a time and fed to the content fingerprint,
+    which is checked as :func:`read_dataset` checks it: the same guarantee for about the
+    memory of one batch instead of the whole matrix (a planning client needs only the labels:
+    holding a 61M-entry matrix for them cost it 1.1 GB). Without, only the ``y`` column is
+    read.
+    """
+    with _open_entry(root, name) as (pf, meta, data_file, path):
+        if not verify:
+            try:
+                column = pf.read(columns=["y"], use_threads=False).column("y")
+            except (OSError, pa.ArrowException) as exc:
+                raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
+            return np.asarray(column.to_numpy(), dtype=np.float64).copy()
+        if int(meta.get("format_version", 1)) < 2:   # its fingerprint needs the whole matrix
+            return _read_entry(pf, meta, True, None, data_file, name, path).y
+        group_rows, _, _ = _layout(pf, meta, name, path)
+        n_features = int(meta["n_features"])
+        fp = _Fingerprinter(n_features)
+        y = np.empty(int(meta["n_rows"]))
+        for g in range(len(group_rows)):
+            for Xb, yb in _group_batches(pf, g, n_features, data_file, name, path):
+                if fp.n_rows + len(yb) > len(y):
+                    raise StoreError(f"dataset {name!r} at {path}: {DATA_FILE} holds more rows "
+                                     f"than the {len(y)} {META_FILE} says")
+                y[fp.n_rows : fp.n_rows + len(yb)] = yb
+                fp.update(Xb, yb)
+        _check_fingerprint(fp.hexdigest(), meta, name, path)
+        return y
+
+
+@contextlib.contextmanager
+def _open_entry(root, name: str):
+    """(Parquet file, meta, data file, entry path) of an entry, open for reading."""
     meta = dataset_info(root, name)
     path = _entry(root, name)
     data_file = path / DATA_FILE
@@ -797,17 +913,19 @@ def read_dataset(
         raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
     with source:
         try:
-            # A buffered stream reads a column chunk piece by piece instead of whole.
-            pf = pq.ParquetFile(source, buffer_size=1 << 20)
+            # A buffered stream reads a column chunk piece by piece instead of whole. Pre-buffering
+            # (coalesced reads of whole column chunks) pays on an object store, where each read
+            # is a round trip; locally it only holds a row group's chunks (~35 MB on RCV1).
+            pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=not data_file.local)
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
-        return _read_entry(pf, meta, verify, rows, data_file, name, path)
+        yield pf, meta, data_file, path
 
 
-def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: str, path: _Loc):
-    """The body of :func:`read_dataset`, given the open Parquet file."""
-    n_rows, n_features = int(meta["n_rows"]), int(meta["n_features"])
-    legacy = int(meta.get("format_version", 1)) < 2
+def _layout(pf, meta: dict, name: str, path: _Loc):
+    """(rows per row group, first row of each group and the total, the per-group digests or
+    None when they do not apply to the file's layout)."""
+    n_rows = int(meta["n_rows"])
     group_rows = np.array(
         [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)],
         dtype=np.int64,
@@ -825,37 +943,33 @@ def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: 
         # the group sizes, not only their count, matters: a rewrite into as many groups with
         # other boundaries would otherwise report intact data as corrupted.
         digests = None
+    return group_rows, starts, digests
 
+
+def _check_fingerprint(computed: str, meta: dict, name: str, path: _Loc) -> None:
+    if computed != meta["fingerprint"]:
+        raise StoreError(
+            f"dataset {name!r} at {path}: fingerprint mismatch: stored "
+            f"{meta['fingerprint']}, computed {computed}; the data were modified or "
+            f"corrupted: rebuild or re-ingest it"
+        )
+
+
+def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: str, path: _Loc):
+    """The body of :func:`read_dataset`, given the open Parquet file."""
+    n_features = int(meta["n_features"])
+    legacy = int(meta.get("format_version", 1)) < 2
+    group_rows, starts, digests = _layout(pf, meta, name, path)
     if rows is not None:
-        rows = _normalise_rows(rows, n_rows, name)
-        # Without usable per-group digests, verifying means reading everything.
-        if not verify or digests is not None:
-            wanted = np.unique(rows)
-            X, y = _read_rows(
-                pf,
-                wanted,
-                starts,
-                n_features,
-                data_file,
-                name,
-                path,
-                digests if verify else None,
-            )
-            if np.array_equal(rows, wanted):  # already sorted and distinct: no reordering copy
-                return Dataset(X=X, y=y, meta=meta)
-            # X holds the distinct wanted rows in increasing order; map each asked row to it.
-            position = np.searchsorted(wanted, rows)
-            return Dataset(X=X[position], y=y[position], meta=meta)
+        rows = _normalise_rows(rows, int(meta["n_rows"]), name)
+    if rows is not None and (not verify or digests is not None):
+        # Without usable per-group digests, verifying means reading everything (below).
+        X, y = _read_subsets(pf, meta, [rows], verify, data_file, name, path)[0]
+        return Dataset(X=X, y=y, meta=meta)
 
     X, y, fp = _read_all(pf, group_rows, n_features, int(meta["nnz"]), data_file, name, path)
     if verify:
-        computed = _fingerprint_v1(X, y) if legacy else fp.hexdigest()
-        if computed != meta["fingerprint"]:
-            raise StoreError(
-                f"dataset {name!r} at {path}: fingerprint mismatch: stored "
-                f"{meta['fingerprint']}, computed {computed}; the data were modified or "
-                f"corrupted: rebuild or re-ingest it"
-            )
+        _check_fingerprint(_fingerprint_v1(X, y) if legacy else fp.hexdigest(), meta, name, path)
     if rows is not None:
         X, y = X[rows], y[rows]
     return Dataset(X=X, y=y, meta=meta)
@@ -928,53 +1042,96 @@ def _group_batches(pf, g: int, n_features: int, data_file: _Loc, name: str, path
         ) from exc
 
 
-def _read_group(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _Loc):
-    """Row group ``g`` as one canonical CSR and its labels."""
-    parts = list(_group_batches(pf, g, n_features, data_file, name, path))
-    if not parts:
-        return _make_csr(
-            np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32), (0, n_features)
-        ), np.zeros(0)
-    return _vstack_canonical(parts, n_features)
+def _read_group(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _Loc, lengths):
+    """Row group ``g`` as one canonical CSR and its labels, filled batch by batch into arrays
+    of the size its rows' ``lengths`` give (stacking the batches would hold the group twice)."""
+    nnz = int(lengths.sum())
+    indptr = np.zeros(len(lengths) + 1, dtype=_indptr_dtype(nnz))
+    np.cumsum(lengths, out=indptr[1:])
+    data, indices = np.empty(nnz), np.empty(nnz, dtype=np.int32)
+    y = np.empty(len(lengths))
+    row = 0
+    for Xb, yb in _group_batches(pf, g, n_features, data_file, name, path):
+        n = Xb.shape[0]
+        if row + n > len(lengths) or not np.array_equal(np.diff(Xb.indptr), lengths[row : row + n]):
+            raise StoreError(f"dataset {name!r} at {path}: {DATA_FILE} changed while it was read")
+        lo, hi = int(indptr[row]), int(indptr[row + n])
+        data[lo:hi], indices[lo:hi], y[row : row + n] = Xb.data, Xb.indices, yb
+        row += n
+    if row != len(lengths):
+        raise StoreError(f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} is short")
+    return _make_csr(data, indices, indptr, (len(lengths), n_features)), y
 
 
-def _read_rows(pf, wanted, starts, n_features, data_file, name, path, digests):
-    """Rows ``wanted`` (sorted, distinct) from only the row groups that hold them.
+def _check_group(X, y, g: int, digests, name: str, path: _Loc) -> None:
+    """Row group ``g`` matches its digest, when ``digests`` are given."""
+    if digests is not None and _row_group_digest(X, y) != digests[g]:
+        raise StoreError(
+            f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} does not match its "
+            f"digest in {META_FILE}; the data were modified or corrupted: rebuild or "
+            f"re-ingest it"
+        )
 
-    Each group is read, verified against its digest when ``digests`` is given, cut down to
-    its wanted rows and dropped, so at most one whole group is held at a time.
-    """
-    group_of = np.searchsorted(starts, wanted, side="right") - 1
-    parts = []
-    for g in np.unique(group_of):
-        X, y = _read_group(pf, g, n_features, data_file, name, path)
-        if X.shape[0] != starts[g + 1] - starts[g]:
-            raise StoreError(f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} is short")
-        if digests is not None and _row_group_digest(X, y) != digests[g]:
+
+def _row_lengths(pf, groups, starts, data_file: _Loc, name: str, path: _Loc) -> np.ndarray:
+    """Entries per row of the given row groups (0 elsewhere), from the list offsets of the
+    ``indices`` column alone (the float64 ``values``, two thirds of the bytes, are not read)."""
+    lengths = np.zeros(int(starts[-1]), dtype=np.int64)
+    for g in groups:
+        at = int(starts[g])
+        try:
+            batches = pf.iter_batches(batch_size=_READ_BATCH_ROWS, row_groups=[int(g)],
+                                      columns=["indices"], use_threads=False)
+            for batch in batches:
+                offsets = batch.column(0).offsets.to_numpy()
+                lengths[at : at + batch.num_rows] = np.diff(offsets)
+                at += batch.num_rows
+        except (OSError, pa.ArrowException) as exc:
             raise StoreError(
-                f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} does not match its "
-                f"digest in {META_FILE}; the data were modified or corrupted: rebuild or "
-                f"re-ingest it"
-            )
-        local = wanted[group_of == g] - starts[g]
-        parts.append((X[local], y[local]))
-        del X, y
-    if not parts:
-        return _make_csr(
-            np.zeros(0), np.zeros(0, np.int32), np.zeros(1, np.int32), (0, n_features)
-        ), np.zeros(0)
-    # Row selection keeps each row's sorted indices; restore the canonical dtypes.
-    parts = [(_canonical_arrays(X_part), y_part) for X_part, y_part in parts]
-    return _vstack_canonical(parts, n_features)
+                f"dataset {name!r} at {path}: cannot read row group {g} of {DATA_FILE}: {exc}"
+            ) from exc
+    return lengths
 
 
-def _canonical_arrays(X: sp.csr_matrix) -> sp.csr_matrix:
-    return _make_csr(
-        np.ascontiguousarray(X.data, dtype=np.float64),
-        np.ascontiguousarray(X.indices, dtype=np.int32),
-        np.asarray(X.indptr, dtype=_indptr_dtype(X.nnz)),
-        X.shape,
-    )
+class _SubsetFiller:
+    """The CSR of some rows (in their given order), filled row group by row group into arrays
+    allocated once at their exact size."""
+
+    #: Rows copied per vectorised step: bounds the int64 index temporaries to a few MB.
+    STEP_ROWS = 8192
+
+    def __init__(self, rows: np.ndarray, lengths: np.ndarray, n_features: int):
+        # Rows sorted by stored position (ties keep their order), with their output positions.
+        self.order = np.argsort(rows, kind="stable")
+        self.sorted_rows = rows[self.order]
+        row_nnz = lengths[rows]
+        nnz = int(row_nnz.sum())
+        self.indptr = np.zeros(len(rows) + 1, dtype=_indptr_dtype(nnz))
+        np.cumsum(row_nnz, out=self.indptr[1:])
+        self.data = np.empty(nnz, dtype=np.float64)
+        self.indices = np.empty(nnz, dtype=np.int32)
+        self.y = np.empty(len(rows), dtype=np.float64)
+        self.shape = (len(rows), n_features)
+
+    def take(self, X: sp.csr_matrix, y: np.ndarray, first: int) -> None:
+        """Copy the wanted rows among (``X``, ``y``), stored rows ``first`` onwards, into place."""
+        lo, hi = np.searchsorted(self.sorted_rows, [first, first + X.shape[0]])
+        for a in range(int(lo), int(hi), self.STEP_ROWS):
+            b = min(a + self.STEP_ROWS, int(hi))
+            local = self.sorted_rows[a:b] - first
+            out = self.order[a:b]
+            self.y[out] = y[local]
+            # Row j's entries go from X.indptr[local[j]] + k to self.indptr[out[j]] + k.
+            src = np.asarray(X.indptr[local], dtype=np.int64)
+            n = np.asarray(X.indptr[local + 1], dtype=np.int64) - src
+            within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+            dst = np.repeat(np.asarray(self.indptr[out], dtype=np.int64), n) + within
+            src = np.repeat(src, n) + within
+            self.data[dst] = X.data[src]
+            self.indices[dst] = X.indices[src]
+
+    def result(self) -> tuple[sp.csr_matrix, np.ndarray]:
+        return _make_csr(self.data, self.indices, self.indptr, self.shape), self.y
 
 
 def _read_all(pf, group_rows, n_features, nnz, data_file, name, path):

@@ -16,6 +16,7 @@ import contextlib
 import math
 import os
 import platform
+import sys
 import time
 import traceback
 import warnings
@@ -26,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .plan import binary_labels, heldout_rows, make_folds, subsample_rows
-from .store import read_dataset
+from .store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
 
 _DATASETS: "OrderedDict[str, object]" = OrderedDict()
 _MAX_CACHED = 4
@@ -37,6 +38,11 @@ FOLD_CACHE_BYTES = 1 << 30
 _FOLD_BYTES = 0
 # What this process has loaded: datasets read from the store, folds extracted (execute's summary).
 _LOADS = {"datasets": 0, "folds": 0}
+# A dataset whose CSR is larger is never held whole: each fold's rows are read from the store
+# (`store.read_row_subsets`), so a worker holds the fold alone, not the dataset beside it (twice
+# the data: 1.4 GB for full RCV1's 0.7 GB). Smaller ones are read once and cut in memory, which
+# is faster when there are many folds.
+STREAM_DATASET_BYTES = 256 << 20
 
 
 def load_counts() -> dict:
@@ -50,9 +56,7 @@ def load_dataset(root: str, name: str, fingerprint: str):
     if ds is None:
         ds = read_dataset(root, name)
         _LOADS["datasets"] += 1
-        if ds.meta["fingerprint"] != fingerprint:
-            raise RuntimeError(f"dataset {name!r} in {root} has fingerprint {ds.meta['fingerprint'][:12]}, "
-                               f"the plan expected {fingerprint[:12]}: it was rebuilt since the plan was made")
+        _check_fingerprint(ds.meta, root, fingerprint)
         _DATASETS[fingerprint] = ds
         while len(_DATASETS) > _MAX_CACHED:
             _DATASETS.popitem(last=False)
@@ -63,18 +67,19 @@ def load_dataset(root: str, name: str, fingerprint: str):
 
 def _scale(kind: str, X_train, *X_others):
     """Fit the scaler on the training fold only, so nothing leaks from the test fold (nor from
-    the held-out rows): (X_train, *X_others) scaled."""
+    the held-out rows): (X_train, *X_others) scaled, in place (copy=False: they are the fold's own
+    copies, and a scaled copy beside each would hold the fold twice)."""
     if kind == "none":
         return (X_train, *X_others)
     from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
     if kind == "standard":
-        scaler = StandardScaler(with_mean=not sp.issparse(X_train))
+        scaler = StandardScaler(with_mean=not sp.issparse(X_train), copy=False)
     elif kind == "maxabs":
-        scaler = MaxAbsScaler()
+        scaler = MaxAbsScaler(copy=False)
     else:
         if sp.issparse(X_train):
             raise ValueError("scale=minmax would densify a sparse dataset; use maxabs")
-        scaler = MinMaxScaler()
+        scaler = MinMaxScaler(copy=False)
     X_train = scaler.fit_transform(X_train)
     return (X_train, *(scaler.transform(X) if X.shape[0] else X for X in X_others))
 
@@ -99,6 +104,10 @@ def _cached_fold(root: str, data: dict, fold: int):
     global _FOLD_BYTES
     out = _FOLDS.get(key)
     if out is None:
+        # Room first: the fold cached after extracting it would otherwise sit beside the others
+        # while it is cut (two RCV1 folds at once). A fold holds at most its dataset's bytes.
+        while _FOLDS and _FOLD_BYTES + _split(root, data)[0].nbytes_bound > FOLD_CACHE_BYTES:
+            _FOLD_BYTES -= _nbytes(_FOLDS.popitem(last=False)[1])
         out = _extract_fold(root, data, fold)
         _FOLDS[key] = out
         # A running total: summing every entry on each insert was quadratic in cached folds.
@@ -119,41 +128,75 @@ def clear_caches() -> None:
 
 
 def _nbytes(fold) -> int:
-    total = 0
-    for a in fold[:4] + fold[5:]:
-        parts = (a.data, a.indices, a.indptr) if sp.issparse(a) else (a,)
-        total += sum(p.nbytes for p in parts)
-    return total
+    return sum(_array_bytes(a) for a in fold[:4] + fold[5:])
+
+
+def _array_bytes(a) -> int:
+    return sum(p.nbytes for p in ((a.data, a.indices, a.indptr) if sp.issparse(a) else (a,)))
 
 
 def _extract_fold(root: str, data: dict, fold: int):
     _LOADS["folds"] += 1
-    X, y, classes, folds, heldout = _split(root, data)
+    rows, y, classes, folds, heldout = _split(root, data)
     train, test = folds[fold]
     if not heldout.size:     # the fold alone: no held-out arrays cached for the other schemes
-        X_train, X_test = _scale(data["scale"], X[train], X[test])
+        X_train, X_test = _scale(data["scale"], *rows.take(train, test))
         return X_train, y[train], X_test, y[test], classes
-    X_train, X_test, X_held = _scale(data["scale"], X[train], X[test], X[heldout])
+    X_train, X_test, X_held = _scale(data["scale"], *rows.take(train, test, heldout))
     return X_train, y[train], X_test, y[test], classes, X_held, y[heldout]
+
+
+class _Rows:
+    """The rows a data setting uses (after max_rows), whole in memory or left in the store."""
+
+    def __init__(self, root: str, data: dict):
+        meta = dataset_info(root, data["name"])
+        self.stream = csr_nbytes(meta) > STREAM_DATASET_BYTES
+        if self.stream:
+            _check_fingerprint(meta, root, data["fingerprint"])
+            y = read_labels(root, data["name"], verify=False)   # the fold reads verify their rows
+            _LOADS["datasets"] += 1
+            self.root, self.name, self.fingerprint = root, data["name"], meta["fingerprint"]
+            self.dense = meta["density"] > 0.5
+            self.nbytes_bound = csr_nbytes(meta)
+        else:
+            ds = load_dataset(root, data["name"], data["fingerprint"])
+            y = ds.y
+        self.index = subsample_rows(y, data["max_rows"], data["rows_seed"])
+        self.y = y[self.index]
+        if not self.stream:
+            X = ds.X[self.index] if len(self.index) < ds.X.shape[0] else ds.X
+            self.X = X.toarray() if X.nnz > 0.5 * X.shape[0] * X.shape[1] else X
+            self.nbytes_bound = _array_bytes(self.X)
+
+    def take(self, *parts):
+        """X of each part (positions among the rows used), each its own copy."""
+        if not self.stream:
+            return [self.X[p] for p in parts]
+        read = read_row_subsets(self.root, self.name, [self.index[p] for p in parts],
+                                fingerprint=self.fingerprint)
+        return [X.toarray() if self.dense else X for X, _ in read]
+
+
+def _check_fingerprint(meta: dict, root: str, fingerprint: str) -> None:
+    if meta["fingerprint"] != fingerprint:
+        raise RuntimeError(f"dataset {meta['name']!r} in {root} has fingerprint {meta['fingerprint'][:12]}, "
+                           f"the plan expected {fingerprint[:12]}: it was rebuilt since the plan was made")
 
 
 _SPLITS: "OrderedDict[str, tuple]" = OrderedDict()
 
 
 def _split(root: str, data: dict):
-    """(X, y, classes, folds, held-out rows) of the data settings, once per worker: the folds are computed all
-    at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
+    """(rows, y, classes, folds, held-out rows) of the data settings, once per worker: the folds are computed
+    all at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
     from .plan import spec_key
     key = spec_key({k: v for k, v in data.items() if k != "scale"})
     out = _SPLITS.get(key)
     if out is None:
-        ds = load_dataset(root, data["name"], data["fingerprint"])
-        rows = subsample_rows(ds.y, data["max_rows"], data["rows_seed"])
-        X = ds.X[rows] if len(rows) < ds.X.shape[0] else ds.X
-        y, classes = binary_labels(ds.y[rows], data["positive"])
-        if X.nnz > 0.5 * X.shape[0] * X.shape[1]:
-            X = X.toarray()
-        out = _SPLITS[key] = (X, y, classes, make_folds(y, data["cv"], data["folds_seed"]),
+        rows = _Rows(root, data)
+        y, classes = binary_labels(rows.y, data["positive"])
+        out = _SPLITS[key] = (rows, y, classes, make_folds(y, data["cv"], data["folds_seed"]),
                               heldout_rows(y, data["cv"], data["folds_seed"]))
         while len(_SPLITS) > _MAX_CACHED:
             _SPLITS.popitem(last=False)
@@ -216,6 +259,30 @@ def thread_counts() -> dict:
     from threadpoolctl import threadpool_info
     blas = [lib["num_threads"] for lib in threadpool_info() if lib.get("user_api") == "blas"]
     return {"env_blas_threads": max(blas) if blas else None, "env_numba_threads": numba.get_num_threads()}
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak (Linux: VmHWM back to the current RSS), so each task's record says what
+    that task held, not the worst task its process ran before (LIBLINEAR's copy of the data);
+    elsewhere the peak stays the process's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since `reset_peak_rss`, in MiB: recorded with each
+    task, so a run shows what its workers held (README, bench_scale). Linux's VmHWM, not
+    getrusage's ru_maxrss, which survives exec and cannot be reset."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        import resource     # elsewhere: the best there is (kB on Linux, bytes on macOS)
+        scale = 2**20 if sys.platform == "darwin" else 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
 
 
 def _accuracy(y, f) -> float:
@@ -357,6 +424,7 @@ def run_fit(spec: dict, root: str) -> dict:
 def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     """(record, fit); fit is None unless a binary fit returned a model (the next path point's start)."""
     t0 = time.perf_counter()
+    reset_peak_rss()
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
     try:
@@ -370,7 +438,7 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
-    record.update(environment())
+    record.update(environment(), env_peak_rss_mb=peak_rss_mb())
     return record, fit
 
 
@@ -383,6 +451,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
     import solvers
 
     t0 = time.perf_counter()
+    reset_peak_rss()
     record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
     fit = None
     try:
@@ -406,6 +475,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
     except Exception as exc:  # noqa: BLE001
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
+    record["env_peak_rss_mb"] = peak_rss_mb()
     return record, fit
 
 

@@ -297,3 +297,30 @@ def test_build_a_config_entry_by_name_with_its_parameters(tmp_path, capsys):
     entry = out.split()[1]
     assert entry == datasets.store_name("rcv1_like", params) and store.exists(tmp_path, entry)
     assert store.dataset_info(tmp_path, entry)["n_features"] == 47236
+
+
+def test_every_name_a_run_takes_works_in_the_data_command(tmp_path, capsys, monkeypatch):
+    """A config entry with parameters (as rcv1_full: its store entry is rcv1_like-<hash>) in
+    build, info and remove; an ingested entry in build (nothing to build: said, not 'unknown
+    dataset') and info."""
+    from pipeline import config, datasets
+    conf = tmp_path / "conf"
+    (conf / "datasets").mkdir(parents=True)
+    (conf / "datasets" / "tiny_text.yaml").write_text(
+        "builder: rcv1_like\nparams: {n_samples: 300, n_features: 50, mean_nnz: 10.0}\n")
+    monkeypatch.setattr(config, "CONF_DIR", conf)
+    root = tmp_path / "store"
+    entry = datasets.store_name("rcv1_like", {"n_samples": 300, "n_features": 50, "mean_nnz": 10.0})
+    assert data.store_entry("tiny_text") == entry != "tiny_text"
+    code, out, _ = run(capsys, "build", "tiny_text", "--store", root)
+    assert code == 0 and out.startswith(f"built {entry}")
+    assert run(capsys, "info", "tiny_text", "--store", root)[1].startswith(f"name:          {entry}")
+    code, out, _ = run(capsys, "remove", "tiny_text", "--store", root)
+    assert code == 0 and out.startswith(f"removed {entry} (tiny_text)") and not store.exists(root, entry)
+
+    path = tmp_path / "few.svm"
+    path.write_text("1 1:1\n-1 2:1\n1 1:2\n-1 2:3\n")
+    assert run(capsys, "ingest", path, "--name", "few", "--store", root)[0] == 0
+    code, out, err = run(capsys, "build", "few", "--store", root)
+    assert code == 0 and out.startswith(f"few is in store {root}, ingested from ") and not err
+    assert run(capsys, "info", "few", "--store", root)[1].startswith("name:          few")

@@ -75,7 +75,7 @@ def test_every_fold_is_scored_on_the_heldout_rows(tmp_path):
     X_ho, y_ho = tasks.heldout_data(str(tmp_path / "store"), spec["data"], 1)
     raw = tasks._split(str(tmp_path / "store"), spec["data"])
     train = plan.datasets["toy_blobs"]["folds"][1][0]
-    Xr = raw[0].toarray() if hasattr(raw[0], "toarray") else raw[0]
+    Xr = raw[0].X.toarray() if hasattr(raw[0].X, "toarray") else raw[0].X
     mu, sd = Xr[train].mean(axis=0), Xr[train].std(axis=0)
     held = plan.datasets["toy_blobs"]["heldout"]
     assert np.allclose(np.asarray(X_ho), (Xr[held] - mu) / sd) and np.allclose(np.asarray(X_tr).mean(axis=0), 0)

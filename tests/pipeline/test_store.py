@@ -480,3 +480,52 @@ def test_a_write_failing_midway_leaves_the_previous_entry_whole(tmp_path):
     assert sorted(os.listdir(tmp_path / "w")) == [store.DATA_FILE, store.META_FILE]
     ds = store.read_dataset(tmp_path, "w")
     assert ds.meta == old and (ds.X != X).nnz == 0
+
+
+def test_row_subsets_come_in_one_pass_in_their_order_in_exact_arrays(tmp_path, monkeypatch):
+    rng = np.random.default_rng(8)
+    X = sp.random(100, 9, density=0.4, format="csr", random_state=rng)
+    X.data[X.indptr[7] : X.indptr[8]] = 0.0      # an empty row once stored (zeros are dropped)
+    y = np.arange(100, dtype=float)
+    store.write_dataset(tmp_path, "g", X, y, source={}, row_group_size=10)
+    Xc, _ = store.canonicalize(X, y)
+    read = []
+    original = store._read_group
+    monkeypatch.setattr(store, "_read_group", lambda pf, g, *a: read.append(int(g)) or original(pf, g, *a))
+    subsets = [rng.permutation(100)[:70], [57, 3, -1, 55, 3, 7], [], np.arange(100) % 3 == 0]
+    out = store.read_row_subsets(tmp_path, "g", subsets)
+    assert sorted(read) == list(range(10))       # each row group once for all subsets
+    for rows, (Xs, ys) in zip([subsets[0], [57, 3, 99, 55, 3, 7], [], np.flatnonzero(subsets[3])], out, strict=True):
+        rows = np.asarray(rows, dtype=int)
+        assert Xs.shape == (len(rows), 9) and (Xs != Xc[rows]).nnz == 0
+        np.testing.assert_array_equal(ys, y[rows])
+        # Canonical and exact (no slack at the end), as a Problem takes it without a copy.
+        assert Xs.indices.dtype == np.int32 and Xs.indptr.dtype == np.int32 and Xs.has_sorted_indices
+        assert Xs.data.size == Xs.indices.size == Xs.nnz == Xc[rows].nnz
+    with pytest.raises(StoreError, match="expected 000000000000: it was rebuilt since"):
+        store.read_row_subsets(tmp_path, "g", [[1]], fingerprint="0" * 64)
+
+
+def test_labels_are_read_without_the_matrix_and_verified_as_a_whole_read(tmp_path):
+    X, data_file = _entry_of_four_groups(tmp_path)
+    np.testing.assert_array_equal(store.read_labels(tmp_path, "p"), np.arange(20.0))
+    _rewrite(data_file, [5, 5, 5, 5], change_value_at=33)      # a value, not a label, changed
+    with pytest.raises(StoreError, match="fingerprint mismatch"):
+        store.read_labels(tmp_path, "p")
+    np.testing.assert_array_equal(store.read_labels(tmp_path, "p", verify=False), np.arange(20.0))
+
+
+def test_no_copy_of_the_matrix_from_a_store_read_to_the_problem(tmp_path):
+    """A canonical CSR read from the store is what every solver reads: building the Problem (and
+    the fold read that a task makes) shares its buffers instead of copying them per fit."""
+    from solvers import Problem
+    rng = np.random.default_rng(9)
+    X = sp.random(60, 7, density=0.5, format="csr", random_state=rng)
+    store.write_dataset(tmp_path, "n", X, np.where(np.arange(60) % 2, 1.0, -1.0), source={})
+    ds = store.read_dataset(tmp_path, "n")
+    (X_fold, y_fold), = store.read_row_subsets(tmp_path, "n", [np.arange(0, 60, 3)[::-1]])
+    for Xs, ys in ((ds.X, ds.y), (X_fold, y_fold)):
+        problem = Problem.build(Xs, ys, C=1.0, intercept="regularized")
+        assert problem.X_csr is problem.X
+        for part in ("data", "indices", "indptr"):
+            assert np.shares_memory(getattr(problem.X, part), getattr(Xs, part)), part
