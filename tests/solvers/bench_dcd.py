@@ -125,13 +125,14 @@ def main(which="all", repeats=7):
 def _rcv1_full():
     from pathlib import Path
 
-    import yaml
+    from omegaconf import OmegaConf
 
     from pipeline.datasets import ensure_dataset
     from pipeline.store import default_store_root, read_dataset
-    conf = yaml.safe_load((Path(__file__).parents[2] / "conf/datasets/rcv1_full.yaml").read_text())
+    conf = OmegaConf.load(Path(__file__).parents[2] / "conf/datasets/rcv1_full.yaml")
     root = default_store_root()
-    ds = read_dataset(root, ensure_dataset(root, conf["builder"], conf["params"])["name"])
+    meta = ensure_dataset(root, conf.builder, OmegaConf.to_container(conf.params))
+    ds = read_dataset(root, meta["name"])
     return ds.X, np.where(ds.y == ds.y.max(), 1.0, -1.0)
 
 
