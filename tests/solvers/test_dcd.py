@@ -409,7 +409,8 @@ def test_deferred_trace_point_waits_until_affordable(breast_cancer, monkeypatch)
     from solvers import Recorder
     X, y = breast_cancer
     problem = Problem(X, y, C=100.0, loss="hinge", intercept="regularized")
-    fit(problem, "dcd", budget=Budget(max_iter=1))  # the process's warm-up runs (compiled calls) first
+    with pytest.warns(ConvergenceWarning):  # the process's warm-up (compiled calls) runs first
+        fit(problem, "dcd", budget=Budget(max_iter=1))
     calls = []
     compiled = dcd._dcd_passes
 
