@@ -309,13 +309,11 @@ def _alpha_from_w(problem: Problem, w, b, diag, U):
     return np.where(m < 1.0, U, 0.0)
 
 
-def _passes_until_affordable(recorder: Recorder, point_s: float, pass_s: float | None) -> int:
-    """Passes until one more trace point (costing point_s, as the last) fits the recorder's
-    budget: its time so far plus point_s within max_overhead x the solver's seconds."""
-    if pass_s is None or recorder.max_overhead is None:
+def _passes_until_affordable(recorder: Recorder, it: int, pass_s: float | None) -> int:
+    """Passes (at pass_s each, the last chunk's) until the recorder's budget affords a point."""
+    if pass_s is None:
         return 1
-    need_s = (recorder.overhead_s() + point_s) / recorder.max_overhead - recorder.seconds()
-    return max(1, math.ceil(need_s / max(pass_s, 1e-9)))
+    return max(1, math.ceil(recorder.seconds_until_affordable(it) / max(pass_s, 1e-9)))
 
 
 def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
@@ -382,7 +380,6 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     stop_w = stop == "w_change"
     timed = budget.time_limit_s is not None
     pass_s = None
-    point_s = 0.0
     status = "max_iter"
     it = 0
     while it < max_iter:
@@ -394,7 +391,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
             # A point scheduled but deferred by the recorder's cost budget (nxt <= it) is
             # taken after the passes that make it affordable, not retried every few passes
             # (each return from the compiled loop costs about a pass on heart's 297 rows).
-            chunk = min(chunk, nxt - it if nxt > it else _passes_until_affordable(recorder, point_s, pass_s))
+            chunk = min(chunk, nxt - it if nxt > it else _passes_until_affordable(recorder, it, pass_s))
         if timed:
             chunk = min(chunk, 1 if pass_s is None else max(1, int(0.05 / max(pass_s, 1e-9))))
         t0 = time.perf_counter()
@@ -406,9 +403,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         # The trace's w_change is the last pass's (measured when a point could be due).
         if recorder.due(it):
             recorder.note(w_change=fstate[2], n_active=int(state[3]))
-            t0 = time.perf_counter()
             recorder.record(it, certificates)
-            point_s = time.perf_counter() - t0
         if code == 2:
             status = "diverged"
             break
