@@ -162,6 +162,15 @@ class Recorder:
         cost = self._point_cost(k)
         return cost is None or self._paused + 2.0 * cost <= self.max_overhead * self.seconds()
 
+    def seconds_until_affordable(self, k: int = 0) -> float:
+        """Solver seconds still to run before `affordable(k)` holds (0 if it holds, or if the
+        point's cost is unknown): a driver whose compiled loop must stop to take a deferred point
+        runs this long in one call rather than retrying every few iterations."""
+        cost = None if self.max_overhead is None else self._point_cost(k)
+        if cost is None:
+            return 0.0
+        return max(0.0, (self._paused + 2.0 * cost) / self.max_overhead - self.seconds())
+
     def due(self, k: int) -> bool:
         return (self.enabled and k >= self._next and len(self.points) < self.max_points
                 and self.affordable(k))

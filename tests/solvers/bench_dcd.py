@@ -1,12 +1,14 @@
 """Whole-call timing of dcd against LIBLINEAR (scikit-learn's LinearSVC), alternating in one
 process, min of `repeats` (README "Benchmarks", issue #18). Not a test: speed is never asserted.
 
-    SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_dcd.py [small|rcv1|all]
+    SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_dcd.py [small|rcv1|full|all]
 
 small: roethel_brynda's four datasets (banknote, heart as 13 codes, both standardised; MNIST
 1 vs 7, 10,853 rows; toy blobs), squared hinge, intercept regularized, tol 1e-4, at most 1000
 passes, C in {1, 10, 100}, dcd with and without shrinking (stop=pg). rcv1: an 80,000 x 47,236
 rcv1_like CSR, C = 1, tol 0.1 (LIBLINEAR's defaults), hinge (-s 1... -s 3) and squared hinge.
+full: the same at RCV1's size, the store's rcv1_full (conf/datasets/rcv1_full.yaml: 804,414 x
+47,236, 61M nnz; built into the store if missing, about a minute), min of 2; not part of `all`.
 Each timed call is the whole call a user waits for: ``solvers.fit(Problem(X, y, ...), "dcd")``,
 ``SVMClassifier(solver="dcd").fit(X, y)`` and ``LinearSVC(...).fit(X, y)``.
 """
@@ -114,6 +116,24 @@ def main(which="all", repeats=7):
         y = np.where(y == y.max(), 1.0, -1.0)
         for loss in ("hinge", "squared_hinge"):
             bench({"rcv1_like_80k": (X, y)}, (1.0,), loss, 0.1, 1000, max(3, repeats // 2), (True,))
+    if which == "full":
+        X, y = _rcv1_full()
+        for loss in ("hinge", "squared_hinge"):
+            bench({"rcv1_full": (X, y)}, (1.0,), loss, 0.1, 1000, 2, (True,))
+
+
+def _rcv1_full():
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from pipeline.datasets import ensure_dataset
+    from pipeline.store import default_store_root, read_dataset
+    conf = OmegaConf.load(Path(__file__).parents[2] / "conf/datasets/rcv1_full.yaml")
+    root = default_store_root()
+    meta = ensure_dataset(root, conf.builder, OmegaConf.to_container(conf.params))
+    ds = read_dataset(root, meta["name"])
+    return ds.X, np.where(ds.y == ds.y.max(), 1.0, -1.0)
 
 
 if __name__ == "__main__":

@@ -148,3 +148,21 @@ def test_a_point_cost_estimate_defers_even_the_first_point():
     one = Recorder(clock=FakeClock())
     _run(one, one.clock, n, step_s, n * step_s, cert_s=n * step_s, expect=n)
     assert [p[0] for p in one.points] == [n]
+
+
+def test_seconds_until_affordable_is_when_a_deferred_point_fits():
+    # A driver that runs compiled chunks asks how long until a deferred point fits the share,
+    # and runs that long in one call: just short of it the point is still unaffordable, at it
+    # the point is taken. Zero while the point's cost is unknown (the first point) or it fits.
+    clock = FakeClock()
+    rec = Recorder(clock=clock)
+    rec.start()
+    assert rec.seconds_until_affordable(1) == 0.0       # no point timed yet: taken blind
+    clock.t = 1e-3
+    rec.record(1, lambda: (clock.__setattr__("t", clock.t + 2e-4), (1.0, 0.0, 1.0))[1])
+    wait = rec.seconds_until_affordable(2)
+    assert wait > 0 and not rec.affordable(2)
+    clock.t += wait * (1 - 1e-9)
+    assert not rec.affordable(2)
+    clock.t += wait * 2e-9
+    assert rec.affordable(2) and rec.seconds_until_affordable(2) == 0.0
