@@ -168,3 +168,13 @@ def test_sparse_non_finite_values_are_refused_naming_the_row(data):
         solver = "pegasos" if kernel == "linear" else "smo"
         with pytest.raises(ValueError, match=r"non-finite value \(nan\) in row 7"):
             SVMClassifier(solver=solver, kernel=kernel).fit(Xs, y)
+
+
+def test_linear_models_keep_no_copy_of_their_support_vectors():
+    """A linear model predicts from coef_: copying X[support_] (half of full RCV1's rows) would
+    cost the whole call more than the passes; a kernel model needs them to predict."""
+    X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    lin = SVMClassifier(solver="dcd").fit(X, y)
+    assert lin.support_.size > 0 and not hasattr(lin, "support_vectors_")
+    ker = SVMClassifier(solver="smo", kernel="rbf").fit(X, y)
+    np.testing.assert_array_equal(ker.support_vectors_, X[ker.support_])
