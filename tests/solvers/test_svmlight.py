@@ -238,10 +238,11 @@ def test_small_q_tiny_alpha_takes_the_exact_answers():
     steps ~ 1e-15 near the end. The decrease test on G_W'd multiplied the rounding of y'd by
     |b| and refused exact interior point answers: about half the subproblems fell back to pair
     steps and the solve hit max_iter (3000 here; 20000 in the reproduction). On the reduced
-    gradient every answer passes."""
+    gradient every answer passes. (n_new = q: at the default q/2 the first working set holds
+    n_new = 2 variables, a pair answered in closed form, which n_pair_solves counts too.)"""
     X, y = digits38_data()
     P = Problem.build(X, y, C=1000.0, intercept="free", **DIGITS38_POLY2)
-    res = fit(P, "svmlight", budget=Budget(tol=1e-13, max_iter=3000), q=4, tau=1.0)
+    res = fit(P, "svmlight", budget=Budget(tol=1e-13, max_iter=3000), q=4, n_new=4, tau=1.0)
     ref = fit(P, "smo", budget=Budget(tol=1e-13))
     assert res.status == "converged" and res.kkt_violation < 1e-13
     assert res.info["n_pair_solves"] == 0
