@@ -355,24 +355,27 @@ def test_n_new_carries_q_minus_n_variables():
     assert set(np.flatnonzero(age)) == set(W)
 
 
-@pytest.mark.parametrize("n_new, shrinking", [(10, False), (4, True), (20, True)])
+@pytest.mark.parametrize("n_new, shrinking", [(10, False), (4, False), (4, True), (20, True)])
 def test_n_new_fit_reaches_svc(breast_cancer, n_new, shrinking):
-    """The compiled loop keeps q - n_new variables a working set (`info["n_kept"]`: exactly that
-    after the first iteration when a variable stays two and nothing is shrunk; fewer with
-    shrinking, which drops shrunken ones; none at n_new = q) and still reaches SVC's optimum."""
+    """The compiled loop carries n_new (life - 1) variables into each working set
+    (`info["n_kept"]`), life = q // n_new, once the first life - 1 working sets have filled W:
+    exactly that without shrinking, fewer with it (a variable shrunk leaves the working set: here
+    some are), none at n_new = q; and it still reaches SVC's optimum."""
     X, y = breast_cancer
     q, C, kw = 20, 10.0, KERNELS["rbf"]
     D_ref, f_ref, K = svc_reference(X, y, C, kw)
     res = fit(Problem.build(X, y, C=C, intercept="free", **kw), "svmlight", budget=Budget(tol=1e-9), q=q,
               n_new=n_new, shrinking=shrinking)
     assert res.status == "converged" and res.info["n_new"] == n_new
+    life = q // n_new
+    full = n_new * (life - 1) * (res.n_iter - 1) - n_new * (life - 1) * (life - 2) // 2
     kept = res.info["n_kept"]
     if n_new == q:
         assert kept == 0
     elif not shrinking:
-        assert kept == (q - n_new) * (res.n_iter - 1)
+        assert kept == full
     else:
-        assert 0.5 * (q - n_new) * res.n_iter < kept <= (q - n_new) * res.n_iter
+        assert 0.5 * full < kept < full
     assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
     assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
     assert res.kkt_violation < 1e-9 and abs(res.gap) <= 1e-6 * abs(res.primal)
