@@ -41,13 +41,6 @@ Descent is guaranteed without trusting the subproblem solver:
   generalized SMO algorithm for SVM classifier design", Machine Learning 46, 2002).
 - Ties in v go to the lower index, so W is a function of (alpha, G) and the previous working
   sets alone.
-
-SVMlight's option -n (Joachims 1999, Section 3; svm_learn.c): only n_new variables enter each
-working set, the others stay from the previous ones (`_carry`: each stays q // n_new iterations,
-so q - n_new carry over). With every variable new (n_new = q, versions 1-4) the selection
-zig-zagged on 5k blobs (rbf, C = 10, q = 10: 6,514 subproblems, swinging 6,000-18,000 with
-rounding, against 1,407 at n_new = 5). The kept variables are excluded from the new choice, so the
-most violating pair is in W still (kept, or the first new index of its set).
 - If f still does not decrease for STALL_ITERS consecutive iterations, the solve ends with status
   ``stalled`` and says why (it never spins to max_iter).
 
@@ -60,6 +53,14 @@ singular Q_WW (a degree-3 poly kernel in 2-D has a 10-dimensional feature space,
 its rank) the answers went uphill (f up by as much as 1119 in one step on blobs 5k, C = 10) and
 the dual alternated between 6101.83 and 6121.00 up to the 10^6 cap. The tests inject both
 failures into the compiled loop (`_FAULT`).
+
+SVMlight's option -n (its documentation: "set n < q to prevent zig-zagging"; the rule of its
+svm_learn.c): only n_new variables enter each working set, the others stay from the previous
+ones (`_carry`: each stays q // n_new working sets, so n_new (q // n_new - 1) <= q - n_new carry
+over). With every variable new (n_new = q, versions 1-4) the selection zig-zagged on 5k blobs
+(rbf, C = 10, q = 10: 6,514 subproblems, swinging 6,000-18,000 with rounding, against 1,407 at
+n_new = 5). The kept variables are excluded from the new choice, so the most violating pair is in
+W still (kept, or the first new index of its set) and the descent guarantee above holds.
 """
 from __future__ import annotations
 
@@ -303,8 +304,8 @@ def _select(v, up, low, q, idx, n_idx, excl, keep, n_keep, n_new):
 @njit(cache=True, nogil=True)
 def _carry(prev, age, life, keep):
     """The variables of the previous working set prev that stay in the next (SVMlight's -n,
-    svm_learn.c: a variable leaves once it has been in life = q // n working sets, so about n new
-    ones enter each iteration and q - n stay; Joachims 1999, Section 3: n < q against zig-zagging
+    svm_learn.c: a variable leaves once it has been in life = q // n working sets, so n new
+    ones enter each iteration and n (life - 1) <= q - n stay; n < q against zig-zagging
     between working sets). age[t]: how many consecutive working sets t has been in (0: none, or
     shrunk). Writes them to keep in prev's order (deterministic) and returns how many."""
     n_keep = 0
