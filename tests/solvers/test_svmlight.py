@@ -8,7 +8,7 @@ import solvers.svmlight as svmlight
 from solvers import Budget, Problem, SolverError, fit
 from solvers.base import Recorder
 from kernel_refs import DIGITS38_POLY2, KERNELS, breast_cancer_data, digits17_data, digits38_data, svc_reference
-from solvers.svmlight import STALL_ITERS, select_working_set
+from solvers.svmlight import STALL_ITERS, _age, _carry, select_working_set
 
 @pytest.fixture(scope="module")
 def breast_cancer():
@@ -223,7 +223,8 @@ def test_blobs_poly_q10_reaches_svc():
 
 @pytest.mark.parametrize("key, value, match", [
     ("q", 1, "q"), ("q", 7, "q"), ("tau", 0.0, "tau"), ("tau", -1.0, "tau"),
-    ("cache_size", 0.0, "cache_size"), ("proximal", "sometimes", "proximal"),
+    ("cache_size", 0.0, "cache_size"), ("proximal", "sometimes", "proximal"), ("n_new", 1, "n_new"),
+    ("n_new", 41, "n_new"),
 ])
 def test_bad_params_name_the_key(breast_cancer, key, value, match):
     X, y = breast_cancer
@@ -237,10 +238,11 @@ def test_small_q_tiny_alpha_takes_the_exact_answers():
     steps ~ 1e-15 near the end. The decrease test on G_W'd multiplied the rounding of y'd by
     |b| and refused exact interior point answers: about half the subproblems fell back to pair
     steps and the solve hit max_iter (3000 here; 20000 in the reproduction). On the reduced
-    gradient every answer passes."""
+    gradient every answer passes. (n_new = q: at the default q/2 the first working set holds
+    n_new = 2 variables, a pair answered in closed form, which n_pair_solves counts too.)"""
     X, y = digits38_data()
     P = Problem.build(X, y, C=1000.0, intercept="free", **DIGITS38_POLY2)
-    res = fit(P, "svmlight", budget=Budget(tol=1e-13, max_iter=3000), q=4, tau=1.0)
+    res = fit(P, "svmlight", budget=Budget(tol=1e-13, max_iter=3000), q=4, n_new=4, tau=1.0)
     ref = fit(P, "smo", budget=Budget(tol=1e-13))
     assert res.status == "converged" and res.kkt_violation < 1e-13
     assert res.info["n_pair_solves"] == 0
@@ -328,3 +330,52 @@ def test_subproblem_second_order_pair():
     a1, _, pred1 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, False)
     assert a2[1] == 1.0 and a2[2] != 1.0 and a1[1] != 1.0 and a1[2] == 1.0
     assert pred2 == pytest.approx(-1.2**2 / 2 / 2) and pred1 == pytest.approx(-1.5**2 / 101 / 2)
+
+
+def test_n_new_carries_q_minus_n_variables():
+    """SVMlight's -n (`_carry`, `_age`): with n_new = q/2 a variable stays two working sets, so
+    each one keeps the previous one's new half and takes n_new new ones, distinct, with the most
+    violating pair (m, M over all variables) among them."""
+    rng = np.random.default_rng(0)
+    n, q, n_new = 60, 10, 5
+    age = np.zeros(n, np.int64)
+    keep = np.empty(q, np.int64)
+    prev, prev_new = np.empty(0, np.int64), np.empty(0, np.int64)
+    for it in range(20):
+        v = rng.standard_normal(n)
+        up = rng.random(n) < 0.8
+        low = ~up | (rng.random(n) < 0.5)
+        k = _carry(prev, age, q // n_new, keep)
+        W, m, M = select_working_set(v, up, low, q, keep[:k], n_new)
+        _age(W, age)
+        assert len(set(W)) == len(W) == (q if it else n_new)
+        assert list(W[:k]) == list(prev_new) and k == (q - n_new if it else 0)
+        assert m == v[W][up[W]].max() and M == v[W][low[W]].min()
+        prev, prev_new = W, W[k:]
+    assert set(np.flatnonzero(age)) == set(W)
+
+
+@pytest.mark.parametrize("n_new, shrinking", [(10, False), (4, False), (4, True), (20, True)])
+def test_n_new_fit_reaches_svc(breast_cancer, n_new, shrinking):
+    """The compiled loop carries n_new (life - 1) variables into each working set
+    (`info["n_kept"]`), life = q // n_new, once the first life - 1 working sets have filled W:
+    exactly that without shrinking, fewer with it (a variable shrunk leaves the working set: here
+    some are), none at n_new = q; and it still reaches SVC's optimum."""
+    X, y = breast_cancer
+    q, C, kw = 20, 10.0, KERNELS["rbf"]
+    D_ref, f_ref, K = svc_reference(X, y, C, kw)
+    res = fit(Problem.build(X, y, C=C, intercept="free", **kw), "svmlight", budget=Budget(tol=1e-9), q=q,
+              n_new=n_new, shrinking=shrinking)
+    assert res.status == "converged" and res.info["n_new"] == n_new
+    life = q // n_new
+    full = n_new * (life - 1) * (res.n_iter - 1) - n_new * (life - 1) * (life - 2) // 2
+    kept = res.info["n_kept"]
+    if n_new == q:
+        assert kept == 0
+    elif not shrinking:
+        assert kept == full
+    else:
+        assert 0.5 * full < kept < full
+    assert abs(res.dual - D_ref) <= 1e-6 * abs(D_ref)
+    assert np.abs(K @ (res.alpha * y) + res.b - f_ref).max() < 1e-4
+    assert res.kkt_violation < 1e-9 and abs(res.gap) <= 1e-6 * abs(res.primal)
