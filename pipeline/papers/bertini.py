@@ -355,11 +355,11 @@ def finding_svmlight_faster(methods) -> Finding:
     why = "" if holds else (
         "the iteration counts are like theirs (thousands of pair steps against a few subproblems), but the cost "
         "per iteration is not: their SMO was interpreted Python (~0.2 ms a pair step: 5129 steps in ~1 s), "
-        "ours runs its pair steps compiled (microseconds each), and so does our svmlight (version 4), whose "
+        "ours runs its pair steps compiled (microseconds each), and so does our svmlight (since version 4), whose "
         "iteration solves a q-variable QP by hundreds of pair steps on a q x q matrix and needs its kernel "
         "block (q^2 values of 64 pixels) and a positive-definiteness test: on 228 rows either can win "
-        "(README, Benchmarks: svmlight at its best q 0.2x smo's time on the polynomial problem, 1.9x on "
-        "the Gaussian one, alternating runs under load)")
+        "(README, Benchmarks: svmlight at its best q about 0.6x smo's time on the polynomial problems, "
+        "1.4x on the Gaussian one, alternating runs)")
     return Finding(claim, "; ".join(parts), holds, why)
 
 
