@@ -49,9 +49,12 @@ def test_warm_and_cold_paths_reach_the_same_optima_with_a_row_and_shard_per_poin
         assert (d["primal_objective"] - d["f_star"] <= d["duality_gap"] + d["f_star_gap"] + 1e-9).all()
     np.testing.assert_allclose(w["primal_objective"], c["primal_objective"], rtol=1e-2)
     # The warm start was used: the large-C points need fewer passes than from zero (squared
-    # hinge; for the hinge, dcd gains little from a warm start: see DESIGN.md).
+    # hinge; for the hinge, dcd gains little from a warm start: see DESIGN.md). Pass counts are
+    # deterministic (seeded pass order), so a path whose warm start is lost gives about the cold
+    # count (tried: 660 against 663); dcd version 4's early rechecks shortened the cold path's
+    # tail, so the gain is now 605 against 663 passes (version 3: 624 against 745).
     big = w["C"] >= 10
-    assert w.loc[big, "n_iter"].sum() < 0.9 * c.loc[big, "n_iter"].sum()   # 624 against 745
+    assert w.loc[big, "n_iter"].sum() < 0.95 * c.loc[big, "n_iter"].sum()
 
 
 def test_references_run_as_a_warm_path_too(warm_cold):
