@@ -423,9 +423,10 @@ def test_deferred_trace_point_waits_until_affordable(breast_cancer, monkeypatch)
     with pytest.warns(ConvergenceWarning):
         res = fit(problem, "dcd", budget=Budget(tol=1e-12, max_iter=3000), recorder=Recorder())
     assert res.n_iter == sum(calls) == 3000
-    # Points were deferred (10 per decade would be 35), yet most calls end at a recorded point:
-    # about 1.6 calls per point (a pass gets cheaper as the active set shrinks, so the passes
-    # estimated to make a point affordable fall a little short), where retrying every it/8
-    # passes made about 3.5.
+    # Points were deferred (10 per decade would be 35), and a deferred point waits in one
+    # compiled call until it is affordable: about 21 calls for 13 points here, where retrying
+    # every it/8 passes made about 50. How many points the 5% budget affords depends on the
+    # clock (CI once recorded 3 points in 11 calls), so the bound is on the calls, which the
+    # it/8 retry exceeds whatever the timing.
     assert len(res.trace) < 30
-    assert len(calls) <= 2 * len(res.trace)
+    assert len(calls) <= 32
