@@ -56,7 +56,7 @@ def load_dataset(root: str, name: str, fingerprint: str):
     if ds is None:
         ds = read_dataset(root, name)
         _LOADS["datasets"] += 1
-        _check_fingerprint(ds.meta, root, fingerprint)
+        _check_plan_fingerprint(ds.meta, root, fingerprint)
         _DATASETS[fingerprint] = ds
         while len(_DATASETS) > _MAX_CACHED:
             _DATASETS.popitem(last=False)
@@ -153,7 +153,7 @@ class _Rows:
         meta = dataset_info(root, data["name"])
         self.stream = csr_nbytes(meta) > STREAM_DATASET_BYTES
         if self.stream:
-            _check_fingerprint(meta, root, data["fingerprint"])
+            _check_plan_fingerprint(meta, root, data["fingerprint"])
             y = read_labels(root, data["name"], verify=False)   # the fold reads verify their rows
             _LOADS["datasets"] += 1
             self.root, self.name, self.fingerprint = root, data["name"], meta["fingerprint"]
@@ -178,7 +178,7 @@ class _Rows:
         return [X.toarray() if self.dense else X for X, _ in read]
 
 
-def _check_fingerprint(meta: dict, root: str, fingerprint: str) -> None:
+def _check_plan_fingerprint(meta: dict, root: str, fingerprint: str) -> None:
     if meta["fingerprint"] != fingerprint:
         raise RuntimeError(f"dataset {meta['name']!r} in {root} has fingerprint {meta['fingerprint'][:12]}, "
                            f"the plan expected {fingerprint[:12]}: it was rebuilt since the plan was made")
