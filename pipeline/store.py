@@ -25,11 +25,12 @@ Writes are atomic: an entry is assembled in a hidden temporary folder inside the
 renamed into place, so a reader (or a second writer racing for the same name) sees either
 no entry or a complete one. On an object store (``s3://bucket/prefix``), where a folder cannot
 be renamed, the entry's ``meta.json`` is written last instead (see :func:`_publish_by_copy`).
-All filesystem access goes through the ``_fs_*`` helpers at the end of this module, over one
-pyarrow filesystem (local, S3 and the others pyarrow opens, or any fsspec filesystem).
+All filesystem access goes through the ``_fs_*`` helpers of ``store_fs.py``, over one pyarrow
+filesystem (local, S3 and the others pyarrow opens, or any fsspec filesystem); the canonical form
+and the fingerprint are ``store_csr.py``'s.
 
-This module imports no other pipeline module, so that solver-side tools and workers can read
-the store with nothing but numpy, scipy and pyarrow.
+This module imports no other pipeline module but those two parts of itself, so that solver-side
+tools and workers can read the store with nothing but numpy, scipy and pyarrow.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ import hashlib
 import json
 import os
 import re
-import struct
 import sys
 import uuid
 import warnings
@@ -55,6 +55,33 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import scipy.sparse as sp
+
+from .store_csr import (
+    _Fingerprinter,
+    _fingerprint_v1,
+    _indptr_dtype,
+    _make_csr,
+    _row_group_digest,
+    canonicalize,
+    csr_nbytes,
+    fingerprint,
+)
+from .store_fs import (
+    _fs_copy,
+    _fs_delete,
+    _fs_exists,
+    _fs_isdir,
+    _fs_isfile,
+    _fs_listdir,
+    _fs_makedirs,
+    _fs_open,
+    _fs_read_text,
+    _fs_rename,
+    _fs_rmtree,
+    _fs_write_text,
+    _Loc,
+    is_remote,
+)
 
 __all__ = [
     "DATA_FILE",
@@ -86,12 +113,6 @@ META_FILE = "meta.json"
 #: changed the fingerprint to a streamable form and added per-row-group digests; entries of
 #: version 1 are still read and verified with the version 1 fingerprint.
 FORMAT_VERSION = 2
-
-# Prefixes of the fingerprinted byte streams: changing the canonical serialisation must change
-# every fingerprint, so the version is part of the hashed bytes.
-_FINGERPRINT_TAG_V1 = b"svmbench-dataset-fingerprint-v1\x00"
-_FINGERPRINT_TAG = b"svmbench-dataset-fingerprint-v2\x00"
-_ROW_GROUP_TAG = b"svmbench-row-group-v2\x00"
 
 #: Rows per Parquet row group unless the caller says otherwise: large enough that Parquet's
 #: per-group overhead is negligible, small enough that a reader of a few rows fetches little.
@@ -173,175 +194,6 @@ class Dataset:
     def fingerprint(self) -> str:
         """Content fingerprint of the stored dataset (hex sha256)."""
         return self.meta["fingerprint"]
-
-
-# --------------------------------------------------------------------------------------------
-# Canonical form and fingerprint
-# --------------------------------------------------------------------------------------------
-
-
-def canonicalize(X: Any, y: Any) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Return copies of ``X`` and ``y`` in the store's canonical form.
-
-    The canonical ``X`` is a CSR matrix with duplicate entries summed, column indices sorted
-    and stored as int32, values stored as float64, and explicit zeros removed
-    (``eliminate_zeros``): a stored zero and an absent entry mean the same to every solver,
-    and dropping them makes ``nnz`` and the fingerprint independent of how the caller
-    happened to represent zeros. No other value is changed.
-
-    Parameters
-    ----------
-    X : array-like or sparse matrix of shape (n_rows, n_features)
-        Dense ndarray, or any scipy sparse matrix/array.
-    y : array-like of shape (n_rows,)
-        Labels, convertible to float64.
-
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix
-    y : ndarray of float64, C-contiguous
-
-    Raises
-    ------
-    ValueError
-        If shapes disagree, or if ``X`` or ``y`` contain NaN or infinity.
-    """
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-    else:
-        dense = np.asarray(X, dtype=np.float64)
-        if dense.ndim != 2:
-            raise ValueError(f"X must be 2-dimensional, got shape {dense.shape}")
-        X = sp.csr_matrix(dense)
-    X.sum_duplicates()  # also sorts the indices of every row
-    X.eliminate_zeros()
-    n_rows, n_features = X.shape
-    if n_features > np.iinfo(np.int32).max:
-        raise ValueError(f"n_features={n_features} does not fit the store's int32 indices")
-    if not np.all(np.isfinite(X.data)):
-        raise ValueError("X contains NaN or infinite values")
-    indices = np.ascontiguousarray(X.indices, dtype=np.int32)
-    indptr = np.ascontiguousarray(X.indptr, dtype=_indptr_dtype(X.nnz))
-    data = np.ascontiguousarray(X.data, dtype=np.float64)
-    X = _make_csr(data, indices, indptr, (n_rows, n_features))
-
-    y = np.array(y, dtype=np.float64, copy=True)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1 or y.shape[0] != n_rows:
-        raise ValueError(f"y must be one label per row: X has {n_rows} rows, y has shape {y.shape}")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values")
-    return X, np.ascontiguousarray(y)
-
-
-def fingerprint(X: Any, y: Any) -> str:
-    """Content fingerprint of a dataset, as the store records it.
-
-    Let ``d(a)`` be the sha256 of array ``a``'s bytes. The fingerprint is the sha256 of: a
-    version tag; n_rows, n_features and nnz as little-endian int64; then ``d(indptr)`` (int64,
-    starting at 0), ``d(indices)`` (int32), ``d(values)`` (float64) and ``d(y)`` (float64),
-    all of the canonical form (:func:`canonicalize`). It therefore depends only on the matrix
-    and the labels, not on row groups, compression or how ``X`` was passed; and because each
-    array has its own running digest it can be computed over rows streamed in chunks of any
-    size (see :class:`_Fingerprinter`).
-
-    Parameters
-    ----------
-    X : array-like or sparse matrix of shape (n_rows, n_features)
-    y : array-like of shape (n_rows,)
-
-    Returns
-    -------
-    str
-        64 hex digits.
-    """
-    Xc, yc = canonicalize(X, y)
-    return _fingerprint_canonical(Xc, yc)
-
-
-class _Fingerprinter:
-    """Running :func:`fingerprint` over consecutive canonical row blocks.
-
-    The version 1 fingerprint hashed the totals (n_rows, nnz) *before* the arrays, which
-    forces holding everything until the end; version 2 hashes each array into its own
-    digest and the totals last, so rows can be fed as they are produced.
-    """
-
-    def __init__(self, n_features: int):
-        self.n_features = int(n_features)
-        self.n_rows = 0
-        self.nnz = 0
-        self._h = [hashlib.sha256() for _ in range(4)]  # indptr, indices, values, y
-        self._h[0].update(np.zeros(1, dtype="<i8").tobytes())
-
-    def update(self, X: sp.csr_matrix, y: np.ndarray) -> None:
-        """Feed the next rows (canonical CSR and their labels)."""
-        self._h[0].update(_le_bytes(np.asarray(X.indptr[1:], dtype=np.int64) + self.nnz, "<i8"))
-        self._h[1].update(_le_bytes(X.indices, "<i4"))
-        self._h[2].update(_le_bytes(X.data, "<f8"))
-        self._h[3].update(_le_bytes(y, "<f8"))
-        self.n_rows += X.shape[0]
-        self.nnz += int(X.nnz)
-
-    def hexdigest(self) -> str:
-        h = hashlib.sha256(_FINGERPRINT_TAG)
-        h.update(struct.pack("<qqq", self.n_rows, self.n_features, self.nnz))
-        for part in self._h:
-            h.update(part.digest())
-        return h.hexdigest()
-
-
-def _le_bytes(arr: np.ndarray, dtype: str) -> memoryview:
-    return memoryview(np.ascontiguousarray(arr, dtype=dtype)).cast("B")
-
-
-def _fingerprint_canonical(X: sp.csr_matrix, y: np.ndarray) -> str:
-    # Caller guarantees canonical form; only byte order and width are fixed here.
-    fp = _Fingerprinter(X.shape[1])
-    fp.update(X, y)
-    return fp.hexdigest()
-
-
-def _fingerprint_v1(X: sp.csr_matrix, y: np.ndarray) -> str:
-    """The version 1 fingerprint (totals first, then the arrays), for entries written by it."""
-    n_rows, n_features = X.shape
-    h = hashlib.sha256()
-    h.update(_FINGERPRINT_TAG_V1)
-    h.update(struct.pack("<qqq", n_rows, n_features, X.nnz))
-    for arr, dtype in ((X.indptr, "<i8"), (X.indices, "<i4"), (X.data, "<f8"), (y, "<f8")):
-        h.update(_le_bytes(arr, dtype))
-    return h.hexdigest()
-
-
-def _row_group_digest(X: sp.csr_matrix, y: np.ndarray) -> str:
-    """sha256 of one row group's canonical rows (indptr rebased at 0), for partial reads."""
-    h = hashlib.sha256(_ROW_GROUP_TAG)
-    h.update(struct.pack("<qqq", X.shape[0], X.shape[1], X.nnz))
-    h.update(_le_bytes(np.asarray(X.indptr, dtype=np.int64) - int(X.indptr[0]), "<i8"))
-    h.update(_le_bytes(X.indices, "<i4"))
-    h.update(_le_bytes(X.data, "<f8"))
-    h.update(_le_bytes(y, "<f8"))
-    return h.hexdigest()
-
-
-def csr_nbytes(meta: dict) -> int:
-    """Bytes of a dataset's CSR in memory, from its ``meta.json``: float64 values, int32
-    indices, and an int32 indptr (int64 past 2**31 entries), as :func:`read_dataset` returns it."""
-    nnz = int(meta["nnz"])
-    return nnz * (8 + 4) + (int(meta["n_rows"]) + 1) * np.dtype(_indptr_dtype(nnz)).itemsize
-
-
-def _indptr_dtype(nnz: int) -> type:
-    return np.int32 if nnz <= np.iinfo(np.int32).max else np.int64
-
-
-def _make_csr(data, indices, indptr, shape) -> sp.csr_matrix:
-    # The constructor may otherwise re-derive an index dtype and copy; our arrays are already
-    # canonical, and the sorted flag saves scipy a later O(nnz) check.
-    X = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)
-    X.has_sorted_indices = True
-    return X
 
 
 # --------------------------------------------------------------------------------------------
@@ -1360,48 +1212,8 @@ def _json_default(obj: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# Filesystem access
+# Opening the store's root (the file system primitives are in store_fs.py)
 # --------------------------------------------------------------------------------------------
-#
-# Every byte the store reads or writes goes through one pyarrow FileSystem, held with the path on
-# it by a _Loc: a local folder (LocalFileSystem), an object store pyarrow opens itself (s3://,
-# gs://, hdfs://, abfs://) or anything fsspec opens (wrapped by pyarrow's FSSpecHandler). The
-# functions above only ask the questions below; the one difference between the two kinds of
-# filesystem that matters to them, whether a folder can be renamed atomically, is `_Loc.local`,
-# consulted by _publish and _unpublish alone.
-
-
-@dataclasses.dataclass(frozen=True)
-class _Loc:
-    """A path in the store's filesystem: ``/`` joins, and it prints as the user would write it."""
-
-    fs: Any  # pyarrow.fs.FileSystem
-    path: str  # the path on fs: "/abs/folder" or "bucket/prefix"
-    scheme: str  # "" for a local folder, else the URI scheme it was opened from
-
-    def __truediv__(self, part: str) -> _Loc:
-        return dataclasses.replace(self, path=f"{self.path.rstrip('/')}/{part}")
-
-    @property
-    def parent(self) -> _Loc:
-        return dataclasses.replace(self, path=self.path.rstrip("/").rsplit("/", 1)[0] or "/")
-
-    @property
-    def local(self) -> bool:
-        """A local (or mounted shared) folder: POSIX rename of a folder is atomic there."""
-        return self.scheme == ""
-
-    def public(self) -> Path | str:
-        """What :func:`dataset_path` hands out: a Path for a local folder, else the URI."""
-        return Path(self.path) if self.local else str(self)
-
-    def __str__(self) -> str:
-        return self.path if self.local else f"{self.scheme}://{self.path.lstrip('/')}"
-
-
-def is_remote(root: str | os.PathLike) -> bool:
-    """Whether ``root`` is a URI (``s3://bucket/prefix``, ...) rather than a local folder."""
-    return "://" in os.fspath(root) and not os.fspath(root).startswith("file://")
 
 
 def _fs_root(root: str | os.PathLike) -> _Loc:
@@ -1445,60 +1257,3 @@ def _open_filesystem(uri: str, env: tuple) -> tuple[Any, str]:
             f"local folder, s3://bucket/prefix, or a URI of an installed fsspec filesystem"
         ) from exc
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
-
-
-def _fs_type(path: _Loc):
-    return path.fs.get_file_info(path.path).type
-
-
-def _fs_exists(path: _Loc) -> bool:
-    return _fs_type(path) != pafs.FileType.NotFound
-
-
-def _fs_isfile(path: _Loc) -> bool:
-    return _fs_type(path) == pafs.FileType.File
-
-
-def _fs_isdir(path: _Loc) -> bool:
-    return _fs_type(path) == pafs.FileType.Directory
-
-
-def _fs_listdir(path: _Loc) -> Iterable[str]:
-    return [i.base_name for i in path.fs.get_file_info(pafs.FileSelector(path.path, allow_not_found=True))]
-
-
-def _fs_makedirs(path: _Loc) -> None:
-    path.fs.create_dir(path.path, recursive=True)
-
-
-def _fs_rename(src: _Loc, dst: _Loc) -> None:
-    # POSIX rename: fails, rather than merging, when dst is a non-empty folder (see _publish).
-    src.fs.move(src.path, dst.path)
-
-
-def _fs_copy(src: _Loc, dst: _Loc) -> None:
-    src.fs.copy_file(src.path, dst.path)
-
-
-def _fs_delete(path: _Loc) -> None:
-    path.fs.delete_file(path.path)
-
-
-def _fs_rmtree(path: _Loc) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.fs.delete_dir(path.path)
-
-
-def _fs_write_text(path: _Loc, text: str) -> None:
-    with path.fs.open_output_stream(path.path, compression=None) as fh:
-        fh.write(text.encode("utf-8"))
-
-
-def _fs_read_text(path: _Loc) -> str:
-    with path.fs.open_input_stream(path.path, compression=None) as fh:
-        return fh.read().decode("utf-8")
-
-
-def _fs_open(path: _Loc):
-    """A random-access file, for Parquet's reader (which fetches only the row groups it needs)."""
-    return path.fs.open_input_file(path.path)
