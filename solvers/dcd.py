@@ -80,13 +80,21 @@ _INF = np.inf
 # 1000 passes (MNIST at C = 10 and 100) they touch 10% more data and end with a full-set spread
 # of 5e-4 to 1.6e-3 where LIBLINEAR's rule, never rechecking, ends at 0.18-0.5.
 _RECHECK_DROP = 100.0
+# Gram mode (module docstring): how many elements of a dense row update cost as much as one
+# sparse nonzero visited (a gathered read or a scattered add), and the largest set it runs on.
+_GRAM_DENSE_SPEED = 6.0
+_GRAM_MAX = 1024
 
 
 @njit(cache=True, nogil=True)
 def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
-              PGmax_old, PGmin_old, shrinking):
+              PGmax_old, PGmin_old, shrinking, gram, loc, Q, Gs, m):
     """One pass over index[:active] in its current order. Shrinks (moves to the tail of
     `index`) variables at a bound whose gradient points outward beyond last pass's extremes.
+
+    gram: the pass runs on the dual alone (Gram mode, module docstring): G_i is read from
+    Gs[loc[i]] and a step d on alpha_i adds d Qbar[E, i] (row loc[i] of Q, m long) to Gs,
+    where the sparse pass computes G_i from w (a dot over x_i) and adds d y_i x_i to w.
 
     Returns (active, PGmax_new, PGmin_new, finite): finite is False once a step wrote a
     non-finite alpha (the divergence check, O(1) per step instead of O(n) per pass)."""
@@ -97,23 +105,26 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
     while s < active:
         i = index[s]
         yi = y[i]
-        start = indptr[i]
-        end = indptr[i + 1]
-        # Two partial sums: the adds of one sum form a chain of dependent latencies (about 4
-        # cycles each) that bounds a short dense row; two chains run side by side.
-        d0 = wb[0] * B
-        d1 = 0.0
-        p = start
-        while p + 1 < end:
-            d0 += w[indices[p]] * data[p]
-            d1 += w[indices[p + 1]] * data[p + 1]
-            p += 2
-        if p < end:
-            d0 += w[indices[p]] * data[p]
-        dot = d0 + d1
-        G = yi * dot - 1.0 + diag * alpha[i]
-        PG = 0.0
         a = alpha[i]
+        if gram:
+            k = loc[i]
+            G = Gs[k]
+        else:
+            k = 0
+            # Two partial sums: the adds of one sum form a chain of dependent latencies (about
+            # 4 cycles each) that bounds a short dense row; two chains run side by side.
+            d0 = wb[0] * B
+            d1 = 0.0
+            p = indptr[i]
+            end = indptr[i + 1]
+            while p + 1 < end:
+                d0 += w[indices[p]] * data[p]
+                d1 += w[indices[p + 1]] * data[p + 1]
+                p += 2
+            if p < end:
+                d0 += w[indices[p]] * data[p]
+            G = yi * (d0 + d1) - 1.0 + diag * a
+        PG = 0.0
         if a == 0.0:
             if shrinking and G > PGmax_old:
                 active -= 1
@@ -151,12 +162,96 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
             if not math.isfinite(new):
                 finite = False
             alpha[i] = new
-            d = (new - a) * yi
-            for p in range(start, end):
-                w[indices[p]] += d * data[p]
-            wb[0] += d * B
+            if gram:
+                d = new - a
+                row = Q[k]
+                for j in range(m):
+                    Gs[j] += d * row[j]
+            else:
+                d = (new - a) * yi
+                for p in range(indptr[i], indptr[i + 1]):
+                    w[indices[p]] += d * data[p]
+                wb[0] += d * B
         s += 1
     return active, PGmax_new, PGmin_new, finite
+
+
+@njit(cache=True, nogil=True)
+def _gram_fold(data, indices, indptr, y, alpha, w, wb, B, gram_ids, astart, m, commit):
+    """w += sum_E (alpha_i - astart_i) y_i x_i (and w_b with B): the steps Gram mode took on
+    the dual alone, applied to the primal at once; with commit, astart is then the current
+    alpha. O(nnz) of the rows that moved, less than one sparse pass over E."""
+    for k in range(m):
+        i = gram_ids[k]
+        d = alpha[i] - astart[k]
+        if d != 0.0:
+            if commit:
+                astart[k] = alpha[i]
+            d *= y[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                w[indices[p]] += d * data[p]
+            wb[0] += d * B
+
+
+@njit(cache=True, nogil=True)
+def _gram_enter(data, indices, indptr, y, alpha, w, wb, B, QD, diag, index, active, gram_ids, loc,
+                Qbuf, cur, Gs, astart, m_old):
+    """Gram mode's set E becomes index[:active] (w must be exact: folded). Its block
+    Qbar_EE = y_i y_j (x_i . x_j + B^2) + diag [i = j] depends on X alone, so the rows of
+    variables already in the last E are copied and only the new ones computed (each a scatter of
+    x_i into a dense vector and |E| sparse dots); G_E is computed from w as a sparse pass does.
+
+    Returns (the Qbuf slot now holding Qbar_EE, rows computed)."""
+    nxt = 1 - cur
+    Qo = Qbuf[cur]
+    Qn = Qbuf[nxt]
+    old = np.empty(active, dtype=np.int64)
+    for k in range(active):
+        old[k] = loc[index[k]]
+    for k in range(m_old):
+        loc[gram_ids[k]] = -1
+    for k in range(active):
+        i = index[k]
+        gram_ids[k] = i
+        loc[i] = k
+    for k in range(active):
+        if old[k] >= 0:
+            for l in range(active):
+                if old[l] >= 0:
+                    Qn[k, l] = Qo[old[k], old[l]]
+    rows = 0
+    v = np.zeros(w.shape[0])
+    for k in range(active):
+        if old[k] >= 0:
+            continue
+        rows += 1
+        i = gram_ids[k]
+        for p in range(indptr[i], indptr[i + 1]):
+            v[indices[p]] = data[p]
+        for l in range(active):
+            # Each pair once: a new row fills its column too, so a new l < k is already done.
+            if l < k and old[l] < 0:
+                continue
+            j = gram_ids[l]
+            if l == k:
+                q = QD[i]  # the same Qbar_ii as the step's denominator
+            else:
+                s = 0.0
+                for p in range(indptr[j], indptr[j + 1]):
+                    s += v[indices[p]] * data[p]
+                q = y[i] * y[j] * (s + B * B)
+            Qn[k, l] = q
+            Qn[l, k] = q
+        for p in range(indptr[i], indptr[i + 1]):
+            v[indices[p]] = 0.0
+    for k in range(active):
+        i = gram_ids[k]
+        s = wb[0] * B
+        for p in range(indptr[i], indptr[i + 1]):
+            s += w[indices[p]] * data[p]
+        Gs[k] = y[i] * s - 1.0 + diag * alpha[i]
+        astart[k] = alpha[i]
+    return nxt, rows
 
 
 @njit(cache=True, nogil=True)
@@ -212,28 +307,66 @@ def _within(PGmax, PGmin, eps):
 
 
 @njit(cache=True, nogil=True)
+def _gram_gain(indptr, index, active, loc, cap, dense_speed):
+    """Gram mode's cost model for the active set index[:active] (module docstring), in units
+    of one sparse nonzero visited: (saving per pass, cost of entering), or (0, 0) where a pass
+    on the dual alone would not be cheaper. A sparse pass visits each row twice (the dot, and
+    the update of w for the variables that move: nearly all of them in a tail),
+    2 |A| nnz_A; a Gram pass adds one dense row of |A| per step, |A|^2 / dense_speed; entering
+    computes the rows not cached, |A| sparse dots each, and G_A from w, one dot per row."""
+    if active == 0 or active > cap or dense_speed <= 0.0:
+        return 0.0, 0.0
+    nnz = 0
+    new_rows = 0
+    for s in range(active):
+        i = index[s]
+        nnz += indptr[i + 1] - indptr[i]
+        if loc[i] < 0:
+            new_rows += 1
+    nnz_a = nnz / active
+    saving = 2.0 * active * nnz_a - active * active / dense_speed
+    if saving <= 0.0:
+        return 0.0, 0.0
+    return saving, (new_rows + 1) * active * nnz_a
+
+
+@njit(cache=True, nogil=True)
 def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, state, fstate,
-                rng, w_prev, n_passes, stop_w, tol, shrinking, dw_last):
+                rng, w_prev, n_passes, stop_w, tol, shrinking, dw_last, gram_ids, loc, Qbuf, Gs,
+                astart, alpha_pre, w_base, dense_speed):
     """Up to `n_passes` passes of Algorithm 1 in one compiled call, with the shrinking, the
     full-set recheck and both stopping rules of the Python loop this replaces; on small
     problems a pass costs microseconds, so the per-pass interpreter work (permutation, trace and
     divergence checks, copies) cost more than the pass itself (issue #18).
 
-    state (int64): [active, n_updates, finite (0/1), active after the last pass];
-    fstate (float64): [PGmax_old, PGmin_old, ||w_k+1 - w_k|| of the last pass (NaN if not
-    measured), the spread at which a shrunken set is rechecked on the full set]. w_prev (d)
-    is scratch for w before a pass, copied only when the w_change rule needs it or, with
-    dw_last, before the last pass (for the trace's w_change).
+    state (int64): [active, n_updates, finite (0/1), active after the last pass, Gram mode on
+    (0/1), |E| (the variables whose Qbar rows Qbuf holds), the Qbuf slot holding them, passes
+    run in Gram mode, Qbar rows computed]; fstate (float64): [PGmax_old, PGmin_old,
+    ||w_k+1 - w_k|| of the last pass (NaN if not measured), the spread at which a shrunken set
+    is rechecked on the full set, Gram mode's credit (the saving passed up so far, module
+    docstring), w_b of w_base]. w_prev (d) is scratch for w before a pass, copied only when the
+    w_change rule needs it or, with dw_last, before the last pass (for the trace's w_change).
+    Gram mode's arrays (`_gram_arrays`) and its state persist between calls; w is exact
+    (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse.
 
     Returns (passes done, code): code 0 ran all n_passes, 1 converged (the test passed on a
     pass that started with every variable active), 2 diverged."""
     n = alpha.shape[0]
     active = state[0]
     n_updates = state[1]
+    gram = state[4] == 1
+    m = state[5]
+    slot = state[6]
+    cap = gram_ids.shape[0]
     PGmax_old = fstate[0]
     PGmin_old = fstate[1]
     recheck_at = fstate[3]
+    credit = fstate[4]
     fstate[2] = np.nan
+    if gram:
+        # The solver's own w, as the last call found it before showing the caller a folded copy.
+        w[:] = w_base
+        wb[0] = fstate[5]
     code = 0
     done = 0
     while done < n_passes:
@@ -242,21 +375,58 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, s
         # it shrinks some: a variable is shrunk only where its projected gradient is 0 (at a
         # bound, gradient pointing outward), and it is left unchanged, as a plain pass would.
         full_pass = active == n
+        if gram and (full_pass or 4 * active <= 3 * m):
+            # Leave Gram mode for a full pass, and for a set a quarter smaller than E (each step
+            # adds a row of |E|, not |A|): re-entered at once, its rows all in Qbuf.
+            _gram_fold(data, indices, indptr, y, alpha, w, wb, B, gram_ids, astart, m, True)
+            gram = False
+            enter = not full_pass
+        elif not gram and not full_pass:
+            # Ski rental: enter once the saving passed up covers the cost of entering.
+            gain, enter_cost = _gram_gain(indptr, index, active, loc, cap, dense_speed)
+            enter = gain > 0.0 and credit >= enter_cost
+            credit += 0.0 if enter else gain
+        else:
+            enter = False
+        if enter:
+            slot, rows = _gram_enter(data, indices, indptr, y, alpha, w, wb, B, QD, diag, index,
+                                     active, gram_ids, loc, Qbuf, slot, Gs, astart, m)
+            m = active
+            gram = True
+            credit = 0.0
+            state[8] += rows
         n_updates += active
         measure = stop_w or (dw_last and done == n_passes - 1)
         wb_prev = wb[0]
         if measure:
-            w_prev[:] = w
+            if gram:
+                for k in range(m):
+                    alpha_pre[k] = alpha[gram_ids[k]]
+            else:
+                w_prev[:] = w
         active, PGmax_new, PGmin_new, ok = _dcd_pass(
             data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
-            PGmax_old, PGmin_old, shrinking)
+            PGmax_old, PGmin_old, shrinking, gram, loc, Qbuf[slot], Gs, m)
         done += 1
+        if gram:
+            state[7] += 1
         state[3] = active
         dw = np.nan
         if measure:
-            s = (wb[0] - wb_prev) ** 2
-            for j in range(w.shape[0]):
-                s += (w[j] - w_prev[j]) ** 2
+            if gram:
+                # w_k+1 - w_k = sum_E (alpha_i - alpha_pre_i) y_i x_i, built in w_prev; w itself
+                # is folded only where the pass sequence says (never where a call ends), so the
+                # iterates do not depend on where the trace or the clock cut the passes.
+                w_prev[:] = 0.0
+                dwb = np.zeros(1)
+                _gram_fold(data, indices, indptr, y, alpha, w_prev, dwb, B, gram_ids, alpha_pre, m, False)
+                s = dwb[0] ** 2
+                for j in range(w.shape[0]):
+                    s += w_prev[j] ** 2
+            else:
+                s = (wb[0] - wb_prev) ** 2
+                for j in range(w.shape[0]):
+                    s += (w[j] - w_prev[j]) ** 2
             dw = math.sqrt(s)
             fstate[2] = dw
         if not ok:
@@ -284,11 +454,20 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, s
         # The shrinking thresholds of the next pass, under either stopping rule.
         PGmax_old = PGmax_new if PGmax_new > 0 else _INF
         PGmin_old = PGmin_new if PGmin_new < 0 else -_INF
+    if gram:
+        # The caller sees w = sum_i alpha_i y_i x_i; the solver resumes from w_base.
+        w_base[:] = w
+        fstate[5] = wb[0]
+        _gram_fold(data, indices, indptr, y, alpha, w, wb, B, gram_ids, astart, m, False)
     state[0] = active
     state[1] = n_updates
+    state[4] = 1 if gram else 0
+    state[5] = m
+    state[6] = slot
     fstate[0] = PGmax_old
     fstate[1] = PGmin_old
     fstate[3] = recheck_at
+    fstate[4] = credit
     return done, code
 
 
@@ -307,6 +486,20 @@ def _alpha_from_w(problem: Problem, w, b, diag, U):
     if math.isinf(U):
         return np.maximum(1.0 - m, 0.0) / diag
     return np.where(m < 1.0, U, 0.0)
+
+
+def _gram_arrays(X, n):
+    """Gram mode's arrays for sets E of up to `cap` variables: gram_ids (E), loc (each
+    variable's position in E, or -1), Qbuf (two cap x cap slots: Qbar_EE and the next one built
+    from it), Gs (G_E), astart (alpha_E as w last had it), alpha_pre (alpha_E before a measured
+    pass) and w_base (the solver's own w while the caller is shown a folded one). `cap` is
+    the largest set whose pass could run cheaper on the dual (|A| < 2 dense_speed nnz_A, with
+    rows up to twice the mean length), at most _GRAM_MAX (Qbuf: 2 cap^2 doubles, 16 MB at 1024,
+    of which only the |E|^2 in use is ever touched)."""
+    mean_nnz = X.nnz / max(n, 1)
+    cap = min(n, _GRAM_MAX, int(4.0 * _GRAM_DENSE_SPEED * mean_nnz)) if _GRAM_DENSE_SPEED > 0 else 0
+    return (np.zeros(cap, dtype=np.int64), np.full(n, -1, dtype=np.int64), np.empty((2, cap, cap)),
+            np.empty(cap), np.empty(cap), np.empty(cap), np.empty(X.shape[1] if cap else 0))
 
 
 def _passes_until_affordable(recorder: Recorder, it: int, pass_s: float | None) -> int:
@@ -371,12 +564,14 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     # wraparound test in the two inner loops, the hot path of the whole solver.
     indices_u = X.indices.view(np.uint32)
     index = np.arange(n, dtype=np.uint64)
-    # [active, n_updates, alpha finite, active after the last pass]; a non-finite warm start
-    # is reported as divergence after the first pass, as the per-pass check did.
-    state = np.array([n, 0, int(np.isfinite(alpha).all()), n], dtype=np.int64)
-    fstate = np.array([_INF, -_INF, np.nan, _INF])
+    # [active, n_updates, alpha finite, active after the last pass, then Gram mode's five
+    # (`_dcd_passes`)]; a non-finite warm start is reported as divergence after the first
+    # pass, as the per-pass check did.
+    state = np.array([n, 0, int(np.isfinite(alpha).all()), n, 0, 0, 0, 0, 0], dtype=np.int64)
+    fstate = np.array([_INF, -_INF, np.nan, _INF, 0.0, 0.0])
     rng = np.array([_seed(random_state)], dtype=np.uint64)
     w_prev = np.empty_like(w)
+    gram = _gram_arrays(X, n)
     stop_w = stop == "w_change"
     timed = budget.time_limit_s is not None
     pass_s = None
@@ -397,7 +592,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         t0 = time.perf_counter()
         done, code = _dcd_passes(
             X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, state, fstate,
-            rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None)
+            rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None, *gram, _GRAM_DENSE_SPEED)
         pass_s = (time.perf_counter() - t0) / done
         it += done
         # The trace's w_change is the last pass's (measured when a point could be due).
@@ -429,7 +624,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     return Fit(b=float(wb[0] * B), status=status, n_iter=it, primal=P, w=w, alpha=alpha, dual=D,
                gap=gap, kkt_violation=kkt, fit_time_s=fit_time,
                info={"n_active_end": int(active), "n_sv": int(np.count_nonzero(alpha)),
-                     "n_updates": int(n_updates)})
+                     "n_updates": int(n_updates), "gram_passes": int(state[7]), "gram_rows": int(state[8])})
 
 
 register(SolverSpec(
