@@ -505,3 +505,20 @@ def test_gram_mode_stays_off_where_it_cannot_pay(monkeypatch):
     for (sparse_only, loss, C), res in runs.items():
         assert res.status == "converged" and res.info["gram_passes"] == 0
         np.testing.assert_array_equal(res.w, runs[True, loss, C].w)
+
+
+def test_gram_cost_model():
+    # In units of one sparse nonzero visited: a sparse pass over A costs 2 |A| nnz_A, a Gram
+    # pass |A|^2 / R, so the mode pays per pass only below |A| = 2 R nnz_A (here rows of 10
+    # nonzeros, R = 6: 120); entering costs |A| nnz_A per Qbar row not held yet, plus G_A.
+    from solvers.dcd import _gram_gain
+    n = 400
+    indptr = np.arange(0, 10 * (n + 1), 10, dtype=np.int32)
+    index = np.arange(n, dtype=np.uint64)
+    loc = np.full(n, -1, dtype=np.int64)
+    gain, cost = _gram_gain(indptr, index, 119, loc, n, 6.0)
+    assert gain == pytest.approx(2 * 119 * 10 - 119**2 / 6) and cost == pytest.approx(120 * 119 * 10)
+    assert _gram_gain(indptr, index, 120, loc, n, 6.0) == (0.0, 0.0)
+    assert _gram_gain(indptr, index, 119, loc, 100, 6.0) == (0.0, 0.0)  # over the arrays' cap
+    loc[:100] = np.arange(100)  # rows already held cost nothing to enter
+    assert _gram_gain(indptr, index, 110, loc, n, 6.0)[1] == pytest.approx(11 * 110 * 10)
