@@ -245,7 +245,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     QD = np.array([sum(v * v for v in X.data[a:b]) for a, b in zip(X.indptr[:-1], X.indptr[1:])]) + (B * B + diag)
     alpha, w, wb = np.zeros(n), np.zeros(problem.n_features), np.zeros(1)
     index = np.arange(n, dtype=np.uint64)
-    no_gram = (np.empty(0, dtype=np.int64), np.empty((0, 0)), np.empty(0), 0)  # every pass sparse
+    no_gram = (np.empty(0, dtype=np.int64), None, np.empty(0), 0)  # Q = None: every pass sparse
     active, Mo, mo, n_updates, it, at = n, np.inf, -np.inf, 0, 0, np.inf
     while it < max_iter:
         for j in range(active - 1):
@@ -255,7 +255,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
         n_updates += active
         w_prev, wb_prev = w.copy(), wb[0]
         active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, problem.y, alpha, w, wb,
-                                    B, QD, diag, U, index, active, Mo, mo, shrinking, False, *no_gram)
+                                    B, QD, diag, U, index, active, Mo, mo, shrinking, *no_gram)
         it += 1
         if active == 0:
             M = m = 0.0
