@@ -124,7 +124,8 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
     """One pass over index[:active] in its current order. Shrinks (moves to the tail of
     `index`) variables at a bound whose gradient points outward beyond last pass's extremes.
 
-    Q not None: the pass runs on the dual alone (Gram mode, module docstring): G_i is read
+    indices None: every row stores all its columns in order (`_row_columns`), read without
+    index loads. Q not None: the pass runs on the dual alone (Gram mode, module docstring): G_i is read
     from Gs[loc[i]] and a step d on alpha_i adds d Qbar[E, i] (row loc[i] of Q, m long) to Gs,
     where the sparse pass computes G_i from w (a dot over x_i) and adds d y_i x_i to w. Q = None
     compiles the sparse pass alone (numba prunes the `Q is None` branches of a None argument):
@@ -150,12 +151,22 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
             d0 = wb[0] * B
             d1 = 0.0
             p = start
-            while p + 1 < end:
-                d0 += w[indices[p]] * data[p]
-                d1 += w[indices[p + 1]] * data[p + 1]
-                p += 2
-            if p < end:
-                d0 += w[indices[p]] * data[p]
+            if indices is None:
+                # Every row stores all its columns in order (x_ij at data[start + j]): the same
+                # sums in the same order, without the index loads.
+                while p + 1 < end:
+                    d0 += w[p - start] * data[p]
+                    d1 += w[p + 1 - start] * data[p + 1]
+                    p += 2
+                if p < end:
+                    d0 += w[p - start] * data[p]
+            else:
+                while p + 1 < end:
+                    d0 += w[indices[p]] * data[p]
+                    d1 += w[indices[p + 1]] * data[p + 1]
+                    p += 2
+                if p < end:
+                    d0 += w[indices[p]] * data[p]
             dot = d0 + d1
             G = yi * dot - 1.0 + diag * alpha[i]
         PG = 0.0
@@ -204,8 +215,12 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
                     Gs[j] += d * row[j]
             else:
                 d = (new - a) * yi
-                for p in range(start, end):
-                    w[indices[p]] += d * data[p]
+                if indices is None:
+                    for p in range(start, end):
+                        w[p - start] += d * data[p]
+                else:
+                    for p in range(start, end):
+                        w[indices[p]] += d * data[p]
                 wb[0] += d * B
         s += 1
     return active, PGmax_new, PGmin_new, finite
@@ -371,7 +386,7 @@ def _gram_gain(indptr, index, active, loc, cap, dense_speed):
 @njit(cache=True, nogil=True)
 def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, state, fstate,
                 rng, w_prev, n_passes, stop_w, tol, shrinking, dw_last, gram_ids, loc, Qbuf, Gs,
-                astart, alpha_pre, w_base, dense_speed):
+                astart, alpha_pre, w_base, dense_speed, cols):
     """Up to `n_passes` passes of Algorithm 1 in one compiled call, with the shrinking, the
     full-set recheck and both stopping rules of the Python loop this replaces; on small
     problems a pass costs microseconds, so the per-pass interpreter work (permutation, trace and
@@ -385,7 +400,9 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, s
     docstring), w_b of w_base]. w_prev (d) is scratch for w before a pass, copied only when the
     w_change rule needs it or, with dw_last, before the last pass (for the trace's w_change).
     Gram mode's arrays (`_gram_arrays`) and its state persist between calls; w is exact
-    (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse.
+    (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse. cols: the
+    column indices of the sparse passes, or None (`_row_columns`); the Gram mode's own row
+    reads use `indices`.
 
     Returns (passes done, code): code 0 ran all n_passes, 1 converged (the test passed on a
     pass that started with every variable active), 2 diverged."""
@@ -448,7 +465,7 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, s
                 PGmax_old, PGmin_old, shrinking, loc, Qbuf[slot], Gs, m)
         else:
             active, PGmax_new, PGmin_new, ok = _dcd_pass(
-                data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
+                data, cols, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
                 PGmax_old, PGmin_old, shrinking, loc, None, Gs, m)
         done += 1
         if gram:
@@ -545,6 +562,14 @@ def _gram_arrays(X, n):
             np.empty(cap), np.empty(cap), np.empty(cap), np.empty(X.shape[1] if cap else 0))
 
 
+def _row_columns(X, indices):
+    """The column indices the sparse pass reads, or None where every row stores all of its
+    columns (dense input without zeros, e.g. heart, banknote, toy): a canonical CSR row is then
+    columns 0..d-1 in order, x_ij = data[indptr[i] + j], and `_dcd_pass` compiled for None reads
+    it without the index loads, the same sums in the same order (heart: 0.89x the time)."""
+    return None if X.nnz == X.shape[0] * X.shape[1] else indices
+
+
 def _passes_until_affordable(recorder: Recorder, it: int, pass_s: float | None) -> int:
     """Passes (at pass_s each, the last chunk's) until the recorder's budget affords a point."""
     if pass_s is None:
@@ -606,6 +631,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     # Unsigned views (same bits; every index is >= 0) let numba drop its negative-index
     # wraparound test in the two inner loops, the hot path of the whole solver.
     indices_u = X.indices.view(np.uint32)
+    cols = _row_columns(X, indices_u)
     index = np.arange(n, dtype=np.uint64)
     # [active, n_updates, alpha finite, active after the last pass, then Gram mode's five
     # (`_dcd_passes`)]; a non-finite warm start is reported as divergence after the first
@@ -635,7 +661,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         t0 = time.perf_counter()
         done, code = _dcd_passes(
             X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, state, fstate,
-            rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None, *gram, _GRAM_DENSE_SPEED)
+            rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None, *gram, _GRAM_DENSE_SPEED, cols)
         pass_s = (time.perf_counter() - t0) / done
         it += done
         # The trace's w_change is the last pass's (measured when a point could be due).

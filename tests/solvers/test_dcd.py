@@ -522,3 +522,23 @@ def test_gram_cost_model():
     assert _gram_gain(indptr, index, 119, loc, 100, 6.0) == (0.0, 0.0)  # over the arrays' cap
     loc[:100] = np.arange(100)  # rows already held cost nothing to enter
     assert _gram_gain(indptr, index, 110, loc, n, 6.0)[1] == pytest.approx(11 * 110 * 10)
+
+
+def test_rows_storing_every_column_take_the_same_steps(breast_cancer_standardised, rcv1_small, monkeypatch):
+    # A dense input without zeros stores every column of every row, so the sparse pass reads
+    # x_ij at data[indptr[i] + j] without the index array: the same sums in the same order,
+    # bit for bit the solve that reads the indices (with Gram mode engaged on the tail too).
+    import solvers.dcd as dcd
+    X, y = breast_cancer_standardised
+    problem = Problem(X, y, C=1.0, loss="squared_hinge", intercept="regularized")
+    indices = problem.X_csr.indices
+    assert dcd._row_columns(problem.X_csr, indices) is None
+    assert dcd._row_columns(Problem(*rcv1_small).X_csr, indices) is indices
+    budget = Budget(tol=1e-5, max_iter=2000)
+    dense = fit(problem, "dcd", budget=budget, random_state=1)
+    monkeypatch.setattr(dcd, "_row_columns", lambda X, indices: indices)
+    indexed = fit(problem, "dcd", budget=budget, random_state=1)
+    assert dense.status == indexed.status == "converged" and dense.info["gram_passes"] > 0
+    assert (dense.n_iter, dense.info) == (indexed.n_iter, indexed.info)
+    np.testing.assert_array_equal(dense.w, indexed.w)
+    np.testing.assert_array_equal(dense.alpha, indexed.alpha)
