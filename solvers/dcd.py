@@ -721,7 +721,8 @@ register(SolverSpec(
     # 4: the full set is rechecked every two decades of the shrunken set's spread, and the
     # recheck pass shrinks (module docstring): other passes from the first recheck on.
     # 5: Gram mode (module docstring): passes over a small active set run on the dual alone;
-    # the same steps, other rounding, so fits of 4 are not reused.
+    # the same steps, other rounding, so fits of 4 are not reused. (Rows that store every
+    # column are read without their index arrays: bit for bit the same solve.)
     version="5",
     description="dual coordinate descent, Hsieh et al. 2008 (LIBLINEAR -s 1 / -s 3)",
 ))
