@@ -124,7 +124,7 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
     """One pass over index[:active] in its current order. Shrinks (moves to the tail of
     `index`) variables at a bound whose gradient points outward beyond last pass's extremes.
 
-    indices None: every row stores all its columns in order (`_row_columns`), read without
+    indices None: every row stores all its columns in order (`_dense_rows`), read without
     index loads. Q not None: the pass runs on the dual alone (Gram mode, module docstring): G_i is read
     from Gs[loc[i]] and a step d on alpha_i adds d Qbar[E, i] (row loc[i] of Q, m long) to Gs,
     where the sparse pass computes G_i from w (a dot over x_i) and adds d y_i x_i to w. Q = None
@@ -386,7 +386,7 @@ def _gram_gain(indptr, index, active, loc, cap, dense_speed):
 @njit(cache=True, nogil=True)
 def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, state, fstate,
                 rng, w_prev, n_passes, stop_w, tol, shrinking, dw_last, gram_ids, loc, Qbuf, Gs,
-                astart, alpha_pre, w_base, dense_speed, cols):
+                astart, alpha_pre, w_base, dense_speed, dense_rows):
     """Up to `n_passes` passes of Algorithm 1 in one compiled call, with the shrinking, the
     full-set recheck and both stopping rules of the Python loop this replaces; on small
     problems a pass costs microseconds, so the per-pass interpreter work (permutation, trace and
@@ -400,9 +400,10 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, s
     docstring), w_b of w_base]. w_prev (d) is scratch for w before a pass, copied only when the
     w_change rule needs it or, with dw_last, before the last pass (for the trace's w_change).
     Gram mode's arrays (`_gram_arrays`) and its state persist between calls; w is exact
-    (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse. cols: the
-    column indices of the sparse passes, or None (`_row_columns`); the Gram mode's own row
-    reads use `indices`.
+    (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse. dense_rows:
+    every row stores all its columns (`_dense_rows`), so the sparse passes run the pass
+    compiled for indices = None; chosen per pass, not per compiled call, so that one
+    compilation (and the warm-up's tiny problems) covers all three passes.
 
     Returns (passes done, code): code 0 ran all n_passes, 1 converged (the test passed on a
     pass that started with every variable active), 2 diverged."""
@@ -463,9 +464,13 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, s
             active, PGmax_new, PGmin_new, ok = _dcd_pass(
                 data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
                 PGmax_old, PGmin_old, shrinking, loc, Qbuf[slot], Gs, m)
+        elif dense_rows:
+            active, PGmax_new, PGmin_new, ok = _dcd_pass(
+                data, None, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
+                PGmax_old, PGmin_old, shrinking, loc, None, Gs, m)
         else:
             active, PGmax_new, PGmin_new, ok = _dcd_pass(
-                data, cols, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
+                data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, active,
                 PGmax_old, PGmin_old, shrinking, loc, None, Gs, m)
         done += 1
         if gram:
@@ -562,12 +567,12 @@ def _gram_arrays(X, n):
             np.empty(cap), np.empty(cap), np.empty(cap), np.empty(X.shape[1] if cap else 0))
 
 
-def _row_columns(X, indices):
-    """The column indices the sparse pass reads, or None where every row stores all of its
-    columns (dense input without zeros, e.g. heart, banknote, toy): a canonical CSR row is then
-    columns 0..d-1 in order, x_ij = data[indptr[i] + j], and `_dcd_pass` compiled for None reads
-    it without the index loads, the same sums in the same order (heart: 0.89x the time)."""
-    return None if X.nnz == X.shape[0] * X.shape[1] else indices
+def _dense_rows(X) -> bool:
+    """Whether every row stores all of its columns (dense input without zeros, e.g. heart,
+    banknote, toy): a canonical CSR row is then columns 0..d-1 in order, x_ij =
+    data[indptr[i] + j], and `_dcd_pass` compiled for indices = None reads it without the index
+    loads, the same sums in the same order (heart: 0.89x the time)."""
+    return X.nnz == X.shape[0] * X.shape[1]
 
 
 def _passes_until_affordable(recorder: Recorder, it: int, pass_s: float | None) -> int:
@@ -631,7 +636,6 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     # Unsigned views (same bits; every index is >= 0) let numba drop its negative-index
     # wraparound test in the two inner loops, the hot path of the whole solver.
     indices_u = X.indices.view(np.uint32)
-    cols = _row_columns(X, indices_u)
     index = np.arange(n, dtype=np.uint64)
     # [active, n_updates, alpha finite, active after the last pass, then Gram mode's five
     # (`_dcd_passes`)]; a non-finite warm start is reported as divergence after the first
@@ -661,7 +665,8 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         t0 = time.perf_counter()
         done, code = _dcd_passes(
             X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, U, index, state, fstate,
-            rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None, *gram, _GRAM_DENSE_SPEED, cols)
+            rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None, *gram, _GRAM_DENSE_SPEED,
+            _dense_rows(X))
         pass_s = (time.perf_counter() - t0) / done
         it += done
         # The trace's w_change is the last pass's (measured when a point could be due).

@@ -531,12 +531,10 @@ def test_rows_storing_every_column_take_the_same_steps(breast_cancer_standardise
     import solvers.dcd as dcd
     X, y = breast_cancer_standardised
     problem = Problem(X, y, C=1.0, loss="squared_hinge", intercept="regularized")
-    indices = problem.X_csr.indices
-    assert dcd._row_columns(problem.X_csr, indices) is None
-    assert dcd._row_columns(Problem(*rcv1_small).X_csr, indices) is indices
+    assert dcd._dense_rows(problem.X_csr) and not dcd._dense_rows(Problem(*rcv1_small).X_csr)
     budget = Budget(tol=1e-5, max_iter=2000)
     dense = fit(problem, "dcd", budget=budget, random_state=1)
-    monkeypatch.setattr(dcd, "_row_columns", lambda X, indices: indices)
+    monkeypatch.setattr(dcd, "_dense_rows", lambda X: False)
     indexed = fit(problem, "dcd", budget=budget, random_state=1)
     assert dense.status == indexed.status == "converged" and dense.info["gram_passes"] > 0
     assert (dense.n_iter, dense.info) == (indexed.n_iter, indexed.info)
