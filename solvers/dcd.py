@@ -590,7 +590,8 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     warm_start: ``alpha`` (exact) or ``w``/``b`` (alpha recovered from the KKT conditions).
     info: n_active_end (active-set size at exit), n_sv, and n_updates, the coordinate steps
     taken (the active-set sizes at the start of each pass summed over passes; each costs one
-    gradient, O(nnz(x_i))), the measure of what shrinking saves.
+    gradient, O(nnz(x_i))), the measure of what shrinking saves; gram_passes, the passes run in
+    Gram mode, and gram_rows, the rows of Qbar it computed (module docstring).
     """
     X = problem.X_csr
     y = problem.y
