@@ -245,6 +245,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     QD = np.array([sum(v * v for v in X.data[a:b]) for a, b in zip(X.indptr[:-1], X.indptr[1:])]) + (B * B + diag)
     alpha, w, wb = np.zeros(n), np.zeros(problem.n_features), np.zeros(1)
     index = np.arange(n, dtype=np.uint64)
+    no_gram = (np.empty(0, dtype=np.int64), None, np.empty(0), 0)  # Q = None: every pass sparse
     active, Mo, mo, n_updates, it, at = n, np.inf, -np.inf, 0, 0, np.inf
     while it < max_iter:
         for j in range(active - 1):
@@ -254,7 +255,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
         n_updates += active
         w_prev, wb_prev = w.copy(), wb[0]
         active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, problem.y, alpha, w, wb,
-                                    B, QD, diag, U, index, active, Mo, mo, shrinking)
+                                    B, QD, diag, U, index, active, Mo, mo, shrinking, *no_gram)
         it += 1
         if active == 0:
             M = m = 0.0
@@ -292,19 +293,23 @@ def test_compiled_pass_loop_matches_the_python_loop(rcv1_small, loss, stop):
 
 
 @pytest.mark.parametrize("stop", ["pg", "w_change"])
-def test_trace_chunks_do_not_change_the_solve(rcv1_small, stop):
+@pytest.mark.parametrize("data, C", [("rcv1_small", 10.0), ("breast_cancer_standardised", 1.0)])
+def test_trace_chunks_do_not_change_the_solve(request, data, C, stop):
     # A trace point every pass makes the driver return from the compiled loop after each pass;
     # no trace runs every pass in one call. The state carried between calls (active set,
-    # shrinking thresholds, generator) must make the two the same solve, bit for bit.
+    # shrinking thresholds, generator, Gram mode's) must make the two the same solve, bit for
+    # bit. On breast cancer most passes run in Gram mode: each return shows the caller a folded
+    # w while the solver keeps its own, so where the calls end never changes its rounding.
     from solvers import Recorder
-    X, y = rcv1_small
-    problem = Problem(X, y, C=10.0, loss="squared_hinge", intercept="regularized")
+    X, y = request.getfixturevalue(data)
+    problem = Problem(X, y, C=C, loss="squared_hinge", intercept="regularized")
     budget = Budget(tol=1e-5, max_iter=100_000)
     traced = fit(problem, "dcd", budget=budget, stop=stop,
                  recorder=Recorder(per_decade=10_000, max_overhead=None, max_points=10**6))
     plain = fit(problem, "dcd", budget=budget, stop=stop)
     assert len(traced.trace) == traced.n_iter > 20     # one point per pass: one call per pass
     assert traced.n_iter == plain.n_iter and traced.info == plain.info
+    assert (plain.info["gram_passes"] > 0.5 * plain.n_iter) == (data == "breast_cancer_standardised")
     np.testing.assert_array_equal(traced.w, plain.w)
     # The trace's w_change is the step of the pass it is recorded after (measured in the
     # compiled loop): under the w_change rule the last one is what stopped it.
@@ -430,3 +435,108 @@ def test_deferred_trace_point_waits_until_affordable(breast_cancer, monkeypatch)
     # it/8 retry exceeds whatever the timing.
     assert len(res.trace) < 30
     assert len(calls) <= 32
+
+
+# Gram mode (solvers/dcd.py module docstring): passes over a small active set run on the dual
+# alone. Standardised breast cancer (569 x 30, dense: 30 nonzeros a row) shrinks to 20-70
+# variables, well under 2 R nnz = 360, so most passes run in it; every solve leaves it for its
+# full-set rechecks and enters it again.
+def _sparse_only(monkeypatch):
+    import solvers.dcd as dcd
+    monkeypatch.setattr(dcd, "_GRAM_DENSE_SPEED", 0.0)
+
+
+@pytest.mark.parametrize("stop, tol", [("pg", 1e-4), ("w_change", 1e-6)])
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_gram_mode_takes_the_sparse_steps(breast_cancer_standardised, monkeypatch, loss, stop, tol):
+    # The same projected Newton steps in the same order, G read from G_E instead of computed
+    # from w: the same passes, shrinking decisions, rechecks and stopping pass, and alpha equal
+    # up to rounding (1e-15 relative measured; a step computed wrongly moves it far more).
+    X, y = breast_cancer_standardised
+    problem = Problem(X, y, C=1.0, loss=loss, intercept="regularized")
+    budget = Budget(tol=tol, max_iter=2000)
+    gram = fit(problem, "dcd", budget=budget, stop=stop, random_state=3)
+    _sparse_only(monkeypatch)
+    plain = fit(problem, "dcd", budget=budget, stop=stop, random_state=3)
+    assert gram.status == plain.status == "converged"
+    assert plain.info["gram_passes"] == 0 and gram.info["gram_passes"] > 0.9 * gram.n_iter
+    assert gram.n_iter == plain.n_iter
+    assert (gram.info["n_updates"], gram.info["n_active_end"]) == (plain.info["n_updates"], plain.info["n_active_end"])
+    np.testing.assert_allclose(gram.alpha, plain.alpha, rtol=0, atol=1e-12 * plain.alpha.max())
+    assert gram.primal == pytest.approx(plain.primal, rel=1e-12)
+    # Qbar_EE depends on X alone, so the rows of variables already held are reused when the
+    # mode is entered again after a recheck: about one row per variable that ever entered E
+    # (48 and 74 here), where computing E's rows at each entry takes over 300.
+    assert gram.info["gram_rows"] <= 2 * gram.info["n_sv"]
+
+
+@pytest.mark.parametrize("max_iter", [150, 2000])
+def test_gram_fold_back_is_exact(breast_cancer_standardised, max_iter):
+    # The w returned is sum_i alpha_i y_i x_i (w_b: B sum_i alpha_i y_i) of the returned alpha,
+    # whether the solve ends inside Gram mode (at the 150-pass cap) or after leaving it for the
+    # full pass that converged: the steps taken on the dual alone are all folded into w.
+    X, y = breast_cancer_standardised
+    problem = Problem(X, y, C=1.0, loss="squared_hinge", intercept="regularized")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fit(problem, "dcd", budget=Budget(tol=1e-4, max_iter=max_iter), random_state=3)
+    assert res.info["gram_passes"] > 0.5 * res.n_iter
+    assert res.status == ("max_iter" if max_iter == 150 else "converged")
+    ay = res.alpha * y
+    assert np.linalg.norm(res.w - X.T @ ay) <= 1e-12 * np.linalg.norm(res.w)
+    assert res.b == pytest.approx(ay.sum(), rel=1e-12)
+
+
+def test_gram_mode_stays_off_where_it_cannot_pay(monkeypatch):
+    # rcv1_like text (78 nonzeros a row): at C >= 1 the active set holds 1,500-3,400 of the
+    # 5,000 rows, where a pass on the dual (|A|^2 / R) costs more than the sparse one
+    # (2 |A| nnz); at C = 0.1 (hinge) it is small (137) but the solve ends after 17 passes,
+    # before the saving passed up covers building Qbar_AA. The solve is the sparse one, bit for bit.
+    from pipeline.datasets import get_builder
+    X, y, _ = get_builder("rcv1_like")(n_samples=5000, n_features=3000, mean_nnz=76.0, margin=0.5)
+    y = np.where(y == y.max(), 1.0, -1.0)
+    runs = {}
+    for sparse_only in (False, True):
+        if sparse_only:
+            _sparse_only(monkeypatch)
+        for loss, C in (("hinge", 0.1), ("hinge", 10.0), ("squared_hinge", 1.0)):
+            problem = Problem(X, y, C=C, loss=loss, intercept="regularized")
+            runs[sparse_only, loss, C] = fit(problem, "dcd", budget=Budget(tol=1e-3, max_iter=1000))
+    for (sparse_only, loss, C), res in runs.items():
+        assert res.status == "converged" and res.info["gram_passes"] == 0
+        np.testing.assert_array_equal(res.w, runs[True, loss, C].w)
+
+
+def test_gram_cost_model():
+    # In units of one sparse nonzero visited: a sparse pass over A costs 2 |A| nnz_A, a Gram
+    # pass |A|^2 / R, so the mode pays per pass only below |A| = 2 R nnz_A (here rows of 10
+    # nonzeros, R = 6: 120); entering costs |A| nnz_A per Qbar row not held yet, plus G_A.
+    from solvers.dcd import _gram_gain
+    n = 400
+    indptr = np.arange(0, 10 * (n + 1), 10, dtype=np.int32)
+    index = np.arange(n, dtype=np.uint64)
+    loc = np.full(n, -1, dtype=np.int64)
+    gain, cost = _gram_gain(indptr, index, 119, loc, n, 6.0)
+    assert gain == pytest.approx(2 * 119 * 10 - 119**2 / 6) and cost == pytest.approx(120 * 119 * 10)
+    assert _gram_gain(indptr, index, 120, loc, n, 6.0) == (0.0, 0.0)
+    assert _gram_gain(indptr, index, 119, loc, 100, 6.0) == (0.0, 0.0)  # over the arrays' cap
+    loc[:100] = np.arange(100)  # rows already held cost nothing to enter
+    assert _gram_gain(indptr, index, 110, loc, n, 6.0)[1] == pytest.approx(11 * 110 * 10)
+
+
+def test_rows_storing_every_column_take_the_same_steps(breast_cancer_standardised, rcv1_small, monkeypatch):
+    # A dense input without zeros stores every column of every row, so the sparse pass reads
+    # x_ij at data[indptr[i] + j] without the index array: the same sums in the same order,
+    # bit for bit the solve that reads the indices (with Gram mode engaged on the tail too).
+    import solvers.dcd as dcd
+    X, y = breast_cancer_standardised
+    problem = Problem(X, y, C=1.0, loss="squared_hinge", intercept="regularized")
+    assert dcd._dense_rows(problem.X_csr) and not dcd._dense_rows(Problem(*rcv1_small).X_csr)
+    budget = Budget(tol=1e-5, max_iter=2000)
+    dense = fit(problem, "dcd", budget=budget, random_state=1)
+    monkeypatch.setattr(dcd, "_dense_rows", lambda X: False)
+    indexed = fit(problem, "dcd", budget=budget, random_state=1)
+    assert dense.status == indexed.status == "converged" and dense.info["gram_passes"] > 0
+    assert (dense.n_iter, dense.info) == (indexed.n_iter, indexed.info)
+    np.testing.assert_array_equal(dense.w, indexed.w)
+    np.testing.assert_array_equal(dense.alpha, indexed.alpha)
