@@ -10,7 +10,11 @@ Ours and the anchor alternate, so machine load drifts through both alike.
 Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   a  8 C x 5 folds, squared hinge, tol 0.1, 100k rows: ours against GridSearchCV, n_jobs=2.
   b  200 fits, 4 C x 50 random splits of 100k rows (50 warm C paths), on 1 and on 2 workers:
-     sized so the fits (a minute or two on one worker) outweigh the command's fixed costs.
+     sized so the fits (a minute or two on one worker) outweigh the command's fixed costs;
+     beside the speedup, where it goes: the fits' own scaling (summed fit time, 1 over 2
+     workers), the CPU seconds of the task processes, of the client (with scheduler and
+     nannies) and of the Dask workers, the workers' imbalance; and GridSearchCV's own speedup on the
+     same 200 fits, n_jobs=1 against 2 (what two processes get on this machine).
   c  2000 fits of about 50 ms (8 C x 250 random splits of 20k rows), cold: execute phase
      against the summed fit times over the workers.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
@@ -22,7 +26,9 @@ The datasets are built into the store before anything is timed (`prebuild`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -51,16 +57,57 @@ SCENARIOS = {
 }
 
 
+# How often `_cpu_by_role` reads the command's processes' CPU times (a few ms of our own CPU per
+# second; a task process's last half second before it exits is lost, against minutes of fits).
+SAMPLE_S = 0.5
+
+
+def _role(proc, command_pid: int) -> str:
+    """What a process of the command is (cluster=local): `client` (the command itself, which
+    also runs the scheduler and the nannies), `task` (a sandbox child: fits, data loading,
+    fold extraction) or `worker` (a Dask worker process, which relays to its sandbox)."""
+    if proc.pid == command_pid:
+        return "client"
+    return "task" if "pipeline.sandbox" in " ".join(proc.cmdline()) else "worker"
+
+
+def _cpu_by_role(proc: subprocess.Popen) -> dict:
+    """Run the command to its end, reading the CPU seconds (user + system) of it and each of its
+    descendants, summed per role (`_role`); and `imbalance_s`, how many more CPU seconds the
+    busiest task process used than the least busy: the work one worker still has when the
+    other is done (idle, the tail's length). CPU time is what each process used, whatever else
+    loads the machine."""
+    import psutil
+    root = psutil.Process(proc.pid)
+    cpu, roles = {}, {}
+    while proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            for p in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    if p.pid not in roles:
+                        roles[p.pid] = _role(p, proc.pid)
+                    cpu[p.pid] = sum(p.cpu_times()[:2])
+        time.sleep(SAMPLE_S)
+    totals = {f"cpu_{r}_s": sum(c for pid, c in cpu.items() if roles[pid] == r) for r in ("client", "worker", "task")}
+    tasks = [c for pid, c in cpu.items() if roles[pid] == "task"]
+    return {**totals, "imbalance_s": max(tasks) - min(tasks) if tasks else float("nan")}
+
+
 def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
     execute phase's wall, Dask task count, the client's peak RSS and the workers' dataset reads
-    and fold extractions (from run.log), and the
-    summed fit and task times (from results.parquet)."""
+    and fold extractions (from run.log), the summed fit and task times (from
+    results.parquet), the CPU seconds of its processes by role and the task processes' imbalance
+    (`_cpu_by_role`), and the load average (1 min) as it started."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu = _cpu_by_role(proc)
     wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
     log = (run_dir / "run.log").read_text()
     m = re.search(r"(\d+) tasks: .* ([\d.]+) s wall \((\d+) Dask tasks; client peak RSS (\d+) MB\)", log)
     res = pd.read_parquet(run_dir / "results.parquet")
@@ -68,7 +115,7 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     return {"wall_s": wall, "dataset_reads": int(loads.group(1)), "fold_extractions": int(loads.group(2)), "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
             "client_rss_mb": float(m.group(4)), "fit_s": float(res["fit_time_s"].sum()),
             "task_s": float(res["task_time_s"].sum()), "converged": int((res["status"] == "converged").sum()),
-            "test_accuracy": float(res["test_accuracy"].mean())}
+            "test_accuracy": float(res["test_accuracy"].mean()), "load": load, **cpu}
 
 
 ANCHOR = r"""
@@ -92,7 +139,7 @@ X = ds.X
 folds = d["folds"]                                   # the very folds our sweep uses
 p = OmegaConf.to_container(cfg.solvers.dcd.params)
 est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"], fit_intercept=True)
-gs = GridSearchCV(est, {"C": list(cfg.solvers.dcd.grid.C)}, cv=folds, n_jobs=2, refit=False)
+gs = GridSearchCV(est, {"C": list(cfg.solvers.dcd.grid.C)}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 gs.fit(X, y)
@@ -101,10 +148,10 @@ print(json.dumps({"fit_s": fit_s, "test_accuracy": float(np.mean(gs.cv_results_[
 """
 
 
-def run_anchor(overrides: list[str]) -> dict:
+def run_anchor(overrides: list[str], n_jobs: int = 2) -> dict:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", ANCHOR, json.dumps(overrides)], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run([sys.executable, "-c", ANCHOR, json.dumps(overrides), str(n_jobs)], check=True,
+                         capture_output=True, text=True).stdout
     rec = json.loads(out.strip().splitlines()[-1])
     rec["process_s"] = time.perf_counter() - t0
     return rec
@@ -129,12 +176,23 @@ def scenario_b(work: Path, reps: int) -> list[dict]:
         # Alternate which goes first, so a drifting load weighs on both alike.
         order = (1, 2) if r % 2 == 0 else (2, 1)
         runs = {n: run_ours(SCENARIOS["b"] + [f"cluster.n_workers={n}"], work, f"b{n}_{r}") for n in order}
+        # The anchor's own scaling on the same 200 fits: what this machine allows two processes.
+        anchor = {n: run_anchor(SCENARIOS["b"], n_jobs=n)["fit_s"] for n in order}
         one, two = runs[1], runs[2]
-        rows.append({"scenario": "b", "rep": r, "fits": two["fits"], "dask_tasks": two["dask_tasks"],
-                     "sum_fit_s": two["fit_s"],
-                     "wall_1_s": one["wall_s"], "wall_2_s": two["wall_s"], "execute_1_s": one["execute_s"],
-                     "execute_2_s": two["execute_s"], "speedup_wall": one["wall_s"] / two["wall_s"],
-                     "speedup_execute": one["execute_s"] / two["execute_s"]})
+        # Where a shortfall from 2x comes from: the fits' own scaling (summed fit time on one
+        # worker over that on two: 1.0 when two fits at a time run as fast as one), the task
+        # processes' CPU (fits, data, folds: the same work on 1 and 2 workers), the CPU of the
+        # processes that are not fits (client with scheduler and nannies; Dask workers), taken
+        # from the fits' cores on 2 workers, and the imbalance (one worker done, one running).
+        row = {"scenario": "b", "rep": r, "fits": two["fits"], "dask_tasks": two["dask_tasks"],
+               "load_1": one["load"], "load_2": two["load"]}
+        for key in ("wall", "execute", "fit", "cpu_task", "cpu_client", "cpu_worker"):
+            row.update({f"{key}_1_s": one[f"{key}_s"], f"{key}_2_s": two[f"{key}_s"]})
+        rows.append({**row, "imbalance_2_s": two["imbalance_s"], "speedup_wall": one["wall_s"] / two["wall_s"],
+                     "speedup_execute": one["execute_s"] / two["execute_s"],
+                     "fit_scaling": one["fit_s"] / two["fit_s"],
+                     "gridsearch_1_s": anchor[1], "gridsearch_2_s": anchor[2],
+                     "gridsearch_speedup": anchor[1] / anchor[2]})
     return rows
 
 

@@ -185,6 +185,38 @@ class ClusterError(RuntimeError):
 # A scheduler that does not answer is reported within this time (distributed's default is 30 s).
 CONNECT_TIMEOUT_S = 8
 
+# Dask's own instruments, which wake every process of the cluster tens of times a second and so
+# take CPU from the fits on the same cores (issue 10, 7b: idle, 2 workers and their client
+# process spent 13% of a core on them: README, Benchmarks): the statistical profiler samples
+# the task thread's stack every 10 ms (our task thread only waits on its sandbox child, where
+# the fit runs unseen by it anyway); the event loop's responsiveness tick every 20 ms; the
+# system monitor (CPU, memory, network, disk counters for the dashboard) every 500 ms; the
+# memory monitor every 100 ms (it watches the worker process, which only relays: the sandbox
+# watches its child's memory itself). A key the user's Dask config sets keeps the user's value.
+QUIET_DASK_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
+def quiet_dask_config() -> dict:
+    """QUIET_DASK_CONFIG without the keys the user's Dask config (yaml or DASK_* variables) sets
+    to other than distributed's default."""
+    import dask
+    import distributed  # noqa: F401 - registers distributed's defaults with dask.config
+    defaults = dask.config.merge(*dask.config.defaults)
+    return {key: value for key, value in QUIET_DASK_CONFIG.items()
+            if dask.config.get(key) == dask.config.get(key, config=defaults)}
+
+
+def quiet_dask_env() -> dict[str, str]:
+    """quiet_dask_config as the DASK_* environment variables of workers we start elsewhere
+    (SLURM job scripts, Kubernetes pods), where our process's config does not reach."""
+    return {"DASK_" + key.upper().replace(".", "__").replace("-", "_"): str(value)
+            for key, value in quiet_dask_config().items()}
+
 
 @contextlib.contextmanager
 def open_client(cluster):
@@ -206,11 +238,15 @@ def open_client(cluster):
             with Client(managed, security=security(cluster)) as client:
                 yield client
         return
+    import dask
     from distributed import LocalCluster
     n = cluster.n_workers or os.cpu_count() or 1
     # Workers log at CRITICAL only: a task's failure comes back through its future (an error
     # row with the cause), and a worker's lost heartbeat when the client stops (Ctrl-C) is not news.
-    with _sigint_ignored():
+    # The scheduler reads its config as it starts, and each nanny hands the config of its start
+    # to its worker process (and to a restarted one): set around the start, it holds for the
+    # cluster's life without changing this process's config for anything else.
+    with _sigint_ignored(), dask.config.set(quiet_dask_config()):
         local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=True,
                              memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
                              silence_logs=logging.CRITICAL)
@@ -386,7 +422,8 @@ def slurm_cluster(cluster):
     lifetime = _lifetime_s(cluster)
     jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
-    jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster)]
+    jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster),
+                                 *(f"export {k}={v}" for k, v in quiet_dask_env().items())]
     return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
 
 
@@ -403,7 +440,7 @@ def kubernetes_cluster(cluster):
         raise ClusterError("cluster=kubernetes needs dask-kubernetes: pip install 'svmbench[kubernetes]'") from None
     k = OmegaConf.to_container(cluster.kubernetes, resolve=True)
     from .sandbox import THREAD_VARS
-    env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **(k.get("env") or {})}
+    env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **quiet_dask_env(), **(k.get("env") or {})}
     return KubeCluster(name=k["name"], image=k["image"], resources=k.get("resources") or {}, env=env,
                        n_workers=int(cluster.adapt.minimum))
 

@@ -260,6 +260,9 @@ def test_slurm_job_script(monkeypatch):
     assert "--nthreads 1" in launch and "--nworkers 4" in launch and "--memory-limit 1.86GiB" in launch   # 8 GB / 4
     assert "--lifetime 6000s --lifetime-stagger 240s" in launch
     assert "export OPENBLAS_NUM_THREADS=1" in lines and "export NUMBA_NUM_THREADS=1" in lines
+    # Dask's instruments quieted on the job's workers too (execute.QUIET_DASK_CONFIG).
+    assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in lines
+    assert "export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s" in lines
     with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
         probe_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
 
@@ -299,3 +302,32 @@ def test_a_runaway_loop_on_a_local_cluster_is_a_timeout_too(store, tmp_path):
     res = out["results"].set_index("solver")
     assert res.loc["_spin", "status"] == "timeout" and res.loc["dcd", "status"] == "converged"
     assert not psutil.pid_exists(int(spin_pid.read_text()))
+
+
+def _instruments(server) -> dict:
+    """A Dask server's instruments: is its profiler on, and the periods (ms) of its tick and system monitor."""
+    return {"profile": "profile" in server.periodic_callbacks, "tick_ms": server.periodic_callbacks["tick"].callback_time,
+            "monitor_ms": server.periodic_callbacks["monitor"].callback_time}
+
+
+def _worker_instruments(dask_worker) -> dict:
+    return {**_instruments(dask_worker), "memory_monitor_s": dask_worker.memory_manager.memory_monitor_interval}
+
+
+def _scheduler_instruments(dask_scheduler) -> dict:
+    return _instruments(dask_scheduler)
+
+
+def test_local_cluster_runs_without_dasks_profiler_and_with_slow_ticks():
+    """cluster=local starts its scheduler and workers with QUIET_DASK_CONFIG (issue 10, 7b: the
+    profiler and 20 ms ticks took CPU from the fits), a key the user's Dask config sets keeps
+    the user's value, and this process's config is left as it was."""
+    import dask
+    cfg = compose(["cluster=local", "cluster.n_workers=1", "cluster.dashboard_address=null"])
+    with dask.config.set({"distributed.admin.system-monitor.interval": "2s"}):   # the user's own
+        with open_client(cfg.cluster) as client:
+            workers = list(client.run(_worker_instruments).values())
+            scheduler = client.run_on_scheduler(_scheduler_instruments)
+        assert dask.config.get("distributed.admin.tick.interval") == "20ms"
+    assert workers == [{"profile": False, "tick_ms": 1000, "monitor_ms": 2000, "memory_monitor_s": 1.0}]
+    assert scheduler == {"profile": False, "tick_ms": 1000, "monitor_ms": 2000}
