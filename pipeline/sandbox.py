@@ -283,9 +283,10 @@ def _thread_box(threads: int) -> Sandbox:
     return box
 
 
-def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
-    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
-    records = _thread_box(threads).run(units, root, limits, retries, _memory_share())
+def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> list[dict]:
+    """The Dask task body: `tasks.run_task` in this worker thread's sandbox; units pickled by the
+    client (`execute.execute` says why)."""
+    records = _thread_box(threads).run(pickle.loads(units), root, limits, retries, _memory_share())
     from .tasks import peak_rss_mb
     for record in records:      # the worker's own peak, beside its sandbox's (env_peak_rss_mb)
         record["env_worker_peak_rss_mb"] = peak_rss_mb()
