@@ -287,9 +287,10 @@ def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: 
     """The Dask task body: `tasks.run_task` in this worker thread's sandbox; units pickled by the
     client (`execute.execute` says why)."""
     records = _thread_box(threads).run(pickle.loads(units), root, limits, retries, _memory_share())
-    from .tasks import peak_rss_mb
+    from .rss import peak_rss_mb
+    worker_peak = peak_rss_mb()
     for record in records:      # the worker's own peak, beside its sandbox's (env_peak_rss_mb)
-        record["env_worker_peak_rss_mb"] = peak_rss_mb()
+        record["env_worker_peak_rss_mb"] = worker_peak
     return records
 
 
