@@ -540,7 +540,9 @@ def _worker_loads(client) -> dict:
     if client is None:
         per_process = [load_counts()]
     else:   # the caches, and so the counts, live in the workers' task processes (pipeline/sandbox.py)
-        per_process = [c for counts in client.run(call_in_sandboxes, load_counts).values() for c in counts]
+        # By name: unpickling the function itself would import `tasks` into each worker.
+        per_process = [c for counts in client.run(call_in_sandboxes, "pipeline.tasks:load_counts").values()
+                       for c in counts]
     return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
@@ -657,9 +659,10 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             limits = hard_limits(plan, float(cfg.run.timeout_grace_s))
             for units in tasks:
                 task_limits = {s["key"]: limits[s["key"]] for u in units for s in u if s["key"] in limits}
-                # The units go pickled: Dask's submit walks every nested dict and list of its
-                # arguments looking for futures (1.7 s for 10,000 specs on the client), and the
-                # pickle also keeps the one data dict that the task's specs share.
+                # The units go pickled, and the records come back pickled: Dask walks every
+                # nested dict and list of a task's arguments looking for futures (1.7 s for
+                # 10,000 specs on the client) and of its result to size it; bytes it passes
+                # through. The pickle also keeps the one data dict that the task's specs share.
                 fut = client.submit(run_sandboxed, pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL), root,
                                     task_limits, int(cfg.run.retries), int(cluster.blas_threads),
                                     key=units[0][0]["key"], retries=int(cfg.run.retries), pure=False)
@@ -667,7 +670,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             for fut in as_completed(futures):
                 units = futures.pop(fut)
                 try:
-                    records = fut.result()
+                    records = pickle.loads(fut.result())
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
                     records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
                                 "error": f"{type(exc).__name__}: {exc} (the task did not return; "

@@ -157,7 +157,8 @@ class Sandbox:
 
     def call(self, fn):
         """fn() in the child, between tasks (what the child holds: tests, debugging); None while
-        a task runs in it (their messages must not interleave) or when there is no child."""
+        a task runs in it (their messages must not interleave) or when there is no child. fn may
+        be named ("module:function"), so that the worker relaying it need not import it."""
         import cloudpickle
         if self.proc is None or not self.busy.acquire(blocking=False):
             return None
@@ -269,7 +270,8 @@ SANDBOXES: list[Sandbox] = []      # this worker's, one per thread that ran a ta
 
 
 def call_in_sandboxes(fn) -> list:
-    """fn() in each idle sandbox of this worker (a None result is left out): `client.run(call_in_sandboxes, fn)` shows what the
+    """fn() (or the function named "module:function") in each idle sandbox of this worker (a None
+    result is left out): `client.run(call_in_sandboxes, fn)` shows what the
     children hold (their caches), which a plain `client.run(fn)` cannot see."""
     return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
 
@@ -283,15 +285,15 @@ def _thread_box(threads: int) -> Sandbox:
     return box
 
 
-def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> list[dict]:
-    """The Dask task body: `tasks.run_task` in this worker thread's sandbox; units pickled by the
-    client (`execute.execute` says why)."""
+def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> bytes:
+    """The Dask task body: `tasks.run_task` in this worker thread's sandbox; the units come and
+    the records go pickled (`execute.execute` says why)."""
     records = _thread_box(threads).run(pickle.loads(units), root, limits, retries, _memory_share())
     from .rss import peak_rss_mb
     worker_peak = peak_rss_mb()
     for record in records:      # the worker's own peak, beside its sandbox's (env_peak_rss_mb)
         record["env_worker_peak_rss_mb"] = worker_peak
-    return records
+    return pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def warm_sandboxed(solver_names: list[str], threads: int) -> float | None:
@@ -337,7 +339,11 @@ def main() -> None:
         except EOFError:
             return
         if kind == "call":
-            _send(out, ("result", pickle.loads(args[0])()))
+            fn = pickle.loads(args[0])
+            if isinstance(fn, str):
+                module, _, name = fn.partition(":")
+                fn = getattr(importlib.import_module(module), name)
+            _send(out, ("result", fn()))
             continue
         if kind == "plugins":
             for module, path in args[0]:
