@@ -40,6 +40,7 @@ POLL_S = 0.1                 # how often the waiting thread checks the clock and
 # The waiting thread reads the child's messages in batches at most this often: each wake-up is
 # a context switch on the cores the fits need, and short fits send hundreds of messages a second.
 BATCH_S = 0.005
+READ_BYTES = 1 << 20         # at most this much of the child's messages per read
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
 _HEADER = struct.Struct("<Q")
 
@@ -123,6 +124,7 @@ class Sandbox:
         # Bytes written to the child: specs only, since the child reads the data from the store
         # itself (a task's matrices never cross the pipe).
         self.sent_bytes = 0
+        self._buffer = bytearray()       # read from the child, not yet a whole message
 
     def _start(self) -> None:
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
@@ -164,7 +166,10 @@ class Sandbox:
             return None
         try:
             self._write(("call", cloudpickle.dumps(fn)))
-            return _recv(self.proc.stdout)[1]
+            return self._next(None, None, None)[1]
+        except _Ended:
+            self.close()
+            return None
         finally:
             self.busy.release()
 
@@ -176,23 +181,45 @@ class Sandbox:
             for fh in (self.proc.stdin, self.proc.stdout):
                 fh.close()
             self.proc = None
+        self._buffer.clear()
+
+    def _take(self):
+        """The first whole message in the read buffer (taken out of it), or None."""
+        buf = self._buffer
+        if len(buf) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(buf)
+        end = _HEADER.size + size
+        if len(buf) < end:
+            return None
+        message = pickle.loads(memoryview(buf)[_HEADER.size:end])
+        del buf[:end]
+        return message
 
     def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None):
         """The child's next message, or _Ended when the running spec passes a limit or dies."""
+        message = self._take()
+        if message is not None:
+            return message
         fd = self.proc.stdout.fileno()
-        # Drain what is there; when the pipe is empty, wait a batch window before waiting on it
-        # (the messages of the window are then read in one wake-up). A spec's start is thus seen
-        # at most BATCH_S late, which only delays its hard limit by as much.
+        # The pipe is read in bulk into a buffer, and when it is empty the thread waits a batch
+        # window before waiting on it: the messages of the window (one per spec) then cost one
+        # wake-up and one read, not a few system calls each. A spec's start is thus seen at
+        # most BATCH_S late, which only delays its hard limit by as much.
         if not select.select([fd], [], [], 0)[0]:
             time.sleep(BATCH_S)
         while True:
             ready, _, _ = select.select([fd], [], [], POLL_S)
             if ready:
-                try:
-                    return _recv(self.proc.stdout)
-                except EOFError:
+                chunk = os.read(fd, READ_BYTES)
+                if not chunk:
                     code = self.proc.wait()
-                    raise _Ended(f"its process died of {signal_name(code)}") from None
+                    raise _Ended(f"its process died of {signal_name(code)}")
+                self._buffer += chunk
+                message = self._take()
+                if message is not None:
+                    return message
+                continue
             if deadline is not None and time.monotonic() > deadline:
                 raise _Ended("ran past its hard time limit", timeout=True)
             if memory_limit is not None and spec_key is not None:
