@@ -481,29 +481,42 @@ def make_units(specs: list[dict]) -> list[list[dict]]:
             paths[spec["path"]].append(spec)
         else:
             units.append([spec])
-    folds, data_ids = {}, {}
+    ids = _fold_ids(units)
+    order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i]))
+    return [units[i] for i in order]
 
-    def fold_of(unit):
+
+def _fold_ids(units: list[list[dict]]) -> list[int]:
+    """Each unit's fold (its data settings and fold number) as an index, in order of first appearance."""
+    folds, data_ids, out = {}, {}, []
+    for unit in units:
         spec = unit[0]
         data = spec.get("data")
         # The plan shares one data dict among a dataset's specs: its id stands for its content.
         if id(data) not in data_ids:
             data_ids[id(data)] = json.dumps(data, sort_keys=True, default=str)
-        return folds.setdefault((data_ids[id(data)], spec.get("fold")), len(folds))
-
-    return sorted(units, key=lambda u: (u[0].get("kind") != "reference", fold_of(u)))
+        out.append(folds.setdefault((data_ids[id(data)], spec.get("fold")), len(folds)))
+    return out
 
 
 def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:
     """Units packed into tasks of at least `chunk` specs (auto: the specs spread over about
-    TASKS_PER_WORKER tasks per worker). A path is never split: its points run warm in order."""
+    TASKS_PER_WORKER tasks per worker). A path is never split: its points run warm in order.
+    A full task takes the rest of its last fold too (`make_units` keeps a fold's units
+    together) when that keeps it under twice `chunk`: the fits of a fold then run on one worker,
+    which extracts it once, not on two; a fold larger than that is cut, so that a sweep of few
+    folds still spreads over the workers."""
     n_specs = sum(len(u) for u in units)
     size = int(chunk) if chunk != "auto" else max(1, n_specs // (max(1, n_workers) * TASKS_PER_WORKER))
+    ids = _fold_ids(units)
+    rest = [0] * len(units)      # specs of unit i's fold after unit i
+    for i in range(len(units) - 2, -1, -1):
+        rest[i] = rest[i + 1] + len(units[i + 1]) if ids[i + 1] == ids[i] else 0
     tasks, current, count = [], [], 0
-    for unit in units:
+    for i, unit in enumerate(units):
         current.append(unit)
         count += len(unit)
-        if count >= size:
+        if count >= size and (rest[i] == 0 or count + rest[i] >= 2 * size):
             tasks.append(current)
             current, count = [], 0
     if current:

@@ -39,6 +39,19 @@ def test_units_of_a_fold_sit_together_with_references_first():
     assert len({(json.dumps(u[0]["data"]), u[0]["fold"]) for u in make_units(fits + other)[:6]}) == 2
 
 
+def test_a_task_ends_between_two_folds_but_one_fold_still_spreads():
+    """Tasks of at least 2 specs take the rest of their fold, so no fold's fits are split over
+    two workers (each would extract it), unless that makes them over twice as large: a fold of
+    10 fits is cut as before (and run.chunk=1 still runs one unit per task)."""
+    data = {"name": "d", "scale": "none"}
+    fits = [{"key": f"fit-{c}-{f}", "kind": "fit", "data": data, "fold": f, "path": None}
+            for c in range(3) for f in range(4)]
+    tasks = make_tasks(make_units(fits), n_workers=1, chunk=2)
+    assert [[u[0]["fold"] for u in t] for t in tasks] == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
+    one_fold = [{**s, "fold": 0} for s in fits[:10]]
+    assert [len(t) for t in make_tasks(make_units(one_fold), n_workers=1, chunk=2)] == [2, 2, 2, 2, 2]
+
+
 def test_short_fits_cost_one_sync_and_one_shard_per_task(store, tmp_path, monkeypatch):
     syncs = []
     real = execute._sync_filesystem
