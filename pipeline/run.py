@@ -222,7 +222,7 @@ def _run_log(run_dir: Path):
 
 def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
     """What a run would do, from the store as it is: the datasets, the tasks (fits and reference
-    solves, by solver), how many the run dir already holds, and the shards it would write. Runs,
+    solves, by solver), how many the run dir already holds, and how many it would compute. Runs,
     builds and writes nothing; a built-in dataset the store lacks is named (it would be built
     first) and its tasks are not counted, since its labels decide its folds."""
     root = store_root(cfg)
@@ -255,7 +255,7 @@ def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
         f"run.reference={cfg.run.reference})")
     retry = f", {len(errors)} of them errors to retry" if errors else ""
     where = f"run dir {run_dir}" if run_dir is not None else "a new run dir (no hydra.run.dir given)"
-    say(f"  {where}: {len(have)} of {len(keys)} tasks already done{retry}; the run would write {todo} shards")
+    say(f"  {where}: {len(have)} of {len(keys)} tasks already done{retry}; the run would compute {todo}")
     return {"dry_run": True, "plan": plan, "missing": missing, "done": len(have), "todo": todo,
             "failed": 0}
 
