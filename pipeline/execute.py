@@ -7,15 +7,14 @@
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
   unit) and units into tasks (`make_tasks`): short fits share a task so that Dask's per-task
   cost stays a small part of the sweep.
-- Tasks are submitted under their first spec's key and gathered with ``as_completed``. The client writes
-  each result, with the spec that produced it (so shards describe themselves), as
-  ``shards/<key>.json`` atomically (temp file + rename), so an interrupted run
-  loses nothing already written and a rerun into the same run directory skips finished shards.
-  A task's shards are written as one batch (`write_shards`) with one file-system sync before the
-  renames, not one fsync per shard: at 2-5 ms per fsync the client could not keep up with fits
-  of a few ms (issue 10, scenario d).
+- Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
+  client writes each task's records, each with the spec that produced it (so shards describe
+  themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
+  file, one sync, rename), so an interrupted run loses only its unfinished tasks and a rerun
+  into the same run directory skips finished records. A file and a sync per fit could not keep
+  up with fits of a few ms (issue 10, scenario d).
 - The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
-  while it plans.
+  while it plans. The execute phase's clock starts once they are warm (`WarmUp`).
 - On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
   hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
   retried, then an error row naming the cause. A worker that dies is retried by Dask
