@@ -26,6 +26,10 @@ RESULT_COLUMNS = [
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
+class ShardError(ValueError):
+    """A shard file that does not hold records: the message names the file and the line."""
+
+
 def shard_files(run_dir: Path) -> list[Path]:
     """The run dir's shard files in the order they were written: by generation (the number in
     ``<first key>.<generation>.jsonl``; none is 0), then by name. A name starting with "." is a
@@ -51,14 +55,19 @@ def iter_records(run_dir: Path):
     """Every record of every shard, oldest first (`shard_files`): a key met again later (a
     retried error) replaces what came before it."""
     for p in shard_files(run_dir):
-        for n, line in enumerate(p.read_text().splitlines(), 1):
+        # "\n" only: str.splitlines would also split at characters JSON leaves in strings.
+        for n, line in enumerate(p.read_text().split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{p}, line {n}: not a valid shard record ({exc}); "
-                                 f"delete the file to recompute its tasks") from None
+                record = exc
+            if not isinstance(record, dict) or "key" not in record:
+                why = record if isinstance(record, Exception) else "not an object with a 'key'"
+                raise ShardError(f"{p}, line {n}: not a valid shard record ({why}); "
+                                 f"delete the file to recompute its tasks")
+            yield record
 
 
 def read_shards(run_dir: Path, keys=None) -> list[dict]:

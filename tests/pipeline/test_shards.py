@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import execute
 from pipeline.config import compose
-from pipeline.results import read_shards
+from pipeline.results import ShardError, read_shards
 from pipeline.run import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,3 +222,14 @@ def test_the_newest_generation_wins_whatever_the_names(tmp_path):
     assert execute.finished_keys(tmp_path) == {"fit-b", "fit-c"}
     # The next execute writes generation 2, above every generation on disk.
     assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.jsonl"
+
+
+def test_a_shard_line_that_is_not_a_record_is_named_by_file_and_line(tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "fit-a.jsonl").write_text(json.dumps({"key": "fit-a", "status": "converged"}) + '\n{"status": "conv\n')
+    with pytest.raises(ShardError, match=r"fit-a\.jsonl, line 2: not a valid shard record"):
+        execute.finished_keys(tmp_path)
+    (shards / "fit-a.jsonl").write_text(json.dumps({"status": "converged"}) + "\n")
+    with pytest.raises(ShardError, match=r"line 1: not a valid shard record \(not an object with a 'key'\)"):
+        read_shards(tmp_path)
