@@ -208,7 +208,10 @@ def _overhead_row(name: str, run: dict, workers: int = 2) -> dict:
             "execute_over_fits_per_worker": run["execute_s"] / ideal,
             "scheduling_overhead": 1 - (run["task_s"] / workers) / run["execute_s"],
             "client_rss_mb": run["client_rss_mb"], "dataset_reads": run["dataset_reads"],
-            "fold_extractions": run["fold_extractions"]}
+            "fold_extractions": run["fold_extractions"],
+            # CPU seconds over the whole command, by process role (`_cpu_by_role`): where the
+            # execute phase's overhead goes on cores the fits share.
+            **{k: run[k] for k in ("cpu_client_s", "cpu_worker_s", "cpu_task_s", "load")}}
 
 
 def scenario_c(work: Path, reps: int) -> list[dict]:
