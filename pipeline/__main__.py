@@ -40,12 +40,13 @@ def refuse(exc: Exception, run_dir: Path | None = None) -> None:
 def main(cfg: DictConfig) -> None:
     from pipeline.config import check_composed
     from pipeline.execute import Interrupted
+    from pipeline.results import ShardError
     from pipeline.run import run
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         check_composed(cfg, OVERRIDES)
         out = run(cfg, run_dir)
-    except (ConfigError, StoreError, LockError, ClusterError) as exc:
+    except (ConfigError, StoreError, LockError, ClusterError, ShardError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:
         print(exc, file=sys.stderr)

@@ -95,10 +95,11 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
 
 def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
-    execute phase's wall, Dask task count, the client's peak RSS and the workers' dataset reads
-    and fold extractions (from run.log), the summed fit and task times (from
-    results.parquet), the CPU seconds of its processes by role and the task processes' imbalance
-    (`_cpu_by_role`), and the load average (1 min) as it started."""
+    cluster's start and warm-up (and how much of it planning did not cover), the execute
+    phase's wall (which starts once the workers are warm), Dask task count, the client's peak
+    RSS and the workers' dataset reads and fold extractions (from run.log), the summed fit and
+    task times (from results.parquet), the CPU seconds of its processes by role and the task
+    processes' imbalance (`_cpu_by_role`), and the load average (1 min) as it started."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
     load = os.getloadavg()[0]
@@ -112,7 +113,10 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     m = re.search(r"(\d+) tasks: .* ([\d.]+) s wall \((\d+) Dask tasks; client peak RSS (\d+) MB\)", log)
     res = pd.read_parquet(run_dir / "results.parquet")
     loads = re.search(r"workers read (\d+) datasets and extracted (\d+) folds", log)
-    return {"wall_s": wall, "dataset_reads": int(loads.group(1)), "fold_extractions": int(loads.group(2)), "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
+    # The cluster's start and warm-up, before the execute phase's clock (overlapping planning).
+    startup = re.search(r"cluster start and warm-up ([\d.]+) s \(([\d.]+) s of it after planning\)", log)
+    return {"startup_s": float(startup.group(1)) if startup else None,
+            "startup_wait_s": float(startup.group(2)) if startup else None, "wall_s": wall, "dataset_reads": int(loads.group(1)), "fold_extractions": int(loads.group(2)), "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
             "client_rss_mb": float(m.group(4)), "fit_s": float(res["fit_time_s"].sum()),
             "task_s": float(res["task_time_s"].sum()), "converged": int((res["status"] == "converged").sum()),
             "test_accuracy": float(res["test_accuracy"].mean()), "load": load, **cpu}
@@ -199,12 +203,15 @@ def scenario_b(work: Path, reps: int) -> list[dict]:
 def _overhead_row(name: str, run: dict, workers: int = 2) -> dict:
     ideal = run["fit_s"] / workers
     return {"scenario": name, "fits": run["fits"], "dask_tasks": run["dask_tasks"], "wall_s": run["wall_s"],
-            "execute_s": run["execute_s"], "sum_fit_s": run["fit_s"], "sum_task_s": run["task_s"],
+            "startup_s": run["startup_s"], "startup_wait_s": run["startup_wait_s"], "execute_s": run["execute_s"], "sum_fit_s": run["fit_s"], "sum_task_s": run["task_s"],
             "mean_fit_ms": 1000 * run["fit_s"] / run["fits"],
             "execute_over_fits_per_worker": run["execute_s"] / ideal,
             "scheduling_overhead": 1 - (run["task_s"] / workers) / run["execute_s"],
             "client_rss_mb": run["client_rss_mb"], "dataset_reads": run["dataset_reads"],
-            "fold_extractions": run["fold_extractions"]}
+            "fold_extractions": run["fold_extractions"],
+            # CPU seconds over the whole command, by process role (`_cpu_by_role`): where the
+            # execute phase's overhead goes on cores the fits share.
+            **{k: run[k] for k in ("cpu_client_s", "cpu_worker_s", "cpu_task_s", "load")}}
 
 
 def scenario_c(work: Path, reps: int) -> list[dict]:

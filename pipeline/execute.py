@@ -7,15 +7,14 @@
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
   unit) and units into tasks (`make_tasks`): short fits share a task so that Dask's per-task
   cost stays a small part of the sweep.
-- Tasks are submitted under their first spec's key and gathered with ``as_completed``. The client writes
-  each result, with the spec that produced it (so shards describe themselves), as
-  ``shards/<key>.json`` atomically (temp file + rename), so an interrupted run
-  loses nothing already written and a rerun into the same run directory skips finished shards.
-  A task's shards are written as one batch (`write_shards`) with one file-system sync before the
-  renames, not one fsync per shard: at 2-5 ms per fsync the client could not keep up with fits
-  of a few ms (issue 10, scenario d).
+- Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
+  client writes each task's records, each with the spec that produced it (so shards describe
+  themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
+  file, one sync, rename), so an interrupted run loses only its unfinished tasks and a rerun
+  into the same run directory skips finished records. A file and a sync per fit could not keep
+  up with fits of a few ms (issue 10, scenario d).
 - The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
-  while it plans.
+  while it plans. The execute phase's clock starts once they are warm (`WarmUp`).
 - On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
   hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
   retried, then an error row naming the cause. A worker that dies is retried by Dask
@@ -28,6 +27,7 @@ import ctypes
 import json
 import logging
 import os
+import pickle
 import sys
 import time
 import uuid
@@ -37,6 +37,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from .plan import Plan
+from .results import iter_records, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task
 
@@ -64,6 +65,8 @@ class Summary:
     loads: dict | None = None    # summed over workers: datasets read from the store, folds extracted
     worker_rss_mb: tuple | None = None   # (task process, worker) peak RSS of the task that held most, its solver
     csr_mb: float | None = None          # the largest dataset's CSR, what worker_rss_mb is measured against
+    startup_s: float | None = None       # cluster start and warm-up, before wall_s's clock (WarmUp)
+    startup_wait_s: float | None = None  # of which after planning ended
 
     def line(self) -> str:
         loads = (f"; workers read {self.loads['datasets']} datasets and extracted {self.loads['folds']} folds"
@@ -75,47 +78,54 @@ class Summary:
             memory = f"; worker peak RSS {task + relay:.0f} MB ({solver}: {parts})"
             if self.csr_mb >= RATIO_CSR_MB:
                 memory += f" = {(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR ({self.csr_mb:.0f} MB)"
+        startup = (f"; before it, cluster start and warm-up {self.startup_s:.1f} s "
+                   f"({self.startup_wait_s:.1f} s of it after planning)" if self.startup_s is not None else "")
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
                 f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
-                f"client peak RSS {self.client_rss_mb:.0f} MB){loads}{memory}")
+                f"client peak RSS {self.client_rss_mb:.0f} MB){startup}{loads}{memory}")
 
 
-def shard_path(run_dir: Path, key: str) -> Path:
-    return Path(run_dir) / "shards" / f"{key}.json"
+class ShardWriter:
+    """Writes a run dir's shards: one file per Dask task holding its records, one JSON object
+    per line, named ``<first key>.jsonl``, or ``<first key>.<generation>.jsonl`` after the first
+    `execute` into the run dir. Each execute writes one generation, above every one on disk, so
+    that a key written again (a retried error) is newest in a later generation (`results.shard_files`),
+    and a name is never reused: no write replaces a file that holds other finished records."""
 
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir) / "shards"
+        files = shard_files(run_dir)
+        self.generation = shard_generation(files[-1]) + 1 if files else 0
 
-def write_shard(run_dir: Path, record: dict) -> None:
-    """Write one task's record atomically: a reader sees the whole shard or none."""
-    write_shards(run_dir, [record])
-
-
-def write_shards(run_dir: Path, records: list[dict]) -> None:
-    """Write each record as its own shard, atomically: every record goes to a temporary file,
-    the file system is synced once, and only then is each renamed into place. A reader sees a
-    whole shard or none, after a killed process (rename is atomic) and after a power cut (the
-    data is on disk before a rename makes it visible), at the cost of one sync per batch."""
-    shards = Path(run_dir) / "shards"
-    shards.mkdir(parents=True, exist_ok=True)
-    pending = []
-    try:
-        for record in records:
-            path = shard_path(run_dir, record["key"])
-            # The temporary name starts with "." and does not end in ".json", so neither a rerun
-            # (finished_keys) nor the results reader ever takes a half-written file for a shard.
-            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-            pending.append((tmp, path))
+    def write(self, records: list[dict]) -> Path:
+        """Write one task's records as one shard, atomically: to a temporary file, synced to disk,
+        then renamed into place. A reader sees all of the task's records or none, after a killed
+        process (rename is atomic) and after a power cut (the data is on disk before the rename
+        makes it visible); one file and one sync per task, not per fit (issue 10, scenario d)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        suffix = f".{self.generation}" if self.generation else ""
+        path = self.dir / f"{records[0]['key']}{suffix}.jsonl"
+        # The temporary name starts with "." and does not end in a shard suffix, so neither a rerun
+        # (finished_keys) nor the results reader ever takes a half-written file for a shard.
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
             with open(tmp, "w") as fh:
-                _dump(record, fh)
-        _sync_filesystem(shards)
-        while pending:
-            os.replace(*pending[0])
-            pending.pop(0)
-    except BaseException:
-        # Invisible to readers, but a run that keeps failing here would pile them up.
-        for tmp, _ in pending:
+                for record in records:
+                    _dump(record, fh)
+                    fh.write("\n")
+            _sync_filesystem(self.dir)
+            os.replace(tmp, path)
+        except BaseException:
+            # Invisible to readers, but a run that keeps failing here would pile them up.
             with contextlib.suppress(OSError):
                 tmp.unlink()
-        raise
+            raise
+        return path
+
+
+def write_shard(run_dir: Path, records: list[dict] | dict) -> Path:
+    """One shard of these records (one record, or a task's list), as the next `execute` would."""
+    return ShardWriter(run_dir).write(records if isinstance(records, list) else [records])
 
 
 def clean_partial_shards(run_dir: Path) -> int:
@@ -172,10 +182,13 @@ def _json_default(obj):
 
 
 def finished_keys(run_dir: Path) -> set[str]:
-    shards = Path(run_dir) / "shards"
-    if not shards.is_dir():
-        return set()
-    return {p.name[:-5] for p in shards.glob("*.json") if not p.name.startswith(".")}
+    """The keys that have a record in the run dir's shards (whatever its status)."""
+    return set(_latest_status(run_dir))
+
+
+def _latest_status(run_dir: Path) -> dict[str, tuple[str, str | None]]:
+    """key -> (status, error) of its newest record: the tables' view of it (`results.read_shards`)."""
+    return {r["key"]: (r.get("status"), r.get("error")) for r in iter_records(run_dir)}
 
 
 class ClusterError(RuntimeError):
@@ -467,29 +480,42 @@ def make_units(specs: list[dict]) -> list[list[dict]]:
             paths[spec["path"]].append(spec)
         else:
             units.append([spec])
-    folds, data_ids = {}, {}
+    ids = _fold_ids(units)
+    order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i]))
+    return [units[i] for i in order]
 
-    def fold_of(unit):
+
+def _fold_ids(units: list[list[dict]]) -> list[int]:
+    """Each unit's fold (its data settings and fold number) as an index, in order of first appearance."""
+    folds, data_ids, out = {}, {}, []
+    for unit in units:
         spec = unit[0]
         data = spec.get("data")
         # The plan shares one data dict among a dataset's specs: its id stands for its content.
         if id(data) not in data_ids:
             data_ids[id(data)] = json.dumps(data, sort_keys=True, default=str)
-        return folds.setdefault((data_ids[id(data)], spec.get("fold")), len(folds))
-
-    return sorted(units, key=lambda u: (u[0].get("kind") != "reference", fold_of(u)))
+        out.append(folds.setdefault((data_ids[id(data)], spec.get("fold")), len(folds)))
+    return out
 
 
 def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:
     """Units packed into tasks of at least `chunk` specs (auto: the specs spread over about
-    TASKS_PER_WORKER tasks per worker). A path is never split: its points run warm in order."""
+    TASKS_PER_WORKER tasks per worker). A path is never split: its points run warm in order.
+    A full task takes the rest of its last fold too (`make_units` keeps a fold's units
+    together) when that keeps it under twice `chunk`: the fits of a fold then run on one worker,
+    which extracts it once, not on two; a fold larger than that is cut, so that a sweep of few
+    folds still spreads over the workers."""
     n_specs = sum(len(u) for u in units)
     size = int(chunk) if chunk != "auto" else max(1, n_specs // (max(1, n_workers) * TASKS_PER_WORKER))
+    ids = _fold_ids(units)
+    rest = [0] * len(units)      # specs of unit i's fold after unit i
+    for i in range(len(units) - 2, -1, -1):
+        rest[i] = rest[i + 1] + len(units[i + 1]) if ids[i + 1] == ids[i] else 0
     tasks, current, count = [], [], 0
-    for unit in units:
+    for i, unit in enumerate(units):
         current.append(unit)
         count += len(unit)
-        if count >= size:
+        if count >= size and (rest[i] == 0 or count + rest[i] >= 2 * size):
             tasks.append(current)
             current, count = [], 0
     if current:
@@ -526,7 +552,9 @@ def _worker_loads(client) -> dict:
     if client is None:
         per_process = [load_counts()]
     else:   # the caches, and so the counts, live in the workers' task processes (pipeline/sandbox.py)
-        per_process = [c for counts in client.run(call_in_sandboxes, load_counts).values() for c in counts]
+        # By name: unpickling the function itself would import `tasks` into each worker.
+        per_process = [c for counts in client.run(call_in_sandboxes, "pipeline.tasks:load_counts").values()
+                       for c in counts]
     return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
@@ -546,16 +574,52 @@ def warm_workers(client, solver_names: list[str], threads: int) -> list:
     return futures
 
 
-def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -> Summary:
-    """Run every task of the plan whose shard is missing; write shards as tasks finish. client:
-    a Dask client already open (and warming: `warm_workers`) for cfg.cluster, which run.py
-    starts while it plans; without one, execute opens the cluster itself when there is work."""
-    t0 = time.perf_counter()
+@dataclass
+class WarmUp:
+    """The cluster's start and its workers' warm-up (`warm_workers`), timed: `execute` waits for
+    it before its clock starts, so that its phase holds the tasks alone, and reports it apart."""
+    futures: list
+    started: float                  # perf_counter when the cluster began to start
+    planned: float | None = None    # when planning ended (run.py plans meanwhile)
+    seconds: float | None = None    # from the cluster's start until the last worker thread was warm
+    waited: float = 0.0             # what the run waited for it after planning ended
+
+    def __post_init__(self):
+        self._done = []
+        for fut in self.futures:    # called on the client's event loop as each warm-up ends
+            fut.add_done_callback(lambda _: self._done.append(time.perf_counter()))
+
+    def wait(self) -> None:
+        """Wait for every warm-up (at most WARMUP_WAIT_S: a worker lost meanwhile is Dask's to
+        replace, and its replacement warms on its first task)."""
+        from distributed import wait
+        with contextlib.suppress(TimeoutError):
+            wait(self.futures, timeout=WARMUP_WAIT_S)
+        now = time.perf_counter()
+        self.seconds = max(self._done, default=now) - self.started
+        self.waited = max(0.0, now - (self.planned or now))
+
+    def thread_seconds(self) -> list[float]:
+        """Each worker thread's warm-up seconds (its sandbox's start included); one whose child
+        died (None) or whose worker was lost (not finished) is left out."""
+        return [s for s in (f.result() for f in self.futures if f.status == "finished") if s is not None]
+
+
+WARMUP_WAIT_S = 300
+
+
+def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, warmup: WarmUp | None = None) -> Summary:
+    """Run every task of the plan whose shard is missing; write a shard per task as tasks
+    finish. client: a Dask client already open for cfg.cluster, and warmup its warm-up
+    (`warm_workers`), which run.py starts while it plans; without one, execute opens the
+    cluster itself when there is work, and warms it. The phase's clock starts once every
+    worker thread is warm: the cluster's start and warm-up are the command's fixed cost, reported
+    apart (Summary.startup_s), not a per-task cost."""
     specs = {**plan.references, **plan.fits}
     have = finished_keys(run_dir)
     errors = error_keys(run_dir, have & specs.keys()) if cfg.run.retry_errors else set()
     if errors:
-        # A fixed environment must be able to finish the run; write_shard replaces atomically.
+        # A fixed environment must be able to finish the run; the newer shard replaces its record.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
         have -= errors
     todo = [spec for key, spec in specs.items() if key not in have]
@@ -568,11 +632,19 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
     tasks = []
     loads = None
     worker_rss = (0.0, 0.0, None)
+    started = time.perf_counter()
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
     with opened as client, _quiet_on_interrupt():
+        if client is not None:
+            if warmup is None:     # opened here (a resumed run): warmed before the clock as well
+                warmup = WarmUp(warm_workers(client, sorted({s["solver"] for s in todo}), int(cluster.blas_threads)),
+                                started=started, planned=started)
+            warmup.wait()
+        t0 = time.perf_counter()
         bar = _progress(len(todo), bool(cfg.run.progress))
         tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
         before = _worker_loads(client) if todo else None
+        shards = ShardWriter(run_dir)
 
         def finish(units, records):
             nonlocal failed, worker_rss
@@ -582,7 +654,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
                              key=lambda m: m[0] + m[1])
             batch = [{**by_key[spec["key"]], "spec": spec} for u in units for spec in u]
             failed += sum(r["status"] == "error" for r in batch)
-            write_shards(run_dir, batch)
+            shards.write(batch)
             if failed:
                 bar.set_postfix(failed=failed, refresh=False)
             bar.update(len(batch))
@@ -599,14 +671,18 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
             limits = hard_limits(plan, float(cfg.run.timeout_grace_s))
             for units in tasks:
                 task_limits = {s["key"]: limits[s["key"]] for u in units for s in u if s["key"] in limits}
-                fut = client.submit(run_sandboxed, units, root, task_limits, int(cfg.run.retries),
-                                    int(cluster.blas_threads), key=units[0][0]["key"],
-                                    retries=int(cfg.run.retries), pure=False)
+                # The units go pickled, and the records come back pickled: Dask walks every
+                # nested dict and list of a task's arguments looking for futures (1.7 s for
+                # 10,000 specs on the client) and of its result to size it; bytes it passes
+                # through. The pickle also keeps the one data dict that the task's specs share.
+                fut = client.submit(run_sandboxed, pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL), root,
+                                    task_limits, int(cfg.run.retries), int(cluster.blas_threads),
+                                    key=units[0][0]["key"], retries=int(cfg.run.retries), pure=False)
                 futures[fut] = units
             for fut in as_completed(futures):
                 units = futures.pop(fut)
                 try:
-                    records = fut.result()
+                    records = pickle.loads(fut.result())
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
                     records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
                                 "error": f"{type(exc).__name__}: {exc} (the task did not return; "
@@ -621,7 +697,8 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None) -
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
                    wall_s=time.perf_counter() - t0, dashboard=dashboard, tasks=len(tasks), loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                   worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root))
+                   worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),
+                   startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None)
 
 
 def _largest_csr_mb(plan: Plan, root: str) -> float | None:
@@ -633,17 +710,16 @@ def _largest_csr_mb(plan: Plan, root: str) -> float | None:
 
 
 def _errors(run_dir: Path, keys):
-    """(key, error text) of each task among keys whose shard says status=error."""
+    """(key, error text) of each task among keys whose newest record says status=error."""
+    latest = _latest_status(run_dir)
     for key in keys:
-        p = shard_path(run_dir, key)
-        if p.exists():
-            rec = json.loads(p.read_text())
-            if rec.get("status") == "error":
-                yield key, rec.get("error")
+        status, error = latest.get(key, (None, None))
+        if status == "error":
+            yield key, error
 
 
 def error_keys(run_dir: Path, keys) -> set[str]:
-    """The keys among keys whose shard records a failed task."""
+    """The keys among keys whose newest record is a failed task."""
     return {key for key, _ in _errors(run_dir, sorted(keys))}
 
 
@@ -656,4 +732,3 @@ def failure_lines(run_dir: Path, keys, limit: int = 10) -> list[str]:
         if len(out) >= limit:
             break
     return out
-

@@ -1,7 +1,7 @@
 """Results: shards -> ``results.parquet`` and ``traces.parquet``, and the CV summary.
 
-Shards describe themselves (each holds its spec), so the tables are rebuilt from the shard
-folder alone. One row per fit in results; the certified f* of each fit's problem is joined
+Shards describe themselves (each record holds its spec), so the tables are rebuilt from the
+shard folder alone: one file per Dask task, one record per line (DESIGN.md, "Shards"). One row per fit in results; the certified f* of each fit's problem is joined
 from its reference shard with the certificate it actually reached (`f_star_status`, and
 `f_star_rel_gap` = gap / |f*|: f* lies in [P_ref - gap, P_ref]), and the relative suboptimality
 (P - f*) / |f*| is computed here, never finer than that certainty: below f_star_rel_gap it is
@@ -26,19 +26,59 @@ RESULT_COLUMNS = [
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
-def read_shards(run_dir: Path, keys=None) -> list[dict]:
-    """The shards of a run directory; with keys, only those (a run's tables hold only its own
-    plan's tasks, while shards of other configs stay on disk for when those are run again)."""
+class ShardError(ValueError):
+    """A shard file that does not hold records: the message names the file and the line."""
+
+
+def shard_files(run_dir: Path) -> list[Path]:
+    """The run dir's shard files in the order they were written: by generation (the number in
+    ``<first key>.<generation>.jsonl``; none is 0), then by name. A name starting with "." is a
+    temporary file of a write in progress or cut short, never a shard. Shards of one
+    generation never share a key, so this order decides which record of a key is the newest."""
     shards = Path(run_dir) / "shards"
-    out = []
-    for p in sorted(shards.glob("*.json")):
-        if p.name.startswith(".") or keys is not None and p.name[:-5] not in keys:
-            continue
-        try:
-            out.append(json.loads(p.read_text()))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{p}: not a valid shard ({exc}); delete it to recompute that task") from None
-    return out
+    if not shards.is_dir():
+        return []
+    files = [p for p in shards.iterdir() if not p.name.startswith(".") and p.suffix in SHARD_SUFFIXES]
+    return sorted(files, key=lambda p: (shard_generation(p), p.name))
+
+
+# ".jsonl": a task's records, one per line; ".json": one record (the layout before shards per task).
+SHARD_SUFFIXES = (".jsonl", ".json")
+
+
+def shard_generation(path: Path) -> int:
+    parts = path.name.split(".")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
+
+
+def iter_records(run_dir: Path):
+    """Every record of every shard, oldest first (`shard_files`): a key met again later (a
+    retried error) replaces what came before it."""
+    for p in shard_files(run_dir):
+        # "\n" only: str.splitlines would also split at characters JSON leaves in strings.
+        for n, line in enumerate(p.read_text().split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                record = exc
+            if not isinstance(record, dict) or "key" not in record:
+                why = record if isinstance(record, Exception) else "not an object with a 'key'"
+                raise ShardError(f"{p}, line {n}: not a valid shard record ({why}); "
+                                 f"delete the file to recompute its tasks")
+            yield record
+
+
+def read_shards(run_dir: Path, keys=None) -> list[dict]:
+    """The newest record of each key in the run dir's shards, by key; with keys, only those (a
+    run's tables hold only its own plan's tasks, while shards of other configs stay on disk for
+    when those are run again)."""
+    latest = {}
+    for rec in iter_records(run_dir):
+        if keys is None or rec["key"] in keys:
+            latest[rec["key"]] = rec
+    return [latest[k] for k in sorted(latest)]
 
 
 def _fit_row(rec: dict, refs: dict) -> dict:

@@ -29,12 +29,13 @@ from .execute import (
     failure_lines,
     finished_keys,
     probe_cluster,
+    WarmUp,
     shared_client,
     warm_workers,
 )
 from .plan import build_plan, effective_config
 from .report import build_report, status_lines
-from .results import write_tables
+from .results import shard_files, write_tables
 from .runlock import run_lock
 from .store import dataset_info, read_labels
 
@@ -91,10 +92,10 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
         # Every check on the data (store entries, fingerprints, classes against folds) happens in
         # planning, before the run directory gets anything of its own (the store's writes are its own
         # and atomic: a dataset built here is whole, and kept).
-        plan, client, warmups = _plan_while_starting(cfg, run_dir, cluster)
+        plan, client, warmup = _plan_while_starting(cfg, run_dir, cluster)
         run_dir.mkdir(parents=True, exist_ok=True)
         with run_lock(run_dir, say), _run_log(run_dir):
-            return _run_locked(cfg, plan, run_dir, say, t0, client, warmups)
+            return _run_locked(cfg, plan, run_dir, say, t0, client, warmup)
 
 
 class _Planning(threading.Thread):
@@ -121,15 +122,16 @@ class _Planning(threading.Thread):
 
 
 def _plan_while_starting(cfg: DictConfig, run_dir: Path, stack: contextlib.ExitStack):
-    """(plan, client, warm-up futures): the Dask cluster starts, and its workers warm up
+    """(plan, client, warm-up: `execute.WarmUp`): the Dask cluster starts, and its workers warm up
     (`execute.warm_workers`: each thread's sandbox child started, solvers imported, numba's
     kernels loaded), while the client plans and materialises the datasets in a thread; the
     cluster stays open in `stack`. Both take seconds, and neither needs the other's result.
     Only a new run dir starts it ahead: a resumed run may have nothing left to do, so it plans
     first and `execute` opens the cluster only for work (client None). The cluster starts in the
     main thread, which alone can start its workers with SIGINT ignored (`execute.open_client`)."""
-    if cfg.cluster.kind == "sequential" or finished_keys(run_dir):
-        return build_plan(cfg, materialise_datasets(cfg)), None, []
+    if cfg.cluster.kind == "sequential" or shard_files(run_dir):
+        return build_plan(cfg, materialise_datasets(cfg)), None, None
+    started = time.perf_counter()
     planning = _Planning(cfg)
     try:
         client = stack.enter_context(shared_client(cfg.cluster))
@@ -140,12 +142,14 @@ def _plan_while_starting(cfg: DictConfig, run_dir: Path, stack: contextlib.ExitS
     names = {sc.solver or key for key, sc in effective_config(cfg).solvers.items()}
     warmups = warm_workers(client, sorted(names), threads)
     plan = planning.result()
+    planned = time.perf_counter()
     # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS): warmed as well.
     more = {spec["solver"] for spec in plan.references.values()} - names
-    return plan, client, warmups + (warm_workers(client, sorted(more), threads) if more else [])
+    warmups += warm_workers(client, sorted(more), threads) if more else []
+    return plan, client, WarmUp(warmups, started=started, planned=planned)
 
 
-def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=None, warmups=()) -> dict:
+def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=None, warmup=None) -> dict:
     root = store_root(cfg)
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
     removed = clean_partial_shards(run_dir)
@@ -155,7 +159,7 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=Non
         f"{len(plan.datasets)} datasets (store: {root})")
     keys = list(plan.references) + list(plan.fits)
     try:
-        summary = execute(plan, run_dir, cfg, root, log=say, client=client)
+        summary = execute(plan, run_dir, cfg, root, log=say, client=client, warmup=warmup)
     except KeyboardInterrupt:
         saved = len(finished_keys(run_dir) & set(keys))
         msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
@@ -165,14 +169,13 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=Non
             fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
         raise Interrupted(msg) from None
     say(summary.line())
-    # A warm-up whose child died (None) or whose worker was lost (not finished) is not counted.
-    warmed = [s for s in (f.result() for f in warmups if f.status == "finished") if s is not None]
+    warmed = warmup.thread_seconds() if warmup is not None else []
     if warmed:
         say(f"warm-up while planning: {len(warmed)} worker threads started their sandbox and warmed "
-            f"its solvers (longest {max(warmed):.1f} s), outside every task's time")
+            f"its solvers (longest {max(warmed):.1f} s), outside every task's time and the execute phase's")
     others = len(finished_keys(run_dir) - set(keys))
     if others:
-        say(f"left out of the tables: {others} shards of other configs in {run_dir / 'shards'} "
+        say(f"left out of the tables: {others} records of other configs in {run_dir / 'shards'} "
             f"(kept: running that config here again resumes them)")
     results, traces = write_tables(run_dir, set(keys))
     # The fits' statuses are in the table; only the reference shards are read again.
@@ -219,7 +222,7 @@ def _run_log(run_dir: Path):
 
 def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
     """What a run would do, from the store as it is: the datasets, the tasks (fits and reference
-    solves, by solver), how many the run dir already holds, and the shards it would write. Runs,
+    solves, by solver), how many the run dir already holds, and how many it would compute. Runs,
     builds and writes nothing; a built-in dataset the store lacks is named (it would be built
     first) and its tasks are not counted, since its labels decide its folds."""
     root = store_root(cfg)
@@ -252,7 +255,7 @@ def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
         f"run.reference={cfg.run.reference})")
     retry = f", {len(errors)} of them errors to retry" if errors else ""
     where = f"run dir {run_dir}" if run_dir is not None else "a new run dir (no hydra.run.dir given)"
-    say(f"  {where}: {len(have)} of {len(keys)} tasks already done{retry}; the run would write {todo} shards")
+    say(f"  {where}: {len(have)} of {len(keys)} tasks already done{retry}; the run would compute {todo}")
     return {"dry_run": True, "plan": plan, "missing": missing, "done": len(have), "todo": todo,
             "failed": 0}
 

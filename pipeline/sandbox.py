@@ -40,6 +40,7 @@ POLL_S = 0.1                 # how often the waiting thread checks the clock and
 # The waiting thread reads the child's messages in batches at most this often: each wake-up is
 # a context switch on the cores the fits need, and short fits send hundreds of messages a second.
 BATCH_S = 0.005
+READ_BYTES = 1 << 20         # at most this much of the child's messages per read
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
 _HEADER = struct.Struct("<Q")
 
@@ -123,6 +124,7 @@ class Sandbox:
         # Bytes written to the child: specs only, since the child reads the data from the store
         # itself (a task's matrices never cross the pipe).
         self.sent_bytes = 0
+        self._buffer = bytearray()       # read from the child, not yet a whole message
 
     def _start(self) -> None:
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
@@ -157,13 +159,17 @@ class Sandbox:
 
     def call(self, fn):
         """fn() in the child, between tasks (what the child holds: tests, debugging); None while
-        a task runs in it (their messages must not interleave) or when there is no child."""
+        a task runs in it (their messages must not interleave) or when there is no child. fn may
+        be named ("module:function"), so that the worker relaying it need not import it."""
         import cloudpickle
         if self.proc is None or not self.busy.acquire(blocking=False):
             return None
         try:
             self._write(("call", cloudpickle.dumps(fn)))
-            return _recv(self.proc.stdout)[1]
+            return self._next(None, None, None)[1]
+        except _Ended:
+            self.close()
+            return None
         finally:
             self.busy.release()
 
@@ -175,23 +181,48 @@ class Sandbox:
             for fh in (self.proc.stdin, self.proc.stdout):
                 fh.close()
             self.proc = None
+        self._buffer.clear()
 
-    def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None):
-        """The child's next message, or _Ended when the running spec passes a limit or dies."""
+    def _take(self):
+        """The first whole message in the read buffer (taken out of it), or None."""
+        buf = self._buffer
+        if len(buf) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(buf)
+        end = _HEADER.size + size
+        if len(buf) < end:
+            return None
+        message = pickle.loads(memoryview(buf)[_HEADER.size:end])
+        del buf[:end]
+        return message
+
+    def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None,
+              last: bool = False):
+        """The child's next message, or _Ended when the running spec passes a limit or dies.
+        last: the running spec is the task's last, so the next message ends the task."""
+        message = self._take()
+        if message is not None:
+            return message
         fd = self.proc.stdout.fileno()
-        # Drain what is there; when the pipe is empty, wait a batch window before waiting on it
-        # (the messages of the window are then read in one wake-up). A spec's start is thus seen
-        # at most BATCH_S late, which only delays its hard limit by as much.
-        if not select.select([fd], [], [], 0)[0]:
+        # The pipe is read in bulk into a buffer, and when it is empty the thread waits a batch
+        # window before waiting on it: the messages of the window (one per spec) then cost one
+        # wake-up and one read, not a few system calls each. A spec's start is thus seen at
+        # most BATCH_S late, which only delays its hard limit by as much. The task's last message
+        # is read at once: until it is, the child waits for the worker's next task.
+        if not last and not select.select([fd], [], [], 0)[0]:
             time.sleep(BATCH_S)
         while True:
             ready, _, _ = select.select([fd], [], [], POLL_S)
             if ready:
-                try:
-                    return _recv(self.proc.stdout)
-                except EOFError:
+                chunk = os.read(fd, READ_BYTES)
+                if not chunk:
                     code = self.proc.wait()
-                    raise _Ended(f"its process died of {signal_name(code)}") from None
+                    raise _Ended(f"its process died of {signal_name(code)}")
+                self._buffer += chunk
+                message = self._take()
+                if message is not None:
+                    return message
+                continue
             if deadline is not None and time.monotonic() > deadline:
                 raise _Ended("ran past its hard time limit", timeout=True)
             if memory_limit is not None and spec_key is not None:
@@ -217,9 +248,12 @@ class Sandbox:
                 if self.proc is None:
                     self._start()
                 self._write(("task", todo, root))
+                # A hint for `_next` (a C path runs in increasing C, maybe not in list order).
+                last = todo[-1][-1]["key"]
                 while True:
                     limit = limits.get(current) if current else None
-                    kind, key, done = self._next(started + limit if limit else None, memory_limit, current)
+                    kind, key, done = self._next(started + limit if limit else None, memory_limit, current,
+                                                 last=current == last)
                     # The records of the specs that ended since the last message come with it.
                     for record in done:
                         records[record["key"]] = record
@@ -269,7 +303,8 @@ SANDBOXES: list[Sandbox] = []      # this worker's, one per thread that ran a ta
 
 
 def call_in_sandboxes(fn) -> list:
-    """fn() in each idle sandbox of this worker (a None result is left out): `client.run(call_in_sandboxes, fn)` shows what the
+    """fn() (or the function named "module:function") in each idle sandbox of this worker (a None
+    result is left out): `client.run(call_in_sandboxes, fn)` shows what the
     children hold (their caches), which a plain `client.run(fn)` cannot see."""
     return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
 
@@ -283,13 +318,15 @@ def _thread_box(threads: int) -> Sandbox:
     return box
 
 
-def run_sandboxed(units: list[list[dict]], root: str, limits: dict, retries: int, threads: int) -> list[dict]:
-    """The Dask task body: `tasks.run_task` in this worker thread's sandbox."""
-    records = _thread_box(threads).run(units, root, limits, retries, _memory_share())
-    from .tasks import peak_rss_mb
+def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> bytes:
+    """The Dask task body: `tasks.run_task` in this worker thread's sandbox; the units come and
+    the records go pickled (`execute.execute` says why)."""
+    records = _thread_box(threads).run(pickle.loads(units), root, limits, retries, _memory_share())
+    from .rss import peak_rss_mb
+    worker_peak = peak_rss_mb()
     for record in records:      # the worker's own peak, beside its sandbox's (env_peak_rss_mb)
-        record["env_worker_peak_rss_mb"] = peak_rss_mb()
-    return records
+        record["env_worker_peak_rss_mb"] = worker_peak
+    return pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def warm_sandboxed(solver_names: list[str], threads: int) -> float | None:
@@ -335,7 +372,11 @@ def main() -> None:
         except EOFError:
             return
         if kind == "call":
-            _send(out, ("result", pickle.loads(args[0])()))
+            fn = pickle.loads(args[0])
+            if isinstance(fn, str):
+                module, _, name = fn.partition(":")
+                fn = getattr(importlib.import_module(module), name)
+            _send(out, ("result", fn()))
             continue
         if kind == "plugins":
             for module, path in args[0]:

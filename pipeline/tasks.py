@@ -13,10 +13,10 @@ with ``status="error"`` and its traceback, and the sweep goes on.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import platform
-import sys
 import time
 import traceback
 import warnings
@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .plan import binary_labels, heldout_rows, make_folds, subsample_rows
+from .rss import peak_rss_mb, reset_peak_rss
 from .store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
 
 _DATASETS: "OrderedDict[str, object]" = OrderedDict()
@@ -98,9 +99,27 @@ def heldout_data(root: str, data: dict, fold: int):
     return tuple(_cached_fold(root, data, fold)[5:]) or (None, np.empty(0))
 
 
+def _data_key(data: dict) -> str:
+    """The data settings as a cache key. Not `plan.spec_key` (which normalises numbers for a
+    stable hash: 0.17 ms, twice per fit, a third of a 1 ms fit's time outside its solver): equal
+    settings from one plan serialise alike, and a mismatch would only miss the cache. The specs
+    of a task share one data dict (the plan's, kept by the task's pickle), so the last one's key
+    is reused; the dict is held, so its id cannot be taken by another meanwhile."""
+    if _LAST_DATA and _LAST_DATA[0] is data:
+        return _LAST_DATA[1]
+    _LAST_DATA[:] = [data, _settings_key(data)]
+    return _LAST_DATA[1]
+
+
+def _settings_key(data: dict) -> str:
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+_LAST_DATA: list = []
+
+
 def _cached_fold(root: str, data: dict, fold: int):
-    from .plan import spec_key
-    key = spec_key({"data": data, "fold": fold})
+    key = f"{_data_key(data)}#{fold}"
     global _FOLD_BYTES
     out = _FOLDS.get(key)
     if out is None:
@@ -190,8 +209,7 @@ _SPLITS: "OrderedDict[str, tuple]" = OrderedDict()
 def _split(root: str, data: dict):
     """(rows, y, classes, folds, held-out rows) of the data settings, once per worker: the folds are computed
     all at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
-    from .plan import spec_key
-    key = spec_key({k: v for k, v in data.items() if k != "scale"})
+    key = _settings_key({k: v for k, v in data.items() if k != "scale"})
     out = _SPLITS.get(key)
     if out is None:
         rows = _Rows(root, data)
@@ -259,30 +277,6 @@ def thread_counts() -> dict:
     from threadpoolctl import threadpool_info
     blas = [lib["num_threads"] for lib in threadpool_info() if lib.get("user_api") == "blas"]
     return {"env_blas_threads": max(blas) if blas else None, "env_numba_threads": numba.get_num_threads()}
-
-
-def reset_peak_rss() -> None:
-    """Start a new peak (Linux: VmHWM back to the current RSS), so each task's record says what
-    that task held, not the worst task its process ran before (LIBLINEAR's copy of the data);
-    elsewhere the peak stays the process's."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory since `reset_peak_rss`, in MiB: recorded with each
-    task, so a run shows what its workers held (README, bench_scale). Linux's VmHWM, not
-    getrusage's ru_maxrss, which survives exec and cannot be reset."""
-    try:
-        with open("/proc/self/status") as fh:
-            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
-    except (OSError, StopIteration):
-        import resource     # elsewhere: the best there is (kB on Linux, bytes on macOS)
-        scale = 2**20 if sys.platform == "darwin" else 1024
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
 
 
 def _accuracy(y, f) -> float:

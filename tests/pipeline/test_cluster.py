@@ -22,7 +22,7 @@ import pytest
 
 from pipeline import execute
 from pipeline.config import compose
-from pipeline.execute import ClusterError, open_client, probe_cluster, slurm_cluster
+from pipeline.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
 from pipeline.results import outcomes
 from pipeline.run import run
 
@@ -107,7 +107,7 @@ def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
     release.touch()
     runner.join(120)
     res = out["results"]
-    assert out["summary"].done == out["summary"].total == len(os.listdir(tmp_path / "run" / "shards"))
+    assert out["summary"].done == out["summary"].total == len(finished_keys(tmp_path / "run"))
     assert len(res) == 4 and (res["status"] == "converged").all() and out["failed"] == 0
     assert pidfile.exists()                       # _block ran again, on another worker
     assert len(sandbox) == 1 and _dead(sandbox[0])
@@ -174,7 +174,7 @@ def test_same_table_on_address_and_after_a_sequential_run_interrupted_then_resum
     _wait_for(tmp_path / "block.pid")
     proc.kill()
     proc.wait()
-    saved = len(os.listdir(tmp_path / "resumed" / "shards"))
+    saved = len(finished_keys(tmp_path / "resumed"))
     (tmp_path / "release").touch()
     resumed = run(compose([*args, "cluster=sequential"]), tmp_path / "resumed")
     assert 0 < saved < resumed["summary"].total and resumed["summary"].skipped == saved

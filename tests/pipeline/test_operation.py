@@ -46,7 +46,8 @@ def _wait_for(predicate, timeout=60.0):
 
 
 def _shards(run_dir):
-    return sorted((Path(run_dir) / "shards").glob("*.json"))
+    # One file per Dask task; these sweeps of 20 single fits run one fit per task.
+    return sorted((Path(run_dir) / "shards").glob("*.jsonl"))
 
 
 def _run(store, run_dir, *overrides, echo=None):
@@ -152,7 +153,7 @@ def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_o
     finally:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate(timeout=60)
-    for shard in _shards(tmp_path):           # every shard is a whole record
+    for shard in _shards(tmp_path):           # every shard is a whole record (one per task here)
         assert json.loads(shard.read_text())["status"] in ("converged", "budget", "timeout", "max_iter")
     assert runlock.read_owner(tmp_path)["pid"] == p.pid     # its lock stayed behind
     # A kill inside write_shard leaves a temporary file that no reader takes for a shard.

@@ -1,6 +1,6 @@
 """The per-task costs of a sweep of short fits (issue 10, point 2 and 7c-d), guarded by counts,
 never by timings: how many Dask tasks the fits are packed into, how many times the workers read
-the dataset and extract a fold, how many file-system syncs the client pays for the shards."""
+the dataset and extract a fold, how many shard files and file-system syncs the client pays."""
 import json
 
 import pytest
@@ -39,7 +39,20 @@ def test_units_of_a_fold_sit_together_with_references_first():
     assert len({(json.dumps(u[0]["data"]), u[0]["fold"]) for u in make_units(fits + other)[:6]}) == 2
 
 
-def test_short_fits_cost_one_sync_per_task_and_a_shard_per_fit(store, tmp_path, monkeypatch):
+def test_a_task_ends_between_two_folds_but_one_fold_still_spreads():
+    """Tasks of at least 2 specs take the rest of their fold, so no fold's fits are split over
+    two workers (each would extract it), unless that makes them over twice as large: a fold of
+    10 fits is cut as before (and run.chunk=1 still runs one unit per task)."""
+    data = {"name": "d", "scale": "none"}
+    fits = [{"key": f"fit-{c}-{f}", "kind": "fit", "data": data, "fold": f, "path": None}
+            for c in range(3) for f in range(4)]
+    tasks = make_tasks(make_units(fits), n_workers=1, chunk=2)
+    assert [[u[0]["fold"] for u in t] for t in tasks] == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
+    one_fold = [{**s, "fold": 0} for s in fits[:10]]
+    assert [len(t) for t in make_tasks(make_units(one_fold), n_workers=1, chunk=2)] == [2, 2, 2, 2, 2]
+
+
+def test_short_fits_cost_one_sync_and_one_shard_per_task(store, tmp_path, monkeypatch):
     syncs = []
     real = execute._sync_filesystem
     monkeypatch.setattr(execute, "_sync_filesystem", lambda d: syncs.append(d) or real(d))
@@ -50,20 +63,21 @@ def test_short_fits_cost_one_sync_per_task_and_a_shard_per_fit(store, tmp_path, 
     assert summary.done == n and summary.tasks == n // 6
     # In-process: each fold once, the dataset at most once (an earlier test may have cached it).
     assert summary.loads["folds"] == ROUNDS and summary.loads["datasets"] <= 1
-    assert len(syncs) == n // 6                                     # one per task, not per shard
-    assert len(list((tmp_path / "shards").glob("*.json"))) == n
+    assert len(syncs) == n // 6                                     # one per task, not per fit
+    shards = list((tmp_path / "shards").glob("*.jsonl"))
+    assert len(shards) == n // 6 and {len(p.read_text().splitlines()) for p in shards} == {6}
     assert not list((tmp_path / "shards").glob(".*"))               # no temporary file left
 
 
 def test_shards_are_synced_before_any_becomes_visible(tmp_path, monkeypatch):
-    """A power cut must not leave a visible shard whose data never reached the disk: the one
-    sync of a batch comes before its first rename."""
+    """A power cut must not leave a visible shard whose data never reached the disk: the sync
+    of a task's shard comes before its rename."""
     events = []
     monkeypatch.setattr(execute, "_sync_filesystem", lambda d: events.append("sync"))
     real_replace = execute.os.replace
     monkeypatch.setattr(execute.os, "replace", lambda a, b: events.append("rename") or real_replace(a, b))
-    execute.write_shards(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
-    assert events == ["sync"] + ["rename"] * 4
+    execute.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
+    assert events == ["sync", "rename"]
     assert execute.finished_keys(tmp_path) == {f"fit-{i}" for i in range(4)}
 
 
@@ -77,7 +91,7 @@ def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, mo
 
     monkeypatch.setattr(execute, "_dump", third_fails)
     with pytest.raises(OSError):
-        execute.write_shards(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
+        execute.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
     assert list((tmp_path / "shards").iterdir()) == []
 
 

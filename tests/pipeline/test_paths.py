@@ -11,6 +11,8 @@ from pipeline.execute import finished_keys, make_tasks, make_units
 from pipeline.run import materialise_datasets, run
 from pipeline.plan import build_plan
 
+from .shard_edit import drop_records
+
 C_PATH = [0.1, 1.0, 10.0, 100.0]
 SWEEP = ["datasets=[rcv1_like]", "+datasets.rcv1_like.params.n_samples=1000",
          "+datasets.rcv1_like.params.n_features=300", "cv.folds=2", "solvers=[dcd]",
@@ -77,12 +79,12 @@ def test_a_resumed_path_recomputes_only_its_missing_points(store, warm_cold, tmp
     shutil.copytree(f"{warm['run_dir']}/shards", tmp_path / "shards")
     res = warm["results"]
     victim = res[(res["fold"] == 0) & (res["C"] == 10.0)]["key"].item()
-    (tmp_path / "shards" / f"{victim}.json").unlink()
+    drop_records(tmp_path, [victim])
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "shards").iterdir()}
     out = _run(store, tmp_path, "run.reference=true")
     assert out["summary"].done == 1
     after = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "shards").iterdir()}
-    assert {k: v for k, v in after.items() if k in before} == before and set(after) - set(before) == {f"{victim}.json"}
+    assert {k: v for k, v in after.items() if k in before} == before and set(after) - set(before) == {f"{victim}.1.jsonl"}
     row = out["results"].set_index("key").loc[victim]
     # Its predecessor's model is not stored: the lone missing point starts cold, same optimum.
     assert row["status"] == "converged" and pd.isna(row["warm_from"])

@@ -2,7 +2,6 @@
 (other configs' shards stay on disk and resume when that config runs again), a rerun retries
 tasks that ended in error unless `run.retry_errors=false`, and `python -m pipeline` exits 1
 when tasks failed, after writing shards, tables and report."""
-import json
 import os
 import subprocess
 import sys
@@ -13,7 +12,11 @@ import pytest
 
 import solvers
 from pipeline.config import compose
+from pipeline.execute import finished_keys
+from pipeline.results import read_shards
 from pipeline.run import run
+
+from .shard_edit import edit_record
 
 BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "cluster=sequential", "run.reference=true",
         "run.progress=false"]
@@ -45,7 +48,7 @@ def _run(store, run_dir, *overrides):
 
 
 def _shard_keys(run_dir):
-    return {p.stem for p in (Path(run_dir) / "shards").glob("*.json")}
+    return finished_keys(run_dir)
 
 
 def test_a_rerun_with_another_config_does_not_mix_and_switching_back_resumes(store, tmp_path):
@@ -59,7 +62,7 @@ def test_a_rerun_with_another_config_does_not_mix_and_switching_back_resumes(sto
     assert set(pd.read_parquet(tmp_path / "traces.parquet")["key"]) <= set(on_disk["key"])
     # Both share the reference solve (same problem), so only A's two fits are left out.
     assert keys_a <= _shard_keys(tmp_path)
-    assert any("left out of the tables: 2 shards of other configs" in line for line in log_b), log_b
+    assert any("left out of the tables: 2 records of other configs" in line for line in log_b), log_b
     out_a2, _ = _run(store, tmp_path, *a)
     assert out_a2["summary"].done == 0 and set(out_a2["results"]["key"]) == keys_a
     assert "liblinear" not in (tmp_path / "report.md").read_text()
@@ -82,8 +85,8 @@ def test_a_rerun_retries_errors_unless_told_not_to(store, tmp_path, monkeypatch)
     assert again["summary"].done == 2 and again["failed"] == 0 and any("retrying 2 tasks" in line for line in log)
     res = again["results"]
     assert (res["status"] == "converged").all() and len(res) == 4
-    statuses = [json.loads(p.read_text())["status"] for p in (run_dir / "shards").glob("fit-*.json")]
-    assert len(statuses) == 4 and "error" not in statuses     # replaced in place, not beside
+    statuses = [r["status"] for r in read_shards(run_dir) if r["kind"] == "fit"]
+    assert len(statuses) == 4 and "error" not in statuses     # the newer record, not beside the old
 
 
 def _cli(store, run_dir, *overrides, flags=()):
@@ -112,13 +115,13 @@ def test_the_cli_exits_0_when_every_task_succeeds(store, tmp_path):
 def test_a_failed_reference_solve_is_a_failure_and_is_retried(store, tmp_path):
     dcd = ["solvers=[dcd]", "solvers.dcd.grid.C=[1.0]"]
     _run(store, tmp_path, *dcd)
-    ref = sorted((tmp_path / "shards").glob("ref-*.json"))[0]
-    ref.write_text(json.dumps({**json.loads(ref.read_text()), "status": "error", "error": "MemoryError: on purpose"}))
+    ref = next(r["key"] for r in read_shards(tmp_path) if r["kind"] == "reference")
+    edit_record(tmp_path, ref, status="error", error="MemoryError: on purpose")
     kept, log = _run(store, tmp_path, *dcd, "run.retry_errors=false")
     assert kept["failed"] == 1 and "MemoryError: on purpose" in log[-1]
     again, _ = _run(store, tmp_path, *dcd)
     assert again["summary"].done == 1 and again["failed"] == 0
-    assert json.loads(ref.read_text())["status"] != "error"
+    assert next(r for r in read_shards(tmp_path) if r["key"] == ref)["status"] != "error"
 
 
 def test_a_multirun_runs_every_job_then_exits_1_if_one_failed(store, tmp_path):

@@ -1,17 +1,19 @@
 """Shards are written atomically: a failure while writing one leaves no shard (and no temporary
 file) behind, so the results reader never sees a half-written record and a rerun recomputes
-exactly the tasks whose shards are missing."""
+exactly the tasks whose shards are missing. One shard file holds one Dask task's records (one
+per line); a key written again (a retried error) is read from its newest shard."""
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from pipeline import execute
 from pipeline.config import compose
-from pipeline.results import read_shards
+from pipeline.results import ShardError, read_shards
 from pipeline.run import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,13 +39,12 @@ def test_failure_mid_write_leaves_no_shard_and_no_temporary_file(tmp_path, monke
     monkeypatch.setattr(execute, "_dump", _dump_half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         execute.write_shard(tmp_path, RECORD)
-    assert not execute.shard_path(tmp_path, RECORD["key"]).exists()
     assert _files(tmp_path) == []
     assert execute.finished_keys(tmp_path) == set() and read_shards(tmp_path) == []
 
     monkeypatch.undo()
     execute.write_shard(tmp_path, RECORD)
-    assert _files(tmp_path) == ["fit-abc123.json"]
+    assert _files(tmp_path) == ["fit-abc123.jsonl"]
     assert read_shards(tmp_path) == [json.loads(json.dumps(RECORD))]
 
 
@@ -62,7 +63,7 @@ def test_a_failed_rewrite_keeps_the_previous_shard_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(execute, "_dump", _dump_half_then_fail)
     with pytest.raises(OSError):
         execute.write_shard(tmp_path, {**RECORD, "status": "max_iter"})
-    assert _files(tmp_path) == ["fit-abc123.json"]
+    assert _files(tmp_path) == ["fit-abc123.jsonl"]
     assert read_shards(tmp_path)[0]["status"] == "converged"
 
 
@@ -87,7 +88,7 @@ def test_a_process_killed_mid_write_leaves_only_an_ignored_temporary_file(tmp_pa
     result = subprocess.run([sys.executable, "-c", _KILLED_MID_WRITE, str(tmp_path), json.dumps(RECORD)],
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 9, result.stderr
-    leftovers = [n for n in _files(tmp_path) if n != "fit-abc123.json"]
+    leftovers = [n for n in _files(tmp_path) if n != "fit-abc123.jsonl"]
     assert len(leftovers) == 1 and leftovers[0].startswith(".")  # the half-written temporary file
     # The shard is the first version, whole; the half-written one is not read as a result.
     assert execute.finished_keys(tmp_path) == {"fit-abc123"}
@@ -115,7 +116,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
         run(cfg, run_dir)
     monkeypatch.undo()
     assert len(calls) == 3
-    assert _files(run_dir) == sorted(f"{k}.json" for k in calls[:2])
+    assert _files(run_dir) == sorted(f"{k}.jsonl" for k in calls[:2])     # 4 tasks of one spec each
     assert execute.finished_keys(run_dir) == set(calls[:2])
 
     out = run(cfg, run_dir)
@@ -129,10 +130,106 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
 
 def test_hidden_files_are_never_shards(tmp_path):
     # Whatever a temporary file is named (ours end in ".tmp"; other tools' may end in
-    # ".json"), a leading "." keeps it out of both the rerun's skip list and the results,
+    # ".jsonl"), a leading "." keeps it out of both the rerun's skip list and the results,
     # which must agree: a key skipped but not read would be a silently missing row.
     shards = tmp_path / "shards"
     shards.mkdir()
-    (shards / ".fit-abc123.json").write_text('{"key": "fit-abc1')
+    (shards / ".fit-abc123.jsonl").write_text('{"key": "fit-abc1')
     (shards / ".fit-abc123.json.0123abcd.tmp").write_text('{"key": "fit-abc1')
     assert execute.finished_keys(tmp_path) == set() and read_shards(tmp_path) == []
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _sweep_args(store, *overrides):
+    """12 short fits, sequential, packed 3 to a task: 4 tasks, 4 shard files."""
+    return [f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=4",
+            "solvers=[dcd]", "solvers.dcd.grid.C=[0.1,1.0,10.0]", "solvers.dcd.params.tol=1e-2",
+            "run.warm_start=false", "run.reference=false", "run.chunk=3", "cluster=sequential",
+            "run.progress=false", *overrides]
+
+
+_KILLED_AFTER_TWO_TASKS = """
+import os, sys
+from pipeline import execute
+from pipeline.config import compose
+from pipeline.run import run
+
+real = execute.ShardWriter.write
+def write(self, records):
+    if self.dir.is_dir() and len(os.listdir(self.dir)) == 2:
+        os._exit(9)        # killed between two tasks: no handler runs, as under SIGKILL
+    return real(self, records)
+execute.ShardWriter.write = write
+run(compose(sys.argv[2:]), sys.argv[1])
+"""
+
+
+def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_tasks(tmp_path):
+    args = _sweep_args(tmp_path / "store")
+    run_dir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-c", _KILLED_AFTER_TWO_TASKS, str(run_dir), *args],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 9, result.stderr[-3000:]
+    files = sorted((run_dir / "shards").glob("*.jsonl"))
+    assert len(files) == 2 and [len(_lines(f)) for f in files] == [3, 3]   # a file per task, a line per fit
+    kept = {f.name: f.read_bytes() for f in files}
+    done = {r["key"] for f in files for r in _lines(f)}
+    assert execute.finished_keys(run_dir) == done and len(done) == 6
+
+    out = run(compose(args), run_dir)
+    assert out["summary"].skipped == 6 and out["summary"].done == 6 and out["summary"].tasks == 2
+    assert {f: (run_dir / "shards" / f).read_bytes() for f in kept} == kept       # untouched
+    new = sorted(set(_files(run_dir)) - set(kept))
+    assert len(new) == 2 and all(n.endswith(".1.jsonl") for n in new)             # the resume's generation
+    res = out["results"]
+    assert len(res) == 12 and res["key"].is_unique and (res["status"] == "converged").all()
+
+
+def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path):
+    """A record planted as an error (a task that failed in an earlier run) is retried; the retry's
+    record lands in a newer shard and the table holds it once, not beside the error."""
+    cfg = compose(_sweep_args(tmp_path / "store", "solvers.dcd.grid.C=[1.0]", "cv.folds=2", "run.chunk=2"))
+    run_dir = tmp_path / "run"
+    first = run(cfg, run_dir)
+    (shard,) = (run_dir / "shards").glob("*.jsonl")
+    records = _lines(shard)
+    victim = records[1]["key"]
+    records[1].update(status="error", error="MemoryError: planted")
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert execute.error_keys(run_dir, {r["key"] for r in records}) == {victim}
+
+    again = run(cfg, run_dir)
+    assert again["summary"].done == 1 and again["failed"] == 0
+    res = pd.read_parquet(run_dir / "results.parquet")
+    assert len(res) == 2 and res["key"].is_unique and (res["status"] == "converged").all()
+    assert set(res["key"]) == set(first["results"]["key"])
+    assert [r["status"] for r in _lines(shard)] == ["converged", "error"]   # the old shard is left as it was
+
+
+def test_the_newest_generation_wins_whatever_the_names(tmp_path):
+    """`<key>.<generation>.jsonl`: a later execute's shard wins over an earlier one's for a key
+    both hold, even where its name sorts first."""
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "fit-b.jsonl").write_text(json.dumps({"key": "fit-b", "status": "error", "error": "old"}) + "\n"
+                                        + json.dumps({"key": "fit-c", "status": "converged"}) + "\n")
+    (shards / "fit-a.1.jsonl").write_text(json.dumps({"key": "fit-b", "status": "converged"}) + "\n")
+    assert [r["status"] for r in read_shards(tmp_path)] == ["converged", "converged"]
+    assert execute.error_keys(tmp_path, {"fit-b", "fit-c"}) == set()
+    assert execute.finished_keys(tmp_path) == {"fit-b", "fit-c"}
+    # The next execute writes generation 2, above every generation on disk.
+    assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.jsonl"
+
+
+def test_a_shard_line_that_is_not_a_record_is_named_by_file_and_line(tmp_path):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "fit-a.jsonl").write_text(json.dumps({"key": "fit-a", "status": "converged"}) + '\n{"status": "conv\n')
+    with pytest.raises(ShardError, match=r"fit-a\.jsonl, line 2: not a valid shard record"):
+        execute.finished_keys(tmp_path)
+    (shards / "fit-a.jsonl").write_text(json.dumps({"status": "converged"}) + "\n")
+    with pytest.raises(ShardError, match=r"line 1: not a valid shard record \(not an object with a 'key'\)"):
+        read_shards(tmp_path)
