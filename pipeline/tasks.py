@@ -33,9 +33,15 @@ from .store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row
 _DATASETS: "OrderedDict[str, object]" = OrderedDict()
 _MAX_CACHED = 4
 # Extracted folds, by (data settings, fold): bounded by bytes, since a 100k-row fold of a
-# text set is ~100 MB and a worker may see every fold of several datasets.
+# text set is ~100 MB and a worker may see every fold of several datasets. Tasks run a fold's
+# fits together (execute.make_units), so a fold is rarely wanted again once the next ones come,
+# and the bound is kept small: each fold the cache keeps is fresh memory for the next, and
+# touching fresh memory costs more than copying the rows into it (16,000 of 20,000 rcv1_like
+# rows: 8-14 ms into fresh pages, 1-3 ms into the pages of an evicted fold; at 1 GiB, 100 of
+# scenario (c)'s 125 folds per worker paid it, 19% of its fits' time outside the solver, at 256
+# MiB 15-18%: README, "Benchmarks").
 _FOLDS: "OrderedDict[str, tuple]" = OrderedDict()
-FOLD_CACHE_BYTES = 1 << 30
+FOLD_CACHE_BYTES = 1 << 28
 _FOLD_BYTES = 0
 # What this process has loaded: datasets read from the store, folds extracted (execute's summary).
 _LOADS = {"datasets": 0, "folds": 0}
