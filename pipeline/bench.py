@@ -15,7 +15,7 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      workers), the CPU seconds of the task processes, of the client (with scheduler and
      nannies) and of the Dask workers, the workers' imbalance; and GridSearchCV's own speedup on the
      same 200 fits, n_jobs=1 against 2 (what two processes get on this machine).
-  c  2000 fits of about 50 ms (8 C x 250 random splits of 20k rows), cold: execute phase
+  c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
      against the summed fit times over the workers.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
 
@@ -41,7 +41,7 @@ import pandas as pd
 from .report import markdown_table
 
 A_CS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 50.0]
-SMALL = ["datasets.rcv1_like.params.n_samples=20000"]
+SMALL = ["datasets.rcv1_like.params.n_samples=26000"]
 SCENARIOS = {
     # 50 paths of 4 points: 25 tasks per worker, so the last task leaves little imbalance (25
     # paths of 8 left one worker 13 of them: at most 1.92x). The experiment's 100k rows: the
@@ -49,7 +49,8 @@ SCENARIOS = {
     # Hydra, the cluster and its warm-up, tables, report), must dominate for 1.8x: at 20k rows
     # (11 s of fits) no speedup of the fits could have got the whole command there.
     "b": ["cv=repeated", "cv.rounds=50", "cv.test_size=0.2", "solvers.dcd.grid.C=[0.01,0.1,1,10]"],
-    # 16,000 training rows: dcd's fits take about 50 ms each (3.9 ms on the 3,200 rows used before).
+    # 20,800 training rows: dcd version 5's fits take about 55 ms each idle (version 4's took 56 ms
+    # on 16,000 rows, version 5's 31 ms there; 3.9 ms on the 3,200 rows used before that).
     "c": SMALL + ["cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
     "d": ["datasets.rcv1_like.params.n_samples=2000", "datasets.rcv1_like.max_rows=200", "cv=repeated",
           "cv.test_size=0.5",
