@@ -68,7 +68,6 @@ import math
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from numba import njit
 from scipy.optimize import lsq_linear
 
 from .base import Budget, Fit, Recorder, finish, split_warm_start
