@@ -65,6 +65,11 @@ class Fit:
     # Extra per-point quantities (one dict per trace point, aligned with `trace`): what the
     # solver noted (Recorder.note) and what the caller's extras computed from the model.
     trace_extra: list = field(default_factory=list)
+    # X w on the training rows, where the solver computed it for its closing certificate (dcd):
+    # `Problem.decision(fit)` adds b to it instead of computing the product once more, a tenth
+    # of the work outside a 30 ms fit's clock in a sweep (README, "Benchmarks", scenario c).
+    # Without b, so that an intercept set after the solve (basis) cannot leave it stale.
+    train_Xw: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.status not in STATUSES:

@@ -628,8 +628,10 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     last_f = []
 
     def certificates():
-        f = decision_linear(problem, w, wb[0] * B)
-        last_f[:] = [f]
+        # decision_linear's sum in two steps, so that the product X w is kept for the Fit.
+        Xw = np.asarray(problem.X @ w).ravel()
+        f = Xw + wb[0] * B
+        last_f[:] = [f, Xw]
         P = primal_from_decision(problem, float(w @ w), wb[0] * B, f)
         D = dual_objective(problem, alpha, float(w @ w) + wb[0] ** 2)
         return P, D, P - D
@@ -697,7 +699,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         status = "diverged"
     finish(status, "dcd", it, f"projected-gradient spread {kkt:.3g} > tol {tol:g}" if status == "max_iter" else "")
     return Fit(b=float(wb[0] * B), status=status, n_iter=it, primal=P, w=w, alpha=alpha, dual=D,
-               gap=gap, kkt_violation=kkt, fit_time_s=fit_time,
+               gap=gap, kkt_violation=kkt, fit_time_s=fit_time, train_Xw=last_f[1],
                info={"n_active_end": int(active), "n_sv": int(np.count_nonzero(alpha)),
                      "n_updates": int(n_updates), "gram_passes": int(state[7]), "gram_rows": int(state[8])})
 

@@ -234,6 +234,8 @@ class Problem:
         training rows). A linear model uses w; a dual model uses sum_i alpha_i y_i k(x_i, x)
         over its support vectors."""
         from .kernels import kernel_block
+        if X is None and getattr(fit, "train_Xw", None) is not None and len(fit.train_Xw) == self.n_samples:
+            return fit.train_Xw + fit.b      # the same sum as below, its product already made
         X = self.X if X is None else X
         if fit.w is not None and self.kernel.is_linear:
             return np.asarray(X @ fit.w).ravel() + fit.b

@@ -540,3 +540,18 @@ def test_rows_storing_every_column_take_the_same_steps(breast_cancer_standardise
     assert (dense.n_iter, dense.info) == (indexed.n_iter, indexed.info)
     np.testing.assert_array_equal(dense.w, indexed.w)
     np.testing.assert_array_equal(dense.alpha, indexed.alpha)
+
+
+def test_the_closing_certificates_product_serves_the_training_decision(rcv1_small):
+    # dcd keeps X w of its closing certificate; Problem.decision(fit) on the training rows adds
+    # b to it rather than computing the product again (scenario c's work outside the solver).
+    X, y = rcv1_small
+    p = Problem(X, y, C=1.0, loss="squared_hinge", intercept="regularized")
+    f = fit(p, "dcd", budget=Budget(tol=1e-4, max_iter=1000))
+    # The same bits as the product on the problem's own rows (its canonical copy of X).
+    np.testing.assert_array_equal(p.decision(f), np.asarray(p.X @ f.w).ravel() + f.b)
+    f.train_Xw = f.train_Xw + 1.0            # reused, not recomputed: a planted shift shows
+    np.testing.assert_allclose(p.decision(f), np.asarray(p.X @ f.w).ravel() + f.b + 1.0, rtol=0, atol=1e-12)
+    f.b += 0.5                               # an intercept set after the solve still counts
+    np.testing.assert_allclose(p.decision(f), np.asarray(p.X @ f.w).ravel() + f.b + 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(p.decision(f, p.X[:5]), np.asarray(p.X[:5] @ f.w).ravel() + f.b)
