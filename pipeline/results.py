@@ -1,11 +1,12 @@
 """Results: shards -> ``results.parquet`` and ``traces.parquet``, and the CV summary.
 
-Shards describe themselves (each record holds its spec), so the tables are rebuilt from the
-shard folder alone: one file per Dask task, one record per line (DESIGN.md, "Shards"). One row per fit in results; the certified f* of each fit's problem is joined
-from its reference shard with the certificate it actually reached (`f_star_status`, and
-`f_star_rel_gap` = gap / |f*|: f* lies in [P_ref - gap, P_ref]), and the relative suboptimality
-(P - f*) / |f*| is computed here, never finer than that certainty: below f_star_rel_gap it is
-floored to it and `rel_suboptimality_floored` says so.
+Shards describe themselves (each record holds its spec), so the tables are rebuilt from the shard
+folder alone: one file per Dask task, one record per line (DESIGN.md, "Shards"). One row per fit in
+results; the certified f* of each fit's problem is joined from its reference shard with the
+certificate it actually reached (`f_star_status`, and `f_star_rel_gap` = gap / |f*|: f* lies in
+[P_ref - gap, P_ref]), and the relative suboptimality (P - f*) / |f*| is computed here, never finer
+than that certainty: below f_star_rel_gap it is floored to it and `rel_suboptimality_floored` says
+so.
 """
 from __future__ import annotations
 
