@@ -7,23 +7,27 @@ process that runs it (a watchdog thread needs the GIL; the worker's event loop s
 each worker thread keeps one long-lived child (`python -m pipeline.sandbox`, started on its first
 task, keeping the dataset and fold caches of `tasks` across tasks) and waits on it, polling:
 
-- the child announces each spec before it starts it, with the records of the specs that ended
-  since its last message (one message per spec; the parent reads them in batches, `BATCH_S`);
+- the child writes the index of each spec and its start time into a page of memory both map
+  (`_Slot`) before it runs it: no message and no system call per spec. The records of ended
+  specs come over its stdout, at most every `FLUSH_S` and at the task's end, so the parent
+  wakes for them a few times a second at most, not once per fit;
 - a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
   computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
   becomes a ``timeout`` row, and the task's other specs go on in a fresh child;
 - a child whose resident memory passes the worker's share of its memory limit is killed, and
   one that dies (abort, segfault, the OS's OOM killer) is noticed by its exit status: the spec
-  it was running is retried in a fresh child (``run.retries``), then becomes an ``error`` row
-  naming the cause.
+  its slot names is retried in a fresh child (``run.retries``), then becomes an ``error`` row
+  naming the cause; specs that ended but whose records were not yet sent run again, uncharged.
 
 The child exits with its parent thread (Linux's PR_SET_PDEATHSIG), so a SIGKILLed worker
 leaves no child spinning; elsewhere it exits when its stdin closes, i.e. between tasks.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
+import mmap
 import os
 import pickle
 import select
@@ -31,18 +35,60 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 # Per-process thread counts of the numeric libraries, set before the child imports them.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 POLL_S = 0.1                 # how often the waiting thread checks the clock and the memory
-# The waiting thread reads the child's messages in batches at most this often: each wake-up is
-# a context switch on the cores the fits need, and short fits send hundreds of messages a second.
-BATCH_S = 0.005
+# The child sends the records of ended specs at most this often (and at the task's end): each
+# message wakes the waiting thread, a context switch on the cores the fits need, and short fits
+# end hundreds of times a second. A child that dies loses at most this much of finished work,
+# which its successor runs again.
+FLUSH_S = 0.5
 READ_BYTES = 1 << 20         # at most this much of the child's messages per read
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
 _HEADER = struct.Struct("<Q")
+
+
+class _Slot:
+    """The spec the child runs: its index in the task's specs as sent (-1: none yet) and its
+    start on the monotonic clock (system-wide on Linux and macOS), in a page of memory that
+    parent and child both map (a memfd, or an unlinked temporary file, passed to the child as a
+    descriptor). The child writes it before each spec: two aligned 8-byte stores, the time
+    first, so a reader that sees the new index sees its time; no message, no system call. The
+    parent reads it when it wakes (every POLL_S: the spec's hard limit and memory) and when the
+    child dies (whose spec it was). One message per spec cost the child a pickle and a write and
+    the parent a wake-up per fit: with fits of a millisecond, a tenth of the cores' time."""
+
+    _INDEX, _STARTED = struct.Struct("<q"), struct.Struct("<d")
+    SIZE = 16
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._map = mmap.mmap(fd, self.SIZE)
+
+    @classmethod
+    def create(cls) -> _Slot:
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("svmbench-sandbox-slot")
+        else:
+            with tempfile.TemporaryFile() as fh:     # unlinked at once where memfd is missing
+                fd = os.dup(fh.fileno())
+        os.ftruncate(fd, cls.SIZE)
+        return cls(fd)
+
+    def write(self, index: int, started: float = 0.0) -> None:
+        self._STARTED.pack_into(self._map, 8, started)
+        self._INDEX.pack_into(self._map, 0, index)
+
+    def read(self) -> tuple[int, float]:
+        return self._INDEX.unpack_from(self._map, 0)[0], self._STARTED.unpack_from(self._map, 8)[0]
+
+    def close(self) -> None:
+        self._map.close()
+        os.close(self.fd)
 
 
 class _Ended(Exception):
@@ -124,14 +170,17 @@ class Sandbox:
         # Bytes written to the child: specs only, since the child reads the data from the store
         # itself (a task's matrices never cross the pipe).
         self.sent_bytes = 0
+        self.received = 0                # messages read from the child
         self._buffer = bytearray()       # read from the child, not yet a whole message
+        self._slot: _Slot | None = None  # the spec the child runs (shared memory)
 
     def _start(self) -> None:
+        self._slot = _Slot.create()
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
-               "SVMBENCH_SANDBOX_PARENT": str(os.getpid())}
+               "SVMBENCH_SANDBOX_PARENT": str(os.getpid()), "SVMBENCH_SANDBOX_SLOT": str(self._slot.fd)}
         # Unbuffered: `select` sees the pipe, so no message may wait unseen in a read buffer.
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.sandbox"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, bufsize=0)
+                                     stdout=subprocess.PIPE, env=env, bufsize=0, pass_fds=(self._slot.fd,))
         self._write(("plugins", plugin_files()))
 
     def _write(self, message) -> None:
@@ -151,7 +200,7 @@ class Sandbox:
                 if self.proc is None:
                     self._start()
                 self._write(("warm", list(solver_names)))
-                self._next(None, None, None)
+                self._next()
                 return time.monotonic() - t0
             except _Ended:
                 self.close()
@@ -166,7 +215,7 @@ class Sandbox:
             return None
         try:
             self._write(("call", cloudpickle.dumps(fn)))
-            return self._next(None, None, None)[1]
+            return self._next()[1]
         except _Ended:
             self.close()
             return None
@@ -181,6 +230,8 @@ class Sandbox:
             for fh in (self.proc.stdin, self.proc.stdout):
                 fh.close()
             self.proc = None
+            self._slot.close()
+            self._slot = None
         self._buffer.clear()
 
     def _take(self):
@@ -194,23 +245,17 @@ class Sandbox:
             return None
         message = pickle.loads(memoryview(buf)[_HEADER.size:end])
         del buf[:end]
+        self.received += 1
         return message
 
-    def _next(self, deadline: float | None, memory_limit: float | None, spec_key: str | None,
-              last: bool = False):
-        """The child's next message, or _Ended when the running spec passes a limit or dies.
-        last: the running spec is the task's last, so the next message ends the task."""
+    def _next(self, watch=None):
+        """The child's next message, (kind, payload); `watch()` runs every POLL_S while none
+        comes (it raises _Ended when the running spec passes a limit); _Ended when the child dies.
+        The pipe is read in bulk into a buffer: a message of many records is one read."""
         message = self._take()
         if message is not None:
             return message
         fd = self.proc.stdout.fileno()
-        # The pipe is read in bulk into a buffer, and when it is empty the thread waits a batch
-        # window before waiting on it: the messages of the window (one per spec) then cost one
-        # wake-up and one read, not a few system calls each. A spec's start is thus seen at
-        # most BATCH_S late, which only delays its hard limit by as much. The task's last message
-        # is read at once: until it is, the child waits for the worker's next task.
-        if not last and not select.select([fd], [], [], 0)[0]:
-            time.sleep(BATCH_S)
         while True:
             ready, _, _ = select.select([fd], [], [], POLL_S)
             if ready:
@@ -223,48 +268,64 @@ class Sandbox:
                 if message is not None:
                     return message
                 continue
-            if deadline is not None and time.monotonic() > deadline:
-                raise _Ended("ran past its hard time limit", timeout=True)
-            if memory_limit is not None and spec_key is not None:
-                rss = _rss(self.proc.pid)
-                if rss > memory_limit:
-                    raise _Ended(f"its process used {rss / 2**20:.0f} MB, over the limit of "
-                                 f"{memory_limit / 2**20:.0f} MB (the worker's memory limit per thread), "
-                                 f"and was killed")
+            if watch is not None:
+                watch()
 
     def run(self, units: list[list[dict]], root: str, limits: dict, retries: int = 1,
-            memory_limit: float | None = None) -> list[dict]:
-        """The records of every spec of the task, in order; limits: spec key -> hard seconds."""
+            memory_limit: float | None = None, payload: bytes | None = None) -> list[dict]:
+        """The records of every spec of the task, in order; limits: spec key -> hard seconds.
+        payload: the units as pickled already (a Dask task's argument), sent to the child as
+        they are rather than pickled again."""
         with self.busy:
-            return self._run(units, root, limits, retries, memory_limit)
+            return self._run(units, root, limits, retries, memory_limit, payload)
 
-    def _run(self, units, root, limits, retries, memory_limit) -> list[dict]:
+    def _running(self, specs: list[dict], records: dict) -> tuple[dict, float] | None:
+        """(spec, started) that the slot names, unless its record came already (between specs)."""
+        index, started = self._slot.read()
+        if 0 <= index < len(specs) and specs[index]["key"] not in records:
+            return specs[index], started
+        return None
+
+    def _watch(self, specs, records, limits, memory_limit) -> None:
+        """_Ended if the running spec is past its hard limit or the child past its memory."""
+        now = self._running(specs, records)
+        if now is None:
+            return
+        limit = limits.get(now[0]["key"])
+        if limit and time.monotonic() > now[1] + limit:
+            raise _Ended("ran past its hard time limit", timeout=True)
+        if memory_limit is not None:
+            rss = _rss(self.proc.pid)
+            if rss > memory_limit:
+                raise _Ended(f"its process used {rss / 2**20:.0f} MB, over the limit of "
+                             f"{memory_limit / 2**20:.0f} MB (the worker's memory limit per thread), "
+                             f"and was killed")
+
+    def _run(self, units, root, limits, retries, memory_limit, payload) -> list[dict]:
         records: dict[str, dict] = {}
         attempts: dict[str, int] = {}
         todo = units
         while todo:
-            current, started = None, None
+            specs = [s for u in todo for s in u]     # the slot's index is into this list
             try:
                 if self.proc is None:
                     self._start()
-                self._write(("task", todo, root))
-                # A hint for `_next` (a C path runs in increasing C, maybe not in list order).
-                last = todo[-1][-1]["key"]
+                self._slot.write(-1)
+                # The task as the client pickled it, the first time: the child unpickles it.
+                self._write(("task", payload if payload is not None and todo is units else todo, root))
+                watch = functools.partial(self._watch, specs, records, limits, memory_limit)
                 while True:
-                    limit = limits.get(current) if current else None
-                    kind, key, done = self._next(started + limit if limit else None, memory_limit, current,
-                                                 last=current == last)
-                    # The records of the specs that ended since the last message come with it.
+                    kind, done = self._next(watch)
                     for record in done:
                         records[record["key"]] = record
-                    current, started = key, time.monotonic()
                     if kind == "done":
                         break
                 todo = []
             except _Ended as end:
+                now = self._running(specs, records) if self._slot is not None else None
                 self.close()
-                # The spec it was running; dead between specs (at start-up): the next one due.
-                spec = next(s for u in todo for s in u if s["key"] not in records and current in (None, s["key"]))
+                # The spec the slot names; dead between specs (at start-up): the next one due.
+                spec, started = now or (next(s for s in specs if s["key"] not in records), None)
                 elapsed = time.monotonic() - started if started else 0.0
                 if end.timeout:
                     records[spec["key"]] = _ended_record(
@@ -321,7 +382,7 @@ def _thread_box(threads: int) -> Sandbox:
 def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> bytes:
     """The Dask task body: `tasks.run_task` in this worker thread's sandbox; the units come and
     the records go pickled (`execute.execute` says why)."""
-    records = _thread_box(threads).run(pickle.loads(units), root, limits, retries, _memory_share())
+    records = _thread_box(threads).run(pickle.loads(units), root, limits, retries, _memory_share(), payload=units)
     from .rss import peak_rss_mb
     worker_peak = peak_rss_mb()
     for record in records:      # the worker's own peak, beside its sandbox's (env_peak_rss_mb)
@@ -359,12 +420,14 @@ def _die_with_parent() -> None:
 
 
 def main() -> None:
-    """The child: read tasks from stdin; per task, one `start` message per spec (with the
-    records ended since the last message), then `done` (with the last records)."""
+    """The child: read tasks from stdin; per task, write each spec's index and start into the
+    slot (`_Slot`) before running it, send the records of ended specs at most every FLUSH_S
+    (`records`), and the rest with `done` at the task's end."""
     _die_with_parent()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
     inp = sys.stdin.buffer
+    slot = _Slot(int(os.environ["SVMBENCH_SANDBOX_SLOT"]))
     from .tasks import run_task, warm
     while True:
         try:
@@ -386,19 +449,30 @@ def main() -> None:
             _send(out, ("warmed", warm(args[0])))
             continue
         units, root = args
-        ended = []
+        _child_task(pickle.loads(units) if isinstance(units, bytes) else units, root, slot, out, run_task)
 
-        def notify(what, payload):
-            # One message per spec: the records that ended ride with the next start, which must
-            # be written before that spec runs (the parent attributes a death to it).
-            if what == "record":
-                ended.append(payload)
-            else:
-                _send(out, ("start", payload, ended[:]))
-                ended.clear()
 
-        run_task(units, root, notify=notify)
-        _send(out, ("done", None, ended))
+def _child_task(units, root, slot: _Slot, out, run_task) -> None:
+    """One task in the child: each spec named in the slot before it runs, the records of ended
+    specs sent at most every FLUSH_S, the rest with `done`."""
+    index = {spec["key"]: i for i, spec in enumerate(s for u in units for s in u)}
+    ended, flushed = [], time.monotonic()
+
+    def notify(what, payload):
+        nonlocal flushed
+        if what == "start":
+            # Before the spec runs: a death or a kill from now on is this spec's.
+            slot.write(index[payload], time.monotonic())
+            return
+        ended.append(payload)
+        now = time.monotonic()
+        if now - flushed >= FLUSH_S:
+            _send(out, ("records", ended[:]))
+            ended.clear()
+            flushed = now
+
+    run_task(units, root, notify=notify)
+    _send(out, ("done", ended))
 
 
 if __name__ == "__main__":

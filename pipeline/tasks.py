@@ -515,7 +515,7 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
 def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
     """One Dask task: units of one spec or one C path each; one record per spec.
     notify(what, payload), if given, hears ("start", key) before each spec and ("record",
-    record) after it: the sandbox streams them to the worker that watches it."""
+    record) after it: the sandbox names the running spec to the worker that watches it and sends the records in batches."""
     records = []
     for unit in units:
         if len(unit) > 1:

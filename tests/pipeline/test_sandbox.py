@@ -1,0 +1,67 @@
+"""The sandbox's protocol (pipeline/sandbox.py), on a real child process: the child names the
+spec it runs in shared memory (its slot) instead of a message per spec, and sends records in
+batches; a death is charged to the spec the slot names, not to one that ended before it."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import compose
+from pipeline.plan import build_plan
+from pipeline.run import materialise_datasets
+from pipeline.sandbox import FLUSH_S, Sandbox
+
+FAULTS = Path(__file__).with_name("fault_solvers.py")
+if "fault_solvers" not in sys.modules:       # the child imports the solvers this process registered
+    _spec = importlib.util.spec_from_file_location("fault_solvers", FAULTS)
+    sys.modules["fault_solvers"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["fault_solvers"])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _fits(store, *overrides) -> list[dict]:
+    cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120",
+                   "cv=holdout", "solvers=[dcd]", "run.reference=false", "run.warm_start=false",
+                   "run.trace=false", *overrides])
+    plan = build_plan(cfg, materialise_datasets(cfg))
+    return sorted(plan.fits.values(), key=lambda s: (s["solver"] != "dcd", s["problem"]["C"]))
+
+
+def test_a_death_is_charged_to_the_spec_running_not_to_those_that_ended_before(store):
+    """One task: dcd, dcd, `_abort`, dcd. The child dies in `_abort`, twice (run.retries=1):
+    `_abort` is the error row with 2 attempts, and every dcd spec converges, also the two that
+    ended before the death in the same child, whose records had not been sent yet (they are
+    run again, uncharged)."""
+    specs = _fits(store, "solvers.dcd.grid.C=[0.1,1,10]", "+solvers._abort={solver: _abort, params: {loss: hinge}}")
+    dcd, abort = [s for s in specs if s["solver"] == "dcd"], [s for s in specs if s["solver"] == "_abort"]
+    units = [[dcd[0]], [dcd[1]], [abort[0]], [dcd[2]]]
+    box = Sandbox()
+    try:
+        records = box.run(units, str(store), {}, retries=1)
+    finally:
+        box.close()
+    assert [r["key"] for r in records] == [u[0]["key"] for u in units]
+    assert [r["status"] for r in records] == ["converged", "converged", "error", "converged"], records
+    assert "died of SIGABRT" in records[2]["error"] and "2 attempts" in records[2]["error"]
+
+
+def test_a_task_of_many_short_specs_is_a_few_messages_not_one_per_spec(store):
+    """60 fits of a few ms in one task: the child sends its records at most every FLUSH_S and
+    at the end, so the worker thread wakes a handful of times, not once per fit."""
+    specs = _fits(store, "solvers.dcd.grid.C=" + str([round(0.01 * 1.1 ** i, 6) for i in range(60)]).replace(" ", ""))
+    box = Sandbox()
+    try:
+        box.warm(["dcd"])
+        before = box.received
+        records = box.run([[s] for s in specs], str(store), {})
+        messages = box.received - before
+    finally:
+        box.close()
+    assert len(records) == 60 and all(r["status"] == "converged" for r in records)
+    seconds = sum(r["task_time_s"] for r in records)
+    assert messages <= 2 + seconds / FLUSH_S, (messages, seconds)
