@@ -640,10 +640,12 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 warmup = WarmUp(warm_workers(client, sorted({s["solver"] for s in todo}), int(cluster.blas_threads)),
                                 started=started, planned=started)
             warmup.wait()
+        # The workers' load counts, read before the clock starts and after it stops: a round
+        # trip to every sandbox, for the summary line, not part of running the tasks.
+        before = _worker_loads(client) if todo else None
         t0 = time.perf_counter()
         bar = _progress(len(todo), bool(cfg.run.progress))
         tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
-        before = _worker_loads(client) if todo else None
         shards = ShardWriter(run_dir)
 
         def finish(units, records):
@@ -689,13 +691,14 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                                          f"retried {cfg.run.retries} times)"} for u in units for spec in u]
                 finish(units, records)
                 fut.release()
+        wall = time.perf_counter() - t0
+        bar.close()
         if todo:
             after = _worker_loads(client)
             loads = {k: after[k] - before[k] for k in after}
-        bar.close()
     import resource
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
-                   wall_s=time.perf_counter() - t0, dashboard=dashboard, tasks=len(tasks), loads=loads,
+                   wall_s=wall, dashboard=dashboard, tasks=len(tasks), loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                    worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),
                    startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None)
