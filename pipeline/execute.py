@@ -5,8 +5,9 @@
   line; ``slurm``: dask-jobqueue, ``kubernetes``: dask-kubernetes, both adaptive; ``sequential``:
   no Dask.
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
-  unit) and units into tasks (`make_tasks`): short fits share a task so that Dask's per-task
-  cost stays a small part of the sweep.
+  unit) and units into tasks (`TaskCutter`): short fits share a task so that Dask's per-task
+  cost stays a small part of the sweep; on Dask each next task is cut by the pace of the last
+  (`paced_chunk`), two per worker thread in flight.
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
   themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
@@ -41,10 +42,19 @@ from .results import iter_records, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task
 
-# Tasks per worker that run.chunk=auto aims at: enough that the last tasks balance the load
-# (the tail is ~1/TASKS_PER_WORKER of a worker's share), few enough that Dask's per-task cost
-# (a few ms on the client and the scheduler) stays well under 5% of fits of ~50 ms.
+# Tasks per worker that run.chunk=auto cuts before the sweep's pace is known (and everywhere
+# under cluster=sequential): enough that the last tasks balance the load (the tail is
+# ~1/TASKS_PER_WORKER of a worker's share), few enough that Dask's per-task cost (a few ms on
+# the client and the scheduler) stays well under 5% of fits of ~50 ms.
 TASKS_PER_WORKER = 40
+# On Dask, once tasks have ended, run.chunk=auto cuts each next task to last about TASK_S by the
+# last task's seconds per spec, and at most 1/(2 x workers) of the specs left (guided
+# self-scheduling: tasks shrink towards the end, so the last ones balance the workers), but not
+# under TASK_S / 20. A Dask task boundary costs a worker 2-4 ms (its result back, the next task
+# out: scenario (d) measured 3 ms a task with both cores busy); at 40 tasks per worker, fits of
+# half a millisecond paid it every 70 ms. A task is also what an interrupted run loses.
+TASK_S = 2.0
+IN_FLIGHT = 2         # tasks per worker thread submitted ahead: one runs, one waits on the worker
 
 
 # The worker's peak is given over the CSR only for data this large: below, the processes' own
@@ -498,29 +508,57 @@ def _fold_ids(units: list[list[dict]]) -> list[int]:
     return out
 
 
+class TaskCutter:
+    """Cuts units, in `make_units`' order, into tasks one at a time (`next`), each of at least
+    `size` specs. A path is never split: its points run warm in order. A full task takes the
+    rest of its last fold too (`make_units` keeps a fold's units together) when that keeps it
+    under twice `size`: the fits of a fold then run on one worker, which extracts it once, not
+    on two; a fold larger than that is cut, so that a sweep of few folds still spreads over the
+    workers."""
+
+    def __init__(self, units: list[list[dict]]):
+        self.units = units
+        self.left = sum(len(u) for u in units)      # specs not yet in a task
+        self._pos = 0
+        ids = _fold_ids(units)
+        self._rest = [0] * len(units)                # specs of unit i's fold after unit i
+        for i in range(len(units) - 2, -1, -1):
+            self._rest[i] = self._rest[i + 1] + len(units[i + 1]) if ids[i + 1] == ids[i] else 0
+
+    def next(self, size: int) -> list[list[dict]] | None:
+        """The next task (its units), or None when every unit is in one."""
+        if self._pos == len(self.units):
+            return None
+        task, count = [], 0
+        while self._pos < len(self.units):
+            i, unit = self._pos, self.units[self._pos]
+            task.append(unit)
+            count += len(unit)
+            self._pos += 1
+            if count >= size and (self._rest[i] == 0 or count + self._rest[i] >= 2 * size):
+                break
+        self.left -= count
+        return task
+
+
+def first_chunk(n_specs: int, n_workers: int, chunk) -> int:
+    """Specs per task before the pace is known: run.chunk, or auto's TASKS_PER_WORKER per worker."""
+    return int(chunk) if chunk != "auto" else max(1, n_specs // (max(1, n_workers) * TASKS_PER_WORKER))
+
+
+def paced_chunk(left: int, n_workers: int, seconds_per_spec: float) -> int:
+    """run.chunk=auto's next task once the pace is known: about TASK_S of work, at most
+    1/(2 x workers) of the specs left, at least TASK_S / 20 (see TASK_S)."""
+    by_time = TASK_S / max(seconds_per_spec, 1e-9)
+    return max(1, int(max(min(by_time, left / (2 * max(1, n_workers))), by_time / 20)))
+
+
 def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:
-    """Units packed into tasks of at least `chunk` specs (auto: the specs spread over about
-    TASKS_PER_WORKER tasks per worker). A path is never split: its points run warm in order.
-    A full task takes the rest of its last fold too (`make_units` keeps a fold's units
-    together) when that keeps it under twice `chunk`: the fits of a fold then run on one worker,
-    which extracts it once, not on two; a fold larger than that is cut, so that a sweep of few
-    folds still spreads over the workers."""
-    n_specs = sum(len(u) for u in units)
-    size = int(chunk) if chunk != "auto" else max(1, n_specs // (max(1, n_workers) * TASKS_PER_WORKER))
-    ids = _fold_ids(units)
-    rest = [0] * len(units)      # specs of unit i's fold after unit i
-    for i in range(len(units) - 2, -1, -1):
-        rest[i] = rest[i + 1] + len(units[i + 1]) if ids[i + 1] == ids[i] else 0
-    tasks, current, count = [], [], 0
-    for i, unit in enumerate(units):
-        current.append(unit)
-        count += len(unit)
-        if count >= size and (rest[i] == 0 or count + rest[i] >= 2 * size):
-            tasks.append(current)
-            current, count = [], 0
-    if current:
-        tasks.append(current)
-    return tasks
+    """All the units cut into tasks of `first_chunk` specs (`TaskCutter`): cluster=sequential's
+    tasks, and what `execute` starts a Dask sweep with."""
+    cutter = TaskCutter(units)
+    size = first_chunk(cutter.left, n_workers, chunk)
+    return list(iter(lambda: cutter.next(size), None))
 
 
 def hard_limits(plan: Plan, grace_s: float) -> dict[str, float]:
@@ -629,7 +667,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
     failed = 0
     dashboard = None
     cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
-    tasks = []
+    n_tasks = 0
     loads = None
     worker_rss = (0.0, 0.0, None)
     started = time.perf_counter()
@@ -645,7 +683,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
         before = _worker_loads(client) if todo else None
         t0 = time.perf_counter()
         bar = _progress(len(todo), bool(cfg.run.progress))
-        tasks = make_tasks(make_units(todo), _n_workers(client, cluster), cfg.run.get("chunk", "auto"))
+        chunk = cfg.run.get("chunk", "auto")
         shards = ShardWriter(run_dir)
 
         def finish(units, records):
@@ -662,16 +700,25 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             bar.update(len(batch))
 
         if client is None:
-            for units in tasks:
+            for units in make_tasks(make_units(todo), 1, chunk):
                 finish(units, run_task(units, root))
+                n_tasks += 1
         else:
             from distributed import as_completed
             dashboard = client.dashboard_link
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
-            futures = {}
             limits = hard_limits(plan, float(cfg.run.timeout_grace_s))
-            for units in tasks:
+            cutter = TaskCutter(make_units(todo))
+            workers = _n_workers(client, cluster)
+            first = first_chunk(cutter.left, workers, chunk)
+            futures, pace, counted = {}, None, time.monotonic()
+
+            def submit():
+                """The next task's future (None when none is left), cut by the pace so far."""
+                units = cutter.next(paced_chunk(cutter.left, workers, pace) if pace and chunk == "auto" else first)
+                if units is None:
+                    return None
                 task_limits = {s["key"]: limits[s["key"]] for u in units for s in u if s["key"] in limits}
                 # The units go pickled, and the records come back pickled: Dask walks every
                 # nested dict and list of a task's arguments looking for futures (1.7 s for
@@ -681,7 +728,14 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                                     task_limits, int(cfg.run.retries), int(cluster.blas_threads),
                                     key=units[0][0]["key"], retries=int(cfg.run.retries), pure=False)
                 futures[fut] = units
-            for fut in as_completed(futures):
+                return fut
+
+            # A few tasks per worker thread at a time, so each next one is cut knowing the pace;
+            # Dask queues the waiting one on its worker, which starts it as the running one ends.
+            pending = as_completed()
+            while len(futures) < IN_FLIGHT * workers and (fut := submit()) is not None:
+                pending.add(fut)
+            for fut in pending:
                 units = futures.pop(fut)
                 try:
                     records = pickle.loads(fut.result())
@@ -689,8 +743,17 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                     records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
                                 "error": f"{type(exc).__name__}: {exc} (the task did not return; "
                                          f"retried {cfg.run.retries} times)"} for u in units for spec in u]
-                finish(units, records)
                 fut.release()
+                n_tasks += 1
+                seconds = sum(r.get("task_time_s") or 0.0 for r in records)
+                if seconds > 0:
+                    pace = seconds / len(records)
+                if time.monotonic() - counted > 1.0:     # workers join and leave (adaptive clusters)
+                    workers, counted = _n_workers(client, cluster), time.monotonic()
+                # Refill before writing the shard: the worker's queue first.
+                while len(futures) < IN_FLIGHT * workers and (new := submit()) is not None:
+                    pending.add(new)
+                finish(units, records)
         wall = time.perf_counter() - t0
         bar.close()
         if todo:
@@ -698,7 +761,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             loads = {k: after[k] - before[k] for k in after}
     import resource
     return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
-                   wall_s=wall, dashboard=dashboard, tasks=len(tasks), loads=loads,
+                   wall_s=wall, dashboard=dashboard, tasks=n_tasks, loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                    worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),
                    startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None)
