@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Fits that take about half a second each (pegasos runs to its time limit), so a signal lands mid-sweep.
 SLOW = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=200", "solvers=[pegasos]",
         "solvers.pegasos.grid.C=[0.1,0.2,0.3,0.5,1,2,3,5,10,20]", "solvers.pegasos.params.tol=1e-12",
-        "solvers.pegasos.params.max_iter=1000000000", "solvers.pegasos.params.time_limit_s=0.5", "cv.folds=2",
+        "solvers.pegasos.params.max_iter=1000000000", "solvers.pegasos.params.epochs=100000000",
+        "solvers.pegasos.params.time_limit_s=0.5", "cv.folds=2",
         "run.reference=false"]
 
 
