@@ -47,3 +47,16 @@ def test_a_process_execd_from_a_larger_one_reads_vmhwm_not_getrusage():
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.split()
     own, peak, vmhwm = out[0] == "True", float(out[1]), float(out[2])
     assert not own and peak < 200 and abs(peak - vmhwm) < 2, out
+
+
+def test_the_peak_is_read_without_the_process_cpu_times(monkeypatch):
+    """getrusage(RUSAGE_SELF) sums the process's CPU times, which updates the scheduler's
+    accounting: with more runnable processes than cores, a fit's preemptions gathered in that
+    call, outside its clock. The peak asks for RUSAGE_THREAD (the same ru_maxrss)."""
+    import resource
+    asked = []
+    real = resource.getrusage
+    monkeypatch.setattr(resource, "getrusage", lambda who: asked.append(who) or real(who))
+    rss.reset_peak_rss()
+    rss.peak_rss_mb()
+    assert asked and set(asked) == {resource.RUSAGE_THREAD}
