@@ -274,12 +274,14 @@ def _problem(problem: dict, X, y, rows=None):
 def warm(solver_names: list[str]) -> float:
     """What a task of these solvers pays once per process, paid ahead (the sandbox child's
     warm-up, while the client plans): the solvers' imports and warmups (numba compiled or loaded
-    from its cache: `solvers.warm`) and the environment columns (sklearn, threadpoolctl).
+    from its cache: `solvers.warm`), the environment columns (sklearn, threadpoolctl) and the
+    folds' splitters (`plan.make_folds`: 70 ms of the first task's time otherwise).
     Returns its seconds."""
     from solvers import get_solver
     from solvers.registry import warm as warm_solver
 
     t0 = time.perf_counter()
+    import sklearn.model_selection  # noqa: F401
     for name in solver_names:
         # A solver this process cannot warm (unknown here, a failing warmup) is left to its
         # first fit, which warms it again and reports the failure as that fit's error row.

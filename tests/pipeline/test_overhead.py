@@ -164,6 +164,6 @@ def test_a_folds_problem_leaves_with_the_fold(store, monkeypatch):
 def test_accuracy_counts_the_sign_of_f_as_the_prediction():
     from sklearn.metrics import accuracy_score
     y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
-    f = np.array([0.5, 0.0, 0.0, -2.0, np.nan, np.inf])    # f = 0 and NaN predict -1
+    f = np.array([0.5, 0.0, -0.1, -2.0, np.nan, np.inf])   # f = 0 and NaN predict -1
     assert tasks._accuracy(y, f) == accuracy_score(y, np.where(f > 0, 1.0, -1.0)) == 3 / 6
     assert math.isnan(tasks._accuracy(np.empty(0), np.empty(0)))
