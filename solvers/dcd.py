@@ -97,7 +97,7 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder, finish
-from .objectives import decision_linear, dual_box, dual_objective, pg_violation, primal_from_decision
+from .objectives import decision_linear, dual_box, dual_objective, primal_from_decision
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -315,6 +315,26 @@ def _qd(data, indptr, extra):
             s += data[p] * data[p]
         out[i] = s + extra
     return out
+
+
+@njit(cache=True, nogil=True)
+def _pg_spread(y, f, diag, alpha, U):
+    """objectives.pg_violation of the gradient G_i = y_i f_i - 1 + diag alpha_i, bit for bit
+    (the same sums; NaN if any projected gradient is), in one pass: numpy's temporaries for G,
+    the masks and the projection took 0.25 ms of a 50 ms fit on 20,800 rows, outside its clock."""
+    M = 0.0       # max(max_i PG_i, 0)
+    m = 0.0       # min(min_i PG_i, 0)
+    for i in range(y.shape[0]):
+        g = y[i] * f[i] - 1.0 + diag * alpha[i]
+        if g != g:
+            return np.nan
+        if alpha[i] <= 0.0:
+            g = min(g, 0.0)
+        elif alpha[i] >= U:
+            g = max(g, 0.0)
+        M = max(M, g)
+        m = min(m, g)
+    return M - m
 
 
 # splitmix64 (Steele, Lea and Flood 2014): a 64-bit state advanced by a constant and hashed, so
@@ -693,8 +713,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     P, D, gap = certificates()
     recorder.close(it, lambda: (P, D, gap))
     # The final certificates and the KKT spread share one product X w (the decision values).
-    G = y * last_f[0] - 1.0 + diag * alpha
-    kkt = pg_violation(G, alpha, U)
+    kkt = _pg_spread(y, last_f[0], diag, alpha, U)
     if not math.isfinite(P):
         status = "diverged"
     finish(status, "dcd", it, f"projected-gradient spread {kkt:.3g} > tol {tol:g}" if status == "max_iter" else "")

@@ -2,7 +2,9 @@
 never by timings: how many Dask tasks the fits are packed into, how many times the workers read
 the dataset and extract a fold, how many shard files and file-system syncs the client pays."""
 import json
+import math
 
+import numpy as np
 import pytest
 
 from pipeline import execute, tasks
@@ -119,3 +121,49 @@ def test_once_the_pace_is_known_tasks_last_about_task_s_and_shrink_towards_the_e
     assert execute.paced_chunk(100, 2, 30.0) == 1
     cutter = execute.TaskCutter([[{"key": f"fit-{i}", "fold": i // 10, "data": None}] for i in range(1000)])
     assert [len(cutter.next(25)), len(cutter.next(6)), len(cutter.next(3)), cutter.left] == [30, 10, 3, 957]
+
+
+def test_a_folds_problem_is_checked_once_for_its_C_values_and_records_are_unchanged(store, tmp_path, monkeypatch):
+    """Each fold's X and y are checked once (one `Problem` of its rows, kept with the fold), not
+    once per C; the records are those of a Problem built from scratch for every fit."""
+    from solvers import problem as problem_module
+    cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.chunk=6"])
+    specs = list(build_plan(cfg, materialise_datasets(cfg)).fits.values())
+    units = make_units(specs)
+    checks = []
+    real = problem_module._checked_data
+    monkeypatch.setattr(problem_module, "_checked_data", lambda X, y: checks.append(1) or real(X, y))
+    tasks.clear_caches()
+    cached = [r for u in units for r in tasks.run_task([u], str(store))]
+    assert len(cached) == ROUNDS * len(CS) and len(checks) == ROUNDS
+    # From scratch: every fit's Problem built (and checked) on its own.
+    tasks.clear_caches()
+    monkeypatch.setattr(tasks, "_train_problem", lambda root, data, fold: None)
+    fresh = [r for u in units for r in tasks.run_task([u], str(store))]
+    assert len(checks) == ROUNDS + ROUNDS * len(CS)
+    timing = {"fit_time_s", "task_time_s", "env_peak_rss_mb"}
+    assert [{k: v for k, v in r.items() if k not in timing} for r in cached] == \
+           [{k: v for k, v in r.items() if k not in timing} for r in fresh]
+
+
+def test_a_folds_problem_leaves_with_the_fold(store, monkeypatch):
+    """The fold cache's bound holds for the folds' Problems too: evicting a fold drops its
+    Problem (whose X is the fold's), so no evicted fold stays in memory through it."""
+    cfg = compose([f"store.root={store}", *SHORT_FITS])
+    specs = list(build_plan(cfg, materialise_datasets(cfg)).fits.values())
+    tasks.clear_caches()
+    tasks.run_task([[specs[0]]], str(store))
+    one_fold = tasks._nbytes(next(iter(tasks._FOLDS.values())))
+    monkeypatch.setattr(tasks, "FOLD_CACHE_BYTES", 2 * one_fold)       # room for two folds
+    for spec in specs[1:ROUNDS]:
+        tasks.run_task([[spec]], str(store))
+        assert set(tasks._TRAIN_PROBLEMS) <= set(tasks._FOLDS) and len(tasks._FOLDS) <= 2
+    assert len(tasks._TRAIN_PROBLEMS) == 2
+
+
+def test_accuracy_counts_the_sign_of_f_as_the_prediction():
+    from sklearn.metrics import accuracy_score
+    y = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    f = np.array([0.5, 0.0, -0.1, -2.0, np.nan, np.inf])   # f = 0 and NaN predict -1
+    assert tasks._accuracy(y, f) == accuracy_score(y, np.where(f > 0, 1.0, -1.0)) == 3 / 6
+    assert math.isnan(tasks._accuracy(np.empty(0), np.empty(0)))

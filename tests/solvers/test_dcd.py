@@ -555,3 +555,23 @@ def test_the_closing_certificates_product_serves_the_training_decision(rcv1_smal
     f.b += 0.5                               # an intercept set after the solve still counts
     np.testing.assert_allclose(p.decision(f), np.asarray(p.X @ f.w).ravel() + f.b + 1.0, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(p.decision(f, p.X[:5]), np.asarray(p.X[:5] @ f.w).ravel() + f.b)
+
+
+def test_closing_kkt_spread_is_pg_violation_bit_for_bit():
+    """dcd's closing KKT spread (`_pg_spread`, one compiled pass) against objectives.pg_violation
+    of G = y f - 1 + diag alpha: equal to the bit on both losses' boxes, at bounds and inside,
+    with infinite and NaN decision values (a diverged fit's NaN stays NaN)."""
+    from solvers.dcd import _pg_spread
+    from solvers.objectives import pg_violation
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        U, diag = (1.5, 0.0) if trial % 2 else (np.inf, 0.5 / 1.5)     # hinge, squared hinge
+        n = int(rng.integers(1, 40))
+        alpha = rng.choice([0.0, 0.7, 1.5 if trial % 2 else 3.0], size=n)
+        y = rng.choice([-1.0, 1.0], size=n)
+        f = np.where(rng.random(n) < 0.3, y, rng.normal(size=n))      # some margins exactly 1
+        if trial % 7 == 0:
+            f[int(rng.integers(n))] = rng.choice([np.inf, -np.inf, np.nan])
+        ours = _pg_spread(y, f, diag, alpha, U)
+        ref = pg_violation(y * f - 1.0 + diag * alpha, alpha, U)
+        assert np.array_equal([ours], [ref], equal_nan=True) and np.signbit(ours) == np.signbit(ref), (trial, ours, ref)

@@ -196,3 +196,34 @@ def test_dense_x_csr_is_scipys_csr():
     np.testing.assert_array_equal(A.indptr, B.indptr)
     np.testing.assert_array_equal(A.indices, B.indices)
     np.testing.assert_array_equal(A.data, B.data)
+
+
+def test_with_keeps_the_checked_data_and_checks_the_settings(monkeypatch):
+    """A sweep derives each C's problem from one Problem of a fold (`with_`, `with_settings`):
+    X and y are not checked again (no pass over X's values), the settings are; new data is."""
+    from solvers import problem as problem_module
+    X = _canonical_csr()
+    y = np.where(np.arange(40) % 2, 1.0, -1.0)
+    p = Problem(X, y)
+    built = Problem.build(X, y, C=3, intercept="regularized", kernel="rbf", gamma="scale")
+    calls = []
+    real = problem_module._canonical_X
+    monkeypatch.setattr(problem_module, "_canonical_X", lambda A: calls.append(A) or real(A))
+    q = p.with_(C=2.0, loss="squared_hinge")
+    assert calls == [] and q.X is p.X and q.y is p.y and (q.C, q.loss) == (2.0, "squared_hinge")
+    r = p.with_settings(C=3, intercept="regularized", kernel="rbf", gamma="scale")
+    assert calls == [] and r.X is p.X and r.kernel == built.kernel and r.C == built.C == 3.0
+    for bad, match in [({"C": -1.0}, "C=-1.0 must be > 0"), ({"loss": "log"}, "loss='log'"),
+                       ({"kernel": "rbf"}, "kernel must be a solvers.Kernel")]:
+        with pytest.raises(ProblemError, match=match):
+            p.with_(**bad)
+    with pytest.raises(TypeError, match="no setting 'lam'"):
+        p.with_(lam=1.0)
+    # New data is checked as in any new Problem: a non-finite value, a label out of {-1, +1}.
+    X_nan = X.copy()
+    X_nan.data[3] = np.nan
+    with pytest.raises(ProblemError, match="non-finite value"):
+        p.with_(X=X_nan)
+    with pytest.raises(ProblemError, match=r"y\[0\] = "):
+        p.with_(y=np.r_[2.0, y[1:]])
+    assert len(calls) == 2
