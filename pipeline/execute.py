@@ -39,7 +39,7 @@ from omegaconf import OmegaConf
 
 from .plan import Plan
 from .results import iter_records, shard_files, shard_generation
-from .sandbox import call_in_sandboxes, run_sandboxed, warm_sandboxed
+from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task
 
 # Tasks per worker that run.chunk=auto cuts before the sweep's pace is known (and everywhere
@@ -50,11 +50,18 @@ TASKS_PER_WORKER = 40
 # On Dask, once tasks have ended, run.chunk=auto cuts each next task to last about TASK_S by the
 # last task's seconds per spec, and at most 1/(2 x workers) of the specs left (guided
 # self-scheduling: tasks shrink towards the end, so the last ones balance the workers), but not
-# under TASK_S / 20. A Dask task boundary costs a worker 2-4 ms (its result back, the next task
+# under MIN_TASK_S. A Dask task boundary costs a worker 2-10 ms (its result back, the next task
 # out: scenario (d) measured 3 ms a task with both cores busy); at 40 tasks per worker, fits of
-# half a millisecond paid it every 70 ms. A task is also what an interrupted run loses.
+# half a millisecond paid it every 70 ms. A task is also what an interrupted run loses. The
+# last tasks are short, since a worker may finish while the other still has one queued.
 TASK_S = 2.0
-IN_FLIGHT = 2         # tasks per worker thread submitted ahead: one runs, one waits on the worker
+MIN_TASK_S = 0.04
+# Tasks per worker thread submitted ahead: one runs, one waits on its worker (Dask's
+# worker-saturation sends two to a one-thread worker), one waits on the scheduler, which sends
+# it as a worker's task ends. The client refills as tasks return, but it also unpickles their
+# records and writes their shards (tens of ms for a task of 2,000 fits, on cores the fits
+# share): with only two in flight, a worker whose next task was short sometimes waited for it.
+IN_FLIGHT = 3
 
 
 # The worker's peak is given over the CSR only for data this large: below, the processes' own
@@ -91,7 +98,7 @@ class Summary:
         startup = (f"; before it, cluster start and warm-up {self.startup_s:.1f} s "
                    f"({self.startup_wait_s:.1f} s of it after planning)" if self.startup_s is not None else "")
         return (f"{self.total} tasks: {self.done} run, {self.skipped} skipped (already done), "
-                f"{self.failed} failed, {self.wall_s:.1f} s wall ({self.tasks} Dask tasks; "
+                f"{self.failed} failed, {self.wall_s:.2f} s wall ({self.tasks} Dask tasks; "
                 f"client peak RSS {self.client_rss_mb:.0f} MB){startup}{loads}{memory}")
 
 
@@ -548,9 +555,9 @@ def first_chunk(n_specs: int, n_workers: int, chunk) -> int:
 
 def paced_chunk(left: int, n_workers: int, seconds_per_spec: float) -> int:
     """run.chunk=auto's next task once the pace is known: about TASK_S of work, at most
-    1/(2 x workers) of the specs left, at least TASK_S / 20 (see TASK_S)."""
-    by_time = TASK_S / max(seconds_per_spec, 1e-9)
-    return max(1, int(max(min(by_time, left / (2 * max(1, n_workers))), by_time / 20)))
+    1/(2 x workers) of the specs left, at least MIN_TASK_S of work (see TASK_S)."""
+    pace = max(seconds_per_spec, 1e-9)
+    return max(1, int(max(min(TASK_S / pace, left / (2 * max(1, n_workers))), MIN_TASK_S / pace)))
 
 
 def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:
@@ -561,20 +568,21 @@ def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list
     return list(iter(lambda: cutter.next(size), None))
 
 
-def hard_limits(plan: Plan, grace_s: float) -> dict[str, float]:
+def hard_limits(plan: Plan, grace_s: float, specs=None) -> dict[str, float]:
     """Spec key -> the wall time after which its sandbox is killed and it becomes a `timeout` row:
     the solver's own limit times the binary problems it solves (one; k, k-1 or k(k-1)/2 for a
-    multiclass fit), plus a grace for loading data and compiling. No limit, no entry."""
+    multiclass fit), plus a grace for loading data and compiling. No limit, no entry. specs:
+    these (a task's), not the whole plan's."""
     from solvers.multiclass import class_pairs
     out = {}
-    for key, spec in {**plan.references, **plan.fits}.items():
+    for spec in specs if specs is not None else [*plan.references.values(), *plan.fits.values()]:
         limit = spec["budget"].get("time_limit_s")
         if limit is None:
             continue
         n_classes = len(plan.datasets[spec["data"]["entry"]]["classes"])
         problems = 1 if n_classes <= 2 or spec["kind"] == "reference" else \
             len(class_pairs(spec["task"].get("multi_class", "ovr"), n_classes))
-        out[key] = float(limit) * problems + grace_s
+        out[spec["key"]] = float(limit) * problems + grace_s
     return out
 
 
@@ -682,7 +690,6 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
         # trip to every sandbox, for the summary line, not part of running the tasks.
         before = _worker_loads(client) if todo else None
         t0 = time.perf_counter()
-        bar = _progress(len(todo), bool(cfg.run.progress))
         chunk = cfg.run.get("chunk", "auto")
         shards = ShardWriter(run_dir)
 
@@ -700,6 +707,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             bar.update(len(batch))
 
         if client is None:
+            bar = _progress(len(todo), bool(cfg.run.progress))
             for units in make_tasks(make_units(todo), 1, chunk):
                 finish(units, run_task(units, root))
                 n_tasks += 1
@@ -708,7 +716,6 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             dashboard = client.dashboard_link
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
-            limits = hard_limits(plan, float(cfg.run.timeout_grace_s))
             cutter = TaskCutter(make_units(todo))
             workers = _n_workers(client, cluster)
             first = first_chunk(cutter.left, workers, chunk)
@@ -719,7 +726,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 units = cutter.next(paced_chunk(cutter.left, workers, pace) if pace and chunk == "auto" else first)
                 if units is None:
                     return None
-                task_limits = {s["key"]: limits[s["key"]] for u in units for s in u if s["key"] in limits}
+                task_limits = hard_limits(plan, float(cfg.run.timeout_grace_s), [s for u in units for s in u])
                 # The units go pickled, and the records come back pickled: Dask walks every
                 # nested dict and list of a task's arguments looking for futures (1.7 s for
                 # 10,000 specs on the client) and of its result to size it; bytes it passes
@@ -730,15 +737,23 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 futures[fut] = units
                 return fut
 
-            # A few tasks per worker thread at a time, so each next one is cut knowing the pace;
-            # Dask queues the waiting one on its worker, which starts it as the running one ends.
+            # A few tasks per worker thread at a time, so each next one is cut knowing the pace.
             pending = as_completed()
-            while len(futures) < IN_FLIGHT * workers and (fut := submit()) is not None:
-                pending.add(fut)
+
+            def refill():
+                while len(futures) < IN_FLIGHT * workers and (new := submit()) is not None:
+                    pending.add(new)
+
+            refill()
+            bar = _progress(len(todo), bool(cfg.run.progress))     # after the first tasks are out
             for fut in pending:
                 units = futures.pop(fut)
+                refill()        # before this task's records and shard: the workers' queues first
                 try:
-                    records = pickle.loads(fut.result())
+                    blobs, worker_peak = fut.result()
+                    records = records_of(blobs)
+                    for record in records:      # the worker's own peak, beside its sandbox's
+                        record["env_worker_peak_rss_mb"] = worker_peak
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
                     records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
                                 "error": f"{type(exc).__name__}: {exc} (the task did not return; "
@@ -750,9 +765,6 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                     pace = seconds / len(records)
                 if time.monotonic() - counted > 1.0:     # workers join and leave (adaptive clusters)
                     workers, counted = _n_workers(client, cluster), time.monotonic()
-                # Refill before writing the shard: the worker's queue first.
-                while len(futures) < IN_FLIGHT * workers and (new := submit()) is not None:
-                    pending.add(new)
                 finish(units, records)
         wall = time.perf_counter() - t0
         bar.close()

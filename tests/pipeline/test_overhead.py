@@ -113,11 +113,11 @@ def test_workers_read_the_dataset_once_and_each_fold_once(store, tmp_path):
 def test_once_the_pace_is_known_tasks_last_about_task_s_and_shrink_towards_the_end():
     """Half-millisecond fits: about TASK_S of them a task (not 1/40 of a worker's share), at
     most 1/(2 x workers) of what is left, so the last tasks are small and balance the workers;
-    never under TASK_S / 20; long fits one unit a task."""
+    never under MIN_TASK_S of work; long fits one unit a task."""
     by_time = round(execute.TASK_S / 5e-4)
     assert execute.paced_chunk(100_000, 2, 5e-4) == by_time
     assert execute.paced_chunk(2 * by_time, 2, 5e-4) == by_time // 2
-    assert execute.paced_chunk(100, 2, 5e-4) == by_time // 20
+    assert execute.paced_chunk(100, 2, 5e-4) == round(execute.MIN_TASK_S / 5e-4)
     assert execute.paced_chunk(100, 2, 30.0) == 1
     cutter = execute.TaskCutter([[{"key": f"fit-{i}", "fold": i // 10, "data": None}] for i in range(1000)])
     assert [len(cutter.next(25)), len(cutter.next(6)), len(cutter.next(3)), cutter.left] == [30, 10, 3, 957]
