@@ -146,12 +146,13 @@ def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster
 def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster, tmp_path):
     """400 fits of a millisecond or so: the first tasks are cut at 1/40 of a worker's share (5
     specs), the next ones by the pace those took (execute.paced_chunk), so the sweep is a handful
-    of Dask tasks, not 80, and every fit still has its record."""
+    of Dask tasks (the first wave, three per worker, at 1/40 of a share), not 80, and every fit
+    still has its record."""
     out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}", "run.reference=false",
                "run.warm_start=false", "cv=repeated", "cv.rounds=40", "cv.test_size=0.3",
                "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30,100,300]")
     assert len(out["results"]) == 400 and not (out["results"]["status"] == "error").any()
-    assert out["summary"].tasks <= 12, out["summary"].tasks
+    assert out["summary"].tasks <= 20, out["summary"].tasks      # 80 cut at 1/40 of a share
 
 
 def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_path):
