@@ -7,7 +7,7 @@
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
   unit) and units into tasks (`TaskCutter`): short fits share a task so that Dask's per-task
   cost stays a small part of the sweep; on Dask each next task is cut by the pace of the last
-  (`paced_chunk`), two per worker thread in flight.
+  (`paced_chunk`), three per worker thread in flight (`IN_FLIGHT`).
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
   themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
