@@ -189,19 +189,20 @@ class Sandbox:
         except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
             raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
 
-    def warm(self, solver_names: list[str]) -> float | None:
+    def warm(self, solver_names: list[str]) -> dict | None:
         """Start the child if it is not running and warm it for these solvers (`tasks.warm`):
         the worker's warm-up, run while the client plans, so that no task pays for the child's
-        start, its imports or numba's compilation. Its seconds (start included), or None if the
-        child died (the next task starts a fresh one)."""
+        start, its imports or numba's compilation. Returns its seconds (start included) and the
+        child's load counts once warm (`tasks.load_counts`: what the tasks after it add are the
+        run's), or None if the child died (the next task starts a fresh one)."""
         with self.busy:
             t0 = time.monotonic()
             try:
                 if self.proc is None:
                     self._start()
                 self._write(("warm", list(solver_names)))
-                self._next()
-                return time.monotonic() - t0
+                loads = self._next()[1]
+                return {"seconds": time.monotonic() - t0, "loads": loads}
             except _Ended:
                 self.close()
                 return None
@@ -410,7 +411,7 @@ def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: 
     return blobs, peak_rss_mb()
 
 
-def warm_sandboxed(solver_names: list[str], threads: int) -> float | None:
+def warm_sandboxed(solver_names: list[str], threads: int) -> dict | None:
     """The warm-up's Dask task body (`execute.warm_workers`): this worker thread's sandbox
     started and warmed for the solvers (`Sandbox.warm`)."""
     return _thread_box(threads).warm(solver_names)
@@ -448,7 +449,7 @@ def main() -> None:
     os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
     inp = sys.stdin.buffer
     slot = _Slot(int(os.environ["SVMBENCH_SANDBOX_SLOT"]))
-    from .tasks import run_task, warm
+    from .tasks import load_counts, run_task, warm
     while True:
         try:
             kind, *args = _recv(inp)
@@ -466,7 +467,8 @@ def main() -> None:
                 _import_plugin(module, path)
             continue
         if kind == "warm":
-            _send(out, ("warmed", warm(args[0])))
+            warm(args[0])
+            _send(out, ("warmed", load_counts()))
             continue
         units, root = args
         _child_task(pickle.loads(units) if isinstance(units, bytes) else units, root, slot, out, run_task)

@@ -167,3 +167,24 @@ def test_accuracy_counts_the_sign_of_f_as_the_prediction():
     f = np.array([0.5, 0.0, -0.1, -2.0, np.nan, np.inf])   # f = 0 and NaN predict -1
     assert tasks._accuracy(y, f) == accuracy_score(y, np.where(f > 0, 1.0, -1.0)) == 3 / 6
     assert math.isnan(tasks._accuracy(np.empty(0), np.empty(0)))
+
+
+def _numpy_values(value, where="record"):
+    """The places in a record (nested dicts and lists) that hold a numpy scalar or array."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _numpy_values(v, f"{where}[{k!r}]")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _numpy_values(v, f"{where}[{i}]")]
+    return [where] if isinstance(value, (np.generic, np.ndarray)) else []
+
+
+def test_records_hold_plain_python_values(store):
+    """A record crosses two pickles (sandbox child to worker to client) and one JSON dump: a numpy
+    float pickles through its reduce hook and dumps through json's `default`, 6.6 us a record
+    against 1.1 us for the rest of it together (10,000 fits of scenario d: 3% of the sweep)."""
+    cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.trace=true"])
+    specs = list(build_plan(cfg, materialise_datasets(cfg)).fits.values())
+    tasks.clear_caches()
+    records = tasks.run_task(make_units(specs[:3]), str(store))
+    assert [r["status"] for r in records] == ["converged"] * 3
+    assert [p for r in records for p in _numpy_values(r)] == []

@@ -9,10 +9,12 @@ a sweep's speed:
 import contextlib
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from pipeline import execute as execute_module
 from pipeline import tasks
 from pipeline.config import compose
 from pipeline.execute import execute
@@ -37,24 +39,30 @@ def store(tmp_path_factory):
     return tmp_path_factory.mktemp("store")
 
 
-def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path):
+def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path, monkeypatch):
     """`_slow_warm`'s warmup sleeps WARM_S, as a cold numba compile would take, in the sandbox
     child of the one worker. Warmed while the client plans, no task's time holds it; warmed by
     the first task instead (no warm-up), that task's task_time_s would be >= WARM_S. Nor does
     the execute phase's clock: it starts once the warm-up has ended, which planning these 3
-    specs does not cover, and the summary reports the start-up apart. A resumed run dir plans
-    first and starts no cluster ahead (it may have nothing left to do)."""
+    specs does not cover, and the summary reports the start-up apart; the first tasks are cut
+    meanwhile. A resumed run dir plans first and starts no cluster ahead (it may have nothing
+    left to do)."""
     import dask
     import distributed  # noqa: F401 - its config defaults must exist before dask.config.set adds to them
     cfg = compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[]",
                    "+solvers._slow_warm={solver: _slow_warm, params: {loss: hinge, intercept: none}}",
                    "solvers._slow_warm.grid.C=[0.1,1,10]"])
     run_dir = tmp_path / "run"
+    cuts = []
+    real_next = execute_module.TaskCutter.next
+    monkeypatch.setattr(execute_module.TaskCutter, "next",
+                        lambda self, size: cuts.append(time.perf_counter()) or real_next(self, size))
     with dask.config.set({"distributed.worker.preload": [str(WARM)]}), contextlib.ExitStack() as stack:
         plan, client, warmup = _plan_while_starting(cfg, run_dir, stack)
         assert client is not None and len(warmup.futures) == 1
         summary = execute(plan, run_dir, cfg, str(store), log=lambda m: None, client=client, warmup=warmup)
         assert warmup.thread_seconds()[0] >= WARM_S    # the child's start and the solver's warmup
+        assert cuts and cuts[0] < min(warmup._done)     # the first task was cut while it warmed
     assert summary.done == 3
     shards = read_shards(run_dir)
     assert [s["status"] for s in shards] == ["converged"] * 3
