@@ -24,6 +24,8 @@ leaves no child spinning; elsewhere it exits when its stdin closes, i.e. between
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import importlib
 import importlib.util
@@ -48,6 +50,12 @@ POLL_S = 0.1                 # how often the waiting thread checks the clock and
 # which its successor runs again.
 FLUSH_S = 0.5
 READ_BYTES = 1 << 20         # at most this much of the child's messages per read
+# The pipes' kernel buffers (Linux's default is 64 kB; 1 MB is its default most for a user).
+# Half a second of records of fits of a third of a millisecond is 330 kB: through 64 kB the
+# child waited in write() for the worker thread to drain it, with both cores busy (scenario (d),
+# sampled: 1.8% of the child's task time in _send, outside every spec's clock; 0.9% with 1 MB,
+# most of it the pickling). A task's specs go the other way.
+PIPE_BYTES = 1 << 20
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
 _HEADER = struct.Struct("<Q")
 
@@ -181,6 +189,9 @@ class Sandbox:
         # Unbuffered: `select` sees the pipe, so no message may wait unseen in a read buffer.
         self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.sandbox"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, bufsize=0, pass_fds=(self._slot.fd,))
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError, AttributeError):    # not Linux, or a lower limit
+                fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self._write(("plugins", plugin_files()))
 
     def _write(self, message) -> None:

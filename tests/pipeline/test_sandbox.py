@@ -67,6 +67,22 @@ def test_a_task_of_many_short_specs_is_a_few_messages_not_one_per_spec(store):
     assert messages <= 2 + seconds / FLUSH_S, (messages, seconds)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_GETPIPE_SZ is Linux's")
+def test_the_pipes_hold_half_a_second_of_records_without_the_child_waiting(store):
+    """Records of fits of a third of a millisecond fill a flush of 330 kB: through Linux's default
+    64 kB pipe the child waited in write() for the worker to drain it. Both pipes hold PIPE_BYTES."""
+    import fcntl
+
+    from pipeline.sandbox import PIPE_BYTES
+    box = Sandbox()
+    try:
+        box.warm(["dcd"])
+        sizes = [fcntl.fcntl(p.fileno(), fcntl.F_GETPIPE_SZ) for p in (box.proc.stdin, box.proc.stdout)]
+    finally:
+        box.close()
+    assert sizes == [PIPE_BYTES, PIPE_BYTES] and PIPE_BYTES >= 330_000
+
+
 def test_the_worker_passes_the_childs_records_on_without_unpickling_them(store, monkeypatch):
     """The worker thread unpickles the units (its bookkeeping) and the child's messages, but the
     records inside them go on to the client as the child pickled them: unpickling and pickling
