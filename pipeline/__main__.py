@@ -8,6 +8,7 @@ on stderr, `error: ...`, never a traceback.
 Before Hydra creates the run directory, a single run (not `-m`, no Hydra flags) is composed and
 validated here, so a refused configuration leaves no directory behind; `run.dry_run=true` is
 answered here too, and writes nothing."""
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -55,6 +56,23 @@ def main(cfg: DictConfig) -> None:
     FAILED.append(out["failed"])
 
 
+def finish(code: int) -> None:
+    """Exit with `code` once everything is written: the atexit handlers run (logging's among
+    them, then the streams are flushed), but not the interpreter's teardown, which frees every
+    module and object one by one: 0.7 s of a 13 s command (numba, pandas, matplotlib, Dask),
+    after the last result and the cluster were closed."""
+    import atexit
+    import logging
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None:      # not CPython: the ordinary exit
+        sys.exit(code)
+    run_exit_handlers()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def preflight(overrides: list[str]) -> None:
     """Compose and validate a single run before Hydra makes its directory; refuse a run directory
     another run holds before Hydra writes its .hydra/ into it; answer run.dry_run=true."""
@@ -99,4 +117,4 @@ if __name__ == "__main__":
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
         print("interrupted; run the same command to resume", file=sys.stderr)
         sys.exit(130)
-    sys.exit(1 if any(FAILED) else 0)
+    finish(1 if any(FAILED) else 0)

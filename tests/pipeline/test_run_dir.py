@@ -130,3 +130,28 @@ def test_a_multirun_runs_every_job_then_exits_1_if_one_failed(store, tmp_path):
     assert p.returncode == 1, p.stderr[-2000:]
     statuses = [list(pd.read_parquet(tmp_path / "sweep" / job / "results.parquet")["status"]) for job in ("0", "1")]
     assert statuses == [["error"], ["converged"]]
+
+
+def test_the_cli_ends_with_its_exit_handlers_run_and_no_interpreter_teardown(monkeypatch):
+    """`python -m pipeline` ends through `finish`: the atexit handlers run (Dask's, logging's),
+    logs and streams are flushed, then os._exit with the run's code, skipping the interpreter's
+    teardown (0.7 s a command). The CLI tests above check that everything is written and the
+    codes; this one, the order."""
+    import atexit
+    import logging
+
+    from pipeline import __main__ as cli
+    calls = []
+
+    class Exited(Exception):
+        pass
+
+    def fake_exit(code):
+        calls.append(("os._exit", code))
+        raise Exited
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append("atexit"))
+    monkeypatch.setattr(logging, "shutdown", lambda: calls.append("logging"))
+    monkeypatch.setattr(cli.os, "_exit", fake_exit)
+    with pytest.raises(Exited):
+        cli.finish(1)
+    assert calls == ["atexit", "logging", ("os._exit", 1)]
