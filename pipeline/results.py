@@ -112,8 +112,11 @@ def _fit_row(rec: dict, refs: dict) -> dict:
         row["n_classes"] = rec["n_classes"]
         row["confusion_test"] = json.dumps(rec.get("confusion_test"))
     row.update(_f_star_columns(row["primal_objective"], refs.get(spec.get("reference_key"))))
-    # The grid point and the solver's own parameters, as param_* columns (strings for mixed types).
-    for k, v in {**spec.get("solver_params", {}), **spec.get("task", {}), **spec.get("grid_point", {})}.items():
+    # The grid point and the solver's own parameters, as param_* columns (strings for mixed types);
+    # a problem given by lambda keeps it (a fixed one too): its C = 1/(lambda n) moves with each
+    # fold's n, so lambda is what names the point (report/common.py `point_C`).
+    given = {k: prob[k] for k in ("lambda", "lambda_convention") if k in prob}
+    for k, v in {**given, **spec.get("solver_params", {}), **spec.get("task", {}), **spec.get("grid_point", {})}.items():
         if k not in row:   # C, loss, kernel... already have their own columns
             row[f"param_{k}"] = v
     for k, v in rec.items():

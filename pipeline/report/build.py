@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import figures, tables  # noqa: F401  (importing them registers the tables and figures)
-from .common import config_columns, count, html_table, keyed, markdown_table, swept_keys
+from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table,
+                     swept_keys)
 from .registry import ReportData, Skip, items
 
 DPI = 110
@@ -96,8 +97,19 @@ def _make_room(fig) -> None:
     rows = [len(ax.get_legend().get_texts()) for ax in fig.axes if ax.get_legend() is not None
             and ax.get_legend().get_bbox_to_anchor().y0 < ax.bbox.y0]
     n = max(rows, default=0)
-    # 0.45 without legends: a panel's x label and the title of the panel below it need that much.
-    fig.subplots_adjust(hspace=0.45 + 0.11 * n + (0.1 if n else 0), wspace=0.3)
+    grids = [ax.get_subplotspec().get_gridspec() for ax in fig.axes if ax.get_subplotspec() is not None]
+    nrows = max((g.nrows for g in grids), default=1)
+    old = fig.subplotpars.hspace
+    pars = fig.subplotpars
+    panel_in = fig.get_figheight() * (pars.top - pars.bottom) / (nrows + (nrows - 1) * old)
+    # 0.45 panel heights without legends: a panel's x label and the title of the panel below it
+    # need that much; a legend adds its lines (7 pt type: 0.15 in each) and its gap to the x label.
+    hspace = 0.45 + ((0.15 * n + 0.3) / panel_in if n else 0.0)
+    if nrows > 1:
+        # hspace is a fraction of the panels' height taken out of the figure's: the figure grows
+        # instead, so that the panels keep the height they were made with.
+        fig.set_figheight(fig.get_figheight() * (nrows + (nrows - 1) * hspace) / (nrows + (nrows - 1) * old))
+    fig.subplots_adjust(hspace=hspace, wspace=0.3)
 
 
 def summary_line(results: pd.DataFrame) -> str:
@@ -178,6 +190,12 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
                          + ", ".join(p.relative_to(run_dir).as_posix() for p in found) + ".")
     data = load(run_dir, baseline)
     intro.insert(0, summary_line(data.results))
+    if has_lambda(data.results).any():
+        intro.append("A configuration given by lambda is named by its lambda; its C in the tables and on the C "
+                     "axes is the mean over its fits of the C it gives (Pegasos's C = 1/(lambda n) moves with "
+                     "each fold's training size n).")
+    intro.append(f"Figures draw at most {MAX_LINES} lines per panel (the best by the figure's measure, as the "
+                 "panel's title says); the tables list every configuration.")
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
     secs = sections(data, run_dir / "figures")

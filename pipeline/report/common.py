@@ -15,8 +15,14 @@ from ..config import BUDGET_KEYS
 # exist when a config sets them (Huber's k, LIBLINEAR's intercept scaling).
 PROBLEM_COLUMNS = ["dataset", "loss", "intercept", "kernel", "C", "gamma", "degree", "coef0",
                    "param_intercept_scaling", "param_huber_k"]
-# A lambda is C in another convention (results.C holds the converted value): not a key of its own.
-_NOT_CONFIG = {"param_lambda", "param_lambda_convention"}
+# A problem given by lambda (`param_lambda`, Pegasos's C = 1/(lambda n)) has one C per training
+# size, so the folds of one lambda point differ in C by a row's worth: lambda names the point and
+# its C is the mean over its fits (`point_C`). The convention is fixed per entry: named by it.
+LAMBDA = "param_lambda"
+_NOT_CONFIG = {"param_lambda_convention"}
+# A figure draws at most this many lines per panel (one colour each, `styles`): the best by the
+# figure's own measure, its panel title saying how many of how many; the tables list them all.
+MAX_LINES = 10
 SUBOPT_FLOOR = 1e-12
 MISSING = "-"
 
@@ -36,7 +42,31 @@ def config_columns(results: pd.DataFrame) -> list[str]:
     # A gathered multirun's jobs may differ only where no column shows it (a dataset's `scale`):
     # their overrides keep them apart.
     job = ["job_overrides"] if "job_overrides" in results.columns else []
-    return problem_columns(results) + [c for c in params if c not in PROBLEM_COLUMNS] + job
+    prob = problem_columns(results)
+    if LAMBDA in params and "C" in prob:        # lambda beside the C it gives
+        prob.insert(prob.index("C") + 1, LAMBDA)
+    return prob + [c for c in params if c not in prob] + job
+
+
+def has_lambda(results: pd.DataFrame) -> pd.Series:
+    """Per fit, whether its problem was given by lambda (its C follows from lambda and n)."""
+    if LAMBDA not in results.columns:
+        return pd.Series(False, index=results.index)
+    return results[LAMBDA].map(key_value) != MISSING
+
+
+def point_C(results: pd.DataFrame) -> pd.Series:
+    """C per fit, one per configuration: a fit given by lambda gets the mean C of the fits of its
+    dataset, entry and lambda (its folds, whose training sizes differ: C = 1/(lambda n) differs in
+    the 5th digit), so that a lambda point is one line, row and tick; C given as C stays itself."""
+    C = pd.to_numeric(results["C"], errors="coerce") if "C" in results.columns else None
+    mask = has_lambda(results)
+    if C is None or not mask.any():
+        return results["C"] if C is not None else pd.Series(np.nan, index=results.index)
+    by = ["dataset", "solver_entry", LAMBDA] + present(results, ["param_lambda_convention", "job_overrides"])
+    sub = results.loc[mask, by].apply(lambda col: col.map(key_value))
+    mean = C[mask].groupby([sub[c] for c in by], sort=False, dropna=False).transform("mean")
+    return C.where(~mask, mean)
 
 
 def swept_keys(results: pd.DataFrame) -> list[str]:
@@ -45,11 +75,13 @@ def swept_keys(results: pd.DataFrame) -> list[str]:
     to tell two rows of one entry apart. A key fixed per entry (dcd's `shrinking`, svmlight's `q`)
     is named by the entry and left out; a key a multirun varies for one entry (its loss) is in."""
     cols = [c for c in config_columns(results) if c != "dataset"]
+    # C always, and lambda wherever a fit was given by it (C is then its mean over the folds).
+    always = {"C"} | ({LAMBDA} if has_lambda(results).any() else set())
     if results.empty:
-        return [c for c in cols if c == "C"]
+        return [c for c in cols if c in always]
     k = keyed(results, cols)
     varying = k.groupby(["dataset", "solver_entry"])[cols].nunique().max()
-    return [c for c in cols if c == "C" or varying[c] > 1]
+    return [c for c in cols if c in always or varying[c] > 1]
 
 
 def budget_columns(results: pd.DataFrame) -> list[str]:
@@ -65,8 +97,10 @@ def key_value(v):
 
 
 def keyed(results: pd.DataFrame, cols) -> pd.DataFrame:
-    """A copy whose grouping columns hold `key_value`s."""
+    """A copy whose grouping columns hold `key_value`s, C one per configuration (`point_C`)."""
     out = results.copy()
+    if "C" in cols:
+        out["C"] = point_C(out)
     for c in cols:
         out[c] = out[c].map(key_value)
     return out
@@ -78,10 +112,22 @@ def short(col: str) -> str:
 
 def label(row, keys, lead: str = "solver_entry") -> str:
     """`smo C=1 gamma=0.1`: the entry and every swept key of a row (a dict or Series); keys
-    whose value is missing (gamma of a linear fit) are left out."""
+    whose value is missing (gamma of a linear fit) are left out, and so is the C of a row given
+    by lambda (`pegasos lambda=0.001 k=10`: its C is a mean over folds, lambda is the point)."""
     parts = [str(row[lead])] if lead else []
-    parts += [f"{short(k)}={fmt(row[k])}" for k in keys if key_value(row[k]) != MISSING]
+    given = LAMBDA in row and key_value(row[LAMBDA]) != MISSING
+    parts += [f"{short(k)}={fmt(row[k])}" for k in keys
+              if key_value(row[k]) != MISSING and not (k == "C" and given)]
     return " ".join(parts)
+
+
+def point_names(results: pd.DataFrame) -> str:
+    """The problem points of some fits in words: `lambda=0.001, lambda=0.01` for fits given by
+    lambda, `C=0.1, C=1` for the others (each value once, not once per fold's C)."""
+    mask = has_lambda(results)
+    lam = sorted(pd.to_numeric(results.loc[mask, LAMBDA], errors="coerce").dropna().unique()) if mask.any() else []
+    Cs = sorted(pd.to_numeric(results.loc[~mask, "C"], errors="coerce").dropna().unique())
+    return ", ".join([f"lambda={fmt(float(v))}" for v in lam] + [f"C={fmt(float(c))}" for c in Cs])
 
 
 def styles(n: int) -> list[dict]:

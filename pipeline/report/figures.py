@@ -1,6 +1,7 @@
 """The report's figures, each registered with the columns it needs (see registry.py). Every
-function returns a matplotlib Figure; labels name every swept key, lines beyond ten take other
-dash patterns (common.styles)."""
+function returns a matplotlib Figure; labels name every swept key (a lambda point by its lambda),
+a panel draws at most MAX_LINES lines (the best by the figure's measure, its title says of how
+many), and a dataset with nothing to draw gets no panel (the figure's title names it)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from .common import certainty_floor, config_columns, fmt, key_value, keyed, label, styles, swept_keys
+from .common import (LAMBDA, MAX_LINES, certainty_floor, config_columns, fmt, key_value, keyed, label, styles,
+                     swept_keys)
 from .registry import ReportData, Skip, figure
 
 
@@ -32,7 +34,7 @@ def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
 
 def _legend(ax, n):
     """Below the panel, never over the lines (the saved figure grows to hold it)."""
-    if n:
+    if n and ax.get_legend_handles_labels()[1]:    # else matplotlib warns of an empty legend
         # One column: two columns of long labels run into the next panel's legend.
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
 
@@ -73,14 +75,22 @@ def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
 
 def _value_ticks(ax, values):
     """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
-    labels its minor ticks on top of each other)."""
+    labels its minor ticks on top of each other); of values closer than a tenth of a decade (a
+    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick."""
     from matplotlib.ticker import FixedLocator, NullLocator
-    values = sorted(set(float(v) for v in values))
-    ax.xaxis.set_major_locator(FixedLocator(values))
+    def close(a, b):
+        return a == b or (a > 0 and b > 0 and np.log10(b / a) < 0.1)
+    ticks = []
+    for v in sorted(set(float(v) for v in values)):
+        if not ticks or not close(ticks[-1], v):
+            ticks.append(v)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    rotate = len(values) > 6
-    # Compact labels (1e+05, 5000, 0.0005), not the tables' 4-digit `fmt` (1.000e+05 beside 1e+04).
-    ax.set_xticklabels([f"{v:g}" for v in values], rotation=45 if rotate else 0)
+    # Compact labels (1e+05, 5000, 0.0005, 0.08675), not the tables' `fmt` (1.000e+05 beside 1e+04).
+    labels = [f"{v:.4g}" for v in ticks]
+    # Many ticks, or long labels (1.705e-05 beside 0.0001705), run into each other unless turned.
+    rotate = len(ticks) > 6 or len(ticks) * max(map(len, labels), default=0) > 30
+    ax.set_xticklabels(labels, rotation=45 if rotate else 0)
     legend = ax.get_legend()
     if rotate and legend is not None and legend.get_bbox_to_anchor().y0 < ax.bbox.y0:
         # Rotated labels run deeper: the legend below the panel moves down past the x label.
@@ -93,7 +103,7 @@ def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
-    ax.set_title(title)
+    ax.set_title(title, **({"fontsize": 10} if "\n" in title else {}))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
@@ -136,28 +146,50 @@ def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
             return grid, np.nanmedian(vals, axis=0), np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)
 
 
+def best_lines(lines: list, score, what: str, higher: bool = False) -> tuple[list, str]:
+    """At most MAX_LINES of a panel's lines, in their own order: the best by score(line) (lowest,
+    or highest if `higher`; NaN last), and what the panel title says of the cut ("" if none).
+    A reader sees the leaders legibly; the tables keep every configuration."""
+    if len(lines) <= MAX_LINES:
+        return lines, ""
+    s = np.array([score(line) for line in lines], dtype=float)
+    order = np.argsort(np.where(np.isnan(s), np.inf, -s if higher else s), kind="stable")
+    keep = sorted(order[:MAX_LINES])
+    return [lines[i] for i in keep], f"{MAX_LINES} best of {len(lines)} configurations by {what}"
+
+
+def panel_title(ds: str, cut: str) -> str:
+    return f"{ds}\n{cut}" if cut else ds
+
+
+def left_out(fig, why: dict[str, str]) -> None:
+    """Name the datasets given no panel (nothing to draw) above the figure."""
+    if why:
+        fig.suptitle("No panel: " + "; ".join(f"{ds} ({w})" for ds, w in why.items()), fontsize=9, color="0.3")
+
+
 def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, log_y=True,
                   fits=None, floor=False):
     """One panel per dataset, a line per configuration: the median over folds of y_of(trace,
-    fit) against x_col, with a min-max band over folds."""
+    fit) against x_col, with a min-max band over folds; at most MAX_LINES lines per panel, those
+    of the least final median (every measure drawn this way is better lower)."""
     fits = data.fits if fits is None else fits
-    fits = fits[fits["key"].isin(data.traces["key"])]
+    traced = fits["key"].isin(data.traces["key"])
+    empty = {ds: "no trace" for ds in sorted(set(fits.loc[~traced, "dataset"]) - set(fits.loc[traced, "dataset"]))}
+    fits = fits[traced]
     if fits.empty:
         raise Skip("no finished fit has a trace")
     fits, cfg, shown = _configs(data, fits)
     by_key = {k: g for k, g in data.traces.groupby("key")}
-    datasets = sorted(fits["dataset"].unique())
-    fig, axes = _panels(len(datasets))
-    drawn = 0
-    for ax, ds in zip(axes, datasets):
+    panels = {}
+    for ds in sorted(fits["dataset"].unique()):
         sub = fits[fits["dataset"] == ds]
-        groups = list(sub.groupby(cfg, sort=True, dropna=False))
-        st = styles(len(groups))
         # Every line of a panel is floored at the coarsest certainty of the panel's f*s, drawn as
         # one dotted line: no point shows a suboptimality finer than its f* can support, and
         # lines stay comparable (a line floored lower would look better for a better reference).
         panel_floor = float(certainty_floor(sub).max()) if floor else -np.inf
-        for (_, grp), style in zip(groups, st):
+        lines = []
+        for _, grp in sub.groupby(cfg, sort=True, dropna=False):
             curves = []
             for row in grp.itertuples(index=False):
                 tr = by_key[row.key]
@@ -166,21 +198,27 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
                 if ok.any():
                     curves.append((tr[x_col].to_numpy(dtype=float)[ok], y[ok]))
             band = fold_band(curves, log_x=x_col == "time_s") if curves else None
-            if band is None:
-                continue
-            x, med, low, high = band
-            first = grp.iloc[0]
-            ax.plot(x, med, label=label(first, shown) + (f" ({len(curves)} runs)" if len(curves) > 1 else ""),
+            if band is not None:
+                lines.append((grp.iloc[0], len(curves), band))
+        if lines:
+            panels[ds] = (lines, panel_floor)
+        else:
+            empty[ds] = f"no finite {ylabel}"
+    if not panels:
+        raise Skip("no trace has a finite value to draw")
+    fig, axes = _panels(len(panels))
+    for ax, (ds, (lines, panel_floor)) in zip(axes, panels.items()):
+        lines, cut = best_lines(lines, lambda line: line[2][1][-1], f"final {ylabel}")
+        for (first, runs, (x, med, low, high)), style in zip(lines, styles(len(lines))):
+            ax.plot(x, med, label=label(first, shown) + (f" ({runs} runs)" if runs > 1 else ""),
                     color=style["color"], linestyle=style["linestyle"], linewidth=1.3)
-            if len(curves) > 1:
+            if runs > 1:
                 ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
-            drawn += 1
         if floor:
             ax.axhline(panel_floor, color="0.4", linestyle=":", linewidth=1, label="f* certainty")
-        _decorate(ax, ds, xlabel, ylabel, len(groups) + bool(floor), logx=True, logy=log_y)
+        _decorate(ax, panel_title(ds, cut), xlabel, ylabel, len(lines) + bool(floor), logx=True, logy=log_y)
         _log_ticks(ax, x=True, y=log_y)
-    if not drawn:
-        raise Skip("no trace has a finite value to draw")
+    left_out(fig, empty)
     return fig
 
 
@@ -240,14 +278,16 @@ def objective_random_starts(data: ReportData):
     fig, axes = _panels(len(datasets))
     by_key = {k: g for k, g in data.traces.groupby("key")}
     for ax, ds in zip(axes, datasets):
-        mine = [g for k, g in groups if k[0] == ds]
+        mine, cut = best_lines([g for k, g in groups if k[0] == ds],
+                               lambda g: np.nanmedian([by_key[k]["primal"].iloc[-1] for k in g["key"]]),
+                               "median final P over starts")
         for grp, style in zip(mine, styles(len(mine))):
             for i, row in enumerate(grp.sort_values("param_random_state").itertuples(index=False)):
                 tr = by_key[row.key]
                 ax.plot(tr["iteration"], tr["primal"], color=style["color"], linestyle=style["linestyle"],
                         alpha=0.7, linewidth=1,
                         label=f"{label(grp.iloc[0], shown)} ({grp['param_random_state'].nunique()} starts)" if i == 0 else None)
-        _decorate(ax, ds, "iteration", "primal objective P", len(mine), logx=True, logy=True)
+        _decorate(ax, panel_title(ds, cut), "iteration", "primal objective P", len(mine), logx=True, logy=True)
         _log_ticks(ax)
     return fig
 
@@ -255,30 +295,35 @@ def objective_random_starts(data: ReportData):
 def _other_lines(data: ReportData, fits: pd.DataFrame, x: str):
     """Fits keyed, and the keys that make one line: entry and every swept key but x."""
     fits, cfg, shown = _configs(data, fits)
-    return fits, ["solver_entry"] + [c for c in cfg if c != x], [c for c in shown if c != x]
+    # Along C, a lambda sweep is the same axis (C = 1/(lambda n)): not a line of its own per lambda.
+    along = {x, LAMBDA} if x == "C" else {x}
+    return fits, ["solver_entry"] + [c for c in cfg if c not in along], [c for c in shown if c not in along]
 
 
 @figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"),
-        note="Mean test accuracy over folds (bars: std), a line per solver entry and every other swept value.")
+        note="Mean test accuracy over folds (bars: std), a line per solver entry and every other swept value "
+             f"(at most {MAX_LINES} per panel: those of the best mean accuracy at any C); a point given by lambda "
+             "sits at the mean of its folds' C = 1/(lambda n).")
 def accuracy_vs_C(data: ReportData):
     fits = data.fits[data.fits["test_accuracy"].notna()]
-    if fits.empty or fits.groupby(["dataset", "solver_entry"])["C"].nunique().max() < 2:
-        raise Skip("no solver entry was run at more than one C")
     fits, line_keys, shown = _other_lines(data, fits, "C")
-    datasets = sorted(fits["dataset"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, ds in zip(axes, datasets):
-        lines = [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
-                 if g["C"].nunique() > 1]
+    lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
+                     if g["C"].nunique() > 1] for ds in sorted(fits["dataset"].unique())}
+    if not any(lines_by.values()):
+        raise Skip("no solver entry was run at more than one C")
+    fig, axes = _panels(sum(1 for lines in lines_by.values() if lines))
+    for ax, (ds, lines) in zip(axes, [(ds, lines) for ds, lines in lines_by.items() if lines]):
+        lines, cut = best_lines(lines, lambda g: g.groupby("C")["test_accuracy"].mean().max(),
+                                "best mean test accuracy", higher=True)
         for i, (grp, style) in enumerate(zip(lines, styles(len(lines)))):
             m = grp.groupby("C")["test_accuracy"].agg(["mean", "std"]).reset_index()
             # Dodged a little along C, so equal accuracies (dcd and liblinear) do not hide each other.
             dodge = 1.0 + 0.04 * (i - (len(lines) - 1) / 2)
             ax.errorbar(m["C"] * dodge, m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
                         capsize=2, markersize=4, **style)
-        _decorate(ax, ds, "C", "test accuracy", len(lines), logx=True)
-        if lines:
-            _value_ticks(ax, pd.concat([g["C"] for g in lines]))
+        _decorate(ax, panel_title(ds, cut), "C", "test accuracy", len(lines), logx=True)
+        _value_ticks(ax, pd.concat([g["C"] for g in lines]))
+    left_out(fig, {ds: "one C per line" for ds, lines in lines_by.items() if not lines})
     return fig
 
 
@@ -316,28 +361,29 @@ def c_gamma_heatmap(data: ReportData):
 
 
 def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: str, logx=True, logy=True):
-    """Median over folds of y against a swept x, a line per entry and every other swept value."""
+    """Median over folds of y against a swept x, a line per entry and every other swept value
+    (at most MAX_LINES per panel: those of the least median y, a time, at any x)."""
     fits = data.fits.assign(**{x: _numeric(data.fits[x])})
     fits = fits[fits[x].notna() & fits[y].notna()]
     fits, line_keys, shown = _other_lines(data, fits, x)
-    datasets = sorted(fits["dataset"].unique())
     lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
-                     if g[x].nunique() > 1] for ds in datasets}
-    datasets = [ds for ds in datasets if lines_by[ds]]
+                     if g[x].nunique() > 1] for ds in sorted(fits["dataset"].unique())}
+    datasets = [ds for ds, lines in lines_by.items() if lines]
     if not datasets:
         raise Skip(skip)
     fig, axes = _panels(len(datasets))
     for ax, ds in zip(axes, datasets):
-        lines = lines_by[ds]
+        lines, cut = best_lines(lines_by[ds], lambda g: g.groupby(x)[y].median().min(), f"least {ylabel}")
         for grp, style in zip(lines, styles(len(lines))):
             m = grp.groupby(x)[y].median()
             ax.plot(m.index, m.to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
         ys = pd.concat([g[y] for g in lines])
-        logy = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
-        _decorate(ax, ds, xlabel, ylabel, len(lines), logx=logx, logy=logy)
+        log = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
+        _decorate(ax, panel_title(ds, cut), xlabel, ylabel, len(lines), logx=logx, logy=log)
         _value_ticks(ax, pd.concat([g[x] for g in lines]))
-        if logy:
+        if log:
             _log_ticks(ax, x=False, y=True)
+    left_out(fig, {ds: f"one {xlabel} per line" for ds, lines in lines_by.items() if not lines})
     return fig
 
 
@@ -365,7 +411,8 @@ def time_vs_n(data: ReportData):
 
 @figure("pegasos_k_vs_T", "k against T at fixed kT (pegasos)", needs=("param_k", "info_T", "primal_objective"),
         note="Final primal objective (median over folds) against the mini-batch size k, T = kT / k "
-             "iterations, a line per kT and other swept values (rupnik).")
+             "iterations (the legend lists T at each k), a line per kT and other swept values (rupnik); at most "
+             f"{MAX_LINES} lines per panel, those of the least P at any k.")
 def pegasos_k_vs_T(data: ReportData):
     fits = data.fits[data.fits["info_T"].notna() & data.fits["param_k"].notna()]
     fits = fits.assign(param_k=_numeric(fits["param_k"]))
@@ -384,17 +431,22 @@ def pegasos_k_vs_T(data: ReportData):
         raise Skip("no pegasos configuration was run at more than one k with the same kT")
     fig, axes = _panels(len(datasets))
     for ax, ds in zip(axes, datasets):
-        lines = lines_by[ds]
+        lines, cut = best_lines(lines_by[ds], lambda g: g.groupby("param_k")["primal_objective"].median().min(),
+                                "least final P")
         for grp, style in zip(lines, styles(len(lines))):
             m = grp.groupby("param_k").agg(P=("primal_objective", "median"), T=("info_T", "median"))
+            # T in the legend, not beside each point: lines of one kT share their Ts, and labels at
+            # the points pile up where lines meet.
+            ts = "/".join(fmt(float(t)) for t in m["T"])
             ax.plot(m.index, m["P"], markersize=4,
-                    label=f"{label(grp.iloc[0], shown)} kT~{fmt(float(grp['kT'].iloc[0]))}", **style)
-            for k, row in m.iterrows():
-                ax.annotate(f"T={fmt(float(row['T']))}", (k, row["P"]), fontsize=7,
-                            textcoords="offset points", xytext=(3, 4))
-        _decorate(ax, ds, "mini-batch size k (T = kT / k iterations)", "final primal objective P (median)",
-                  len(lines), logx=True)
-        _value_ticks(ax, fits.loc[fits["dataset"] == ds, "param_k"])
+                    label=f"{label(grp.iloc[0], shown)} kT~{fmt(float(grp['kT'].iloc[0]))} T={ts}", **style)
+        ps = pd.concat([g["primal_objective"] for g in lines])
+        log = ps.min() > 0 and ps.max() / ps.min() > 10     # lines a decade apart or more: else one tick
+        _decorate(ax, panel_title(ds, cut), "mini-batch size k (T = kT / k iterations)",
+                  "final primal objective P (median)", len(lines), logx=True, logy=log)
+        _value_ticks(ax, pd.concat([g["param_k"] for g in lines]))
+        if log:
+            _log_ticks(ax, x=False, y=True)
     return fig
 
 
@@ -432,7 +484,7 @@ def confusion_matrices(data: ReportData):
         if cms:
             panels.append((b, sum(cms)))
     plt = _plt()
-    fig, axes = _panels(len(panels), width=4.0, height=3.6)
+    fig, axes = _panels(len(panels), width=4.4, height=3.6)
     for ax, (b, cm) in zip(axes, panels):
         im = ax.imshow(cm, cmap="Blues")
         for (i, j), v in np.ndenumerate(cm):
@@ -442,7 +494,8 @@ def confusion_matrices(data: ReportData):
         ax.set_yticks(range(cm.shape[0]))
         ax.set_xlabel("predicted class index")
         ax.set_ylabel("true class index")
-        ax.set_title(f"{b['dataset']}: {label(b, [c for c in shown if c in b])}", fontsize=9)
+        # Two lines: a label on one line runs under the colour bar of the panel beside it.
+        ax.set_title(f"{b['dataset']}\n{label(b, [c for c in shown if c in b])}", fontsize=8)
         plt.colorbar(im, ax=ax)
     return fig
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (budget_columns, certainty_floor, config_columns, fmt, keyed, problem_columns,
-                     swept_keys)
+from .common import (LAMBDA, MISSING, budget_columns, certainty_floor, config_columns, fmt, keyed,
+                     point_names, problem_columns, short, swept_keys)
 from .registry import ReportData, Skip, table
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
@@ -119,20 +119,34 @@ def status_table(results) -> pd.DataFrame:
 
 
 def status_lines(results: pd.DataFrame) -> list[str]:
-    """Every non-converged status in plain words: which fits, at which C, and what to change."""
+    """Every non-converged status in plain words: which fits, at which C (or lambda), and what to
+    change."""
     if results.empty:
         return []
     bad = results[results["status"] != "converged"]
     if bad.empty:
         return [f"All {len(results)} fits converged (reached their tolerance)."] + reference_lines(results)
     lines = [f"{len(results) - len(bad)} of {len(results)} fits converged; the others:"]
+    others = [c for c in swept_keys(results) if c not in ("C", LAMBDA)]
     for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
-        n_all = int(((results["dataset"] == ds) & (results["solver_entry"] == entry)).sum())
-        where = ", ".join(f"C={fmt(float(c))}" for c in sorted(grp["C"].dropna().unique()))
+        mine = results[(results["dataset"] == ds) & (results["solver_entry"] == entry)]
+        n_all = len(mine)
+        where = "; ".join(x for x in [point_names(grp), *(_values_among(grp, mine, c) for c in others)] if x)
         advice = STATUS_ADVICE.get(status, "ended with an unrecognised status")
         lines.append(f"- {entry} on {ds}: {len(grp)} of {n_all} fits `{status}`"
                      f"{' (' + where + ')' if where else ''}: {advice}.")
     return lines + reference_lines(results)
+
+
+def _values_among(some: pd.DataFrame, all_: pd.DataFrame, col: str) -> str:
+    """`eta=1, 2, 3` where some fits of an entry hold only part of the values `col` takes over
+    all its fits (the step sizes that diverged); "" where they hold them all, or it has one."""
+    mine = keyed(some, [col])[col]
+    every = set(keyed(all_, [col])[col])
+    vals = set(mine) - {MISSING}
+    if len(every) < 2 or set(mine) == every or not vals:
+        return ""
+    return f"{short(col)}=" + ", ".join(fmt(v) for v in sorted(vals, key=lambda v: (isinstance(v, str), v)))
 
 
 def reference_lines(results: pd.DataFrame) -> list[str]:
@@ -143,7 +157,7 @@ def reference_lines(results: pd.DataFrame) -> list[str]:
     short = results[results["f_star_status"].notna() & (results["f_star_status"] != "converged")]
     if short.empty:
         return []
-    where = ", ".join(f"C={fmt(float(c))}" for c in sorted(short["C"].dropna().unique()))
+    where = point_names(short)
     return [f"- f* not certified to its tolerance for {len(short)} fits ({where}; reference "
             f"{', '.join(sorted(short['f_star_status'].unique()))}): f* is known only to a relative gap of up to "
             f"{fmt(float(short['f_star_rel_gap'].max()))}, and smaller suboptimalities are shown floored to it."]

@@ -49,3 +49,17 @@ def default_run():
 
 def confusion(n):
     return json.dumps(np.eye(3, dtype=int).tolist() if n else None)
+
+
+def lambda_run(lams=(1e-3, 1e-2), n=4, sizes=(60, 61)):
+    """pegasos given by lambda over n folds of two training sizes (C = 1/(lambda n_train) differs
+    per fold, as tasks.py's `_problem` makes it), beside dcd given by C."""
+    specs = []
+    for lam, acc in zip(lams, (0.8, 0.85, 0.9)):
+        sz = [sizes[f % len(sizes)] for f in range(n)]
+        specs += folds({"solver_entry": "pegasos", "solver": "pegasos", "family": "primal", "status": "budget",
+                        "param_lambda": lam, "param_lambda_convention": "pegasos", "test_accuracy": acc},
+                       n, n_train=sz, C=[1.0 / (lam * s) for s in sz])
+    for C in (0.1, 1.0):
+        specs += folds({"C": C, "param_lambda": np.nan, "param_lambda_convention": None}, n)
+    return rows(specs)

@@ -1,0 +1,126 @@
+"""The report on a paper-sized run: a lambda grid point over folds of two training sizes is one
+configuration everywhere, a panel draws at most MAX_LINES lines and says how many it left out, a
+dataset with nothing to draw gets no panel, and no figure call warns."""
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.report import status_lines
+from pipeline.report.build import sections
+from pipeline.report.common import MAX_LINES
+from pipeline.report import figures
+from pipeline.report.registry import ReportData
+from pipeline.report.tables import certificates, cv_table
+from tests.pipeline.report_data import folds, lambda_run, rows, traces_for
+
+
+def _data(res, traces=None):
+    return ReportData(res, traces_for(res) if traces is None else traces, name="t")
+
+
+def _legend(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
+
+
+def test_a_lambda_point_over_two_training_sizes_is_one_line_row_and_status_value():
+    res = lambda_run()
+    assert res.loc[res["solver_entry"] == "pegasos"].groupby("param_lambda")["C"].nunique().min() == 2
+    data = _data(res)
+    for table in (cv_table(data), certificates(data)):
+        peg = table[table["solver_entry"] == "pegasos"]
+        assert len(peg) == 2 and "lambda" in [c.replace("param_", "") for c in table.columns]
+        # Its C is the mean over its folds; a C-given entry keeps its own C.
+        assert np.allclose(sorted(peg["C"]), sorted(res[res["solver_entry"] == "pegasos"].groupby("param_lambda")["C"].mean()))
+        assert sorted(table.loc[table["solver_entry"] == "dcd", "C"]) == [0.1, 1.0]
+    assert cv_table(data).loc[lambda t: t["solver_entry"] == "pegasos", "converged_folds"].tolist() == ["0/4", "0/4"]
+    line = next(x for x in status_lines(res) if x.startswith("- pegasos"))
+    assert "(lambda=0.001, lambda=0.01)" in line and "C=" not in line.split(":")[0]
+
+    fig = figures.test_error_vs_iterations(data)
+    labels = _legend(fig.axes[0])
+    assert [x for x in labels if x.startswith("pegasos")] == ["pegasos lambda=0.01 (4 runs)", "pegasos lambda=0.001 (4 runs)"]
+    plt.close(fig)
+    fig = figures.accuracy_vs_C(data)
+    ax = fig.axes[0]
+    assert _legend(ax) == ["dcd", "pegasos"]      # lambda is the C axis: one line, not a line per lambda
+    # The pegasos line has one point per lambda, and one x tick each beside dcd's 0.1 and 1.
+    handles = dict(zip(*ax.get_legend_handles_labels()[::-1]))      # errorbar containers by label
+    assert len(handles["pegasos"].lines[0].get_xdata()) == 2
+    assert len(ax.get_xticks()) == 4
+    plt.close(fig)
+
+
+def _many(n_cfg=15):
+    """n_cfg configurations of dcd on one dataset (eta x C), final test error i/100 for the i-th."""
+    specs = [{"C": C, "param_eta": eta, "test_accuracy": 0.5 + i / 100, "key": None}
+             for i, (eta, C) in enumerate((eta, C) for eta in range(1, -(-n_cfg // 3) + 1) for C in (0.1, 1.0, 10.0))][:n_cfg]
+    res = rows([f for i, s in enumerate(specs) for f in folds({**s, "seed": i}, 2)])
+    res["key"] = [f"k{i:03d}" for i in range(len(res))]
+    tr = traces_for(res)
+    final = dict(zip(res["key"], (res.index // 2) / 100 + 0.01))       # config i ends at (i + 1) / 100
+    tr["test_error"] = tr["test_error"] * 0 + tr["key"].map(final)
+    return res, tr
+
+
+def test_a_panel_draws_at_most_the_cap_and_says_how_many_it_left_out():
+    res, tr = _many(15)
+    data = _data(res, tr)
+    fig = figures.test_error_vs_iterations(data)
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    labels = _legend(ax)
+    assert len(labels) == MAX_LINES
+    assert f"{MAX_LINES} best of 15 configurations by final test error" in ax.get_title()
+    # The best: the configurations of least final error (eta 1..3, then eta 4 at C 0.1), none of eta 5.
+    assert all("eta=5" not in x for x in labels) and sum("eta=4" in x for x in labels) == 1
+    plt.close(fig)
+    fig = figures.accuracy_vs_C(data)         # 5 lines (one per eta) stay: nothing cut, nothing said
+    assert len(_legend(fig.axes[0])) == 5 and "best of" not in fig.axes[0].get_title()
+    plt.close(fig)
+    res2 = res.assign(param_eta=res.index % 15, C=[(0.1, 1.0)[i // 15 % 2] for i in range(len(res))])
+    fig = figures.accuracy_vs_C(_data(res2, tr))      # 15 lines of two C each: cut to the cap
+    assert len(_legend(fig.axes[0])) == MAX_LINES and "best of 15" in fig.axes[0].get_title()
+    plt.close(fig)
+
+
+def test_a_dataset_with_nothing_to_draw_has_no_panel_and_the_report_never_warns(tmp_path, monkeypatch):
+    import pipeline.report.build as build
+    from tests.pipeline.test_report import _rich
+    monkeypatch.setattr(build, "DPI", 30)         # what is checked is the warnings, not the pixels
+    res = pd.concat([lambda_run(), rows([{"dataset": "empty", "solver_entry": "newton", "C": 1.0}])],
+                    ignore_index=True)
+    res["key"] = [f"k{i:03d}" for i in range(len(res))]
+    tr = traces_for(res)
+    tr.loc[tr["key"] == res["key"].iloc[-1], "test_error"] = np.nan    # a trace, but nothing finite
+    data = _data(res, tr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = figures.test_error_vs_iterations(data)
+        assert [a.get_title() for a in fig.axes if a.get_visible()] == ["toy"]
+        assert "empty" in fig._suptitle.get_text()
+        plt.close(fig)
+        secs = sections(data, tmp_path / "figures", formats=("png",))
+        assert any(s.figure is not None for s in secs)
+        secs = sections(_rich(small=True), tmp_path / "rich", formats=("png",))     # every figure drawn
+        assert all(s.figure is not None for s in secs if s.name in ("accuracy_vs_C", "suboptimality_vs_time"))
+
+
+def test_status_lines_name_the_swept_values_of_the_fits_they_count():
+    # gd diverges at its large steps only: the line says which (the C alone would not tell them apart).
+    res = rows(folds({"solver_entry": "gd", "param_eta": 0.1}, 2) + folds({"solver_entry": "gd", "param_eta": 5.0, "status": "diverged"}, 2)
+               + folds({"solver_entry": "gd", "param_eta": 9.0, "status": "diverged"}, 2))
+    line = next(x for x in status_lines(res) if "diverged" in x)
+    assert "(C=1; eta=5, 9)" in line
+
+
+def test_a_fixed_problem_lambda_reaches_the_results():
+    # duros_katzman's gd: lambda in its params, not its grid; its folds' C differ, its lambda does not.
+    from pipeline.results import _fit_row
+    spec = {"problem": {"loss": "squared_hinge", "intercept": "basis", "lambda": 1e-3, "lambda_convention": "pegasos"},
+            "data": {"entry": "d", "name": "d", "fingerprint": "f"}, "solver": "gd", "solver_entry": "gd",
+            "solver_version": "1", "family": "primal", "fold": 0, "seed": 1, "solver_params": {"eta": 0.1},
+            "grid_point": {"eta": 0.1}}
+    row = _fit_row({"key": "k", "status": "max_iter", "C": 1 / (1e-3 * 90), "n_train": 90, "spec": spec}, {})
+    assert row["param_lambda"] == 1e-3 and row["param_lambda_convention"] == "pegasos" and row["param_eta"] == 0.1
