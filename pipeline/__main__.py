@@ -73,9 +73,10 @@ def finish(code: int) -> None:
     os._exit(code)
 
 
-def preflight(overrides: list[str]) -> None:
+def preflight(overrides: list[str]):
     """Compose and validate a single run before Hydra makes its directory; refuse a run directory
-    another run holds before Hydra writes its .hydra/ into it; answer run.dry_run=true."""
+    another run holds before Hydra writes its .hydra/ into it; answer run.dry_run=true. Returns
+    the validated config and its run dir (None: Hydra makes a new one)."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -97,19 +98,23 @@ def preflight(overrides: list[str]) -> None:
         sys.exit(0)
     if run_dir:
         check_free(run_dir)
+    return cfg, Path(run_dir) if run_dir else None
 
 
 if __name__ == "__main__":
     from pipeline.config import prepare_overrides
     OVERRIDES[:] = [a for a in sys.argv[1:] if not a.startswith("-")]
     try:
-        if len(OVERRIDES) == len(sys.argv) - 1:    # no Hydra flag (-m, --cfg, --config-name, ...)
-            preflight(OVERRIDES)
+        single = len(OVERRIDES) == len(sys.argv) - 1    # no Hydra flag (-m, --cfg, --config-name, ...)
+        checked = preflight(OVERRIDES) if single else None
         prepared = prepare_overrides(OVERRIDES)
         rewritten = iter(prepared)
         sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
         from pipeline.execute import keep_clusters
         with keep_clusters():   # the jobs of a multirun share one Dask cluster
+            if checked is not None:
+                from pipeline.run import start_ahead
+                start_ahead(*checked)     # the cluster starts and warms while Hydra composes
             main()
     except (ConfigError, StoreError, LockError, ClusterError) as exc:
         refuse(exc)

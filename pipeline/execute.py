@@ -633,8 +633,14 @@ class WarmUp:
 
     def __post_init__(self):
         self._done = []
-        for fut in self.futures:    # called on the client's event loop as each warm-up ends
+        futures, self.futures = self.futures, []
+        self.extend(futures)
+
+    def extend(self, futures: list) -> None:
+        """More warm-ups to time and wait for (solvers only the plan names: its references')."""
+        for fut in futures:         # called on the client's event loop as each warm-up ends
             fut.add_done_callback(lambda _: self._done.append(time.perf_counter()))
+        self.futures += futures
 
     def wait(self) -> None:
         """Wait for every warm-up (at most WARMUP_WAIT_S: a worker lost meanwhile is Dask's to

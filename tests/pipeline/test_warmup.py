@@ -98,3 +98,30 @@ def test_the_sandbox_child_reads_the_data_and_only_specs_cross_the_pipe(store):
     per_spec = box.sent_bytes / len(specs)
     assert per_spec < 4000, per_spec
     assert not tasks._DATASETS and not tasks._FOLDS
+
+
+def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_up(store, tmp_path, monkeypatch):
+    """`start_ahead` (called by `python -m pipeline` once preflight has validated the config)
+    opens the kept cluster and submits the warm-up before Hydra composes again; the run's
+    `_plan_while_starting` then takes that warm-up over on the same client instead of starting
+    and warming a cluster of its own. A run dir that holds shards gets no head start."""
+    from pipeline import run as run_module
+    from pipeline.execute import keep_clusters
+    cfg = compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[dcd]",
+                   "solvers.dcd.grid.C=[1]"])
+    calls = []
+    real_warm = run_module.warm_workers
+    monkeypatch.setattr(run_module, "warm_workers", lambda *a, **k: calls.append(a[1]) or real_warm(*a, **k))
+    with keep_clusters(), contextlib.ExitStack() as stack:
+        run_module.start_ahead(cfg, tmp_path / "new")
+        assert len(run_module._AHEAD) == 1 and calls == [["dcd"]]
+        client, ahead, _ = run_module._AHEAD[0]
+        plan, planned_client, warmup = run_module._plan_while_starting(cfg, tmp_path / "new", stack)
+        assert planned_client is client and warmup is ahead and calls == [["dcd"]] and not run_module._AHEAD
+        warmup.wait()
+        assert warmup.thread_seconds() and len(plan.fits) == 1
+    (tmp_path / "old" / "shards").mkdir(parents=True)
+    (tmp_path / "old" / "shards" / "fit-0.jsonl").write_text("{}\n")
+    with keep_clusters():
+        run_module.start_ahead(cfg, tmp_path / "old")
+        assert not run_module._AHEAD and calls == [["dcd"]]
