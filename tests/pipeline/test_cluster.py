@@ -155,6 +155,35 @@ def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster,
     assert out["summary"].tasks <= 20, out["summary"].tasks      # 80 cut at 1/40 of a share
 
 
+def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, cluster, tmp_path, monkeypatch):
+    """Fits that run to a 0.6 s time limit: the first wave is three tasks per worker (the pace
+    unknown), but once a task has taken LONG_TASK_S the client keeps one per worker in flight,
+    so no worker holds a second task that the other, done, could not take at the sweep's end."""
+    import distributed
+    seen = []       # (tasks already back, tasks in flight once this one is added)
+
+    class Counting(distributed.as_completed):
+        back = 0
+
+        def add(self, future):
+            super().add(future)
+            seen.append((self.back, self.count()))
+
+        def __next__(self):
+            out = super().__next__()
+            self.back += 1
+            return out
+    monkeypatch.setattr(distributed, "as_completed", Counting)
+    slow = ["solvers=[pegasos]", "solvers.pegasos.grid.C=[0.1,0.2,0.3,0.5,1,2,3,5]", "solvers.pegasos.params.tol=1e-12",
+            "solvers.pegasos.params.max_iter=1000000000", "solvers.pegasos.params.epochs=100000000",
+            "solvers.pegasos.params.time_limit_s=0.6", "run.reference=false", "run.trace=false"]
+    out = run(compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout",
+                       "run.progress=false", "cluster=address", f"cluster.address={cluster}", *slow]), tmp_path / "run")
+    assert len(out["results"]) == 8 and set(out["results"]["status"]) == {"timeout"}, out["results"]["status"]
+    assert max(n for back, n in seen if back == 0) == 6                 # the first wave: 3 x 2 workers
+    assert seen[-1][0] >= 1 and max(n for back, n in seen if back >= 1) <= 2, seen
+
+
 def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
