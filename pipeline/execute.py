@@ -7,8 +7,8 @@
 - Specs are grouped into units (one spec, or the missing points of one C path, run warm in one
   unit) and units into tasks (`TaskCutter`): short fits share a task so that Dask's per-task
   cost stays a small part of the sweep; on Dask each next task is cut by the pace of the last
-  (`paced_chunk`), three per worker thread in flight (`IN_FLIGHT`), one once tasks last half a
-  second (`in_flight`).
+  (`paced_chunk`), three per worker thread in flight (`IN_FLIGHT`), one once a unit lasts half
+  a second (`in_flight`).
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
   themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
@@ -63,17 +63,18 @@ MIN_TASK_S = 0.04
 # records and writes their shards (tens of ms for a task of 2,000 fits, on cores the fits
 # share): with only two in flight, a worker whose next task was short sometimes waited for it.
 IN_FLIGHT = 3
-# Once a task has taken this long, one task per worker thread is in flight, none queued: Dask
-# sends a one-thread worker a second task to hold while the first runs, and at a sweep's end the
-# other worker, done, cannot take it (scenario (b)'s 50 C paths of 2.9 s: one worker ran a held
-# path alone, 3.1 s of imbalance in 77 s). A task this long pays the client's round trip
-# between tasks (a few ms) at under 1% of its time.
-LONG_TASK_S = 0.5
+# Once a unit (a spec, or a C path, which no task splits) takes this long, one task per worker
+# thread is in flight, none queued: Dask sends a one-thread worker a second task to hold while
+# the first runs, and at a sweep's end the other worker, done, cannot take it (scenario (b)'s 50
+# C paths of 2.9 s: one worker ran a held path alone, 3.1 s of imbalance in 77 s). Tasks of
+# shorter units shrink towards the end (`paced_chunk`), so a held one costs little, and they
+# keep three in flight: the client's round trip between tasks would cost them more.
+LONG_UNIT_S = 0.5
 
 
-def in_flight(workers: int, last_task_s: float | None) -> int:
-    """Tasks to keep submitted: IN_FLIGHT per worker thread, one once tasks last LONG_TASK_S."""
-    return workers if last_task_s is not None and last_task_s >= LONG_TASK_S else IN_FLIGHT * workers
+def in_flight(workers: int, unit_s: float | None) -> int:
+    """Tasks to keep submitted: IN_FLIGHT per worker thread, one once units last LONG_UNIT_S."""
+    return workers if unit_s is not None and unit_s >= LONG_UNIT_S else IN_FLIGHT * workers
 
 
 # The worker's peak is given over the CSR only for data this large: below, the processes' own
@@ -747,7 +748,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             cutter = TaskCutter(make_units(todo))
             workers = _n_workers(client, cluster)
             first = first_chunk(cutter.left, workers, chunk)
-            futures, pace, counted, last_task_s = {}, None, time.monotonic(), None
+            futures, pace, counted, unit_s = {}, None, time.monotonic(), None
 
             def cut():
                 """The next task, cut by the pace so far: (units, pickled units, hard limits), or None."""
@@ -773,7 +774,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 pending.add(fut)
 
             def refill():
-                while len(futures) < in_flight(workers, last_task_s) and (task := cut()) is not None:
+                while len(futures) < in_flight(workers, unit_s) and (task := cut()) is not None:
                     submit(task)
 
             # The first tasks are cut while the workers warm (20 ms for 10,000 specs, which each
@@ -801,7 +802,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 n_tasks += 1
                 seconds = sum(r.get("task_time_s") or 0.0 for r in records)
                 if seconds > 0:
-                    pace, last_task_s = seconds / len(records), seconds
+                    pace, unit_s = seconds / len(records), seconds / len(units)
                 if time.monotonic() - counted > 1.0:     # workers join and leave (adaptive clusters)
                     workers, counted = _n_workers(client, cluster), time.monotonic()
                 refill()        # the first task back: cut by its pace, as many as its length allows

@@ -143,24 +143,10 @@ def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster
     assert out["failed"] == 2
 
 
-def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster, tmp_path):
-    """400 fits of a millisecond or so: the first tasks are cut at 1/40 of a worker's share (5
-    specs), the next ones by the pace those took (execute.paced_chunk), so the sweep is a handful
-    of Dask tasks (the first wave, three per worker, at 1/40 of a share), not 80, and every fit
-    still has its record."""
-    out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}", "run.reference=false",
-               "run.warm_start=false", "cv=repeated", "cv.rounds=40", "cv.test_size=0.3",
-               "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30,100,300]")
-    assert len(out["results"]) == 400 and not (out["results"]["status"] == "error").any()
-    assert out["summary"].tasks <= 20, out["summary"].tasks      # 80 cut at 1/40 of a share
-
-
-def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, cluster, tmp_path, monkeypatch):
-    """Fits that run to a 0.6 s time limit: the first wave is three tasks per worker (the pace
-    unknown), but once a task has taken LONG_TASK_S the client keeps one per worker in flight,
-    so no worker holds a second task that the other, done, could not take at the sweep's end."""
+def _count_in_flight(monkeypatch) -> list:
+    """Record, at each task the client submits, (tasks already back, tasks in flight with it)."""
     import distributed
-    seen = []       # (tasks already back, tasks in flight once this one is added)
+    seen = []
 
     class Counting(distributed.as_completed):
         back = 0
@@ -174,6 +160,29 @@ def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, c
             self.back += 1
             return out
     monkeypatch.setattr(distributed, "as_completed", Counting)
+    return seen
+
+
+def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster, tmp_path, monkeypatch):
+    """400 fits of a millisecond or so: the first tasks are cut at 1/40 of a worker's share (5
+    specs), the next ones by the pace those took (execute.paced_chunk), so the sweep is a handful
+    of Dask tasks (the first wave, three per worker, at 1/40 of a share), not 80, and every fit
+    still has its record. Their tasks keep three per worker in flight throughout (`in_flight`)."""
+    seen = _count_in_flight(monkeypatch)
+    out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}", "run.reference=false",
+               "run.warm_start=false", "cv=repeated", "cv.rounds=40", "cv.test_size=0.3",
+               "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30,100,300]")
+    assert len(out["results"]) == 400 and not (out["results"]["status"] == "error").any()
+    assert out["summary"].tasks <= 20, out["summary"].tasks      # 80 cut at 1/40 of a share
+    assert max(n for back, n in seen if back >= 1) == 6, seen
+
+
+def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, cluster, tmp_path, monkeypatch):
+    """Fits that run to a 0.6 s time limit: the first wave is three tasks per worker (the pace
+    unknown), but once a unit has taken LONG_UNIT_S the client keeps one per worker in flight,
+    so no worker holds a second task that the other, done, could not take at the sweep's end.
+    (Scenario (d)'s short fits keep three: test_short_fits_on_dask_are_cut_by_their_pace...)"""
+    seen = _count_in_flight(monkeypatch)
     slow = ["solvers=[pegasos]", "solvers.pegasos.grid.C=[0.1,0.2,0.3,0.5,1,2,3,5]", "solvers.pegasos.params.tol=1e-12",
             "solvers.pegasos.params.max_iter=1000000000", "solvers.pegasos.params.epochs=100000000",
             "solvers.pegasos.params.time_limit_s=0.6", "run.reference=false", "run.trace=false"]
