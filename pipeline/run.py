@@ -131,13 +131,14 @@ def start_ahead(cfg: DictConfig, run_dir: Path | None) -> None:
     `execute.keep_clusters`) starts and its workers warm while Hydra composes the config again
     and sets up the run (0.8 s), instead of after; `_plan_while_starting` takes the warm-up
     over. Only where it would start the cluster anyway: a new run dir, a local or address
-    cluster (an adaptive one grows with the tasks). Best effort: a failure leaves the start to
-    `run`, which reports it in its order (a planning error first)."""
+    cluster (an adaptive one grows with the tasks). An address where no scheduler answers is
+    refused here, as `run` would first; past that it is best effort: a failure leaves the start
+    to `run`, which reports it in its order (a planning error first)."""
     if cfg.cluster.kind not in ("local", "address") or (run_dir is not None and shard_files(run_dir)):
         return
     started = time.perf_counter()
+    probe_cluster(cfg.cluster)      # a dead address: the one line `run` would give first, not twice the wait
     try:
-        probe_cluster(cfg.cluster)
         names = _solver_names(cfg)
         with shared_client(cfg.cluster) as client:     # kept open by keep_clusters
             futures = warm_workers(client, names, int(cfg.cluster.blas_threads))
