@@ -805,7 +805,9 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                     pace, unit_s = seconds / len(records), seconds / len(units)
                 if time.monotonic() - counted > 1.0:     # workers join and leave (adaptive clusters)
                     workers, counted = _n_workers(client, cluster), time.monotonic()
-                refill()        # the first task back: cut by its pace, as many as its length allows
+                # The pace and unit length this task gave decide the next cuts and how many are
+                # in flight: the first task back sets both (the refill above waited for it).
+                refill()
                 finish(units, records)
         wall = time.perf_counter() - t0
         bar.close()

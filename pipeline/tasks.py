@@ -271,16 +271,15 @@ def _problem(problem: dict, X, y, rows=None):
     return rows.with_settings(**p) if rows is not None else solvers.Problem.build(X, y, **p)
 
 
-def warm(solver_names: list[str]) -> float:
+def warm(solver_names: list[str]) -> None:
     """What a task of these solvers pays once per process, paid ahead (the sandbox child's
     warm-up, while the client plans): the solvers' imports and warmups (numba compiled or loaded
     from its cache: `solvers.warm`), the environment columns (sklearn, threadpoolctl) and the
-    folds' splitters (`plan.make_folds`: 70 ms of the first task's time otherwise).
-    Returns its seconds."""
+    folds' splitters (`plan.make_folds`: 70 ms of the first task's time otherwise). The
+    sandbox times it (`Sandbox.warm`, with the child's start)."""
     from solvers import get_solver
     from solvers.registry import warm as warm_solver
 
-    t0 = time.perf_counter()
     import sklearn.model_selection  # noqa: F401
     for name in solver_names:
         # A solver this process cannot warm (unknown here, a failing warmup) is left to its
@@ -288,7 +287,6 @@ def warm(solver_names: list[str]) -> float:
         with contextlib.suppress(Exception):
             warm_solver(get_solver(name))
     environment()
-    return time.perf_counter() - t0
 
 
 @lru_cache(maxsize=1)
