@@ -8,7 +8,8 @@ import importlib
 from .base import Budget, Fit, Recorder, STATUSES
 from .kernels import Kernel
 from .problem import Problem, ProblemError
-from .registry import Param, SolverError, SolverSpec, fit, get_solver, register, solver_names, warm_all
+from .registry import (Param, Plugin, SolverError, SolverSpec, fit, get_solver, load_plugin, origin, register,
+                       solver_names, warm_all)
 
 # Importing a solver module registers it. Modules still being written are skipped only when the
 # module itself is absent; any error inside an existing module propagates.
@@ -24,5 +25,5 @@ for _name in _SOLVER_MODULES:
 from .estimator import SVMClassifier  # noqa: E402
 
 __all__ = ["Budget", "Fit", "Recorder", "STATUSES", "Kernel", "Problem", "ProblemError", "Param",
-           "SolverError", "SolverSpec", "fit", "get_solver", "register", "solver_names", "SVMClassifier",
-           "warm_all"]
+           "SolverError", "SolverSpec", "fit", "get_solver", "load_plugin", "origin", "Plugin", "register",
+           "solver_names", "SVMClassifier", "warm_all"]

@@ -122,17 +122,59 @@ class SolverSpec:
 
 
 _REGISTRY: dict[str, SolverSpec] = {}
+# Where each registered solver came from (`origin`): "builtin solvers.dcd", "entry point
+# dist:name", "file /abs/path.py" or "python module.name" (a `register` call of its own).
+_ORIGINS: dict[str, str] = {}
 _WARM: set[str] = set()
+# The origin given to `register` calls made while a plugin loads (a module that registers on
+# import); None: the caller's own, from the fit function's module.
+_LOADING: list[str] = []
+# Entry points of the group `ENTRY_POINT_GROUP` loaded so far in this process, by "dist:name".
+_LOADED_ENTRY_POINTS: set[str] = set()
+_DISCOVERED = False
+# File and module plugins loaded in this process, by resolved path or dotted name.
+_PLUGINS: dict[str, "Plugin"] = {}
+
+ENTRY_POINT_GROUP = "svmbench.solvers"
 
 
-def register(spec: SolverSpec) -> SolverSpec:
+def _default_origin(spec: SolverSpec) -> str:
+    module = getattr(spec.fit, "__module__", None) or "?"
+    return f"builtin {module}" if module.split(".")[0] == __name__.split(".")[0] else f"python {module}"
+
+
+def register(spec: SolverSpec, *, origin: str | None = None) -> SolverSpec:
+    """Add a solver to the registry under ``spec.name``.
+
+    origin: where it came from, shown by ``python -m solvers list``; by default the plugin being
+    loaded (`load_plugin`, an entry point), else the fit function's module. The same name from
+    the same origin replaces the earlier spec (a plugin file loaded again after an edit); from two
+    different origins it is refused, naming both, since which one a sweep ran would depend on
+    import order.
+    """
+    if not isinstance(spec, SolverSpec):
+        raise SolverError(f"register() takes a SolverSpec, got {type(spec).__name__}")
+    origin = origin or (_LOADING[-1] if _LOADING else _default_origin(spec))
     if spec.name in _REGISTRY and _REGISTRY[spec.name].fit is not spec.fit:
-        raise SolverError(f"solver {spec.name!r} is registered twice")
+        before = _ORIGINS.get(spec.name, "?")
+        if before != origin:
+            raise SolverError(f"solver {spec.name!r} is registered twice: by {before} and by {origin}")
+        _WARM.discard(spec.name)
     _REGISTRY[spec.name] = spec
+    _ORIGINS[spec.name] = origin
     return spec
 
 
+def origin(name: str) -> str:
+    """Where the named solver was registered from (see `register`)."""
+    get_solver(name)
+    return _ORIGINS.get(name, "?")
+
+
 def get_solver(name: str) -> SolverSpec:
+    if name not in _REGISTRY and isinstance(name, str):
+        # An unknown name may be an installed plugin's: look through the entry points once.
+        discover()
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
@@ -140,7 +182,181 @@ def get_solver(name: str) -> SolverSpec:
 
 
 def solver_names() -> list[str]:
+    discover()
     return sorted(_REGISTRY)
+
+
+# ------------------------------------------------------------------ plugins
+@dataclass(frozen=True)
+class Plugin:
+    """A file or module plugin loaded into this process: what it registered, and for a file the
+    sha256 of its bytes (a run records it in the task keys of its fits, so that an edit reruns
+    them)."""
+
+    source: str
+    names: tuple[str, ...]
+    sha256: str | None = None
+
+
+def _import_error(what: str, exc: BaseException, own: str | None) -> SolverError:
+    """One SolverError for a plugin that failed to import: the exception's last traceback line
+    and the file:line where it was raised, preferring the deepest frame in the plugin's own
+    file(s) (`own`, a path or directory) over library frames it called into."""
+    import os
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith("<frozen") and os.path.abspath(f.filename) != os.path.abspath(__file__)]
+    mine = [f for f in frames if own and os.path.abspath(f.filename).startswith(own)]
+    where = (mine or frames or [None])[-1]
+    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    at = f" ({where.filename}:{where.lineno})" if where is not None else ""
+    return SolverError(f"{what} failed to import: {last}{at}")
+
+
+def _registered_during(origin: str, load: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """load() with `register` calls attributed to origin; (its value, the names it registered)."""
+    before = {n: s for n, s in _REGISTRY.items()}
+    _LOADING.append(origin)
+    try:
+        value = load()
+    finally:
+        _LOADING.pop()
+    return value, sorted(n for n, s in _REGISTRY.items() if before.get(n) is not s)
+
+
+def _register_object(obj, origin: str) -> list[str]:
+    """An entry point's object: a SolverSpec, an iterable of them, a module (importing it has
+    registered its solvers), or a callable returning any of these (None: it registered them)."""
+    import types
+
+    if isinstance(obj, types.ModuleType):
+        return []
+    if callable(obj) and not isinstance(obj, SolverSpec):
+        obj = obj()
+    if obj is None:
+        return []
+    specs = [obj] if isinstance(obj, SolverSpec) else list(obj)
+    for spec in specs:
+        if not isinstance(spec, SolverSpec):
+            raise SolverError(f"{origin} gave {type(spec).__name__}, not a SolverSpec")
+        register(spec, origin=origin)
+    return [s.name for s in specs]
+
+
+def discover() -> None:
+    """Load every installed entry point of the group ``svmbench.solvers``, once per process (a
+    failed one is retried, and raises again, at the next lookup)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist.name if ep.dist is not None else "?"
+        key = f"{dist}:{ep.name}"
+        if key in _LOADED_ENTRY_POINTS:
+            continue
+        where = f"entry point {key}"
+
+        def load(ep=ep, where=where):
+            try:
+                obj = ep.load()
+            except SolverError:
+                raise
+            except Exception as exc:
+                raise _import_error(f"plugin {where} ({ep.value})", exc, _module_dir(ep.module)) from exc
+            return _register_object(obj, where)
+
+        _registered_during(where, load)
+        _LOADED_ENTRY_POINTS.add(key)
+    _DISCOVERED = True
+
+
+def _module_dir(module: str) -> str | None:
+    """The directory holding a module's top-level package, for `_import_error`'s own frames."""
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    return os.path.dirname(os.path.abspath(spec.origin))
+
+
+def load_plugin(source: str) -> Plugin:
+    """Import a plugin for this process: a ``.py`` file by path, or a dotted module name.
+
+    What it registers (``register(...)`` at import, or a module-level ``SOLVERS`` list of
+    SolverSpecs) gets the origin ``file <path>`` or ``module <name>``. A file is imported under a
+    module name made of its stem and content hash, the same in every process that loads the same
+    bytes (the pipeline's workers, where its functions are unpickled by reference). Loading the
+    same file or module again returns the first result; an edited file is imported anew and
+    replaces its solvers.
+
+    Raises SolverError for a file that does not exist, or a plugin that fails to import (its
+    exception's last line and file:line).
+    """
+    import hashlib
+    import importlib
+    import importlib.util
+    import os
+    import sys
+
+    source = os.fspath(source)
+    is_file = source.endswith(".py") or os.sep in source or (os.altsep or os.sep) in source
+    if is_file:
+        path = os.path.abspath(source)
+        if not os.path.isfile(path):
+            raise SolverError(f"plugin file {source!r} does not exist")
+        with open(path, "rb") as fh:
+            data = fh.read()
+        sha = hashlib.sha256(data).hexdigest()
+        key = f"{path}@{sha}"
+        if key in _PLUGINS:
+            return _PLUGINS[key]
+        stem = "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
+        module_name = f"svmbench_plugin_{stem}_{sha[:12]}"
+        where = f"file {path}"
+
+        def load():
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except SolverError:
+                del sys.modules[module_name]
+                raise
+            except Exception as exc:
+                del sys.modules[module_name]
+                raise _import_error(f"plugin file {path}", exc, path) from exc
+            return module
+    else:
+        key, sha, where = source, None, f"module {source}"
+        if key in _PLUGINS:
+            return _PLUGINS[key]
+
+        def load():
+            try:
+                return importlib.import_module(source)
+            except SolverError:
+                raise
+            except ModuleNotFoundError as exc:
+                if exc.name and (source == exc.name or source.startswith(exc.name + ".")):
+                    raise SolverError(f"plugin module {source!r} cannot be found: {exc}") from None
+                raise _import_error(f"plugin module {source}", exc, _module_dir(source)) from exc
+            except Exception as exc:
+                raise _import_error(f"plugin module {source}", exc, _module_dir(source)) from exc
+
+    module, names = _registered_during(where, load)
+    names += [n for n in _register_object(getattr(module, "SOLVERS", None) or (), where) if n not in names]
+    plugin = Plugin(source=source, names=tuple(sorted(names)), sha256=sha)
+    _PLUGINS[key] = plugin
+    return plugin
 
 
 def _warmup_problems(spec: SolverSpec):
