@@ -39,7 +39,7 @@ def describe(name: str) -> str:
         lines += textwrap.wrap(spec.description, WIDTH - 2, initial_indent="  ", subsequent_indent="  ")
     what = (f"losses: {', '.join(spec.losses)} | intercepts: {', '.join(spec.intercepts)} | "
             f"kernels: {', '.join(spec.kernels)} | warm start: {'yes' if spec.warm_start else 'no'}"
-            f"{' | hard margin' if spec.hard_margin else ''} | max_iter {spec.default_max_iter}, "
+            f"{' | hard margin' if spec.hard_margin else ''}{'' if spec.time_limit else ' | no time limit'} | max_iter {spec.default_max_iter}, "
             f"tol {spec.default_tol:g}")
     lines += textwrap.wrap(what, WIDTH - 2, initial_indent="  ", subsequent_indent="    ")
     if spec.params:

@@ -90,6 +90,9 @@ class SolverSpec:
     kernels: tuple = ("linear",)
     warm_start: bool = False
     hard_margin: bool = False
+    # Whether the driver stops on budget.time_limit_s (status "timeout"); False for a wrapped
+    # library that cannot be interrupted (scikit-learn's LIBLINEAR and LIBSVM).
+    time_limit: bool = True
     default_max_iter: int = 1000
     # budget.tol when none is given (solvers.fit without a budget, SVMClassifier(tol=None)): each
     # solver's own stopping quantity, set so that default sweeps end `converged` (DESIGN.md).
