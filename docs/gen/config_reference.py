@@ -117,14 +117,25 @@ def constants(tree: ast.Module) -> dict[str, str]:
     return out
 
 
+# Keys whose accepted values are one of the module's tuples (shown beside the field's comment).
+KEY_VALUES = {"cv.kind": "CV_KINDS", "cluster.kind": "CLUSTER_KINDS", "datasets.<entry>.scale": "SCALINGS",
+              "run.reference": "REFERENCE_MODES"}
+
+
 def cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell: pipes escaped, HTML's angle brackets shown as text."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
 
 
-def fields_table(fields: list[dict], prefix: str) -> str:
+def fields_table(fields: list[dict], prefix: str, consts: dict[str, str]) -> str:
     rows = ["| key | type | default | what |", "|---|---|---|---|"]
     for f in fields:
-        rows.append(f"| `{prefix}{f['name']}` | `{cell(f['type'])}` | `{cell(f['default'])}` | {cell(f['doc'])} |")
+        key = prefix + f["name"]
+        what = cell(f["doc"])
+        if key in KEY_VALUES and KEY_VALUES[key] in consts:
+            what = (what + "; " if what else "") + "one of " + consts[KEY_VALUES[key]]
+        rows.append(f"| `{key}` | `{f['type']}` | `{f['default']}` | {what} |")
     return "\n".join(rows)
 
 
@@ -205,7 +216,7 @@ def overview(classes: dict[str, dict], consts: dict[str, str]) -> str:
         info = classes[cls]
         title = f"`{prefix.rstrip('.')}`" if prefix else "Top level"
         out += [f"### {title}", "", f"`{cls}`" + (f": {info['doc']}" if info["doc"] else ""), "",
-                fields_table(info["fields"], prefix), ""]
+                fields_table(info["fields"], prefix, consts), ""]
     out += ["## Accepted values", "", "| name | what | values |", "|---|---|---|"]
     for name, what in CONSTANTS.items():
         if name in consts:

@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell: pipes escaped, HTML's angle brackets shown as text."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
 
 
 def _num(x) -> str:
