@@ -69,7 +69,7 @@ def page(spec) -> str:
         lines += [spec.description, ""]
     entries = conf_entries(spec.name)
     lines += ["Generated from the solver registry (`solvers.get_solver(" + repr(spec.name) + ")`).", "",
-              "| | |", "|---|---|",
+              "| declared | |", "|---|---|",
               f"| family | {cell(spec.family)} |",
               "| losses | " + ", ".join(f"`{x}`" for x in spec.losses) + " (first: the default) |",
               "| intercepts | " + ", ".join(f"`{x}`" for x in spec.intercepts) + " (first: the default) |",
@@ -93,6 +93,9 @@ def page(spec) -> str:
     else:
         lines.append("No parameters of its own: only the problem and budget keys.")
     fn = spec.fit
+    lines += ["", "## The method", "", f"The module `{fn.__module__}`, rendered from its docstring:", "",
+              f"::: {fn.__module__}", "    options:", "      show_root_heading: false",
+              "      show_root_toc_entry: false", "      members: false", ""]
     lines += ["", "## The driver", "", f"`{fn.__module__}.{fn.__qualname__}`, rendered from its docstring:", "",
               f"::: {fn.__module__}.{fn.__qualname__}", "    options:", "      show_root_heading: false",
               "      show_root_toc_entry: false", "      heading_level: 3", ""]
