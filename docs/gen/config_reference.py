@@ -3,7 +3,7 @@
 Run by mkdocs-gen-files (mkdocs.yml). Two sources, both read statically (nothing is imported,
 so the build needs neither Hydra's composition nor a store):
 
-- the structured-config dataclasses of ``pipeline/experiment/config.py`` (the schema Hydra
+- the structured-config dataclasses of ``pipeline/experiment/schema.py`` (the schema Hydra
   registers as ``base_config``): each field with its type, default and the comment written
   beside or above it, and the module's tuples of accepted values (``PROBLEM_KEYS``, ``CV_KINDS``...);
 - every option of every ``conf/`` group: its ``# @package`` line, the comment that opens the
@@ -22,7 +22,7 @@ from pathlib import Path
 import mkdocs_gen_files
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG_PY = ROOT / "pipeline" / "experiment" / "config.py"
+CONFIG_PY = ROOT / "pipeline" / "experiment" / "schema.py"
 CONF = ROOT / "conf"
 
 # The top-level dataclass of the schema, and the entry dataclasses that `typed`/`validate`
@@ -197,7 +197,7 @@ def group_page(group: str) -> str:
 def overview(classes: dict[str, dict], consts: dict[str, str]) -> str:
     default_yaml = (CONF / "config.yaml").read_text().strip()
     out = ["# Configuration reference", "",
-           "Generated at build time from the schema in `pipeline/experiment/config.py` (its dataclasses, "
+           "Generated at build time from the schema in `pipeline/experiment/schema.py` (its dataclasses, "
            "their fields' comments and its tuples of accepted values) and from the option files of "
            "`conf/`. What the keys mean together, with examples, is in "
            "[Running experiments](../guide/experiments.md); words are in the [glossary](../concepts.md).", "",
@@ -231,7 +231,7 @@ def main() -> None:
     classes = schema_classes(tree, source)
     with mkdocs_gen_files.open("reference/configuration.md", "w") as f:
         f.write(overview(classes, constants(tree)))
-    mkdocs_gen_files.set_edit_path("reference/configuration.md", "../pipeline/experiment/config.py")
+    mkdocs_gen_files.set_edit_path("reference/configuration.md", "../pipeline/experiment/schema.py")
     for group in sorted(p.name for p in CONF.iterdir() if p.is_dir()):
         with mkdocs_gen_files.open(f"reference/config/{group}.md", "w") as f:
             f.write(group_page(group))
