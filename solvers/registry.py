@@ -201,8 +201,8 @@ class Plugin:
     sha256: str | None = None
 
 
-def _import_error(what: str, exc: BaseException, own: str | None) -> SolverError:
-    """One SolverError for a plugin that failed to import: the exception's last traceback line
+def import_error(what: str, exc: BaseException, own: str | None, error: type = SolverError) -> Exception:
+    """One error (SolverError by default) for a plugin that failed to import: the exception's last traceback line
     and the file:line where it was raised, preferring the deepest frame in the plugin's own
     file(s) (`own`, a path or directory) over library frames it called into."""
     import os
@@ -214,7 +214,7 @@ def _import_error(what: str, exc: BaseException, own: str | None) -> SolverError
     where = (mine or frames or [None])[-1]
     last = traceback.format_exception_only(type(exc), exc)[-1].strip()
     at = f" ({where.filename}:{where.lineno})" if where is not None else ""
-    return SolverError(f"{what} failed to import: {last}{at}")
+    return error(f"{what} failed to import: {last}{at}")
 
 
 def _registered_during(origin: str, load: Callable[[], Any]) -> tuple[Any, list[str]]:
@@ -268,7 +268,7 @@ def discover() -> None:
             except SolverError:
                 raise
             except Exception as exc:
-                raise _import_error(f"plugin {where} ({ep.value})", exc, _module_dir(ep.module)) from exc
+                raise import_error(f"plugin {where} ({ep.value})", exc, module_dir(ep.module)) from exc
             return _register_object(obj, where)
 
         _registered_during(where, load)
@@ -276,8 +276,8 @@ def discover() -> None:
     _DISCOVERED = True
 
 
-def _module_dir(module: str) -> str | None:
-    """The directory holding a module's top-level package, for `_import_error`'s own frames."""
+def module_dir(module: str) -> str | None:
+    """The directory holding a module's top-level package, for `import_error`'s own frames."""
     import importlib.util
     import os
 
@@ -336,7 +336,7 @@ def load_plugin(source: str) -> Plugin:
                 raise
             except Exception as exc:
                 del sys.modules[module_name]
-                raise _import_error(f"plugin file {path}", exc, path) from exc
+                raise import_error(f"plugin file {path}", exc, path) from exc
             return module
     else:
         key, sha, where = source, None, f"module {source}"
@@ -351,9 +351,9 @@ def load_plugin(source: str) -> Plugin:
             except ModuleNotFoundError as exc:
                 if exc.name and (source == exc.name or source.startswith(exc.name + ".")):
                     raise SolverError(f"plugin module {source!r} cannot be found: {exc}") from None
-                raise _import_error(f"plugin module {source}", exc, _module_dir(source)) from exc
+                raise import_error(f"plugin module {source}", exc, module_dir(source)) from exc
             except Exception as exc:
-                raise _import_error(f"plugin module {source}", exc, _module_dir(source)) from exc
+                raise import_error(f"plugin module {source}", exc, module_dir(source)) from exc
 
     module, names = _registered_during(where, load)
     names += [n for n in _register_object(getattr(module, "SOLVERS", None) or (), where) if n not in names]

@@ -483,19 +483,59 @@ BUILDERS: dict[str, Builder] = {
 # --------------------------------------------------------------------------------------------
 
 
+ENTRY_POINT_GROUP = "svmbench.datasets"
+# Where each builder came from: "builtin" or "entry point dist:name" (`discover_builders`).
+BUILDER_ORIGINS: dict[str, str] = {}
+_DISCOVERED: set[str] = set()
+
+
+def discover_builders() -> None:
+    """Add the builders of installed entry points of the group ``svmbench.datasets``, once per
+    process: each entry point's object is a `Builder`, or a callable returning one or a list
+    of them. A name a built-in or another entry point already has is refused, naming both; an
+    entry point that fails to import is one StoreError with its last line and file:line."""
+    from importlib.metadata import entry_points
+
+    from solvers.registry import import_error, module_dir
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {ep.dist.name if ep.dist is not None else '?'}:{ep.name}"
+        if where in _DISCOVERED:
+            continue
+        try:
+            obj = ep.load()
+            obj = obj() if callable(obj) and not isinstance(obj, Builder) else obj
+        except Exception as exc:
+            raise import_error(f"dataset plugin {where} ({ep.value})", exc, module_dir(ep.module),
+                               StoreError) from exc
+        for builder in [obj] if isinstance(obj, Builder) else list(obj):
+            if not isinstance(builder, Builder):
+                raise StoreError(f"dataset plugin {where} gave {type(builder).__name__}, not a Builder")
+            if builder.name in BUILDERS and BUILDERS[builder.name] is not builder:
+                before = BUILDER_ORIGINS.get(builder.name, "builtin")
+                raise StoreError(f"dataset {builder.name!r} is registered twice: by {before} and by {where}")
+            BUILDERS[builder.name] = builder
+            BUILDER_ORIGINS[builder.name] = where
+        _DISCOVERED.add(where)
+
+
 def dataset_names() -> list[str]:
-    """Names of the built-in datasets, sorted."""
+    """Names of the built-in datasets and those of installed plugins, sorted."""
+    discover_builders()
     return sorted(BUILDERS)
 
 
 def get_builder(name: str) -> Builder:
-    """The builder of built-in dataset ``name``.
+    """The builder of dataset ``name``: a built-in, or an installed plugin's (entry points of
+    the group ``svmbench.datasets``, looked up on the first unknown name).
 
     Raises
     ------
     StoreError
         If there is none; the message lists the built-in names.
     """
+    if name not in BUILDERS:
+        discover_builders()
     try:
         return BUILDERS[name]
     except KeyError:
