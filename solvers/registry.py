@@ -290,6 +290,48 @@ def module_dir(module: str) -> str | None:
     return os.path.dirname(os.path.abspath(spec.origin))
 
 
+def plugin_of(name: str) -> Plugin | None:
+    """The file or module plugin loaded in this process that registered the named solver last."""
+    found = None
+    for plugin in _PLUGINS.values():
+        if name in plugin.names:
+            found = plugin
+    return found
+
+
+def ensure_plugin(source: str, sha256: str | None = None, text: str | None = None,
+                  cache_dir: str | None = None) -> Plugin:
+    """The plugin a task names, in a process that may not have it (a Dask worker's task process):
+    a module is imported; a file is loaded from its path when it is there with the same content
+    (sha256), else written from `text` (the copy the run shipped) to ``cache_dir/<sha256>/<name>``
+    and loaded from there, under the same module name as in the client (stem and hash), so its
+    functions unpickle alike. Raises SolverError naming the plugin when neither is possible."""
+    import hashlib
+    import os
+    import tempfile
+
+    if sha256 is None:
+        return load_plugin(source)
+    if os.path.isfile(source):
+        with open(source, "rb") as fh:
+            if hashlib.sha256(fh.read()).hexdigest() == sha256:
+                return load_plugin(source)
+    if text is None:
+        raise SolverError(f"plugin file {source!r} (sha256 {sha256[:12]}) is not on this machine and the "
+                          f"task did not ship it")
+    if hashlib.sha256(text.encode()).hexdigest() != sha256:
+        raise SolverError(f"plugin file {source!r}: the shipped copy does not have sha256 {sha256[:12]}")
+    folder = os.path.join(cache_dir or os.path.join(tempfile.gettempdir(), f"svmbench-plugins-{os.getuid()}"), sha256)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, os.path.basename(source))
+    if not os.path.isfile(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return load_plugin(path)
+
+
 def load_plugin(source: str) -> Plugin:
     """Import a plugin for this process: a ``.py`` file by path, or a dotted module name.
 
@@ -357,7 +399,7 @@ def load_plugin(source: str) -> Plugin:
 
     module, names = _registered_during(where, load)
     names += [n for n in _register_object(getattr(module, "SOLVERS", None) or (), where) if n not in names]
-    plugin = Plugin(source=source, names=tuple(sorted(names)), sha256=sha)
+    plugin = Plugin(source=path if is_file else source, names=tuple(sorted(names)), sha256=sha)
     _PLUGINS[key] = plugin
     return plugin
 

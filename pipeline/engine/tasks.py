@@ -462,6 +462,7 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
     try:
+        ensure_plugin(spec)
         X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
         X_ho, y_ho = heldout_data(root, spec["data"], spec["fold"])
         if len(classes) == 2:
@@ -516,6 +517,17 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
 
 def run_spec(spec: dict, root: str) -> dict:
     return run_reference(spec, root) if spec["kind"] == "reference" else run_fit(spec, root)
+
+
+def ensure_plugin(spec: dict) -> None:
+    """Load the plugin that registers the spec's solver (`plan`: a fit spec of a plugin solver
+    carries ``plugin``, its source and sha256, in its key, and ``plugin_text``, the file itself,
+    beside it), so that a worker that never had the file runs it. Once per process per plugin."""
+    plugin = spec.get("plugin")
+    if plugin is None:
+        return
+    from solvers.registry import ensure_plugin as load
+    load(plugin["source"], plugin.get("sha256"), spec.get("plugin_text"))
 
 
 def _scaled_start(fit, C_from: float, C_to: float) -> dict | None:

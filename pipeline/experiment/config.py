@@ -52,11 +52,45 @@ FREE_KEYS = (("grid",), ("solvers", None, "params"), ("solvers", None, "grid"), 
 
 
 def group_options(group: str, root: str | None = None) -> list[str]:
-    """The options of a config group; for `datasets`, the built-ins and every store entry."""
+    """The options of a config group; for `datasets`, the built-ins and every store entry; for
+    `solvers`, every registered solver (plugins included)."""
     options = set(_yaml_options(group))
     if group == "datasets":
         options |= set(store_entries(root))
+    if group == "solvers":
+        import solvers
+        options |= {n for n in solvers.solver_names() if not n.startswith("_")}
     return sorted(options)
+
+
+def load_plugins(sources, where: str = "plugins") -> tuple:
+    """Import each plugin (`solvers.load_plugin`) for this process: ({source, sha256, names}, ...),
+    or a ConfigError naming ``plugins[i]`` and the plugin's own error."""
+    from solvers import SolverError, load_plugin
+    out = []
+    for i, source in enumerate(sources or []):
+        try:
+            plugin = load_plugin(str(source))
+        except SolverError as exc:
+            raise ConfigError(f"{where}[{i}]={source!r}: {exc}") from None
+        out.append({"source": plugin.source, "sha256": plugin.sha256, "names": list(plugin.names)})
+    return tuple(out)
+
+
+def register_solver_options() -> None:
+    """Offer every registered solver without a yaml in conf/solvers/ as an option of the
+    `solvers` group, ``{solver: <name>}``: its parameters take their declared defaults (the
+    registry's `Param`s), its problem the solver's first declared loss and intercept, as an
+    entry that sets nothing. A yaml only adds a default grid and its comments."""
+    import solvers
+    from hydra.core.config_store import ConfigStore
+    repo = ConfigStore.instance().repo.setdefault("solvers", {})
+    with_yaml = set(_yaml_options("solvers"))
+    for name in solvers.solver_names():
+        if name.startswith("_") or name in with_yaml or f"{name}.yaml" in repo:
+            continue
+        ConfigStore.instance().store(group="solvers", name=name, node={"solver": name, "params": {}, "grid": {}},
+                                     package=f"solvers.{name}", provider="svmbench-registry")
 
 
 def _yaml_options(group: str) -> list[str]:
@@ -165,6 +199,12 @@ def prepare_overrides(overrides: list[str]) -> list[str]:
     overrides = list(overrides)
     check_override_keys(overrides)
     register_store_entries(store_root_of(overrides))
+    # Plugins on the command line are imported first, so that their solvers are group options.
+    for ov in _parse(overrides):
+        if ov.key_or_group.lstrip("+") == "plugins" and not ov.is_delete():
+            value = ov.value()
+            load_plugins(value if isinstance(value, list) else [value])
+    register_solver_options()
     check_group_choices(overrides)
     out = []
     for text in overrides:
@@ -560,6 +600,7 @@ def validate(cfg: DictConfig) -> Experiment:
         if ds.max_rows is not None and ds.max_rows < 4:
             fail(f"datasets.{key}.max_rows", ds.max_rows, "must be >= 4 or null")
         _check_dataset_problem(key, _plain(ds.problem) or {}, fail)
+    load_plugins(_plain(cfg.get("plugins")) or [])
     names = solvers.solver_names()
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
@@ -672,7 +713,8 @@ def _experiment(cfg: DictConfig) -> Experiment:
                       cv=section(CV, plain["cv"]), cluster=section(Cluster, plain["cluster"]),
                       run=section(Run, plain["run"]), store_root=root, seed=plain["seed"],
                       smoke=plain["smoke"], report=freeze(plain.get("report") or {}),
-                      paper=plain.get("paper"), composed=composed)
+                      paper=plain.get("paper"), composed=composed,
+                      plugins=freeze(load_plugins(plain.get("plugins") or [])))
 
 
 def smoke(cfg: DictConfig) -> DictConfig:

@@ -114,6 +114,8 @@ class Experiment:
     paper: str | None
     # The validated config as plain data, before smoke's reductions: the run dir's config.yaml.
     composed: Mapping[str, Any]
+    # The plugins it loaded (`solvers.load_plugin`), each {source, sha256 (files), names}.
+    plugins: tuple = ()
 
     def to_yaml(self) -> str:
         """The run dir's config.yaml: the validated config as the user composed it."""

@@ -308,6 +308,7 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                 continue
             name = sc.solver
             spec = solvers.get_solver(name)
+            plugin, plugin_text = _plugin_of(name)
             base = thaw(sc.params)
             ds_problem = thaw(ds.problem)
             for point in thaw(sc.points):
@@ -331,7 +332,11 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                                                    and "lambda" not in problem and len(classes) == 2)}
                     if exp.run.keep_models:   # only when asked, so default keys stay as they were
                         fit_spec["keep_model"] = True
+                    if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
+                        fit_spec["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}
                     _finish(fit_spec, "fit-")
+                    if plugin_text is not None:   # shipped with the spec, outside its key
+                        fit_spec["plugin_text"] = plugin_text
                     fit_spec["reference_key"] = None
                     fits[fit_spec["key"]] = fit_spec
     _attach_references(fits, refs, datasets, exp.run)
@@ -372,6 +377,20 @@ def reference_solver(problem: dict, n_features: int | None = None) -> str | None
             if problem.get("kernel", "linear") in spec.kernels and problem["intercept"] in spec.intercepts:
                 return c
     return None
+
+
+def _plugin_of(name: str) -> tuple:
+    """(plugin, file text) of a solver a plugin registered in this process, else (None, None):
+    its fit specs name the plugin (its sha256 in their keys) and carry the file for workers
+    that do not have it (`tasks.ensure_plugin`)."""
+    from solvers.registry import plugin_of
+    plugin = plugin_of(name)
+    if plugin is None:
+        return None, None
+    if plugin.sha256 is None:
+        return plugin, None
+    with open(plugin.source, encoding="utf-8") as fh:
+        return plugin, fh.read()
 
 
 def _finish(spec: dict, prefix: str) -> None:

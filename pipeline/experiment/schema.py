@@ -129,6 +129,9 @@ class Config:
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
     report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline (a solver entry)
+    # Solver plugins imported for this run: .py files (their sha256 is in their fits' task keys;
+    # the run ships them to the workers) or dotted modules installed on every machine.
+    plugins: list = field(default_factory=list)
     # A paper reproduction: after the report, run.py calls the writer registered under this name
     # in pipeline/papers/, which writes outputs/papers/<name>/ (the run's folder under smoke).
     paper: Optional[str] = None

@@ -1,0 +1,125 @@
+"""`plugins=[file.py]` in a run: the plugin's solvers are `solvers=[name]` options, its sha256 is in
+the task keys of its fits (an edit reruns exactly those), and a Dask worker that never imported
+it runs them (a real `dask scheduler` and `dask worker` on 127.0.0.1, no preload)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.experiment.config import ConfigError, compose, validate
+from pipeline.run import run
+
+from .processes import running, written
+
+BASE = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "run.progress=false",
+        "run.reference=false"]
+DASK = str(Path(sys.executable).parent / "dask")
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+PLUGIN = '''\
+"""dcd under another name: a solver plugin file."""
+import solvers
+from solvers.dcd import fit_dcd
+
+_d = solvers.get_solver("dcd")
+
+
+def fit_{name}(problem, **kw):
+    return fit_dcd(problem, **kw)
+
+
+solvers.register(solvers.SolverSpec(name="{name}", family="test", fit=fit_{name}, params=_d.params,
+                                    losses=_d.losses, intercepts=_d.intercepts))
+'''
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")
+
+
+def _plugin(tmp_path, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(PLUGIN.format(name=name))
+    return path
+
+
+def _keys(out, solver):
+    res = out["results"]
+    return set(res.loc[res["solver"] == solver, "key"])
+
+
+def _fit_keys(args):
+    from pipeline.experiment.plan import build_plan
+    from pipeline.run import materialise_datasets
+    exp = validate(compose(args))
+    plan = build_plan(exp, materialise_datasets(exp))
+    keys = {}
+    for key, spec in plan.fits.items():
+        keys.setdefault(spec["solver"], set()).add(key)
+    return keys
+
+
+def test_a_plugin_solver_is_selected_by_name_and_an_edit_changes_exactly_its_keys(store, tmp_path):
+    """A rerun into the same run directory skips the keys it finished (test_run), so an edited
+    plugin file reruns its own fits and nothing else."""
+    path = _plugin(tmp_path, "plug_edit")
+    args = [f"store.root={store}", *BASE, f"plugins=[{path}]", "solvers=[plug_edit,dcd]", "cluster=sequential"]
+    before = _fit_keys(args)
+    # dcd.yaml's four C values; the plugin's entry, from no yaml, one point with its defaults
+    assert len(before["plug_edit"]) == 1 and len(before["dcd"]) == 4
+    assert _fit_keys(args) == before
+    path.write_text(path.read_text() + "\n# edited\n")
+    after = _fit_keys(args)
+    assert after["dcd"] == before["dcd"] and not after["plug_edit"] & before["plug_edit"]
+
+
+def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path):
+    bad = tmp_path / "bad_plugin.py"
+    bad.write_text("import solvers\n\nraise RuntimeError('not today')\n")
+    with pytest.raises(ConfigError) as err:
+        compose([*BASE, f"plugins=[{bad}]", "solvers=[dcd]"])
+    assert str(err.value) == (f"plugins[0]={str(bad)!r}: plugin file {bad} failed to import: "
+                              f"RuntimeError: not today ({bad}:3)")
+    with pytest.raises(ConfigError, match=r"plugins\[1\]='/nowhere/x\.py': plugin file '/nowhere/x\.py' does not exist"):
+        compose([*BASE, f"plugins=[{_plugin(tmp_path, 'plug_ok')},/nowhere/x.py]", "solvers=[dcd]"])
+
+
+@pytest.mark.slow    # a fresh process's imports and warm-up: 15 s at load average 8 on 2 cores
+def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path):
+    """A task spec of a plugin solver carries the file's text beside its key: a fresh process
+    (as on a remote worker) where the file's path does not exist runs the fit from it."""
+    from pipeline.experiment.plan import build_plan
+    from pipeline.run import materialise_datasets
+    path = _plugin(tmp_path, "plug_ship")
+    exp = validate(compose([f"store.root={store}", *BASE, f"plugins=[{path}]", "solvers=[plug_ship]",
+                            "cluster=sequential"]))
+    plan = build_plan(exp, materialise_datasets(exp))
+    spec = next(s for s in plan.fits.values() if s.get("solver") == "plug_ship")
+    assert spec["plugin"]["sha256"] and spec["plugin_text"] == path.read_text()
+    path.unlink()                                   # the worker's machine has no copy
+    code = ("import json, sys; from pipeline.engine.tasks import run_task\n"
+            "spec = json.loads(sys.stdin.read())\n"
+            f"rec = run_task([[spec]], {str(store)!r})[0]\n"
+            "print(rec['status'], rec['error'])\n")
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(spec), capture_output=True, text=True,
+                         env=ENV, check=True, cwd=tmp_path)
+    assert out.stdout.split()[0] == "converged", out.stdout + out.stderr
+
+
+@pytest.mark.slow    # a scheduler, a worker and its sandbox start: 24 s at load average 8 on 2 cores
+def test_a_worker_that_never_imported_the_plugin_runs_its_fits(store, tmp_path):
+    path = _plugin(tmp_path, "plug_remote")
+    sched = tmp_path / "scheduler.json"
+    with running([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+                  "--scheduler-file", str(sched)],
+                 [DASK, "worker", "--scheduler-file", str(sched), "--nthreads", "1", "--host", "127.0.0.1",
+                  "--no-dashboard"], env=ENV, ready=written(sched)):
+        address = json.loads(sched.read_text())["address"]
+        out = run(compose([f"store.root={store}", *BASE, f"plugins=[{path}]", "solvers=[plug_remote]",
+                           "cluster=address", f"cluster.address={address}"]), tmp_path / "run")
+    res = out["results"]
+    assert list(res["solver"].unique()) == ["plug_remote"] and set(res["status"]) == {"converged"}
