@@ -199,11 +199,20 @@ def prepare_overrides(overrides: list[str]) -> list[str]:
     overrides = list(overrides)
     check_override_keys(overrides)
     register_store_entries(store_root_of(overrides))
-    # Plugins on the command line are imported first, so that their solvers are group options.
+    # Plugins on the command line or in the selected experiment yaml are imported first, so that
+    # their solvers are group options when Hydra composes.
     for ov in _parse(overrides):
-        if ov.key_or_group.lstrip("+") == "plugins" and not ov.is_delete():
+        key = ov.key_or_group.lstrip("+")
+        if ov.is_delete():
+            continue
+        if key == "plugins":
             value = ov.value()
             load_plugins(value if isinstance(value, list) else [value])
+        elif key == "experiment" and isinstance(ov.value(), str):
+            path = CONF_DIR / "experiment" / f"{ov.value()}.yaml"
+            if path.is_file():
+                load_plugins(_plain(OmegaConf.load(path).get("plugins")) or [],
+                             where=f"experiment {ov.value()}: plugins")
     register_solver_options()
     check_group_choices(overrides)
     out = []
