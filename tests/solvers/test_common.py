@@ -7,20 +7,18 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import minimize
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC, LinearSVC
 
 import solvers
 from solvers import STATUSES, Budget, Problem, fit
-from solvers import objectives as obj
+from solvers.testing import model_objective as _model_objective, reference_bounds
 
 NAMES = [n for n in solvers.solver_names() if not n.startswith("_")]
 # (P - f*) / f* each solver reaches at Budget(tol=1e-8) on `data`, held at about 10 x its worst
 # measured case over dense and CSR input and OPENBLAS_CORETYPE=SkylakeX / Nehalem (f* exact,
-# `_polish`). Measured: qp -2e-15, newton 2e-16, smooth_newton 1.6e-16 (its exact step), gd 8e-14, dcd 1.7e-10, liblinear 2.8e-10,
+# `reference_bounds`). Measured: qp -2e-15, newton 2e-16, smooth_newton 1.6e-16 (its exact step), gd 8e-14, dcd 1.7e-10, liblinear 2.8e-10,
 # svmlight 3.7e-10, smo 4.4e-10 (its path differs by a few pairs dense/CSR), svmmaj 4.3e-8,
 # libsvm 4.8e-8 (LIBSVM keeps Q in float32), alpha_maj 7.8e-8 (majorization stops on a relative
 # decrease below tol, on a flat stretch). Stochastic methods only approach the optimum (seeded:
@@ -54,104 +52,20 @@ def _problem_for(spec, X, y):
     return Problem(X, y, C=0.5, loss=spec.losses[0], intercept=intercept)
 
 
+_F_STAR = {}
+
+
 def _reference_optimum(problem):
-    """f* by an independent route: LIBLINEAR/LIBSVM where they solve the same problem, then
-    made exact by `_polish` (LIBSVM keeps Q in float32 and stops 5e-8 above f* here, too loose
-    to hold solvers that reach 1e-10); else L-BFGS on the smooth objectives."""
-    X, y, C = problem.X, problem.y, problem.C
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        if problem.loss in ("hinge", "squared_hinge") and problem.intercept in ("none", "regularized"):
-            m = LinearSVC(C=C, loss=problem.loss, fit_intercept=problem.intercept == "regularized",
-                          intercept_scaling=problem.intercept_scaling, tol=1e-10, max_iter=500_000,
-                          random_state=0).fit(X, y)  # tol 1e-12 sometimes ends off the optimum after max_iter
-            return _polish(problem, m.coef_.ravel(), float(np.ravel(m.intercept_)[0]))
-        if problem.loss == "hinge" and problem.intercept == "free":
-            m = SVC(kernel="linear", C=C, tol=1e-10).fit(X, y)
-            coef = m.coef_.toarray() if sp.issparse(m.coef_) else m.coef_
-            return _polish(problem, np.ravel(coef), float(m.intercept_[0]))
-    Xd = X.toarray() if sp.issparse(X) else X
-    d = Xd.shape[1]
-
-    def f(v):
-        w, b = v[:d], (v[d] if problem.intercept == "free" else 0.0)
-        m = y * (Xd @ w + b)
-        val = obj.primal_objective(problem, w, b)
-        g_m = C * obj.loss_derivative(problem.loss, m, problem.huber_k) * y
-        g = np.append(w + Xd.T @ g_m, g_m.sum() if problem.intercept == "free" else 0.0)
-        return val, g
-
-    res = minimize(f, np.zeros(d + 1), jac=True, method="L-BFGS-B", options={"maxiter": 20000, "gtol": 1e-12, "ftol": 1e-16})
-    return float(res.fun)
-
-
-def _polish(problem, w, b):
-    """The exact optimum from a near-optimal (w, b) of the hinge or squared-hinge SVM: the
-    margins identify the active sets, which fix the optimum as the solution of a linear system
-    (the KKT conditions with those sets); solved, then certified (zero duality gap, the sets
-    consistent), so a wrong identification fails here instead of passing as f*."""
-    X = problem.X.toarray() if sp.issparse(problem.X) else np.asarray(problem.X)
-    y, C = problem.y, problem.C
-    B = problem.intercept_scaling
-    free_b = problem.intercept == "free"
-    # A regularized intercept is a feature column B with weight b / B.
-    Z = np.c_[X, np.full(len(y), B)] if problem.intercept == "regularized" else X
-    v = np.append(w, b / B) if problem.intercept == "regularized" else np.asarray(w, float)
-    b0 = b if free_b else 0.0
-    Yz = y[:, None] * Z
-    if problem.loss == "squared_hinge":  # (free_b is the L-BFGS branch's)
-        # Smooth: with the active set A = {m < 1} fixed the optimum is one linear solve
-        # (I + 2C Z_A'Z_A) v = 2C Z_A'y_A; repeat until A no longer changes (finite Newton).
-        for _ in range(50):
-            A = Yz @ v < 1.0
-            v_new = np.linalg.solve(np.eye(Z.shape[1]) + 2 * C * Z[A].T @ Z[A], 2 * C * Z[A].T @ y[A])
-            if np.array_equal(Yz @ v_new < 1.0, A):
-                break
-            v = v_new
-        else:
-            raise AssertionError("finite Newton polish did not settle")
-        v = v_new
-        a = 2 * C * np.maximum(1.0 - Yz @ v, 0.0)
-        D = a.sum() - 0.5 * v @ v - a @ a / (4 * C)
-    else:
-        m = Yz @ v + y * b0
-        F = np.abs(m - 1.0) < 1e-4          # free: 0 < alpha < C, margin exactly 1
-        U = (m < 1.0) & ~F                   # at the bound alpha = C
-        Q = Yz @ Yz.T
-        nF = int(F.sum())
-        # Q_FF a_F (+ y_F b) = 1 - C Q_FU 1, and y'alpha = 0 with a free intercept.
-        A = Q[np.ix_(F, F)]
-        rhs = 1.0 - C * Q[np.ix_(F, U)].sum(axis=1)
-        if free_b:
-            A = np.block([[A, y[F, None]], [y[None, F], np.zeros((1, 1))]])
-            rhs = np.append(rhs, -C * y[U].sum())
-        sol = np.linalg.lstsq(A, rhs, rcond=None)[0]
-        a = np.where(U, C, 0.0)
-        a[F] = sol[:nF]
-        b0 = float(sol[nF]) if free_b else 0.0
-        v = Yz.T @ a
-        m = Yz @ v + y * b0
-        assert a.min() >= 0 and a.max() <= C, "polish: alpha left the box"
-        assert np.all(m[a == 0] >= 1 - 1e-9) and np.all(m[U] <= 1 + 1e-9) and np.all(np.abs(m[F] - 1) < 1e-9)
-        D = a.sum() - 0.5 * v @ v
-    if problem.intercept == "regularized":
-        w, b = v[:-1], v[-1] * B
-    else:
-        w, b = v, b0
-    P = obj.primal_objective(problem, w, b)
-    assert abs(P - D) <= 1e-12 * abs(P), f"polish: P={P} D={D}"
-    return P
-
-
-def _model_objective(problem, res):
-    """P recomputed from the returned model alone (w, or alpha through the kernel)."""
-    if res.w is not None:
-        return obj.primal_objective(problem, res.w, res.b)
-    sv = np.flatnonzero(res.alpha != 0)
-    beta = res.alpha[sv] * problem.y[sv]
-    from solvers.kernels import kernel_block
-    w2 = float(beta @ kernel_block(problem.kernel, problem.X[sv], problem.X[sv]) @ beta)
-    return obj.primal_from_decision(problem, w2, res.b, problem.decision(res))
+    """f* by an independent route (`solvers.testing.reference_bounds`: scipy on the dual QP, its
+    active sets then solved exactly; L-BFGS on a smooth primal), asserted exact to rounding: the
+    bracket [D(alpha), P(w(alpha))] it returns must close. One solve per problem form (the data
+    is the module's; dense and CSR share it)."""
+    form = (problem.loss, problem.intercept, problem.C, problem.n_samples)
+    if form not in _F_STAR:
+        lower, upper = reference_bounds(problem)
+        assert upper - lower <= 1e-12 * abs(upper), f"reference bracket [{lower}, {upper}] is open"
+        _F_STAR[form] = upper
+    return _F_STAR[form]
 
 
 def _solve(name, problem, seed=0):
@@ -182,7 +96,7 @@ def test_solver_contract_and_certificate(name, fmt, data):
     assert res.primal == pytest.approx(_model_objective(problem, res), rel=1e-12, abs=1e-12)
     f_star = _reference_optimum(problem)
     rel = (res.primal - f_star) / abs(f_star)
-    # f* is exact to rounding (`_polish`): no model is below it.
+    # f* is exact to rounding (`reference_bounds`): no model is below it.
     assert rel > -1e-12, f"{name} reports below the optimum: {res.primal} < {f_star}"
     if name in STALLS:
         # An honest "stalled" must really be short of f*, and no further than it was measured.
