@@ -56,7 +56,8 @@ def group_options(group: str, root: str | None = None) -> list[str]:
     `solvers`, every registered solver (plugins included)."""
     options = set(_yaml_options(group))
     if group == "datasets":
-        options |= set(store_entries(root))
+        from ..data.datasets import dataset_names
+        options |= set(store_entries(root)) | set(dataset_names())
     if group == "solvers":
         import solvers
         options |= {n for n in solvers.solver_names() if not n.startswith("_")}
@@ -171,7 +172,7 @@ def check_override_keys(overrides: list[str]) -> None:
 
 
 def register_store_entries(root: str | None) -> None:
-    """Offer every store entry that is not a built-in as an option of the `datasets` group,
+    """Offer every store entry and every builder without a yaml as an option of the `datasets` group,
     ``{builder: <name>}`` with the dataset defaults, so ``datasets=[mydata]`` selects an
     ingested file exactly as it selects a built-in. Entries of an earlier call (another store)
     are withdrawn first: the ConfigStore is process-wide."""
@@ -179,8 +180,11 @@ def register_store_entries(root: str | None) -> None:
     repo = ConfigStore.instance().repo.setdefault("datasets", {})
     for name in [n for n, node in repo.items() if getattr(node, "provider", None) == "svmbench-store"]:
         del repo[name]
+    from ..data.datasets import dataset_names
     builtins = set(_yaml_options("datasets"))
-    for name in store_entries(root):
+    # Builders without a yaml (an installed plugin's, `datasets.discover_builders`) and store
+    # entries alike: ``{builder: <name>}`` with the dataset defaults.
+    for name in sorted(set(store_entries(root)) | set(dataset_names())):
         if name not in builtins:
             node = {"builder": name, "params": {}, "scale": "none", "max_rows": None, "positive": None}
             ConfigStore.instance().store(group="datasets", name=name, node=node,

@@ -52,6 +52,27 @@ def _keys(out, solver):
     return set(res.loc[res["solver"] == solver, "key"])
 
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin_solver"
+
+
+@pytest.fixture
+def registry_restored(monkeypatch):
+    from solvers import registry
+    for attr in ("_REGISTRY", "_ORIGINS", "_PLUGINS"):
+        monkeypatch.setattr(registry, attr, dict(getattr(registry, attr)))
+
+
+def test_every_registered_solver_and_an_experiments_plugins_are_options(registry_restored, monkeypatch):
+    """A solver without a yaml in conf/solvers/ is selected by name with its declared defaults;
+    an experiment yaml's plugins are imported before Hydra composes its solver list."""
+    exp = validate(compose([*BASE, "solvers=[smooth_newton]"]))
+    assert exp.solvers["smooth_newton"].solver == "smooth_newton" and dict(exp.solvers["smooth_newton"].params) == {}
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    exp = validate(compose(["+experiment=compare_plugin"]))
+    assert sorted(exp.solvers) == ["bcfw", "dcd", "liblinear"]
+    assert [dict(p) for p in exp.plugins] == [{"source": "svmbench_bcfw", "sha256": None, "names": ("bcfw",)}]
+
+
 def _fit_keys(args):
     from pipeline.experiment.plan import build_plan
     from pipeline.run import materialise_datasets
