@@ -2,6 +2,8 @@
 group, a shared top-level grid sweeps every solver that takes its keys, params/grid take keys
 their yaml does not list (checked by validate), and nothing is silently ignored: unknown keys
 and keys that a higher level would override are refused, naming them."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -159,7 +161,9 @@ def test_a_param_is_used_once_its_grid_key_is_dropped(tmp_path):
     assert _swept(plan, "dcd", "C") == {5.0}
 
 
-def test_every_experiment_composes_and_validates(tmp_path):
+def test_every_experiment_composes_and_validates(tmp_path, monkeypatch):
     from pipeline.experiment.config import group_options
+    # compare_plugin names the example plugin, a module that must be importable (installed).
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples" / "plugin_solver"))
     for name in group_options("experiment"):
         validate(_cfg(tmp_path, f"+experiment={name}"))
