@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from . import objectives as obj
-from .base import STATUSES, Budget, Fit, Recorder
+from .base import Budget, Fit, Recorder
 from .kernels import Kernel, kernel_block
 from .problem import Problem
 from .registry import SolverError, fit, get_solver
@@ -128,7 +128,7 @@ def model_dual(problem: Problem, alpha: np.ndarray) -> float:
 
 
 @lru_cache(maxsize=256)
-def _bounds_cached(loss, intercept, kernel, C, fmt_key, data_key) -> tuple[float, float]:
+def _bounds_cached(loss, intercept, kernel, C, data_key) -> tuple[float, float]:
     data = _data(*data_key)
     return reference_bounds(_problem((loss, intercept, kernel), C=C, data=data))
 
@@ -231,7 +231,9 @@ def _polish_hinge(Q, y, C, alpha, free_b):
 
 
 def _bounds(problem: Problem, data_key=(40, 5, 0)) -> tuple[float, float]:
-    return _bounds_cached(problem.loss, problem.intercept, problem.kernel.name, problem.C, 0, data_key)
+    """`reference_bounds` of a problem on `_data(*data_key)`, once per form (dense and CSR share it)."""
+    assert problem.X.shape == data_key[:2], "the cached bounds are those of _data(*data_key)"
+    return _bounds_cached(problem.loss, problem.intercept, problem.kernel.name, problem.C, data_key)
 
 
 # ------------------------------------------------------------------ running
