@@ -275,8 +275,22 @@ def open_client(cluster):
         with _connect(cluster.address, security(cluster)) as client:
             yield client
         return
-    if kind in ("slurm", "kubernetes"):
-        with (slurm_cluster(cluster) if kind == "slurm" else kubernetes_cluster(cluster)) as managed:
+    if kind == "slurm":
+        import dask
+        # Adaptive scaling asks for jobs by the seconds of work queued, at 0.5 s a task of a
+        # kind it has not timed yet: our first tasks (cut to about TASK_S) looked like one
+        # job's work, and the second job was asked for only once the first had run a few. The
+        # scheduler runs in this process and reads the durations as each kind's first task
+        # arrives, hence for the cluster's whole life.
+        durations = {f"distributed.scheduler.default-task-durations.{prefix}": f"{TASK_S}s" for prefix in ("fit", "ref")}
+        with dask.config.set(durations), \
+                slurm_cluster(cluster) as managed:
+            managed.adapt(**_adapt_range(kind, cluster))
+            with Client(managed, security=security(cluster)) as client:
+                yield client
+        return
+    if kind == "kubernetes":
+        with kubernetes_cluster(cluster) as managed:
             managed.adapt(**_adapt_range(kind, cluster))
             with Client(managed, security=security(cluster)) as client:
                 yield client
@@ -457,17 +471,38 @@ def slurm_cluster(cluster):
     `lifetime_stagger_s` (so the workers of a job do not all leave at once), and adaptive scaling
     submits new jobs: SLURM's kill at walltime would instead meet running tasks, lost with their
     worker and counted against `allowed-failures`."""
-    try:
-        from dask_jobqueue import SLURMCluster
-    except ImportError:
-        raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
+    SLURMCluster = _jobqueue_slurm()
     jq = dict(OmegaConf.to_container(cluster.jobqueue, resolve=True))
+    # The job's workers run this process's python, so the venv the client plans with (svmbench,
+    # numpy, numba, distributed: the versions each row records) is the one that fits; set
+    # `python` for another interpreter at the same path on the nodes.
+    jq["python"] = jq.get("python") or sys.executable
     lifetime = _lifetime_s(cluster)
     jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
     jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster),
                                  *(f"export {k}={v}" for k, v in quiet_dask_env().items())]
     return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
+
+
+def _jobqueue_slurm():
+    """dask-jobqueue's SLURMCluster, imported without its side effect on Ctrl-C: its runner
+    module (0.9) sets SIGINT's handler to `sys.exit` as it is imported, which turned Ctrl-C on a
+    cluster=slurm run into a bare SystemExit instead of the run's one line and exit code 130.
+    Python sets a handler only from the main thread, and so does that import: the first import
+    must happen there (`python -m pipeline` opens its cluster in the main thread)."""
+    import signal
+    import threading
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    return SLURMCluster
 
 
 def _thread_exports(cluster) -> list[str]:
@@ -600,9 +635,16 @@ def hard_limits(plan: Plan, grace_s: float, specs=None) -> dict[str, float]:
 
 
 def _n_workers(client, cluster) -> int:
+    """The worker threads the tasks are cut and submitted for: those the cluster has now, and on
+    SLURM at least those of `adapt.maximum` jobs. Adaptive scaling asks for jobs by the work the
+    scheduler holds; with only the present workers' tasks in flight it saw one job's worth
+    and never grew past the first job (issue 32: a sweep ran on one of two jobs' cores)."""
     if client is None:
         return 1
-    return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+    present = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    if cluster.kind == "slurm":
+        present = max(present, int(cluster.adapt.maximum) * int(cluster.jobqueue.cores))
+    return max(1, present)
 
 
 def _worker_loads(client) -> dict:
@@ -687,6 +729,67 @@ class WarmUp:
 WARMUP_WAIT_S = 300
 
 
+class WorkerEvents:
+    """One log line for each worker that joins or leaves the cluster while tasks run: on an
+    adaptive cluster (SLURM jobs that start, retire at their --lifetime, are cancelled or reach
+    their walltime) the log then says why a task ran twice or the sweep slowed down.
+
+    The scheduler sends its add-worker and remove-worker events (topic "all") to the client's
+    event loop, where each becomes its line at once. Nothing there may wait on the scheduler,
+    so a worker is named from the scheduler in this process (dask-jobqueue's, LocalCluster's),
+    with its SLURM job, as it joins; elsewhere by its address."""
+
+    def __init__(self, client, log):
+        self.client, self.log = client, log
+        cluster = getattr(client, "cluster", None)
+        self.scheduler = getattr(cluster, "scheduler", None)    # None for a remote scheduler
+        self.jobs = getattr(cluster, "workers", None)           # dask-jobqueue: {job name: job}
+        self.names = {address: self._named(str(info.get("name", address)))
+                      for address, info in client.scheduler_info()["workers"].items()}
+        client.subscribe_topic("all", self._event)
+
+    def _named(self, name: str) -> str:
+        # dask-jobqueue names a job's workers <job name>[-<i>] (processes > 1).
+        job = (self.jobs or {}).get(name) or (self.jobs or {}).get(name.rpartition("-")[0])
+        job_id = getattr(job, "job_id", None)
+        return f"{name} (SLURM job {job_id})" if job_id else name
+
+    def _event(self, event) -> None:
+        _, msg = event
+        address = msg.get("worker")
+        if msg.get("action") == "add-worker":
+            state = getattr(self.scheduler, "workers", {}).get(address)
+            self.names[address] = self._named(str(state.name)) if state is not None else address
+        line = self.line(msg, self.names.get(address, address))
+        if line:
+            self.log(line)
+
+    @staticmethod
+    def line(msg: dict, who: str) -> str | None:
+        """The event's line: a worker joined, retired (at its --lifetime, or by the adaptive
+        scaling) or was lost (its job cancelled, past its walltime, its node gone)."""
+        action = msg.get("action")
+        if action == "add-worker":
+            return f"worker {who} joined"
+        if action != "remove-worker":
+            return None
+        stimulus = str(msg.get("stimulus_id", ""))
+        running = len(msg.get("processing-tasks") or ())
+        if stimulus.startswith("worker-close-gracefully"):
+            # `dask worker --lifetime` closes the worker this way; so does one told to close.
+            why = "retired (its --lifetime, before its job's walltime)"
+        elif msg.get("expected"):
+            why = "retired by the adaptive scaling"
+        else:
+            why = "lost (its job cancelled, past its walltime, or its node gone)"
+        again = f"; its {running} unfinished task(s) run again elsewhere" if running else ""
+        return f"worker {who} left: {why}{again}"
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.unsubscribe_topic("all")
+
+
 def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, warmup: WarmUp | None = None) -> Summary:
     """Run every task of the plan whose shard is missing; write a shard per task as tasks
     finish. client: a Dask client already open for cfg.cluster, and warmup its warm-up
@@ -713,7 +816,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
     worker_rss = (0.0, 0.0, None)
     started = time.perf_counter()
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
-    with opened as client, _quiet_on_interrupt():
+    with opened as client, _quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
             warmup = WarmUp(warm_workers(client, sorted({s["solver"] for s in todo}), int(cluster.blas_threads)),
                             started=started, planned=started)
@@ -780,6 +883,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             # The first tasks are cut while the workers warm (20 ms for 10,000 specs, which each
             # worker would otherwise wait for at the clock's start), and sent once all are warm.
             first_wave = [task for task in (cut() for _ in range(IN_FLIGHT * workers)) if task is not None]
+            stack.enter_context(contextlib.closing(WorkerEvents(client, log)))
             warmup.wait()
             t0 = time.perf_counter()
             for task in first_wave:
