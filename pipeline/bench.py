@@ -69,7 +69,7 @@ def _role(proc, command_pid: int) -> str:
     fold extraction) or `worker` (a Dask worker process, which relays to its sandbox)."""
     if proc.pid == command_pid:
         return "client"
-    return "task" if "pipeline.sandbox" in " ".join(proc.cmdline()) else "worker"
+    return "task" if "pipeline.engine.sandbox" in " ".join(proc.cmdline()) else "worker"
 
 
 def _cpu_by_role(proc: subprocess.Popen) -> dict:
@@ -126,25 +126,24 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
 ANCHOR = r"""
 import json, sys, time, warnings
 import numpy as np
-from omegaconf import OmegaConf
-from pipeline.config import compose, store_root
-from pipeline.plan import build_plan
+from pipeline.experiment.config import compose, validate
+from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
-from pipeline.tasks import load_dataset
-from pipeline.plan import binary_labels, subsample_rows
+from pipeline.engine.tasks import load_dataset
+from pipeline.experiment.plan import binary_labels, subsample_rows
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
-cfg = compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])])
-plan = build_plan(cfg, materialise_datasets(cfg))
+exp = validate(compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])]))
+plan = build_plan(exp, materialise_datasets(exp))
 d = next(iter(plan.datasets.values()))
-ds = load_dataset(store_root(cfg), d["name"], d["fingerprint"])
+ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
 y, _ = binary_labels(ds.y, d["positive"])
 X = ds.X
 folds = d["folds"]                                   # the very folds our sweep uses
-p = OmegaConf.to_container(cfg.solvers.dcd.params)
+p = dict(exp.solvers["dcd"].params)
 est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"], fit_intercept=True)
-gs = GridSearchCV(est, {"C": list(cfg.solvers.dcd.grid.C)}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
+gs = GridSearchCV(est, {"C": list(exp.solvers["dcd"].grid["C"])}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 gs.fit(X, y)
@@ -232,7 +231,7 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
 def prebuild(overrides: list[str]) -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
-    from .config import compose
+    from .experiment.config import compose
     from .run import materialise_datasets
     materialise_datasets(compose(["+experiment=bench_sweep", *overrides]))
 

@@ -20,10 +20,10 @@ import pandas as pd
 import psutil
 import pytest
 
-from pipeline import execute
-from pipeline.config import compose
-from pipeline.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
-from pipeline.results import outcomes
+from pipeline.engine import execute
+from pipeline.experiment.config import compose, validate
+from pipeline.engine.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
+from pipeline.results.tables import outcomes
 from pipeline.run import run
 
 from .processes import running, written
@@ -101,7 +101,7 @@ def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
     runner = threading.Thread(target=lambda: out.update(run(cfg, tmp_path / "run")))
     runner.start()
     worker = psutil.Process(int(_wait_for(pidfile)))
-    sandbox = [c for c in worker.children() if "pipeline.sandbox" in " ".join(c.cmdline())]
+    sandbox = [c for c in worker.children() if "pipeline.engine.sandbox" in " ".join(c.cmdline())]
     pidfile.unlink()
     worker.send_signal(signal.SIGKILL)
     release.touch()
@@ -299,7 +299,7 @@ def test_slurm_job_script(monkeypatch):
     pytest.importorskip("dask_jobqueue")
     cfg = compose(["cluster=slurm", "cluster.jobqueue.queue=short", "cluster.jobqueue.account=proj7",
                    "cluster.jobqueue.walltime=02:00:00", "cluster.jobqueue.memory=8GB"])
-    with slurm_cluster(cfg.cluster) as slurm:
+    with slurm_cluster(validate(cfg).cluster) as slurm:
         script = slurm.job_script()
     lines = script.splitlines()
     for directive in ("#SBATCH -p short", "#SBATCH -A proj7", "#SBATCH -t 02:00:00", "#SBATCH --cpus-per-task=4"):
@@ -323,7 +323,7 @@ def test_slurm_job_script(monkeypatch):
 def test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run():
     """dask-jobqueue 0.9 sets SIGINT's handler to sys.exit as it is imported: Ctrl-C on a
     cluster=slurm run would end it with a bare SystemExit, not the run's one line and exit 130."""
-    code = ("import signal; from pipeline.execute import _jobqueue_slurm; _jobqueue_slurm(); "
+    code = ("import signal; from pipeline.engine.execute import _jobqueue_slurm; _jobqueue_slurm(); "
             "import dask_jobqueue.runner; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
@@ -348,7 +348,7 @@ def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
 def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
     """A reference whose sandbox was killed has no f* (a timeout row of its own, without one):
     its fits get no suboptimality rather than a KeyError or a made-up value."""
-    from pipeline.results import _f_star_columns
+    from pipeline.results.tables import _f_star_columns
     killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s"}
     cols = _f_star_columns(1.0, killed)
     assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None
@@ -387,7 +387,7 @@ def test_local_cluster_runs_without_dasks_profiler_and_with_slow_ticks():
     import dask
     cfg = compose(["cluster=local", "cluster.n_workers=1", "cluster.dashboard_address=null"])
     with dask.config.set({"distributed.admin.system-monitor.interval": "2s"}):   # the user's own
-        with open_client(cfg.cluster) as client:
+        with open_client(validate(cfg).cluster) as client:
             workers = list(client.run(_worker_instruments).values())
             scheduler = client.run_on_scheduler(_scheduler_instruments)
         assert dask.config.get("distributed.admin.tick.interval") == "20ms"

@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import tasks
-from pipeline.config import compose
-from pipeline.execute import finished_keys, make_tasks, make_units
+from pipeline.engine import tasks
+from pipeline.experiment.config import compose, validate
+from pipeline.engine.execute import finished_keys, make_tasks, make_units
 from pipeline.run import materialise_datasets, run
-from pipeline.plan import build_plan
+from pipeline.experiment.plan import build_plan
 
 from .shard_edit import drop_records
 
@@ -68,7 +68,7 @@ def test_warm_and_cold_paths_reach_the_same_optima_with_a_row_and_shard_per_poin
 
 def test_references_run_as_a_warm_path_too(warm_cold):
     warm, _ = warm_cold
-    from pipeline.results import read_shards
+    from pipeline.results.tables import read_shards
     refs = [r for r in read_shards(warm["run_dir"]) if r["kind"] == "reference"]
     assert len(refs) == 2 * len(C_PATH) and sum(r.get("warm_from") is not None for r in refs) == 2 * (len(C_PATH) - 1)
 
@@ -112,7 +112,8 @@ def test_plain_cv_sweep_solves_no_reference_under_auto(store, tmp_path):
 
 def test_fold_cache_returns_the_same_arrays_and_folds_do_not_collide(store, monkeypatch):
     cfg = compose([f"store.root={store}", *SWEEP])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
     tasks.clear_caches()
     first = tasks.fold_data(str(store), data, 0)
@@ -146,7 +147,8 @@ def test_short_fits_are_packed_and_paths_never_split():
 def test_folds_are_split_once_per_worker(store, monkeypatch):
     """A repeated split draws all its rounds at once: extracting fold after fold must not redo it."""
     cfg = compose([f"store.root={store}", *SWEEP, "cv=repeated", "cv.rounds=5"])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
     calls = []
     real = tasks.make_folds

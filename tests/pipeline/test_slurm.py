@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.config import compose
-from pipeline.execute import finished_keys
-from pipeline.results import outcomes, shard_files
+from pipeline.experiment.config import compose
+from pipeline.engine.execute import finished_keys
+from pipeline.results.tables import outcomes, shard_files
 from pipeline.run import run
 
 from .test_cluster import _LOAD_FAULTS, FAULTS

@@ -1,5 +1,5 @@
 """Whole-call timing of Pegasos against scikit-learn's SGDClassifier, alternating in one process,
-min of `repeats` (README "Benchmarks", issue #18). Not a test: speed is never asserted.
+min of `repeats` (docs/benchmarks/). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_pegasos.py [80k|full|all] [repeats]
 
@@ -74,7 +74,7 @@ def _calls(X, y, T=None):
 
 
 def bench_80k(repeats):
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     import solvers
     from solvers import Problem
 
@@ -92,9 +92,9 @@ def bench_80k(repeats):
 
 
 def _rcv1_full():
-    from pipeline.data import config_entry
-    from pipeline.datasets import ensure_dataset
-    from pipeline.store import default_store_root, read_dataset
+    from pipeline.data.cli import config_entry
+    from pipeline.data.datasets import ensure_dataset
+    from pipeline.data.store import default_store_root, read_dataset
 
     root = default_store_root()
     builder, params = config_entry("rcv1_full", {})

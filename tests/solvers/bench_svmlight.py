@@ -1,5 +1,5 @@
 """svmlight at q in {10, 20, 40} and n_new in {q, q/2, q/5} (SVMlight's -n) against smo on 5,000
-2-D blobs (README "Benchmarks", issue #18). Not a test: speed is never asserted.
+2-D blobs (docs/benchmarks/). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_svmlight.py [N] [REPS]
 
@@ -24,7 +24,7 @@ CASES = [(k, C) for k in ("rbf", "poly") for C in (1.0, 10.0)]
 
 
 def blobs(n):
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     X, y, _ = get_builder("toy_blobs")(n_samples=n)
     X = (X - X.mean(0)) / X.std(0)
     return np.ascontiguousarray(X), np.where(y == y.max(), 1, -1)
