@@ -132,9 +132,10 @@ def test_a_job_cancelled_mid_sweep_loses_no_task(slurm, store, expected, tmp_pat
 
 @pytest.mark.slow    # two generations of jobs
 def test_workers_retire_before_the_walltime_and_new_jobs_finish_the_sweep(slurm, store, tmp_path, monkeypatch):
-    """A walltime of one minute (SLURM's least) and each worker's --lifetime 8 +- 1 s: the
-    worker holding the one `_block` fit retires while it runs, and a new job, asked for by the
-    adaptive scaling, runs it again once the test lets it end."""
+    """A walltime of one minute (SLURM's least) and each worker's --lifetime 20 +- 1 s (time
+    for a new worker to warm and run the dcd fits even on a loaded machine): the worker holding
+    the one `_block` fit retires while it runs, and a new job, asked for by the adaptive
+    scaling, runs it again once the test lets it end."""
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     release = tmp_path / "release"
     block = (f"+solvers._block={{solver: _block, params: {{loss: hinge, pidfile: '{tmp_path / 'pid'}', "
@@ -142,9 +143,11 @@ def test_workers_retire_before_the_walltime_and_new_jobs_finish_the_sweep(slurm,
     sweep = [f"store.root={store}", *SWEEP[:4], block, "solvers.dcd.grid.C=[0.1,1]", "run.progress=false",
              "run.reference=false"]
     said = []
-    runner, out = _in_thread(compose([*sweep, *_slurm_args(slurm, tmp_path / "jobs", walltime="1", margin_s=52,
+    runner, out = _in_thread(compose([*sweep, *_slurm_args(slurm, tmp_path / "jobs", walltime="1", margin_s=40,
                                                            stagger_s=1)]), tmp_path / "run", said)
-    _wait(lambda: _lines(said, r"left: retired \(its --lifetime, before its job's walltime\); its \d unfinished"))
+    # _block has started, and a worker retired with unfinished tasks: then it may end.
+    _wait(lambda: (tmp_path / "pid").exists()
+          and _lines(said, r"left: retired \(its --lifetime, before its job's walltime\); its \d unfinished"))
     release.touch()
     runner.join(120)
     assert out["failed"] == 0 and out["summary"].done == 3
