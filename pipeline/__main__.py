@@ -101,10 +101,15 @@ def preflight(overrides: list[str]):
     return cfg, Path(run_dir) if run_dir else None
 
 
-if __name__ == "__main__":
+def command(argv: list[str]) -> None:
+    """`python -m pipeline ARGV` and `svmbench run ARGV`: check the installation, preflight a
+    single run, hand the rest to Hydra; exits with the codes above (never returns)."""
+    from pipeline.installation import InstallationError, check
     from pipeline.experiment.config import prepare_overrides
-    OVERRIDES[:] = [a for a in sys.argv[1:] if not a.startswith("-")]
+    sys.argv[1:] = argv
+    OVERRIDES[:] = [a for a in argv if not a.startswith("-")]
     try:
+        check()
         single = len(OVERRIDES) == len(sys.argv) - 1    # no Hydra flag (-m, --cfg, --config-name, ...)
         checked = preflight(OVERRIDES) if single else None
         prepared = prepare_overrides(OVERRIDES)
@@ -116,10 +121,14 @@ if __name__ == "__main__":
                 from pipeline.run import start_ahead
                 start_ahead(*checked)     # the cluster starts and warms while Hydra composes
             main()
-    except (ConfigError, StoreError, LockError, ClusterError) as exc:
+    except (ConfigError, StoreError, LockError, ClusterError, InstallationError) as exc:
         refuse(exc)
     except KeyboardInterrupt:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
         print("interrupted; run the same command to resume", file=sys.stderr)
         sys.exit(130)
     finish(1 if any(FAILED) else 0)
+
+
+if __name__ == "__main__":
+    command(sys.argv[1:])

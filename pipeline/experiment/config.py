@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+from ..installation import CONF_DIR   # the checkout's conf/, or the wheel's pipeline/conf/
 
 # Problem-level keys of a solver entry (they define the optimisation problem), budget keys,
 # and bookkeeping keys; everything else in params/grid is a solver parameter checked against
