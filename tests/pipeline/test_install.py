@@ -115,12 +115,13 @@ def outside(argv: list, cwd: Path, **env) -> subprocess.CompletedProcess:
 def test_wheel_runs_an_experiment_from_anywhere(installed, tmp_path):
     """From a directory outside the checkout: the installed modules are imported (not the
     checkout's), `svmbench run` runs a smoke experiment on a Dask worker process with the
-    wheel's configs into ./outputs/, `python -m pipeline` composes the default experiment,
-    the help template ships, and `svmbench data list` sees the dataset the run built."""
+    wheel's configs into ./outputs/, `svmbench data list` sees the dataset the run built, and
+    `python -m pipeline --help` composes the wheel's configs with their help page."""
     bin_ = installed / "bin"
     store = tmp_path / "store"
-    where = outside([bin_ / "python", "-c", "import pipeline, solvers, pipeline.installation as i; "
-                                "print(pipeline.__file__, solvers.__file__, i.CONF_DIR, i.CHECKOUT, i.PAPERS_DIR)"],
+    # find_spec locates `solvers` without importing it (numba and every solver: 6 s).
+    where = outside([bin_ / "python", "-c", "import importlib.util, pipeline.installation as i; print("
+                     "i.__file__, importlib.util.find_spec('solvers').origin, i.CONF_DIR, i.CHECKOUT, i.PAPERS_DIR)"],
                     tmp_path)
     assert where.returncode == 0, where.stderr
     pipeline_file, solvers_file, conf_dir, checkout, papers_dir = where.stdout.split()
@@ -142,16 +143,14 @@ def test_wheel_runs_an_experiment_from_anywhere(installed, tmp_path):
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"^toy_blobs\s+\d", listed.stdout, re.M), listed.stdout
 
+    # `python -m pipeline` from another directory: Hydra composes the wheel's config.yaml with the
+    # help page it selects (conf/hydra/help/svmbench.yaml) and every config group's options.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    planned = outside([bin_ / "python", "-m", "pipeline", "smoke=true", "run.dry_run=true"], elsewhere,
-                      SVMBENCH_STORE=str(store))
-    assert planned.returncode == 0, planned.stderr
-    assert "toy_blobs" in planned.stdout and not (elsewhere / "outputs").exists()
-
-    helped = outside([bin_ / "svmbench", "run", "--help"], elsewhere)
+    helped = outside([bin_ / "python", "-m", "pipeline", "--help"], elsewhere)
     assert helped.returncode == 0 and "== The ten most used commands ==" in helped.stdout
     assert "cluster: address, kubernetes, local, sequential, slurm" in helped.stdout
+    assert not (elsewhere / "outputs").exists()
     version = outside([bin_ / "svmbench", "--version"], elsewhere)
     assert version.stdout.startswith("svmbench 0.1.0 (installed at ") and str(installed) in version.stdout
 
