@@ -3,7 +3,9 @@
 Exit codes: 0 when every task of the plan has a result, 1 when some ended in `error` (after
 shards, tables and report are written), 2 for bad input (an invalid configuration, a dataset the
 run cannot use, a run directory in use, a cluster that cannot be reached or started), 130 when interrupted (Ctrl-C). Bad input is one line
-on stderr, `error: ...`, never a traceback.
+on stderr, `error: ...`, never a traceback; so is an installation that cannot run (configs
+missing, or `pipeline`/`solvers` not svmbench's: `pipeline.installation.check`), exit 2 too.
+`svmbench run` (pipeline/cli.py) is this same `command`.
 
 Before Hydra creates the run directory, a single run (not `-m`, no Hydra flags) is composed and
 validated here, so a refused configuration leaves no directory behind; `run.dry_run=true` is

@@ -62,6 +62,30 @@ def test_help_commands_are_valid():
             assert module == "pipeline.report" and len(args) == 1, argv
 
 
+def test_svmbench_commands_are_the_python_m_ones(tmp_path, capsys):
+    """`svmbench COMMAND` hands its arguments to the python -m form's own function, under its
+    own name; solvers lists every registered solver; a bad command exits 2 with the usage."""
+    from pipeline.cli import main
+    from solvers import get_solver, solver_names
+    with pytest.raises(SystemExit) as exc:
+        main(["data", "--help"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("usage: svmbench data ")
+    assert main(["data", "list", "--store", str(tmp_path)]) == 0
+    assert "built-in, not yet in this store" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "no_run")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert main(["solvers"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [r[0] for r in rows] == solver_names()
+    assert all(r[1] == get_solver(r[0]).family for r in rows)
+    for argv, code in ((["--version"], 0), (["nope"], 2), ([], 2)):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == code
+    out = capsys.readouterr()
+    assert out.out.startswith("svmbench 0.1.0 (checkout at ") and "invalid choice: 'nope'" in out.err
+
+
 def test_a_solvers_folder_in_the_current_directory_is_refused(tmp_path):
     """`python -m pipeline` puts the current directory first on sys.path: a user's own solvers/
     there would be imported instead of svmbench's. One line naming both, exit 2, nothing run."""
