@@ -78,14 +78,14 @@ def finish(code: int) -> None:
 def preflight(overrides: list[str]):
     """Compose and validate a single run before Hydra makes its directory; refuse a run directory
     another run holds before Hydra writes its .hydra/ into it; answer run.dry_run=true. Returns
-    the validated config and its run dir (None: Hydra makes a new one)."""
+    the validated experiment and its run dir (None: Hydra makes a new one)."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     from pipeline.experiment.config import compose, override_value, validate
     from pipeline.engine.runlock import check_free
     try:
-        cfg = validate(compose(overrides))
+        exp = validate(compose(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         # Hydra's own composition errors (a malformed override, a wrong type): their lines, joined.
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -94,13 +94,13 @@ def preflight(overrides: list[str]):
             lines.append(str(cause).splitlines()[0])
         raise ConfigError("; ".join(lines)) from None
     run_dir = override_value(overrides, "hydra.run.dir")
-    if cfg.run.dry_run:
+    if exp.run.dry_run:
         from pipeline.run import dry_run
-        dry_run(cfg, Path(run_dir) if run_dir else None, print)
+        dry_run(exp, Path(run_dir) if run_dir else None, print)
         sys.exit(0)
     if run_dir:
         check_free(run_dir)
-    return cfg, Path(run_dir) if run_dir else None
+    return exp, Path(run_dir) if run_dir else None
 
 
 def command(argv: list[str]) -> None:
