@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 
 def run(argv: list[str], prog: str) -> int:
+    """`python -m pipeline`'s own `command` (its preflight, Hydra, exit codes)."""
     from pipeline.__main__ import command
     command(argv)      # exits (Hydra, then `finish` with the run's code)
     return 0
@@ -34,8 +35,7 @@ def report(argv: list[str], prog: str) -> int:
 
 
 def list_solvers(argv: list[str], prog: str) -> int:
-    """One line per registered solver: name, family, losses, kernels. (`python -m solvers list`,
-    with parameters and origins, is being written on another branch; this is the short form.)"""
+    """One line per registered solver: its name, family, losses and kernels (`SolverSpec`)."""
     argparse.ArgumentParser(prog=prog, description="List the registered solvers.").parse_args(argv)
     from solvers import registry
     specs = [registry.get_solver(name) for name in registry.solver_names()]
