@@ -675,11 +675,11 @@ class WarmUp:
         a minute or two in which the command would otherwise print nothing."""
         from distributed import wait
         deadline = time.perf_counter() + WARMUP_WAIT_S
-        say_at = self.started + WARMUP_QUIET_S
+        say_at, first = self.started + WARMUP_QUIET_S, True
         while (pending := [f for f in self.futures if not f.done()]) and (now := time.perf_counter()) < deadline:
             if log is not None and now >= say_at:
-                log(self.progress_line(now))
-                say_at = now + WARMUP_PROGRESS_S
+                log(self.progress_line(now, first))
+                say_at, first = now + WARMUP_PROGRESS_S, False
             with contextlib.suppress(TimeoutError):
                 wait(pending, timeout=max(0.01, min(say_at, deadline) - now), return_when="FIRST_COMPLETED")
         now = time.perf_counter()
@@ -691,12 +691,16 @@ class WarmUp:
         or whose worker was lost (not finished) is left out."""
         return [r for r in (f.result() for f in self.futures if f.status == "finished") if r is not None]
 
-    def progress_line(self, now: float) -> str:
+    def progress_line(self, now: float, first: bool = False) -> str:
+        """How far the warm-up is; the first line says what it does and why it can take minutes."""
         ready = sum(f.done() for f in self.futures)
-        return (f"warming {len(self.futures)} worker threads for {', '.join(sorted(self.solvers)) or 'the solvers'}: "
-                f"{ready} ready after {now - self.started:.0f} s (each starts its sandbox and loads the solvers' "
-                f"numba kernels; the first run on a machine compiles them into numba's cache, a minute or two, "
-                f"and later runs load them in a second)")
+        line = f"warming {len(self.futures)} worker threads: {ready} ready after {now - self.started:.0f} s"
+        if first:
+            line = (f"warming {len(self.futures)} worker threads for {', '.join(sorted(self.solvers)) or 'the solvers'}: "
+                    f"{ready} ready after {now - self.started:.0f} s (each starts its sandbox and loads the solvers' "
+                    f"numba kernels; the first run on a machine compiles them into numba's cache, a minute or two, "
+                    f"and later runs load them in a second)")
+        return line
 
     def thread_seconds(self) -> list[float]:
         """Each worker thread's warm-up seconds (its sandbox's start included); one whose child
