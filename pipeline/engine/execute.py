@@ -34,7 +34,7 @@ import pickle
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..experiment.experiment import Experiment, as_dict, thaw
@@ -687,6 +687,7 @@ class WarmUp:
     planned: float | None = None    # when planning ended (run.py plans meanwhile)
     seconds: float | None = None    # from the cluster's start until the last worker thread was warm
     waited: float = 0.0             # what the run waited for it after planning ended
+    solvers: set = field(default_factory=set)   # what the workers warm for (named in the progress lines)
 
     def __post_init__(self):
         self._done = []
@@ -699,14 +700,30 @@ class WarmUp:
             fut.add_done_callback(lambda _: self._done.append(time.perf_counter()))
         self.futures += futures
 
-    def wait(self) -> None:
+    def warm(self, client, solvers, threads: int) -> None:
+        """Warm every worker thread for these solvers too (`warm_workers`), timed with the rest."""
+        if solvers:
+            self.extend(warm_workers(client, sorted(solvers), threads))
+            self.solvers.update(solvers)
+
+    def wait(self, log=None) -> None:
         """Wait for every warm-up (at most WARMUP_WAIT_S: a worker lost meanwhile is Dask's to
         replace, and its replacement warms on its first task). Tasks submitted before it ends
         would start on the first warm worker thread while the others still warm, slowing their
-        warm-up (2 cores: up to 160 ms later, against 3-13 ms apart when they warm alone)."""
+        warm-up (2 cores: up to 160 ms later, against 3-13 ms apart when they warm alone).
+
+        A warm-up that outlasts WARMUP_QUIET_S is said, then how far it is every
+        WARMUP_PROGRESS_S: on a machine's first run numba compiles the solvers' kernels here,
+        a minute or two in which the command would otherwise print nothing."""
         from distributed import wait
-        with contextlib.suppress(TimeoutError):
-            wait(self.futures, timeout=WARMUP_WAIT_S)
+        deadline = time.perf_counter() + WARMUP_WAIT_S
+        say_at, first = self.started + WARMUP_QUIET_S, True
+        while (pending := [f for f in self.futures if not f.done()]) and (now := time.perf_counter()) < deadline:
+            if log is not None and now >= say_at:
+                log(self.progress_line(now, first))
+                say_at, first = now + WARMUP_PROGRESS_S, False
+            with contextlib.suppress(TimeoutError):
+                wait(pending, timeout=max(0.01, min(say_at, deadline) - now), return_when="FIRST_COMPLETED")
         now = time.perf_counter()
         self.seconds = max(self._done, default=now) - self.started
         self.waited = max(0.0, now - (self.planned or now))
@@ -715,6 +732,17 @@ class WarmUp:
         """Each ended warm-up's result (`sandbox.warm_sandboxed`); one whose child died (None)
         or whose worker was lost (not finished) is left out."""
         return [r for r in (f.result() for f in self.futures if f.status == "finished") if r is not None]
+
+    def progress_line(self, now: float, first: bool = False) -> str:
+        """How far the warm-up is; the first line says what it does and why it can take minutes."""
+        ready = sum(f.done() for f in self.futures)
+        line = f"warming {len(self.futures)} worker threads: {ready} ready after {now - self.started:.0f} s"
+        if first:
+            line = (f"warming {len(self.futures)} worker threads for {', '.join(sorted(self.solvers)) or 'the solvers'}: "
+                    f"{ready} ready after {now - self.started:.0f} s (each starts its sandbox and loads the solvers' "
+                    f"numba kernels; the first run on a machine compiles them into numba's cache, a minute or two, "
+                    f"and later runs load them in a second)")
+        return line
 
     def thread_seconds(self) -> list[float]:
         """Each worker thread's warm-up seconds (its sandbox's start included); one whose child
@@ -729,6 +757,8 @@ class WarmUp:
 
 
 WARMUP_WAIT_S = 300
+WARMUP_QUIET_S = 5.0        # a warm-up this long is said (a warm cache takes 1-3 s) ...
+WARMUP_PROGRESS_S = 10.0    # ... and how far it is, this often
 
 
 class WorkerEvents:
@@ -821,8 +851,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
     with opened as client, _quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
-            warmup = WarmUp(warm_workers(client, sorted({s["solver"] for s in todo}), int(cluster.blas_threads)),
-                            started=started, planned=started)
+            warmup = WarmUp([], started=started, planned=started)
+            warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads))
         chunk = exp.run.chunk
         shards = ShardWriter(run_dir)
 
@@ -887,7 +917,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             # worker would otherwise wait for at the clock's start), and sent once all are warm.
             first_wave = [task for task in (cut() for _ in range(IN_FLIGHT * workers)) if task is not None]
             stack.enter_context(contextlib.closing(WorkerEvents(client, log)))
-            warmup.wait()
+            warmup.wait(log)
             t0 = time.perf_counter()
             for task in first_wave:
                 submit(task)
