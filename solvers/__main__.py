@@ -5,6 +5,7 @@ reads in 100 columns."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 
@@ -70,7 +71,11 @@ def main(argv=None) -> int:
     except SolverError as exc:
         print(f"python -m solvers: {exc}", file=sys.stderr)
         return 2
-    print("\n\n".join(blocks))
+    try:
+        print("\n\n".join(blocks))
+        sys.stdout.flush()
+    except BrokenPipeError:     # `python -m solvers list | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
