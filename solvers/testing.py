@@ -29,7 +29,7 @@ and CSR, and says what is wrong and in which check:
   budget or stalled (or converged, at the optimum).
 - ``time_limit``: ``time_limit_s=0.1`` on a harder problem (C = 1000, tol 1e-12; 400 rows, then
   3000) ends with status ``timeout``, or with another one before the limit (two average iterations
-  of slack); a timeout may overrun by at most 10 x the limit + 0.5 s. A solver that declares
+  of slack); a timeout may overrun by at most 20 x the limit + 1 s. A solver that declares
   ``time_limit=False`` (a library that cannot be interrupted) is not exercised.
 - ``warm_start``: accepted when declared (and a converged start is not left worse, nor costs more
   iterations than a cold start), refused by name otherwise.
@@ -395,14 +395,15 @@ class _Check:
             res = self.run(problem, Budget(tol=1e-12, time_limit_s=limit), params=params, check="time_limit")
             # The time is checked between iterations, so one iteration may run past the limit:
             # another status than "timeout" is allowed two average iterations past it; "timeout",
-            # which says the limit was seen, up to 10 x the limit + 0.5 s: iterations are not all
+            # which says the limit was seen, up to 20 x the limit + 1 s: iterations are not all
             # alike (svmmaj's 10th here, its active-set finish, took 0.35-0.9 s against 2 ms for
-            # each of the nine before it), and one iteration is never cut (qp's first IPM step on
-            # 400 rows took 1.5 s on a loaded machine).
+            # each of the nine before it, and more than 1.5 s at load average 8 on 2 cores), and
+            # one iteration is never cut (qp's first IPM step on 400 rows took 1.5 s there). qp's
+            # polish after a timeout, which this caught, overran by 6 s and more.
             allowed = limit + 0.25 + 2.0 * res.fit_time_s / max(res.n_iter, 1)
             what = "ignored"
             if res.status == "timeout":
-                allowed, what = max(allowed, 10.0 * limit + 0.5), "overrun"
+                allowed, what = max(allowed, 20.0 * limit + 1.0), "overrun"
             if res.fit_time_s > allowed:
                 self.fail("time_limit", f"time_limit_s={limit} {what}: status {res.status!r} after {res.n_iter} "
                                         f"iterations and fit_time_s={res.fit_time_s:.3f} (allowed {allowed:.3f}) "
