@@ -1,0 +1,167 @@
+"""Per-sample weights inside the solvers (issue 31): a row of weight 2 is that row taken twice.
+
+For every solver that declares ``sample_weight``, on every loss and kernel it takes, the weighted
+problem and the problem with those rows duplicated must give the same optimum (P, the model)
+to the solver's tolerance, and the weighted fit's own certificates (P from objectives, the dual
+D and gap P - D, the KKT violation) must certify it; the certificates themselves are checked
+against the duplicated problem's. Solvers that cannot weight refuse by name.
+"""
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from solvers import Budget, Problem, ProblemError, SolverError, fit, get_solver, solver_names
+from solvers import objectives as obj
+from solvers.kernels import Kernel
+
+# Each solver's tolerance for the comparison (its own stopping quantity) and how close its P and
+# model come to the duplicated problem's: exact methods to 1e-6, SGD (stochastic: other samples
+# are drawn for a weight than for a copy) to its statistical accuracy.
+TOL = {"dcd": (1e-9, 1e-6), "smo": (1e-9, 1e-6), "gd": (1e-10, 1e-6), "newton": (1e-14, 1e-7),
+       "liblinear": (1e-9, 1e-6), "libsvm": (1e-9, 1e-5), "sgd": (1e-4, 2e-2)}
+WEIGHTED = [n for n in solver_names() if get_solver(n).sample_weight]
+UNWEIGHTED = [n for n in solver_names() if not n.startswith("_") and not get_solver(n).sample_weight]
+
+
+def _data():
+    rng = np.random.default_rng(3)
+    n, d = 50, 4
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.6 * rng.normal(size=n) > 0, 1.0, -1.0)
+    rows = np.arange(0, n, 4)           # these rows weigh 2
+    sw = np.ones(n)
+    sw[rows] = 2.0
+    return X, y, sw, np.vstack([X, X[rows]]), np.concatenate([y, y[rows]])
+
+
+def _cases():
+    for name in WEIGHTED:
+        spec = get_solver(name)
+        for loss in spec.losses:
+            if name == "sgd" and loss == "squared_hinge":
+                # SGDClassifier's "optimal" rate diverges on this problem unweighted too (P ~ 1e15
+                # either way): there is no optimum to compare.
+                continue
+            for kern in ("linear", "rbf"):
+                if kern in spec.kernels:
+                    yield pytest.param(name, loss, kern, id=f"{name}-{loss}-{kern}")
+
+
+def _solve(problem, name):
+    tol = TOL[name][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit(problem, name, budget=Budget(tol=tol, max_iter=None))
+
+
+@pytest.mark.parametrize("name,loss,kern", list(_cases()))
+def test_weight_two_equals_the_row_duplicated(name, loss, kern):
+    X, y, sw, Xd, yd = _data()
+    spec = get_solver(name)
+    kw = dict(C=0.7, loss=loss, intercept=spec.intercepts[0], kernel=Kernel(kern, 0.3))
+    pw = Problem(X, y, sample_weight=sw, **kw)
+    pd = Problem(Xd, yd, **kw)
+    a, b = _solve(pw, name), _solve(pd, name)
+    rel = TOL[name][1]
+    assert a.status in ("converged", "budget"), a.status
+    # The optimum: equal objective values, and the same model (w, or decision values on X).
+    assert a.primal == pytest.approx(b.primal, rel=rel)
+    if a.w is not None and kern == "linear":
+        np.testing.assert_allclose(a.w, b.w, atol=rel * max(1.0, np.abs(b.w).max()) * 10)
+    fa = pw.decision(a)
+    fb = pd.decision(b)[:X.shape[0]]
+    np.testing.assert_allclose(fa, fb, atol=rel * 100)
+    # The weighted fit's P is the weighted objective at its model (objectives, independently of
+    # the solver), and equals the duplicated problem's P at the same decision values.
+    wnorm2 = a.w @ a.w if a.w is not None and kern == "linear" else None
+    if wnorm2 is not None:
+        assert a.primal == pytest.approx(obj.primal_objective(pw, a.w, a.b), rel=1e-12)
+        fd = np.concatenate([fa, fa[np.arange(0, X.shape[0], 4)]])
+        assert obj.primal_from_decision(pd, wnorm2, a.b, fd) == pytest.approx(a.primal, rel=1e-12)
+    # Certificates where the solver has them: D <= P, a small gap, a small KKT violation, and the
+    # dual value equal to the duplicated problem's (it is the same dual, split per copy).
+    if not math.isnan(a.dual):
+        assert a.gap >= -1e-9 * max(1.0, abs(a.primal))
+        assert a.gap <= 1e3 * rel * max(1.0, abs(a.primal))
+        assert a.dual == pytest.approx(b.dual, rel=1e3 * rel)
+    if not math.isnan(a.kkt_violation):
+        assert a.kkt_violation <= max(100 * TOL[name][0], 1e3 * rel)
+    if a.alpha is not None and spec.family in ("dual_cd", "kernel_dual", "reference") and loss == "hinge":
+        # The box is C s_i: the doubled rows may reach 2C, the others C.
+        assert np.all(a.alpha <= pw.C_i * (1 + 1e-12)) and np.all(a.alpha >= 0)
+        if spec.name != "libsvm":
+            assert np.any(a.alpha[sw == 2] > pw.C * (1 + 1e-6)), "no doubled row used its wider box"
+
+
+@pytest.mark.parametrize("name", WEIGHTED)
+def test_weights_of_one_change_nothing(name):
+    """All-ones weights take the weighted code paths; the fit is bit for bit the unweighted one."""
+    X, y, _, _, _ = _data()
+    spec = get_solver(name)
+    kw = dict(C=0.7, loss=spec.losses[0], intercept=spec.intercepts[0])
+    a = _solve(Problem(X, y, **kw), name)
+    b = _solve(Problem(X, y, sample_weight=np.ones(len(y)), **kw), name)
+    assert (a.primal, a.b, a.n_iter) == (b.primal, b.b, b.n_iter)
+    for u, v in ((a.w, b.w), (a.alpha, b.alpha)):
+        if u is not None:
+            np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("name", UNWEIGHTED)
+def test_solvers_that_cannot_weight_refuse_by_name(name):
+    X, y, sw, _, _ = _data()
+    spec = get_solver(name)
+    p = Problem(X, y, loss=spec.losses[0], intercept=spec.intercepts[0], sample_weight=sw)
+    with pytest.raises(SolverError, match=f"solver '{name}' does not take sample weights.*dcd"):
+        fit(p, name)
+
+
+def test_weighted_dual_certificates_against_the_duplicated_problem():
+    """objectives' weighted dual (box C s_i, diagonal 1/(2 C s_i)) equals the duplicated
+    problem's at alpha split evenly over the copies."""
+    X, y, sw, Xd, yd = _data()
+    rows = np.arange(0, len(y), 4)
+    rng = np.random.default_rng(0)
+    for loss in ("hinge", "squared_hinge"):
+        pw = Problem(X, y, C=0.7, loss=loss, sample_weight=sw)
+        pd = Problem(Xd, yd, C=0.7, loss=loss)
+        alpha = rng.uniform(0, 0.7, size=len(y)) * sw
+        # Each copy of a doubled row takes half its alpha: the same sum alpha_i y_i x_i.
+        ad = np.concatenate([alpha, alpha[rows] / 2])
+        ad[rows] /= 2
+        w = X.T @ (alpha * y)
+        assert obj.dual_objective(pw, alpha, w @ w) == pytest.approx(obj.dual_objective(pd, ad, w @ w), rel=1e-12)
+        diag, U = obj.dual_box_i(pw)
+        if loss == "hinge":
+            np.testing.assert_array_equal(U, 0.7 * sw)
+        else:
+            np.testing.assert_allclose(diag, 0.5 / (0.7 * sw))
+    # The KKT map of the squared hinge, and its certificates, at an arbitrary w.
+    w = rng.normal(size=X.shape[1])
+    pw = Problem(X, y, C=0.7, loss="squared_hinge", intercept="regularized", sample_weight=sw)
+    pd = Problem(Xd, yd, C=0.7, loss="squared_hinge", intercept="regularized")
+    cw, cd = obj.linear_certificates(pw, w, 0.3), obj.linear_certificates(pd, w, 0.3)
+    assert cw["primal"] == pytest.approx(cd["primal"], rel=1e-12)
+    assert cw["dual"] == pytest.approx(cd["dual"], rel=1e-12)
+    assert cw["gap"] >= 0
+
+
+def test_problem_validates_and_carries_weights():
+    X, y, sw, _, _ = _data()
+    with pytest.raises(ProblemError, match=r"sample_weight\[3\] = 0.0 must be a finite number > 0"):
+        Problem(X, y, sample_weight=np.where(np.arange(len(y)) == 3, 0.0, 1.0))
+    with pytest.raises(ProblemError, match=r"sample_weight\[1\] = nan"):
+        Problem(X, y, sample_weight=np.where(np.arange(len(y)) == 1, np.nan, 1.0))
+    with pytest.raises(ProblemError, match="50 rows but sample_weight has 3"):
+        Problem(X, y, sample_weight=[1.0, 2.0, 3.0])
+    p = Problem(sp.csr_matrix(X), y, sample_weight=list(sw))
+    assert not p.sample_weight.flags.writeable
+    with pytest.raises(ProblemError, match=r"sample_weight\[0\] = -1.0"):
+        p.with_(sample_weight=-np.ones(len(y)))
+    sub = p.subset(np.arange(10))
+    np.testing.assert_array_equal(sub.sample_weight, sw[:10])
+    assert p.with_(C=3.0).sample_weight is p.sample_weight
+    np.testing.assert_array_equal(p.C_i, p.C * sw)
