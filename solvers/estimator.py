@@ -59,10 +59,18 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     random_state : int or None, default=None
     solver_params : dict or None, default=None
         Solver-specific parameters, checked against the solver's declaration.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class: row i's loss term is scaled by class_weight[y_i] (times its
+        sample_weight), i.e. its dual box is C class_weight[y_i] (LIBSVM's ``-wi``, SVC's and
+        LinearSVC's class_weight). "balanced": n_samples / (n_classes * count(class)), from the
+        labels given to fit, as scikit-learn computes it. Only solvers that weigh rows take
+        weights other than 1 (``get_solver(name).sample_weight``); the others refuse by name.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class (all 1 without class_weight), as SVC's.
     coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear models)
     intercept_ : ndarray of shape (1,) or (n_models,)
         n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo), n_classes - 1 (ordinal),
@@ -106,11 +114,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "multi_class": Param("ovr", "str", options=("ovr", "ovo", "ordinal")),
         "random_state": Param(None, "int", low=0, none_ok=True),
         "solver_params": Param(None, "any", none_ok=True),
+        "class_weight": Param(None, "any", none_ok=True),
     }
 
     def __init__(self, solver="dcd", C=1.0, loss=None, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, intercept=None, intercept_scaling=1.0, huber_k=1.0, tol=None,
-                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None):
+                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None, class_weight=None):
         self.solver = solver
         self.C = C
         self.loss = loss
@@ -126,6 +135,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.multi_class = multi_class
         self.random_state = random_state
         self.solver_params = solver_params
+        self.class_weight = class_weight
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
@@ -136,6 +146,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"gamma={self.gamma!r} must be 'scale', 'auto' or a number > 0")
         else:
             Param(1.0, "float", low=0.0, open_low=True).check("gamma", self.gamma)
+        if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
+            raise ValueError(f"class_weight={self.class_weight!r} must be a dict, 'balanced' or None")
         if self.solver_params is not None and not isinstance(self.solver_params, dict):
             raise ValueError(f"solver_params={self.solver_params!r} must be a dict or None")
         spec = get_solver(self.solver)
@@ -146,8 +158,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return spec, params
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y):
-        """Fit on X (n_samples, n_features), dense or sparse, and labels y."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (n_samples, n_features), dense or sparse, and labels y.
+
+        sample_weight : array-like of shape (n_samples,) or None
+            Per-row weights, multiplied by the class weights: row i's penalty is
+            C sample_weight[i] class_weight[y_i]. Rows of weight <= 0 are left out of the fit
+            (as SVC does); their indices never appear in ``support_``.
+        """
         spec, params = self._validate_params()
         # A CSR already in float64 passes through as is (no copy; Problem shares its buffers).
         # Its values are checked for NaN and inf once, by Problem (naming the row), not also here:
@@ -159,6 +177,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
+        weights, kept = self._row_weights(X, y, sample_weight)
+        if kept is not None:
+            X, y = X[kept], y[kept]
+        self._kept = kept
         g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
         self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
         # None: the solver's own defaults (its first declared loss and intercept, its default_tol),
@@ -168,21 +190,63 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         budget = Budget(max_iter=self.max_iter, tol=self.tol if self.tol is not None else spec.default_tol)
         if len(self.classes_) == 2:
             ybin = np.where(y == self.classes_[1], 1.0, -1.0)
-            self._set_binary(self._fit_binary(X, ybin, spec, params, budget))
+            self._set_binary(self._fit_binary(X, ybin, spec, params, budget, weights))
         else:
             from .multiclass import fit_multiclass
             self.multiclass_ = fit_multiclass(
                 self.multi_class, X, y, self.classes_,
-                lambda Xs, ys: self._fit_binary(Xs, ys, spec, params, budget),
-                lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+                lambda Xs, ys, ws=None: self._fit_binary(Xs, ys, spec, params, budget, ws),
+                lambda m, Xs: self._binary_decision(self._kernel, m, Xs), sample_weight=weights)
             self._set_multiclass(self.multiclass_)
         return self
 
-    def _fit_binary(self, X, ybin, spec, params, budget):
+    def _row_weights(self, X, y, sample_weight):
+        """(weights, kept): each kept row's weight sample_weight_i * class_weight[y_i] (None when
+        every weight is 1, so an unweighted fit is the very fit it was before weights existed,
+        and solvers that cannot weight still take it), and the indices of the rows of weight
+        > 0 (None when all are), which alone are fitted, as LIBSVM drops them in SVC.
+        Sets class_weight_."""
+        from sklearn.utils.class_weight import compute_class_weight
+        from sklearn.utils.validation import _check_sample_weight
+
+        if isinstance(self.class_weight, dict):
+            unknown = [c for c in self.class_weight if c not in self.classes_]
+            if unknown:
+                raise ValueError(f"class_weight has the label {unknown[0]!r}, which is not in y "
+                                 f"(classes: {self.classes_.tolist()})")
+        self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
+        bad = ~np.isfinite(self.class_weight_) | (self.class_weight_ < 0)
+        if bad.any():
+            c = self.classes_[np.flatnonzero(bad)[0]]
+            raise ValueError(f"class_weight[{c!r}] = {self.class_weight_[np.flatnonzero(bad)[0]]!r} "
+                             "must be a finite number >= 0")
+        s = self.class_weight_[np.searchsorted(self.classes_, y)]
+        if sample_weight is not None:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            if not np.all(np.isfinite(sw)):
+                raise ValueError(f"sample_weight[{int(np.flatnonzero(~np.isfinite(sw))[0])}] is not finite")
+            s = s * sw
+        keep = s > 0
+        if not keep.any():
+            raise ValueError("Invalid input - all samples have zero or negative weights.")
+        left = np.unique(y[keep])
+        if left.size < 2:
+            raise ValueError("Invalid input - all samples with positive weights belong to the same class "
+                             f"({left[0]!r}).")
+        if left.size < self.classes_.size:
+            gone = np.setdiff1d(self.classes_, left)
+            raise ValueError(f"class {gone[0]!r} has no sample of positive weight; a classifier needs "
+                             "each class it is given")
+        kept = None if keep.all() else np.flatnonzero(keep)
+        s = s if kept is None else s[kept]
+        # A solver that cannot weight is refused by the registry, naming it.
+        return (None if np.all(s == 1.0) else s), kept
+
+    def _fit_binary(self, X, ybin, spec, params, budget, weights=None):
         """One binary solve; returns the parts of a binary model as a dict."""
         problem = Problem(X, ybin, C=self.C, loss=self._loss, intercept=self._intercept,
                           kernel=self._kernel, intercept_scaling=self.intercept_scaling,
-                          huber_k=self.huber_k)
+                          huber_k=self.huber_k, sample_weight=weights)
         rec = Recorder()
         res = solve(problem, spec.name, budget=budget, recorder=rec, **params)
         model = {"b": float(res.b), "status": res.status, "n_iter": int(res.n_iter),
@@ -215,7 +279,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if m["w"] is not None:
             self.coef_ = m["w"][None, :]
         if m["dual_coef"] is not None:
-            self.support_ = m["support"]
+            # Indices into the rows given to fit (rows of weight 0 were left out of the solve).
+            self.support_ = m["support"] if self._kept is None else self._kept[m["support"]]
             self.dual_coef_ = m["dual_coef"][None, :]
             if m["support_vectors"] is not None:
                 self.support_vectors_ = m["support_vectors"]

@@ -140,10 +140,12 @@ def class_pairs(strategy: str, n_classes: int) -> list:
     raise ValueError(f"multi_class={strategy!r} is not one of {list(STRATEGIES)}")
 
 
-def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision) -> MulticlassModel:
+def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision, sample_weight=None) -> MulticlassModel:
     """Train the binary models of `strategy` with ``fit_binary(X_rows, y_pm1)`` (module
     docstring); `binary_decision(model, X)` is needed by the ordinal table, which is estimated
-    on the training data."""
+    on the training data. With `sample_weight` (n,), each call is ``fit_binary(X_rows, y_pm1,
+    weights_of_those_rows)``: a row keeps its weight in every binary problem it enters, as
+    LIBSVM's one-vs-one keeps each row's C_i."""
     classes = np.asarray(classes)
     # Class indices in the order `classes` is given (the ordinal ranks), sorted or not.
     sorter = np.argsort(classes, kind="stable")
@@ -152,13 +154,14 @@ def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision) ->
     if not np.array_equal(classes[yi], np.asarray(y)):
         raise ValueError("y has labels that are not in classes")
     pairs = class_pairs(strategy, len(classes))
+    weights = () if sample_weight is None else (np.asarray(sample_weight),)
     models = []
     for pos, neg in pairs:
         if neg < 0:
-            models.append(fit_binary(X, np.where(yi == pos, 1.0, -1.0)))
+            models.append(fit_binary(X, np.where(yi == pos, 1.0, -1.0), *weights))
             continue
         rows = np.flatnonzero((yi == pos) | (yi == neg))
-        models.append(fit_binary(X[rows], np.where(yi[rows] == pos, 1.0, -1.0)))
+        models.append(fit_binary(X[rows], np.where(yi[rows] == pos, 1.0, -1.0), *(w[rows] for w in weights)))
     mc = MulticlassModel(strategy, classes, pairs, models)
     if strategy == "ordinal":
         D = mc.decision_function(X, binary_decision)
