@@ -9,9 +9,32 @@ import solvers
 from solvers import Budget, Problem, SolverError, SVMClassifier
 
 
-@parametrize_with_checks([SVMClassifier()])
+# The default fit stops at LIBLINEAR's eps of 0.1 (dcd's default_tol): two fits of one optimum
+# (weights, and the rows repeated) then differ by far more than these checks' rtol of 1e-7. They
+# run below on fits converged to 1e-10, for every solver that weighs rows.
+_WEIGHT_CHECKS = {"check_sample_weight_equivalence_on_dense_data": "the default tol is 0.1; checked converged below",
+                  "check_sample_weight_equivalence_on_sparse_data": "the default tol is 0.1; checked converged below"}
+
+
+@parametrize_with_checks([SVMClassifier()], expected_failed_checks=lambda est: _WEIGHT_CHECKS)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("params", [
+    dict(solver="dcd", tol=1e-10, max_iter=10**6),
+    dict(solver="smo", kernel="rbf", gamma=0.5, tol=1e-12),   # "scale" reads X.var(), which repeats change
+    dict(solver="gd", tol=1e-12, max_iter=10**6),
+    dict(solver="newton", tol=1e-14),
+    dict(solver="libsvm", tol=1e-12),
+], ids=lambda p: p["solver"])
+@pytest.mark.parametrize("fmt", ["dense", "sparse"])
+def test_sample_weight_equivalence_checks_when_converged(params, fmt):
+    """scikit-learn's own weight checks: integer weights (0 included) against the rows repeated
+    and removed, predictions equal to 1e-7, on fits converged far below that."""
+    from sklearn.utils import estimator_checks as ec
+    check = getattr(ec, f"check_sample_weight_equivalence_on_{fmt}_data")
+    check("SVMClassifier", SVMClassifier(**params))
 
 
 @pytest.fixture(scope="module")

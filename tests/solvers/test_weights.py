@@ -165,3 +165,80 @@ def test_problem_validates_and_carries_weights():
     np.testing.assert_array_equal(sub.sample_weight, sw[:10])
     assert p.with_(C=3.0).sample_weight is p.sample_weight
     np.testing.assert_array_equal(p.C_i, p.C * sw)
+
+
+# ------------------------------------------------------------------ the estimator
+def _imbalanced():
+    from sklearn.datasets import make_classification
+    return make_classification(160, 5, n_informative=3, weights=[0.8, 0.2], random_state=0)
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 1.0, 1: 4.0}])
+def test_class_weight_matches_svc_and_linearsvc(class_weight):
+    """class_weight against scikit-learn's on the same data: SVC (LIBSVM) for smo, LinearSVC
+    (LIBLINEAR, its dual CD with the hinge and bias feature) for dcd; both converged tightly."""
+    from sklearn.svm import SVC, LinearSVC
+    from solvers import SVMClassifier
+    X, y = _imbalanced()
+    ours = SVMClassifier(solver="smo", kernel="rbf", gamma=0.2, tol=1e-10, class_weight=class_weight).fit(X, y)
+    ref = SVC(kernel="rbf", gamma=0.2, tol=1e-10, class_weight=class_weight).fit(X, y)
+    np.testing.assert_allclose(ours.class_weight_, ref.class_weight_, rtol=1e-15)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-6)
+    ours = SVMClassifier(solver="dcd", loss="hinge", tol=1e-8, max_iter=10**6, class_weight=class_weight).fit(X, y)
+    ref = LinearSVC(loss="hinge", dual=True, tol=1e-8, max_iter=10**6, class_weight=class_weight).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, atol=1e-5)
+    np.testing.assert_allclose(ours.intercept_, ref.intercept_, atol=1e-5)
+    # And it changes the model: the minority class gets more of the decisions.
+    plain = SVMClassifier(solver="dcd", loss="hinge", tol=1e-8, max_iter=10**6).fit(X, y)
+    assert (ours.predict(X) == 1).sum() > (plain.predict(X) == 1).sum()
+
+
+def test_sample_weight_zero_rows_are_left_out_and_support_indexes_the_given_rows():
+    from sklearn.svm import SVC
+    from solvers import SVMClassifier
+    X, y = _imbalanced()
+    sw = np.random.default_rng(1).integers(0, 3, size=len(y)).astype(float)
+    ours = SVMClassifier(solver="smo", kernel="rbf", gamma=0.2, tol=1e-10).fit(X, y, sample_weight=sw)
+    ref = SVC(kernel="rbf", gamma=0.2, tol=1e-10).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-6)
+    # SVC's support_ indexes the rows left after dropping weight 0; ours the rows given to fit.
+    kept = np.flatnonzero(sw > 0)
+    assert set(ours.support_) == set(kept[ref.support_])
+    assert np.all(sw[ours.support_] > 0)
+    # The same fit as the zero rows removed by hand.
+    alone = SVMClassifier(solver="smo", kernel="rbf", gamma=0.2, tol=1e-10).fit(X[kept], y[kept], sample_weight=sw[kept])
+    np.testing.assert_array_equal(ours.dual_coef_, alone.dual_coef_)
+
+
+def test_estimator_weight_errors_are_clear():
+    from solvers import SVMClassifier
+    X, y = _imbalanced()
+    with pytest.raises(ValueError, match="all samples have zero or negative weights"):
+        SVMClassifier().fit(X, y, sample_weight=-np.ones(len(y)))
+    with pytest.raises(ValueError, match="Sample weights must contain at least one non-zero number"):
+        SVMClassifier().fit(X, y, sample_weight=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="all samples with positive weights belong to the same class"):
+        SVMClassifier().fit(X, y, sample_weight=(y == 1).astype(float))
+    with pytest.raises(ValueError, match=r"class_weight has the label 7, which is not in y"):
+        SVMClassifier(class_weight={7: 2.0}).fit(X, y)
+    with pytest.raises(ValueError, match=r"class_weight='heavy' must be a dict, 'balanced' or None"):
+        SVMClassifier(class_weight="heavy").fit(X, y)
+    with pytest.raises(SolverError, match="solver 'pegasos' does not take sample weights"):
+        SVMClassifier(solver="pegasos", class_weight="balanced").fit(X, y)
+    # Weights that are all 1 are no weights: every solver takes them.
+    SVMClassifier(solver="pegasos").fit(X, y, sample_weight=np.ones(len(y)))
+
+
+def test_multiclass_weights_reach_every_binary_problem():
+    """ovo: each pair's problem carries its rows' weights; with the ovo strategy smo matches
+    SVC's multiclass decision values (SVC is one-vs-one)."""
+    from sklearn.datasets import load_iris
+    from sklearn.svm import SVC
+    from solvers import SVMClassifier
+    X, y = load_iris(return_X_y=True)
+    ours = SVMClassifier(solver="smo", kernel="rbf", gamma=0.5, tol=1e-10, multi_class="ovo",
+                         class_weight="balanced").fit(X, y, sample_weight=1 + (np.arange(150) % 3))
+    ref = SVC(kernel="rbf", gamma=0.5, tol=1e-10, decision_function_shape="ovo",
+              class_weight="balanced").fit(X, y, sample_weight=1 + (np.arange(150) % 3))
+    # SVC's ovo columns are (0,1), (0,2), (1,2) with the first class positive, as ours.
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-6)
