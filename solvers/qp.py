@@ -839,12 +839,13 @@ def lowrank_limit(max_memory_mb: float, rank: int) -> int:
 
 
 def _snap(a, u, y, r):
-    """Fallback when polishing is refused: the nearest feasible point of the IPM iterate."""
+    """Fallback when polishing is refused: the nearest feasible point of the IPM iterate (u: each
+    variable's bound)."""
     a = np.where(a < 1e-10 * u, 0.0, np.where(a > u * (1 - 1e-10), u, a))
-    return project_feasible(a, y, float(u[0]))
+    return project_feasible(a, y, u)
 
 
-def _cvxopt_solve(Q, y, C, tol, max_iter):
+def _cvxopt_solve(Q, y, u, tol, max_iter):
     try:
         import cvxopt
     except ImportError:
@@ -854,7 +855,7 @@ def _cvxopt_solve(Q, y, C, tol, max_iter):
     P = cvxopt.matrix(Q)
     q = cvxopt.matrix(-np.ones(n))
     G = cvxopt.matrix(np.vstack([-np.eye(n), np.eye(n)]))
-    h = cvxopt.matrix(np.hstack([np.zeros(n), C * np.ones(n)]))
+    h = cvxopt.matrix(np.hstack([np.zeros(n), u]))
     A = cvxopt.matrix(y[None, :].copy())
     b = cvxopt.matrix(0.0)
     opts = {"show_progress": False, "abstol": tol, "reltol": tol, "feastol": tol, "maxiters": max_iter}
@@ -910,11 +911,15 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     """
     n = problem.n_samples
     y = problem.y
-    C = problem.C
     V, path_info = _choose_path(problem, method, backend, lowrank_tol, max_rank, max_memory_mb)
+    if V is not None and problem.sample_weight is not None:
+        raise SolverError("qp's low-rank path (method='lowrank', or 'auto' above "
+                          f"{AUTO_DENSE_N} rows) does not take sample weights; use method='dense', "
+                          "or solver='smo' or 'svmlight'")
     max_iter = budget.iterations(200)
     c = -np.ones(n)
-    u = np.full(n, C)
+    # The box of each variable, C_i = C s_i (all C unweighted); the IPM works in x = alpha / u.
+    u = problem.C_i
     alpha_start = warm_alpha(problem, warm_start)
     a0 = alpha_start if warm_start is not None else 0.5 * u
     a = np.clip(a0, 0.01 * u, 0.99 * u)
@@ -930,14 +935,14 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     polished = False
     reason = ""
     if backend == "cvxopt":
-        a, z, w, it, ok = _cvxopt_solve(Q, y, C, ipm_tol, max_iter)
+        a, z, w, it, ok = _cvxopt_solve(Q, y, u, ipm_tol, max_iter)
         status = "converged" if ok else "max_iter"
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
-        x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), a / C, z / (sc / C), w / (sc / C), 1e-9)
-        alpha = x * C if polished else _snap(a, u, y, 0.0)
+        x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), a / u, z / (sc / u), w / (sc / u), 1e-9)
+        alpha = x * u if polished else _snap(a, u, y, 0.0)
     else:
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
-        x = a / C
+        x = a / u
         status, reason, it, z, w = _ipm_loop(problem, Ht, np.zeros((n, 0)), ct, yt, x, budget, recorder,
                                              ipm_tol, max_iter, lambda al: Q @ al - 1.0)
         x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), x, z, w, 1e-9)
@@ -947,7 +952,7 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
             reason = ""
         if not polished:
             x = _snap_multipliers(x, z, w, yt, 0.0, np.ones(n))
-        alpha = x * C
+        alpha = x * u
     if not polished:
         reason = (reason + "; " if reason else "") + (
             "the active-set polish was refused (no face near the interior point iterate has a "
@@ -966,9 +971,8 @@ def _ipm_loop(problem, Ht, Vt, ct, yt, x, budget, recorder, ipm_tol, max_iter, e
     points are the certificates of the iterate snapped to the feasible set, on the exact Q
     (exact_gradient(alpha) = Q alpha - e). Returns (status, reason, iterations, z, w); x in place."""
     n = x.shape[0]
-    C = problem.C
     y = problem.y
-    u = np.full(n, C)
+    u = problem.C_i
     z, w = _centred_multipliers(x)
     lam = np.zeros(1)
     stuck = np.zeros(1, np.int64)
@@ -992,7 +996,7 @@ def _ipm_loop(problem, Ht, Vt, ct, yt, x, budget, recorder, ipm_tol, max_iter, e
         if code == _FAILED or not np.isfinite(x).all():
             return "diverged", "the interior point's Newton matrix could not be factored", it, z, w
         if recorder.due(it):
-            snapped = _snap(x * C, u, y, 0.0)
+            snapped = _snap(x * u, u, y, 0.0)
             recorder.record(it, lambda: certificates(problem, snapped, exact_gradient(snapped))[:3])
         if recorder.out_of_time(budget):
             return "timeout", "", it, z, w
@@ -1053,6 +1057,7 @@ def _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra):
 register(SolverSpec(
     name="qp",
     family="kernel_dual",
+    sample_weight=True,
     fit=fit_qp,
     params={
         "backend": Param("ipm", "str", options=("ipm", "cvxopt"),

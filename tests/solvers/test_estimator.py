@@ -26,6 +26,7 @@ def test_sklearn_estimator_checks(estimator, check):
     dict(solver="smo", kernel="rbf", gamma=0.5, tol=1e-12),   # "scale" reads X.var(), which repeats change
     dict(solver="gd", tol=1e-12, max_iter=10**6),
     dict(solver="newton", tol=1e-14),
+    dict(solver="svmlight", kernel="rbf", gamma=0.5, tol=1e-12),
     dict(solver="libsvm", tol=1e-12),
 ], ids=lambda p: p["solver"])
 @pytest.mark.parametrize("fmt", ["dense", "sparse"])

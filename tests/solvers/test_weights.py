@@ -20,7 +20,7 @@ from solvers.kernels import Kernel
 # Each solver's tolerance for the comparison (its own stopping quantity) and how close its P and
 # model come to the duplicated problem's: exact methods to 1e-6, SGD (stochastic: other samples
 # are drawn for a weight than for a copy) to its statistical accuracy.
-TOL = {"dcd": (1e-9, 1e-6), "smo": (1e-9, 1e-6), "gd": (1e-10, 1e-6), "newton": (1e-14, 1e-7),
+TOL = {"dcd": (1e-9, 1e-6), "smo": (1e-9, 1e-6), "svmlight": (1e-9, 1e-6), "qp": (1e-9, 1e-6), "gd": (1e-10, 1e-6), "newton": (1e-14, 1e-7),
        "liblinear": (1e-9, 1e-6), "libsvm": (1e-9, 1e-5), "sgd": (1e-4, 2e-2)}
 WEIGHTED = [n for n in solver_names() if get_solver(n).sample_weight]
 UNWEIGHTED = [n for n in solver_names() if not n.startswith("_") and not get_solver(n).sample_weight]
