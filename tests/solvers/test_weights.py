@@ -21,7 +21,8 @@ from solvers.kernels import Kernel
 # model come to the duplicated problem's: exact methods to 1e-6, SGD (stochastic: other samples
 # are drawn for a weight than for a copy) to its statistical accuracy.
 TOL = {"dcd": (1e-9, 1e-6), "smo": (1e-9, 1e-6), "svmlight": (1e-9, 1e-6), "qp": (1e-9, 1e-6), "gd": (1e-10, 1e-6), "newton": (1e-14, 1e-7),
-       "liblinear": (1e-9, 1e-6), "libsvm": (1e-9, 1e-5), "sgd": (1e-4, 2e-2)}
+       "liblinear": (1e-9, 1e-6), "libsvm": (1e-9, 1e-5), "sgd": (1e-4, 2e-2),
+       "pegasos": (1e-4, 2e-2)}
 WEIGHTED = [n for n in solver_names() if get_solver(n).sample_weight]
 UNWEIGHTED = [n for n in solver_names() if not n.startswith("_") and not get_solver(n).sample_weight]
 
@@ -50,11 +51,15 @@ def _cases():
                     yield pytest.param(name, loss, kern, id=f"{name}-{loss}-{kern}")
 
 
+# Stochastic solvers run long enough for their statistical error to fall below the comparison's.
+PARAMS = {"pegasos": {"epochs": 300, "iterate": "average", "random_state": 1}}
+
+
 def _solve(problem, name):
     tol = TOL[name][0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fit(problem, name, budget=Budget(tol=tol, max_iter=None))
+        return fit(problem, name, budget=Budget(tol=tol, max_iter=None), **PARAMS.get(name, {}))
 
 
 @pytest.mark.parametrize("name,loss,kern", list(_cases()))
@@ -223,10 +228,13 @@ def test_estimator_weight_errors_are_clear():
         SVMClassifier(class_weight={7: 2.0}).fit(X, y)
     with pytest.raises(ValueError, match=r"class_weight='heavy' must be a dict, 'balanced' or None"):
         SVMClassifier(class_weight="heavy").fit(X, y)
-    with pytest.raises(SolverError, match="solver 'pegasos' does not take sample weights"):
-        SVMClassifier(solver="pegasos", class_weight="balanced").fit(X, y)
+    with pytest.raises(SolverError, match="solver 'svmmaj' does not take sample weights"):
+        SVMClassifier(solver="svmmaj", class_weight="balanced").fit(X, y)
+    with pytest.raises(SolverError, match="pegasos takes sample weights by weighted sampling: it needs "
+                                          "sampling='replacement', not 'permutation'"):
+        SVMClassifier(solver="pegasos", class_weight="balanced", solver_params={"sampling": "permutation"}).fit(X, y)
     # Weights that are all 1 are no weights: every solver takes them.
-    SVMClassifier(solver="pegasos").fit(X, y, sample_weight=np.ones(len(y)))
+    SVMClassifier(solver="svmmaj").fit(X, y, sample_weight=np.ones(len(y)))
 
 
 def test_multiclass_weights_reach_every_binary_problem():
