@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .base import Budget, Recorder
@@ -71,22 +72,42 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
     class_weight_ : ndarray of shape (n_classes,)
         The weight of each class (all 1 without class_weight), as SVC's.
-    coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear models)
+    coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear kernel)
+        w of each model; for the kernel duals (smo, svmlight, qp, libsvm) with the linear kernel,
+        dual_coef_ @ support_vectors_ per model, as SVC's. A CSR matrix after `sparsify`.
     intercept_ : ndarray of shape (1,) or (n_models,)
-        n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo), n_classes - 1 (ordinal),
-        in the column order of `decision_function`.
-    dual_coef_ : ndarray of shape (1, n_SV)  (binary models with dual variables)
-        alpha_i y_i on the support (alpha_i != 0); for the kernel newton, beta_sv.
+        n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo, one per pair as SVC's),
+        n_classes - 1 (ordinal), in the column order of `decision_function`.
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV) for two classes and for ovo, or
+        (n_models, n_SV) for ovr and ordinal  (models with dual variables)
+        alpha_i y_i of the support vectors (for the kernel newton, beta). Two classes and ovo
+        follow SVC (LIBSVM's layout: the coefficient of a support vector of class i in pair
+        (i, j) is in row j - 1, of class j in row i; positive for classes_[1] with two classes);
+        ovr and ordinal, which SVC lacks, hold one row per binary model over the union of
+        support vectors (0 where a vector is not one of that model's). A CSR matrix after a
+        sparse fit, as SVC's.
     support_ : ndarray of shape (n_SV,)
-    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)  (kernel models)
-        Linear models predict from ``coef_`` and keep none (``X[support_]`` gives them).
+        Rows of the X given to fit that are support vectors of any model, ordered by class, then
+        by row (SVC's order). Unlike SVC's, these index the rows given to fit also when rows of
+        weight 0 were left out.
+    n_support_ : ndarray of shape (n_classes,)
+        Support vectors per class.
+    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)  (models without w)
+        Solvers that return w (dcd, liblinear) predict from ``coef_`` and keep none, as LinearSVC
+        (``X[support_]`` gives them).
     multiclass_ : solvers.multiclass.MulticlassModel  (more than two classes)
         The binary models (``.models``), their class pairs and the ordinal table.
-    n_iter_ : int, or ndarray of shape (n_models,)
+    n_iter_ : ndarray of shape (n_models,)
+        Iterations of each binary model (an array also for two classes, as SVC's).
     status_ : str, or list of str per model
     objective_ : float, or ndarray of shape (n_models,)
         The primal objective P at the returned model(s).
     trace_ : list of (iteration, seconds, primal, dual, gap), or one such list per model
+
+    Predictions read the attributes above (coef_ and intercept_ for the linear kernel,
+    dual_coef_, support_vectors_ and intercept_ otherwise), so reassigning or editing them
+    changes the model, as LinearSVC's coef_ and intercept_; the binary models in
+    ``multiclass_`` are the fit's record and are not read again.
 
     Examples
     --------
@@ -190,14 +211,17 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         budget = Budget(max_iter=self.max_iter, tol=self.tol if self.tol is not None else spec.default_tol)
         if len(self.classes_) == 2:
             ybin = np.where(y == self.classes_[1], 1.0, -1.0)
-            self._set_binary(self._fit_binary(X, ybin, spec, params, budget, weights))
+            self._model = self._fit_binary(X, ybin, spec, params, budget, weights)
+            # One model: classes_[1] is +1, as SVC's binary sign (dual_coef_ > 0 for classes_[1]).
+            self._set_layout([self._model], [(1, 0)], [None], X, y)
         else:
             from .multiclass import fit_multiclass
             self.multiclass_ = fit_multiclass(
                 self.multi_class, X, y, self.classes_,
                 lambda Xs, ys, ws=None: self._fit_binary(Xs, ys, spec, params, budget, ws),
                 lambda m, Xs: self._binary_decision(self._kernel, m, Xs), sample_weight=weights)
-            self._set_multiclass(self.multiclass_)
+            mc = self.multiclass_
+            self._set_layout(mc.models, mc.pairs, mc.rows, X, y)
         return self
 
     def _row_weights(self, X, y, sample_weight):
@@ -260,40 +284,71 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             sv = np.flatnonzero(res.alpha != 0)
             model["support"] = sv
             model["dual_coef"] = (res.alpha[sv] * ybin[sv])
-            # Only a kernel model needs its support vectors to predict; a linear one predicts
-            # from w, as LinearSVC (which keeps none), and X[sv] would copy up to all of X
-            # (1.4 s on full RCV1, where half the rows are support vectors).
             if model["w"] is None:
                 model["support_vectors"] = X[sv]
+                if self._kernel.is_linear:
+                    # A kernel dual with the linear kernel: w = sum_i alpha_i y_i x_i, SVC's coef_
+                    # (dual_coef_ @ support_vectors_).
+                    model["w"] = np.asarray(model["support_vectors"].T @ model["dual_coef"], dtype=np.float64).ravel()
         if model["w"] is None and model["dual_coef"] is None:
             raise SolverError(f"solver {spec.name!r} returned neither w nor alpha")
         return model
 
-    def _set_binary(self, m):
-        self._model = m
-        self.n_iter_ = m["n_iter"]
-        self.status_ = m["status"]
-        self.objective_ = m["objective"]
-        self.trace_ = m["trace"]
-        self.intercept_ = np.array([m["b"]])
-        if m["w"] is not None:
-            self.coef_ = m["w"][None, :]
-        if m["dual_coef"] is not None:
-            # Indices into the rows given to fit (rows of weight 0 were left out of the solve).
-            self.support_ = m["support"] if self._kept is None else self._kept[m["support"]]
-            self.dual_coef_ = m["dual_coef"][None, :]
-            if m["support_vectors"] is not None:
-                self.support_vectors_ = m["support_vectors"]
-
-    def _set_multiclass(self, mc):
-        models = mc.models
-        self.n_iter_ = np.array([m["n_iter"] for m in models])
-        self.status_ = [m["status"] for m in models]
-        self.objective_ = np.array([m["objective"] for m in models])
-        self.trace_ = [m["trace"] for m in models]
+    def _set_layout(self, models, pairs, rows, X, y):
+        """The fitted attributes in SVC's and LinearSVC's layout (class docstring), from the
+        binary models, their class pairs and training rows (None: all of X), on the rows X, y
+        that were solved. Prediction reads these attributes, not the models."""
+        n_models = len(models)
+        self.n_iter_ = np.array([m["n_iter"] for m in models], dtype=np.int32)
+        status = [m["status"] for m in models]
+        objective = np.array([m["objective"] for m in models])
+        trace = [m["trace"] for m in models]
+        binary = n_models == 1 and len(self.classes_) == 2
+        self.status_, self.objective_, self.trace_ = (status[0], objective[0], trace[0]) if binary else \
+            (status, objective, trace)
         self.intercept_ = np.array([m["b"] for m in models])
-        if all(m["w"] is not None for m in models):
+        if any(m["dual_coef"] is not None for m in models) and all(m["dual_coef"] is not None for m in models):
+            # The union of the models' support vectors, ordered by class, then by row (SVC's
+            # order: n_support_[c] consecutive vectors per class).
+            glob = [m["support"] if r is None else r[m["support"]] for m, r in zip(models, rows)]
+            yi = np.searchsorted(self.classes_, y)
+            union = np.unique(np.concatenate(glob)) if glob else np.zeros(0, np.int64)
+            sv = union[np.lexsort((union, yi[union]))]
+            col = np.full(X.shape[0], -1, dtype=np.int64)
+            col[sv] = np.arange(sv.size)
+            coef = np.zeros((n_models, sv.size))
+            for k, (m, g) in enumerate(zip(models, glob)):
+                coef[k, col[g]] = m["dual_coef"]
+            sv_class = yi[sv]
+            if self.multi_class == "ovo" and not binary:
+                from .multiclass import svc_dual_coef
+                coef = svc_dual_coef(coef, sv_class, pairs, len(self.classes_))
+            self._sv_class = sv_class
+            self.n_support_ = np.bincount(sv_class, minlength=len(self.classes_)).astype(np.int32)
+            # Indices into the rows given to fit (rows of weight 0 were left out of the solve).
+            self.support_ = (sv if self._kept is None else self._kept[sv]).astype(np.int32)
+            self.dual_coef_ = sp.csr_matrix(coef) if sp.issparse(X) else coef
+            # Only a model without w needs its support vectors to predict; one with w (dcd,
+            # liblinear) predicts from coef_, as LinearSVC (which keeps none), and X[sv] would
+            # copy up to all of X (1.4 s on full RCV1, where half the rows are support vectors).
+            if any(m["support_vectors"] is not None for m in models):
+                self.support_vectors_ = X[sv]
+        if self._kernel.is_linear:
             self.coef_ = np.vstack([m["w"] for m in models])
+
+    def sparsify(self):
+        """coef_ as a scipy CSR matrix (LinearSVC's sparsify): smaller when most weights are 0;
+        predictions are unchanged. Linear kernel only."""
+        check_is_fitted(self, "coef_")
+        self.coef_ = sp.csr_matrix(self.coef_)
+        return self
+
+    def densify(self):
+        """coef_ back to a dense array (LinearSVC's densify)."""
+        check_is_fitted(self, "coef_")
+        if sp.issparse(self.coef_):
+            self.coef_ = self.coef_.toarray()
+        return self
 
     # ------------------------------------------------------------------ predict
     @staticmethod
@@ -303,22 +358,43 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         K = kernel_block(kernel, X, m["support_vectors"])
         return K @ m["dual_coef"] + m["b"]
 
+    def _decision_matrix(self, X):
+        """(n_samples, n_models) decision values from the fitted attributes: X coef_' +
+        intercept_ for the linear kernel, K(X, support_vectors_) C' + intercept_ otherwise, with C
+        the models' coefficient rows (read from SVC's layout for ovo). Reassigned or edited
+        attributes are what predicts, as LinearSVC's coef_ and intercept_."""
+        intercept = np.asarray(self.intercept_, dtype=np.float64)
+        if self._kernel.is_linear:
+            coef = self.coef_
+            if sp.issparse(coef):     # after sparsify()
+                return np.asarray(safe_sparse_dot(X, coef.T, dense_output=True)) + intercept
+            # One product per model, X w_k + b_k, as a binary fit computes it: a multiclass
+            # model's column is then bit for bit its binary model's (tests/solvers/test_multiclass).
+            coef = np.asarray(coef, dtype=np.float64)
+            D = np.empty((X.shape[0], coef.shape[0]))
+            for k in range(coef.shape[0]):
+                D[:, k] = np.asarray(X @ coef[k]).ravel() + intercept[k]
+            return D
+        coef = self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else np.asarray(self.dual_coef_)
+        if self.multi_class == "ovo" and len(self.classes_) > 2:
+            from .multiclass import pair_coef
+            coef = pair_coef(coef, self._sv_class, self.multiclass_.pairs)
+        K = kernel_block(self._kernel, X, self.support_vectors_)
+        return K @ coef.T + intercept
+
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes (> 0 means classes_[1]); for
         more, the multiclass strategy's (n_samples, n_classes) or ovo's pairwise values."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
-        if len(self.classes_) == 2:
-            return self._binary_decision(self._kernel, self._model, X)
-        return self.multiclass_.decision_function(X, lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+        D = self._decision_matrix(X)
+        return D[:, 0] if len(self.classes_) == 2 else D
 
     def predict(self, X):
-        check_is_fitted(self)
+        D = self.decision_function(X)
         if len(self.classes_) == 2:
-            d = self.decision_function(X)
-            return self.classes_[(d > 0).astype(int)]
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
-        return self.multiclass_.predict(X, lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+            return self.classes_[(D > 0).astype(int)]
+        return self.classes_[self.multiclass_.predict_index(D)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

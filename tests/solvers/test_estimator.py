@@ -83,7 +83,10 @@ def test_each_solver_through_the_estimator(data, params):
         np.testing.assert_allclose(clf.coef_.ravel(), r.w, rtol=1e-7, atol=1e-10)
     else:
         assert clf.dual_coef_.shape == (1, clf.support_.size)
-        np.testing.assert_allclose(clf.dual_coef_.ravel(), (r.alpha * ybin)[r.alpha != 0], rtol=1e-7, atol=1e-10)
+        # SVC's order: the support vectors of classes_[0], then of classes_[1], each by row.
+        np.testing.assert_array_equal(np.sort(clf.support_), np.flatnonzero(r.alpha != 0))
+        assert np.all(np.diff(ybin[clf.support_]) >= 0)
+        np.testing.assert_allclose(clf.dual_coef_.ravel(), (r.alpha * ybin)[clf.support_], rtol=1e-7, atol=1e-10)
 
 
 @pytest.mark.parametrize("name", [n for n in solvers.solver_names() if not n.startswith("_")])
