@@ -5,6 +5,7 @@ declared parameters through the registry), builds a `Problem` and hands it to `s
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +20,28 @@ from .problem import Problem
 from .registry import Param, SolverError, fit as solve, get_solver
 
 _INTERCEPTS = ("none", "regularized", "free", "basis")
+
+
+def _check_magnitude(X) -> None:
+    """Refuse X whose values would overflow float64 in the solvers: a squared norm ||x_i||^2
+    (kernels, gamma="scale"'s variance, Qbar_ii) sums up to n_features squares, so values above
+    sqrt(max float / n_features) (1.3e154 / sqrt(d)) can make it inf, and a fit from there
+    divides inf by inf. One message, before any work, naming the value's row and column."""
+    data = X.data if sp.issparse(X) else X
+    if data.size == 0:
+        return
+    amax = float(np.max(np.abs(data)))
+    limit = math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1))
+    if amax <= limit:
+        return
+    if sp.issparse(X):
+        k = int(np.argmax(np.abs(X.data)))
+        row, col = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
+    else:
+        row, col = (int(i) for i in np.unravel_index(int(np.argmax(np.abs(X))), X.shape))
+    raise ValueError(f"X has a value of magnitude {amax:.3g} (row {row}, column {col}): with {X.shape[1]} "
+                     f"features, squared norms and kernel values overflow float64 above {limit:.3g}; "
+                     "rescale X (e.g. sklearn.preprocessing.MaxAbsScaler)")
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
@@ -194,6 +217,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         # scikit-learn's check, whose message its estimator checks expect.
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              ensure_all_finite=not sp.issparse(X))
+        _check_magnitude(X)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
@@ -292,6 +316,12 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                     model["w"] = np.asarray(model["support_vectors"].T @ model["dual_coef"], dtype=np.float64).ravel()
         if model["w"] is None and model["dual_coef"] is None:
             raise SolverError(f"solver {spec.name!r} returned neither w nor alpha")
+        parts = [model["b"]] + [model[k] for k in ("w", "dual_coef") if model[k] is not None]
+        if not all(np.all(np.isfinite(v)) for v in parts):
+            # A NaN or infinite model predicts one class whatever X is: never a result.
+            raise ValueError(f"solver {spec.name!r} returned a non-finite model (status {res.status!r}, "
+                             f"{res.n_iter} iterations); lower C, the step or the kernel's parameters, rescale X, or try "
+                             "another solver")
         return model
 
     def _set_layout(self, models, pairs, rows, X, y):

@@ -73,7 +73,12 @@ def regularizer(problem: Problem, w_norm_sq: float, b: float) -> float:
     """1/2 ||w||^2, plus 1/2 w_b^2 = 1/2 (b / B)^2 for a regularized intercept."""
     reg = 0.5 * w_norm_sq
     if problem.intercept == "regularized":
-        reg += 0.5 * (b / problem.intercept_scaling) ** 2
+        try:
+            reg += 0.5 * (b / problem.intercept_scaling) ** 2
+        except OverflowError:
+            # Python floats raise where numpy's give inf: a diverged iterate's P is inf (and
+            # its solver says "diverged"), not a traceback.
+            reg = math.inf
     return reg
 
 
