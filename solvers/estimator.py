@@ -58,7 +58,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     loss : {"hinge", "squared_hinge", "huber_hinge"} or None, default=None
         None: the solver's first declared loss (``get_solver(solver).losses[0]``; hinge for dcd,
         squared hinge for gd and newton), resolved at fit.
-    kernel : {"linear", "rbf", "poly"}, default="linear"
+    kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="linear"
+        "precomputed": X is the Gram matrix, (n_samples, n_samples) at fit and (n_test,
+        n_samples) at predict; a callable k(A, B) returns the Gram matrix of the rows of A and B.
+        Both solve on a factor F of the training Gram matrix K = F F' (its eigendecomposition,
+        negative eigenvalues of an indefinite K clipped to 0) with the linear kernel, so the
+        dual is that of K exactly up to rounding; they need a solver with dual variables
+        (smo, svmlight, qp, libsvm, dcd, newton's kernel formulation) and keep no coef_.
     gamma : {"scale", "auto"} or float, default="scale"
     degree : int, default=3
     coef0 : float, default=0.0
@@ -146,7 +152,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "solver": Param("dcd", "str"),
         "C": Param(1.0, "float", low=0.0, open_low=True),
         "loss": Param(None, "str", options=("hinge", "squared_hinge", "huber_hinge"), none_ok=True),
-        "kernel": Param("linear", "str", options=("linear", "rbf", "poly")),
+        "kernel": Param("linear", "any"),
         "gamma": Param("scale", "any"),
         "degree": Param(3, "int", low=1),
         "coef0": Param(0.0, "float"),
@@ -190,6 +196,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"gamma={self.gamma!r} must be 'scale', 'auto' or a number > 0")
         else:
             Param(1.0, "float", low=0.0, open_low=True).check("gamma", self.gamma)
+        if not (callable(self.kernel) or self.kernel in ("linear", "rbf", "poly", "precomputed")):
+            raise ValueError(f"kernel={self.kernel!r} must be 'linear', 'rbf', 'poly', 'precomputed' or a callable")
         if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
             raise ValueError(f"class_weight={self.class_weight!r} must be a dict, 'balanced' or None")
         if self.solver_params is not None and not isinstance(self.solver_params, dict):
@@ -222,12 +230,20 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
+        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {X.shape[0]}x{X.shape[1]} matrix.")
         weights, kept = self._row_weights(X, y, sample_weight)
+        X_given = X
         if kept is not None:
             X, y = X[kept], y[kept]
         self._kept = kept
-        g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
-        self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
+        self._gram = callable(self.kernel) or self.kernel == "precomputed"
+        if self._gram:
+            X, params = self._gram_factor(X, kept, spec, params)
+            self._kernel = Kernel("linear")
+        else:
+            g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
+            self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
         # None: the solver's own defaults (its first declared loss and intercept, its default_tol),
         # so that SVMClassifier(solver=name) works for every solver as a sweep's defaults do.
         self._loss = self.loss if self.loss is not None else spec.losses[0]
@@ -246,7 +262,46 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 lambda m, Xs: self._binary_decision(self._kernel, m, Xs), sample_weight=weights)
             mc = self.multiclass_
             self._set_layout(mc.models, mc.pairs, mc.rows, X, y)
+        if self._gram:
+            self._gram_attributes(X_given)
         return self
+
+    def _gram_factor(self, X, kept, spec, params):
+        """(F, params): a factor of the training Gram matrix K = F F' (rows: the kept rows), the
+        rows the linear kernel then solves on: sum_ij alpha_i alpha_j y_i y_j K_ij is the dual's
+        quadratic term, and F F' reproduces K to rounding (K = V diag(lambda) V', F =
+        V diag(sqrt(max(lambda, 0)))). newton is switched to its kernel formulation, which keeps
+        dual variables to predict with."""
+        if self.kernel == "precomputed":
+            # X holds the kept rows already; their columns are those of the kept rows too.
+            K = X.toarray() if sp.issparse(X) else np.asarray(X)
+            if kept is not None:
+                K = K[:, kept]
+        else:
+            K = np.asarray(self.kernel(X, X), dtype=np.float64)
+            if K.shape != (X.shape[0], X.shape[0]):
+                raise ValueError(f"kernel(X, X) returned shape {K.shape}, expected ({X.shape[0]}, {X.shape[0]})")
+        if not np.all(np.isfinite(K)):
+            raise ValueError("the Gram matrix has non-finite values")
+        lam, V = np.linalg.eigh(0.5 * (K + K.T))
+        F = np.ascontiguousarray(V * np.sqrt(np.maximum(lam, 0.0)))
+        if spec.name == "newton":
+            params = {**params, "formulation": params.get("formulation", "kernel")}
+        return F, params
+
+    def _gram_attributes(self, X_given):
+        """Precomputed or callable kernel: no coef_ (F's coordinates mean nothing to the user);
+        support_vectors_ are the rows of the X given to fit (a callable evaluates them at
+        predict) or, precomputed, none (predict reads the support columns of the test Gram
+        matrix)."""
+        if not hasattr(self, "dual_coef_"):
+            raise SolverError(f"solver {self.solver!r} returned no dual variables, which kernel={self.kernel!r} needs to "
+                              "predict; use smo, svmlight, qp, libsvm, dcd or newton")
+        self.__dict__.pop("coef_", None)
+        if callable(self.kernel):
+            self.support_vectors_ = X_given[self.support_]
+        else:
+            self.support_vectors_ = np.empty((0, 0))
 
     def _row_weights(self, X, y, sample_weight):
         """(weights, kept): each kept row's weight sample_weight_i * class_weight[y_i] (None when
@@ -363,7 +418,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             # copy up to all of X (1.4 s on full RCV1, where half the rows are support vectors).
             if any(m["support_vectors"] is not None for m in models):
                 self.support_vectors_ = X[sv]
-        if self._kernel.is_linear:
+        if self._kernel.is_linear and all(m["w"] is not None for m in models):
             self.coef_ = np.vstack([m["w"] for m in models])
 
     def sparsify(self):
@@ -394,6 +449,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         the models' coefficient rows (read from SVC's layout for ovo). Reassigned or edited
         attributes are what predicts, as LinearSVC's coef_ and intercept_."""
         intercept = np.asarray(self.intercept_, dtype=np.float64)
+        if self._gram:
+            if self.kernel == "precomputed":
+                K = X[:, self.support_]
+                K = K.toarray() if sp.issparse(K) else K
+            else:
+                K = np.asarray(self.kernel(X, self.support_vectors_), dtype=np.float64)
+            coef = self._model_coef()
+            return K @ coef.T + intercept
         if self._kernel.is_linear:
             coef = self.coef_
             if sp.issparse(coef):     # after sparsify()
@@ -405,12 +468,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             for k in range(coef.shape[0]):
                 D[:, k] = np.asarray(X @ coef[k]).ravel() + intercept[k]
             return D
+        K = kernel_block(self._kernel, X, self.support_vectors_)
+        return K @ self._model_coef().T + intercept
+
+    def _model_coef(self):
+        """One row of dual coefficients per binary model (read from SVC's layout for ovo)."""
         coef = self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else np.asarray(self.dual_coef_)
         if self.multi_class == "ovo" and len(self.classes_) > 2:
             from .multiclass import pair_coef
             coef = pair_coef(coef, self._sv_class, self.multiclass_.pairs)
-        K = kernel_block(self._kernel, X, self.support_vectors_)
-        return K @ coef.T + intercept
+        return coef
 
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes (> 0 means classes_[1]); for
