@@ -118,6 +118,45 @@ def gradient(cache: QColumnCache, alpha: np.ndarray, C):
     return G, G_bar
 
 
+# ---------------------------------------------------------------------------- hard margin
+#: Rows above which the separability check's dense n x n linear program is refused.
+SEPARABLE_MAX_ROWS = 5000
+
+
+def check_separable(problem: Problem) -> None:
+    """Refuse C = inf (the hard margin: 0 <= alpha_i, no upper bound) unless the data are
+    separable by the kernel with a free intercept, i.e. some f = sum_j beta_j K(x_j, .) + b has
+    y_i f(x_i) >= 1 on every row (the representer theorem puts a separating w in the span of
+    the rows); otherwise the dual is unbounded and its solvers would raise alpha for ever. A
+    linear program in (beta, b) decides it (in (w, b) for the linear kernel with fewer features
+    than rows), by HiGHS through scipy.optimize.linprog."""
+    from scipy.optimize import linprog
+
+    from .kernels import kernel_block
+    from .registry import SolverError
+
+    n = problem.n_samples
+    y = problem.y
+    if problem.kernel.is_linear and problem.n_features < n:
+        A = problem.X.toarray() if hasattr(problem.X, "toarray") else problem.X
+        what = "hyperplane"
+    else:
+        if n > SEPARABLE_MAX_ROWS:
+            raise SolverError(f"C=inf (a hard margin) needs a check that the data are separable, a linear program "
+                              f"over an {n} x {n} kernel matrix: above {SEPARABLE_MAX_ROWS} rows it is refused; use a finite C")
+        A = kernel_block(problem.kernel, problem.X, problem.X)
+        what = f"{problem.kernel.name} kernel"
+    # y_i (A_i v + b) >= 1  <=>  -y_i A_i v - y_i b <= -1; zero objective: feasibility only.
+    A_ub = -y[:, None] * np.hstack([A, np.ones((n, 1))])
+    res = linprog(np.zeros(A.shape[1] + 1), A_ub=A_ub, b_ub=-np.ones(n), bounds=(None, None), method="highs")
+    if res.status == 2:
+        raise SolverError(f"C=inf (a hard margin) needs data separable by the {what}: no f with y_i f(x_i) >= 1 on "
+                          f"every one of the {n} rows exists (the linear program is infeasible), so the dual is "
+                          "unbounded; use a finite C")
+    if res.status != 0:
+        raise SolverError(f"C=inf: the separability check did not conclude ({res.message}); use a finite C")
+
+
 # ---------------------------------------------------------------------------- intercept
 def intercept(G: np.ndarray, alpha: np.ndarray, y: np.ndarray, C):
     """b and how it was found.
@@ -200,7 +239,15 @@ def finish_fit(name: str, problem: Problem, alpha: np.ndarray, G: np.ndarray, st
     P, D, gap, kkt, b, info = certificates(problem, alpha, G)
     if status == "converged" and kkt > tol:
         status = "stalled"
-    if not math.isfinite(P):
+    if math.isinf(problem.C) and math.isinf(P) and np.all(np.isfinite(alpha)):
+        # A hard margin's P is finite only where every margin is >= 1: a solve stopped at tol
+        # leaves margins up to about tol below 1. Short of the certificate, not divergent.
+        worst = float(np.min(problem.y * (problem.y * (G + 1.0) + b)))
+        status = "stalled"
+        reason = (reason + "; " if reason else "") + (
+            f"hard margin: the smallest margin is {worst:.9g} < 1, so the model is not feasible for C=inf "
+            f"(P = inf); a smaller tol (1e-8, say) ends with every margin >= 1")
+    elif not math.isfinite(P):
         status = "diverged"
     detail = f"m - M = {kkt:.3g} (tol {tol:g})" + (f"; {reason}" if reason else "")
     finish(status, name, n_iter, detail if status != "converged" else "")

@@ -40,7 +40,8 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, project_feasible, warm_alpha, finish_fit
+from .kernel_dual import (INTERCEPTS, KERNELS, LOSSES, certificates, check_separable, project_feasible, warm_alpha,
+                          finish_fit)
 from .kernels import QColumnCache, kernel_block, kernel_diagonal
 from .objectives import kkt_violation_equality
 from .problem import Problem
@@ -909,6 +910,9 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     near it; interior point methods gain little from a warm start (bertini, Section II.B, notes
     the same of CVXOPT).
     """
+    if math.isinf(problem.C):
+        return _fit_hard_margin(problem, budget, recorder, warm_start, backend=backend, ipm_tol=ipm_tol,
+                                max_memory_mb=max_memory_mb, method=method, lowrank_tol=lowrank_tol, max_rank=max_rank)
     n = problem.n_samples
     y = problem.y
     V, path_info = _choose_path(problem, method, backend, lowrank_tol, max_rank, max_memory_mb)
@@ -963,6 +967,41 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
     return finish_fit("qp", problem, alpha, G, status, it, budget.tol, fit_time, f_alpha0=f0,
                       polished=bool(polished), method="dense", stop_reason=reason, **extra)
+
+
+#: The hard margin's first finite box, and the factor it grows by while the solution touches it.
+HARD_MARGIN_BOX0 = 1e3
+HARD_MARGIN_GROW = 100.0
+
+
+def _fit_hard_margin(problem, budget, recorder, warm_start, **params):
+    """C = inf (the hard margin) on separable data (kernel_dual.check_separable). The interior
+    point needs a finite box (it works in x = alpha / C), so the dual is solved with the box
+    U = 1e3, 1e5, ...: once no alpha_i reaches U, that solution satisfies the hard margin's KKT
+    conditions (alpha >= 0, y'alpha = 0, margins >= 1, = 1 where alpha_i > 0) and is its
+    optimum, certified on the problem with C = inf. Separable data have a bounded optimum, so
+    a box above its largest alpha_i is reached in a few rounds."""
+    from .base import Recorder as _Recorder
+    check_separable(problem)
+    U = HARD_MARGIN_BOX0
+    rounds, it = 0, 0
+    while True:
+        rounds += 1
+        inner = fit_qp(problem.with_(C=U), budget=budget, recorder=_Recorder(enabled=False).start(),
+                       warm_start=warm_start, **params)
+        it += inner.n_iter
+        alpha = inner.alpha
+        if inner.status != "converged" or alpha.max() < U * (1.0 - 1e-9) or rounds >= 8:
+            break
+        U *= HARD_MARGIN_GROW
+    fit_time = recorder.seconds()
+    Q = kernel_block(problem.kernel, problem.X, problem.X, problem.row_norms_sq, problem.row_norms_sq)
+    G = problem.y * (Q @ (alpha * problem.y)) - 1.0
+    reason = "" if alpha.max() < U * (1.0 - 1e-9) else f"alpha still reaches the box {U:g} after {rounds} rounds"
+    recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    return finish_fit("qp", problem, alpha, G, inner.status if not reason else "stalled", it, budget.tol,
+                      fit_time, reason=reason, hard_margin_rounds=rounds, hard_margin_box=U,
+                      **{k: v for k, v in inner.info.items() if k in ("method", "polished", "backend")})
 
 
 def _ipm_loop(problem, Ht, Vt, ct, yt, x, budget, recorder, ipm_tol, max_iter, exact_gradient):
@@ -1058,6 +1097,7 @@ register(SolverSpec(
     name="qp",
     family="kernel_dual",
     sample_weight=True,
+    hard_margin=True,   # C = inf on separable data, by growing finite boxes (_fit_hard_margin)
     fit=fit_qp,
     params={
         "backend": Param("ipm", "str", options=("ipm", "cvxopt"),

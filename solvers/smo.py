@@ -27,12 +27,13 @@ numba, in chunks the Python driver owns (time limit, trace).
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, dual_f, gradient, warm_alpha, finish_fit
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, check_separable, dual_f, gradient, warm_alpha, finish_fit
 from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -367,6 +368,10 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     the selections, the sum of the active set's size over the pair updates), n_reconstruct.
     """
     n = problem.n_samples
+    if math.isinf(problem.C):
+        # The hard margin: the box has no top (C_i = inf: no variable is ever at its upper
+        # bound, G_bar stays 0), which only separable data keep bounded.
+        check_separable(problem)
     # One bound per position (C_i = C s_i; all C unweighted: the same steps as a scalar C),
     # permuted with alpha by the shrinking.
     C = problem.C_i
@@ -432,6 +437,7 @@ register(SolverSpec(
     name="smo",
     family="kernel_dual",
     sample_weight=True,
+    hard_margin=True,   # C = inf on separable data (kernel_dual.check_separable)
     fit=fit_smo,
     params={
         "wss": Param("second_order", "str", options=("second_order", "mvp"),
