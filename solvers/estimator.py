@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .base import Budget, Recorder
@@ -89,6 +90,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     random_state : int or None, default=None
     solver_params : dict or None, default=None
         Solver-specific parameters, checked against the solver's declaration.
+    probability : bool, default=False
+        Fit Platt's sigmoids (Lin, Lin and Weng 2007) on decision values of a 5-fold internal
+        cross-validation (five more fits), for `predict_proba` and `predict_log_proba`, as SVC's;
+        multiclass: pairwise coupling for ovo, normalised sigmoids for ovr. The folds are
+        drawn with random_state (0 when None). predict still follows the decision values.
     class_weight : dict, "balanced" or None, default=None
         Weight of each class: row i's loss term is scaled by class_weight[y_i] (times its
         sample_weight), i.e. its dual box is C class_weight[y_i] (LIBSVM's ``-wi``, SVC's and
@@ -126,6 +132,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         (``X[support_]`` gives them).
     multiclass_ : solvers.multiclass.MulticlassModel  (more than two classes)
         The binary models (``.models``), their class pairs and the ordinal table.
+    probA_, probB_ : ndarray of shape (n_models,)  (probability=True)
+        Each binary model's sigmoid P(+1 | f) = 1 / (1 + exp(A f + B)).
     n_iter_ : ndarray of shape (n_models,)
         Iterations of each binary model (an array also for two classes, as SVC's).
     status_ : str, or list of str per model
@@ -165,11 +173,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "random_state": Param(None, "int", low=0, none_ok=True),
         "solver_params": Param(None, "any", none_ok=True),
         "class_weight": Param(None, "any", none_ok=True),
+        "probability": Param(False, "bool"),
     }
 
     def __init__(self, solver="dcd", C=1.0, loss=None, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, intercept=None, intercept_scaling=1.0, huber_k=1.0, tol=None,
-                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None, class_weight=None):
+                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None, class_weight=None,
+                 probability=False):
         self.solver = solver
         self.C = C
         self.loss = loss
@@ -186,6 +196,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.solver_params = solver_params
         self.class_weight = class_weight
+        self.probability = probability
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
@@ -233,7 +244,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {X.shape[0]}x{X.shape[1]} matrix.")
         weights, kept = self._row_weights(X, y, sample_weight)
-        X_given = X
+        X_given, y_given = X, y
         if kept is not None:
             X, y = X[kept], y[kept]
         self._kept = kept
@@ -264,7 +275,77 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self._set_layout(mc.models, mc.pairs, mc.rows, X, y)
         if self._gram:
             self._gram_attributes(X_given)
+        if self.probability:
+            self._fit_probability(X_given, y_given, sample_weight)
         return self
+
+    def _fit_probability(self, X, y, sample_weight):
+        """Platt's sigmoids (solvers/probability.py) on decision values of a 5-fold internal
+        cross-validation, as LIBSVM's -b 1: each fold's model is this estimator, without
+        probability, fitted on the other folds (with their sample weights); a binary model's
+        sigmoid is fitted on the rows it was trained on (both classes of its pair for ovo)."""
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        from .probability import fit_sigmoid
+        if len(self.classes_) > 2 and self.multi_class == "ordinal":
+            raise ValueError("probability=True needs multi_class='ovr' or 'ovo' (ordinal's table gives P(label | S) "
+                             "itself: multiclass_.table.probabilities)")
+        counts = np.bincount(np.searchsorted(self.classes_, y), minlength=len(self.classes_))
+        if counts.min() < 2:
+            raise ValueError(f"probability=True fits its sigmoids by cross-validation: class "
+                             f"{self.classes_[int(np.argmin(counts))]!r} has {int(counts.min())} sample(s), at least 2 needed")
+        folds = StratifiedKFold(min(5, int(counts.min())), shuffle=True,
+                                random_state=self.random_state if self.random_state is not None else 0)
+        D = np.empty((len(y), len(self.intercept_)))
+        sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        inner = clone(self).set_params(probability=False)
+        for tr, te in folds.split(np.zeros(len(y)), y):
+            if self.kernel == "precomputed":
+                Xtr, Xte = X[np.ix_(tr, tr)], X[np.ix_(te, tr)]
+            else:
+                Xtr, Xte = X[tr], X[te]
+            m = clone(inner).fit(Xtr, y[tr], sample_weight=None if sw is None else sw[tr])
+            d = m.decision_function(Xte)
+            D[te] = d[:, None] if d.ndim == 1 else d
+        yi = np.searchsorted(self.classes_, y)
+        pairs = [(1, 0)] if len(self.classes_) == 2 else self.multiclass_.pairs
+        ab = []
+        for k, (pos, neg) in enumerate(pairs):
+            rows = np.ones(len(y), bool) if neg < 0 or len(self.classes_) == 2 else (yi == pos) | (yi == neg)
+            ab.append(fit_sigmoid(D[rows, k], yi[rows] == pos))
+        self.probA_ = np.array([a for a, _ in ab])
+        self.probB_ = np.array([b for _, b in ab])
+
+    @available_if(lambda self: self.probability)
+    def predict_proba(self, X):
+        """Class probabilities (n_samples, n_classes), columns in classes_ order: Platt's
+        sigmoid of each binary model's decision value (fitted by internal cross-validation at
+        fit), combined by pairwise coupling for ovo (Wu, Lin and Weng 2004, as SVC) or
+        normalised over the classes for ovr. Needs probability=True at fit."""
+        from .probability import pairwise_coupling, sigmoid_predict
+        check_is_fitted(self)
+        if not hasattr(self, "probA_"):
+            raise AttributeError("predict_proba is not available: fit with probability=True")
+        D = self.decision_function(X)
+        K = len(self.classes_)
+        if K == 2:
+            p1 = sigmoid_predict(D, self.probA_[0], self.probB_[0])
+            return np.column_stack([1.0 - p1, p1])
+        P = sigmoid_predict(D, self.probA_[None, :], self.probB_[None, :])
+        if self.multi_class == "ovr":
+            return P / P.sum(axis=1, keepdims=True)
+        r = np.zeros((D.shape[0], K, K))
+        for m, (i, j) in enumerate(self.multiclass_.pairs):
+            rij = np.clip(P[:, m], 1e-7, 1.0 - 1e-7)     # LIBSVM's clip of the pairwise estimates
+            r[:, i, j] = rij
+            r[:, j, i] = 1.0 - rij
+        return pairwise_coupling(r)
+
+    @available_if(lambda self: self.probability)
+    def predict_log_proba(self, X):
+        """log of `predict_proba`."""
+        return np.log(self.predict_proba(X))
 
     def _gram_factor(self, X, kept, spec, params):
         """(F, params): a factor of the training Gram matrix K = F F' (rows: the kept rows), the
