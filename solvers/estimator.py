@@ -326,7 +326,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         from .probability import pairwise_coupling, sigmoid_predict
         check_is_fitted(self)
         if not hasattr(self, "probA_"):
-            raise AttributeError("predict_proba is not available: fit with probability=True")
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError("predict_proba is not available when fitted with probability=False")
         D = self.decision_function(X)
         K = len(self.classes_)
         if K == 2:
@@ -406,6 +407,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                              "must be a finite number >= 0")
         s = self.class_weight_[np.searchsorted(self.classes_, y)]
         if sample_weight is not None:
+            raw = np.asarray(sample_weight, dtype=np.float64)
+            if raw.shape == (X.shape[0],) and np.all(raw <= 0):
+                raise ValueError("Invalid input - all samples have zero or negative weights.")
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
             if not np.all(np.isfinite(sw)):
                 raise ValueError(f"sample_weight[{int(np.flatnonzero(~np.isfinite(sw))[0])}] is not finite")
@@ -501,6 +505,9 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 self.support_vectors_ = X[sv]
         if self._kernel.is_linear and all(m["w"] is not None for m in models):
             self.coef_ = np.vstack([m["w"] for m in models])
+            if sp.issparse(X) and hasattr(self, "support_vectors_"):
+                # SVC's coef_ after a sparse fit (dual_coef_ @ support_vectors_, both sparse).
+                self.coef_ = sp.csr_matrix(self.coef_)
 
     def sparsify(self):
         """coef_ as a scipy CSR matrix (LinearSVC's sparsify): smaller when most weights are 0;

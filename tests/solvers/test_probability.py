@@ -85,10 +85,9 @@ def test_probability_errors():
     X, y = load_iris(return_X_y=True)
     # As SVC: no predict_proba at all without probability=True (scikit-learn's checks read hasattr).
     assert not hasattr(SVMClassifier(solver="smo").fit(X, y), "predict_proba")
-    clf = SVMClassifier(solver="smo", probability=True)
-    with pytest.raises(AttributeError, match="predict_proba is not available: fit with probability=True"):
-        clf.fit(X, y).set_params(probability=False).set_params(probability=True)
-        del clf.probA_
+    clf = SVMClassifier(solver="smo").fit(X, y)
+    clf.probability = True        # switched on after a fit without: available, but not fitted
+    with pytest.raises(AttributeError, match="predict_proba is not available when fitted with probability=False"):
         clf.predict_proba(X)
     with pytest.raises(ValueError, match="probability=True needs multi_class='ovr' or 'ovo'"):
         SVMClassifier(solver="smo", multi_class="ordinal", probability=True).fit(X, y)

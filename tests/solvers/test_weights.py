@@ -220,7 +220,7 @@ def test_estimator_weight_errors_are_clear():
     X, y = _imbalanced()
     with pytest.raises(ValueError, match="all samples have zero or negative weights"):
         SVMClassifier().fit(X, y, sample_weight=-np.ones(len(y)))
-    with pytest.raises(ValueError, match="Sample weights must contain at least one non-zero number"):
+    with pytest.raises(ValueError, match="all samples have zero or negative weights"):
         SVMClassifier().fit(X, y, sample_weight=np.zeros(len(y)))
     with pytest.raises(ValueError, match="all samples with positive weights belong to the same class"):
         SVMClassifier().fit(X, y, sample_weight=(y == 1).astype(float))
