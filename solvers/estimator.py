@@ -33,8 +33,8 @@ def _check_magnitude(X) -> None:
         return
     amax = float(np.max(np.abs(data)))
     limit = math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1))
-    if amax <= limit:
-        return
+    if amax <= limit or not math.isfinite(amax):
+        return     # NaN and inf in sparse X: Problem refuses them, naming the row
     if sp.issparse(X):
         k = int(np.argmax(np.abs(X.data)))
         row, col = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
