@@ -147,6 +147,31 @@ def _checked_weights(sample_weight, n: int):
     return s
 
 
+def class_weight_rows(y: np.ndarray, class_weight) -> np.ndarray | None:
+    """Per-row weights class_weight[y_i] for labels y in {-1, +1}, the problem key
+    ``class_weight`` (a sweep's, or `Problem.build`'s): None (no weights), "balanced" (n / (2
+    count(y_i)), scikit-learn's rule for two classes) or a mapping {-1: w, +1: w} (a missing
+    label weighs 1). None also when every weight is 1, so that such a problem is unweighted."""
+    if class_weight is None:
+        return None
+    y = np.asarray(y, dtype=np.float64)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ProblemError(f"class_weight={class_weight!r} must be 'balanced', a mapping {{-1: w, 1: w}} or None")
+        n_pos = int((y > 0).sum())
+        w = {1.0: y.size / (2.0 * n_pos), -1.0: y.size / (2.0 * (y.size - n_pos))}
+    else:
+        try:
+            w = {float(k): float(v) for k, v in dict(class_weight).items()}
+        except (TypeError, ValueError):
+            raise ProblemError(f"class_weight={class_weight!r} must be 'balanced', a mapping {{-1: w, 1: w}} or None") from None
+        bad = sorted(set(w) - {-1.0, 1.0})
+        if bad:
+            raise ProblemError(f"class_weight has the label {bad[0]:g}; the labels of a binary problem are -1 and 1")
+    s = np.where(y > 0, w.get(1.0, 1.0), w.get(-1.0, 1.0))
+    return None if np.all(s == 1.0) else s
+
+
 def _kernel(kernel, gamma, degree, coef0, X) -> Kernel:
     """A `Kernel` from scikit-learn style arguments, gamma "scale"/"auto" resolved on X."""
     if isinstance(kernel, Kernel):
@@ -224,18 +249,29 @@ class Problem:
 
     @classmethod
     def build(cls, X, y, C=1.0, loss="hinge", intercept="none", kernel="linear",
-              gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0, sample_weight=None):
+              gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0, sample_weight=None,
+              class_weight=None):
         """Build a Problem from scikit-learn style arguments (kernel by name, gamma
-        "scale"/"auto" resolved on X)."""
+        "scale"/"auto" resolved on X; class_weight per label, `class_weight_rows`, multiplied
+        into sample_weight)."""
+        if class_weight is not None:
+            cw = class_weight_rows(_checked_data(X, y)[1], class_weight)
+            if cw is not None:
+                sample_weight = cw if sample_weight is None else cw * np.asarray(sample_weight, dtype=np.float64)
         return cls(X, y, C, loss, intercept, _kernel(kernel, gamma, degree, coef0, X), intercept_scaling, huber_k,
                    sample_weight)
 
     def with_settings(self, C=1.0, loss="hinge", intercept="none", kernel="linear",
-                      gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0) -> "Problem":
+                      gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0,
+                      class_weight=None) -> "Problem":
         """`build` on this problem's X and y, which are not checked again (`with_`): the
-        problems of one fold's C values, built from one Problem of its rows."""
+        problems of one fold's C values, built from one Problem of its rows. class_weight
+        (`class_weight_rows`) sets the row weights; None keeps this problem's own."""
+        extra = {}
+        if class_weight is not None:
+            extra["sample_weight"] = class_weight_rows(self.y, class_weight)
         return self.with_(C=C, loss=loss, intercept=intercept, kernel=_kernel(kernel, gamma, degree, coef0, self.X),
-                          intercept_scaling=intercept_scaling, huber_k=huber_k)
+                          intercept_scaling=intercept_scaling, huber_k=huber_k, **extra)
 
     # --- derived, computed once -------------------------------------------------------
     @property

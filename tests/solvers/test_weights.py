@@ -271,3 +271,27 @@ def test_pegasos_weighted_sampling_reaches_the_weighted_optimum():
     assert peg.primal == pytest.approx(obj.primal_objective(pw, peg.w, peg.b), rel=1e-12)
     assert ref.primal <= peg.primal <= 1.02 * ref.primal
     assert obj.primal_objective(pw, plain.w, plain.b) > 1.2 * ref.primal
+
+
+def test_class_weight_as_a_problem_key():
+    """class_weight on a binary Problem (the key a sweep's `problem:` can set): "balanced" is
+    scikit-learn's n / (2 count), a mapping weighs each label, and the weighted problem is the
+    one the estimator solves with the same class_weight."""
+    from sklearn.utils.class_weight import compute_class_weight
+
+    from solvers import SVMClassifier
+    from solvers.problem import class_weight_rows
+    X, y01 = _imbalanced()
+    y = np.where(y01 == 1, 1.0, -1.0)
+    cw = compute_class_weight("balanced", classes=np.array([-1.0, 1.0]), y=y)
+    np.testing.assert_allclose(class_weight_rows(y, "balanced"), np.where(y > 0, cw[1], cw[0]), rtol=1e-15)
+    np.testing.assert_array_equal(class_weight_rows(y, {1: 3.0}), np.where(y > 0, 3.0, 1.0))
+    assert class_weight_rows(y, {-1: 1.0, 1: 1.0}) is None and class_weight_rows(y, None) is None
+    with pytest.raises(ProblemError, match="class_weight has the label 2; the labels of a binary problem are -1 and 1"):
+        class_weight_rows(y, {2: 1.0})
+    p = Problem.build(X, y, C=0.5, intercept="free", kernel="rbf", gamma=0.2, class_weight="balanced")
+    np.testing.assert_array_equal(p.with_settings(C=0.5, intercept="free", kernel="rbf", gamma=0.2,
+                                                  class_weight="balanced").sample_weight, p.sample_weight)
+    r = fit(p, "smo", budget=Budget(tol=1e-10))
+    est = SVMClassifier(solver="smo", C=0.5, kernel="rbf", gamma=0.2, tol=1e-10, class_weight="balanced").fit(X, y01)
+    assert est.objective_ == pytest.approx(r.primal, rel=1e-9)
