@@ -448,9 +448,10 @@ def test_n_iter_libsvm(n_classes):
 
 
 def test_svm_with_infinite_C():
-    """Differs: C=inf is the hard margin, solved exactly on separable data (as C = 1e10 there);
-    on the original test's make_classification data, which no rbf function separates at margin
-    1 with these few rows... it is checked, and refused with the reason if not."""
+    """Differs: C=inf is the hard margin, solved exactly where the data are separable, and there
+    it predicts as C = 1e10 (the original assertion, on separable blobs); data that no f
+    separates (the original make_classification data with one row repeated under the other
+    label) are refused with the reason instead of being fitted as a very large C."""
     Xs, y = make_blobs(60, 2, centers=[[-3, 0], [3, 0]], random_state=SEED)
     estimator_C_inf = SVC(C=np.inf, tol=1e-8).fit(Xs, y)
     estimator_C_large = SVC(C=1e10, tol=1e-8).fit(Xs, y)
