@@ -64,3 +64,14 @@ def test_gram_kernel_errors(iris):
         SVMClassifier(kernel="sigmoid").fit(X, y)
     with pytest.raises(ValueError, match=r"kernel\(X, X\) returned shape \(150,\), expected \(150, 150\)"):
         SVMClassifier(solver="smo", kernel=lambda A, B: A[:, 0]).fit(X, y)
+
+
+def test_dcd_on_a_linear_gram_matrix_is_dcd_on_X(iris):
+    """dcd (LIBLINEAR's dual, bias feature) on K = X X' solves the dual of X itself: the same
+    decisions, from dual_coef_ on K's support columns instead of coef_ (it keeps none here)."""
+    X, y = iris
+    kw = dict(solver="dcd", loss="hinge", tol=1e-8, max_iter=10**5)
+    a = SVMClassifier(kernel="precomputed", **kw).fit(X @ X.T, y)
+    b = SVMClassifier(kernel="linear", **kw).fit(X, y)
+    assert not hasattr(a, "coef_")
+    np.testing.assert_allclose(a.decision_function(X @ X.T), b.decision_function(X), atol=1e-5)
