@@ -26,8 +26,13 @@ class Section:
     note: str = ""
     table: pd.DataFrame | None = None
     lines: tuple = ()
-    figure: Path | None = None      # the PNG (a PDF beside it)
+    figures: tuple = ()             # the PNGs (a PDF beside each): one, or the pages of a large grid
     skipped: str = ""
+    hint: str = ""                  # what to set to get a skipped item
+
+    @property
+    def figure(self) -> Path | None:
+        return self.figures[0] if self.figures else None
 
 
 def load(run_dir: Path, baseline: str | None = None) -> ReportData:
@@ -69,13 +74,29 @@ def sections(data: ReportData, fig_dir: Path, formats=("png", "pdf")) -> list[Se
                     sec.table = value
                     sec.lines = tuple(it.lines(data)) if it.lines else ()
                 else:
-                    sec.figure = save_figure(value, fig_dir, it.name, formats)
-        sec.skipped = why or ""
-        if why and it.kind == "figure":      # a rebuild leaves no figure of an earlier build behind
-            for ext in ("png", "pdf"):
-                (fig_dir / f"{it.name}.{ext}").unlink(missing_ok=True)
+                    sec.figures = save_figures(value, fig_dir, it.name, formats)
+        if why:
+            sec.skipped, sec.hint = why, it.hint
+        if it.kind == "figure":      # a rebuild leaves no figure (or page) of an earlier build behind
+            for stale in _pages_on_disk(fig_dir, it.name):
+                if stale.with_suffix(".png") not in sec.figures:
+                    stale.unlink()
         out.append(sec)
     return out
+
+
+def _pages_on_disk(fig_dir: Path, name: str) -> list[Path]:
+    if not fig_dir.exists():
+        return []
+    return [p for p in fig_dir.iterdir() if p.suffix in (".png", ".pdf")
+            and (p.stem == name or (p.stem.startswith(name + "_") and p.stem[len(name) + 1:].isdigit()))]
+
+
+def save_figures(value, fig_dir: Path, name: str, formats=("png", "pdf")) -> tuple[Path, ...]:
+    """A figure, or the pages of one (a list), as `name.png`, `name_2.png`, ... (and PDFs)."""
+    figs = value if isinstance(value, list) else [value]
+    return tuple(save_figure(f, fig_dir, name if i == 0 else f"{name}_{i + 1}", formats)
+                 for i, f in enumerate(figs))
 
 
 def save_figure(fig, fig_dir: Path, name: str, formats=("png", "pdf")) -> Path:
@@ -119,54 +140,85 @@ def summary_line(results: pd.DataFrame) -> str:
             f"{count(results['solver_entry'].nunique(), 'solver')}.")
 
 
-def _walk(secs: list[Section], heading, skipped, note, table, lines, figure) -> list[str]:
-    """The sections in one output format: one renderer per part, the order shared by md and html."""
+def _walk(secs: list[Section], heading, note, table, lines, figure) -> list[str]:
+    """The sections drawn, in one output format: one renderer per part, the order shared by md
+    and html. Skipped sections are not walked: `skip_lines` lists them once, at the end."""
     out = []
     for s in secs:
-        out.append(heading(s))
         if s.skipped:
-            out.append(skipped(s.skipped))
             continue
+        out.append(heading(s))
         if s.note:
             out.append(note(s.note))
         if s.table is not None:          # an empty table is shown as "(none)", not left out
             out.append(table(s.table))
         if s.lines:
             out.append(lines(s.lines))
-        if s.figure is not None:
-            out.append(figure(s))
+        for png in s.figures:
+            out.append(figure(s, png))
     return out
 
 
+SKIPPED_TITLE = "Not drawn"
+
+
+def skip_lines(secs: list[Section]) -> list[str]:
+    """Every skipped table and figure once, grouped by why and what to set to get it: a run
+    without f* reads one line naming its six sections, not six headings saying the same."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in secs:
+        if s.skipped:
+            groups.setdefault((s.skipped, s.hint), []).append(s.title)
+    return [f"- {', '.join(titles)}: {why}" + (f"; to get it, {hint}" if hint else "") + "."
+            for (why, hint), titles in groups.items()]
+
+
 def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path) -> str:
-    def figure(s):
-        rel = s.figure.relative_to(rel_to).as_posix()
+    def figure(s, png):
+        rel = png.relative_to(rel_to).as_posix()
         return f"![{s.title}]({rel}) ([PDF]({rel[:-4]}.pdf))\n"
-    body = _walk(secs, lambda s: f"## {s.title}\n", lambda why: f"_Skipped: {why}._\n", lambda n: n + "\n",
+    body = _walk(secs, lambda s: f"## {s.title}\n", lambda n: n + "\n",
                  markdown_table, lambda ls: "\n".join(ls) + "\n", figure)
+    skips = skip_lines(secs)
+    if skips:
+        body += [f"## {SKIPPED_TITLE}\n", "\n".join(skips) + "\n"]
     return "\n".join([f"# {title}\n", *[line + "\n" for line in intro], *body])
 
 
 _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em}"
         "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}"
-        "img{max-width:100%}.note{color:#444}.skip{color:#888;font-style:italic}")
+        ".wide{overflow-x:auto}img{max-width:100%}.note{color:#444}.skip{color:#666}"
+        "code{background:#f3f3f3;padding:0 2px}")
+
+
+def inline(text: str) -> str:
+    """Markdown's inline code (`run.reference=true`) as HTML <code>, the rest escaped: the page
+    shows no raw backticks."""
+    parts = html.escape(text).split("`")
+    if len(parts) % 2 == 0:              # an unpaired backtick: left as it is
+        return html.escape(text)
+    return "".join(p if i % 2 == 0 else f"<code>{p}</code>" for i, p in enumerate(parts))
 
 
 def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
     """Every section, the figures embedded as base64 PNG: one file that opens anywhere."""
     esc = html.escape
 
-    def figure(s):
-        b64 = base64.b64encode(s.figure.read_bytes()).decode("ascii")
+    def figure(s, png):
+        b64 = base64.b64encode(png.read_bytes()).decode("ascii")
         return f'<img alt="{esc(s.title)}" src="data:image/png;base64,{b64}">'
+    drawn = [s for s in secs if not s.skipped]
+    skips = skip_lines(secs)
+    toc = [(s.name, s.title) for s in drawn] + ([("not_drawn", SKIPPED_TITLE)] if skips else [])
     head = [f"<!doctype html><meta charset=utf-8><title>{esc(title)}</title><style>{_CSS}</style>",
-            f"<h1>{esc(title)}</h1>", *[f"<p>{esc(x)}</p>" for x in intro],
-            "<ul>" + "".join(f'<li><a href="#{s.name}">{esc(s.title)}</a></li>' for s in secs) + "</ul>"]
-    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>',
-                 lambda why: f"<p class=skip>Skipped: {esc(why)}.</p>", lambda n: f"<p class=note>{esc(n)}</p>",
-                 html_table, lambda ls: "<ul>" + "".join(f"<li>{esc(x.lstrip('- '))}</li>" for x in ls) + "</ul>",
-                 figure)
+            f"<h1>{esc(title)}</h1>", *[f"<p>{inline(x)}</p>" for x in intro],
+            "<ul>" + "".join(f'<li><a href="#{name}">{esc(t)}</a></li>' for name, t in toc) + "</ul>"]
+    items_ = lambda ls: "<ul>" + "".join(f"<li>{inline(x.lstrip('- '))}</li>" for x in ls) + "</ul>"  # noqa: E731
+    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>', lambda n: f"<p class=note>{inline(n)}</p>",
+                 lambda t: f"<div class=wide>{html_table(t)}</div>", items_, figure)
+    if skips:
+        body += [f'<h2 id="not_drawn">{SKIPPED_TITLE}</h2>', f"<div class=skip>{items_(skips)}</div>"]
     return "\n".join(head + body) + "\n"
 
 

@@ -199,19 +199,22 @@ def test_each_figure_draws_from_a_hand_made_table_with_labels_naming_swept_keys(
     data = _rich()
     it = REG[name]
     assert it.missing(data) is None, it.missing(data)
-    fig = it.fn(data)
-    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]
+    out = it.fn(data)
+    figs = out if isinstance(out, list) else [out]
+    legends = [[t.get_text() for t in leg.get_texts()] for fig in figs
+               for leg in [ax.get_legend() for ax in fig.axes] + fig.legends if leg]
     for names in legends:
         assert len(names) == len(set(names)), names          # a legend never names one line twice
     labels = [x for names in legends for x in names]
-    texts = " ".join(labels + [ax.get_title() for ax in fig.axes])
+    texts = " ".join(labels + [ax.get_title() for fig in figs for ax in fig.axes])
     expect = {"accuracy_vs_C": "gamma=0.1", "C_gamma_heatmap": "smo", "time_vs_q": "svmlight",
               "pegasos_k_vs_T": "kT~1200", "objective_random_starts": "3 starts",
-              "suboptimality_vs_time": "smo C=0.1 gamma=0.1", "active_points_2d": "support vectors"}
+              "suboptimality_vs_time": "gamma=0.1 C=0.1", "active_points_2d": "support vectors"}
     if name in expect:
         assert expect[name] in texts, texts
     import matplotlib.pyplot as plt
-    plt.close(fig)
+    for fig in figs:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("name", [it.name for it in items()])
@@ -246,12 +249,16 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     assert [s.name for s in secs] == [it.name for it in items()]
     page = to_html("t", ["intro"], secs)
     for s in secs:
-        assert f'<h2 id="{s.name}">' in page
+        if s.skipped:       # listed once under "Not drawn", with why
+            assert f"<li>{s.title}: " in page
+        else:
+            assert f'<h2 id="{s.name}">' in page
     drawn = [s for s in secs if s.figure is not None]
     assert len(drawn) == len(items("figure"))
-    assert page.count("data:image/png;base64,") == len(drawn) and 'src="figures/' not in page
-    for s in drawn:
-        assert s.figure.exists()
+    pngs = [png for s in drawn for png in s.figures]
+    assert page.count("data:image/png;base64,") == len(pngs) and 'src="figures/' not in page
+    for png in pngs:
+        assert png.exists()
     # A figure whose columns are absent is named with the reason.
     stale = tmp_path / "figures" / "time_vs_q.png"
     assert stale.exists()
@@ -259,8 +266,9 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     assert not stale.exists()
     skipped = {it.name: it.missing(_data(default_run())) for it in items()}
     assert "param_q" in skipped["time_vs_q"] and "confusion_test" in skipped["confusion_matrices"]
-    page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`")])
-    assert "Skipped: results have no `param_q`." in page
+    page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`", hint="sweep `q`")])
+    assert "X: results have no <code>param_q</code>; to get it, sweep <code>q</code>." in page
+    assert "`" not in page                      # markdown's code marks become <code>, never shown raw
 
 
 def test_multirun_jobs_that_differ_only_in_their_overrides_stay_apart():

@@ -1,0 +1,117 @@
+"""Convergence figures as small multiples: one panel per problem (dataset and every problem key),
+a line per solver, every problem shown (a large grid pages into several figures), the colour of
+a solver the same in every panel; time against n never joins two datasets."""
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from pipeline.report import figures
+from pipeline.report.figures import MAX_PANELS
+from pipeline.report.registry import ReportData
+
+from .report_data import folds, rows
+
+
+def _grid(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,)):
+    """dcd and liblinear on linear problems over Cs, smo and libsvm on rbf problems over rbf_Cs,
+    on each dataset. Problem p's traces end at (P - f*)/|f*| = 10^-(p+2): a panel showing any
+    other problem's line would show another value."""
+    specs, level = [], {}
+    for ds in datasets:
+        for C in Cs:
+            level[(ds, "linear", C)] = len(level)
+            for entry in ("dcd", "liblinear"):
+                specs += folds({"dataset": ds, "solver_entry": entry, "solver": entry, "C": C,
+                                "loss": "squared_hinge", "f_star": 10.0 + len(level)}, 2)
+        for C in rbf_Cs:
+            level[(ds, "rbf", C)] = len(level)
+            for entry in ("smo", "libsvm"):
+                specs += folds({"dataset": ds, "solver_entry": entry, "solver": entry, "C": C, "kernel": "rbf",
+                                "gamma": 0.5, "intercept": "free", "f_star": 10.0 + len(level)}, 2)
+    res = rows(specs)
+    tr = []
+    for r in res.itertuples(index=False):
+        eps = 10.0 ** -(level[(r.dataset, r.kernel, r.C)] + 2)
+        for k in (1, 2, 3):
+            tr.append({"key": r.key, "iteration": k, "time_s": 1e-3 * k, "primal": r.f_star * (1 + eps * (4 - k)),
+                       "dual": np.nan, "gap": np.nan})
+    return ReportData(res, pd.DataFrame(tr), name="t"), level
+
+
+def _axes(out):
+    figs = out if isinstance(out, list) else [out]
+    return figs, [ax for fig in figs for ax in fig.axes if ax.get_visible()]
+
+
+def test_one_problem_per_panel_every_problem_once_in_grid_order():
+    data, level = _grid()
+    figs, axes = _axes(figures.suboptimality_vs_time(data))
+    titles = [ax.get_title() for ax in axes]
+    # Grid order: dataset, then kernel, then C along a row; the titles name what differs.
+    assert titles == ["a\nkernel=linear C=0.1", "a\nkernel=linear C=1", "a\nkernel=rbf C=1",
+                      "b\nkernel=linear C=0.1", "b\nkernel=linear C=1", "b\nkernel=rbf C=1"]
+    # What comes with each kernel is said once, above the figure.
+    assert "kernel=rbf: loss=hinge intercept=free gamma=0.5" in figs[0]._suptitle.get_text()
+    for ax, (ds, kernel, C) in zip(axes, level):
+        eps = 10.0 ** -(level[(ds, kernel, C)] + 2)
+        lines = [line for line in ax.get_lines() if line.get_label() != "f* certainty"]
+        # Every line of the panel ends at its own problem's value: no other problem shares it.
+        assert {line.get_label() for line in lines} == ({"dcd", "liblinear"} if kernel == "linear" else {"smo", "libsvm"})
+        for line in lines:
+            assert np.isclose(line.get_ydata()[-1], eps, rtol=1e-6), (ax.get_title(), line.get_label())
+    # A solver is drawn alike in every panel, and the legend names each solver once.
+    colour = {}
+    for ax in axes:
+        for line in ax.get_lines():
+            assert colour.setdefault(line.get_label(), line.get_color()) == line.get_color()
+    assert sorted(t.get_text() for t in figs[0].legends[0].get_texts()) == ["dcd", "liblinear", "libsvm", "smo"]
+    for fig in figs:
+        plt.close(fig)
+
+
+def test_a_large_grid_pages_into_several_figures_and_drops_no_problem():
+    Cs = tuple(10.0 ** k for k in range(-3, 4))                  # 7 linear + 1 rbf problems per dataset
+    data, level = _grid(Cs=Cs)
+    assert len(level) == 16 > MAX_PANELS
+    figs, axes = _axes(figures.suboptimality_vs_iterations(data))
+    assert len(figs) == 2 and [len([a for a in f.axes if a.get_visible()]) for f in figs] == [MAX_PANELS, 4]
+    assert len({ax.get_title() for ax in axes}) == 16
+    assert "problems 1-12 of 16 (figure 1 of 2)" in figs[0]._suptitle.get_text()
+    for fig in figs:
+        plt.close(fig)
+
+
+def test_time_vs_n_joins_only_the_sizes_of_one_dataset_and_keeps_every_solver():
+    specs = []
+    for ds, n in (("small", 100), ("large", 1000)):
+        for entry in ("dcd", "libsvm"):
+            specs += folds({"dataset": ds, "solver_entry": entry, "n_train": n, "fit_time_s": n * 1e-5}, 2)
+    # One dataset at two max_rows (two jobs of a multirun): its sizes make a line.
+    for job, n in (("0", 200), ("1", 400)):
+        specs += folds({"dataset": "grown", "solver_entry": "dcd", "n_train": n, "fit_time_s": n * 1e-5, "job": job}, 2)
+    res = rows(specs)
+    res["job"] = res["job"].fillna("")
+    fig = figures.time_vs_n(ReportData(res, pd.DataFrame(), name="t"))
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    drawn = [(line.get_label(), len(line.get_xdata()), line.get_linestyle()) for line in ax.get_lines()]
+    joined = [d for d in drawn if d[2] != "None"]
+    # The only line through two points is "grown" at its two sizes; small and large are points.
+    assert [(n, sorted(line.get_xdata())) for line in ax.get_lines() if line.get_linestyle() != "None"
+            for n in [len(line.get_xdata())]] == [(2, [200.0, 400.0])], drawn
+    assert len(joined) == 1
+    assert {t.get_text() for t in fig.legends[0].get_texts()} == {"dcd", "libsvm"}
+    assert any("small" in t.get_text() for t in ax.get_xticklabels())     # each point's dataset is named
+    plt.close(fig)
+
+
+def test_w_change_ticks_over_a_few_passes_are_plain_numbers():
+    res = rows(folds({"solver_entry": "dcd"}, 2))
+    tr = pd.DataFrame([{"key": k, "iteration": i, "time_s": 1e-3 * i, "w_change": 1.0 / i}
+                       for k in res["key"] for i in range(1, 6)])
+    fig = figures.w_change_per_pass(ReportData(res, tr, name="t"))
+    fig.canvas.draw()
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels and all("times" not in x and "^" not in x for x in labels), labels   # no 3x10^0 4x10^0
+    assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
+    plt.close(fig)
