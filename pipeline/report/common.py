@@ -24,6 +24,9 @@ _NOT_CONFIG = {"param_lambda_convention"}
 # figure's own measure, its panel title saying how many of how many; the tables list them all.
 MAX_LINES = 10
 SUBOPT_FLOOR = 1e-12
+# What a user sets to get the items that need f* (a report lists it once for all of them).
+F_STAR_HINT = ("set `run.reference=true` (a certified reference solve, hence f*, for every problem; the "
+               "default `auto` solves one only where two solver entries share a problem)")
 MISSING = "-"
 
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from .common import (LAMBDA, MAX_LINES, MISSING, certainty_floor, config_columns, fmt, key_value, keyed, label,
+from .common import (F_STAR_HINT, LAMBDA, MAX_LINES, MISSING, certainty_floor, config_columns, fmt, key_value, keyed, label,
                      present, problem_columns, short, styles, swept_keys)
 from .registry import ReportData, Skip, figure
 
@@ -411,6 +411,7 @@ _BAND = "median over folds (and random starts), band: their middle half (25%-75%
 
 
 @figure("suboptimality_vs_time", "Suboptimality against time", needs=("f_star",), trace_needs=("primal",),
+        hint=F_STAR_HINT,
         note=f"(P - f*)/|f*| against solver seconds, one panel per problem, a line per solver: {_BAND}; the "
              "dotted line is the certainty of f* (the coarsest relative gap of the problem's reference solves), "
              "below which nothing is shown.")
@@ -420,7 +421,7 @@ def suboptimality_vs_time(data: ReportData):
 
 
 @figure("suboptimality_vs_iterations", "Suboptimality against iterations", needs=("f_star",),
-        trace_needs=("primal",), note="As above against the solver's own iterations (passes for dcd and liblinear, "
+        trace_needs=("primal",), hint=F_STAR_HINT, note="As above against the solver's own iterations (passes for dcd and liblinear, "
                                       "pair updates for smo: not one unit across solvers).")
 def suboptimality_vs_iterations(data: ReportData):
     return _trace_figure(data, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(data),
@@ -428,6 +429,7 @@ def suboptimality_vs_iterations(data: ReportData):
 
 
 @figure("test_error_vs_iterations", "Test error against iterations", trace_needs=("test_error",),
+        hint="set `run.trace_test_error=true`",
         note=f"Test error of the solver's current model at each trace point (run.trace_test_error=true), one "
              f"panel per problem: {_BAND}.")
 def test_error_vs_iterations(data: ReportData):
@@ -436,6 +438,7 @@ def test_error_vs_iterations(data: ReportData):
 
 
 @figure("w_change_per_pass", "||w_k+1 - w_k|| per pass", trace_needs=("w_change",),
+        hint="run `dcd` (its trace notes the change of w per pass)",
         note="The change of w over the pass before each trace point (dcd's second stopping rule), one panel per "
              "problem.")
 def w_change_per_pass(data: ReportData):
@@ -443,8 +446,37 @@ def w_change_per_pass(data: ReportData):
                          "||w_k+1 - w_k||")
 
 
+def rel_gap(tr, row=None) -> np.ndarray:
+    """(P - D)/|P| at each trace point: how far the iterate is from optimal by its own duality
+    gap, no f* needed (P - P* <= P - D). NaN where the solver certifies no gap (a linear hinge
+    with a free intercept) or P is 0."""
+    P = tr["primal"].to_numpy(dtype=float)
+    with np.errstate(all="ignore"):
+        return np.where(P != 0, tr["gap"].to_numpy(dtype=float) / np.abs(P), np.nan)
+
+
+_GAP_HINT = ("run a solver that certifies its iterates (dcd, smo, svmlight, newton, ...; a linear model with the "
+             "hinge loss has no gap from w alone, and a free intercept none from the KKT map)")
+
+
+@figure("gap_vs_time", "Relative duality gap against time", trace_needs=("primal", "gap"), hint=_GAP_HINT,
+        note=f"(P - D)/|P| against solver seconds, one panel per problem, a line per solver that certifies a gap: "
+             f"{_BAND}. It bounds the relative suboptimality from above (P - P* <= P - D) and needs no f*, so a "
+             "single-solver sweep shows how it converged. A reference solver's point is its final model only, its "
+             "D rebuilt from w (see Certificates): an upper bound that may be loose.")
+def gap_vs_time(data: ReportData):
+    return _trace_figure(data, rel_gap, "time_s", "solver time (s)", "(P - D) / |P|")
+
+
+@figure("gap_vs_iterations", "Relative duality gap against iterations", trace_needs=("primal", "gap"),
+        hint=_GAP_HINT, note="As above against the solver's own iterations.")
+def gap_vs_iterations(data: ReportData):
+    return _trace_figure(data, rel_gap, "iteration", "iteration", "(P - D) / |P|")
+
+
 @figure("objective_random_starts", "Objective against iterations over random starts",
         needs=("param_random_state",), trace_needs=("primal",),
+        hint="sweep `random_state` (e.g. `solvers.pegasos.grid.random_state=[0,1,2]`)",
         note="Fold 0; one line per random start (random_state) of each configuration.")
 def objective_random_starts(data: ReportData):
     fits = data.fits[(data.fits["fold"] == 0) & data.fits["key"].isin(data.traces["key"])]
@@ -479,7 +511,7 @@ def _other_lines(data: ReportData, fits: pd.DataFrame, x: str):
     return fits, ["solver_entry"] + [c for c in cfg if c not in along], [c for c in shown if c not in along]
 
 
-@figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"),
+@figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"), hint="sweep C (`grid.C=[0.1,1,10]`)",
         note="Mean test accuracy over folds (bars: std), a line per solver entry and every other swept value "
              f"(at most {MAX_LINES} per panel: those of the best mean accuracy at any C); a point given by lambda "
              "sits at the mean of its folds' C = 1/(lambda n).")
@@ -511,6 +543,7 @@ def _numeric(s: pd.Series) -> pd.Series:
 
 
 @figure("C_gamma_heatmap", "Accuracy over C x gamma", needs=("C", "gamma", "test_accuracy"),
+        hint="sweep C and gamma of a kernel solver (`solvers.smo.grid.gamma=[0.1,1]`)",
         note="Mean test accuracy over folds; one panel per dataset, solver entry and other swept values.")
 def c_gamma_heatmap(data: ReportData):
     fits = data.fits.assign(gamma=_numeric(data.fits["gamma"]))
@@ -567,6 +600,7 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
 
 
 @figure("time_vs_q", "Time against q (svmlight)", needs=("param_q", "fit_time_s"),
+        hint="sweep svmlight's working-set size (`solvers.svmlight.grid.q=[2,10,40]`)",
         note="Median fit time over folds against the working-set size q.")
 def time_vs_q(data: ReportData):
     return _against(data, "param_q", "fit_time_s", "working-set size q", "fit time (s)",
@@ -627,6 +661,7 @@ def time_vs_n(data: ReportData):
 
 
 @figure("pegasos_k_vs_T", "k against T at fixed kT (pegasos)", needs=("param_k", "info_T", "primal_objective"),
+        hint="sweep pegasos's `k` at a fixed number of examples (`+experiment=rupnik`)",
         note="Final primal objective (median over folds) against the mini-batch size k, T = kT / k "
              "iterations (the legend lists T at each k), a line per kT and other swept values (rupnik); at most "
              f"{MAX_LINES} lines per panel, those of the least P at any k.")
@@ -681,6 +716,7 @@ def kt_classes(kt: pd.Series, rel: float = 0.15) -> pd.Series:
 
 
 @figure("confusion_matrices", "Confusion matrices", needs=("confusion_test",),
+        hint="a multiclass dataset (e.g. `digits_bertini_3class`)",
         note="Test confusion matrix (rows: true class) of each entry's best configuration, summed over folds.")
 def confusion_matrices(data: ReportData):
     from .tables import best_params
@@ -718,6 +754,7 @@ def confusion_matrices(data: ReportData):
 
 
 @figure("active_points_2d", "Active points of a 2-D dataset", models=True, needs=("key",),
+        hint="set `run.keep_models=true` on a 2-D dataset (`toy_blobs`)",
         note="Training points of fold 0 (colour: label), support vectors circled, and the decision boundary "
              "f(x) = 0 of a linear model (run.keep_models=true; only 2-D datasets keep their points).")
 def active_points_2d(data: ReportData):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (LAMBDA, MISSING, budget_columns, certainty_floor, config_columns, fmt, keyed,
+from .common import (F_STAR_HINT, LAMBDA, MISSING, budget_columns, certainty_floor, config_columns, fmt, keyed,
                      point_names, problem_columns, short, swept_keys)
 from .registry import ReportData, Skip, table
 
@@ -230,7 +230,7 @@ def _ratios(agg: pd.DataFrame, prob, cols, bases) -> pd.DataFrame:
     return agg
 
 
-@table("time_to_target", "Time to target suboptimality", needs=("f_star",),
+@table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note="One row per whole problem (every problem key) and solver configuration. `fit_time_s`, `n_iter`, "
             "`rel_subopt`: medians over folds; `t_eps`: the least solver seconds any fold (or a tol sweep's "
             "first tol) needed until (P - f*)/|f*| <= eps (empty: never, or finer than f*'s certainty); "
@@ -246,7 +246,7 @@ def time_to_target(data: ReportData) -> pd.DataFrame:
     return agg[shown + [c for c in agg.columns if c not in keys]]
 
 
-@table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",),
+@table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers); "
             "`it_eps`: the fewest iterations any fold needed.")
 def iterations_to_target(data: ReportData) -> pd.DataFrame:

@@ -5,11 +5,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pipeline.report import figures
+from pipeline.report import REGISTRY, figures
 from pipeline.report.figures import MAX_PANELS
 from pipeline.report.registry import ReportData
 
 from .report_data import folds, rows
+
+REG = {it.name: it for it in REGISTRY}
 
 
 def _grid(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,)):
@@ -115,3 +117,37 @@ def test_w_change_ticks_over_a_few_passes_are_plain_numbers():
     assert labels and all("times" not in x and "^" not in x for x in labels), labels   # no 3x10^0 4x10^0
     assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
     plt.close(fig)
+
+
+def test_the_gap_figure_is_drawn_without_f_star_for_a_single_solver_sweep():
+    """dcd alone (no reference, no f*): the relative duality gap (P - D)/|P| of its own iterates,
+    a panel per C; a solver that certifies no gap (the linear hinge) draws no line."""
+    res = rows(folds({"C": 0.1, "f_star": np.nan}, 2) + folds({"C": 1.0, "f_star": np.nan}, 2)
+               + folds({"solver_entry": "pegasos", "C": 1.0, "f_star": np.nan}, 2))
+    tr = pd.DataFrame([{"key": r.key, "iteration": k, "time_s": 1e-3 * k, "primal": 4.0,
+                        "gap": np.nan if r.solver_entry == "pegasos" else 4.0 * 10.0 ** -k}
+                       for r in res.itertuples() for k in (1, 2, 3)])
+    data = ReportData(res, tr, name="t")
+    assert REG["suboptimality_vs_time"].missing(data) == "results have no `f_star`"
+    for fn in (figures.gap_vs_time, figures.gap_vs_iterations):
+        figs, axes = _axes(fn(data))
+        assert [ax.get_title() for ax in axes] == ["toy\nC=0.1", "toy\nC=1"]
+        for ax in axes:
+            (line,) = ax.get_lines()
+            assert line.get_label() == "dcd" and np.isclose(line.get_ydata()[-1], 1e-3)
+        plt.close(figs[0])
+
+
+def test_skipped_items_are_listed_once_with_what_to_set(tmp_path):
+    import pipeline.report.build as build
+    res = rows(folds({"f_star": np.nan}, 2))
+    tr = pd.DataFrame([{"key": k, "iteration": 1, "time_s": 1e-3, "primal": 1.0, "gap": 1e-3} for k in res["key"]])
+    secs = build.sections(ReportData(res, tr, name="t"), tmp_path / "figures", formats=("png",))
+    md = build.to_markdown("t", [], secs, tmp_path)
+    page = build.to_html("t", [], secs)
+    assert md.count("run.reference=true") == 1 and page.count("run.reference=true") == 1
+    line = next(x for x in md.splitlines() if "run.reference=true" in x)
+    for title in ("Suboptimality against time", "Suboptimality against iterations", "Time to target suboptimality"):
+        assert title in line
+    assert "_Skipped" not in md and "## Suboptimality against time" not in md
+    assert "## Relative duality gap against time" in md       # the convergence figure without f*
