@@ -97,6 +97,20 @@ def test_cv_table_is_cv_results_shaped_and_says_folds_converged():
     assert cv.loc[1.0, "converged_folds"] == "2/3" and cv.loc[10.0, "converged_folds"] == "3/3"
 
 
+def test_rank_test_score_is_within_each_dataset_and_solver_entry():
+    """scikit-learn ranks the configurations of one search: here one dataset x solver entry. Two
+    entries over two C each, dcd better than liblinear at both: ranked per dataset, liblinear's
+    ranks would be 3 and 4 (and dcd's 1, 2 only by chance of the values)."""
+    res = rows(folds({"solver_entry": "dcd", "C": 0.1}, test_accuracy=[0.90] * 3)
+               + folds({"solver_entry": "dcd", "C": 1.0}, test_accuracy=[0.95] * 3)
+               + folds({"solver_entry": "liblinear", "C": 0.1}, test_accuracy=[0.60] * 3)
+               + folds({"solver_entry": "liblinear", "C": 1.0}, test_accuracy=[0.50] * 3)
+               + folds({"dataset": "other", "solver_entry": "dcd", "C": 0.1}, test_accuracy=[0.99] * 3))
+    cv = cv_table(_data(res)).set_index(["dataset", "solver_entry", "C"])["rank_test_score"]
+    assert cv.to_dict() == {("other", "dcd", 0.1): 1, ("toy", "dcd", 0.1): 2, ("toy", "dcd", 1.0): 1,
+                            ("toy", "liblinear", 0.1): 1, ("toy", "liblinear", 1.0): 2}
+
+
 def test_nan_parameters_group_as_one_value():
     # gamma NaN (linear) and param_q None (not set) must neither drop rows nor split groups.
     res = rows(folds({"solver_entry": "svmlight", "param_q": None}) + folds({"solver_entry": "svmlight", "param_q": 10}))
