@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import figures, tables  # noqa: F401  (importing them registers the tables and figures)
+from . import figures, profiles, tables  # noqa: F401  (importing them registers the tables and figures)
 from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table,
                      swept_keys)
 from .registry import ReportData, Skip, items

@@ -168,24 +168,39 @@ def _floored_rel(trace: pd.DataFrame) -> pd.Series:
     return (trace["primal"] - trace["f_star"]) / trace["f_star"].abs()
 
 
-def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per fit, the solver seconds `t_<eps>` and the iteration `it_<eps>` at which (P - f*)/|f*|
+def _rel_gap(trace: pd.DataFrame) -> pd.Series:
+    return trace["gap"] / trace["primal"].abs().where(trace["primal"] != 0)
+
+
+def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS, measure: str = "subopt") -> pd.DataFrame:
+    """Per fit, the solver seconds `t_<eps>` and the iteration `it_<eps>` at which the measure
     first falls to each target, from its trace; a fit without a trace (the references run as one
     call) reaches a target at its fit time and iteration count if its final model is within it.
-    A target finer than the fit's f* certainty is never reached (it could not be told)."""
-    out = fits[["key", "f_star", "fit_time_s", "n_iter", "rel_suboptimality"]].copy()
-    out["_floor"] = certainty_floor(fits).to_numpy()
-    tr = traces[["key", "iteration", "time_s", "primal"]].merge(out[["key", "f_star"]], on="key", how="inner")
-    tr["rel"] = _floored_rel(tr)
+    `subopt`: (P - f*)/|f*|, a target finer than the fit's f* certainty never reached (it could not
+    be told); `gap`: the relative duality gap (P - D)/|P|, which needs no f*."""
+    if measure == "subopt":
+        out = fits[["key", "f_star", "fit_time_s", "n_iter", "rel_suboptimality"]].copy()
+        out["_final"] = out["rel_suboptimality"]
+        out["_floor"] = certainty_floor(fits).to_numpy()
+        tr = traces[["key", "iteration", "time_s", "primal"]].merge(out[["key", "f_star"]], on="key", how="inner")
+        tr["rel"] = _floored_rel(tr)
+    else:
+        out = fits[["key", "fit_time_s", "n_iter"]].copy()
+        out["_final"] = (pd.to_numeric(fits["duality_gap"], errors="coerce")
+                         / pd.to_numeric(fits["primal_objective"], errors="coerce").abs()).to_numpy()
+        out["_floor"] = 0.0
+        tr = traces[traces["key"].isin(out["key"])][["key", "iteration", "time_s", "primal", "gap"]].copy()
+        tr["rel"] = _rel_gap(tr)
     no_trace = ~out["key"].isin(tr["key"])
     for eps in targets:
         hit = tr[tr["rel"] <= eps].groupby("key")[["time_s", "iteration"]].min()
-        reached = no_trace & (out["rel_suboptimality"] <= eps)
+        reached = no_trace & (out["_final"] <= eps)
         for col, src, own in ((f"t_{eps:g}", "time_s", "fit_time_s"), (f"it_{eps:g}", "iteration", "n_iter")):
             out[col] = out["key"].map(hit[src]).astype(float)
             out.loc[reached, col] = out.loc[reached, own]
             out.loc[out["_floor"] > eps, col] = np.nan
-    return out.drop(columns=["f_star", "fit_time_s", "n_iter", "rel_suboptimality", "_floor"])
+    return out.drop(columns=[c for c in ("f_star", "fit_time_s", "n_iter", "rel_suboptimality", "_floor", "_final")
+                             if c in out.columns])
 
 
 def baselines(data: ReportData) -> list[str]:
