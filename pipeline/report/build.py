@@ -64,11 +64,13 @@ def sections(data: ReportData, fig_dir: Path, formats=("png", "pdf")) -> list[Se
     for it in items():
         sec = Section(it.name, it.title, it.note)
         why = it.missing(data)
+        hint = it.hint
         if why is None:
             try:
                 value = it.fn(data)
             except Skip as exc:
                 why = str(exc)
+                hint = it.hint if exc.hint is None else exc.hint
             else:
                 if it.kind == "table":
                     sec.table = value
@@ -76,7 +78,7 @@ def sections(data: ReportData, fig_dir: Path, formats=("png", "pdf")) -> list[Se
                 else:
                     sec.figures = save_figures(value, fig_dir, it.name, formats)
         if why:
-            sec.skipped, sec.hint = why, it.hint
+            sec.skipped, sec.hint = why, hint
         if it.kind == "figure":      # a rebuild leaves no figure (or page) of an earlier build behind
             for stale in _pages_on_disk(fig_dir, it.name):
                 if stale.with_suffix(".png") not in sec.figures:

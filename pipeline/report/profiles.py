@@ -86,7 +86,8 @@ def _per_problem(data: ReportData, measure: str):
                 kinds.append(f"{c}={fmt(vals.pop())}")
         out.append((count(len(ids), "problem") + (f"\n{' '.join(kinds)}" if kinds else ""), t, it))
     if not out:
-        raise Skip("no problem was run by two solver configurations")
+        raise Skip("no problem was run by two solver configurations",
+                   hint="run a second solver (or configuration) on the same problems")
     return out
 
 
@@ -133,7 +134,7 @@ _READ = ("Each solver's line: the fraction of problems on which it reaches the t
 
 
 @figure("performance_profile", "Performance profile: suboptimality", needs=("f_star",), trace_needs=("primal",),
-        hint=F_STAR_HINT + ", and two solvers on the same problems",
+        hint=F_STAR_HINT,
         note=f"Target (P - f*)/|f*| <= {fmt(TARGET)}. " + _READ)
 def performance_profile(data: ReportData):
     return _profile_figure(_per_problem(data, "subopt"), "tau (time over the fastest solver's)",
@@ -141,7 +142,7 @@ def performance_profile(data: ReportData):
 
 
 @figure("performance_profile_gap", "Performance profile: duality gap", trace_needs=("primal", "gap"),
-        hint="two solvers that certify a duality gap on the same problems",
+        hint="run solvers that certify a duality gap (see Relative duality gap against time)",
         note=f"Target (P - D)/|P| <= {fmt(TARGET)}: needs no f*. " + _READ)
 def performance_profile_gap(data: ReportData):
     return _profile_figure(_per_problem(data, "gap"), "tau (time over the fastest solver's)",
@@ -149,7 +150,7 @@ def performance_profile_gap(data: ReportData):
 
 
 @figure("data_profile", "Data profile: suboptimality against iterations", needs=("f_star",), trace_needs=("primal",),
-        hint=F_STAR_HINT + ", and two solvers on the same problems",
+        hint=F_STAR_HINT,
         note=f"The fraction of problems each solver brings to (P - f*)/|f*| <= {fmt(TARGET)} within kappa of its own "
              "iterations (median over folds; Moré and Wild 2009, iterations for their simplex gradients). An iteration "
              "is the solver's own unit (a pass for dcd and liblinear, a pair update for smo): compare the shapes, "

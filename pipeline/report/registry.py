@@ -16,7 +16,12 @@ import pandas as pd
 
 
 class Skip(Exception):
-    """Raised by a table or figure function with nothing to show; the message goes in the report."""
+    """Raised by a table or figure function with nothing to show; the message goes in the report,
+    with `hint` (what to set to get the item) in place of the item's own where given."""
+
+    def __init__(self, reason: str, hint: str | None = None):
+        super().__init__(reason)
+        self.hint = hint
 
 
 @dataclass
