@@ -17,10 +17,10 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pipeline.config import CONF_DIR, ConfigError, register_schema
-from pipeline.execute import ClusterError
-from pipeline.runlock import LockError
-from pipeline.store import StoreError
+from pipeline.experiment.config import CONF_DIR, ConfigError, register_schema
+from pipeline.engine.execute import ClusterError
+from pipeline.engine.runlock import LockError
+from pipeline.data.store import StoreError
 
 register_schema()
 OVERRIDES: list[str] = []     # the command line as the user gave it (before prepare_overrides)
@@ -39,9 +39,9 @@ def refuse(exc: Exception, run_dir: Path | None = None) -> None:
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
-    from pipeline.config import check_composed
-    from pipeline.execute import Interrupted
-    from pipeline.results import ShardError
+    from pipeline.experiment.config import check_composed
+    from pipeline.engine.execute import Interrupted
+    from pipeline.results.tables import ShardError
     from pipeline.run import run
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
@@ -80,8 +80,8 @@ def preflight(overrides: list[str]):
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from pipeline.config import compose, override_value, validate
-    from pipeline.runlock import check_free
+    from pipeline.experiment.config import compose, override_value, validate
+    from pipeline.engine.runlock import check_free
     try:
         cfg = validate(compose(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
@@ -102,7 +102,7 @@ def preflight(overrides: list[str]):
 
 
 if __name__ == "__main__":
-    from pipeline.config import prepare_overrides
+    from pipeline.experiment.config import prepare_overrides
     OVERRIDES[:] = [a for a in sys.argv[1:] if not a.startswith("-")]
     try:
         single = len(OVERRIDES) == len(sys.argv) - 1    # no Hydra flag (-m, --cfg, --config-name, ...)
@@ -110,7 +110,7 @@ if __name__ == "__main__":
         prepared = prepare_overrides(OVERRIDES)
         rewritten = iter(prepared)
         sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
-        from pipeline.execute import keep_clusters
+        from pipeline.engine.execute import keep_clusters
         with keep_clusters():   # the jobs of a multirun share one Dask cluster
             if checked is not None:
                 from pipeline.run import start_ahead

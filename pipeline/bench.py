@@ -69,7 +69,7 @@ def _role(proc, command_pid: int) -> str:
     fold extraction) or `worker` (a Dask worker process, which relays to its sandbox)."""
     if proc.pid == command_pid:
         return "client"
-    return "task" if "pipeline.sandbox" in " ".join(proc.cmdline()) else "worker"
+    return "task" if "pipeline.engine.sandbox" in " ".join(proc.cmdline()) else "worker"
 
 
 def _cpu_by_role(proc: subprocess.Popen) -> dict:
@@ -127,11 +127,11 @@ ANCHOR = r"""
 import json, sys, time, warnings
 import numpy as np
 from omegaconf import OmegaConf
-from pipeline.config import compose, store_root
-from pipeline.plan import build_plan
+from pipeline.experiment.config import compose, store_root
+from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
-from pipeline.tasks import load_dataset
-from pipeline.plan import binary_labels, subsample_rows
+from pipeline.engine.tasks import load_dataset
+from pipeline.experiment.plan import binary_labels, subsample_rows
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
@@ -232,7 +232,7 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
 def prebuild(overrides: list[str]) -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
-    from .config import compose
+    from .experiment.config import compose
     from .run import materialise_datasets
     materialise_datasets(compose(["+experiment=bench_sweep", *overrides]))
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from . import store
-from .config import ConfigError, store_root, validate
-from .datasets import check_writable, dataset_names, ensure_dataset, store_name
-from .execute import (
+from .data import store
+from .experiment.config import ConfigError, store_root, validate
+from .data.datasets import check_writable, dataset_names, ensure_dataset, store_name
+from .engine.execute import (
     Interrupted,
     clean_partial_shards,
     error_keys,
@@ -33,11 +33,11 @@ from .execute import (
     shared_client,
     warm_workers,
 )
-from .plan import build_plan, effective_config
+from .experiment.plan import build_plan, effective_config
 from .report import build_report, status_lines
-from .results import shard_files, write_tables
-from .runlock import run_lock
-from .store import dataset_info, read_labels
+from .results.tables import shard_files, write_tables
+from .engine.runlock import run_lock
+from .data.store import dataset_info, read_labels
 
 log = logging.getLogger("svmbench")
 

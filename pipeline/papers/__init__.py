@@ -45,4 +45,4 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
     return PAPERS[name](Path(run_dir), out, root)
 
 
-from . import bertini, duros_katzman, roethel_brynda, rupnik, troyan  # noqa: E402,F401  (register their writers)
+from . import bertini, duros_katzman, roethel_brynda, rupnik, troyan  # noqa: E402, F401  register their writers

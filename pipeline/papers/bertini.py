@@ -456,9 +456,9 @@ def bound_b_check(run_dir: Path, data: ReportData, root: str | None) -> pd.DataF
     from solvers.kernel_dual import intercept
     from solvers.kernels import kernel_block
 
-    from ..results import read_shards
-    from ..store import default_store_root
-    from ..tasks import _problem, fold_data
+    from ..results.tables import read_shards
+    from ..data.store import default_store_root
+    from ..engine.tasks import _problem, fold_data
     fits = data.fits[data.fits["solver_entry"].isin(UNDERFIT_ENTRIES)]
     if fits.empty:
         raise Skip(f"no fit of {', '.join(UNDERFIT_ENTRIES)}")

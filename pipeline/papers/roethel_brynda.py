@@ -507,9 +507,9 @@ def fig_w_change(data: ReportData):
 def misclassified_digits(run_dir: Path, data: ReportData, root: str | None, C=100.0, limit=24):
     """(images, true digit, predicted digit) of the test digits dcd (stop=pg, no shrinking) gets
     wrong at C, from its kept w and b and the test rows it was scored on (read from the store)."""
-    from ..results import read_shards
-    from ..store import default_store_root
-    from ..tasks import fold_data
+    from ..results.tables import read_shards
+    from ..data.store import default_store_root
+    from ..engine.tasks import fold_data
     fits = data.fits[(data.fits["dataset"] == "mnist_1v7") & (data.fits["solver_entry"] == "dcd")]
     if fits.empty:
         raise Skip("no MNIST fit of dcd")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import figures, profiles, tables  # noqa: F401  (importing them registers the tables and figures)
+from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
 from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table,
                      swept_keys)
 from .registry import ReportData, Skip, items
@@ -275,7 +275,7 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
     two jobs ran the same task (a sweep over `cluster.n_workers` or `run.chunk` changes no task
     key, and its point is to compare the jobs): `key` becomes `<job>/<task key>` in all three
     tables, so it still joins a fit to its trace and model."""
-    from ..results import write_parquet
+    from ..results.tables import write_parquet
     frames = {"results": [], "traces": [], "models": []}
     for d in job_dirs:
         job = d.relative_to(sweep_dir).as_posix()

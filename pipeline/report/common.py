@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..config import BUDGET_KEYS
+from ..experiment.config import BUDGET_KEYS
 
 # Columns that define the optimisation problem a fit solves: two fits with equal values solve the
 # same problem (fold apart), so their times may be compared and put in ratio. The `param_` ones

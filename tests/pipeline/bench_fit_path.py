@@ -28,11 +28,11 @@ import pandas as pd
 import solvers.dcd as dcd
 import solvers.problem as problem_module
 import solvers.registry as registry
-from pipeline import tasks
+from pipeline.engine import tasks
 from pipeline.bench import SCENARIOS
-from pipeline.config import compose, store_root
-from pipeline.execute import make_units
-from pipeline.plan import build_plan
+from pipeline.experiment.config import compose, store_root
+from pipeline.engine.execute import make_units
+from pipeline.experiment.plan import build_plan
 from pipeline.report import markdown_table
 from pipeline.run import materialise_datasets
 

@@ -1,6 +1,6 @@
 """Test-only solvers that fail the way real ones can (names start with "_": test_common and
 test_references skip them). Loaded by the tests and, through `dask worker --preload`, by the
-workers, whose sandboxes import it again (pipeline.sandbox.plugin_files).
+workers, whose sandboxes import it again (pipeline.engine.sandbox.plugin_files).
 
 - `_abort`: the process aborts (SIGABRT), as a segfault or a failed assertion in C code would;
 - `_hog`: allocates 50 MB at a time, as a fit on data too big for its worker would;

@@ -3,7 +3,7 @@ left them: a shard file holds a Dask task's records, one JSON object per line.""
 import json
 from pathlib import Path
 
-from pipeline.results import shard_files
+from pipeline.results.tables import shard_files
 
 
 def drop_records(run_dir, keys) -> None:

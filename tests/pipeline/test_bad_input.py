@@ -11,10 +11,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import data, store
-from pipeline.config import ConfigError, compose, validate
+from pipeline.data import cli as data, store
+from pipeline.experiment.config import ConfigError, compose, validate
 from pipeline.run import run
-from pipeline.store import StoreError
+from pipeline.data.store import StoreError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,10 +20,10 @@ import pandas as pd
 import psutil
 import pytest
 
-from pipeline import execute
-from pipeline.config import compose
-from pipeline.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
-from pipeline.results import outcomes
+from pipeline.engine import execute
+from pipeline.experiment.config import compose
+from pipeline.engine.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
+from pipeline.results.tables import outcomes
 from pipeline.run import run
 
 from .processes import running, written
@@ -101,7 +101,7 @@ def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
     runner = threading.Thread(target=lambda: out.update(run(cfg, tmp_path / "run")))
     runner.start()
     worker = psutil.Process(int(_wait_for(pidfile)))
-    sandbox = [c for c in worker.children() if "pipeline.sandbox" in " ".join(c.cmdline())]
+    sandbox = [c for c in worker.children() if "pipeline.engine.sandbox" in " ".join(c.cmdline())]
     pidfile.unlink()
     worker.send_signal(signal.SIGKILL)
     release.touch()
@@ -336,7 +336,7 @@ def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
 def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
     """A reference whose sandbox was killed has no f* (a timeout row of its own, without one):
     its fits get no suboptimality rather than a KeyError or a made-up value."""
-    from pipeline.results import _f_star_columns
+    from pipeline.results.tables import _f_star_columns
     killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s"}
     cols = _f_star_columns(1.0, killed)
     assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None

@@ -5,8 +5,8 @@ import pytest
 from hydra.errors import ConfigCompositionException, HydraException
 from omegaconf.errors import ValidationError
 
-from pipeline.config import ConfigError, compose, grid_points, validate
-from pipeline.plan import build_plan, canonical_json, make_folds, spec_key
+from pipeline.experiment.config import ConfigError, compose, grid_points, validate
+from pipeline.experiment.plan import build_plan, canonical_json, make_folds, spec_key
 from pipeline.run import materialise_datasets
 
 
@@ -170,7 +170,7 @@ def test_folds_are_stratified_and_partition_the_rows():
 def test_reference_solver_certifies_the_linear_hinge_with_smooth_newton_only_for_few_features():
     """dcd crawls on the linear hinge at large C; smooth_newton certifies it, but its Newton
     systems are dense in the features, so beyond SMOOTH_NEWTON_MAX_FEATURES dcd stays."""
-    from pipeline.plan import SMOOTH_NEWTON_MAX_FEATURES, reference_solver
+    from pipeline.experiment.plan import SMOOTH_NEWTON_MAX_FEATURES, reference_solver
     hinge = {"loss": "hinge", "intercept": "regularized", "kernel": "linear"}
     assert reference_solver(hinge, 123) == "smooth_newton"
     assert reference_solver(hinge, SMOOTH_NEWTON_MAX_FEATURES + 1) == "dcd"
@@ -241,7 +241,7 @@ def test_a_bad_dataset_problem_key_is_refused_naming_it(tmp_path, override, matc
 
 def test_smoke_caps_the_reference_solves(tmp_path):
     """A study's raised reference cap (troyan: 10^7 smo steps) does not reach a smoke run."""
-    from pipeline.plan import effective_config
+    from pipeline.experiment.plan import effective_config
     cfg = _cfg(tmp_path, "run.reference_max_iter=10000000", "smoke=true")
     assert effective_config(cfg).run.reference_max_iter == 100_000
 
@@ -281,7 +281,7 @@ def test_shuffle_splits_are_scikit_learns_rounds_built_from_arrays(monkeypatch, 
     """The repeated and holdout splits draw scikit-learn's StratifiedShuffleSplit rounds, row for
     row, and (in the plain case) without it: its Python lists cost 1.3 s for 250 rounds of 26k rows."""
     from sklearn import model_selection
-    from pipeline.plan import shuffle_splits
+    from pipeline.experiment.plan import shuffle_splits
     y = np.random.default_rng(seed).integers(0, n_classes, size=n).astype(float)
     want = [(np.sort(tr), np.sort(te)) for tr, te in model_selection.StratifiedShuffleSplit(
         rounds, test_size=test_size, random_state=seed).split(np.zeros(n), y)]
@@ -291,6 +291,6 @@ def test_shuffle_splits_are_scikit_learns_rounds_built_from_arrays(monkeypatch, 
 
 
 def test_shuffle_splits_outside_the_plain_case_are_scikit_learns_with_its_errors():
-    from pipeline.plan import shuffle_splits
+    from pipeline.experiment.plan import shuffle_splits
     with pytest.raises(ValueError, match="least populated class"):
         shuffle_splits(np.array([0.0, 1.0, 1.0, 1.0]), 3, 0.5, 0)

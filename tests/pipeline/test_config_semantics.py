@@ -5,9 +5,9 @@ and keys that a higher level would override are refused, naming them."""
 import numpy as np
 import pytest
 
-from pipeline.config import ConfigError, compose, grid_points, validate
-from pipeline.data import main as data_main
-from pipeline.plan import build_plan
+from pipeline.experiment.config import ConfigError, compose, grid_points, validate
+from pipeline.data.cli import main as data_main
+from pipeline.experiment.plan import build_plan
 from pipeline.run import run
 
 
@@ -160,6 +160,6 @@ def test_a_param_is_used_once_its_grid_key_is_dropped(tmp_path):
 
 
 def test_every_experiment_composes_and_validates(tmp_path):
-    from pipeline.config import group_options
+    from pipeline.experiment.config import group_options
     for name in group_options("experiment"):
         validate(_cfg(tmp_path, f"+experiment={name}"))

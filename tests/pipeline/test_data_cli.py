@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
-from pipeline import data, store
+from pipeline.data import cli as data, store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -288,7 +288,7 @@ def test_build_a_config_entry_by_name_with_its_parameters(tmp_path, capsys):
     """`build rcv1_full` builds what a run with datasets=[rcv1_full] reads: the builder its yaml
     names (rcv1_like) with the yaml's parameters (RCV1's 47,236 features), --param on top (a
     small n_samples here, to keep the test fast)."""
-    from pipeline import datasets
+    from pipeline.data import datasets
     builder, params = data.config_entry("rcv1_full", {"n_samples": "300"})
     assert builder == "rcv1_like" and params["n_features"] == 47236 and params["n_samples"] == "300"
     assert data.config_entry("rcv1_like", {}) == ("rcv1_like", {})       # a builder stays itself
@@ -303,7 +303,8 @@ def test_every_name_a_run_takes_works_in_the_data_command(tmp_path, capsys, monk
     """A config entry with parameters (as rcv1_full: its store entry is rcv1_like-<hash>) in
     build, info and remove; an ingested entry in build (nothing to build: said, not 'unknown
     dataset') and info."""
-    from pipeline import config, datasets
+    from pipeline.experiment import config
+    from pipeline.data import datasets
     conf = tmp_path / "conf"
     (conf / "datasets").mkdir(parents=True)
     (conf / "datasets" / "tiny_text.yaml").write_text(

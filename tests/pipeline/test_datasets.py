@@ -1,4 +1,4 @@
-"""Tests for pipeline.datasets: built-in builders, ensure_dataset, ingest readers."""
+"""Tests for pipeline.data.datasets: built-in builders, ensure_dataset, ingest readers."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from pipeline import datasets, store, userfiles
-from pipeline.store import StoreError
+from pipeline.data import datasets, store, userfiles
+from pipeline.data.store import StoreError
 
 SMALL_RCV1 = {"n_samples": 400, "n_features": 1500, "mean_nnz": 20.0}
 

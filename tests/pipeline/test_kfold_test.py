@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from pipeline import tasks
-from pipeline.config import ConfigError, compose, validate
-from pipeline.plan import build_plan, heldout_rows, make_folds
-from pipeline.execute import execute
-from pipeline.results import write_tables
+from pipeline.engine import tasks
+from pipeline.experiment.config import ConfigError, compose, validate
+from pipeline.experiment.plan import build_plan, heldout_rows, make_folds
+from pipeline.engine.execute import execute
+from pipeline.results.tables import write_tables
 from pipeline.run import materialise_datasets
 
 CV = {"kind": "kfold_test", "folds": 4, "shuffle": True, "test_size": 0.25}

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline import store, tasks
-from pipeline.config import compose
-from pipeline.plan import build_plan
+from pipeline.data import store
+from pipeline.engine import tasks
+from pipeline.experiment.config import compose
+from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def test_the_fold_cache_makes_room_before_it_cuts_a_fold(small, monkeypatch):
 # w); the whole task on full RCV1 is measured by bench_scale.
 _MEASURE = textwrap.dedent("""
     import pickle, sys
-    from pipeline import tasks
+    from pipeline.engine import tasks
     import sklearn.model_selection, solvers     # what every task imports, loaded
     spec, root, stream_bytes = pickle.load(open(sys.argv[1], "rb"))
     tasks.STREAM_DATASET_BYTES = stream_bytes

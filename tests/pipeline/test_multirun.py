@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from pipeline import execute
+from pipeline.engine import execute
 from pipeline.report import main as report_main
 
 

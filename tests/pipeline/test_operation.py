@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import runlock
-from pipeline.config import compose
+from pipeline.engine import runlock
+from pipeline.experiment.config import compose
 from pipeline.run import run
-from pipeline.runlock import LockError, run_lock
+from pipeline.engine.runlock import LockError, run_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 # Fits that take about half a second each (pegasos runs to its time limit), so a signal lands mid-sweep.
@@ -202,7 +202,7 @@ def test_the_progress_bar_counts_failures_and_shows_an_eta(store, tmp_path, monk
 
     from tqdm import tqdm
 
-    from pipeline import execute
+    from pipeline.engine import execute
     text = io.StringIO()
     monkeypatch.setattr(execute, "_progress", lambda total, enabled: tqdm(total=total, file=text, mininterval=0))
     # qp refuses a dual larger than max_memory_mb: both fits fail, as error rows.

@@ -3,10 +3,10 @@ as the problem's lambda (one problem for the fit, its C column, its reference an
 import numpy as np
 import pytest
 
-from pipeline.config import ConfigError, compose, validate
-from pipeline.plan import build_plan, make_folds
+from pipeline.experiment.config import ConfigError, compose, validate
+from pipeline.experiment.plan import build_plan, make_folds
 from pipeline.run import materialise_datasets
-from pipeline.tasks import run_fit, run_reference
+from pipeline.engine.tasks import run_fit, run_reference
 
 
 def _cfg(tmp_path, *overrides):

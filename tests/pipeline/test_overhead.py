@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from pipeline import execute, tasks
-from pipeline.config import compose
-from pipeline.execute import make_tasks, make_units
-from pipeline.plan import build_plan
+from pipeline.engine import execute, tasks
+from pipeline.experiment.config import compose
+from pipeline.engine.execute import make_tasks, make_units
+from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
 
 ROUNDS, CS = 12, [0.1, 1.0, 10.0]

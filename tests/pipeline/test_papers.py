@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from pipeline import papers
-from pipeline.config import ConfigError, compose
+from pipeline.experiment.config import ConfigError, compose
 from pipeline.papers import bertini as bt
 from pipeline.papers import roethel_brynda as rb
 from pipeline.papers import troyan as tr
@@ -236,7 +236,7 @@ def _store_ready(names, root) -> bool:
 @pytest.mark.parametrize("name", papers.names())
 def test_every_paper_experiment_runs_under_smoke(name, tmp_path):
     """CI: each registered reproduction end to end under smoke=true into the run folder."""
-    from pipeline.store import default_store_root
+    from pipeline.data.store import default_store_root
     cfg = compose([f"+experiment={name}", "smoke=true", "cluster=sequential", "run.progress=false"])
     root = str(default_store_root())
     builders = [ds.builder or k for k, ds in cfg.datasets.items()]

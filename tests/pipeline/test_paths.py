@@ -5,11 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import tasks
-from pipeline.config import compose
-from pipeline.execute import finished_keys, make_tasks, make_units
+from pipeline.engine import tasks
+from pipeline.experiment.config import compose
+from pipeline.engine.execute import finished_keys, make_tasks, make_units
 from pipeline.run import materialise_datasets, run
-from pipeline.plan import build_plan
+from pipeline.experiment.plan import build_plan
 
 from .shard_edit import drop_records
 
@@ -68,7 +68,7 @@ def test_warm_and_cold_paths_reach_the_same_optima_with_a_row_and_shard_per_poin
 
 def test_references_run_as_a_warm_path_too(warm_cold):
     warm, _ = warm_cold
-    from pipeline.results import read_shards
+    from pipeline.results.tables import read_shards
     refs = [r for r in read_shards(warm["run_dir"]) if r["kind"] == "reference"]
     assert len(refs) == 2 * len(C_PATH) and sum(r.get("warm_from") is not None for r in refs) == 2 * (len(C_PATH) - 1)
 

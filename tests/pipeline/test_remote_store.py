@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from pipeline import store
-from pipeline.config import compose
+from pipeline.data import store
+from pipeline.experiment.config import compose
 from pipeline.run import run
-from pipeline.store import StoreError
+from pipeline.data.store import StoreError
 
 from .processes import running, written
 
@@ -205,10 +205,10 @@ def test_a_sweep_on_a_dask_cluster_reads_its_data_from_s3(s3, s3_store, tmp_path
         out = run(compose([*sweep, "cluster=address", f"cluster.address={address}"]), tmp_path / "s3run")
 
         def worker_state():   # nested, so that Dask ships it by value to the worker
-            from pipeline import tasks
+            from pipeline.engine import tasks
             return sorted(ds.name for ds in tasks._DATASETS.values()), store._open_filesystem.cache_info().misses
         from distributed import Client
-        from pipeline.sandbox import call_in_sandboxes
+        from pipeline.engine.sandbox import call_in_sandboxes
         with Client(address, timeout="20s") as client:
             # The worker (its task process, the sandbox) holds both datasets, read through an S3
             # filesystem it opened itself.

@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from pipeline.config import compose
+from pipeline.experiment.config import compose
 from pipeline.report import main as report_main
 from pipeline.run import run
 
@@ -66,7 +66,7 @@ def test_trace_extras_and_models(svmlight_run):
 
 def test_default_keys_unchanged_by_the_new_run_options(store, tmp_path):
     """trace_test_error/keep_models enter a spec only when set: other runs' shards stay valid."""
-    from pipeline.plan import build_plan
+    from pipeline.experiment.plan import build_plan
     from pipeline.run import materialise_datasets
     base = compose([f"store.root={store}", *TINY, "solvers=[dcd]"])
     on = compose([f"store.root={store}", *TINY, "solvers=[dcd]", "run.trace_test_error=true"])
@@ -123,7 +123,7 @@ def test_compare_matches_two_runs_on_their_shared_problems(two_runs, tmp_path):
 
 
 def test_baseline_from_the_run_config_or_the_command_line(two_runs, tmp_path):
-    from pipeline.config import ConfigError, validate
+    from pipeline.experiment.config import ConfigError, validate
     with pytest.raises(ConfigError, match="report.baseline"):
         validate(compose(["report.baseline=nosuch"]))
     run_dir = tmp_path / "r"

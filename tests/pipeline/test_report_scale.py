@@ -121,7 +121,7 @@ def test_status_lines_name_the_swept_values_of_the_fits_they_count():
 
 def test_a_fixed_problem_lambda_reaches_the_results():
     # duros_katzman's gd: lambda in its params, not its grid; its folds' C differ, its lambda does not.
-    from pipeline.results import _fit_row
+    from pipeline.results.tables import _fit_row
     spec = {"problem": {"loss": "squared_hinge", "intercept": "basis", "lambda": 1e-3, "lambda_convention": "pegasos"},
             "data": {"entry": "d", "name": "d", "fingerprint": "f"}, "solver": "gd", "solver_entry": "gd",
             "solver_version": "1", "family": "primal", "fold": 0, "seed": 1, "solver_params": {"eta": 0.1},

@@ -1,4 +1,4 @@
-"""Each record's peak memory (`env_peak_rss_mb`, pipeline/rss.py): VmHWM since the fit's reset,
+"""Each record's peak memory (`env_peak_rss_mb`, pipeline/engine/rss.py): VmHWM since the fit's reset,
 read through getrusage where that equals it, and from /proc/self/status where it does not (a
 process exec'd from a larger one carries that one's peak in getrusage)."""
 import os
@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline import rss
+from pipeline.engine import rss
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="Linux's VmHWM")
 
@@ -32,7 +32,7 @@ def test_the_peak_is_vmhwm_since_the_reset():
 
 CHECK = """
 import os
-from pipeline import rss
+from pipeline.engine import rss
 rss.reset_peak_rss()
 status = open("/proc/self/status").read()
 print(rss._OWN_PEAK[os.getpid()], rss.peak_rss_mb(), int(status.split("VmHWM:")[1].split("kB")[0]) / 1024)

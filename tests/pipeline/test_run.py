@@ -10,9 +10,9 @@ import pytest
 
 import solvers
 from .shard_edit import drop_records
-from pipeline.config import compose
+from pipeline.experiment.config import compose
 from pipeline.report import main as report_main
-from pipeline.results import outcomes, read_shards
+from pipeline.results.tables import outcomes, read_shards
 from pipeline.run import run
 
 SWEEP = ["datasets=[toy_blobs,breast_cancer]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=160",
@@ -138,7 +138,7 @@ def test_report_rebuilds_from_parquet_alone(sequential, tmp_path, capsys):
 def test_multiclass_sweep_over_an_ingested_dataset(store, tmp_path, strategy):
     """A 3-class store entry (as `ingest` makes) swept with each multiclass strategy."""
     from sklearn.datasets import load_iris
-    from pipeline.store import exists, write_dataset
+    from pipeline.data.store import exists, write_dataset
     if not exists(store, "iris_test"):
         X, y = load_iris(return_X_y=True)
         write_dataset(store, "iris_test", X, y, source={"test": "sklearn load_iris"})

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import solvers
-from pipeline.config import compose
-from pipeline.execute import finished_keys
-from pipeline.results import read_shards
+from pipeline.experiment.config import compose
+from pipeline.engine.execute import finished_keys
+from pipeline.results.tables import read_shards
 from pipeline.run import run
 
 from .shard_edit import edit_record

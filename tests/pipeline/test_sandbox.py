@@ -1,4 +1,4 @@
-"""The sandbox's protocol (pipeline/sandbox.py), on a real child process: the child names the
+"""The sandbox's protocol (pipeline/engine/sandbox.py), on a real child process: the child names the
 spec it runs in shared memory (its slot) instead of a message per spec, and sends records in
 batches; a death is charged to the spec the slot names, not to one that ended before it."""
 import importlib.util
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import compose
-from pipeline.plan import build_plan
+from pipeline.experiment.config import compose
+from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
-from pipeline.sandbox import FLUSH_S, Sandbox
+from pipeline.engine.sandbox import FLUSH_S, Sandbox
 
 FAULTS = Path(__file__).with_name("fault_solvers.py")
 if "fault_solvers" not in sys.modules:       # the child imports the solvers this process registered
@@ -73,7 +73,7 @@ def test_the_pipes_hold_half_a_second_of_records_without_the_child_waiting(store
     64 kB pipe the child waited in write() for the worker to drain it. Both pipes hold PIPE_BYTES."""
     import fcntl
 
-    from pipeline.sandbox import PIPE_BYTES
+    from pipeline.engine.sandbox import PIPE_BYTES
     box = Sandbox()
     try:
         box.warm(["dcd"])
@@ -89,7 +89,7 @@ def test_the_worker_passes_the_childs_records_on_without_unpickling_them(store, 
     2,000 records again sat between a task's end and the next one's start (20 ms)."""
     import pickle as real
 
-    from pipeline import sandbox
+    from pipeline.engine import sandbox
     specs = _fits(store, "solvers.dcd.grid.C=[0.1,1,10]")
     decoded = []
 

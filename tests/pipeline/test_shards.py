@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import execute
-from pipeline.config import compose
-from pipeline.results import ShardError, read_shards
+from pipeline.engine import execute
+from pipeline.experiment.config import compose
+from pipeline.results.tables import ShardError, read_shards
 from pipeline.run import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def test_a_failed_rewrite_keeps_the_previous_shard_whole(tmp_path, monkeypatch):
 
 _KILLED_MID_WRITE = """
 import json, os, sys
-from pipeline import execute
+from pipeline.engine import execute
 
 def dump_half_then_die(obj, fh, **kwargs):
     text = json.dumps(obj, **kwargs)
@@ -153,8 +153,8 @@ def _sweep_args(store, *overrides):
 
 _KILLED_AFTER_TWO_TASKS = """
 import os, sys
-from pipeline import execute
-from pipeline.config import compose
+from pipeline.engine import execute
+from pipeline.experiment.config import compose
 from pipeline.run import run
 
 real = execute.ShardWriter.write

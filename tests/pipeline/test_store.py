@@ -1,4 +1,4 @@
-"""Tests for pipeline.store: round trips, fingerprints, corruption, errors, atomic writes."""
+"""Tests for pipeline.data.store: round trips, fingerprints, corruption, errors, atomic writes."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import store
-from pipeline.store import StoreError
+from pipeline.data import store
+from pipeline.data.store import StoreError
 
 # Finite floats over the whole double range, including subnormals and negatives; zero is
 # excluded from matrix values because the store drops explicit zeros by design (tested apart).

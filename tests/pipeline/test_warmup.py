@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import execute as execute_module
-from pipeline import tasks
-from pipeline.config import compose
-from pipeline.execute import execute
-from pipeline.plan import build_plan
-from pipeline.results import read_shards
+from pipeline.engine import execute as execute_module
+from pipeline.engine import tasks
+from pipeline.experiment.config import compose
+from pipeline.engine.execute import execute
+from pipeline.experiment.plan import build_plan
+from pipeline.results.tables import read_shards
 from pipeline.run import _plan_while_starting, materialise_datasets
-from pipeline.sandbox import Sandbox
+from pipeline.engine.sandbox import Sandbox
 
 WARM = Path(__file__).with_name("warm_solvers.py")
 if "warm_solvers" not in sys.modules:       # the client validates solver names against its registry
@@ -106,7 +106,7 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     `_plan_while_starting` then takes that warm-up over on the same client instead of starting
     and warming a cluster of its own. A run dir that holds shards gets no head start."""
     from pipeline import run as run_module
-    from pipeline.execute import keep_clusters
+    from pipeline.engine.execute import keep_clusters
     cfg = compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[dcd]",
                    "solvers.dcd.grid.C=[1]"])
     calls = []

@@ -1,7 +1,7 @@
 """A test-only solver whose first call is slow, as a numba solver's is on a cold cache: `_slow_warm`
 fits with dcd, and its warmup sleeps WARM_S (standing in for a JIT compile) before warming dcd.
 Loaded by the tests and, through distributed's `distributed.worker.preload`, by the workers of
-a LocalCluster, whose sandboxes import it again (pipeline.sandbox.plugin_files)."""
+a LocalCluster, whose sandboxes import it again (pipeline.engine.sandbox.plugin_files)."""
 import time
 
 import solvers

@@ -38,8 +38,8 @@ RUNS = [("smo", dict(wss="mvp", shrinking=False)), ("qp", {})] + [
 
 
 def _folds():
-    from pipeline.datasets import get_builder
-    from pipeline.plan import make_folds
+    from pipeline.data.datasets import get_builder
+    from pipeline.experiment.plan import make_folds
     X, y, _ = get_builder("digits_bertini_binary")()
     y = np.where(y == y.max(), 1.0, -1.0)
     cv = {"kind": "kfold_test", "folds": 5, "shuffle": True, "test_size": 0.2}
@@ -74,7 +74,7 @@ def main():
 
 def blobs(n, reps=3):
     import os
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     from solvers import Budget, Problem, SVMClassifier, fit
     X, y, _ = get_builder("toy_blobs")(n_samples=n)
     X = (X - X.mean(0)) / X.std(0)

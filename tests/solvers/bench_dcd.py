@@ -20,8 +20,8 @@ import numpy as np
 
 
 def _small_sets():
-    from pipeline.datasets import ensure_dataset, get_builder
-    from pipeline.store import default_store_root, read_dataset
+    from pipeline.data.datasets import ensure_dataset, get_builder
+    from pipeline.data.store import default_store_root, read_dataset
     sets = {}
     root = default_store_root()
     for name, params in (("banknote", {}), ("cleveland_heart", {"categorical": "codes"})):
@@ -111,7 +111,7 @@ def main(which="all", repeats=7):
             print(f"{v}: median ratio {np.median(r):.2f}, range {r.min():.2f}-{r.max():.2f}, "
                   f"<= 1.0 in {int((r <= 1.0).sum())} of {r.size}")
     if which in ("rcv1", "all"):
-        from pipeline.datasets import get_builder
+        from pipeline.data.datasets import get_builder
         X, y, _ = get_builder("rcv1_like")(n_samples=80000, n_features=47236, mean_nnz=76.0, margin=0.5)
         y = np.where(y == y.max(), 1.0, -1.0)
         for loss in ("hinge", "squared_hinge"):
@@ -127,8 +127,8 @@ def _rcv1_full():
 
     from omegaconf import OmegaConf
 
-    from pipeline.datasets import ensure_dataset
-    from pipeline.store import default_store_root, read_dataset
+    from pipeline.data.datasets import ensure_dataset
+    from pipeline.data.store import default_store_root, read_dataset
     conf = OmegaConf.load(Path(__file__).parents[2] / "conf/datasets/rcv1_full.yaml")
     root = default_store_root()
     meta = ensure_dataset(root, conf.builder, OmegaConf.to_container(conf.params))

@@ -74,7 +74,7 @@ def _calls(X, y, T=None):
 
 
 def bench_80k(repeats):
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     import solvers
     from solvers import Problem
 
@@ -92,9 +92,9 @@ def bench_80k(repeats):
 
 
 def _rcv1_full():
-    from pipeline.data import config_entry
-    from pipeline.datasets import ensure_dataset
-    from pipeline.store import default_store_root, read_dataset
+    from pipeline.data.cli import config_entry
+    from pipeline.data.datasets import ensure_dataset
+    from pipeline.data.store import default_store_root, read_dataset
 
     root = default_store_root()
     builder, params = config_entry("rcv1_full", {})

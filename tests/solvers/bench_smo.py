@@ -24,7 +24,7 @@ def _blobs(n):
     """`toy_blobs` scaled as the pipeline's `scale: standard` does (the same bits, hence the same
     iteration counts as bench_kernel's rows)."""
     from sklearn.preprocessing import StandardScaler
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     X, y, _ = get_builder("toy_blobs")(n_samples=n)
     return StandardScaler().fit_transform(X), np.where(y == y.max(), 1.0, -1.0)
 

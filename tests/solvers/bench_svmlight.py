@@ -24,7 +24,7 @@ CASES = [(k, C) for k in ("rbf", "poly") for C in (1.0, 10.0)]
 
 
 def blobs(n):
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     X, y, _ = get_builder("toy_blobs")(n_samples=n)
     X = (X - X.mean(0)) / X.std(0)
     return np.ascontiguousarray(X), np.where(y == y.max(), 1, -1)

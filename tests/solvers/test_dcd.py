@@ -492,7 +492,7 @@ def test_gram_mode_stays_off_where_it_cannot_pay(monkeypatch):
     # 5,000 rows, where a pass on the dual (|A|^2 / R) costs more than the sparse one
     # (2 |A| nnz); at C = 0.1 (hinge) it is small (137) but the solve ends after 17 passes,
     # before the saving passed up covers building Qbar_AA. The solve is the sparse one, bit for bit.
-    from pipeline.datasets import get_builder
+    from pipeline.data.datasets import get_builder
     X, y, _ = get_builder("rcv1_like")(n_samples=5000, n_features=3000, mean_nnz=76.0, margin=0.5)
     y = np.where(y == y.max(), 1.0, -1.0)
     runs = {}

@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 # Problem-level keys of a solver entry (they define the optimisation problem), budget keys,
 # and bookkeeping keys; everything else in params/grid is a solver parameter checked against
@@ -97,7 +97,7 @@ class StoreConf:
 class RunConf:
     timeout_s: Optional[float] = 600.0       # solver time limit per task (status "timeout")
     # On a Dask cluster a spec still running timeout_s (x binary problems) + this grace after it
-    # started is killed from outside and recorded as "timeout" (pipeline/sandbox.py).
+    # started is killed from outside and recorded as "timeout" (pipeline/engine/sandbox.py).
     timeout_grace_s: float = 60.0
     retries: int = 1                         # re-run of a task whose worker died
     trace: bool = True
@@ -171,7 +171,7 @@ def store_entries(root: str | None) -> list[str]:
     """Names of the entries in the store at root (default root if None) that can be config
     keys ('.' would nest: such an entry is used by `builder:` in an entry of another name);
     [] if the store is unreadable."""
-    from .store import default_store_root, list_datasets
+    from ..data.store import default_store_root, list_datasets
     try:
         return [m["name"] for m in list_datasets(root or default_store_root()) if "." not in m["name"]]
     except Exception:  # an unreadable store is reported later, with its path, by the plan
@@ -609,7 +609,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     import solvers
     from solvers.problem import INTERCEPTS, LOSSES
 
-    from .datasets import dataset_names, get_builder
+    from ..data.datasets import dataset_names, get_builder
 
     refuse_unknown_keys(cfg, Config, "")
     for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf)):
@@ -632,7 +632,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
-    from .store import StoreError, dataset_path, list_datasets
+    from ..data.store import StoreError, dataset_path, list_datasets
     stored = None
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
@@ -857,5 +857,5 @@ def _positive_number(v) -> bool:
 def store_root(cfg: DictConfig) -> str:
     """The store root: the config's, else $SVMBENCH_STORE, else the user cache dir (one
     default shared with `python -m pipeline.data`)."""
-    from .store import default_store_root
+    from ..data.store import default_store_root
     return str(cfg.store.root) if cfg.store.root else str(default_store_root())

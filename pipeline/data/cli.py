@@ -11,7 +11,7 @@
                             [--store ROOT]
     python -m pipeline.data remove NAME                            [--store ROOT]
 
-The default store is :func:`pipeline.store.default_store_root` (``$SVMBENCH_STORE``, else the
+The default store is :func:`pipeline.data.store.default_store_root` (``$SVMBENCH_STORE``, else the
 user cache directory), the same one the experiment configs use. Errors are printed as
 ``error: <message>`` on stderr with exit status 2, without a traceback.
 """
@@ -25,8 +25,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import datasets, store
-from pipeline.store import StoreError
+from pipeline.data import datasets, store
+from pipeline.data.store import StoreError
 
 __all__ = ["main"]
 
@@ -195,7 +195,7 @@ def config_entry(name: str, params: dict) -> tuple[str, dict]:
     reads."""
     from omegaconf import OmegaConf
 
-    from .config import CONF_DIR
+    from ..experiment.config import CONF_DIR
     path = CONF_DIR / "datasets" / f"{name}.yaml"
     if not path.exists():        # a builder, or an unknown name: build_dataset's error names the choices
         return name, params
@@ -264,7 +264,7 @@ def _refuse_empty_input(path_arg: str, format_arg: str | None, header: bool = Tr
     The readers take such a file for a dataset of 0 rows, which would then fail far from
     its cause, in every task of an experiment that uses it. Only the first data row is
     looked for, so a large file costs no more than a glance. A missing file, an unknown
-    extension or a malformed file is left to :func:`pipeline.datasets.ingest_file`, which
+    extension or a malformed file is left to :func:`pipeline.data.datasets.ingest_file`, which
     reports those with the line at fault.
 
     Raises

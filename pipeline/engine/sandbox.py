@@ -4,7 +4,7 @@ can enforce from outside what a solver may not enforce itself.
 A numba loop holds the GIL and never looks at a clock, a bug can abort or segfault its process,
 and a fit can allocate past the worker's memory: none of this can be stopped from inside the
 process that runs it (a watchdog thread needs the GIL; the worker's event loop stops too). So
-each worker thread keeps one long-lived child (`python -m pipeline.sandbox`, started on its first
+each worker thread keeps one long-lived child (`python -m pipeline.engine.sandbox`, started on its first
 task, keeping the dataset and fold caches of `tasks` across tasks) and waits on it, polling:
 
 - the child writes the index of each spec and its start time into a page of memory both map
@@ -187,7 +187,7 @@ class Sandbox:
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
                "SVMBENCH_SANDBOX_PARENT": str(os.getpid()), "SVMBENCH_SANDBOX_SLOT": str(self._slot.fd)}
         # Unbuffered: `select` sees the pipe, so no message may wait unseen in a read buffer.
-        self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.sandbox"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "pipeline.engine.sandbox"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, bufsize=0, pass_fds=(self._slot.fd,))
         for pipe in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError, AttributeError):    # not Linux, or a lower limit

@@ -2,7 +2,7 @@
 
 `canonicalize` fixes how a (X, y) is held (CSR, sorted int32 indices, float64 values, no stored
 zeros); `fingerprint` digests that form so that plans can key results on the data, not on a name.
-Both are pure functions of the arrays: the store (`pipeline.store`) writes and verifies entries
+Both are pure functions of the arrays: the store (`pipeline.data.store`) writes and verifies entries
 with them, and so can anyone holding the arrays.
 
 Split from store.py along its seam: this part knows nothing of files.

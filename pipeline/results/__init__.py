@@ -1,0 +1,1 @@
+"""Results: the shards of a run become its tables (`tables`)."""
