@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
-from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table,
+from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table, split_wide,
                      swept_keys)
 from .registry import ReportData, Skip, items
 
@@ -180,7 +180,8 @@ def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path)
         rel = png.relative_to(rel_to).as_posix()
         return f"![{s.title}]({rel}) ([PDF]({rel[:-4]}.pdf))\n"
     body = _walk(secs, lambda s: f"## {s.title}\n", lambda n: n + "\n",
-                 markdown_table, lambda ls: "\n".join(ls) + "\n", figure)
+                 lambda t: "\n".join(markdown_table(part) for part in split_wide(t)), lambda ls: "\n".join(ls) + "\n",
+                 figure)
     skips = skip_lines(secs)
     if skips:
         body += [f"## {SKIPPED_TITLE}\n", "\n".join(skips) + "\n"]
@@ -218,7 +219,7 @@ def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
             "<ul>" + "".join(f'<li><a href="#{name}">{esc(t)}</a></li>' for name, t in toc) + "</ul>"]
     items_ = lambda ls: "<ul>" + "".join(f"<li>{inline(x.lstrip('- '))}</li>" for x in ls) + "</ul>"  # noqa: E731
     body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>', lambda n: f"<p class=note>{inline(n)}</p>",
-                 lambda t: f"<div class=wide>{html_table(t)}</div>", items_, figure)
+                 lambda t: "".join(f"<div class=wide>{html_table(part)}</div>" for part in split_wide(t)), items_, figure)
     if skips:
         body += [f'<h2 id="not_drawn">{SKIPPED_TITLE}</h2>', f"<div class=skip>{items_(skips)}</div>"]
     return "\n".join(head + body) + "\n"
@@ -277,11 +278,12 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
     tables, so it still joins a fit to its trace and model."""
     from ..results.tables import write_parquet
     frames = {"results": [], "traces": [], "models": []}
+    varied = varied_overrides({d: _overrides(d) for d in job_dirs})
     for d in job_dirs:
         job = d.relative_to(sweep_dir).as_posix()
         res = pd.read_parquet(d / "results.parquet")
         res["job"] = job
-        res["job_overrides"] = _overrides(d)
+        res["job_overrides"] = varied[d]
         own = {"results": res, "traces": pd.read_parquet(d / "traces.parquet")}
         if (d / "models.parquet").exists():
             own["models"] = pd.read_parquet(d / "models.parquet")
@@ -294,12 +296,22 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
                           sweep_dir / f"{name}.parquet")
 
 
-def _overrides(job_dir: Path) -> str:
+def _overrides(job_dir: Path) -> list[str]:
+    """A job's overrides as the user typed them: `prepare_overrides` (experiment.config) writes a
+    free key as `++solvers.smo.grid.gamma=...` for Hydra; the `++` is ours, not the user's."""
     path = job_dir / ".hydra" / "overrides.yaml"
     if not path.exists():
-        return ""
+        return []
     from omegaconf import OmegaConf
-    return " ".join(str(x) for x in OmegaConf.load(path))
+    return [str(x)[2:] if str(x).startswith("++") else str(x) for x in OmegaConf.load(path)]
+
+
+def varied_overrides(by_job: dict) -> dict:
+    """Per job, the overrides that are not the same in every job (what the multirun varied), in
+    the order typed: the shared ones name no row apart and would repeat on every row."""
+    lists = list(by_job.values())
+    common = set.intersection(*map(set, lists)) if len(lists) > 1 else set()
+    return {job: " ".join(o for o in ovs if o not in common) for job, ovs in by_job.items()}
 
 
 # ------------------------------------------------------------------------------------- compare

@@ -70,21 +70,73 @@ def timing_table(data: ReportData) -> pd.DataFrame:
     return fits.groupby(["dataset", "solver_entry"], sort=True).agg(**agg).reset_index()
 
 
+# Where each solver's dual point D comes from (solvers/: dcd.py, smo.py, svmlight.py, qp.py keep
+# their dual variables alpha; references.py takes LIBSVM's alpha from SVC's dual_coef_; every
+# solver of a w alone -- LIBLINEAR through LinearSVC, which does not expose its alpha, SGD, gd,
+# newton, pegasos -- goes through objectives.linear_certificates, which rebuilds alpha from w).
+OWN_DUAL = {"dual_cd", "kernel_dual"}
+OWN_DUAL_SOLVERS = {"libsvm"}
+REBUILT = "rebuilt from w"
+
+
+def dual_source(fits: pd.DataFrame) -> pd.Series:
+    """Per fit, where its D comes from: `own alpha` (the solver's dual variables), `rebuilt from
+    w` (the KKT map alpha_i = 2C (1 - y_i f_i)_+ of the squared hinge), or `majorizer` (the
+    multipliers of the majorization solvers' last active set)."""
+    fam = fits["family"] if "family" in fits.columns else pd.Series("", index=fits.index)
+    own = fam.isin(OWN_DUAL) | fits["solver"].isin(OWN_DUAL_SOLVERS) if "solver" in fits.columns else fam.isin(OWN_DUAL)
+    return pd.Series(np.where(own, "own alpha", np.where(fam == "majorization", "majorizer", REBUILT)), index=fits.index)
+
+
 @table("certificates", "Certificates", needs=("primal_objective",),
-       note="Worst over folds. `rel_subopt_max`: (P - f*)/|f*|, never shown finer than the certainty of f* "
-            "(`f_star_rel_gap_max`, the reference solve's relative duality gap); `f_star_status`: how that "
-            "reference solve ended.")
+       note="Worst over folds, per configuration. `duality_gap_max`: P - D, an upper bound on how far P is from the "
+            "optimum (P - P* <= P - D), in the objective's units; `rel_gap_max`: that over |P| (1e-3: P is within 0.1% "
+            "of optimal, or better); `dual_from`: where D comes from (below); `kkt_violation_max`: the largest "
+            "violation of the dual's optimality conditions (projected gradient), 0 at the optimum; `rel_subopt_max`: "
+            "(P - f*)/|f*| against the certified reference, never shown finer than the certainty of f* "
+            "(`f_star_rel_gap_max`, the reference solve's relative gap); `f_star_status`: how that reference ended.",
+       lines=lambda data: certificate_lines(data))
 def certificates(data: ReportData) -> pd.DataFrame:
     fits, keys, shown = _groups(data)
     fits = fits.assign(_floor=certainty_floor(fits) if "f_star" in fits.columns else np.nan)
     fits["_rel"] = np.maximum(pd.to_numeric(fits.get("rel_suboptimality"), errors="coerce"), fits["_floor"])
-    agg = dict(duality_gap_max=("duality_gap", "max"), kkt_violation_max=("kkt_violation", "max"),
+    fits["_rel_gap"] = (pd.to_numeric(fits["duality_gap"], errors="coerce")
+                        / pd.to_numeric(fits["primal_objective"], errors="coerce").abs())
+    fits["_dual"] = dual_source(fits).to_numpy()
+    agg = dict(duality_gap_max=("duality_gap", "max"), rel_gap_max=("_rel_gap", "max"),
+               dual_from=("_dual", "first"), kkt_violation_max=("kkt_violation", "max"),
                rel_subopt_max=("_rel", "max"), f_star_rel_gap_max=("_floor", "max"))
     if "f_star_status" in fits.columns:
         agg["f_star_status"] = ("f_star_status", lambda s: ", ".join(sorted({str(v) for v in s.dropna()})))
     out = fits.groupby(keys, sort=True, dropna=False).agg(**agg).reset_index()
     out.loc[out["rel_subopt_max"].isna(), "f_star_rel_gap_max"] = np.nan
+    out.loc[out["rel_gap_max"].isna(), "dual_from"] = MISSING       # no D at all (the linear hinge)
     return out[["dataset", "solver_entry", *shown, *agg]]
+
+
+def certificate_lines(data: ReportData) -> list[str]:
+    """Why a fit can be `converged` beside a large gap: its D was rebuilt from w. Said once, with
+    the worst such case and what the certified f* says of the same fits."""
+    try:
+        cert = certificates(data)
+    except Skip:
+        return []
+    rebuilt = cert[(cert["dual_from"] == REBUILT) & (cert["rel_gap_max"] > 1e-2)]
+    out = ["- `own alpha`: D of the solver's own dual variables, the gap its own certificate. `rebuilt from w`: "
+           "the solver returns w only (LIBLINEAR through scikit-learn does not expose its alpha), so D is that of "
+           "alpha_i = 2C (1 - y_i f_i)_+, the map that is exact at the optimum (squared hinge; the hinge has no "
+           "such map, so no gap). It is a valid bound, but loose: an error e in the margins moves alpha by 2C e, "
+           "so at large C a model close to f* can show a gap larger than P itself. A solver's `converged` is its "
+           "own stopping test (LIBLINEAR: the projected gradient of its own dual under tol), not this gap; where "
+           "f* is certified, `rel_subopt_max` is the measure to read."]
+    if not rebuilt.empty:
+        worst = rebuilt.sort_values("rel_gap_max").iloc[-1]
+        sub = worst.get("rel_subopt_max", np.nan)
+        out.append(f"- Here: {len(rebuilt)} configuration(s) with a rebuilt D show a relative gap over 1e-2; the worst, "
+                   f"{worst['solver_entry']} on {worst['dataset']} at C={fmt(worst['C'])}, has gap "
+                   f"{fmt(worst['duality_gap_max'])} (relative {fmt(worst['rel_gap_max'])})"
+                   + (f" while (P - f*)/|f*| is {fmt(sub)}." if pd.notna(sub) else "."))
+    return out if (cert["dual_from"] == REBUILT).any() else []
 
 
 # What each status means, and what a user can change about it (the report's status section).

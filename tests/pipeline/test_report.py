@@ -262,6 +262,7 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     secs = sections(data, tmp_path / "figures", formats=("png",))    # PDFs: checked by the run tests
     assert [s.name for s in secs] == [it.name for it in items()]
     page = to_html("t", ["intro"], secs)
+    assert "`" not in page                      # markdown's code marks are <code> in the page
     for s in secs:
         if s.skipped:       # listed once under "Not drawn", with why
             assert s.title in page.split('<h2 id="not_drawn">')[1]
@@ -316,3 +317,49 @@ def test_figure_legend_lists_each_line_once_for_panels_that_share_them():
     assert [ax.get_legend() for ax in axes] == [None, None, None]
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "c"]
+
+
+def test_certificates_say_where_D_comes_from_and_why_a_rebuilt_gap_can_be_large():
+    """liblinear returns w only: its D is rebuilt from w, and at large C its gap can exceed P while
+    it is `converged` and close to f*; the table says so beside the gap, the lines say why."""
+    res = rows(folds({"solver_entry": "dcd", "family": "dual_cd", "duality_gap": 1e-3, "primal_objective": 10.0}, 2)
+               + folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference", "C": 10.0,
+                        "duality_gap": 1991.0, "primal_objective": 131.0, "rel_suboptimality": 3e-3}, 2)
+               + folds({"solver_entry": "libsvm", "solver": "libsvm", "family": "reference", "kernel": "rbf",
+                        "duality_gap": 1e-4, "primal_objective": 10.0}, 2))
+    data = _data(res)
+    cert = certificates(data).set_index("solver_entry")
+    assert cert.loc["dcd", "dual_from"] == "own alpha" and cert.loc["libsvm", "dual_from"] == "own alpha"
+    assert cert.loc["liblinear", "dual_from"] == "rebuilt from w"
+    assert cert.loc["liblinear", "rel_gap_max"] == pytest.approx(1991.0 / 131.0)
+    assert cert.loc["dcd", "rel_gap_max"] == pytest.approx(1e-4)
+    lines = REG["certificates"].lines(data)
+    assert "2C (1 - y_i f_i)_+" in lines[0] and "own stopping test" in lines[0]
+    assert "liblinear on toy at C=10, has gap 1991 (relative 15.2) while (P - f*)/|f*| is 0.003" in lines[1]
+    # Without a rebuilt D there is nothing to explain.
+    assert REG["certificates"].lines(_data(res[res["solver_entry"] != "liblinear"])) == []
+
+
+def test_a_wide_table_is_split_into_parts_that_each_name_their_rows(tmp_path):
+    from pipeline.report.build import Section, to_markdown
+    from pipeline.report.common import MAX_TABLE_COLUMNS
+    wide = pd.DataFrame([{"dataset": "toy", "solver_entry": "dcd", "C": 1.0, **{f"m{i}": float(i) for i in range(18)}}])
+    md = to_markdown("t", [], [Section("w", "W", table=wide)], tmp_path)
+    headers = [line for line in md.splitlines() if line.startswith("| dataset")]
+    assert len(headers) == 3
+    for h in headers:
+        cols = h.strip("|").split("|")
+        assert len(cols) <= MAX_TABLE_COLUMNS and [c.strip() for c in cols[:3]] == ["dataset", "solver_entry", "C"]
+    assert sum(h.count("| m") for h in headers) == 18          # every column once
+
+
+def test_multirun_overrides_as_typed_and_only_those_that_vary(tmp_path):
+    from pipeline.report.build import _overrides, varied_overrides
+    from pipeline.report.common import label
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "overrides.yaml").write_text("- ++solvers.smo.grid.gamma=[0.1]\n- cv.folds=2\n")
+    assert _overrides(tmp_path) == ["solvers.smo.grid.gamma=[0.1]", "cv.folds=2"]
+    by_job = varied_overrides({"a": ["solvers.smo.grid.gamma=[0.1]", "cv.folds=2"],
+                               "b": ["solvers.smo.grid.gamma=[1]", "cv.folds=2"]})
+    assert by_job == {"a": "solvers.smo.grid.gamma=[0.1]", "b": "solvers.smo.grid.gamma=[1]"}
+    assert label({"solver_entry": "smo", "job_overrides": by_job["b"]}, ["job_overrides"]) == "smo solvers.smo.grid.gamma=[1]"
