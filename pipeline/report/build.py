@@ -254,6 +254,9 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
     secs = sections(data, run_dir / "figures")
+    from .interactive import NAME, write_page
+    if write_page(data, run_dir / NAME, f"svmbench traces: {run_dir.name}"):
+        intro.append(f"Every trace, to explore by dataset, problem, metric and solver: `{NAME}` (opens offline).")
     if compare is not None:
         other = load(Path(compare))
         secs.append(Section("compare", f"Compared with {Path(compare).name}",
