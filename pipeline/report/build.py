@@ -106,9 +106,12 @@ def save_figure(fig, fig_dir: Path, name: str, formats=("png", "pdf")) -> Path:
     import matplotlib.pyplot as plt
     fig_dir.mkdir(parents=True, exist_ok=True)
     _make_room(fig)
+    # The tight box (the legends sit below their panels, outside the axes) measured once for all
+    # formats: savefig's bbox_inches="tight" draws the whole figure once more per format to find it,
+    # and on a page of a dozen panels that draw is a third of the saving time.
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
     for ext in formats:
-        # bbox "tight": the legends sit below their panels, outside the axes.
-        fig.savefig(fig_dir / f"{name}.{ext}", dpi=DPI, bbox_inches="tight")
+        fig.savefig(fig_dir / f"{name}.{ext}", dpi=DPI, bbox_inches=bbox)
     plt.close(fig)
     return fig_dir / f"{name}.png"
 

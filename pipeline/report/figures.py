@@ -110,6 +110,18 @@ def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
     _legend(ax, n_legend)
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def _power_label(v, _pos=None) -> str:
+    """10⁻³ in plain unicode: matplotlib's own $10^{-3}$ goes through mathtext, whose layout was
+    most of the time of saving a figure of a dozen log-log panels."""
+    if v <= 0:
+        return ""
+    k = np.log10(v)
+    return "10" + str(int(round(k))).translate(_SUPERSCRIPT) if abs(k - round(k)) < 1e-9 else f"{v:g}"
+
+
 def _log_ticks(ax, x=True, y=True):
     """Over many log decades, major ticks only (minor ones dominate drawing time and add
     nothing); over two decades or less, ticks at 1, 2 and 5 times the powers of ten, labelled
@@ -121,6 +133,7 @@ def _log_ticks(ax, x=True, y=True):
             continue
         if hi / lo > 100:
             axis.set_major_locator(LogLocator(numticks=8))
+            axis.set_major_formatter(FuncFormatter(_power_label))
         else:
             loc = LogLocator(subs=(1.0, 2.0, 5.0))
             if sum(lo <= t <= hi for t in loc.tick_values(lo, hi)) < 2:      # under a factor of 2 or so
