@@ -729,7 +729,7 @@ def kt_classes(kt: pd.Series, rel: float = 0.15) -> pd.Series:
 
 
 @figure("confusion_matrices", "Confusion matrices", needs=("confusion_test",),
-        hint="a multiclass dataset (e.g. `digits_bertini_3class`)",
+        hint="run on a multiclass dataset (e.g. `digits_bertini_3class`)",
         note="Test confusion matrix (rows: true class) of each entry's best configuration, summed over folds.")
 def confusion_matrices(data: ReportData):
     from .tables import best_params

@@ -96,8 +96,11 @@ def build_figure(data: ReportData):
             xs = {"time_s": tr["time_s"].to_numpy(dtype=float), "iteration": tr["iteration"].to_numpy(dtype=float)}
             name = label(row, shown)
             fig.add_trace(go.Scatter(
-                x=_clean(xs["time_s"]), y=_clean(ys[metrics[0][0]]), mode="lines", name=name, legendgroup=name,
+                x=_clean(xs["time_s"]), y=_clean(ys[metrics[0][0]]), mode="lines+markers", name=name, legendgroup=name,
                 line={"color": colour[name], "width": 1.2, "shape": "hv"}, visible=p == 0,
+                # A marker at the last point: where a fold stopped, and the one point of a
+                # reference solver's trace (LIBLINEAR is one call), which a line alone never shows.
+                marker={"size": [0] * (len(tr) - 1) + [7], "color": colour[name]},
                 # One legend entry per solver and problem: its folds follow it in and out.
                 showlegend=not any(t[0] == p and t[3] == name for t in traces),
                 hovertemplate=f"{name} fold {row['fold']}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"))
