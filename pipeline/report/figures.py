@@ -136,8 +136,9 @@ def _log_ticks(ax, x=True, y=True):
             axis.set_major_formatter(FuncFormatter(_power_label))
         else:
             loc = LogLocator(subs=(1.0, 2.0, 5.0))
-            if sum(lo <= t <= hi for t in loc.tick_values(lo, hi)) < 2:      # under a factor of 2 or so
-                loc = LogLocator(subs=tuple(range(1, 10)))
+            if sum(lo <= t <= hi for t in loc.tick_values(lo, hi)) < 3:      # under a factor of 5 or so
+                # Denser, but no two ticks closer than a factor of 4/3 (0.09 beside 0.1 overlapped).
+                loc = LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0))
             axis.set_major_locator(loc)
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_locator(NullLocator())
@@ -146,8 +147,8 @@ def _log_ticks(ax, x=True, y=True):
 
 def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
     """Median and quartiles over folds of step curves (x, y), on a grid shared by the folds:
-    from the first x any fold has to the last; a fold counts from its own first point on, and
-    holds its last value after its end (it stopped there). Returns (grid, median, q25, q75): the
+    from the first x any fold has to the last; a fold holds its first value before its first
+    point and its last value after its end (it stopped there). Returns (grid, median, q25, q75): the
     band is the middle half of the folds, so one odd fold widens it less than a min-max band."""
     xs = np.concatenate([c[0] for c in curves])
     xs = xs[np.isfinite(xs) & ((xs > 0) if log_x else True)]
@@ -160,9 +161,11 @@ def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
     for i, (x, y) in enumerate(curves):
         order = np.argsort(x, kind="stable")
         x, y = np.asarray(x)[order], np.asarray(y)[order]
-        pos = np.searchsorted(x, grid, side="right") - 1
-        ok = pos >= 0
-        vals[i, ok] = y[pos[ok]]
+        # Before its first point a fold is where it started: its first value (left NaN, a fold
+        # starting late -- a warm start's setup, a slow first pass -- would pull the median of
+        # the others up and down as it joined).
+        pos = np.maximum(np.searchsorted(x, grid, side="right") - 1, 0)
+        vals[i] = y[pos]
     with np.errstate(all="ignore"):
         import warnings
         with warnings.catch_warnings():
@@ -282,6 +285,9 @@ def fixed_keys_line(prob: list[str], found: list[tuple], named: list[str], rest:
         head = " ".join(f"{short(c)}={fmt(v)}" for c, v in zip(kinds, kind))
         if text:
             parts.append(f"{head}: {text}" if head else text)
+    texts = {p.split(": ", 1)[-1] for p in parts}
+    if kinds and len(parts) == len(groups) and len(texts) == 1:      # the same for every kind: said once
+        return "Every problem: " + texts.pop()
     return ("Problems: " if kinds else "Every problem: ") + "; ".join(parts) if parts else ""
 
 

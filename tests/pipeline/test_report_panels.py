@@ -4,6 +4,7 @@ a solver the same in every panel; time against n never joins two datasets."""
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pytest
 
 from pipeline.report import REGISTRY, figures
 from pipeline.report.figures import MAX_PANELS
@@ -151,3 +152,14 @@ def test_skipped_items_are_listed_once_with_what_to_set(tmp_path):
         assert title in line
     assert "_Skipped" not in md and "## Suboptimality against time" not in md
     assert "## Relative duality gap against time" in md       # the convergence figure without f*
+
+
+def test_a_fold_that_starts_late_does_not_make_the_median_rise():
+    """Every fold decreases, so their median must not rise: a fold whose first point comes late
+    (a slow first pass) counts from the start at its first value, not as absent until it joins."""
+    from pipeline.report.figures import fold_band
+    early = (np.array([1e-3, 2e-3]), np.array([1.0, 1e-6]))
+    late = (np.array([5e-3, 6e-3]), np.array([1.0, 1e-6]))
+    grid, med, low, high = fold_band([early, late], log_x=True)
+    assert np.all(np.diff(med) <= 0), med
+    assert med[-1] == pytest.approx(1e-6) and np.all(low <= med) and np.all(med <= high)
