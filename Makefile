@@ -3,6 +3,8 @@
 #   make test  [PYTEST_ARGS='...']        set up .venv with the test extra, then run the tests
 #   make papers [ARGS='hydra overrides']  set up .venv, then regenerate every paper reproduction
 #                                         (outputs/papers/<name>/), saying how long each took
+#   make docs  [DOCS_ARGS='...']          set up .venv with the docs extra, then build the documentation
+#                                         site (docs/, mkdocs.yml) into site/, strict: a broken link fails
 # Nothing but Python >= 3.11 and make is needed on the machine: everything else is installed
 # into .venv from the package index.
 
@@ -12,7 +14,7 @@ PY     := $(VENV)/bin/python
 # compat: a plain path entry, so workers spawned by Dask import the working tree too.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: run test papers install install-test clean
+.PHONY: run test papers docs install install-test install-docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +28,13 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(PIP_INSTALL) -e '.[test]' --config-settings editable_mode=compat
 	@touch $@
 
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
+	$(PIP_INSTALL) -e '.[docs]' --config-settings editable_mode=compat
+	@touch $@
+
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+install-docs: $(VENV)/.installed-docs
 
 run: $(VENV)/.installed
 	$(PY) -m pipeline $(ARGS)
@@ -46,5 +53,13 @@ test: $(VENV)/.installed-test
 	$(PY) -c 'import solvers; solvers.warm_all()'
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The pages under docs/reference/ are generated at build time from the code (docs/gen/*.py):
+# the configuration schema and conf/ groups, the solver registry, the API from docstrings (griffe
+# reads the sources; no solver runs and nothing is compiled). --strict turns every warning
+# (a broken link, a missing reference) into a failure.
+DOCS_ARGS ?= --strict
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build $(DOCS_ARGS) --site-dir site
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site

@@ -126,8 +126,7 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
 ANCHOR = r"""
 import json, sys, time, warnings
 import numpy as np
-from omegaconf import OmegaConf
-from pipeline.experiment.config import compose, store_root
+from pipeline.experiment.config import compose, validate
 from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
 from pipeline.engine.tasks import load_dataset
@@ -135,16 +134,16 @@ from pipeline.experiment.plan import binary_labels, subsample_rows
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
-cfg = compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])])
-plan = build_plan(cfg, materialise_datasets(cfg))
+exp = validate(compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])]))
+plan = build_plan(exp, materialise_datasets(exp))
 d = next(iter(plan.datasets.values()))
-ds = load_dataset(store_root(cfg), d["name"], d["fingerprint"])
+ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
 y, _ = binary_labels(ds.y, d["positive"])
 X = ds.X
 folds = d["folds"]                                   # the very folds our sweep uses
-p = OmegaConf.to_container(cfg.solvers.dcd.params)
+p = dict(exp.solvers["dcd"].params)
 est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"], fit_intercept=True)
-gs = GridSearchCV(est, {"C": list(cfg.solvers.dcd.grid.C)}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
+gs = GridSearchCV(est, {"C": list(exp.solvers["dcd"].grid["C"])}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 gs.fit(X, y)

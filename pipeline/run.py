@@ -4,6 +4,9 @@
     validate -> materialise datasets (built on first use) -> plan (pure) -> execute (shards)
     -> results -> report
 
+The composed DictConfig is read once, by `config.validate`; every step after it takes the typed,
+frozen `Experiment` it returns (pipeline/experiment/experiment.py).
+
 with the Dask cluster started, and its workers warmed, while the datasets are materialised and
 the plan is made (`_plan_while_starting`; DESIGN.md, "Warm-up").
 """
@@ -16,10 +19,11 @@ import threading
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from .data import store
-from .experiment.config import ConfigError, store_root, validate
+from .experiment.config import ConfigError, validate
+from .experiment.experiment import Experiment, thaw
 from .data.datasets import check_writable, dataset_names, ensure_dataset, store_name
 from .engine.execute import (
     Interrupted,
@@ -33,7 +37,7 @@ from .engine.execute import (
     shared_client,
     warm_workers,
 )
-from .experiment.plan import build_plan, effective_config
+from .experiment.plan import build_plan
 from .report import build_report, status_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import run_lock
@@ -42,17 +46,16 @@ from .data.store import dataset_info, read_labels
 log = logging.getLogger("svmbench")
 
 
-def materialise_datasets(cfg: DictConfig, build: bool = True) -> dict:
-    """Each dataset entry of the config -> (meta, labels), building a built-in dataset the store
+def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
+    """Each dataset entry of the experiment -> (meta, labels), building a built-in dataset the store
     lacks (or holds with other parameters) and reading its labels (a verified read). The one step of
     planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
     run) an entry the store lacks is left out and named in `missing_datasets` instead."""
-    cfg = effective_config(cfg)
-    root = store_root(cfg)
+    root = exp.store_root
     out = {}
-    for dkey, ds in cfg.datasets.items():
-        builder = ds.builder or dkey
-        params = OmegaConf.to_container(ds.params, resolve=True) or {}
+    for dkey, ds in exp.datasets.items():
+        builder = ds.builder
+        params = thaw(ds.params)
         if builder in dataset_names():
             if not store.exists(root, store_name(builder, params)):
                 if not build:
@@ -65,9 +68,9 @@ def materialise_datasets(cfg: DictConfig, build: bool = True) -> dict:
     return out
 
 
-def missing_datasets(cfg: DictConfig, materialised: dict) -> list[str]:
+def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
     """The dataset entries a dry run did not materialise (built-ins the store lacks)."""
-    return [k for k in effective_config(cfg).datasets if k not in materialised]
+    return [k for k in exp.datasets if k not in materialised]
 
 
 def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
@@ -83,34 +86,34 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
         if echo is not None:
             echo(msg)
 
-    cfg = validate(cfg)
-    check_paper(cfg)
-    if cfg.run.dry_run:
-        return dry_run(cfg, run_dir, say)
-    probe_cluster(cfg.cluster)     # a scheduler that does not answer fails here, before any work
+    exp = validate(cfg)
+    check_paper(exp)
+    if exp.run.dry_run:
+        return dry_run(exp, run_dir, say)
+    probe_cluster(exp.cluster)     # a scheduler that does not answer fails here, before any work
     with contextlib.ExitStack() as cluster:
         # Every check on the data (store entries, fingerprints, classes against folds) happens in
         # planning, before the run directory gets anything of its own (the store's writes are its own
         # and atomic: a dataset built here is whole, and kept).
-        plan, client, warmup = _plan_while_starting(cfg, run_dir, cluster)
+        plan, client, warmup = _plan_while_starting(exp, run_dir, cluster)
         run_dir.mkdir(parents=True, exist_ok=True)
         with run_lock(run_dir, say), _run_log(run_dir):
-            return _run_locked(cfg, plan, run_dir, say, t0, client, warmup)
+            return _run_locked(exp, plan, run_dir, say, t0, client, warmup)
 
 
 class _Planning(threading.Thread):
-    """`build_plan(cfg, materialise_datasets(cfg))` in a thread of its own; `result()` joins it
+    """`build_plan(exp, materialise_datasets(exp))` in a thread of its own; `result()` joins it
     and returns the plan or raises what planning raised. A daemon: Ctrl-C (which only the main
     thread hears) must not wait for a dataset build to end."""
 
-    def __init__(self, cfg: DictConfig):
+    def __init__(self, exp: Experiment):
         super().__init__(name="svmbench-planning", daemon=True)
-        self.cfg, self.plan, self.error = cfg, None, None
+        self.exp, self.plan, self.error = exp, None, None
         self.start()
 
     def run(self) -> None:
         try:
-            self.plan = build_plan(self.cfg, materialise_datasets(self.cfg))
+            self.plan = build_plan(self.exp, materialise_datasets(self.exp))
         except BaseException as exc:   # noqa: BLE001 - re-raised in the main thread by result()
             self.error = exc
 
@@ -126,7 +129,7 @@ class _Planning(threading.Thread):
 _AHEAD: list = []
 
 
-def start_ahead(cfg: DictConfig, run_dir: Path | None) -> None:
+def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
     """`python -m pipeline`'s head start: once its config is validated, the cluster (kept by
     `execute.keep_clusters`) starts and its workers warm while Hydra composes the config again
     and sets up the run (0.8 s), instead of after; `_plan_while_starting` takes the warm-up
@@ -134,25 +137,20 @@ def start_ahead(cfg: DictConfig, run_dir: Path | None) -> None:
     cluster (an adaptive one grows with the tasks). An address where no scheduler answers is
     refused here, as `run` would first; past that it is best effort: a failure leaves the start
     to `run`, which reports it in its order (a planning error first)."""
-    if cfg.cluster.kind not in ("local", "address") or (run_dir is not None and shard_files(run_dir)):
+    if exp.cluster.kind not in ("local", "address") or (run_dir is not None and shard_files(run_dir)):
         return
     started = time.perf_counter()
-    probe_cluster(cfg.cluster)      # a dead address: the one line `run` would give first, not twice the wait
+    probe_cluster(exp.cluster)      # a dead address: the one line `run` would give first, not twice the wait
     try:
-        names = _solver_names(cfg)
-        with shared_client(cfg.cluster) as client:     # kept open by keep_clusters
-            futures = warm_workers(client, names, int(cfg.cluster.blas_threads))
+        names = exp.solver_names()
+        with shared_client(exp.cluster) as client:     # kept open by keep_clusters
+            futures = warm_workers(client, names, int(exp.cluster.blas_threads))
     except Exception:  # noqa: BLE001 - run() starts it again and reports what fails
         return
     _AHEAD[:] = [(client, WarmUp(futures, started=started), names)]
 
 
-def _solver_names(cfg: DictConfig) -> list[str]:
-    """The solvers the config's entries run: what each worker warms."""
-    return sorted({sc.solver or key for key, sc in effective_config(cfg).solvers.items()})
-
-
-def _plan_while_starting(cfg: DictConfig, run_dir: Path, stack: contextlib.ExitStack):
+def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitStack):
     """(plan, client, warm-up: `execute.WarmUp`): the Dask cluster starts, and its workers warm up
     (`execute.warm_workers`: each thread's sandbox child started, solvers imported, numba's
     kernels loaded), while the client plans and materialises the datasets in a thread; the
@@ -160,17 +158,17 @@ def _plan_while_starting(cfg: DictConfig, run_dir: Path, stack: contextlib.ExitS
     Only a new run dir starts it ahead: a resumed run may have nothing left to do, so it plans
     first and `execute` opens the cluster only for work (client None). The cluster starts in the
     main thread, which alone can start its workers with SIGINT ignored (`execute.open_client`)."""
-    if cfg.cluster.kind == "sequential" or shard_files(run_dir):
-        return build_plan(cfg, materialise_datasets(cfg)), None, None
+    if exp.cluster.kind == "sequential" or shard_files(run_dir):
+        return build_plan(exp, materialise_datasets(exp)), None, None
     started = time.perf_counter()
-    planning = _Planning(cfg)
+    planning = _Planning(exp)
     try:
-        client = stack.enter_context(shared_client(cfg.cluster))
+        client = stack.enter_context(shared_client(exp.cluster))
     except Exception:
         planning.result()      # a planning error (bad input) is the one to report first
         raise
-    threads = int(cfg.cluster.blas_threads)
-    names = set(_solver_names(cfg))
+    threads = int(exp.cluster.blas_threads)
+    names = set(exp.solver_names())
     ahead = _AHEAD.pop() if _AHEAD else None
     if ahead is not None and ahead[0] is client:      # started ahead by `python -m pipeline`
         warmup, warmed = ahead[1], set(ahead[2])
@@ -185,9 +183,9 @@ def _plan_while_starting(cfg: DictConfig, run_dir: Path, stack: contextlib.ExitS
     return plan, client, warmup
 
 
-def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=None, warmup=None) -> dict:
-    root = store_root(cfg)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+def _run_locked(exp: Experiment, plan, run_dir: Path, say, t0: float, client=None, warmup=None) -> dict:
+    root = exp.store_root
+    (run_dir / "config.yaml").write_text(exp.to_yaml())
     removed = clean_partial_shards(run_dir)
     if removed:
         say(f"removed {removed} partial shard files (temporary files of a run killed mid-write)")
@@ -195,7 +193,7 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=Non
         f"{len(plan.datasets)} datasets (store: {root})")
     keys = list(plan.references) + list(plan.fits)
     try:
-        summary = execute(plan, run_dir, cfg, root, log=say, client=client, warmup=warmup)
+        summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
     except KeyboardInterrupt:
         saved = len(finished_keys(run_dir) & set(keys))
         msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
@@ -221,12 +219,12 @@ def _run_locked(cfg: DictConfig, plan, run_dir: Path, say, t0: float, client=Non
     report = build_report(run_dir)
     say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
     say(f"report: {report}  ({time.perf_counter() - t0:.1f} s)")
-    paper = write_reproduction(cfg, run_dir, store_root(cfg))
+    paper = write_reproduction(exp, run_dir, root)
     if paper is not None:
         say(f"paper: {paper}  ({time.perf_counter() - t0:.1f} s)")
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
-        again = "retries them" if cfg.run.retry_errors else "keeps them (run.retry_errors=false)"
+        again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"
         say(f"{len(failed)} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
         for line in failure_lines(run_dir, keys):
             say(line)
@@ -256,30 +254,29 @@ def _run_log(run_dir: Path):
         handler.close()
 
 
-def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
+def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     """What a run would do, from the store as it is: the datasets, the tasks (fits and reference
     solves, by solver), how many the run dir already holds, and how many it would compute. Runs,
     builds and writes nothing; a built-in dataset the store lacks is named (it would be built
     first) and its tasks are not counted, since its labels decide its folds."""
-    root = store_root(cfg)
-    data = materialise_datasets(cfg, build=False)
-    missing = missing_datasets(cfg, data)
-    plan = build_plan(_only_datasets(cfg, data), data) if data else None
+    root = exp.store_root
+    data = materialise_datasets(exp, build=False)
+    missing = missing_datasets(exp, data)
+    plan = build_plan(exp.only_datasets(data), data) if data else None
     fits, refs = (plan.fits, plan.references) if plan else ({}, {})
     keys = set(fits) | set(refs)
     have = finished_keys(run_dir) & keys if run_dir is not None else set()
-    errors = error_keys(run_dir, have) if cfg.run.retry_errors and have else set()
+    errors = error_keys(run_dir, have) if exp.run.retry_errors and have else set()
     todo = len(keys) - len(have) + len(errors)
     say(f"dry run (run.dry_run=true): nothing is run, built or written; store: {root}")
     for dkey, d in (plan.datasets if plan else {}).items():
         say(f"  dataset {dkey}: {d['name']} ({d['n_rows']} rows x {d['n_features']} features, "
             f"classes {d['classes']}, {len(d['folds'])} folds)")
     for dkey in missing:
-        ds = effective_config(cfg).datasets[dkey]
-        params = OmegaConf.to_container(ds.params, resolve=True) or {}
-        flags = "".join(f" --param {k}={v}" for k, v in params.items())
+        ds = exp.datasets[dkey]
+        flags = "".join(f" --param {k}={v}" for k, v in thaw(ds.params).items())
         say(f"  dataset {dkey}: not in the store; the run would build it first "
-            f"(`python -m pipeline.data build {ds.builder or dkey}{flags}`); its tasks are not counted below")
+            f"(`python -m pipeline.data build {ds.builder}{flags}`); its tasks are not counted below")
     by_solver: dict = {}
     for spec in fits.values():
         by_solver[spec["solver_entry"]] = by_solver.get(spec["solver_entry"], 0) + 1
@@ -288,7 +285,7 @@ def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
     for spec in refs.values():
         ref_by[spec["solver"]] = ref_by.get(spec["solver"], 0) + 1
     say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
-        f"run.reference={cfg.run.reference})")
+        f"run.reference={exp.run.reference})")
     retry = f", {len(errors)} of them errors to retry" if errors else ""
     where = f"run dir {run_dir}" if run_dir is not None else "a new run dir (no hydra.run.dir given)"
     say(f"  {where}: {len(have)} of {len(keys)} tasks already done{retry}; the run would compute {todo}")
@@ -296,25 +293,17 @@ def dry_run(cfg: DictConfig, run_dir: Path | None, say) -> dict:
             "failed": 0}
 
 
-def _only_datasets(cfg: DictConfig, data: dict) -> DictConfig:
-    """cfg with only the dataset entries in data (a dry run plans what the store holds)."""
-    cfg = effective_config(cfg)
-    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
-    out.datasets = {k: v for k, v in out.datasets.items() if k in data}
-    return out
-
-
-def check_paper(cfg: DictConfig) -> None:
+def check_paper(exp: Experiment) -> None:
     """`paper:` must name a registered reproduction (pipeline/papers/), checked before any work."""
     from .papers import PAPERS, names
-    if cfg.get("paper") is not None and cfg.paper not in PAPERS:
-        raise ConfigError(f"paper={cfg.paper!r}: no such reproduction; registered: {', '.join(names())}")
+    if exp.paper is not None and exp.paper not in PAPERS:
+        raise ConfigError(f"paper={exp.paper!r}: no such reproduction; registered: {', '.join(names())}")
 
 
-def write_reproduction(cfg: DictConfig, run_dir: Path, root: str) -> Path | None:
+def write_reproduction(exp: Experiment, run_dir: Path, root: str) -> Path | None:
     """The last step for a paper's experiment: its writer turns the run's tables into
     outputs/papers/<name>/ (the run's own papers/<name>/ under smoke=true)."""
-    if cfg.get("paper") is None:
+    if exp.paper is None:
         return None
     from .papers import out_dir, write_paper
-    return write_paper(cfg.paper, run_dir, out_dir(cfg.paper, run_dir, bool(cfg.smoke)), root)
+    return write_paper(exp.paper, run_dir, out_dir(exp.paper, run_dir, exp.smoke), root)

@@ -314,6 +314,8 @@ class QColumnCache:
     x_norms : ndarray (n,) or None
         Squared row norms when known.
 
+    Notes
+    -----
     ``columns(idx)`` returns full columns Q[:, idx] (misses computed together by one BLAS
     block, `kernel_block`); the numba solvers call `_cache_get` on ``state`` directly.
     ``hits``/``misses`` count column requests.
@@ -373,7 +375,7 @@ class QColumnCache:
         self.state[7][_EPOCH] += 1
 
     def block(self, rows, cols) -> np.ndarray:
-        """Q[rows][:, cols] computed directly (BLAS), bypassing the cache."""
+        """``Q[rows][:, cols]`` computed directly (BLAS), bypassing the cache."""
         K = kernel_block(self.kernel, self.X[rows], self.X[cols], self.x_norms[rows], self.x_norms[cols])
         K *= self.y[rows][:, None]
         K *= self.y[cols][None, :]

@@ -26,7 +26,7 @@ duros_katzman eq. (5): on the current sv the Newton point is
     beta_sv = (K_sv + lambda I)^{-1} y_sv,  other beta_i = 0,   lambda = 1/(2C)
 
 (the squared-hinge stationarity beta_i = 2C (y_i - f_i) on sv), solved directly; with a free
-intercept the bordered system [[K_sv + lambda I, 1], [1', 0]] [beta; b] = [y_sv; 0]; a
+intercept the bordered system ``[[K_sv + lambda I, 1], [1', 0]] [beta; b] = [y_sv; 0]``; a
 regularized intercept is the kernel K + B^2 (b = B^2 sum beta). The step from the current beta
 to the Newton point is taken with the same exact line search. ``start="doubling"`` is Algorithm 1's
 recursive start: solve on the first half (of a seeded permutation) down to ``doubling_n0``

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ctypes
 import json
 import logging
@@ -36,8 +37,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
+from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan
 from ..results.tables import iter_records, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
@@ -358,7 +358,7 @@ def shared_client(cluster):
         with open_client(cluster) as client:
             yield client
         return
-    config = OmegaConf.to_container(cluster, resolve=True)
+    config = as_dict(cluster)
     # A client that lost its scheduler (an address cluster restarted between two jobs) is
     # replaced rather than handed to the next job.
     if _KEPT and (_KEPT[0][0] != config or _KEPT[0][2].status != "running"):
@@ -375,13 +375,15 @@ def probe_cluster(cluster) -> None:
     cluster=address, ClusterError naming the address unless something accepts a TCP connection
     there: a refused port is known at once, where distributed retries it for its
     whole timeout (30 s) and then prints a long traceback."""
-    import socket
-    from urllib.parse import urlsplit
     if cluster.kind == "slurm":
         _lifetime_s(cluster)      # a walltime that cannot hold a worker's lifetime, before any work
-    if cluster.kind != "address":
-        return
-    address = cluster.address
+    if cluster.kind == "address":
+        _probe_address(cluster.address)
+
+
+def _probe_address(address: str) -> None:
+    import socket
+    from urllib.parse import urlsplit
     parts = urlsplit(address if "://" in address else f"tcp://{address}")
     if parts.scheme in ("tcp", "tls") and parts.hostname and parts.port:
         try:
@@ -394,7 +396,7 @@ def probe_cluster(cluster) -> None:
 def _connect(address: str, sec):
     """A client of the scheduler at address, or ClusterError naming it within CONNECT_TIMEOUT_S."""
     from distributed import Client
-    probe_cluster(OmegaConf.create({"kind": "address", "address": address}))
+    _probe_address(address)
     if address.startswith("tls://") and sec is None:
         raise ClusterError(f"cluster.address={address}: a tls:// scheduler needs cluster.security.ca_file, "
                            f".cert and .key (PEM files)")
@@ -408,19 +410,19 @@ def _connect(address: str, sec):
 
 def security(cluster):
     """distributed's Security from cluster.security (CA, certificate and key files), or None."""
-    conf = cluster.get("security")
+    conf = cluster.security
     if not conf or not conf.get("ca_file"):
         return None
     from distributed.security import Security
-    return Security(tls_ca_file=conf.ca_file, tls_client_cert=conf.cert, tls_client_key=conf.key,
+    return Security(tls_ca_file=conf["ca_file"], tls_client_cert=conf["cert"], tls_client_key=conf["key"],
                     require_encryption=True)
 
 
 def _adapt_range(kind: str, cluster) -> dict:
     a = cluster.adapt
     # dask-jobqueue scales in jobs (each `processes` workers); dask-kubernetes in workers.
-    return ({"minimum_jobs": int(a.minimum), "maximum_jobs": int(a.maximum)} if kind == "slurm"
-            else {"minimum": int(a.minimum), "maximum": int(a.maximum)})
+    return ({"minimum_jobs": int(a["minimum"]), "maximum_jobs": int(a["maximum"])} if kind == "slurm"
+            else {"minimum": int(a["minimum"]), "maximum": int(a["maximum"])})
 
 
 def _walltime_s(walltime: str) -> int:
@@ -442,7 +444,7 @@ def _walltime_s(walltime: str) -> int:
 
 def _lifetime_s(cluster) -> int:
     """A SLURM worker's --lifetime: the walltime less the margin, which must leave room for the stagger."""
-    walltime = cluster.jobqueue.walltime
+    walltime = cluster.jobqueue.get("walltime")
     lifetime = _walltime_s(walltime) - int(cluster.lifetime_margin_s)
     if lifetime <= int(cluster.lifetime_stagger_s):
         raise ClusterError(f"cluster.jobqueue.walltime={walltime}: too short for lifetime_margin_s="
@@ -461,7 +463,7 @@ def slurm_cluster(cluster):
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
-    jq = dict(OmegaConf.to_container(cluster.jobqueue, resolve=True))
+    jq = thaw(cluster.jobqueue)
     lifetime = _lifetime_s(cluster)
     jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
@@ -481,11 +483,11 @@ def kubernetes_cluster(cluster):
         from dask_kubernetes.operator import KubeCluster
     except ImportError:
         raise ClusterError("cluster=kubernetes needs dask-kubernetes: pip install 'svmbench[kubernetes]'") from None
-    k = OmegaConf.to_container(cluster.kubernetes, resolve=True)
+    k = thaw(cluster.kubernetes)
     from .sandbox import THREAD_VARS
     env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **quiet_dask_env(), **(k.get("env") or {})}
     return KubeCluster(name=k["name"], image=k["image"], resources=k.get("resources") or {}, env=env,
-                       n_workers=int(cluster.adapt.minimum))
+                       n_workers=int(cluster.adapt["minimum"]))
 
 
 def _progress(total: int, enabled: bool):
@@ -687,16 +689,17 @@ class WarmUp:
 WARMUP_WAIT_S = 300
 
 
-def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, warmup: WarmUp | None = None) -> Summary:
+def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, client=None,
+            warmup: WarmUp | None = None) -> Summary:
     """Run every task of the plan whose shard is missing; write a shard per task as tasks
-    finish. client: a Dask client already open for cfg.cluster, and warmup its warm-up
+    finish. client: a Dask client already open for exp.cluster, and warmup its warm-up
     (`warm_workers`), which run.py starts while it plans; without one, execute opens the
     cluster itself when there is work, and warms it. The phase's clock starts once every
     worker thread is warm: the cluster's start and warm-up are the command's fixed cost, reported
     apart (Summary.startup_s), not a per-task cost."""
     specs = {**plan.references, **plan.fits}
     have = finished_keys(run_dir)
-    errors = error_keys(run_dir, have & specs.keys()) if cfg.run.retry_errors else set()
+    errors = error_keys(run_dir, have & specs.keys()) if exp.run.retry_errors else set()
     if errors:
         # A fixed environment must be able to finish the run; the newer shard replaces its record.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
@@ -707,7 +710,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
         log(f"resuming: {skipped} of {len(specs)} tasks already have shards in {run_dir}/shards; skipping them")
     failed = 0
     dashboard = None
-    cluster = cfg.cluster if todo else OmegaConf.create({"kind": "sequential"})
+    cluster = exp.cluster if todo else dataclasses.replace(exp.cluster, kind="sequential")
     n_tasks = 0
     loads = None
     worker_rss = (0.0, 0.0, None)
@@ -717,7 +720,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
             warmup = WarmUp(warm_workers(client, sorted({s["solver"] for s in todo}), int(cluster.blas_threads)),
                             started=started, planned=started)
-        chunk = cfg.run.get("chunk", "auto")
+        chunk = exp.run.chunk
         shards = ShardWriter(run_dir)
 
         def finish(units, records):
@@ -736,7 +739,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
         if client is None:
             before = _worker_loads(None) if todo else None
             t0 = time.perf_counter()
-            bar = _progress(len(todo), bool(cfg.run.progress))
+            bar = _progress(len(todo), bool(exp.run.progress))
             for units in make_tasks(make_units(todo), 1, chunk):
                 finish(units, run_task(units, root))
                 n_tasks += 1
@@ -760,16 +763,16 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 # 10,000 specs on the client) and of its result to size it; bytes it passes
                 # through. The pickle also keeps the one data dict that the task's specs share.
                 return (units, pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL),
-                        hard_limits(plan, float(cfg.run.timeout_grace_s), [s for u in units for s in u]))
+                        hard_limits(plan, float(exp.run.timeout_grace_s), [s for u in units for s in u]))
 
             # A few tasks per worker thread at a time, so each next one is cut knowing the pace.
             pending = as_completed()
 
             def submit(task):
                 units, payload, task_limits = task
-                fut = client.submit(run_sandboxed, payload, root, task_limits, int(cfg.run.retries),
+                fut = client.submit(run_sandboxed, payload, root, task_limits, int(exp.run.retries),
                                     int(cluster.blas_threads), key=units[0][0]["key"],
-                                    retries=int(cfg.run.retries), pure=False)
+                                    retries=int(exp.run.retries), pure=False)
                 futures[fut] = units
                 pending.add(fut)
 
@@ -784,7 +787,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
             t0 = time.perf_counter()
             for task in first_wave:
                 submit(task)
-            bar = _progress(len(todo), bool(cfg.run.progress))     # after the first tasks are out
+            bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
             for fut in pending:
                 units = futures.pop(fut)
                 if pace is not None:
@@ -797,7 +800,7 @@ def execute(plan: Plan, run_dir: Path, cfg, root: str, log=print, client=None, w
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
                     records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
                                 "error": f"{type(exc).__name__}: {exc} (the task did not return; "
-                                         f"retried {cfg.run.retries} times)"} for u in units for spec in u]
+                                         f"retried {exp.run.retries} times)"} for u in units for spec in u]
                 fut.release()
                 n_tasks += 1
                 seconds = sum(r.get("task_time_s") or 0.0 for r in records)

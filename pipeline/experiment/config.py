@@ -1,144 +1,40 @@
-"""The experiment schema (structured configs) and its validation.
+"""Composing and validating an experiment: the one place that reads the DictConfig.
 
-Hydra composes `conf/`; the dataclasses below are registered as the schema ``base_config``, so
+Hydra composes `conf/` over the schema (`schema.Config`, registered as ``base_config``), so
 OmegaConf already refuses a wrong type or an unknown top-level key. `validate` then checks every
 value against what the code accepts (solver names and their declared parameters, dataset
-builders, CV settings, cluster kinds) before any task runs, and names the key and the value.
+builders, CV settings, cluster kinds) before any task runs, names the key and the value, and
+returns the typed, frozen `experiment.Experiment` that every later stage takes instead.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-
-# Problem-level keys of a solver entry (they define the optimisation problem), budget keys,
-# and bookkeeping keys; everything else in params/grid is a solver parameter checked against
-# the solver's own declaration in the registry.
-PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma", "degree", "coef0",
-                "huber_k", "lambda", "lambda_convention")
-BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
-TASK_KEYS = ("multi_class",)
-CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
-CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
-SCALINGS = ("none", "standard", "maxabs", "minmax")
-REFERENCE_MODES = ("auto", True, False)
-
-
-REPORT_KEYS = ("baseline",)                  # what the report reads from a run's config
-
-
-class ConfigError(ValueError):
-    """An invalid experiment setting; the message names the key and the value."""
-
-
-@dataclass
-class DatasetConf:
-    builder: Optional[str] = None           # built-in builder name; default: the entry's key
-    params: Dict[str, Any] = field(default_factory=dict)
-    scale: str = "none"                      # fitted on the training fold only
-    max_rows: Optional[int] = None           # stratified subsample before the folds (smoke, tests)
-    positive: Optional[Any] = None           # label that becomes +1 (default: the larger label)
-    # Problem keys for this dataset alone (C or lambda with lambda_convention, loss, ...): each
-    # replaces every solver's value of that key on this dataset (a paper's lambda per dataset).
-    problem: Dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class SolverConf:
-    solver: Optional[str] = None             # registered solver; default: the entry's key
-    params: Dict[str, Any] = field(default_factory=dict)
-    grid: Dict[str, Any] = field(default_factory=dict)
-    # The dataset entries this entry runs on (default: every selected one); bertini's one-vs-all
-    # entry runs on the three-class set only, and its C x gamma grids on the binary one only.
-    datasets: Optional[list] = None
-    folds: Optional[int] = None              # only the first `folds` folds (a costly entry on a sample)
-
-
-@dataclass
-class CVConf:
-    kind: str = "kfold"
-    folds: int = 5
-    shuffle: bool = True
-    test_size: float = 0.1
-    rounds: int = 10
-    n_train: Any = None                      # ordered: the first n_train rows (int, or a fraction in (0, 1)) train
-
-
-@dataclass
-class ClusterConf:
-    kind: str = "local"
-    n_workers: Optional[int] = None          # local: default = cores
-    threads_per_worker: int = 1
-    address: Optional[str] = None            # address: tcp://host:8786
-    memory_limit: str = "auto"
-    dashboard_address: Optional[str] = ":0"
-    jobqueue: Dict[str, Any] = field(default_factory=dict)   # slurm: dask-jobqueue's SLURMCluster kwargs
-    kubernetes: Dict[str, Any] = field(default_factory=dict)  # kubernetes: name, image, resources, env
-    adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
-    lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
-    lifetime_stagger_s: int = 240            # slurm: ... give or take this long
-    blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
-    # TLS to the scheduler (address): distributed's Security from these PEM files
-    security: Dict[str, Any] = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
-
-
-@dataclass
-class StoreConf:
-    root: Optional[str] = None               # default: $SVMBENCH_STORE or the user cache dir
-
-
-@dataclass
-class RunConf:
-    timeout_s: Optional[float] = 600.0       # solver time limit per task (status "timeout")
-    # On a Dask cluster a spec still running timeout_s (x binary problems) + this grace after it
-    # started is killed from outside and recorded as "timeout" (pipeline/engine/sandbox.py).
-    timeout_grace_s: float = 60.0
-    retries: int = 1                         # re-run of a task whose worker died
-    trace: bool = True
-    trace_per_decade: int = 10
-    trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
-    # The recorder's share of solver time (it defers due points beyond it); null: every due point,
-    # for figures that need a point per pass whatever it costs (roethel_brynda's Figures 5-6).
-    trace_overhead: Optional[float] = 0.05
-    keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
-    # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
-    # or more solver entries fit (what the comparison tables need), true for all, false none.
-    reference: Any = "auto"
-    reference_tol: float = 1e-9
-    reference_max_iter: int = 100_000
-    reference_time_limit_s: Optional[float] = 60.0   # per reference; a stop is flagged, not hidden
-    warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
-    chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
-    progress: bool = True
-    dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
-    retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
-
-
-@dataclass
-class Config:
-    name: str = "default"
-    # Entries are typed by `typed` (below) rather than by Dict[str, DatasetConf]: OmegaConf
-    # cannot add a new typed entry from the command line (+solvers.dcd_l2={solver: dcd, ...}).
-    datasets: Dict[str, Any] = field(default_factory=dict)
-    solvers: Dict[str, Any] = field(default_factory=dict)
-    # One sweep for every selected solver that takes the key (see `shared_grid_targets`).
-    grid: Dict[str, Any] = field(default_factory=dict)
-    cv: CVConf = field(default_factory=CVConf)
-    cluster: ClusterConf = field(default_factory=ClusterConf)
-    store: StoreConf = field(default_factory=StoreConf)
-    run: RunConf = field(default_factory=RunConf)
-    seed: int = 0
-    smoke: bool = False
-    report: Dict[str, Any] = field(default_factory=dict)
-    # A paper reproduction: after the report, run.py calls the writer registered under this name
-    # in pipeline/papers/, which writes outputs/papers/<name>/ (the run's folder under smoke).
-    paper: Optional[str] = None
+from ..installation import CONF_DIR   # the checkout's conf/, or the wheel's pipeline/conf/
+from .experiment import CV, Cluster, DatasetEntry, Experiment, Run, SolverEntry, freeze, section
+from .schema import (  # noqa: F401  (the schema's names are part of this module's interface)
+    BUDGET_KEYS,
+    CLUSTER_KINDS,
+    CV_KINDS,
+    PROBLEM_KEYS,
+    REFERENCE_MODES,
+    REPORT_KEYS,
+    SCALINGS,
+    TASK_KEYS,
+    ClusterConf,
+    Config,
+    ConfigError,
+    CVConf,
+    DatasetConf,
+    RunConf,
+    SolverConf,
+    StoreConf,
+)
 
 
 def register_schema() -> None:
@@ -603,9 +499,9 @@ def _check_dataset_problem(key: str, problem: dict, fail) -> None:
                  "sweep it in a solver's grid)")
 
 
-def validate(cfg: DictConfig) -> DictConfig:
-    """Check every setting before any work starts and return the typed config.
-    Raises ConfigError naming key and value."""
+def validate(cfg: DictConfig) -> Experiment:
+    """Check every setting before any work starts and return the typed, frozen experiment that
+    every later stage takes (`experiment.Experiment`). Raises ConfigError naming key and value."""
     import solvers
     from solvers.problem import INTERCEPTS, LOSSES
 
@@ -753,6 +649,55 @@ def validate(cfg: DictConfig) -> DictConfig:
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
+    return _experiment(cfg)
+
+
+def _experiment(cfg: DictConfig) -> Experiment:
+    """The typed, frozen experiment of a validated (typed) config, with smoke's reductions."""
+    composed = freeze(_plain(cfg))
+    root = store_root(cfg)
+    cfg = smoke(cfg) if cfg.smoke else cfg
+    plain = _plain(cfg)
+    datasets = {key: DatasetEntry(key=key, builder=ds["builder"] or key, params=freeze(ds["params"] or {}),
+                                  scale=ds["scale"], max_rows=ds["max_rows"], positive=ds["positive"],
+                                  problem=freeze(ds["problem"] or {}))
+                for key, ds in plain["datasets"].items()}
+    entries = {key: SolverEntry(key=key, solver=sc["solver"] or key, params=freeze(sc["params"] or {}),
+                                grid=freeze(sc["grid"] or {}),
+                                points=freeze(grid_points(sc["grid"], f"solvers.{key}.grid")),
+                                datasets=None if sc["datasets"] is None else tuple(sc["datasets"]),
+                                folds=sc["folds"])
+               for key, sc in plain["solvers"].items()}
+    return Experiment(name=plain["name"], datasets=freeze(datasets), solvers=freeze(entries),
+                      cv=section(CV, plain["cv"]), cluster=section(Cluster, plain["cluster"]),
+                      run=section(Run, plain["run"]), store_root=root, seed=plain["seed"],
+                      smoke=plain["smoke"], report=freeze(plain.get("report") or {}),
+                      paper=plain.get("paper"), composed=composed)
+
+
+def smoke(cfg: DictConfig) -> DictConfig:
+    """smoke=true: a few hundred rows, 2 folds, two grid values, few iterations."""
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    for ds in cfg.datasets.values():
+        ds.max_rows = min(ds.max_rows or 300, 300)
+        # Generators are shrunk at the source too: subsampling a 100k-row build is not seconds.
+        if "n_samples" in ds.params:
+            ds.params.n_samples = min(int(ds.params.n_samples), 2000)
+    # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
+    cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
+    # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
+    # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
+    cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
+    if cfg.cv.kind in ("kfold", "kfold_test"):
+        cfg.cv.folds = 2
+    if cfg.cv.kind == "repeated":
+        cfg.cv.rounds = min(cfg.cv.rounds, 2)
+    for sc in cfg.solvers.values():
+        for key, values in list(sc.grid.items()):
+            if key != "zip" and isinstance(values, list) or OmegaConf.is_list(values):
+                sc.grid[key] = list(values)[:2]
+        if sc.params.get("max_iter") is not None:
+            sc.params.max_iter = min(int(sc.params.max_iter), 200)
     return cfg
 
 

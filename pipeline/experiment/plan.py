@@ -1,4 +1,4 @@
-"""Plan: the composed config becomes immutable run specs with deterministic keys.
+"""Plan: the validated experiment becomes immutable run specs with deterministic keys.
 
 A run spec is plain JSON data (dataset fingerprint, solver and version, resolved problem and
 solver parameters, budget, CV scheme and fold, seed). Its key is the hash of its canonical JSON:
@@ -6,7 +6,7 @@ equal specs give equal keys on every machine, so a rerun into the same run direc
 shards it already has. The hashing rules live here and nowhere else (`canonical_json`,
 `spec_key`) and are pinned by tests.
 
-`build_plan` is a pure function of the config and the datasets' metadata and labels: it builds
+`build_plan` is a pure function of the `Experiment` and the datasets' metadata and labels: it builds
 nothing and reads nothing. `run.py` materialises the datasets first (`run.materialise_datasets`
 builds what the store lacks) and hands their (meta, labels) in, so a plan can be made,
 inspected and tested without a store.
@@ -34,10 +34,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
-from .config import (BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS, ConfigError, apply_dataset_problem, grid_points,
-                     typed)
+from .config import ConfigError, apply_dataset_problem
+from .experiment import Experiment, as_dict, thaw
+from .schema import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS
 
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
@@ -271,55 +271,24 @@ def _problem_params(merged: dict, spec) -> dict:
     return p
 
 
-def effective_config(cfg: DictConfig) -> DictConfig:
-    """The config a plan is made from: entries typed, and shrunk when smoke=true (idempotent)."""
-    cfg = typed(cfg)
-    return _smoke(cfg) if cfg.smoke else cfg
-
-
-def _smoke(cfg: DictConfig) -> DictConfig:
-    """smoke=true: a few hundred rows, 2 folds, two grid values, few iterations."""
-    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
-    for ds in cfg.datasets.values():
-        ds.max_rows = min(ds.max_rows or 300, 300)
-        # Generators are shrunk at the source too: subsampling a 100k-row build is not seconds.
-        if "n_samples" in ds.params:
-            ds.params.n_samples = min(int(ds.params.n_samples), 2000)
-    # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
-    cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
-    # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
-    # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
-    cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
-    if cfg.cv.kind in ("kfold", "kfold_test"):
-        cfg.cv.folds = 2
-    if cfg.cv.kind == "repeated":
-        cfg.cv.rounds = min(cfg.cv.rounds, 2)
-    for sc in cfg.solvers.values():
-        for key, values in list(sc.grid.items()):
-            if key != "zip" and isinstance(values, list) or OmegaConf.is_list(values):
-                sc.grid[key] = list(values)[:2]
-        if sc.params.get("max_iter") is not None:
-            sc.params.max_iter = min(int(sc.params.max_iter), 200)
-    return cfg
-
-
-def build_plan(cfg: DictConfig, labels: dict) -> Plan:
+def build_plan(exp: Experiment, labels: dict) -> Plan:
     """The folds and the solver x grid x fold product as fit and reference specs.
 
     labels: dataset entry -> (meta, y), as `run.materialise_datasets` returns (pure: the plan
-    depends on the config and on the datasets only through their fingerprints and labels)."""
+    depends on the experiment and on the datasets only through their fingerprints and labels)."""
     import solvers
 
-    cfg = effective_config(cfg)
-    cv = OmegaConf.to_container(cfg.cv, resolve=True)
+    if not isinstance(exp, Experiment):
+        raise TypeError(f"build_plan takes the Experiment that config.validate returns, not a {type(exp).__name__}")
+    cv = as_dict(exp.cv)
     if cv.get("n_train") is None:   # unset (every scheme but ordered) stays out of the keys, so they stay as they were
         cv.pop("n_train", None)
     fits, refs, datasets = {}, {}, {}
-    for dkey, ds in cfg.datasets.items():
+    for dkey, ds in exp.datasets.items():
         if dkey not in labels:
             raise ValueError(f"datasets.{dkey}: not materialised (call materialise_datasets first)")
         meta, y = labels[dkey]
-        rows_seed = seed_from_key(spec_key({"rows": meta["fingerprint"], "seed": cfg.seed}))
+        rows_seed = seed_from_key(spec_key({"rows": meta["fingerprint"], "seed": exp.seed}))
         check_labels(f"datasets.{dkey}", meta["name"], y, cv)
         rows = subsample_rows(y, ds.max_rows, rows_seed)
         check_labels(f"datasets.{dkey}", meta["name"], y[rows], cv, ds.max_rows)
@@ -327,28 +296,28 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
             yb, classes = binary_labels(y[rows], ds.positive)
         except ValueError as exc:
             raise ConfigError(f"datasets.{dkey}.positive: {exc}") from None
-        folds_seed = seed_from_key(spec_key({"folds": meta["fingerprint"], "cv": cv, "seed": cfg.seed}))
+        folds_seed = seed_from_key(spec_key({"folds": meta["fingerprint"], "cv": cv, "seed": exp.seed}))
         folds = make_folds(yb, cv, folds_seed)
         data = {"entry": dkey, "name": meta["name"], "fingerprint": meta["fingerprint"],
                 "scale": ds.scale, "max_rows": ds.max_rows, "rows_seed": rows_seed,
                 "positive": ds.positive, "cv": cv, "folds_seed": folds_seed}
         datasets[dkey] = {**data, "n_rows": int(len(rows)), "n_features": int(meta["n_features"]),
                           "classes": classes, "folds": folds, "heldout": heldout_rows(yb, cv, folds_seed)}
-        for skey, sc in cfg.solvers.items():
+        for skey, sc in exp.solvers.items():
             if sc.datasets is not None and dkey not in sc.datasets:
                 continue
-            name = sc.solver or skey
+            name = sc.solver
             spec = solvers.get_solver(name)
-            base = OmegaConf.to_container(sc.params, resolve=True) or {}
-            ds_problem = OmegaConf.to_container(ds.problem, resolve=True) or {}
-            for point in grid_points(sc.grid, f"solvers.{skey}.grid"):
+            base = thaw(sc.params)
+            ds_problem = thaw(ds.problem)
+            for point in thaw(sc.points):
                 # A dataset's own problem keys (a paper's lambda per dataset) replace the grid's.
                 merged, point = apply_dataset_problem(base, point, ds_problem)
                 problem = _problem_params(merged, spec)
                 budget = {k: merged.get(k) for k in BUDGET_KEYS}
                 budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)
                 if budget["time_limit_s"] is None:
-                    budget["time_limit_s"] = cfg.run.timeout_s
+                    budget["time_limit_s"] = exp.run.timeout_s
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
                            if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
@@ -357,15 +326,15 @@ def build_plan(cfg: DictConfig, labels: dict) -> Plan:
                                 "solver": name, "solver_version": spec.version, "family": spec.family,
                                 "problem": problem, "budget": budget, "solver_params": sparams,
                                 "task": task, "grid_point": _normalise(point),
-                                "trace": _trace_spec(cfg.run),
-                                "warm_start": bool(cfg.run.warm_start and spec.warm_start
+                                "trace": _trace_spec(exp.run),
+                                "warm_start": bool(exp.run.warm_start and spec.warm_start
                                                    and "lambda" not in problem and len(classes) == 2)}
-                    if cfg.run.keep_models:   # only when asked, so default keys stay as they were
+                    if exp.run.keep_models:   # only when asked, so default keys stay as they were
                         fit_spec["keep_model"] = True
                     _finish(fit_spec, "fit-")
                     fit_spec["reference_key"] = None
                     fits[fit_spec["key"]] = fit_spec
-    _attach_references(fits, refs, datasets, cfg)
+    _attach_references(fits, refs, datasets, exp.run)
     return Plan(fits=fits, references=refs, datasets=datasets)
 
 
@@ -425,18 +394,18 @@ def path_key(spec: dict) -> str | None:
     return spec_key(rest, "path-")
 
 
-def _attach_references(fits: dict, refs: dict, datasets: dict, cfg) -> None:
+def _attach_references(fits: dict, refs: dict, datasets: dict, run) -> None:
     """Point each binary fit at the certified reference solve of its problem, by run.reference:
     true for all, false for none, auto only for problems that two or more solver entries fit
     (the comparison tables and figures; a plain CV sweep needs no f* and pays for none)."""
-    mode = cfg.run.reference
+    mode = run.reference
     if mode is False:
         return
     by_ref: dict = {}
     for spec in fits.values():
         if len(datasets[spec["data"]["entry"]]["classes"]) != 2:
             continue   # f* is defined for binary problems; multiclass fits report summed certificates
-        ref = _reference(spec["data"], spec["fold"], spec["problem"], cfg,
+        ref = _reference(spec["data"], spec["fold"], spec["problem"], run,
                          datasets[spec["data"]["entry"]]["n_features"])
         if ref is not None:
             by_ref.setdefault(ref["key"], (ref, []))[1].append(spec)
@@ -448,14 +417,14 @@ def _attach_references(fits: dict, refs: dict, datasets: dict, cfg) -> None:
             s["reference_key"] = key
 
 
-def _reference(data: dict, fold: int, problem: dict, cfg, n_features: int | None = None) -> dict | None:
+def _reference(data: dict, fold: int, problem: dict, run, n_features: int | None = None) -> dict | None:
     solver = reference_solver(problem, n_features)
     if solver is None:
         return None
     import solvers
     ref = {"kind": "reference", "data": data, "fold": fold, "problem": problem, "solver": solver,
            "solver_version": solvers.get_solver(solver).version,
-           "budget": {"tol": float(cfg.run.reference_tol), "max_iter": int(cfg.run.reference_max_iter),
-                      "time_limit_s": cfg.run.reference_time_limit_s}}
+           "budget": {"tol": float(run.reference_tol), "max_iter": int(run.reference_max_iter),
+                      "time_limit_s": run.reference_time_limit_s}}
     _finish(ref, "ref-")
     return ref

@@ -30,7 +30,7 @@ import solvers.problem as problem_module
 import solvers.registry as registry
 from pipeline.engine import tasks
 from pipeline.bench import SCENARIOS
-from pipeline.experiment.config import compose, store_root
+from pipeline.experiment.config import compose, store_root, validate
 from pipeline.engine.execute import make_units
 from pipeline.experiment.plan import build_plan
 from pipeline.report import markdown_table
@@ -102,7 +102,8 @@ def main(argv=None) -> int:
     ap.add_argument("--folds", type=int, default=250, help="the first N of the 250 splits")
     args = ap.parse_args(argv)
     cfg = compose(["+experiment=bench_sweep", *SCENARIOS["c"], GRID])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     units = [u for u in make_units(list(plan.fits.values())) if u[0]["fold"] < args.folds]
     tasks.warm(["dcd"])                   # as the sandbox's warm-up does, before any task
     seconds, calls = defaultdict(float), Counter()

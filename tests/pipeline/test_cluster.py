@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from pipeline.engine import execute
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
 from pipeline.results.tables import outcomes
 from pipeline.run import run
@@ -299,7 +299,7 @@ def test_slurm_job_script(monkeypatch):
     pytest.importorskip("dask_jobqueue")
     cfg = compose(["cluster=slurm", "cluster.jobqueue.queue=short", "cluster.jobqueue.account=proj7",
                    "cluster.jobqueue.walltime=02:00:00", "cluster.jobqueue.memory=8GB"])
-    with slurm_cluster(cfg.cluster) as slurm:
+    with slurm_cluster(validate(cfg).cluster) as slurm:
         script = slurm.job_script()
     lines = script.splitlines()
     for directive in ("#SBATCH -p short", "#SBATCH -A proj7", "#SBATCH -t 02:00:00", "#SBATCH --cpus-per-task=4"):
@@ -375,7 +375,7 @@ def test_local_cluster_runs_without_dasks_profiler_and_with_slow_ticks():
     import dask
     cfg = compose(["cluster=local", "cluster.n_workers=1", "cluster.dashboard_address=null"])
     with dask.config.set({"distributed.admin.system-monitor.interval": "2s"}):   # the user's own
-        with open_client(cfg.cluster) as client:
+        with open_client(validate(cfg).cluster) as client:
             workers = list(client.run(_worker_instruments).values())
             scheduler = client.run_on_scheduler(_scheduler_instruments)
         assert dask.config.get("distributed.admin.tick.interval") == "20ms"

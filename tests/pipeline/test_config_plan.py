@@ -54,7 +54,7 @@ def test_wrong_type_is_refused_by_the_schema(tmp_path):
 
 def test_new_solver_entry_from_the_command_line(tmp_path):
     cfg = validate(_cfg(tmp_path, "+solvers.dcd_l2={solver: dcd, params: {loss: squared_hinge}, grid: {C: [1, 2]}}"))
-    assert cfg.solvers.dcd_l2.solver == "dcd" and list(cfg.solvers.dcd_l2.grid.C) == [1, 2]
+    assert cfg.solvers["dcd_l2"].solver == "dcd" and list(cfg.solvers["dcd_l2"].grid["C"]) == [1, 2]
     with pytest.raises(ConfigError, match=r"solvers.bad.colour: unknown key; valid: solver, params, grid"):
         validate(_cfg(tmp_path, "+solvers.bad={solver: dcd, colour: red}"))
 
@@ -81,14 +81,15 @@ def test_plan_is_deterministic_and_complete(tmp_path):
     overrides = ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=100", "cv.folds=3",
                  "run.reference=true", "solvers.dcd.grid.C=[0.1,1]"]
     cfg = _cfg(tmp_path, *overrides)
-    data = materialise_datasets(cfg)
-    p1 = build_plan(cfg, data)
-    p2 = build_plan(_cfg(tmp_path, *overrides), materialise_datasets(cfg))
+    exp = validate(cfg)
+    data = materialise_datasets(exp)
+    p1 = build_plan(exp, data)
+    p2 = build_plan(validate(_cfg(tmp_path, *overrides)), materialise_datasets(exp))
     assert list(p1.fits) == list(p2.fits) and len(p1.fits) == 2 * 3
     # One reference per (C, fold): the solver's own settings do not change the problem.
     assert len(p1.references) == 2 * 3
     assert all(f["reference_key"] in p1.references for f in p1.fits.values())
-    p3 = build_plan(_cfg(tmp_path, *overrides[:-1], "solvers.dcd.grid.C=[0.1,2]"), data)
+    p3 = build_plan(validate(_cfg(tmp_path, *overrides[:-1], "solvers.dcd.grid.C=[0.1,2]")), data)
     assert len(set(p1.fits) & set(p3.fits)) == 3
 
 
@@ -100,19 +101,19 @@ def test_reference_auto_only_where_two_solver_entries_share_a_problem(tmp_path):
             "solvers.dcd.grid.C=[0.1,1]", "solvers.dcd.params.loss=hinge", "solvers.dcd.params.intercept=regularized"]
     lib = ["solvers.liblinear.grid.C=[1]", "solvers.liblinear.params.loss=hinge",
            "solvers.liblinear.params.intercept=regularized"]
-    data = materialise_datasets(_cfg(tmp_path, *base, "solvers=[dcd]"))
-    plain = build_plan(_cfg(tmp_path, *base, "solvers=[dcd]"), data)
+    data = materialise_datasets(validate(_cfg(tmp_path, *base, "solvers=[dcd]")))
+    plain = build_plan(validate(_cfg(tmp_path, *base, "solvers=[dcd]")), data)
     assert plain.references == {} and all(f["reference_key"] is None for f in plain.fits.values())
-    both = build_plan(_cfg(tmp_path, *base, *lib, "solvers=[dcd,liblinear]"), data)
+    both = build_plan(validate(_cfg(tmp_path, *base, *lib, "solvers=[dcd,liblinear]")), data)
     # Only C=1 is fitted by both entries: 2 folds -> 2 references, and the C=0.1 fits have none.
     assert len(both.references) == 2
     shared = [f for f in both.fits.values() if f["problem"]["C"] == 1.0]
     assert {f["reference_key"] for f in shared} == set(both.references)
     assert all(f["reference_key"] is None for f in both.fits.values() if f["problem"]["C"] == 0.1)
     assert set(plain.fits) <= set(both.fits)
-    assert build_plan(_cfg(tmp_path, *base, *lib, "solvers=[dcd,liblinear]", "run.reference=false"),
+    assert build_plan(validate(_cfg(tmp_path, *base, *lib, "solvers=[dcd,liblinear]", "run.reference=false")),
                       data).references == {}
-    every = build_plan(_cfg(tmp_path, *base, "solvers=[dcd]", "run.reference=true"), data)
+    every = build_plan(validate(_cfg(tmp_path, *base, "solvers=[dcd]", "run.reference=true")), data)
     assert len(every.references) == 4 and set(every.fits) == set(plain.fits)
 
 
@@ -122,16 +123,16 @@ def test_path_keys_group_c_values_and_keys_ignore_neighbours(tmp_path):
     or run.warm_start=false has no path."""
     base = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100", "cv.folds=2", "solvers=[dcd,pegasos]",
             "solvers.pegasos.grid.C=[1,10]"]
-    data = materialise_datasets(_cfg(tmp_path, *base))
-    plan = build_plan(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,1,10]"), data)
+    data = materialise_datasets(validate(_cfg(tmp_path, *base)))
+    plan = build_plan(validate(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,1,10]")), data)
     dcd = [f for f in plan.fits.values() if f["solver"] == "dcd"]
     paths = {}
     for f in dcd:
         paths.setdefault(f["path"], set()).add((f["fold"], f["problem"]["C"]))
     assert len(paths) == 2 and all(len({fold for fold, _ in pts}) == 1 and len(pts) == 3 for pts in paths.values())
-    fewer = build_plan(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,10]"), data)
+    fewer = build_plan(validate(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,10]")), data)
     assert {k for k, f in fewer.fits.items() if f["solver"] == "dcd"} < {f["key"] for f in dcd}
-    cold = build_plan(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,1,10]", "run.warm_start=false"), data)
+    cold = build_plan(validate(_cfg(tmp_path, *base, "solvers.dcd.grid.C=[0.1,1,10]", "run.warm_start=false")), data)
     assert all(f["path"] is None for f in cold.fits.values())
     assert all(f["path"] is None for f in plan.fits.values() if f["solver"] == "pegasos")   # no warm start
     # A warm-started point may differ from a cold one within tol: they are different results;
@@ -146,12 +147,12 @@ def test_plan_is_a_pure_function_of_config_and_labels(tmp_path):
                "solvers.dcd.grid.C=[1]")
     y = np.array([1.0, -1.0] * 10)
     meta = {"name": "toy_blobs", "fingerprint": "f" * 64, "n_features": 2}
-    plan = build_plan(cfg, {"toy_blobs": (meta, y)})
+    plan = build_plan(validate(cfg), {"toy_blobs": (meta, y)})
     assert len(plan.fits) == 2 and not (tmp_path / "no_such_store").exists()
-    other = build_plan(cfg, {"toy_blobs": ({**meta, "fingerprint": "e" * 64}, y)})
+    other = build_plan(validate(cfg), {"toy_blobs": ({**meta, "fingerprint": "e" * 64}, y)})
     assert not set(plan.fits) & set(other.fits)
     with pytest.raises(ValueError, match="datasets.toy_blobs: not materialised"):
-        build_plan(cfg, {})
+        build_plan(validate(cfg), {})
 
 
 def test_folds_are_stratified_and_partition_the_rows():
@@ -185,9 +186,10 @@ def test_trace_overhead_reaches_the_spec_only_when_changed(tmp_path):
     base = ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.max_rows=60", "cv.folds=2",
             "solvers.dcd.grid.C=[1]"]
     cfg = _cfg(tmp_path, *base)
-    labels = materialise_datasets(cfg)
-    default = build_plan(cfg, labels)
-    every = build_plan(_cfg(tmp_path, *base, "run.trace_overhead=null"), labels)
+    exp = validate(cfg)
+    labels = materialise_datasets(exp)
+    default = build_plan(exp, labels)
+    every = build_plan(validate(_cfg(tmp_path, *base, "run.trace_overhead=null")), labels)
     assert all("max_overhead" not in s["trace"] for s in default.fits.values())
     assert all(s["trace"]["max_overhead"] is None for s in every.fits.values())
     assert not set(default.fits) & set(every.fits)
@@ -207,20 +209,20 @@ def test_a_dataset_problem_key_replaces_the_solver_grid_on_that_dataset_only(tmp
     base = ["datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "cv=none", "run.reference=false",
             "solvers.svmmaj.grid.C=[0.5,5]"]
     lam = ["datasets.toy_blobs.problem={lambda: 2.0, lambda_convention: svmmaj}"]
-    plan = build_plan(_cfg(tmp_path, *base, *lam), _two_sets())
+    plan = build_plan(validate(_cfg(tmp_path, *base, *lam)), _two_sets())
     by = {}
     for f in plan.fits.values():
         by.setdefault(f["data"]["entry"], []).append(f["problem"])
     assert len(by["toy_blobs"]) == 1 and by["toy_blobs"][0]["lambda"] == 2.0 and "C" not in by["toy_blobs"][0]
     assert sorted(p["C"] for p in by["breast_cancer"]) == [0.5, 5.0]
-    other = build_plan(_cfg(tmp_path, *base, "datasets.toy_blobs.problem={lambda: 4.0, lambda_convention: svmmaj}"),
+    other = build_plan(validate(_cfg(tmp_path, *base, "datasets.toy_blobs.problem={lambda: 4.0, lambda_convention: svmmaj}")),
                        _two_sets())
     assert len(set(plan.fits) & set(other.fits)) == 2          # breast_cancer's two points are unchanged
     # A dataset's C replaces a solver's lambda the same way (one axis).
-    flip = build_plan(_cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "cv=none",
+    flip = build_plan(validate(_cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[svmmaj]", "cv=none",
                            "run.reference=false",
                            "solvers.svmmaj.grid={C: null, lambda: [1, 2], lambda_convention: [svmmaj]}",
-                           "datasets.toy_blobs.problem.C=3.0"), _two_sets())
+                           "datasets.toy_blobs.problem.C=3.0")), _two_sets())
     toy = [f["problem"] for f in flip.fits.values() if f["data"]["entry"] == "toy_blobs"]
     assert [p.get("C") for p in toy] == [3.0] and all("lambda" not in p for p in toy)
 
@@ -241,9 +243,8 @@ def test_a_bad_dataset_problem_key_is_refused_naming_it(tmp_path, override, matc
 
 def test_smoke_caps_the_reference_solves(tmp_path):
     """A study's raised reference cap (troyan: 10^7 smo steps) does not reach a smoke run."""
-    from pipeline.experiment.plan import effective_config
     cfg = _cfg(tmp_path, "run.reference_max_iter=10000000", "smoke=true")
-    assert effective_config(cfg).run.reference_max_iter == 100_000
+    assert validate(cfg).run.reference_max_iter == 100_000
 
 
 def test_a_command_line_key_every_dataset_problem_replaces_is_refused(tmp_path):
@@ -263,8 +264,8 @@ def test_solver_entry_runs_on_its_datasets_and_first_folds_only(tmp_path):
     cfg = _cfg(tmp_path, "datasets=[toy_blobs,breast_cancer]", "solvers=[dcd,liblinear]", "cv.folds=3",
                "solvers.dcd.grid.C=[1]", "solvers.liblinear.grid.C=[1]", "run.reference=false",
                "+solvers.dcd.datasets=[toy_blobs]", "+solvers.dcd.folds=2")
-    cfg = validate(cfg)
-    fits = build_plan(cfg, materialise_datasets(cfg)).fits.values()
+    exp = validate(cfg)
+    fits = build_plan(exp, materialise_datasets(exp)).fits.values()
     dcd = sorted((f["data"]["entry"], f["fold"]) for f in fits if f["solver_entry"] == "dcd")
     assert dcd == [("toy_blobs", 0), ("toy_blobs", 1)]
     assert sum(f["solver_entry"] == "liblinear" for f in fits) == 6

@@ -100,7 +100,7 @@ def test_the_shared_grid_applies_to_each_solver_that_takes_the_key(tmp_path):
     for entry in ("dcd", "smo", "pegasos"):
         assert _swept(plan, entry, "C") == {0.5, 2.0}, entry
     assert _swept(plan, "smo", "gamma") == {0.1, 1.0}       # a kernel key: only the kernel solver
-    assert "gamma" not in validate(cfg).solvers.dcd.grid
+    assert "gamma" not in validate(cfg).solvers["dcd"].grid
     assert _swept(plan, "dcd", "shrinking") == {False} and _swept(plan, "smo", "shrinking") == {False}
     assert _swept(plan, "pegasos", "shrinking") == {None}   # pegasos has no such parameter
     assert len(plan.fits) == (2 + 2 * 2 + 2) * 2           # dcd, smo (C x gamma), pegasos; 2 folds
@@ -114,7 +114,7 @@ def test_a_shared_grid_key_no_solver_takes_is_refused(tmp_path):
 def test_a_shared_C_replaces_an_entrys_lambda_axis(tmp_path):
     cfg = validate(_cfg(tmp_path, "+experiment=bench_majorization", "grid.C=[1.0]"))
     for entry, sc in cfg.solvers.items():
-        assert list(sc.grid.C) == [1.0] and "lambda" not in sc.grid and "lambda" not in sc.params, entry
+        assert list(sc.grid["C"]) == [1.0] and "lambda" not in sc.grid and "lambda" not in sc.params, entry
 
 
 # ------------------------------------------------------------------ nothing silently ignored

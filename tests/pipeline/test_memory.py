@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from pipeline.data import store
 from pipeline.engine import tasks
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets, run
 
@@ -38,7 +38,8 @@ def _blocks(n_rows: int, n_features: int, per_row: int, seed: int, block: int = 
 def _plan(root, name, *overrides):
     cfg = compose([f"store.root={root}", f"datasets=[{name}]", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]",
                    "cluster=sequential", "run.progress=false", "run.reference=false", *overrides])
-    return build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    return build_plan(exp, materialise_datasets(exp))
 
 
 @pytest.fixture(scope="module")

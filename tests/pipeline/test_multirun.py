@@ -1,6 +1,7 @@
 """A Hydra multirun (`python -m pipeline -m ...`): one run folder per job under the sweep folder,
 one Dask cluster for all its jobs, and `python -m pipeline.report SWEEP_DIR` gathering the jobs
 into one table that keeps every job's rows and names the job and its overrides."""
+import dataclasses
 import os
 import re
 import subprocess
@@ -8,9 +9,9 @@ import sys
 
 import pandas as pd
 import pytest
-from omegaconf import OmegaConf
 
 from pipeline.engine import execute
+from pipeline.experiment.config import compose, validate
 from pipeline.report import main as report_main
 
 
@@ -27,9 +28,8 @@ def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
         opened.append(cluster.n_workers)
         return real(cluster)
     monkeypatch.setattr(execute, "open_client", spy)
-    local = OmegaConf.create({"kind": "local", "n_workers": 1, "threads_per_worker": 1, "memory_limit": "auto",
-                              "dashboard_address": ":0"})
-    other = OmegaConf.merge(local, {"memory_limit": "1GB"})
+    local = validate(compose(["cluster=local", "cluster.n_workers=1", "cluster.dashboard_address=:0"])).cluster
+    other = dataclasses.replace(local, memory_limit="1GB")
     with execute.keep_clusters():
         with execute.shared_client(local) as first:
             pass

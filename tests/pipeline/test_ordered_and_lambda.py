@@ -28,11 +28,12 @@ def test_ordered_split_keeps_the_order_and_refuses_out_of_range(tmp_path):
             validate(_cfg(tmp_path, "cv=ordered", f"cv.n_train={'null' if bad is None else bad}"))
     # Through the plan: the first 60 of the (sorted) 100 rows train, whatever the labels.
     cfg = _cfg(tmp_path, "cv=ordered", "cv.n_train=60", "solvers=[dcd]")
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     (tr, te), = plan.datasets["toy_blobs"]["folds"]
     assert tr.tolist() == list(range(60)) and te.tolist() == list(range(60, 100))
     # Other schemes' specs do not carry the new key, so their keys (and finished shards) stay valid.
-    kfold = build_plan(_cfg(tmp_path, "solvers=[dcd]"), materialise_datasets(cfg))
+    kfold = build_plan(validate(_cfg(tmp_path, "solvers=[dcd]")), materialise_datasets(exp))
     assert all("n_train" not in f["data"]["cv"] for f in kfold.fits.values())
 
 
@@ -45,7 +46,8 @@ def test_pegasos_lam_is_the_problems_lambda(tmp_path):
                f"solvers.pegasos.params.lam={lam}", "solvers.pegasos.grid.C=null", "solvers.pegasos.params.epochs=2",
                f"+solvers.dcd.params.lambda={lam}", "+solvers.dcd.params.lambda_convention=pegasos",
                "solvers.dcd.grid.C=null", "solvers.dcd.params.loss=hinge", "solvers.dcd.params.intercept=regularized")
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     fits = {f["solver_entry"]: f for f in plan.fits.values()}
     assert "lam" not in fits["pegasos"]["solver_params"]
     assert fits["pegasos"]["problem"] == fits["dcd"]["problem"]

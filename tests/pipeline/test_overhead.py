@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pipeline.engine import execute, tasks
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import make_tasks, make_units
 from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
@@ -60,7 +60,8 @@ def test_short_fits_cost_one_sync_and_one_shard_per_task(store, tmp_path, monkey
     monkeypatch.setattr(execute, "_sync_filesystem", lambda d: syncs.append(d) or real(d))
     cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.chunk=6"])
     tasks.clear_caches()
-    summary = execute.execute(build_plan(cfg, materialise_datasets(cfg)), tmp_path, cfg, str(store), log=lambda m: None)
+    exp = validate(cfg)
+    summary = execute.execute(build_plan(exp, materialise_datasets(exp)), tmp_path, exp, str(store), log=lambda m: None)
     n = ROUNDS * len(CS)
     assert summary.done == n and summary.tasks == n // 6
     # In-process: each fold once, the dataset at most once (an earlier test may have cached it).
@@ -102,8 +103,9 @@ def test_workers_read_the_dataset_once_and_each_fold_once(store, tmp_path):
     and a fold is extracted by the one worker whose task holds it (fold-major packing), so the
     12 folds cost about 12 extractions, not the 24 of every worker seeing every fold."""
     cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=local", "cluster.n_workers=2", "run.chunk=6"])
-    plan = build_plan(cfg, materialise_datasets(cfg))
-    s = execute.execute(plan, tmp_path, cfg, str(store), log=lambda m: None)   # no tables, no report
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
+    s = execute.execute(plan, tmp_path, exp, str(store), log=lambda m: None)   # no tables, no report
     assert s.done == ROUNDS * len(CS) and s.tasks == 6
     assert 1 <= s.loads["datasets"] <= 2
     assert s.loads["folds"] == ROUNDS                      # 6 tasks of 2 whole folds each
@@ -128,7 +130,8 @@ def test_a_folds_problem_is_checked_once_for_its_C_values_and_records_are_unchan
     once per C; the records are those of a Problem built from scratch for every fit."""
     from solvers import problem as problem_module
     cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.chunk=6"])
-    specs = list(build_plan(cfg, materialise_datasets(cfg)).fits.values())
+    exp = validate(cfg)
+    specs = list(build_plan(exp, materialise_datasets(exp)).fits.values())
     units = make_units(specs)
     checks = []
     real = problem_module._checked_data
@@ -150,7 +153,8 @@ def test_a_folds_problem_leaves_with_the_fold(store, monkeypatch):
     """The fold cache's bound holds for the folds' Problems too: evicting a fold drops its
     Problem (whose X is the fold's), so no evicted fold stays in memory through it."""
     cfg = compose([f"store.root={store}", *SHORT_FITS])
-    specs = list(build_plan(cfg, materialise_datasets(cfg)).fits.values())
+    exp = validate(cfg)
+    specs = list(build_plan(exp, materialise_datasets(exp)).fits.values())
     tasks.clear_caches()
     tasks.run_task([[specs[0]]], str(store))
     one_fold = tasks._nbytes(next(iter(tasks._FOLDS.values())))
@@ -183,7 +187,8 @@ def test_records_hold_plain_python_values(store):
     float pickles through its reduce hook and dumps through json's `default`, 6.6 us a record
     against 1.1 us for the rest of it together (10,000 fits of scenario d: 3% of the sweep)."""
     cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.trace=true"])
-    specs = list(build_plan(cfg, materialise_datasets(cfg)).fits.values())
+    exp = validate(cfg)
+    specs = list(build_plan(exp, materialise_datasets(exp)).fits.values())
     tasks.clear_caches()
     records = tasks.run_task(make_units(specs[:3]), str(store))
     assert [r["status"] for r in records] == ["converged"] * 3

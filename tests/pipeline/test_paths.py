@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from pipeline.engine import tasks
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import finished_keys, make_tasks, make_units
 from pipeline.run import materialise_datasets, run
 from pipeline.experiment.plan import build_plan
@@ -112,7 +112,8 @@ def test_plain_cv_sweep_solves_no_reference_under_auto(store, tmp_path):
 
 def test_fold_cache_returns_the_same_arrays_and_folds_do_not_collide(store, monkeypatch):
     cfg = compose([f"store.root={store}", *SWEEP])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
     tasks.clear_caches()
     first = tasks.fold_data(str(store), data, 0)
@@ -146,7 +147,8 @@ def test_short_fits_are_packed_and_paths_never_split():
 def test_folds_are_split_once_per_worker(store, monkeypatch):
     """A repeated split draws all its rounds at once: extracting fold after fold must not redo it."""
     cfg = compose([f"store.root={store}", *SWEEP, "cv=repeated", "cv.rounds=5"])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
     calls = []
     real = tasks.make_folds

@@ -6,7 +6,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.report import main as report_main
 from pipeline.run import run
 
@@ -71,8 +71,8 @@ def test_default_keys_unchanged_by_the_new_run_options(store, tmp_path):
     base = compose([f"store.root={store}", *TINY, "solvers=[dcd]"])
     on = compose([f"store.root={store}", *TINY, "solvers=[dcd]", "run.trace_test_error=true"])
     off = compose([f"store.root={store}", *TINY, "solvers=[dcd]", "run.trace_test_error=false"])
-    labels = materialise_datasets(base)
-    k = lambda cfg: set(build_plan(cfg, labels).fits)   # noqa: E731
+    labels = materialise_datasets(validate(base))
+    k = lambda cfg: set(build_plan(validate(cfg), labels).fits)   # noqa: E731
     assert k(base) == k(off) and k(base).isdisjoint(k(on))
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
 from pipeline.engine.sandbox import FLUSH_S, Sandbox
@@ -28,7 +28,8 @@ def _fits(store, *overrides) -> list[dict]:
     cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120",
                    "cv=holdout", "solvers=[dcd]", "run.reference=false", "run.warm_start=false",
                    "run.trace=false", *overrides])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+    exp = validate(cfg)
+    plan = build_plan(exp, materialise_datasets(exp))
     return sorted(plan.fits.values(), key=lambda s: (s["solver"] != "dcd", s["problem"]["C"]))
 
 

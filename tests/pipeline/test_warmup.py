@@ -16,7 +16,7 @@ import pytest
 
 from pipeline.engine import execute as execute_module
 from pipeline.engine import tasks
-from pipeline.experiment.config import compose
+from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import execute
 from pipeline.experiment.plan import build_plan
 from pipeline.results.tables import read_shards
@@ -49,9 +49,9 @@ def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path, mon
     left to do)."""
     import dask
     import distributed  # noqa: F401 - its config defaults must exist before dask.config.set adds to them
-    cfg = compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[]",
+    cfg = validate(compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[]",
                    "+solvers._slow_warm={solver: _slow_warm, params: {loss: hinge, intercept: none}}",
-                   "solvers._slow_warm.grid.C=[0.1,1,10]"])
+                   "solvers._slow_warm.grid.C=[0.1,1,10]"]))
     run_dir = tmp_path / "run"
     cuts = []
     real_next = execute_module.TaskCutter.next
@@ -79,11 +79,12 @@ def test_the_sandbox_child_reads_the_data_and_only_specs_cross_the_pipe(store):
     once, the bytes written to it are under 4 kB per spec (the specs, never a matrix: a fold's
     training rows alone are 32 kB), and this process, the worker's stand-in, has loaded no
     dataset."""
-    cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.params.n_samples=3000",
+    cfg = validate(compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.params.n_samples=3000",
                    "cv=kfold", "cv.folds=3", "solvers=[dcd]",
                    "solvers.dcd.grid.C=[0.1,1]", "run.reference=false", "run.warm_start=false",
-                   "run.trace=false", "cluster=sequential"])
-    plan = build_plan(cfg, materialise_datasets(cfg))
+                   "run.trace=false", "cluster=sequential"]))
+    exp = cfg
+    plan = build_plan(exp, materialise_datasets(exp))
     specs = sorted(plan.fits.values(), key=lambda s: s["fold"])
     tasks.clear_caches()
     tasks._DATASETS.clear()
@@ -107,8 +108,8 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     and warming a cluster of its own. A run dir that holds shards gets no head start."""
     from pipeline import run as run_module
     from pipeline.engine.execute import keep_clusters
-    cfg = compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[dcd]",
-                   "solvers.dcd.grid.C=[1]"])
+    cfg = validate(compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[dcd]",
+                   "solvers.dcd.grid.C=[1]"]))
     calls = []
     real_warm = run_module.warm_workers
     monkeypatch.setattr(run_module, "warm_workers", lambda *a, **k: calls.append(a[1]) or real_warm(*a, **k))

@@ -5,7 +5,7 @@ row, many duplicate rows), skewed category frequencies, and labels from a noisy 
 far from separable and, at large C, highly degenerate: the case where dual coordinate descent
 crawls (issue #10).
 
-On sys.path through pytest's `pythonpath` setting; the README's certify benchmark also runs
+On sys.path through pytest's `pythonpath` setting; the certify benchmark (docs/benchmarks/linear.md) also runs
 ``python tests/solvers/a9a_like.py``.
 """
 import numpy as np
@@ -36,7 +36,7 @@ def a9a_like(n=32_561, seed=0, noise=1.0):
 
 
 def _bench(Cs=(0.01, 0.1, 1, 10, 50), tol=1e-9):
-    """The README's certify table: whole-call times of smooth_newton, dcd and LinearSVC on the
+    """The certify table of docs/benchmarks/linear.md: whole-call times of smooth_newton, dcd and LinearSVC on the
     a9a-like set (hinge, intercept regularized), each to tol, with the final relative duality gap
     (ours and dcd's own certificates) or, for LinearSVC (no dual returned), the relative distance
     (P - f*) / f* to the f* that smooth_newton certified."""

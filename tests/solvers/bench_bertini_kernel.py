@@ -1,5 +1,5 @@
-"""qp, svmlight over q and smo on the bertini reproduction's kernel problems (README
-"Benchmarks", issue #18). Not a test: speed is never asserted.
+"""qp, svmlight over q and smo on the bertini reproduction's kernel problems
+(docs/benchmarks/kernel.md). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_bertini_kernel.py
 

@@ -1,5 +1,5 @@
 """Whole-call timing of dcd against LIBLINEAR (scikit-learn's LinearSVC), alternating in one
-process, min of `repeats` (README "Benchmarks", issue #18). Not a test: speed is never asserted.
+process, min of `repeats` (docs/benchmarks/). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_dcd.py [small|rcv1|full|all]
 

@@ -1,5 +1,5 @@
 """Whole-call timing of Pegasos against scikit-learn's SGDClassifier, alternating in one process,
-min of `repeats` (README "Benchmarks", issue #18). Not a test: speed is never asserted.
+min of `repeats` (docs/benchmarks/). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_pegasos.py [80k|full|all] [repeats]
 

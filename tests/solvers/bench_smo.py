@@ -1,5 +1,5 @@
 """smo against LIBSVM (scikit-learn's SVC) on 5,000 standardised 2-D blobs, as a user calls them
-(README "Benchmarks", issue #18). Not a test: speed is never asserted.
+(docs/benchmarks/). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_smo.py [n] [repeats]
 

@@ -1,5 +1,5 @@
 """svmlight at q in {10, 20, 40} and n_new in {q, q/2, q/5} (SVMlight's -n) against smo on 5,000
-2-D blobs (README "Benchmarks", issue #18). Not a test: speed is never asserted.
+2-D blobs (docs/benchmarks/). Not a test: speed is never asserted.
 
     SVMBENCH_STORE=... OPENBLAS_NUM_THREADS=1 python tests/solvers/bench_svmlight.py [N] [REPS]
 

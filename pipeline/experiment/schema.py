@@ -1,0 +1,134 @@
+"""The experiment schema: the structured configs Hydra composes into, and the key vocabulary.
+
+The dataclasses below are registered as the schema ``base_config`` (`config.register_schema`), so
+OmegaConf already refuses a wrong type or an unknown top-level key while Hydra composes; `config.validate`
+checks every value and returns the typed, frozen `experiment.Experiment`, whose cv, cluster and run
+sections are frozen copies of the sections declared here (one declaration of each field).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+# Problem-level keys of a solver entry (they define the optimisation problem), budget keys,
+# and bookkeeping keys; everything else in params/grid is a solver parameter checked against
+# the solver's own declaration in the registry.
+PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma", "degree", "coef0",
+                "huber_k", "lambda", "lambda_convention")
+BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
+TASK_KEYS = ("multi_class",)
+CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
+CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
+SCALINGS = ("none", "standard", "maxabs", "minmax")
+REFERENCE_MODES = ("auto", True, False)
+
+
+REPORT_KEYS = ("baseline",)                  # what the report reads from a run's config
+
+
+class ConfigError(ValueError):
+    """An invalid experiment setting; the message names the key and the value."""
+
+
+@dataclass
+class DatasetConf:
+    builder: Optional[str] = None           # built-in builder name; default: the entry's key
+    params: Dict[str, Any] = field(default_factory=dict)   # the builder's parameters (python -m pipeline.data builders)
+    scale: str = "none"                      # none, standard, maxabs or minmax; fitted on the training fold only
+    max_rows: Optional[int] = None           # stratified subsample before the folds (smoke, tests)
+    positive: Optional[Any] = None           # label that becomes +1 (default: the larger label)
+    # Problem keys for this dataset alone (C or lambda with lambda_convention, loss, ...): each
+    # replaces every solver's value of that key on this dataset (a paper's lambda per dataset).
+    problem: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SolverConf:
+    solver: Optional[str] = None             # registered solver; default: the entry's key
+    params: Dict[str, Any] = field(default_factory=dict)   # fixed problem, budget, task and solver keys
+    grid: Dict[str, Any] = field(default_factory=dict)     # swept keys: a product over keys, `zip` pairs lists
+    # The dataset entries this entry runs on (default: every selected one); bertini's one-vs-all
+    # entry runs on the three-class set only, and its C x gamma grids on the binary one only.
+    datasets: Optional[list] = None
+    folds: Optional[int] = None              # only the first `folds` folds (a costly entry on a sample)
+
+
+@dataclass
+class CVConf:
+    kind: str = "kfold"                      # kfold, holdout, repeated, ordered, none or kfold_test
+    folds: int = 5                           # kfold and kfold_test: the number of stratified folds
+    shuffle: bool = True                     # kfold: shuffle the rows before cutting the folds
+    test_size: float = 0.1                   # holdout, repeated, kfold_test: the share of rows held out
+    rounds: int = 10                         # repeated: how many stratified shuffle splits
+    n_train: Any = None                      # ordered: the first n_train rows (int, or a fraction in (0, 1)) train
+
+
+@dataclass
+class ClusterConf:
+    kind: str = "local"                      # local, sequential, address, slurm or kubernetes
+    n_workers: Optional[int] = None          # local: default = cores
+    threads_per_worker: int = 1              # local: Dask worker threads per worker process
+    address: Optional[str] = None            # address: tcp://host:8786
+    memory_limit: str = "auto"               # local: per worker ("auto": the machine's memory shared out)
+    dashboard_address: Optional[str] = ":0"  # local: the Dask dashboard (":0" any free port, null none)
+    jobqueue: Dict[str, Any] = field(default_factory=dict)   # slurm: dask-jobqueue's SLURMCluster kwargs
+    kubernetes: Dict[str, Any] = field(default_factory=dict)  # kubernetes: name, image, resources, env
+    adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
+    lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
+    lifetime_stagger_s: int = 240            # slurm: ... give or take this long
+    blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
+    # TLS to the scheduler (address): distributed's Security from these PEM files
+    security: Dict[str, Any] = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
+
+
+@dataclass
+class StoreConf:
+    root: Optional[str] = None               # default: $SVMBENCH_STORE or the user cache dir
+
+
+@dataclass
+class RunConf:
+    timeout_s: Optional[float] = 600.0       # solver time limit per task (status "timeout")
+    # On a Dask cluster a spec still running timeout_s (x binary problems) + this grace after it
+    # started is killed from outside and recorded as "timeout" (pipeline/engine/sandbox.py).
+    timeout_grace_s: float = 60.0
+    retries: int = 1                         # re-run of a task whose worker died
+    trace: bool = True                       # record each fit's convergence trace (traces.parquet)
+    trace_per_decade: int = 10               # trace points per decade of solver time
+    trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
+    # The recorder's share of solver time (it defers due points beyond it); null: every due point,
+    # for figures that need a point per pass whatever it costs (roethel_brynda's Figures 5-6).
+    trace_overhead: Optional[float] = 0.05
+    keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
+    # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
+    # or more solver entries fit (what the comparison tables need), true for all, false none.
+    reference: Any = "auto"
+    reference_tol: float = 1e-9              # the reference solve's tolerance (its budget: part of its key)
+    reference_max_iter: int = 100_000        # ... and its iteration cap
+    reference_time_limit_s: Optional[float] = 60.0   # per reference; a stop is flagged, not hidden
+    warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
+    chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
+    progress: bool = True                    # a progress bar on a terminal
+    dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
+    retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
+
+
+@dataclass
+class Config:
+    name: str = "default"                    # the experiment's name (an experiment yaml sets it)
+    # Entries are typed by `config.typed` rather than by Dict[str, DatasetConf]: OmegaConf
+    # cannot add a new typed entry from the command line (+solvers.dcd_l2={solver: dcd, ...}).
+    datasets: Dict[str, Any] = field(default_factory=dict)
+    solvers: Dict[str, Any] = field(default_factory=dict)
+    # One sweep for every selected solver that takes the key (see `shared_grid_targets`).
+    grid: Dict[str, Any] = field(default_factory=dict)
+    cv: CVConf = field(default_factory=CVConf)                # the cross-validation scheme
+    cluster: ClusterConf = field(default_factory=ClusterConf)  # where tasks run
+    store: StoreConf = field(default_factory=StoreConf)       # the dataset store
+    run: RunConf = field(default_factory=RunConf)             # how the run executes and records
+    seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
+    smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
+    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline (a solver entry)
+    # A paper reproduction: after the report, run.py calls the writer registered under this name
+    # in pipeline/papers/, which writes outputs/papers/<name>/ (the run's folder under smoke).
+    paper: Optional[str] = None
