@@ -440,8 +440,8 @@ def suboptimality_vs_time(data: ReportData):
 
 
 @figure("suboptimality_vs_iterations", "Suboptimality against iterations", needs=("f_star",),
-        trace_needs=("primal",), hint=F_STAR_HINT, note="As above against the solver's own iterations (passes for dcd and liblinear, "
-                                      "pair updates for smo: not one unit across solvers).")
+        trace_needs=("primal",), hint=F_STAR_HINT, note="As above against the solver's own iterations (a pass for coordinate descent, "
+                                      "a pair update for SMO: not one unit across solvers).")
 def suboptimality_vs_iterations(data: ReportData):
     return _trace_figure(data, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(data),
                          floor=True)

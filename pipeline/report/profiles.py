@@ -153,7 +153,7 @@ def performance_profile_gap(data: ReportData):
         hint=F_STAR_HINT,
         note=f"The fraction of problems each solver brings to (P - f*)/|f*| <= {fmt(TARGET)} within kappa of its own "
              "iterations (median over folds; Moré and Wild 2009, iterations for their simplex gradients). An iteration "
-             "is the solver's own unit (a pass for dcd and liblinear, a pair update for smo): compare the shapes, "
+             "is the solver's own unit (a pass for coordinate descent, a pair update for SMO): compare the shapes, "
              "not the budgets, across kinds of solver.")
 def data_profile(data: ReportData):
     return _profile_figure(_per_problem(data, "subopt"), "kappa (iterations)", "fraction of problems",
