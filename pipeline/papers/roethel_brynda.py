@@ -501,7 +501,7 @@ def fig_w_change(data: ReportData):
         t = text.get_text()
         text.set_text(("with shrinking (Fig. 6): " if "shrinking" in t else "without shrinking (Fig. 5): ") + t)
     fig.suptitle("||w_k+1 - w_k|| per epoch: dcd_wchange = without shrinking (Fig. 5), "
-                 "dcd_wchange_shrinking = with (Fig. 6); median of the repeats, band their middle half", fontsize=9)
+                 "dcd_wchange_shrinking = with (Fig. 6); median of the repeats, band their middle half", fontsize=9, y=1.03)
     return fig
 
 
