@@ -39,14 +39,17 @@ def _legend(ax, n):
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
 
 
-def figure_legend(fig, axes, **kw):
+def figure_legend(fig, axes, order=None, **kw):
     """One legend for a figure whose panels share their lines (the same methods on each dataset):
-    the labels of every panel once, in the order first drawn, below the panels, instead of the
-    same list under each panel."""
+    the labels of every panel once, in the order first drawn (or `order`'s, for the pages of one
+    grid to list alike), below the panels, instead of the same list under each panel."""
     seen = {}
     for ax in axes:
         for handle, text in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(text, handle)
+    if order is not None:
+        rank = {lab: i for i, lab in enumerate(order)}
+        seen = dict(sorted(seen.items(), key=lambda kv: rank.get(kv[0], len(rank))))
     if seen:
         from matplotlib.transforms import blended_transform_factory
         # Centred on the figure, hung below the lowest panel in its own axes units, so that it
@@ -340,7 +343,7 @@ def small_multiples(panels, draw_panel, what: str, empty=None, fixed: str = ""):
                 ax.set_ylabel("")
             if i < len(page) - ncols:         # the x label under the lowest panel of each column only
                 ax.set_xlabel("")
-        figure_legend(fig, axes)
+        figure_legend(fig, axes, order)
         heading = (f"{what}: problems {p * MAX_PANELS + 1}-{p * MAX_PANELS + len(page)} of {len(panels)} "
                    f"(figure {p + 1} of {len(pages)})") if len(pages) > 1 else ""
         heading = "\n".join(x for x in (heading, fixed) if x)

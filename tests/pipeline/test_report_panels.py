@@ -80,6 +80,9 @@ def test_a_large_grid_pages_into_several_figures_and_drops_no_problem():
     assert len(figs) == 2 and [len([a for a in f.axes if a.get_visible()]) for f in figs] == [MAX_PANELS, 4]
     assert len({ax.get_title() for ax in axes}) == 16
     assert "problems 1-12 of 16 (figure 1 of 2)" in figs[0]._suptitle.get_text()
+    # Every page lists the solvers in one order (page 2 starts with b's rbf panel: smo first drawn there).
+    legends = [[t.get_text() for t in fig.legends[0].get_texts()] for fig in figs]
+    assert legends[1] == [x for x in legends[0] if x in legends[1]]
     for fig in figs:
         plt.close(fig)
 
