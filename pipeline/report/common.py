@@ -12,9 +12,10 @@ from ..experiment.config import BUDGET_KEYS
 
 # Columns that define the optimisation problem a fit solves: two fits with equal values solve the
 # same problem (fold apart), so their times may be compared and put in ratio. The `param_` ones
-# exist when a config sets them (Huber's k, LIBLINEAR's intercept scaling).
+# exist when a config sets them (Huber's k, LIBLINEAR's intercept scaling); `class_weight` when a
+# run weighs classes (results/tables.py gives the column only then).
 PROBLEM_COLUMNS = ["dataset", "loss", "intercept", "kernel", "C", "gamma", "degree", "coef0",
-                   "param_intercept_scaling", "param_huber_k"]
+                   "param_intercept_scaling", "param_huber_k", "class_weight"]
 # A problem given by lambda (`param_lambda`, Pegasos's C = 1/(lambda n)) has one C per training
 # size, so the folds of one lambda point differ in C by a row's worth: lambda names the point and
 # its C is the mean over its fits (`point_C`). The convention is fixed per entry: named by it.
