@@ -12,7 +12,8 @@ The dual solved is
     Qbar = Q + D,  Q_ij = y_i y_j (x_i . x_j + B^2),  D = diag * I,
 
 with (diag, U) = (0, C) for the hinge and (1/(2C), inf) for the squared hinge: the loss reaches
-the one kernel below as these two numbers. A regularized intercept is the constant feature
+the one kernel below as these two numbers, held per row (diag_i, U_i) so that sample weights
+s_i enter as C_i = C s_i (objectives.dual_box_i; equal entries when unweighted). A regularized intercept is the constant feature
 B = intercept_scaling with weight w_b, never materialised as a column of X. The primal is
 kept as w = sum_i alpha_i y_i x_i, so one coordinate step is
 
@@ -97,7 +98,7 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder, finish
-from .objectives import decision_linear, dual_box, dual_objective, primal_from_decision
+from .objectives import decision_linear, dual_box_i, dual_objective, primal_from_decision
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -168,9 +169,10 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
                 if p < end:
                     d0 += w[indices[p]] * data[p]
             dot = d0 + d1
-            G = yi * dot - 1.0 + diag * alpha[i]
+            G = yi * dot - 1.0 + diag[i] * alpha[i]
         PG = 0.0
         a = alpha[i]
+        Ui = U[i]
         if a == 0.0:
             if shrinking and G > PGmax_old:
                 active -= 1
@@ -179,7 +181,7 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
                 continue
             if G < 0.0:
                 PG = G
-        elif a == U:
+        elif a == Ui:
             if shrinking and G < PGmin_old:
                 active -= 1
                 index[s] = index[active]
@@ -200,11 +202,11 @@ def _dcd_pass(data, indices, indptr, y, alpha, w, wb, B, QD, diag, U, index, act
                 # An empty row under the hinge with no intercept: f(alpha) is linear in
                 # alpha_i (G = -1 < 0), so the minimiser is the upper bound, as LIBLINEAR's
                 # division by zero gives.
-                new = U if G < 0.0 else 0.0
+                new = Ui if G < 0.0 else 0.0
             if new < 0.0:
                 new = 0.0
-            elif new > U:
-                new = U
+            elif new > Ui:
+                new = Ui
             if not math.isfinite(new):
                 finite = False
             alpha[i] = new
@@ -299,21 +301,21 @@ def _gram_enter(data, indices, indptr, y, alpha, w, wb, B, QD, diag, index, acti
         s = wb[0] * B
         for p in range(indptr[i], indptr[i + 1]):
             s += w[indices[p]] * data[p]
-        Gs[k] = y[i] * s - 1.0 + diag * alpha[i]
+        Gs[k] = y[i] * s - 1.0 + diag[i] * alpha[i]
         astart[k] = alpha[i]
     return nxt, rows
 
 
 @njit(cache=True, nogil=True)
 def _qd(data, indptr, extra):
-    """Qbar_ii = ||x_i||^2 + B^2 + diag from the CSR arrays."""
+    """Qbar_ii = ||x_i||^2 + B^2 + diag_i from the CSR arrays (extra_i = B^2 + diag_i)."""
     n = indptr.shape[0] - 1
     out = np.empty(n)
     for i in range(n):
         s = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * data[p]
-        out[i] = s + extra
+        out[i] = s + extra[i]
     return out
 
 
@@ -325,12 +327,12 @@ def _pg_spread(y, f, diag, alpha, U):
     M = 0.0       # max(max_i PG_i, 0)
     m = 0.0       # min(min_i PG_i, 0)
     for i in range(y.shape[0]):
-        g = y[i] * f[i] - 1.0 + diag * alpha[i]
+        g = y[i] * f[i] - 1.0 + diag[i] * alpha[i]
         if g != g:
             return np.nan
         if alpha[i] <= 0.0:
             g = min(g, 0.0)
-        elif alpha[i] >= U:
+        elif alpha[i] >= U[i]:
             g = max(g, 0.0)
         M = max(M, g)
         m = min(m, g)
@@ -568,7 +570,7 @@ def _alpha_from_w(problem: Problem, w, b, diag, U):
     """Dual variables consistent with a primal warm start (the KKT conditions at an optimum:
     hinge: alpha_i = U where y_i f_i < 1, 0 where > 1; squared hinge: alpha_i = 2C (1 - y_i f_i)_+)."""
     m = problem.y * decision_linear(problem, np.asarray(w, dtype=np.float64), b)
-    if math.isinf(U):
+    if problem.loss == "squared_hinge":
         return np.maximum(1.0 - m, 0.0) / diag
     return np.where(m < 1.0, U, 0.0)
 
@@ -616,7 +618,9 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     X = problem.X_csr
     y = problem.y
     n = problem.n_samples
-    diag, U = dual_box(problem)
+    # Per row (a weighted problem's C_i = C s_i, objectives.dual_box_i); equal entries otherwise,
+    # so an unweighted solve takes the very steps it took with the two numbers.
+    diag, U = dual_box_i(problem)
     B = float(problem.B)
     # Norms from the CSR itself, so dense and sparse input take bit-identical paths; one
     # compiled loop, not scipy's X.multiply(X) (a copy of X, 0.02 s on 80k rcv1-like rows).
@@ -726,6 +730,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
 register(SolverSpec(
     name="dcd",
     family="dual_cd",
+    sample_weight=True,
     fit=fit_dcd,
     params={
         "shrinking": Param(True, "bool", doc="shrink bounded variables (Hsieh et al. 3.2)"),

@@ -5,11 +5,14 @@ declared parameters through the registry), builds a `Problem` and hands it to `s
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .base import Budget, Recorder
@@ -18,6 +21,28 @@ from .problem import Problem
 from .registry import Param, SolverError, fit as solve, get_solver
 
 _INTERCEPTS = ("none", "regularized", "free", "basis")
+
+
+def _check_magnitude(X) -> None:
+    """Refuse X whose values would overflow float64 in the solvers: a squared norm ||x_i||^2
+    (kernels, gamma="scale"'s variance, Qbar_ii) sums up to n_features squares, so values above
+    sqrt(max float / n_features) (1.3e154 / sqrt(d)) can make it inf, and a fit from there
+    divides inf by inf. One message, before any work, naming the value's row and column."""
+    data = X.data if sp.issparse(X) else X
+    if data.size == 0:
+        return
+    amax = float(np.max(np.abs(data)))
+    limit = math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1))
+    if amax <= limit or not math.isfinite(amax):
+        return     # NaN and inf in sparse X: Problem refuses them, naming the row
+    if sp.issparse(X):
+        k = int(np.argmax(np.abs(X.data)))
+        row, col = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
+    else:
+        row, col = (int(i) for i in np.unravel_index(int(np.argmax(np.abs(X))), X.shape))
+    raise ValueError(f"X has a value of magnitude {amax:.3g} (row {row}, column {col}): with {X.shape[1]} "
+                     f"features, squared norms and kernel values overflow float64 above {limit:.3g}; "
+                     "rescale X (e.g. sklearn.preprocessing.MaxAbsScaler)")
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
@@ -34,7 +59,13 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     loss : {"hinge", "squared_hinge", "huber_hinge"} or None, default=None
         None: the solver's first declared loss (``get_solver(solver).losses[0]``; hinge for dcd,
         squared hinge for gd and newton), resolved at fit.
-    kernel : {"linear", "rbf", "poly"}, default="linear"
+    kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="linear"
+        "precomputed": X is the Gram matrix, (n_samples, n_samples) at fit and (n_test,
+        n_samples) at predict; a callable k(A, B) returns the Gram matrix of the rows of A and B.
+        Both solve on a factor F of the training Gram matrix K = F F' (its eigendecomposition,
+        negative eigenvalues of an indefinite K clipped to 0) with the linear kernel, so the
+        dual is that of K exactly up to rounding; they need a solver with dual variables
+        (smo, svmlight, qp, libsvm, dcd, newton's kernel formulation) and keep no coef_.
     gamma : {"scale", "auto"} or float, default="scale"
     degree : int, default=3
     coef0 : float, default=0.0
@@ -59,26 +90,61 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     random_state : int or None, default=None
     solver_params : dict or None, default=None
         Solver-specific parameters, checked against the solver's declaration.
+    probability : bool, default=False
+        Fit Platt's sigmoids (Lin, Lin and Weng 2007) on decision values of a 5-fold internal
+        cross-validation (five more fits), for `predict_proba` and `predict_log_proba`, as SVC's;
+        multiclass: pairwise coupling for ovo, normalised sigmoids for ovr. The folds are
+        drawn with random_state (0 when None). predict still follows the decision values.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class: row i's loss term is scaled by class_weight[y_i] (times its
+        sample_weight), i.e. its dual box is C class_weight[y_i] (LIBSVM's ``-wi``, SVC's and
+        LinearSVC's class_weight). "balanced": n_samples / (n_classes * count(class)), from the
+        labels given to fit, as scikit-learn computes it. Only solvers that weigh rows take
+        weights other than 1 (``get_solver(name).sample_weight``); the others refuse by name.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear models)
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class (all 1 without class_weight), as SVC's.
+    coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear kernel)
+        w of each model; for the kernel duals (smo, svmlight, qp, libsvm) with the linear kernel,
+        dual_coef_ @ support_vectors_ per model, as SVC's. A CSR matrix after `sparsify`.
     intercept_ : ndarray of shape (1,) or (n_models,)
-        n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo), n_classes - 1 (ordinal),
-        in the column order of `decision_function`.
-    dual_coef_ : ndarray of shape (1, n_SV)  (binary models with dual variables)
-        alpha_i y_i on the support (alpha_i != 0); for the kernel newton, beta_sv.
+        n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo, one per pair as SVC's),
+        n_classes - 1 (ordinal), in the column order of `decision_function`.
+    dual_coef_ : ndarray of shape (n_classes - 1, n_SV) for two classes and for ovo, or
+        (n_models, n_SV) for ovr and ordinal  (models with dual variables)
+        alpha_i y_i of the support vectors (for the kernel newton, beta). Two classes and ovo
+        follow SVC (LIBSVM's layout: the coefficient of a support vector of class i in pair
+        (i, j) is in row j - 1, of class j in row i; positive for classes_[1] with two classes);
+        ovr and ordinal, which SVC lacks, hold one row per binary model over the union of
+        support vectors (0 where a vector is not one of that model's). A CSR matrix after a
+        sparse fit, as SVC's.
     support_ : ndarray of shape (n_SV,)
-    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)  (kernel models)
-        Linear models predict from ``coef_`` and keep none (``X[support_]`` gives them).
+        Rows of the X given to fit that are support vectors of any model, ordered by class, then
+        by row (SVC's order). Unlike SVC's, these index the rows given to fit also when rows of
+        weight 0 were left out.
+    n_support_ : ndarray of shape (n_classes,)
+        Support vectors per class.
+    support_vectors_ : ndarray or sparse matrix of shape (n_SV, n_features)  (models without w)
+        Solvers that return w (dcd, liblinear) predict from ``coef_`` and keep none, as LinearSVC
+        (``X[support_]`` gives them).
     multiclass_ : solvers.multiclass.MulticlassModel  (more than two classes)
         The binary models (``.models``), their class pairs and the ordinal table.
-    n_iter_ : int, or ndarray of shape (n_models,)
+    probA_, probB_ : ndarray of shape (n_models,)  (probability=True)
+        Each binary model's sigmoid P(+1 | f) = 1 / (1 + exp(A f + B)).
+    n_iter_ : ndarray of shape (n_models,)
+        Iterations of each binary model (an array also for two classes, as SVC's).
     status_ : str, or list of str per model
     objective_ : float, or ndarray of shape (n_models,)
         The primal objective P at the returned model(s).
     trace_ : list of (iteration, seconds, primal, dual, gap), or one such list per model
+
+    Predictions read the attributes above (coef_ and intercept_ for the linear kernel,
+    dual_coef_, support_vectors_ and intercept_ otherwise), so reassigning or editing them
+    changes the model, as LinearSVC's coef_ and intercept_; the binary models in
+    ``multiclass_`` are the fit's record and are not read again.
 
     Examples
     --------
@@ -94,7 +160,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "solver": Param("dcd", "str"),
         "C": Param(1.0, "float", low=0.0, open_low=True),
         "loss": Param(None, "str", options=("hinge", "squared_hinge", "huber_hinge"), none_ok=True),
-        "kernel": Param("linear", "str", options=("linear", "rbf", "poly")),
+        "kernel": Param("linear", "any"),
         "gamma": Param("scale", "any"),
         "degree": Param(3, "int", low=1),
         "coef0": Param(0.0, "float"),
@@ -106,11 +172,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         "multi_class": Param("ovr", "str", options=("ovr", "ovo", "ordinal")),
         "random_state": Param(None, "int", low=0, none_ok=True),
         "solver_params": Param(None, "any", none_ok=True),
+        "class_weight": Param(None, "any", none_ok=True),
+        "probability": Param(False, "bool"),
     }
 
     def __init__(self, solver="dcd", C=1.0, loss=None, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, intercept=None, intercept_scaling=1.0, huber_k=1.0, tol=None,
-                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None):
+                 max_iter=None, multi_class="ovr", random_state=None, solver_params=None, class_weight=None,
+                 probability=False):
         self.solver = solver
         self.C = C
         self.loss = loss
@@ -126,6 +195,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self.multi_class = multi_class
         self.random_state = random_state
         self.solver_params = solver_params
+        self.class_weight = class_weight
+        self.probability = probability
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
@@ -136,6 +207,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"gamma={self.gamma!r} must be 'scale', 'auto' or a number > 0")
         else:
             Param(1.0, "float", low=0.0, open_low=True).check("gamma", self.gamma)
+        if not (callable(self.kernel) or self.kernel in ("linear", "rbf", "poly", "precomputed")):
+            raise ValueError(f"kernel={self.kernel!r} must be 'linear', 'rbf', 'poly', 'precomputed' or a callable")
+        if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
+            raise ValueError(f"class_weight={self.class_weight!r} must be a dict, 'balanced' or None")
         if self.solver_params is not None and not isinstance(self.solver_params, dict):
             raise ValueError(f"solver_params={self.solver_params!r} must be a dict or None")
         spec = get_solver(self.solver)
@@ -146,8 +221,14 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         return spec, params
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y):
-        """Fit on X (n_samples, n_features), dense or sparse, and labels y."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on X (n_samples, n_features), dense or sparse, and labels y.
+
+        sample_weight : array-like of shape (n_samples,) or None
+            Per-row weights, multiplied by the class weights: row i's penalty is
+            C sample_weight[i] class_weight[y_i]. Rows of weight <= 0 are left out of the fit
+            (as SVC does); their indices never appear in ``support_``.
+        """
         spec, params = self._validate_params()
         # A CSR already in float64 passes through as is (no copy; Problem shares its buffers).
         # Its values are checked for NaN and inf once, by Problem (naming the row), not also here:
@@ -155,12 +236,25 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         # scikit-learn's check, whose message its estimator checks expect.
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              ensure_all_finite=not sp.issparse(X))
+        _check_magnitude(X)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
-        g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
-        self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
+        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {X.shape[0]}x{X.shape[1]} matrix.")
+        weights, kept = self._row_weights(X, y, sample_weight)
+        X_given, y_given = X, y
+        if kept is not None:
+            X, y = X[kept], y[kept]
+        self._kept = kept
+        self._gram = callable(self.kernel) or self.kernel == "precomputed"
+        if self._gram:
+            X, params = self._gram_factor(X, kept, spec, params)
+            self._kernel = Kernel("linear")
+        else:
+            g = resolve_gamma(self.gamma, X) if self.kernel != "linear" else 1.0
+            self._kernel = Kernel(self.kernel, float(g), int(self.degree), float(self.coef0))
         # None: the solver's own defaults (its first declared loss and intercept, its default_tol),
         # so that SVMClassifier(solver=name) works for every solver as a sweep's defaults do.
         self._loss = self.loss if self.loss is not None else spec.losses[0]
@@ -168,21 +262,179 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         budget = Budget(max_iter=self.max_iter, tol=self.tol if self.tol is not None else spec.default_tol)
         if len(self.classes_) == 2:
             ybin = np.where(y == self.classes_[1], 1.0, -1.0)
-            self._set_binary(self._fit_binary(X, ybin, spec, params, budget))
+            self._model = self._fit_binary(X, ybin, spec, params, budget, weights)
+            # One model: classes_[1] is +1, as SVC's binary sign (dual_coef_ > 0 for classes_[1]).
+            self._set_layout([self._model], [(1, 0)], [None], X, y)
         else:
             from .multiclass import fit_multiclass
             self.multiclass_ = fit_multiclass(
                 self.multi_class, X, y, self.classes_,
-                lambda Xs, ys: self._fit_binary(Xs, ys, spec, params, budget),
-                lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
-            self._set_multiclass(self.multiclass_)
+                lambda Xs, ys, ws=None: self._fit_binary(Xs, ys, spec, params, budget, ws),
+                lambda m, Xs: self._binary_decision(self._kernel, m, Xs), sample_weight=weights)
+            mc = self.multiclass_
+            self._set_layout(mc.models, mc.pairs, mc.rows, X, y)
+        if self._gram:
+            self._gram_attributes(X_given)
+        if self.probability:
+            self._fit_probability(X_given, y_given, sample_weight)
         return self
 
-    def _fit_binary(self, X, ybin, spec, params, budget):
+    def _fit_probability(self, X, y, sample_weight):
+        """Platt's sigmoids (solvers/probability.py) on decision values of a 5-fold internal
+        cross-validation, as LIBSVM's -b 1: each fold's model is this estimator, without
+        probability, fitted on the other folds (with their sample weights); a binary model's
+        sigmoid is fitted on the rows it was trained on (both classes of its pair for ovo)."""
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+
+        from .probability import fit_sigmoid
+        if len(self.classes_) > 2 and self.multi_class == "ordinal":
+            raise ValueError("probability=True needs multi_class='ovr' or 'ovo' (ordinal's table gives P(label | S) "
+                             "itself: multiclass_.table.probabilities)")
+        counts = np.bincount(np.searchsorted(self.classes_, y), minlength=len(self.classes_))
+        if counts.min() < 2:
+            raise ValueError(f"probability=True fits its sigmoids by cross-validation: class "
+                             f"{self.classes_[int(np.argmin(counts))]!r} has {int(counts.min())} sample(s), at least 2 needed")
+        folds = StratifiedKFold(min(5, int(counts.min())), shuffle=True,
+                                random_state=self.random_state if self.random_state is not None else 0)
+        D = np.empty((len(y), len(self.intercept_)))
+        sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        inner = clone(self).set_params(probability=False)
+        for tr, te in folds.split(np.zeros(len(y)), y):
+            if self.kernel == "precomputed":
+                Xtr, Xte = X[np.ix_(tr, tr)], X[np.ix_(te, tr)]
+            else:
+                Xtr, Xte = X[tr], X[te]
+            m = clone(inner).fit(Xtr, y[tr], sample_weight=None if sw is None else sw[tr])
+            d = m.decision_function(Xte)
+            D[te] = d[:, None] if d.ndim == 1 else d
+        yi = np.searchsorted(self.classes_, y)
+        pairs = [(1, 0)] if len(self.classes_) == 2 else self.multiclass_.pairs
+        ab = []
+        for k, (pos, neg) in enumerate(pairs):
+            rows = np.ones(len(y), bool) if neg < 0 or len(self.classes_) == 2 else (yi == pos) | (yi == neg)
+            ab.append(fit_sigmoid(D[rows, k], yi[rows] == pos))
+        self.probA_ = np.array([a for a, _ in ab])
+        self.probB_ = np.array([b for _, b in ab])
+
+    @available_if(lambda self: self.probability)
+    def predict_proba(self, X):
+        """Class probabilities (n_samples, n_classes), columns in classes_ order: Platt's
+        sigmoid of each binary model's decision value (fitted by internal cross-validation at
+        fit), combined by pairwise coupling for ovo (Wu, Lin and Weng 2004, as SVC) or
+        normalised over the classes for ovr. Needs probability=True at fit."""
+        from .probability import pairwise_coupling, sigmoid_predict
+        check_is_fitted(self)
+        if not hasattr(self, "probA_"):
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError("predict_proba is not available when fitted with probability=False")
+        D = self.decision_function(X)
+        K = len(self.classes_)
+        if K == 2:
+            p1 = sigmoid_predict(D, self.probA_[0], self.probB_[0])
+            return np.column_stack([1.0 - p1, p1])
+        P = sigmoid_predict(D, self.probA_[None, :], self.probB_[None, :])
+        if self.multi_class == "ovr":
+            return P / P.sum(axis=1, keepdims=True)
+        r = np.zeros((D.shape[0], K, K))
+        for m, (i, j) in enumerate(self.multiclass_.pairs):
+            rij = np.clip(P[:, m], 1e-7, 1.0 - 1e-7)     # LIBSVM's clip of the pairwise estimates
+            r[:, i, j] = rij
+            r[:, j, i] = 1.0 - rij
+        return pairwise_coupling(r)
+
+    @available_if(lambda self: self.probability)
+    def predict_log_proba(self, X):
+        """log of `predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def _gram_factor(self, X, kept, spec, params):
+        """(F, params): a factor of the training Gram matrix K = F F' (rows: the kept rows), the
+        rows the linear kernel then solves on: sum_ij alpha_i alpha_j y_i y_j K_ij is the dual's
+        quadratic term, and F F' reproduces K to rounding (K = V diag(lambda) V', F =
+        V diag(sqrt(max(lambda, 0)))). newton is switched to its kernel formulation, which keeps
+        dual variables to predict with."""
+        if self.kernel == "precomputed":
+            # X holds the kept rows already; their columns are those of the kept rows too.
+            K = X.toarray() if sp.issparse(X) else np.asarray(X)
+            if kept is not None:
+                K = K[:, kept]
+        else:
+            K = np.asarray(self.kernel(X, X), dtype=np.float64)
+            if K.shape != (X.shape[0], X.shape[0]):
+                raise ValueError(f"kernel(X, X) returned shape {K.shape}, expected ({X.shape[0]}, {X.shape[0]})")
+        if not np.all(np.isfinite(K)):
+            raise ValueError("the Gram matrix has non-finite values")
+        lam, V = np.linalg.eigh(0.5 * (K + K.T))
+        F = np.ascontiguousarray(V * np.sqrt(np.maximum(lam, 0.0)))
+        if spec.name == "newton":
+            params = {**params, "formulation": params.get("formulation", "kernel")}
+        return F, params
+
+    def _gram_attributes(self, X_given):
+        """Precomputed or callable kernel: no coef_ (F's coordinates mean nothing to the user);
+        support_vectors_ are the rows of the X given to fit (a callable evaluates them at
+        predict) or, precomputed, none (predict reads the support columns of the test Gram
+        matrix)."""
+        if not hasattr(self, "dual_coef_"):
+            raise SolverError(f"solver {self.solver!r} returned no dual variables, which kernel={self.kernel!r} needs to "
+                              "predict; use smo, svmlight, qp, libsvm, dcd or newton")
+        self.__dict__.pop("coef_", None)
+        if callable(self.kernel):
+            self.support_vectors_ = X_given[self.support_]
+        else:
+            self.support_vectors_ = np.empty((0, 0))
+
+    def _row_weights(self, X, y, sample_weight):
+        """(weights, kept): each kept row's weight sample_weight_i * class_weight[y_i] (None when
+        every weight is 1, so an unweighted fit is the very fit it was before weights existed,
+        and solvers that cannot weight still take it), and the indices of the rows of weight
+        > 0 (None when all are), which alone are fitted, as LIBSVM drops them in SVC.
+        Sets class_weight_."""
+        from sklearn.utils.class_weight import compute_class_weight
+        from sklearn.utils.validation import _check_sample_weight
+
+        if isinstance(self.class_weight, dict):
+            unknown = [c for c in self.class_weight if c not in self.classes_]
+            if unknown:
+                raise ValueError(f"class_weight has the label {unknown[0]!r}, which is not in y "
+                                 f"(classes: {self.classes_.tolist()})")
+        self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
+        bad = ~np.isfinite(self.class_weight_) | (self.class_weight_ < 0)
+        if bad.any():
+            c = self.classes_[np.flatnonzero(bad)[0]]
+            raise ValueError(f"class_weight[{c!r}] = {self.class_weight_[np.flatnonzero(bad)[0]]!r} "
+                             "must be a finite number >= 0")
+        s = self.class_weight_[np.searchsorted(self.classes_, y)]
+        if sample_weight is not None:
+            raw = np.asarray(sample_weight, dtype=np.float64)
+            if raw.shape == (X.shape[0],) and np.all(raw <= 0):
+                raise ValueError("Invalid input - all samples have zero or negative weights.")
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            if not np.all(np.isfinite(sw)):
+                raise ValueError(f"sample_weight[{int(np.flatnonzero(~np.isfinite(sw))[0])}] is not finite")
+            s = s * sw
+        keep = s > 0
+        if not keep.any():
+            raise ValueError("Invalid input - all samples have zero or negative weights.")
+        left = np.unique(y[keep])
+        if left.size < 2:
+            raise ValueError("Invalid input - all samples with positive weights belong to the same class "
+                             f"({left[0]!r}).")
+        if left.size < self.classes_.size:
+            gone = np.setdiff1d(self.classes_, left)
+            raise ValueError(f"class {gone[0]!r} has no sample of positive weight; a classifier needs "
+                             "each class it is given")
+        kept = None if keep.all() else np.flatnonzero(keep)
+        s = s if kept is None else s[kept]
+        # A solver that cannot weight is refused by the registry, naming it.
+        return (None if np.all(s == 1.0) else s), kept
+
+    def _fit_binary(self, X, ybin, spec, params, budget, weights=None):
         """One binary solve; returns the parts of a binary model as a dict."""
         problem = Problem(X, ybin, C=self.C, loss=self._loss, intercept=self._intercept,
                           kernel=self._kernel, intercept_scaling=self.intercept_scaling,
-                          huber_k=self.huber_k)
+                          huber_k=self.huber_k, sample_weight=weights)
         rec = Recorder()
         res = solve(problem, spec.name, budget=budget, recorder=rec, **params)
         model = {"b": float(res.b), "status": res.status, "n_iter": int(res.n_iter),
@@ -196,39 +448,80 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             sv = np.flatnonzero(res.alpha != 0)
             model["support"] = sv
             model["dual_coef"] = (res.alpha[sv] * ybin[sv])
-            # Only a kernel model needs its support vectors to predict; a linear one predicts
-            # from w, as LinearSVC (which keeps none), and X[sv] would copy up to all of X
-            # (1.4 s on full RCV1, where half the rows are support vectors).
             if model["w"] is None:
                 model["support_vectors"] = X[sv]
+                if self._kernel.is_linear:
+                    # A kernel dual with the linear kernel: w = sum_i alpha_i y_i x_i, SVC's coef_
+                    # (dual_coef_ @ support_vectors_).
+                    model["w"] = np.asarray(model["support_vectors"].T @ model["dual_coef"], dtype=np.float64).ravel()
         if model["w"] is None and model["dual_coef"] is None:
             raise SolverError(f"solver {spec.name!r} returned neither w nor alpha")
+        parts = [model["b"]] + [model[k] for k in ("w", "dual_coef") if model[k] is not None]
+        if not all(np.all(np.isfinite(v)) for v in parts):
+            # A NaN or infinite model predicts one class whatever X is: never a result.
+            raise ValueError(f"solver {spec.name!r} returned a non-finite model (status {res.status!r}, "
+                             f"{res.n_iter} iterations); lower C, the step or the kernel's parameters, rescale X, or try "
+                             "another solver")
         return model
 
-    def _set_binary(self, m):
-        self._model = m
-        self.n_iter_ = m["n_iter"]
-        self.status_ = m["status"]
-        self.objective_ = m["objective"]
-        self.trace_ = m["trace"]
-        self.intercept_ = np.array([m["b"]])
-        if m["w"] is not None:
-            self.coef_ = m["w"][None, :]
-        if m["dual_coef"] is not None:
-            self.support_ = m["support"]
-            self.dual_coef_ = m["dual_coef"][None, :]
-            if m["support_vectors"] is not None:
-                self.support_vectors_ = m["support_vectors"]
-
-    def _set_multiclass(self, mc):
-        models = mc.models
-        self.n_iter_ = np.array([m["n_iter"] for m in models])
-        self.status_ = [m["status"] for m in models]
-        self.objective_ = np.array([m["objective"] for m in models])
-        self.trace_ = [m["trace"] for m in models]
+    def _set_layout(self, models, pairs, rows, X, y):
+        """The fitted attributes in SVC's and LinearSVC's layout (class docstring), from the
+        binary models, their class pairs and training rows (None: all of X), on the rows X, y
+        that were solved. Prediction reads these attributes, not the models."""
+        n_models = len(models)
+        self.n_iter_ = np.array([m["n_iter"] for m in models], dtype=np.int32)
+        status = [m["status"] for m in models]
+        objective = np.array([m["objective"] for m in models])
+        trace = [m["trace"] for m in models]
+        binary = n_models == 1 and len(self.classes_) == 2
+        self.status_, self.objective_, self.trace_ = (status[0], objective[0], trace[0]) if binary else \
+            (status, objective, trace)
         self.intercept_ = np.array([m["b"] for m in models])
-        if all(m["w"] is not None for m in models):
+        if any(m["dual_coef"] is not None for m in models) and all(m["dual_coef"] is not None for m in models):
+            # The union of the models' support vectors, ordered by class, then by row (SVC's
+            # order: n_support_[c] consecutive vectors per class).
+            glob = [m["support"] if r is None else r[m["support"]] for m, r in zip(models, rows)]
+            yi = np.searchsorted(self.classes_, y)
+            union = np.unique(np.concatenate(glob)) if glob else np.zeros(0, np.int64)
+            sv = union[np.lexsort((union, yi[union]))]
+            col = np.full(X.shape[0], -1, dtype=np.int64)
+            col[sv] = np.arange(sv.size)
+            coef = np.zeros((n_models, sv.size))
+            for k, (m, g) in enumerate(zip(models, glob)):
+                coef[k, col[g]] = m["dual_coef"]
+            sv_class = yi[sv]
+            if self.multi_class == "ovo" and not binary:
+                from .multiclass import svc_dual_coef
+                coef = svc_dual_coef(coef, sv_class, pairs, len(self.classes_))
+            self._sv_class = sv_class
+            self.n_support_ = np.bincount(sv_class, minlength=len(self.classes_)).astype(np.int32)
+            # Indices into the rows given to fit (rows of weight 0 were left out of the solve).
+            self.support_ = (sv if self._kept is None else self._kept[sv]).astype(np.int32)
+            self.dual_coef_ = sp.csr_matrix(coef) if sp.issparse(X) else coef
+            # Only a model without w needs its support vectors to predict; one with w (dcd,
+            # liblinear) predicts from coef_, as LinearSVC (which keeps none), and X[sv] would
+            # copy up to all of X (1.4 s on full RCV1, where half the rows are support vectors).
+            if any(m["support_vectors"] is not None for m in models):
+                self.support_vectors_ = X[sv]
+        if self._kernel.is_linear and all(m["w"] is not None for m in models):
             self.coef_ = np.vstack([m["w"] for m in models])
+            if sp.issparse(X) and hasattr(self, "support_vectors_"):
+                # SVC's coef_ after a sparse fit (dual_coef_ @ support_vectors_, both sparse).
+                self.coef_ = sp.csr_matrix(self.coef_)
+
+    def sparsify(self):
+        """coef_ as a scipy CSR matrix (LinearSVC's sparsify): smaller when most weights are 0;
+        predictions are unchanged. Linear kernel only."""
+        check_is_fitted(self, "coef_")
+        self.coef_ = sp.csr_matrix(self.coef_)
+        return self
+
+    def densify(self):
+        """coef_ back to a dense array (LinearSVC's densify)."""
+        check_is_fitted(self, "coef_")
+        if sp.issparse(self.coef_):
+            self.coef_ = self.coef_.toarray()
+        return self
 
     # ------------------------------------------------------------------ predict
     @staticmethod
@@ -238,22 +531,55 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         K = kernel_block(kernel, X, m["support_vectors"])
         return K @ m["dual_coef"] + m["b"]
 
+    def _decision_matrix(self, X):
+        """(n_samples, n_models) decision values from the fitted attributes: X coef_' +
+        intercept_ for the linear kernel, K(X, support_vectors_) C' + intercept_ otherwise, with C
+        the models' coefficient rows (read from SVC's layout for ovo). Reassigned or edited
+        attributes are what predicts, as LinearSVC's coef_ and intercept_."""
+        intercept = np.asarray(self.intercept_, dtype=np.float64)
+        if self._gram:
+            if self.kernel == "precomputed":
+                K = X[:, self.support_]
+                K = K.toarray() if sp.issparse(K) else K
+            else:
+                K = np.asarray(self.kernel(X, self.support_vectors_), dtype=np.float64)
+            coef = self._model_coef()
+            return K @ coef.T + intercept
+        if self._kernel.is_linear:
+            coef = self.coef_
+            if sp.issparse(coef):     # after sparsify()
+                return np.asarray(safe_sparse_dot(X, coef.T, dense_output=True)) + intercept
+            # One product per model, X w_k + b_k, as a binary fit computes it: a multiclass
+            # model's column is then bit for bit its binary model's (tests/solvers/test_multiclass).
+            coef = np.asarray(coef, dtype=np.float64)
+            D = np.empty((X.shape[0], coef.shape[0]))
+            for k in range(coef.shape[0]):
+                D[:, k] = np.asarray(X @ coef[k]).ravel() + intercept[k]
+            return D
+        K = kernel_block(self._kernel, X, self.support_vectors_)
+        return K @ self._model_coef().T + intercept
+
+    def _model_coef(self):
+        """One row of dual coefficients per binary model (read from SVC's layout for ovo)."""
+        coef = self.dual_coef_.toarray() if sp.issparse(self.dual_coef_) else np.asarray(self.dual_coef_)
+        if self.multi_class == "ovo" and len(self.classes_) > 2:
+            from .multiclass import pair_coef
+            coef = pair_coef(coef, self._sv_class, self.multiclass_.pairs)
+        return coef
+
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes (> 0 means classes_[1]); for
         more, the multiclass strategy's (n_samples, n_classes) or ovo's pairwise values."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
-        if len(self.classes_) == 2:
-            return self._binary_decision(self._kernel, self._model, X)
-        return self.multiclass_.decision_function(X, lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+        D = self._decision_matrix(X)
+        return D[:, 0] if len(self.classes_) == 2 else D
 
     def predict(self, X):
-        check_is_fitted(self)
+        D = self.decision_function(X)
         if len(self.classes_) == 2:
-            d = self.decision_function(X)
-            return self.classes_[(d > 0).astype(int)]
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
-        return self.multiclass_.predict(X, lambda m, Xs: self._binary_decision(self._kernel, m, Xs))
+            return self.classes_[(D > 0).astype(int)]
+        return self.classes_[self.multiclass_.predict_index(D)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -4,13 +4,13 @@ duros_katzman, Section 4.1: "we use the entire training set to compute the
 gradient", a fixed learning rate eta = 1e-3 and the squared hinge L = max(0, 1 - y f)^2. The
 problem is the primal of DESIGN.md,
 
-    P(w, u) = 1/2 ||w||^2 + r/2 u^2 + C sum_i loss(y_i f_i),   f_i = w . x_i + c u,
+    P(w, u) = 1/2 ||w||^2 + r/2 u^2 + C sum_i s_i loss(y_i f_i),   f_i = w . x_i + c u,
 
-where the intercept is the extra coordinate u with feature value c and penalty r:
+with sample weights s_i (1 when unweighted), where the intercept is the extra coordinate u with feature value c and penalty r:
 ``none`` (no u), ``regularized`` (c = B = intercept_scaling, r = 1: LIBLINEAR's bias feature,
 b = B u) and ``free`` (c = 1, r = 0: b = u unpenalised). The gradient is
 
-    grad_w = w + C X' (y * loss'(y f)),   grad_u = r u + C c sum_i y_i loss'(y_i f_i),
+    grad_w = w + C X' (s * y * loss'(y f)),   grad_u = r u + C c sum_i s_i y_i loss'(y_i f_i),
 
 two sparse or dense matrix-vector products per iteration and nothing per sample in Python.
 The step is fixed (the paper's eta), backtracking (Armijo: start from twice the last accepted step
@@ -75,7 +75,7 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     f = np.asarray(X @ w).ravel() + c * u
 
     def objective(wsq, u_, f_):
-        return 0.5 * wsq + 0.5 * r * u_ * u_ + C * float(loss_values(loss, y * f_, hk).sum())
+        return 0.5 * wsq + 0.5 * r * u_ * u_ + C * float(problem.weigh(loss_values(loss, y * f_, hk)).sum())
 
     wsq = float(w @ w)
     P = objective(wsq, u, f)
@@ -98,7 +98,8 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     prev = None             # (g_w, g_u, accepted step) of the last iteration (step="bb")
     while it < max_iter:
         # Gradient: two products with X (here and Xg below); nothing per sample in Python.
-        s = y * loss_derivative(loss, y * f, hk)
+        # Sample weights scale each row's loss term, so its derivative (Problem.weigh).
+        s = problem.weigh(y * loss_derivative(loss, y * f, hk))
         g_w = w + C * np.asarray(X.T @ s).ravel()
         g_u = r * u + C * c * float(s.sum())
         gsq = float(g_w @ g_w) + g_u * g_u
@@ -188,6 +189,7 @@ def _bb_step(prev, g_w, g_u, t_last: float) -> float:
 register(SolverSpec(
     name="gd",
     family="primal",
+    sample_weight=True,
     fit=fit_gd,
     params={
         "step": Param("bb", "str", options=("fixed", "armijo", "bb"),

@@ -18,6 +18,10 @@ Optimality (bertini, Section II; Keerthi et al. 2001) is m(alpha) <= M(alpha) wi
     S = {alpha_i < C, y_i = -1} U {alpha_i > 0, y_i = +1}
 
 (`objectives.kkt_violation_equality`), and every solver stops when m - M < tol.
+
+Sample weights s_i make the box per row, 0 <= alpha_i <= C_i = C s_i (LIBSVM's weighted C-SVC):
+wherever C appears above it is then C_i (`box`), and C is a number for an unweighted problem, so
+its arithmetic is unchanged.
 """
 from __future__ import annotations
 
@@ -36,28 +40,35 @@ KERNELS = ("linear", "rbf", "poly")
 
 
 # ---------------------------------------------------------------------------- feasibility
-def project_feasible(alpha0: np.ndarray, y: np.ndarray, C: float, tol: float = 1e-13) -> np.ndarray:
-    """Euclidean projection of alpha0 onto {0 <= alpha <= C, y' alpha = 0}.
+def box(problem: Problem):
+    """The upper bound of alpha: C, or the per-row C_i = C s_i of a weighted problem."""
+    return problem.C if problem.sample_weight is None else problem.C_i
+
+
+def project_feasible(alpha0: np.ndarray, y: np.ndarray, C, tol: float = 1e-13) -> np.ndarray:
+    """Euclidean projection of alpha0 onto {0 <= alpha <= C, y' alpha = 0} (C a number or per
+    row).
 
     The minimiser of 1/2 ||alpha - alpha0||^2 over that set is alpha(theta) =
     clip(alpha0 - theta y, 0, C) for the theta with y' alpha(theta) = 0; y' alpha(theta) is
     non-increasing in theta, so bisection finds it. A feasible alpha0 comes back unchanged.
     """
     alpha0 = np.clip(np.asarray(alpha0, dtype=np.float64), 0.0, C)
-    if abs(float(y @ alpha0)) <= tol * max(1.0, C * alpha0.shape[0]):
+    C_max = float(np.max(C))
+    if abs(float(y @ alpha0)) <= tol * max(1.0, C_max * alpha0.shape[0]):
         return alpha0
 
     def h(theta):
         return float(y @ np.clip(alpha0 - theta * y, 0.0, C))
 
-    lo, hi = -C, C  # h(-C) >= 0 >= h(C): every alpha_i is pushed to the bound of its class
+    lo, hi = -C_max, C_max  # h(-C) >= 0 >= h(C): every alpha_i is pushed to the bound of its class
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if h(mid) > 0:
             lo = mid
         else:
             hi = mid
-        if hi - lo <= 1e-15 * C:
+        if hi - lo <= 1e-15 * C_max:
             break
     alpha = np.clip(alpha0 - 0.5 * (lo + hi) * y, 0.0, C)
     # Remove the bisection's last rounding residue on one free variable (or a bound one).
@@ -66,7 +77,7 @@ def project_feasible(alpha0: np.ndarray, y: np.ndarray, C: float, tol: float = 1
         free = np.flatnonzero((alpha > 0) & (alpha < C))
         for i in (free if free.size else np.arange(alpha.shape[0])):
             a = alpha[i] - r * y[i]
-            if 0.0 <= a <= C:
+            if 0.0 <= a <= (C if np.ndim(C) == 0 else C[i]):
                 alpha[i] = a
                 break
     return alpha
@@ -85,12 +96,13 @@ def warm_alpha(problem: Problem, warm_start) -> np.ndarray:
         raise ValueError(f"warm_start alpha has shape {alpha.shape}, expected ({n},)")
     if not np.all(np.isfinite(alpha)):
         raise ValueError("warm_start alpha has non-finite values")
-    return project_feasible(alpha, problem.y, problem.C)
+    return project_feasible(alpha, problem.y, box(problem))
 
 
-def gradient(cache: QColumnCache, alpha: np.ndarray, C: float):
-    """G = Q alpha - e and G_bar = C Q[:, alpha = C] e (LIBSVM's gradient of the bounded part,
-    used to rebuild G after shrinking), by BLAS blocks over the support vectors only."""
+def gradient(cache: QColumnCache, alpha: np.ndarray, C):
+    """G = Q alpha - e and G_bar = sum_{alpha_j = C_j} C_j Q[:, j] (LIBSVM's gradient of the
+    bounded part, used to rebuild G after shrinking), by BLAS blocks over the support vectors
+    only. C: a number, or per row."""
     y = cache.y
     sv = np.flatnonzero(alpha > 0)
     G = -np.ones(cache.n)
@@ -99,12 +111,54 @@ def gradient(cache: QColumnCache, alpha: np.ndarray, C: float):
     at_C = np.flatnonzero(alpha >= C)
     G_bar = np.zeros(cache.n)
     if at_C.size:
-        G_bar = C * y * cache.matvec(at_C, y[at_C])
+        if np.ndim(C) == 0:
+            G_bar = C * y * cache.matvec(at_C, y[at_C])
+        else:
+            G_bar = y * cache.matvec(at_C, C[at_C] * y[at_C])
     return G, G_bar
 
 
+# ---------------------------------------------------------------------------- hard margin
+#: Rows above which the separability check's dense n x n linear program is refused.
+SEPARABLE_MAX_ROWS = 5000
+
+
+def check_separable(problem: Problem) -> None:
+    """Refuse C = inf (the hard margin: 0 <= alpha_i, no upper bound) unless the data are
+    separable by the kernel with a free intercept, i.e. some f = sum_j beta_j K(x_j, .) + b has
+    y_i f(x_i) >= 1 on every row (the representer theorem puts a separating w in the span of
+    the rows); otherwise the dual is unbounded and its solvers would raise alpha for ever. A
+    linear program in (beta, b) decides it (in (w, b) for the linear kernel with fewer features
+    than rows), by HiGHS through scipy.optimize.linprog."""
+    from scipy.optimize import linprog
+
+    from .kernels import kernel_block
+    from .registry import SolverError
+
+    n = problem.n_samples
+    y = problem.y
+    if problem.kernel.is_linear and problem.n_features < n:
+        A = problem.X.toarray() if hasattr(problem.X, "toarray") else problem.X
+        what = "hyperplane"
+    else:
+        if n > SEPARABLE_MAX_ROWS:
+            raise SolverError(f"C=inf (a hard margin) needs a check that the data are separable, a linear program "
+                              f"over an {n} x {n} kernel matrix: above {SEPARABLE_MAX_ROWS} rows it is refused; use a finite C")
+        A = kernel_block(problem.kernel, problem.X, problem.X)
+        what = f"{problem.kernel.name} kernel"
+    # y_i (A_i v + b) >= 1  <=>  -y_i A_i v - y_i b <= -1; zero objective: feasibility only.
+    A_ub = -y[:, None] * np.hstack([A, np.ones((n, 1))])
+    res = linprog(np.zeros(A.shape[1] + 1), A_ub=A_ub, b_ub=-np.ones(n), bounds=(None, None), method="highs")
+    if res.status == 2:
+        raise SolverError(f"C=inf (a hard margin) needs data separable by the {what}: no f with y_i f(x_i) >= 1 on "
+                          f"every one of the {n} rows exists (the linear program is infeasible), so the dual is "
+                          "unbounded; use a finite C")
+    if res.status != 0:
+        raise SolverError(f"C=inf: the separability check did not conclude ({res.message}); use a finite C")
+
+
 # ---------------------------------------------------------------------------- intercept
-def intercept(G: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float):
+def intercept(G: np.ndarray, alpha: np.ndarray, y: np.ndarray, C):
     """b and how it was found.
 
     With free support vectors (0 < alpha_i < C): b = mean over them of y_i - (K beta)_i =
@@ -156,7 +210,7 @@ def certificates(problem: Problem, alpha: np.ndarray, G: np.ndarray):
     ||w||^2 = beta' K beta and decision values K beta + b = y (G + 1) + b; D = -f(alpha) through
     objectives.dual_objective.
     """
-    y, C = problem.y, problem.C
+    y, C = problem.y, box(problem)
     Kbeta = y * (G + 1.0)
     wnorm2 = float(alpha @ (G + 1.0))  # alpha' Q alpha
     b, rule, (L, U) = intercept(G, alpha, y, C)
@@ -185,7 +239,15 @@ def finish_fit(name: str, problem: Problem, alpha: np.ndarray, G: np.ndarray, st
     P, D, gap, kkt, b, info = certificates(problem, alpha, G)
     if status == "converged" and kkt > tol:
         status = "stalled"
-    if not math.isfinite(P):
+    if math.isinf(problem.C) and math.isinf(P) and np.all(np.isfinite(alpha)):
+        # A hard margin's P is finite only where every margin is >= 1: a solve stopped at tol
+        # leaves margins up to about tol below 1. Short of the certificate, not divergent.
+        worst = float(np.min(problem.y * (problem.y * (G + 1.0) + b)))
+        status = "stalled"
+        reason = (reason + "; " if reason else "") + (
+            f"hard margin: the smallest margin is {worst:.9g} < 1, so the model is not feasible for C=inf "
+            f"(P = inf); a smaller tol (1e-8, say) ends with every margin >= 1")
+    elif not math.isfinite(P):
         status = "diverged"
     detail = f"m - M = {kkt:.3g} (tol {tol:g})" + (f"; {reason}" if reason else "")
     finish(status, name, n_iter, detail if status != "converged" else "")

@@ -101,6 +101,9 @@ class MulticlassModel:
     pairs: list
     models: list
     table: OrdinalTable | None = None
+    # The training rows of each model (None: every row), so that its support indices, which are
+    # positions among those rows, can be read as rows of the whole training set.
+    rows: list | None = None
 
     def decision_function(self, X, binary_decision) -> np.ndarray:
         """(n, K) for ovr, (n, K(K-1)/2) for ovo, (n, K-1) for ordinal (module docstring)."""
@@ -140,10 +143,12 @@ def class_pairs(strategy: str, n_classes: int) -> list:
     raise ValueError(f"multi_class={strategy!r} is not one of {list(STRATEGIES)}")
 
 
-def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision) -> MulticlassModel:
+def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision, sample_weight=None) -> MulticlassModel:
     """Train the binary models of `strategy` with ``fit_binary(X_rows, y_pm1)`` (module
     docstring); `binary_decision(model, X)` is needed by the ordinal table, which is estimated
-    on the training data."""
+    on the training data. With `sample_weight` (n,), each call is ``fit_binary(X_rows, y_pm1,
+    weights_of_those_rows)``: a row keeps its weight in every binary problem it enters, as
+    LIBSVM's one-vs-one keeps each row's C_i."""
     classes = np.asarray(classes)
     # Class indices in the order `classes` is given (the ordinal ranks), sorted or not.
     sorter = np.argsort(classes, kind="stable")
@@ -152,15 +157,48 @@ def fit_multiclass(strategy: str, X, y, classes, fit_binary, binary_decision) ->
     if not np.array_equal(classes[yi], np.asarray(y)):
         raise ValueError("y has labels that are not in classes")
     pairs = class_pairs(strategy, len(classes))
-    models = []
+    weights = () if sample_weight is None else (np.asarray(sample_weight),)
+    models, model_rows = [], []
     for pos, neg in pairs:
         if neg < 0:
-            models.append(fit_binary(X, np.where(yi == pos, 1.0, -1.0)))
+            models.append(fit_binary(X, np.where(yi == pos, 1.0, -1.0), *weights))
+            model_rows.append(None)
             continue
         rows = np.flatnonzero((yi == pos) | (yi == neg))
-        models.append(fit_binary(X[rows], np.where(yi[rows] == pos, 1.0, -1.0)))
-    mc = MulticlassModel(strategy, classes, pairs, models)
+        models.append(fit_binary(X[rows], np.where(yi[rows] == pos, 1.0, -1.0), *(w[rows] for w in weights)))
+        model_rows.append(rows)
+    mc = MulticlassModel(strategy, classes, pairs, models, rows=model_rows)
     if strategy == "ordinal":
         D = mc.decision_function(X, binary_decision)
         mc.table = OrdinalTable(len(classes)).fit(D >= 0, yi)
     return mc
+
+
+# ------------------------------------------------------------------ SVC's layout of dual models
+def svc_dual_coef(coef: np.ndarray, sv_class: np.ndarray, pairs: list, n_classes: int) -> np.ndarray:
+    """LIBSVM's one-vs-one layout (svm_predict_values; SVC's dual_coef_ of shape (K-1, n_SV))
+    from one row of coefficients per pair model over the union of support vectors.
+
+    coef: (n_pairs, n_SV), coef[p, s] = alpha_s y_s of pair p = (i, j), i < j, class i as +1
+    (0 where s is not one of its support vectors); sv_class: each support vector's class index.
+    The coefficient of a support vector of class i in pair (i, j) goes to row j - 1, one of class
+    j to row i: each (row, support vector) slot belongs to exactly one pair."""
+    out = np.zeros((n_classes - 1, coef.shape[1]))
+    for p, (i, j) in enumerate(pairs):
+        ci = sv_class == i
+        cj = sv_class == j
+        out[j - 1, ci] = coef[p, ci]
+        out[i, cj] = coef[p, cj]
+    return out
+
+
+def pair_coef(dual_coef: np.ndarray, sv_class: np.ndarray, pairs: list) -> np.ndarray:
+    """The inverse of `svc_dual_coef`: each pair model's coefficients (n_pairs, n_SV) read back
+    from SVC's layout, as svm_predict_values reads them."""
+    out = np.zeros((len(pairs), dual_coef.shape[1]))
+    for p, (i, j) in enumerate(pairs):
+        ci = sv_class == i
+        cj = sv_class == j
+        out[p, ci] = dual_coef[j - 1, ci]
+        out[p, cj] = dual_coef[i, cj]
+    return out

@@ -52,7 +52,8 @@ import scipy.sparse as sp
 from numba import njit
 
 from .base import Budget, Fit, Recorder, finish, split_warm_start
-from .objectives import gradient_norm_at_zero, intercept_coordinate, kkt_violation_equality, linear_certificates, pg_violation, primal_from_decision
+from .objectives import (diag_term, dual_box_i, gradient_norm_at_zero, intercept_coordinate, kkt_violation_equality,
+                         linear_certificates, pg_violation, primal_from_decision)
 from .kernels import kernel_block, row_norms_sq
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -60,15 +61,16 @@ from .registry import Param, SolverSpec, register
 
 # ------------------------------------------------------------------ numba kernel
 @njit(cache=True, nogil=True)
-def _line_search(m, q, C, mu, kink, a0, a1):
-    """argmin_t phi(t) = a0 t + a1 t^2 / 2 + C sum_i l(m_i + t q_i), l the smoothed loss with
+def _line_search(m, q, C, mu, kink, a0, a1, s=None):
+    """argmin_t phi(t) = a0 t + a1 t^2 / 2 + C sum_i s_i l(m_i + t q_i), l the smoothed loss with
     quadratic piece (1 - m)^2 / (2 mu) for 0 < 1 - m < kink and slope -kink/mu beyond; a1 is the
     regulariser's curvature along the direction. Newton passes the squared hinge (mu = 1/2,
     kink = inf, m = y f, q = y X d), smooth_newton the smoothed hinge (kink = mu).
 
     phi is convex piecewise quadratic (Chapelle's ``line_search_linear``); a safeguarded 1-D
     Newton lands on the minimiser of the current piece at each step (exact once the piece no
-    longer changes), a bracket phi'(lo) < 0 <= phi'(hi) keeps every iterate in range."""
+    longer changes), a bracket phi'(lo) < 0 <= phi'(hi) keeps every iterate in range. s: the
+    rows' sample weights, or None (all 1: compiled without the weight, numba prunes the branch)."""
     n = m.shape[0]
     slope = kink / mu
 
@@ -82,11 +84,14 @@ def _line_search(m, q, C, mu, kink, a0, a1):
             r = 1.0 - (m[i] + t * qi)
             if r <= 0.0:
                 continue
+            Ci = C
+            if s is not None:
+                Ci = C * s[i]
             if r < kink:
-                g -= C * qi * r / mu
-                h += C * qi * qi / mu
+                g -= Ci * qi * r / mu
+                h += Ci * qi * qi / mu
             else:
-                g -= C * qi * slope
+                g -= Ci * qi * slope
         return g, h
 
     g0, h0 = deriv(0.0)
@@ -173,6 +178,7 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
     P = primal(w, u, f)
     sv = np.flatnonzero(y * f < 1.0)
     g0 = gradient_norm_at_zero(problem)
+    sw = problem.sample_weight
     status = "max_iter"
     it = 0
     n_cg_total = 0
@@ -182,6 +188,11 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
         Xs = X[sv]
         ys = y[sv]
         e = f[sv] - ys  # (f_sv - y_sv); grad of C (1 - y f)^2 in f is 2C (f - y) on sv
+        # Sample weights: row i's term is C s_i (1 - y f)^2, so its gradient and its Hessian
+        # rows carry s_i (H = I + 2C Z_sv' S Z_sv).
+        ws = None if sw is None else sw[sv]
+        if ws is not None:
+            e = e * ws
         g_w = w + 2.0 * C * np.asarray(Xs.T @ e).ravel()
         g_u = r * u + 2.0 * C * c * float(e.sum())
         g = np.append(g_w, g_u) if has_u else g_w
@@ -196,7 +207,7 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
             Zs = Xs.toarray() if sp.issparse(Xs) else Xs
             if has_u:
                 Zs = np.hstack([Zs, np.full((Zs.shape[0], 1), c)])
-            H = 2.0 * C * (Zs.T @ Zs)
+            H = 2.0 * C * (Zs.T @ (Zs if ws is None else ws[:, None] * Zs))
             H[np.diag_indices(d)] += 1.0
             if has_u:
                 # A free intercept has no penalty; a tiny ridge keeps H definite when sv is empty.
@@ -212,6 +223,8 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
                 z = np.asarray(Xs @ vw).ravel()
                 if has_u:
                     z += c * v[d]
+                if ws is not None:
+                    z = z * ws
                 out_w = vw + 2.0 * C * np.asarray(Xs.T @ z).ravel()
                 if has_u:
                     # Free intercept: r = 0; the ridge keeps CG well defined when sv is empty.
@@ -227,7 +240,7 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
         q = np.asarray(X @ s_w).ravel() + c * s_u
         a0 = float(w @ s_w) + r * u * s_u
         a1 = float(s_w @ s_w) + r * s_u * s_u
-        t = _line_search(y * f, y * q, C, 0.5, math.inf, a0, a1)
+        t = _line_search(y * f, y * q, C, 0.5, math.inf, a0, a1, sw)
         decrement = -0.5 * float(g @ step)
         w = w + t * s_w
         u = u + t * s_u
@@ -304,7 +317,10 @@ def _kernel_newton(problem, Kr, idx, beta0, b0, max_iter, tol, free, recorder, t
     Returns (beta, b, f, it, status)."""
     y = problem.y[idx]
     C = problem.C
-    lam = 0.5 / C
+    # The ridge 1/(2 C_i) per row: with sample weights the stationarity on sv reads
+    # beta_i = 2 C s_i (y_i - f_i), i.e. (K_sv + diag(1/(2 C s_sv))) beta_sv = y_sv.
+    sw = None if problem.sample_weight is None else problem.sample_weight[idx]
+    lam = 0.5 / C if sw is None else 0.5 / (C * sw)
     m = len(idx)
     beta = beta0.copy()
     b = b0
@@ -313,12 +329,12 @@ def _kernel_newton(problem, Kr, idx, beta0, b0, max_iter, tol, free, recorder, t
     Kbeta = f - b
     sv = np.flatnonzero(y * f < 1.0) if nz.size or b else np.arange(m)
 
-    P = _kernel_primal(problem, y, beta, b, Kbeta)
+    P = _kernel_primal(problem, y, beta, b, Kbeta, sw)
     status = "max_iter"
     it = 0
     while it < max_iter:
         Ks = Kr.block(idx[sv], idx[sv])
-        Ks[np.diag_indices_from(Ks)] += lam
+        Ks[np.diag_indices_from(Ks)] += lam if sw is None else lam[sv]
         ys = y[sv]
         if sv.size == 0:
             # Every margin is >= 1: the Newton point of the empty set is beta = 0 (b kept).
@@ -350,13 +366,13 @@ def _kernel_newton(problem, Kr, idx, beta0, b0, max_iter, tol, free, recorder, t
         q = Kdelta + db
         a0 = float(beta @ Kdelta)
         a1 = float(delta @ Kdelta)
-        t = _line_search(y * f, y * q, C, 0.5, math.inf, a0, a1)
+        t = _line_search(y * f, y * q, C, 0.5, math.inf, a0, a1, sw)
         beta = beta + t * delta
         b = b + t * db
         Kbeta = Kbeta + t * Kdelta
         f = Kbeta + b
         it += 1
-        P_old, P = P, _kernel_primal(problem, y, beta, b, Kbeta)
+        P_old, P = P, _kernel_primal(problem, y, beta, b, Kbeta, sw)
         sv_new = np.flatnonzero(y * f < 1.0)
         same = np.array_equal(sv_new, sv)
         sv = sv_new
@@ -374,11 +390,12 @@ def _kernel_newton(problem, Kr, idx, beta0, b0, max_iter, tol, free, recorder, t
     return beta, b, f, Kbeta, it, status
 
 
-def _kernel_primal(problem, y, beta, b, Kbeta):
-    """P of a kernel model on rows with labels y: 1/2 beta'K'beta + C sum loss(y f).
-    K' carries B^2 for a regularized intercept, so the regulariser is beta'K'beta whole."""
+def _kernel_primal(problem, y, beta, b, Kbeta, sw=None):
+    """P of a kernel model on rows with labels y (and weights sw, None for 1): 1/2 beta'K'beta
+    + C sum s_i loss(y f). K' carries B^2 for a regularized intercept, so the regulariser is
+    beta'K'beta whole."""
     r = np.maximum(1.0 - y * (Kbeta + b), 0.0)
-    return 0.5 * float(beta @ Kbeta) + problem.C * float(r @ r)
+    return 0.5 * float(beta @ Kbeta) + problem.C * float(r @ (r if sw is None else sw * r))
 
 
 def _drop_residues(beta):
@@ -443,10 +460,11 @@ def _fit_kernel(problem, budget, recorder, warm_start, start, doubling_n0, rando
     quad_noB = float(beta @ Kbeta) - problem.B ** 2 * float(beta.sum()) ** 2
     P = primal_from_decision(problem, quad_noB, b_model, f) if math.isfinite(float(beta @ Kbeta)) else math.nan
     alpha = beta * y
-    diag = 0.5 / problem.C
+    # diag_i = 1/(2 C_i), equal entries when unweighted (objectives.dual_box_i).
+    diag = 0.5 / problem.C if problem.sample_weight is None else dual_box_i(problem)[0]
     if math.isfinite(P):
-        # alpha_KKT = 2C (1 - y f)_+ is the dual point the primal model implies.
-        a_k = 2.0 * problem.C * np.maximum(1.0 - y * f, 0.0)
+        # alpha_KKT = 2C_i (1 - y f)_+ is the dual point the primal model implies.
+        a_k = 2.0 * (problem.C if problem.sample_weight is None else problem.C_i) * np.maximum(1.0 - y * f, 0.0)
         nz = np.flatnonzero(a_k)
         Ka = Kr.matvec(np.arange(n), nz, (a_k * y)[nz]) if nz.size else np.zeros(n)
         G = y * Ka - 1.0 + diag * a_k
@@ -454,7 +472,7 @@ def _fit_kernel(problem, budget, recorder, warm_start, start, doubling_n0, rando
             D, gap = math.nan, math.nan
             kkt = kkt_violation_equality(G, a_k, y, math.inf)
         else:
-            D = float(a_k.sum() - 0.5 * (a_k * y) @ Ka - 0.5 * diag * (a_k @ a_k))
+            D = float(a_k.sum() - 0.5 * (a_k * y) @ Ka - 0.5 * diag_term(diag, a_k))
             gap = P - D
             kkt = pg_violation(G, a_k, math.inf)
     else:
@@ -492,6 +510,7 @@ def fit_newton(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
 register(SolverSpec(
     name="newton",
     family="primal",
+    sample_weight=True,
     fit=fit_newton,
     params={
         "formulation": Param("auto", "str", options=("auto", "primal", "kernel"),

@@ -21,6 +21,12 @@ Dual, for hinge and squared hinge (Hsieh et al. 2008, eq. 4 written as a maximis
 
 with sum_i alpha_i y_i = 0 added when the intercept is free. The duality gap P - D >= 0 is
 zero exactly at the optimum.
+
+Sample weights s_i (`Problem.sample_weight`) scale the loss terms, C sum_i s_i loss_i, that is a
+per-row penalty C_i = C s_i: the dual's box and diagonal become per row, (diag_i, U_i) = (0, C_i)
+for the hinge and (1/(2 C_i), inf) for the squared hinge (LIBSVM's weighted C-SVC, Chang and Lin
+2011, Section 2.1 with C_i), and D(alpha) = sum alpha_i - 1/2 ||.||^2 - 1/2 sum_i diag_i alpha_i^2.
+An unweighted problem takes exactly the sums it took before (`Problem.weigh`).
 """
 from __future__ import annotations
 
@@ -67,7 +73,12 @@ def regularizer(problem: Problem, w_norm_sq: float, b: float) -> float:
     """1/2 ||w||^2, plus 1/2 w_b^2 = 1/2 (b / B)^2 for a regularized intercept."""
     reg = 0.5 * w_norm_sq
     if problem.intercept == "regularized":
-        reg += 0.5 * (b / problem.intercept_scaling) ** 2
+        try:
+            reg += 0.5 * (b / problem.intercept_scaling) ** 2
+        except OverflowError:
+            # Python floats raise where numpy's give inf: a diverged iterate's P is inf (and
+            # its solver says "diverged"), not a traceback.
+            reg = math.inf
     return reg
 
 
@@ -78,7 +89,7 @@ def primal_from_decision(problem: Problem, w_norm_sq: float, b: float, f: np.nda
         feasible = np.all(problem.y * f >= 1.0 - 1e-9)
         return regularizer(problem, w_norm_sq, b) if feasible else math.inf
     losses = loss_values(problem.loss, problem.y * f, problem.huber_k)
-    return regularizer(problem, w_norm_sq, b) + problem.C * float(losses.sum())
+    return regularizer(problem, w_norm_sq, b) + problem.C * float(problem.weigh(losses).sum())
 
 
 def decision_linear(problem: Problem, w: np.ndarray, b: float = 0.0) -> np.ndarray:
@@ -102,15 +113,36 @@ def dual_box(problem: Problem) -> tuple[float, float]:
     raise ValueError(f"the dual is defined here for hinge and squared_hinge, not {problem.loss!r}")
 
 
+def dual_box_i(problem: Problem, C: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(diag_i, U_i) per row: `dual_box` with the per-row penalty C_i = C s_i (module docstring);
+    every entry equals `dual_box`'s when the problem is unweighted. C: another C (pegasos's)."""
+    C = problem.C if C is None else float(C)
+    n = problem.n_samples
+    Ci = np.full(n, C) if problem.sample_weight is None else C * problem.sample_weight
+    if problem.loss == "hinge":
+        return np.zeros(n), Ci
+    if problem.loss == "squared_hinge":
+        return 0.5 / Ci, np.full(n, math.inf)
+    raise ValueError(f"the dual is defined here for hinge and squared_hinge, not {problem.loss!r}")
+
+
+def diag_term(diag, alpha: np.ndarray) -> float:
+    """sum_i diag_i alpha_i^2 (diag a scalar or per row), the squared hinge's part of D."""
+    if np.ndim(diag) == 0:
+        return float(diag * (alpha @ alpha))
+    return float(diag @ (alpha * alpha))
+
+
 def dual_objective(problem: Problem, alpha: np.ndarray, w_norm_sq: float) -> float:
     """D(alpha) given ||sum alpha_i y_i phi(x_i)||^2 (including w_b^2 when regularized)."""
-    diag, _ = dual_box(problem)
+    diag = dual_box(problem)[0] if problem.sample_weight is None else dual_box_i(problem)[0]
     alpha = np.asarray(alpha, dtype=np.float64)
-    return float(alpha.sum() - 0.5 * w_norm_sq - 0.5 * diag * (alpha @ alpha))
+    return float(alpha.sum() - 0.5 * w_norm_sq - 0.5 * diag_term(diag, alpha))
 
 
-def projected_gradient(G: np.ndarray, alpha: np.ndarray, U: float) -> np.ndarray:
-    """PG_i of min f(alpha) over 0 <= alpha <= U given the gradient G (Hsieh et al. eq. 8)."""
+def projected_gradient(G: np.ndarray, alpha: np.ndarray, U) -> np.ndarray:
+    """PG_i of min f(alpha) over 0 <= alpha <= U given the gradient G (Hsieh et al. eq. 8); U a
+    number or one bound per row."""
     PG = np.asarray(G, dtype=np.float64).copy()
     at_lo = alpha <= 0.0
     at_hi = alpha >= U
@@ -119,14 +151,14 @@ def projected_gradient(G: np.ndarray, alpha: np.ndarray, U: float) -> np.ndarray
     return PG
 
 
-def pg_violation(G: np.ndarray, alpha: np.ndarray, U: float) -> float:
+def pg_violation(G: np.ndarray, alpha: np.ndarray, U) -> float:
     """M - m, the spread of projected gradients, LIBLINEAR's stopping quantity; zero at the
     optimum of the box-constrained dual (no equality constraint)."""
     PG = projected_gradient(G, alpha, U)
     return float(max(PG.max(), 0.0) - min(PG.min(), 0.0))
 
 
-def kkt_violation_equality(grad: np.ndarray, alpha: np.ndarray, y: np.ndarray, C: float) -> float:
+def kkt_violation_equality(grad: np.ndarray, alpha: np.ndarray, y: np.ndarray, C) -> float:
     """m(alpha) - M(alpha) for the dual with sum alpha_i y_i = 0 (bertini II, Keerthi et al.):
 
         R = {i: alpha_i < C, y_i = +1} U {i: alpha_i > 0, y_i = -1}
@@ -134,6 +166,7 @@ def kkt_violation_equality(grad: np.ndarray, alpha: np.ndarray, y: np.ndarray, C
         m = max_{i in R} -y_i grad_i,  M = min_{i in S} -y_i grad_i
 
     with grad = Q alpha - e. alpha is optimal iff m <= M; the violation is max(m - M, 0).
+    C: a number, or the per-row bounds C_i of a weighted problem.
     """
     v = -y * grad
     up = ((alpha < C) & (y > 0)) | ((alpha > 0) & (y < 0))
@@ -159,7 +192,7 @@ def primal_at(problem: Problem, C: float, w_norm_sq: float, b: float, f: np.ndar
     """P with the problem's loss and intercept but a given C (pegasos's lambda may set C);
     equals objectives.primal_from_decision when C == problem.C."""
     losses = loss_values(problem.loss, problem.y * f, problem.huber_k)
-    return regularizer(problem, w_norm_sq, b) + C * float(losses.sum())
+    return regularizer(problem, w_norm_sq, b) + C * float(problem.weigh(losses).sum())
 
 
 def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray | None = None,
@@ -185,8 +218,12 @@ def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray
     if problem.loss != "squared_hinge" or not math.isfinite(P):
         return out
     m = y * f
-    diag, U = 0.5 / C, math.inf
-    alpha = 2.0 * C * np.maximum(1.0 - m, 0.0)
+    if problem.sample_weight is None:
+        diag, U = 0.5 / C, math.inf
+        alpha = 2.0 * C * np.maximum(1.0 - m, 0.0)
+    else:
+        diag, U = dual_box_i(problem, C)
+        alpha = 2.0 * (C * problem.sample_weight) * np.maximum(1.0 - m, 0.0)
     ay = alpha * y
     w_a = np.asarray(problem.X.T @ ay).ravel()
     c, _ = intercept_coordinate(problem)
@@ -194,12 +231,12 @@ def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray
         u_a = c * ay.sum()
         fa = np.asarray(problem.X @ w_a).ravel() + c * u_a
         G = y * fa - 1.0 + diag * alpha
-        D = float(alpha.sum() - 0.5 * (w_a @ w_a + u_a * u_a) - 0.5 * diag * (alpha @ alpha))
+        D = float(alpha.sum() - 0.5 * (w_a @ w_a + u_a * u_a) - 0.5 * diag_term(diag, alpha))
         out.update(dual=D, gap=P - D, kkt_violation=pg_violation(G, alpha, U))
     elif problem.intercept == "none":
         fa = np.asarray(problem.X @ w_a).ravel()
         G = y * fa - 1.0 + diag * alpha
-        D = float(alpha.sum() - 0.5 * (w_a @ w_a) - 0.5 * diag * (alpha @ alpha))
+        D = float(alpha.sum() - 0.5 * (w_a @ w_a) - 0.5 * diag_term(diag, alpha))
         out.update(dual=D, gap=P - D, kkt_violation=pg_violation(G, alpha, U))
     else:
         fa = np.asarray(problem.X @ w_a).ravel()
@@ -212,7 +249,7 @@ def linear_certificates(problem: Problem, w: np.ndarray, b: float, f: np.ndarray
 def gradient_norm_at_zero(problem: Problem) -> float:
     """||grad P(0)||: the scale of the gradient-norm stopping tests of gd and newton."""
     y = problem.y
-    s = y * loss_derivative(problem.loss, np.zeros(problem.n_samples), problem.huber_k)
+    s = problem.weigh(y * loss_derivative(problem.loss, np.zeros(problem.n_samples), problem.huber_k))
     g_w = problem.C * np.asarray(problem.X.T @ s).ravel()
     c, _ = intercept_coordinate(problem)
     g_u = problem.C * c * float(s.sum())

@@ -32,6 +32,15 @@ Figure 2); batches drawn with replacement or from a
 fresh permutation each epoch. A regularized intercept is the constant feature B (weight
 penalised with w, like LIBLINEAR).
 
+Sample weights s_i (`Problem.sample_weight`) enter by weighted sampling: a batch's rows are
+drawn with probability s_i / S (S = sum_i s_i), so a step's expected subgradient is that of
+
+    f(w) = lambda/2 ||w||^2 + 1/S sum_i s_i (1 - y_i w . x_i)_+  =  P(w) / (C S),   lambda = 1/(C S),
+
+the weighted P: the same process as uniform draws from the rows repeated s_i times (integer s_i),
+and the kernel unchanged. Weights need ``sampling="replacement"`` (a permutation visits each row
+once per epoch whatever its weight) and are refused by name otherwise.
+
 Pegasos has no stopping test of its own: its output is w_{T+1}, so a run that completes its
 schedule has status ``budget`` (the schedule ran as planned; nothing was tested, so it is not
 ``converged``; info["schedule_complete"]); its certificate is the primal objective P; how far P
@@ -51,7 +60,7 @@ from numba.extending import intrinsic
 from .base import Budget, Fit, Recorder, finish
 from .objectives import C_from_lambda, lambda_from_C, linear_certificates, primal_at
 from .problem import Problem
-from .registry import Param, SolverSpec, register
+from .registry import Param, SolverError, SolverSpec, register
 
 # st (state) layout, a float64 array shared between the kernel and the driver.
 _S, _VSQ, _T, _QA, _NAVG = 0, 1, 2, 3, 4
@@ -236,11 +245,19 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
     y = problem.y
     n, d = problem.n_samples, problem.n_features
     B = float(problem.B)
+    sw = problem.sample_weight
+    if sw is not None and sampling != "replacement":
+        raise SolverError("pegasos takes sample weights by weighted sampling: it needs "
+                          f"sampling='replacement', not {sampling!r}")
+    # The total weight S replaces n in lambda = 1/(C S) (module docstring): n when unweighted.
+    n_w = n if sw is None else float(sw.sum())
+    # Equal weights draw uniformly, as unweighted (the same draws; only lambda scales).
+    p_draw = None if sw is None or np.all(sw == sw[0]) else sw / sw.sum()
     if lam is None:
-        lam = lambda_from_C(problem.C, "pegasos", n)
+        lam = lambda_from_C(problem.C, "pegasos", n_w)
         C = problem.C
     else:
-        C = C_from_lambda(lam, "pegasos", n)
+        C = C_from_lambda(lam, "pegasos", n_w)
     spe = -(-n // k)  # steps per epoch
     T = epochs * spe if epochs is not None else budget.iterations(10 * spe)
     rng = np.random.default_rng(random_state)
@@ -284,8 +301,13 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
     pos = 0
     while it < T:
         if epoch_idx is None or pos >= epoch_idx.size:
-            epoch_idx = (rng.permutation(n) if sampling == "permutation"
-                         else rng.integers(0, n, size=spe * k)).astype(np.int64, copy=False)
+            if sampling == "permutation":
+                epoch_idx = rng.permutation(n)
+            elif p_draw is None:
+                epoch_idx = rng.integers(0, n, size=spe * k)
+            else:
+                epoch_idx = rng.choice(n, size=spe * k, p=p_draw)
+            epoch_idx = epoch_idx.astype(np.int64, copy=False)
             pos = 0
         # Run up to the end of the epoch, of the budget, or the next trace point.
         n_steps = min(-(-(epoch_idx.size - pos) // k), T - it)
@@ -321,12 +343,13 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
                fit_time_s=fit_time,
                info={"lambda": lam, "C": C, "t": int(st[_T]), "T": int(T), "epochs": it / spe,
                      "schedule_complete": status == "budget", "w_norm": float(np.linalg.norm(w)),
-                     "objective_pegasos": cert["primal"] / (C * n)})
+                     "objective_pegasos": cert["primal"] / (C * n_w)})
 
 
 register(SolverSpec(
     name="pegasos",
     family="primal",
+    sample_weight=True,
     fit=fit_pegasos,
     params={
         "k": Param(1, "int", low=1, doc="mini-batch size"),

@@ -16,6 +16,13 @@
   training from the margin violators, `objectives.basis_intercept`; `registry.fit` does it for
   the solvers that declare it, and the certificates are those of the problem without b).
 - kernel: a `Kernel`.
+- sample_weight: None (every row weighs 1), or one finite weight s_i > 0 per row, which scales
+  that row's loss term: P = 1/2 ||w||^2 + C sum_i s_i loss(y_i f_i). In the dual the box of
+  alpha_i becomes C_i = C s_i (hinge; LIBSVM's per-sample C, its ``-wi`` for class weights) and
+  the squared hinge's diagonal 1/(2 C_i) (`objectives.dual_box`). A weight of 2 is the row taken
+  twice. Rows of weight 0 are left out by the caller (the estimator does, as LIBSVM), so no
+  solver meets a zero box. Solvers that cannot weight refuse a weighted problem by name
+  (`registry.SolverSpec.sample_weight`).
 """
 from __future__ import annotations
 
@@ -118,6 +125,53 @@ def _checked_data(X, labels):
     return X, y
 
 
+def _checked_weights(sample_weight, n: int):
+    """sample_weight as a Problem holds it (None, or float64 (n,) of finite values > 0), or a
+    ProblemError naming the first bad value."""
+    if sample_weight is None:
+        return None
+    try:
+        s = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ProblemError("sample_weight cannot be read as float64 numbers") from None
+    if s.ndim != 1:
+        raise ProblemError(f"sample_weight must be 1-D with one weight per row, got shape {s.shape}")
+    if s.shape[0] != n:
+        raise ProblemError(f"X has {n} rows but sample_weight has {s.shape[0]} weights")
+    bad = ~(np.isfinite(s) & (s > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ProblemError(f"sample_weight[{i}] = {float(s[i])!r} must be a finite number > 0 "
+                           "(rows of weight 0 are left out before building a Problem)")
+    s.setflags(write=False)
+    return s
+
+
+def class_weight_rows(y: np.ndarray, class_weight) -> np.ndarray | None:
+    """Per-row weights class_weight[y_i] for labels y in {-1, +1}, the problem key
+    ``class_weight`` (a sweep's, or `Problem.build`'s): None (no weights), "balanced" (n / (2
+    count(y_i)), scikit-learn's rule for two classes) or a mapping {-1: w, +1: w} (a missing
+    label weighs 1). None also when every weight is 1, so that such a problem is unweighted."""
+    if class_weight is None:
+        return None
+    y = np.asarray(y, dtype=np.float64)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ProblemError(f"class_weight={class_weight!r} must be 'balanced', a mapping {{-1: w, 1: w}} or None")
+        n_pos = int((y > 0).sum())
+        w = {1.0: y.size / (2.0 * n_pos), -1.0: y.size / (2.0 * (y.size - n_pos))}
+    else:
+        try:
+            w = {float(k): float(v) for k, v in dict(class_weight).items()}
+        except (TypeError, ValueError):
+            raise ProblemError(f"class_weight={class_weight!r} must be 'balanced', a mapping {{-1: w, 1: w}} or None") from None
+        bad = sorted(set(w) - {-1.0, 1.0})
+        if bad:
+            raise ProblemError(f"class_weight has the label {bad[0]:g}; the labels of a binary problem are -1 and 1")
+    s = np.where(y > 0, w.get(1.0, 1.0), w.get(-1.0, 1.0))
+    return None if np.all(s == 1.0) else s
+
+
 def _kernel(kernel, gamma, degree, coef0, X) -> Kernel:
     """A `Kernel` from scikit-learn style arguments, gamma "scale"/"auto" resolved on X."""
     if isinstance(kernel, Kernel):
@@ -165,11 +219,13 @@ class Problem:
     kernel: Kernel = field(default_factory=Kernel)
     intercept_scaling: float = 1.0
     huber_k: float = 1.0
+    sample_weight: np.ndarray | None = None
 
     def __post_init__(self):
         X, y = _checked_data(self.X, self.y)
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
+        object.__setattr__(self, "sample_weight", _checked_weights(self.sample_weight, X.shape[0]))
         self._check_settings()
 
     def _check_settings(self) -> None:
@@ -193,17 +249,29 @@ class Problem:
 
     @classmethod
     def build(cls, X, y, C=1.0, loss="hinge", intercept="none", kernel="linear",
-              gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0):
+              gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0, sample_weight=None,
+              class_weight=None):
         """Build a Problem from scikit-learn style arguments (kernel by name, gamma
-        "scale"/"auto" resolved on X)."""
-        return cls(X, y, C, loss, intercept, _kernel(kernel, gamma, degree, coef0, X), intercept_scaling, huber_k)
+        "scale"/"auto" resolved on X; class_weight per label, `class_weight_rows`, multiplied
+        into sample_weight)."""
+        if class_weight is not None:
+            cw = class_weight_rows(_checked_data(X, y)[1], class_weight)
+            if cw is not None:
+                sample_weight = cw if sample_weight is None else cw * np.asarray(sample_weight, dtype=np.float64)
+        return cls(X, y, C, loss, intercept, _kernel(kernel, gamma, degree, coef0, X), intercept_scaling, huber_k,
+                   sample_weight)
 
     def with_settings(self, C=1.0, loss="hinge", intercept="none", kernel="linear",
-                      gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0) -> "Problem":
+                      gamma="scale", degree=3, coef0=0.0, intercept_scaling=1.0, huber_k=1.0,
+                      class_weight=None) -> "Problem":
         """`build` on this problem's X and y, which are not checked again (`with_`): the
-        problems of one fold's C values, built from one Problem of its rows."""
+        problems of one fold's C values, built from one Problem of its rows. class_weight
+        (`class_weight_rows`) sets the row weights; None keeps this problem's own."""
+        extra = {}
+        if class_weight is not None:
+            extra["sample_weight"] = class_weight_rows(self.y, class_weight)
         return self.with_(C=C, loss=loss, intercept=intercept, kernel=_kernel(kernel, gamma, degree, coef0, self.X),
-                          intercept_scaling=intercept_scaling, huber_k=huber_k)
+                          intercept_scaling=intercept_scaling, huber_k=huber_k, **extra)
 
     # --- derived, computed once -------------------------------------------------------
     @property
@@ -217,6 +285,23 @@ class Problem:
     @property
     def is_sparse(self) -> bool:
         return sp.issparse(self.X)
+
+    @property
+    def weighted(self) -> bool:
+        return self.sample_weight is not None
+
+    def weigh(self, v):
+        """v_i s_i for a weighted problem, v itself (not a copy) otherwise: every loss term
+        C sum_i loss_i reads C sum_i s_i loss_i, and an unweighted problem takes exactly the
+        sums it took before weights existed (bit for bit)."""
+        return v if self.sample_weight is None else v * self.sample_weight
+
+    @property
+    def C_i(self) -> np.ndarray:
+        """The per-row penalty C s_i (C everywhere when unweighted): the dual box of the hinge."""
+        if self.sample_weight is None:
+            return np.full(self.n_samples, self.C)
+        return self.C * self.sample_weight
 
     @property
     def B(self) -> float:
@@ -281,10 +366,13 @@ class Problem:
         out = object.__new__(type(self))
         for name in names:
             object.__setattr__(out, name, changes.get(name, getattr(self, name)))
+        if "sample_weight" in changes:
+            object.__setattr__(out, "sample_weight", _checked_weights(out.sample_weight, out.n_samples))
         out._check_settings()
         return out
 
     def subset(self, rows) -> "Problem":
         """The problem restricted to some rows (used by the multiclass wrappers)."""
         rows = np.asarray(rows)
-        return self.with_(X=self.X[rows], y=self.y[rows])
+        sw = None if self.sample_weight is None else self.sample_weight[rows]
+        return self.with_(X=self.X[rows], y=self.y[rows], sample_weight=sw)

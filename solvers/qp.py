@@ -40,7 +40,8 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, project_feasible, warm_alpha, finish_fit
+from .kernel_dual import (INTERCEPTS, KERNELS, LOSSES, certificates, check_separable, project_feasible, warm_alpha,
+                          finish_fit)
 from .kernels import QColumnCache, kernel_block, kernel_diagonal
 from .objectives import kkt_violation_equality
 from .problem import Problem
@@ -839,12 +840,13 @@ def lowrank_limit(max_memory_mb: float, rank: int) -> int:
 
 
 def _snap(a, u, y, r):
-    """Fallback when polishing is refused: the nearest feasible point of the IPM iterate."""
+    """Fallback when polishing is refused: the nearest feasible point of the IPM iterate (u: each
+    variable's bound)."""
     a = np.where(a < 1e-10 * u, 0.0, np.where(a > u * (1 - 1e-10), u, a))
-    return project_feasible(a, y, float(u[0]))
+    return project_feasible(a, y, u)
 
 
-def _cvxopt_solve(Q, y, C, tol, max_iter):
+def _cvxopt_solve(Q, y, u, tol, max_iter):
     try:
         import cvxopt
     except ImportError:
@@ -854,7 +856,7 @@ def _cvxopt_solve(Q, y, C, tol, max_iter):
     P = cvxopt.matrix(Q)
     q = cvxopt.matrix(-np.ones(n))
     G = cvxopt.matrix(np.vstack([-np.eye(n), np.eye(n)]))
-    h = cvxopt.matrix(np.hstack([np.zeros(n), C * np.ones(n)]))
+    h = cvxopt.matrix(np.hstack([np.zeros(n), u]))
     A = cvxopt.matrix(y[None, :].copy())
     b = cvxopt.matrix(0.0)
     opts = {"show_progress": False, "abstol": tol, "reltol": tol, "feastol": tol, "maxiters": max_iter}
@@ -908,13 +910,20 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     near it; interior point methods gain little from a warm start (bertini, Section II.B, notes
     the same of CVXOPT).
     """
+    if math.isinf(problem.C):
+        return _fit_hard_margin(problem, budget, recorder, warm_start, backend=backend, ipm_tol=ipm_tol,
+                                max_memory_mb=max_memory_mb, method=method, lowrank_tol=lowrank_tol, max_rank=max_rank)
     n = problem.n_samples
     y = problem.y
-    C = problem.C
     V, path_info = _choose_path(problem, method, backend, lowrank_tol, max_rank, max_memory_mb)
+    if V is not None and problem.sample_weight is not None:
+        raise SolverError("qp's low-rank path (method='lowrank', or 'auto' above "
+                          f"{AUTO_DENSE_N} rows) does not take sample weights; use method='dense', "
+                          "or solver='smo' or 'svmlight'")
     max_iter = budget.iterations(200)
     c = -np.ones(n)
-    u = np.full(n, C)
+    # The box of each variable, C_i = C s_i (all C unweighted); the IPM works in x = alpha / u.
+    u = problem.C_i
     alpha_start = warm_alpha(problem, warm_start)
     a0 = alpha_start if warm_start is not None else 0.5 * u
     a = np.clip(a0, 0.01 * u, 0.99 * u)
@@ -930,14 +939,14 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
     polished = False
     reason = ""
     if backend == "cvxopt":
-        a, z, w, it, ok = _cvxopt_solve(Q, y, C, ipm_tol, max_iter)
+        a, z, w, it, ok = _cvxopt_solve(Q, y, u, ipm_tol, max_iter)
         status = "converged" if ok else "max_iter"
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
-        x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), a / C, z / (sc / C), w / (sc / C), 1e-9)
-        alpha = x * C if polished else _snap(a, u, y, 0.0)
+        x, polished = _polish(Ht, ct, yt, 0.0, np.ones(n), a / u, z / (sc / u), w / (sc / u), 1e-9)
+        alpha = x * u if polished else _snap(a, u, y, 0.0)
     else:
         Ht, ct, yt, sc = _unit_box(Q, c, y, u)
-        x = a / C
+        x = a / u
         status, reason, it, z, w = _ipm_loop(problem, Ht, np.zeros((n, 0)), ct, yt, x, budget, recorder,
                                              ipm_tol, max_iter, lambda al: Q @ al - 1.0)
         # Out of time, the iterate is snapped, not polished: the active-set polish from an early
@@ -953,7 +962,7 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
             reason = ""
         if not polished:
             x = _snap_multipliers(x, z, w, yt, 0.0, np.ones(n))
-        alpha = x * C
+        alpha = x * u
     if not polished:
         reason = (reason + "; " if reason else "") + (
             "the active-set polish was refused (no face near the interior point iterate has a "
@@ -966,15 +975,49 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
                       polished=bool(polished), method="dense", stop_reason=reason, **extra)
 
 
+#: The hard margin's first finite box, and the factor it grows by while the solution touches it.
+HARD_MARGIN_BOX0 = 1e3
+HARD_MARGIN_GROW = 100.0
+
+
+def _fit_hard_margin(problem, budget, recorder, warm_start, **params):
+    """C = inf (the hard margin) on separable data (kernel_dual.check_separable). The interior
+    point needs a finite box (it works in x = alpha / C), so the dual is solved with the box
+    U = 1e3, 1e5, ...: once no alpha_i reaches U, that solution satisfies the hard margin's KKT
+    conditions (alpha >= 0, y'alpha = 0, margins >= 1, = 1 where alpha_i > 0) and is its
+    optimum, certified on the problem with C = inf. Separable data have a bounded optimum, so
+    a box above its largest alpha_i is reached in a few rounds."""
+    from .base import Recorder as _Recorder
+    check_separable(problem)
+    U = HARD_MARGIN_BOX0
+    rounds, it = 0, 0
+    while True:
+        rounds += 1
+        inner = fit_qp(problem.with_(C=U), budget=budget, recorder=_Recorder(enabled=False).start(),
+                       warm_start=warm_start, **params)
+        it += inner.n_iter
+        alpha = inner.alpha
+        if inner.status != "converged" or alpha.max() < U * (1.0 - 1e-9) or rounds >= 8:
+            break
+        U *= HARD_MARGIN_GROW
+    fit_time = recorder.seconds()
+    Q = kernel_block(problem.kernel, problem.X, problem.X, problem.row_norms_sq, problem.row_norms_sq)
+    G = problem.y * (Q @ (alpha * problem.y)) - 1.0
+    reason = "" if alpha.max() < U * (1.0 - 1e-9) else f"alpha still reaches the box {U:g} after {rounds} rounds"
+    recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
+    return finish_fit("qp", problem, alpha, G, inner.status if not reason else "stalled", it, budget.tol,
+                      fit_time, reason=reason, hard_margin_rounds=rounds, hard_margin_box=U,
+                      **{k: v for k, v in inner.info.items() if k in ("method", "polished", "backend")})
+
+
 def _ipm_loop(problem, Ht, Vt, ct, yt, x, budget, recorder, ipm_tol, max_iter, exact_gradient):
     """The interior point on the unit-box problem (dense Ht, or Ht = Vt Vt' when Ht is 0 x 0),
     one step per `_ipm_run` call so the recorder and the clock are checked between steps; trace
     points are the certificates of the iterate snapped to the feasible set, on the exact Q
     (exact_gradient(alpha) = Q alpha - e). Returns (status, reason, iterations, z, w); x in place."""
     n = x.shape[0]
-    C = problem.C
     y = problem.y
-    u = np.full(n, C)
+    u = problem.C_i
     z, w = _centred_multipliers(x)
     lam = np.zeros(1)
     stuck = np.zeros(1, np.int64)
@@ -998,7 +1041,7 @@ def _ipm_loop(problem, Ht, Vt, ct, yt, x, budget, recorder, ipm_tol, max_iter, e
         if code == _FAILED or not np.isfinite(x).all():
             return "diverged", "the interior point's Newton matrix could not be factored", it, z, w
         if recorder.due(it):
-            snapped = _snap(x * C, u, y, 0.0)
+            snapped = _snap(x * u, u, y, 0.0)
             recorder.record(it, lambda: certificates(problem, snapped, exact_gradient(snapped))[:3])
         if recorder.out_of_time(budget):
             return "timeout", "", it, z, w
@@ -1059,6 +1102,8 @@ def _fit_lowrank(problem, V, a, budget, recorder, ipm_tol, max_iter, extra):
 register(SolverSpec(
     name="qp",
     family="kernel_dual",
+    sample_weight=True,
+    hard_margin=True,   # C = inf on separable data, by growing finite boxes (_fit_hard_margin)
     fit=fit_qp,
     params={
         "backend": Param("ipm", "str", options=("ipm", "cvxopt"),

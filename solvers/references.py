@@ -20,6 +20,10 @@ Mappings of the problem of design.md, P = 1/2 ||w||^2 + C sum loss(y f):
   budget.tol -> tol; budget.max_iter -> max_iter (-1, unlimited, when not given: LIBSVM counts
   SMO pairs, and the project's default 1000 would stop it early); n_iter_ is reported.
 
+Sample weights (`Problem.sample_weight`) go to each estimator's ``fit(..., sample_weight=)``: C_i =
+C s_i in LIBLINEAR and LIBSVM, s_i times the loss in SGDClassifier's average, so each solves the
+weighted P.
+
 Non-convergence: scikit-learn's ConvergenceWarning is caught and turned into status
 ``max_iter`` plus the project's own warning (base.finish).
 """
@@ -34,15 +38,17 @@ from sklearn.exceptions import ConvergenceWarning
 from .base import Budget, Fit, Recorder, finish
 from .objectives import kkt_violation_equality, lambda_from_C, linear_certificates, primal_from_decision
 from .kernels import kernel_block
+from .kernel_dual import box
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
 
-def _run(estimator, X, y):
-    """fit, with scikit-learn's ConvergenceWarning caught (returns whether one was raised)."""
+def _run(estimator, problem):
+    """fit on the problem's rows (and weights), with scikit-learn's ConvergenceWarning caught
+    (returns whether one was raised)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        estimator.fit(X, y)
+        estimator.fit(problem.X, problem.y, sample_weight=problem.sample_weight)
     hit = any(issubclass(w.category, ConvergenceWarning) for w in caught)
     for w in caught:
         if not issubclass(w.category, ConvergenceWarning):
@@ -51,7 +57,7 @@ def _run(estimator, X, y):
 
 
 def _linear_fit(problem, name, est, recorder, info):
-    warned = _run(est, problem.X, problem.y)
+    warned = _run(est, problem)
     fit_time = recorder.seconds()
     w = np.ascontiguousarray(est.coef_.ravel(), dtype=np.float64)
     b = float(np.ravel(est.intercept_)[0]) if problem.intercept != "none" else 0.0
@@ -123,7 +129,7 @@ def kernel_certificates(problem: Problem, alpha: np.ndarray, b: float) -> dict:
     P = primal_from_decision(problem, quad, b, f)
     D = float(alpha.sum() - 0.5 * quad)
     G = y * Kay - 1.0  # gradient of the dual minimisation form, Q alpha - e
-    kkt = kkt_violation_equality(G, alpha, y, problem.C)
+    kkt = kkt_violation_equality(G, alpha, y, box(problem))
     return {"primal": P, "dual": D, "gap": P - D, "kkt_violation": kkt}
 
 
@@ -135,7 +141,7 @@ def fit_libsvm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
     est = SVC(C=problem.C, kernel=kern.name, gamma=kern.gamma if kern.name != "linear" else "scale",
               degree=int(kern.degree), coef0=kern.coef0, tol=budget.tol, shrinking=shrinking,
               cache_size=cache_size, max_iter=int(budget.max_iter) if budget.max_iter is not None else -1)
-    warned = _run(est, problem.X, problem.y)
+    warned = _run(est, problem)
     fit_time = recorder.seconds()
     n = problem.n_samples
     alpha = np.zeros(n)
@@ -158,6 +164,7 @@ def fit_libsvm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
 
 register(SolverSpec(
     name="liblinear", family="reference", fit=fit_liblinear,
+    sample_weight=True,
     params={"dual": Param(True, "bool", doc="LinearSVC(dual=...): dual CD, or the primal Newton (squared hinge)"),
             "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of LIBLINEAR's permutations")},
     losses=("hinge", "squared_hinge"), intercepts=("regularized", "none"), kernels=("linear",),
@@ -166,6 +173,7 @@ register(SolverSpec(
 ))
 register(SolverSpec(
     name="sgd", family="reference", fit=fit_sgd,
+    sample_weight=True,
     params={"learning_rate": Param("optimal", "str", options=("optimal", "pegasos"),
                                    doc="1/(alpha (t0 + t)) or Pegasos's 1/(alpha t)"),
             "average": Param(False, "bool", doc="averaged SGD"),
@@ -178,6 +186,7 @@ register(SolverSpec(
 ))
 register(SolverSpec(
     name="libsvm", family="reference", fit=fit_libsvm,
+    sample_weight=True,
     params={"shrinking": Param(True, "bool", doc="LIBSVM's shrinking heuristic"),
             "cache_size": Param(200.0, "float", low=0.0, open_low=True, doc="kernel cache (MB)")},
     losses=("hinge",), intercepts=("free",), kernels=("linear", "rbf", "poly"),

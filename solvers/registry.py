@@ -93,6 +93,9 @@ class SolverSpec:
     # Whether the driver stops on budget.time_limit_s (status "timeout"); False for a wrapped
     # library that cannot be interrupted (scikit-learn's LIBLINEAR and LIBSVM).
     time_limit: bool = True
+    # Whether the driver weighs rows (Problem.sample_weight: per-row box C s_i in a dual, s_i
+    # times the loss term in a primal); a weighted problem given to one that does not is refused.
+    sample_weight: bool = False
     default_max_iter: int = 1000
     # budget.tol when none is given (solvers.fit without a budget, SVMClassifier(tol=None)): each
     # solver's own stopping quantity, set so that default sweeps end `converged` (DESIGN.md).
@@ -120,6 +123,9 @@ class SolverSpec:
             raise SolverError(f"solver {self.name!r} does not handle intercept={problem.intercept!r}; it takes {list(self.intercepts)}")
         if problem.kernel.name not in self.kernels:
             raise SolverError(f"solver {self.name!r} does not handle kernel={problem.kernel.name!r}; it takes {list(self.kernels)}")
+        if problem.sample_weight is not None and not self.sample_weight:
+            raise SolverError(f"solver {self.name!r} does not take sample weights (class_weight or sample_weight); "
+                              f"the solvers that do: {', '.join(n for n in solver_names() if _REGISTRY[n].sample_weight)}")
         if math.isinf(problem.C) and not self.hard_margin:
             raise SolverError(f"solver {self.name!r} needs a finite C (C=inf, a hard margin, is not supported)")
 

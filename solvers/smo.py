@@ -9,7 +9,11 @@ Machines", Optimization Methods for Machine Learning, Fall 2022 (Sapienza, Rome)
 (bertini I):
 
     min f(alpha) = 1/2 alpha' Q alpha - e' alpha,  0 <= alpha_i <= C,  y' alpha = 0,
-    Q_ij = y_i y_j K(x_i, x_j),  G = grad f = Q alpha - e.
+    Q_ij = y_i y_j K(x_i, x_j),  G = grad f = Q alpha - e,
+
+with the box 0 <= alpha_i <= C_i = C s_i under sample weights (LIBSVM's per-sample C: the pair
+update clips each variable to its own bound, Solver::Solve's C_i and C_j); the bounds travel
+with the variables through the shrinking's swaps.
 
 One iteration picks a pair (i, j) with i in I_up = R, j in I_low = S (see kernel_dual), and
 minimises f along d = (y_i e_i - y_j e_j) in closed form, clipped to the box (bertini III's
@@ -23,12 +27,13 @@ numba, in chunks the Python driver owns (time limit, trace).
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, warm_alpha, finish_fit
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, check_separable, dual_f, gradient, warm_alpha, finish_fit
 from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -165,7 +170,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
 
 
 @njit(cache=True, nogil=True)
-def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, swaps, cache, data, ker):
+def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, Cb, swaps, cache, data, ker):
     """LIBSVM's do_shrinking: move the bounded variables whose gradient says they will stay at
     their bound behind the active prefix, by swaps (Solver::swap_index) applied to the solver's
     arrays here and to the cache and data in one batch (`_prefix_swaps`). Once, when m - M first
@@ -196,7 +201,7 @@ def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, swaps,
             n_active -= 1
             while n_active > i:
                 if not _be_shrunk(n_active, Gmax1, Gmax2, G, y, st):
-                    for v in (alpha, G, G_bar, y, QD):
+                    for v in (alpha, G, G_bar, y, QD, Cb):
                         _swap(i, n_active, v)
                     for w in (up, low):
                         _swap(i, n_active, w)
@@ -215,7 +220,7 @@ def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, swaps,
 def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, y, QD, ctl, swaps,
                cache, data, ker):
     """Up to max_steps pair updates (Platt 1998 / LIBSVM Solver::Solve) on the positions of
-    the cache's layout: the active set is the prefix [0, ctl[0]).
+    the cache's layout: the active set is the prefix [0, ctl[0]). C: each position's bound C_i.
 
     ctl = [n_active, shrink counter, unshrunk flag, reconstructions, smallest n_active, entries
     scanned (the sum of n_active over the pair updates: each is one selection pass and one
@@ -232,7 +237,7 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
             if shrinking:
                 n_before = n_active
                 n_active, unshrunk = _shrink(n_active, ctl[2] != 0, eps, alpha, G, G_bar, st, up,
-                                             low, y, QD, swaps, cache, data, ker)
+                                             low, y, QD, C, swaps, cache, data, ker)
                 if unshrunk and ctl[2] == 0:
                     ctl[2] = 1
                     ctl[3] += n_before < n
@@ -253,8 +258,8 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
         ctl[5] += n_active
         Qi = _prefix_get(i, n_active, cache, data, ker)
         Qj = _prefix_get(j, n_active, cache, data, ker)
-        Ci = C
-        Cj = C
+        Ci = C[i]
+        Cj = C[j]
         ai_old = alpha[i]
         aj_old = alpha[j]
         ai = ai_old
@@ -313,12 +318,12 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
         daj = aj - aj_old
         for k in range(n_active):  # contiguous: vectorises
             G[k] += Qi[k] * dai + Qj[k] * daj
-        # G_bar = C sum_{alpha_k = C} Q_k needs the full column of a variable entering or
+        # G_bar = sum_{alpha_k = C_k} C_k Q_k needs the full column of a variable entering or
         # leaving the upper bound.
         ui = st[i] == _UPPER
         uj = st[j] == _UPPER
-        _set_status(i, ai, C, y, st, up, low)
-        _set_status(j, aj, C, y, st, up, low)
+        _set_status(i, ai, Ci, y, st, up, low)
+        _set_status(j, aj, Cj, y, st, up, low)
         if ui != (st[i] == _UPPER):
             Qf = _prefix_get(i, n, cache, data, ker)
             sgn = -Ci if ui else Ci
@@ -363,13 +368,19 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     the selections, the sum of the active set's size over the pair updates), n_reconstruct.
     """
     n = problem.n_samples
-    C = problem.C
+    if math.isinf(problem.C):
+        # The hard margin: the box has no top (C_i = inf: no variable is ever at its upper
+        # bound, G_bar stays 0), which only separable data keep bounded.
+        check_separable(problem)
+    # One bound per position (C_i = C s_i; all C unweighted: the same steps as a scalar C),
+    # permuted with alpha by the shrinking.
+    C = problem.C_i
     eps = budget.tol
     max_iter = budget.iterations(10_000_000)
     cache = PrefixQColumnCache(problem.kernel, problem.X, problem.y, cache_size, problem.row_norms_sq)
     alpha = warm_alpha(problem, warm_start)
     if alpha.any():
-        G, G_bar = gradient(cache, alpha, C)
+        G, G_bar = gradient(cache, alpha, box(problem))
     else:
         G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
@@ -425,6 +436,8 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
 register(SolverSpec(
     name="smo",
     family="kernel_dual",
+    sample_weight=True,
+    hard_margin=True,   # C = inf on separable data (kernel_dual.check_separable)
     fit=fit_smo,
     params={
         "wss": Param("second_order", "str", options=("second_order", "mvp"),

@@ -55,6 +55,11 @@ tries it first, on the margins within 1e-9 of 1: from a previous optimum the fir
 certifies; otherwise the warm start is rescaled by the exact line search of the hinge along it
 (the best multiple: a previous C's solution is mostly off in scale) and tried again there.
 
+Sample weights s_i (`Problem.sample_weight`) make every C above per row, C_i = C s_i: alpha_i =
+C_i a_i in the box [0, C_i], the smoothed loss and its Hessian rows carry s_i
+(H = I + (C / mu) Z_S' diag(s_S) Z_S), the conjugate term of D_mu is mu/2 sum alpha_i^2 / C_i, and
+the identification's v_L and box use C_i (an unweighted problem keeps the scalar C: the same sums).
+
 Stopping: tol is the relative duality gap, (P_best - D_best) / |P_best| <= tol ("converged").
 Iterations are Newton steps and identification attempts. The solver stops with ``stalled``, and
 says why in ``info["stop_reason"]``, when `stall_stages` (3) stages in a row do not halve the
@@ -105,35 +110,47 @@ class _Z:
         Xs = Xs.toarray() if sp.issparse(Xs) else np.array(Xs)
         return np.hstack([Xs, np.full((Xs.shape[0], 1), self.c)]) if self.has_u else Xs
 
-    def gram(self, S):
-        """Z_S' Z_S (dim x dim): the sparse product for CSR, so no BLAS rounding enters the
-        Hessian of sparse input."""
+    def gram(self, S, s=None):
+        """Z_S' Z_S (dim x dim), or Z_S' diag(s) Z_S with row weights s (of the rows S): the
+        sparse product for CSR, so no BLAS rounding enters the Hessian of sparse input."""
         Xs = self.X[S]
-        G = np.asarray((Xs.T @ Xs).toarray() if sp.issparse(Xs) else Xs.T @ Xs)
+        if s is None:
+            G = np.asarray((Xs.T @ Xs).toarray() if sp.issparse(Xs) else Xs.T @ Xs)
+            col = self.c * np.asarray(Xs.sum(axis=0)).ravel()
+            corner = self.c * self.c * len(S)
+        else:
+            sX = sp.diags(s) @ Xs if sp.issparse(Xs) else s[:, None] * Xs
+            G = np.asarray((Xs.T @ sX).toarray() if sp.issparse(Xs) else Xs.T @ sX)
+            col = self.c * np.asarray(sX.sum(axis=0)).ravel()
+            corner = self.c * self.c * float(s.sum())
         if not self.has_u:
             return G
-        col = self.c * np.asarray(Xs.sum(axis=0)).ravel()
         out = np.empty((self.dim, self.dim))
         out[:self.d, :self.d] = G
         out[:self.d, self.d] = col
         out[self.d, :self.d] = col
-        out[self.d, self.d] = self.c * self.c * len(S)
+        out[self.d, self.d] = corner
         return out
 
 
-def _smoothed_loss_sum(m, mu, kink):
-    """sum_i l(m_i) for the loss of `_line_search` (kink = mu: smoothed hinge; inf: squared hinge)."""
+def _smoothed_loss_sum(m, mu, kink, s=None):
+    """sum_i s_i l(m_i) for the loss of `_line_search` (kink = mu: smoothed hinge; inf: squared
+    hinge); s None: all 1."""
     r = 1.0 - m
     quad = (r > 0.0) & (r < kink)
     lin = r >= kink
-    return float((r[quad] ** 2).sum() / (2.0 * mu) + (r[lin] - kink / 2.0).sum() * (kink / mu))
+    if s is None:
+        return float((r[quad] ** 2).sum() / (2.0 * mu) + (r[lin] - kink / 2.0).sum() * (kink / mu))
+    return float((s[quad] * r[quad] ** 2).sum() / (2.0 * mu) + (s[lin] * (r[lin] - kink / 2.0)).sum() * (kink / mu))
 
 
 def _identify(problem, Z, S, L, max_rows):
     """The hinge optimum if (L, S, R) are its sets (module docstring, Identification):
     (v, alpha) with A v = 1 on S, alpha = C on L, 0 on R, and alpha_S in [0, C] fitted to v by
     bounded least squares. None when S is too large to be a margin set or to solve for."""
-    C = problem.C
+    # C_i per row when weighted (module docstring); the scalar C otherwise.
+    sw = problem.sample_weight
+    C = problem.C if sw is None else problem.C_i
     y = problem.y
     nS = int(S.sum())
     # The margin set of a hinge optimum has about dim points (more only with duplicated rows);
@@ -143,19 +160,21 @@ def _identify(problem, Z, S, L, max_rows):
     # also capped at max_rows rows and 2e7 entries (160 MB).
     if nS == 0 or nS > min(4 * Z.dim + 100, max_rows) or nS * Z.dim > 20_000_000:
         return None
-    vL = C * Z.tdot(np.where(L, y, 0.0))
+    # The scalar C outside, the weights inside: all-ones weights take the unweighted sums.
+    vL = problem.C * Z.tdot(np.where(L, y if sw is None else sw * y, 0.0))
+    CS = C if np.ndim(C) == 0 else C[S]
     A = y[S, None] * Z.rows(np.flatnonzero(S))
     rhs = 1.0 - A @ vL
     # Least-norm correction (gelsd: SVD-based, so a rank-deficient A, from duplicated rows,
     # gives the one v of the affine set closest to v_L instead of an arbitrary one).
     dv = sla.lstsq(A, rhs, lapack_driver="gelsd")[0]
     aS = sla.lstsq(A.T, dv, lapack_driver="gelsd")[0]
-    if aS.min() < 0.0 or aS.max() > C:
+    if aS.min() < 0.0 or np.any(aS > CS):
         # The least-norm multipliers leave the box (degenerate sets: many alpha_S fit dv);
         # look for ones inside it.
-        aS = lsq_linear(A.T, dv, bounds=(0.0, C), method="bvls").x
+        aS = lsq_linear(A.T, dv, bounds=(0.0, CS), method="bvls").x
     alpha = np.where(L, C, 0.0)
-    alpha[S] = np.clip(aS, 0.0, C)
+    alpha[S] = np.clip(aS, 0.0, CS)
     return vL + dv, alpha
 
 
@@ -177,6 +196,9 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
     """
     y = problem.y
     C = problem.C
+    sw = problem.sample_weight
+    # The per-row penalty C_i = C s_i where alpha, the box and the conjugate term need it.
+    Ci = C if sw is None else C * sw
     Z = _Z(problem)
     dim = Z.dim
     hinge = problem.loss == "hinge"
@@ -187,7 +209,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
     # The loss of the current stage: kink = mu (smoothed hinge) or inf with mu = 1/2 (squared hinge).
     mu = float(mu0) if hinge else 0.5
     kink_of = (lambda mu_: mu_) if hinge else (lambda mu_: math.inf)
-    U = C if hinge else math.inf
+    U = Ci if hinge else math.inf
 
     w0, b0 = split_warm_start(problem, warm_start)
     v = np.append(w0, b0 / Z.c) if Z.has_u else w0
@@ -250,7 +272,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
             # of an optimum is not 1).
             q = y * f
             mu_s = 1e-12 if hinge else mu
-            t = _line_search(np.zeros_like(q), q, C, mu_s, kink_of(mu_s), 0.0, float(v @ v))
+            t = _line_search(np.zeros_like(q), q, C, mu_s, kink_of(mu_s), 0.0, float(v @ v), sw)
             v = t * v if t > 0 else np.zeros(dim)
             if hinge and identify and t > 0:
                 # A warm start off only in scale (the optimum of a nearby C) is identified here.
@@ -267,7 +289,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
         kink = kink_of(mu)
         m = y * f
         r = 1.0 - m
-        alpha = C * np.clip(r / mu, 0.0, kink / mu)
+        alpha = Ci * np.clip(r / mu, 0.0, kink / mu)
         wa = Z.tdot(alpha * y)
         P = offer_primal(v, f)
         D = offer_dual(alpha, wa)
@@ -276,8 +298,8 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
         g = v - wa
         S = (r > 0.0) & (r < kink)
         if hinge:
-            P_mu = 0.5 * float(v @ v) + C * _smoothed_loss_sum(m, mu, kink)
-            D_mu = D - 0.5 * mu / C * float(alpha @ alpha)
+            P_mu = 0.5 * float(v @ v) + C * _smoothed_loss_sum(m, mu, kink, sw)
+            D_mu = D - 0.5 * mu / C * float(alpha @ (alpha if sw is None else alpha / sw))
             G_mu = P_mu - D_mu
             E_mu = (P - D) - G_mu   # the smoothing error C sum_S r (1 - r/mu) >= 0
             if G_mu <= 0.5 * E_mu:
@@ -305,20 +327,22 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
         # Newton step on P_mu: H = I + (C/mu) Z_S' Z_S.
         idx = np.flatnonzero(S)
         if linear_solver == "direct":
-            H = (C / mu) * Z.gram(idx)
+            H = (C / mu) * Z.gram(idx, None if sw is None else sw[idx])
             H[np.diag_indices(dim)] += 1.0
             step = -sla.cho_solve(sla.cho_factor(H, lower=True, check_finite=False), g, check_finite=False)
         else:
             # Z_S sliced once per Newton step (a CSR row slice costs as much as a product).
             Zs = _Z(problem, Z.X[idx])
+            s_idx = None if sw is None else sw[idx]
 
             def hess_vec(p):
-                return p + (C / mu) * Zs.tdot(Zs.dot(p))
+                z = Zs.dot(p)
+                return p + (C / mu) * Zs.tdot(z if s_idx is None else s_idx * z)
             gn = float(np.linalg.norm(g))
             step, n_cg = _cg(hess_vec, g, min(0.1, math.sqrt(gn / max(float(np.linalg.norm(v)) + gn, 1e-300))) * gn, max_cg)
             info["n_cg"] += n_cg
         q = y * Z.dot(step)
-        t = _line_search(m, q, C, mu, kink, float(v @ step), float(step @ step))
+        t = _line_search(m, q, C, mu, kink, float(v @ step), float(step @ step), sw)
         it += 1
         v_new = v + t * step
         if not np.isfinite(v_new).all():
@@ -360,7 +384,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
     if not math.isfinite(P):
         status = "diverged"
     # The dual's projected-gradient spread at the returned alpha: grad = Q alpha - 1 (+ diag alpha).
-    diag = 0.0 if hinge else 0.5 / C
+    diag = 0.0 if hinge else 0.5 / Ci
     kkt = pg_violation(y * Z.dot(wa) - 1.0 + diag * alpha, alpha, U)
     info.update(mu_end=mu if hinge else math.nan, n_sv=int(np.count_nonzero(alpha)), stop_reason=reason)
     finish(status, "smooth_newton", it, reason or (f"relative duality gap {rel_gap():.3g} > tol {tol:g}"
@@ -381,6 +405,7 @@ def _warmup():
 register(SolverSpec(
     name="smooth_newton",
     family="primal",
+    sample_weight=True,
     fit=fit_smooth_newton,
     params={
         "mu0": Param(1.0, "float", low=0.0, open_low=True, doc="first smoothing of the hinge"),

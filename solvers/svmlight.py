@@ -71,7 +71,7 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
+from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
 from .kernels import QColumnCache, _cache_get, _kernel_value
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
@@ -155,6 +155,7 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps, second_order):
     (a non-PD Q_WW without the proximal term) is floored at TAU_CURV, as in LIBSVM and smo: the
     step then goes to the bound, the minimiser on the segment along a descent direction of
     non-positive curvature. At q = 2 the first step is the exact solution (W is one pair).
+    C: the bound of each variable of W (C_i = C s_i under sample weights).
 
     Ties go to the lower position. Stops when the violation on W is below tol or after
     max_steps. Returns (a, steps, pred): pred = sum of the steps' model changes
@@ -172,8 +173,8 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps, second_order):
         vmin = np.inf
         for t in range(q):
             v = -yW[t] * g[t]
-            up = a[t] < C if yW[t] > 0 else a[t] > 0
-            low = a[t] > 0 if yW[t] > 0 else a[t] < C
+            up = a[t] < C[t] if yW[t] > 0 else a[t] > 0
+            low = a[t] > 0 if yW[t] > 0 else a[t] < C[t]
             if up and v > vi:
                 vi = v
                 i = t
@@ -185,7 +186,7 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps, second_order):
         vj = np.inf
         best = np.inf
         for t in range(q):
-            low = a[t] > 0 if yW[t] > 0 else a[t] < C
+            low = a[t] > 0 if yW[t] > 0 else a[t] < C[t]
             if not low:
                 continue
             v = -yW[t] * g[t]
@@ -209,22 +210,24 @@ def _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, max_steps, second_order):
         if not (curv > TAU_CURV):
             curv = TAU_CURV
         # Room along d: alpha_i moves by y_i t, alpha_j by -y_j t.
-        room_i = C - a[i] if yi > 0 else a[i]
-        room_j = a[j] if yj > 0 else C - a[j]
+        Ci = C[i]
+        Cj = C[j]
+        room_i = Ci - a[i] if yi > 0 else a[i]
+        room_j = a[j] if yj > 0 else Cj - a[j]
         t = b / curv
         ai0 = a[i]
         aj0 = a[j]
         s = yi * ai0 + yj * aj0  # conserved: y_W' a = y_W' alpha_W
         # The variable that reaches its bound is put on it exactly, the other follows from s.
         if t >= room_i and room_i <= room_j:
-            a[i] = C if yi > 0 else 0.0
-            a[j] = min(max(yj * (s - yi * a[i]), 0.0), C)
+            a[i] = Ci if yi > 0 else 0.0
+            a[j] = min(max(yj * (s - yi * a[i]), 0.0), Cj)
         elif t >= room_j:
-            a[j] = 0.0 if yj > 0 else C
-            a[i] = min(max(yi * (s - yj * a[j]), 0.0), C)
+            a[j] = 0.0 if yj > 0 else Cj
+            a[i] = min(max(yi * (s - yj * a[j]), 0.0), Ci)
         else:
             a[i] = ai0 + yi * t
-            a[j] = min(max(yj * (s - yi * a[i]), 0.0), C)
+            a[j] = min(max(yj * (s - yi * a[i]), 0.0), Cj)
         di = a[i] - ai0
         dj = a[j] - aj0
         ts = yi * di  # the step length taken (t, or the room to the bound)
@@ -370,11 +373,13 @@ def _accept(a, aW, yW, C, pred, pred1):
     and pred1 in exact arithmetic, so an exact answer passes however small its step."""
     q = a.shape[0]
     dy = 0.0
+    C_max = 0.0
     for t in range(q):
-        if not (0.0 <= a[t] <= C):
+        if not (0.0 <= a[t] <= C[t]):
             return False
         dy += yW[t] * (a[t] - aW[t])
-    return abs(dy) <= 1e-12 * C * q and pred1 < 0.0 and pred <= SUFFICIENT * pred1
+        C_max = max(C_max, C[t])
+    return abs(dy) <= 1e-12 * C_max * q and pred1 < 0.0 and pred <= SUFFICIENT * pred1
 
 
 @njit(cache=True, nogil=True)
@@ -389,7 +394,7 @@ def _inject(fault, a, aW, C):
     s = 1.0
     for k in range(d.shape[0]):
         if d[k] != 0.0:
-            s = min(s, (aW[k] if d[k] > 0 else C - aW[k]) / abs(d[k]))
+            s = min(s, (aW[k] if d[k] > 0 else C[k] - aW[k]) / abs(d[k]))
     return aW - s * d
 
 
@@ -485,10 +490,11 @@ def _chunk(max_iters, q, n_new, tol, sub_eps, C, tau, prox, fault, shrinking, al
         aW = alpha[W]
         GW = G[W]
         yW = y[W]
+        CW = C[W]
         used = prox == 2 or (prox == 1 and not _is_pd(QWW, PD_REL))
         ptau = tau if used else 0.0
         # The guaranteed step: one pair step on W's most violating pair, the global one.
-        a1, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, C, ptau, tol, 1, False)
+        a1, _, pred1 = _smo_subproblem(QWW, GW, aW, yW, CW, ptau, tol, 1, False)
         if fault == 3:
             a1 = aW.copy()
         if w == 2:  # W is one pair: the closed form is the exact answer
@@ -497,12 +503,12 @@ def _chunk(max_iters, q, n_new, tol, sub_eps, C, tau, prox, fault, shrinking, al
             ctr[_N_PAIR] += 1
             ctr[_SUB_STEPS] += 1
         else:
-            a, steps, _ = _smo_subproblem(QWW, GW, aW, yW, C, ptau, sub_eps, PAIR_STEPS * w, True)
+            a, steps, _ = _smo_subproblem(QWW, GW, aW, yW, CW, ptau, sub_eps, PAIR_STEPS * w, True)
             ctr[_SUB_STEPS] += steps
             if fault != 0:
-                a = _inject(fault, a, aW, C)
+                a = _inject(fault, a, aW, CW)
             pred = _df(QWW, _reduced_gradient(GW, yW), a - aW, 0.0)
-            if not _accept(a, aW, yW, C, pred, pred1):
+            if not _accept(a, aW, yW, CW, pred, pred1):
                 a = a1
                 pred = pred1
                 ctr[_N_PAIR] += 1
@@ -514,14 +520,14 @@ def _chunk(max_iters, q, n_new, tol, sub_eps, C, tau, prox, fault, shrinking, al
             moved |= d[t] != 0.0
         last[1] = max(last[1], _df(QWW, GW, d, 0.0))
         # G += Q[:, W] d on the active rows, over the columns that moved (the others cost nothing);
-        # with shrinking, G_bar = C sum_{alpha_j = C} Q_j (LIBSVM's, for `_reconstruct`) takes the
+        # with shrinking, G_bar = sum_{alpha_j = C_j} C_j Q_j (LIBSVM's, for `_reconstruct`) takes the
         # full column of a variable that reaches or leaves C.
         for t in range(w):
             if d[t] != 0.0:
-                to_C = (a[t] >= C) != (aW[t] >= C)
+                to_C = (a[t] >= CW[t]) != (aW[t] >= CW[t])
                 col = _cache_get(W[t], shrinking and to_C, active, n_active, cache, data, ker)
                 if shrinking and to_C:
-                    sgn = C if a[t] >= C else -C
+                    sgn = CW[t] if a[t] >= CW[t] else -CW[t]
                     for k in range(n):
                         G_bar[k] += sgn * col[k]
                 dt = d[t]
@@ -533,7 +539,7 @@ def _chunk(max_iters, q, n_new, tol, sub_eps, C, tau, prox, fault, shrinking, al
                         k = active[r]
                         G[k] += col[k] * dt
             alpha[W[t]] = a[t]
-            _set_sets(W[t], a[t], y[W[t]], C, up, low)
+            _set_sets(W[t], a[t], y[W[t]], CW[t], up, low)
         _age(W, age)
         prev[:w] = W
         ctr[_N_PREV] = w
@@ -598,7 +604,10 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         raise SolverError(f"svmlight.q={q!r} must be even (q/2 indices come from each violating set)")
     y = problem.y
     n = problem.n_samples
-    C = problem.C
+    # The bound of each variable, C_i = C s_i (all C unweighted: the same steps as a scalar C),
+    # in the compiled loop; C itself, or the C_i, for the shared kernel_dual code.
+    C = box(problem)
+    C_i = problem.C_i
     tol = budget.tol
     max_iter = budget.iterations(1_000_000)
     n_new = max(2, q // 2) if n_new is None else n_new
@@ -643,7 +652,7 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
         stop_at = it + min(CHUNK, max_iter - it)
         if nxt is not None and it < nxt < stop_at:
             stop_at = nxt
-        code = _chunk(stop_at - it, q, n_new, tol, sub_tol * tol, C, tau, prox_code, _FAULT, shrinking, alpha, G,
+        code = _chunk(stop_at - it, q, n_new, tol, sub_tol * tol, C_i, tau, prox_code, _FAULT, shrinking, alpha, G,
                       G_bar, y, up, low, active, age, prev, ctr, last, cache.state, cache.data, cache.ker)
         steps, it = int(ctr[_IT]) - it, int(ctr[_IT])
         if code == _RECONSTRUCT:
@@ -680,6 +689,7 @@ def fit_svmlight(problem: Problem, *, budget: Budget, recorder: Recorder, warm_s
 register(SolverSpec(
     name="svmlight",
     family="kernel_dual",
+    sample_weight=True,
     fit=fit_svmlight,
     params={
         "q": Param(40, "int", low=2, doc="working-set size (even): q/2 from each violating set (the sweep over "

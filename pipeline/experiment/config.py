@@ -547,7 +547,7 @@ def _check_dataset_problem(key: str, problem: dict, fail) -> None:
     for k, v in problem.items():
         if k not in PROBLEM_KEYS:
             fail(f"datasets.{key}.problem.{k}", v, f"not a problem key; valid: {', '.join(PROBLEM_KEYS)}")
-        if isinstance(v, (list, dict)):
+        if isinstance(v, list) or isinstance(v, dict) and k != "class_weight":
             fail(f"datasets.{key}.problem.{k}", v, "must be one value (a dataset's problem key is not swept; "
                  "sweep it in a solver's grid)")
 
@@ -845,9 +845,35 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
     coef0 = p.get("coef0", 0.0)
     if not isinstance(coef0, (int, float)) or isinstance(coef0, bool) or not math.isfinite(coef0):
         fail(f"{where}.coef0", coef0, "must be a finite number")
+    _check_class_weight(where, p.get("class_weight"), spec, fail)
     mc = p.get("multi_class", "ovr")
     if mc not in ("ovr", "ovo", "ordinal"):
         fail(f"{where}.multi_class", mc, "must be one of ['ovr', 'ovo', 'ordinal']")
+
+
+def _check_class_weight(where, cw, spec, fail) -> None:
+    """class_weight: null, "balanced" (n / (2 n_class), as scikit-learn's) or {-1: w, 1: w} with
+    weights > 0, for a solver that weighs rows (each row's loss term times its class's weight:
+    a box C w_y in the dual solvers, `Problem.sample_weight`)."""
+    if cw is None:
+        return
+    if isinstance(cw, str):
+        if cw != "balanced":
+            fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
+    elif isinstance(cw, dict):
+        for label, w in cw.items():
+            if str(label) not in ("-1", "1", "-1.0", "1.0"):
+                fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
+                     "(datasets.<entry>.positive says which becomes 1)")
+            if not _positive_number(w):
+                fail(f"{where}.class_weight", cw, f"the weight of label {label} must be a number > 0")
+    else:
+        fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
+    if not spec.sample_weight:
+        import solvers
+        weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
+        fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
+             f"{', '.join(weighing)}")
 
 
 def _positive_number(v) -> bool:

@@ -245,6 +245,8 @@ class Plan:
 
 def _problem_params(merged: dict, spec) -> dict:
     p = {k: merged[k] for k in PROBLEM_KEYS if k in merged}
+    if p.get("class_weight") is None:      # unweighted stays out of the key, as before the key existed
+        p.pop("class_weight", None)
     p.setdefault("loss", "hinge")
     p.setdefault("intercept", spec.intercepts[0])
     p.setdefault("kernel", "linear")
@@ -315,6 +317,9 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                 # A dataset's own problem keys (a paper's lambda per dataset) replace the grid's.
                 merged, point = apply_dataset_problem(base, point, ds_problem)
                 problem = _problem_params(merged, spec)
+                if "class_weight" in problem and len(classes) != 2:
+                    raise ConfigError(f"solvers.{skey}: class_weight on datasets.{dkey} ({len(classes)} classes): "
+                                      "class weights are for binary problems here (labels -1 and 1)")
                 budget = {k: merged.get(k) for k in BUDGET_KEYS}
                 budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)
                 if budget["time_limit_s"] is None:
@@ -374,7 +379,8 @@ def reference_solver(problem: dict, n_features: int | None = None) -> str | None
     for c in cands:
         if c in names:
             spec = solvers.get_solver(c)
-            if problem.get("kernel", "linear") in spec.kernels and problem["intercept"] in spec.intercepts:
+            if problem.get("kernel", "linear") in spec.kernels and problem["intercept"] in spec.intercepts \
+                    and (spec.sample_weight or "class_weight" not in problem):
                 return c
     return None
 

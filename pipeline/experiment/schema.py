@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 # and bookkeeping keys; everything else in params/grid is a solver parameter checked against
 # the solver's own declaration in the registry.
 PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma", "degree", "coef0",
-                "huber_k", "lambda", "lambda_convention")
+                "huber_k", "lambda", "lambda_convention", "class_weight")
 BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
 TASK_KEYS = ("multi_class",)
 CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")

@@ -490,17 +490,18 @@ def fig_w_change(data: ReportData):
         raise Skip("no stop=w_change run at C=1")
     sub = ReportData(fits, data.traces[data.traces["key"].isin(fits["key"])], name=data.name)
     fig = w_change_per_pass(sub)
-    for ax in fig.axes:
-        if ax.get_visible() and ax.get_legend() is not None:
+    for ax in fig.axes:          # a panel per problem (here: per dataset, all at C = 1), one legend below
+        if ax.get_visible() and ax.get_lines():
             ax.axhline(TOL, color="0.3", linestyle=":", linewidth=1)
             ax.set_xscale("linear")
             ax.set_xlabel("epoch (pass over the data)")
-            ax.set_title(f"{PAPER_NAMES.get(ax.get_title(), ax.get_title())}, C=1 (dotted: tol 1e-4)")
-            for text in ax.get_legend().get_texts():
-                t = text.get_text()
-                text.set_text(("with shrinking (Fig. 6): " if "shrinking" in t else "without shrinking (Fig. 5): ") + t)
+            ds = ax.get_title().split("\n")[0]
+            ax.set_title(f"{PAPER_NAMES.get(ds, ds)}, C=1 (dotted: tol 1e-4)")
+    for text in (t for legend in fig.legends for t in legend.get_texts()):
+        t = text.get_text()
+        text.set_text(("with shrinking (Fig. 6): " if "shrinking" in t else "without shrinking (Fig. 5): ") + t)
     fig.suptitle("||w_k+1 - w_k|| per epoch: dcd_wchange = without shrinking (Fig. 5), "
-                 "dcd_wchange_shrinking = with (Fig. 6); median of the repeats, band min-max", fontsize=9)
+                 "dcd_wchange_shrinking = with (Fig. 6); median of the repeats, band their middle half", fontsize=9, y=1.03)
     return fig
 
 

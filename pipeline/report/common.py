@@ -12,9 +12,10 @@ from ..experiment.config import BUDGET_KEYS
 
 # Columns that define the optimisation problem a fit solves: two fits with equal values solve the
 # same problem (fold apart), so their times may be compared and put in ratio. The `param_` ones
-# exist when a config sets them (Huber's k, LIBLINEAR's intercept scaling).
+# exist when a config sets them (Huber's k, LIBLINEAR's intercept scaling); `class_weight` when a
+# run weighs classes (results/tables.py gives the column only then).
 PROBLEM_COLUMNS = ["dataset", "loss", "intercept", "kernel", "C", "gamma", "degree", "coef0",
-                   "param_intercept_scaling", "param_huber_k"]
+                   "param_intercept_scaling", "param_huber_k", "class_weight"]
 # A problem given by lambda (`param_lambda`, Pegasos's C = 1/(lambda n)) has one C per training
 # size, so the folds of one lambda point differ in C by a row's worth: lambda names the point and
 # its C is the mean over its fits (`point_C`). The convention is fixed per entry: named by it.
@@ -24,6 +25,9 @@ _NOT_CONFIG = {"param_lambda_convention"}
 # figure's own measure, its panel title saying how many of how many; the tables list them all.
 MAX_LINES = 10
 SUBOPT_FLOOR = 1e-12
+# What a user sets to get the items that need f* (a report lists it once for all of them).
+F_STAR_HINT = ("set `run.reference=true` (a certified reference solve, hence f*, for every problem; the "
+               "default `auto` solves one only where two solver entries share a problem)")
 MISSING = "-"
 
 
@@ -116,7 +120,8 @@ def label(row, keys, lead: str = "solver_entry") -> str:
     by lambda (`pegasos lambda=0.001 k=10`: its C is a mean over folds, lambda is the point)."""
     parts = [str(row[lead])] if lead else []
     given = LAMBDA in row and key_value(row[LAMBDA]) != MISSING
-    parts += [f"{short(k)}={fmt(row[k])}" for k in keys
+    # A multirun job's overrides are already `key=value` as typed: shown as they are.
+    parts += [fmt(row[k]) if k == "job_overrides" else f"{short(k)}={fmt(row[k])}" for k in keys
               if key_value(row[k]) != MISSING and not (k == "C" and given)]
     return " ".join(parts)
 
@@ -176,6 +181,33 @@ def fmt(v) -> str:
 
 def count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+# A table wider than this many columns is split into parts of at most this many, each repeating
+# the columns that name its rows: the 21-column time-to-target table ran off the page.
+MAX_TABLE_COLUMNS = 11
+_ROW_NAMES = {"dataset", "solver_entry", "job_overrides", "fold"}
+
+
+def row_name_columns(df: pd.DataFrame) -> list[str]:
+    """The leading columns that name a row (dataset, entry, problem and swept keys)."""
+    out = []
+    for c in map(str, df.columns):
+        if c in _ROW_NAMES or c in PROBLEM_COLUMNS or c.startswith("param_") or c.startswith("solver_entry"):
+            out.append(c)
+        else:
+            break
+    return out
+
+
+def split_wide(df: pd.DataFrame, max_cols: int = MAX_TABLE_COLUMNS) -> list[pd.DataFrame]:
+    """df, or parts of it of at most max_cols columns, each led by the row-naming columns."""
+    if df is None or df.shape[1] <= max_cols:
+        return [df]
+    names = row_name_columns(df)
+    rest = [c for c in df.columns if str(c) not in names]
+    step = max(3, max_cols - len(names))
+    return [df[names + rest[i:i + step]] for i in range(0, len(rest), step)]
 
 
 def markdown_table(df: pd.DataFrame) -> str:

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from .common import (LAMBDA, MAX_LINES, certainty_floor, config_columns, fmt, key_value, keyed, label, styles,
-                     swept_keys)
+from .common import (F_STAR_HINT, LAMBDA, MAX_LINES, MISSING, certainty_floor, config_columns, fmt, key_value, keyed, label,
+                     present, problem_columns, short, styles, swept_keys)
 from .registry import ReportData, Skip, figure
 
 
@@ -39,14 +39,17 @@ def _legend(ax, n):
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
 
 
-def figure_legend(fig, axes, **kw):
+def figure_legend(fig, axes, order=None, **kw):
     """One legend for a figure whose panels share their lines (the same methods on each dataset):
-    the labels of every panel once, in the order first drawn, below the panels, instead of the
-    same list under each panel."""
+    the labels of every panel once, in the order first drawn (or `order`'s, for the pages of one
+    grid to list alike), below the panels, instead of the same list under each panel."""
     seen = {}
     for ax in axes:
         for handle, text in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(text, handle)
+    if order is not None:
+        rank = {lab: i for i, lab in enumerate(order)}
+        seen = dict(sorted(seen.items(), key=lambda kv: rank.get(kv[0], len(rank))))
     if seen:
         from matplotlib.transforms import blended_transform_factory
         # Centred on the figure, hung below the lowest panel in its own axes units, so that it
@@ -110,21 +113,46 @@ def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
     _legend(ax, n_legend)
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def _power_label(v, _pos=None) -> str:
+    """10⁻³ in plain unicode: matplotlib's own $10^{-3}$ goes through mathtext, whose layout was
+    most of the time of saving a figure of a dozen log-log panels."""
+    if v <= 0:
+        return ""
+    k = np.log10(v)
+    return "10" + str(int(round(k))).translate(_SUPERSCRIPT) if abs(k - round(k)) < 1e-9 else f"{v:g}"
+
+
 def _log_ticks(ax, x=True, y=True):
     """Over many log decades, major ticks only (minor ones dominate drawing time and add
-    nothing); over two decades or less, matplotlib's own (else one labelled tick, or none)."""
-    from matplotlib.ticker import LogLocator, NullLocator
+    nothing); over two decades or less, ticks at 1, 2 and 5 times the powers of ten, labelled
+    plainly (matplotlib's own would label the minor ticks `3x10^0 4x10^0` on top of each other)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
     for axis, on, lim in ((ax.xaxis, x, ax.get_xlim()), (ax.yaxis, y, ax.get_ylim())):
         lo, hi = sorted(lim)
-        if on and lo > 0 and hi / lo > 100:
+        if not on or lo <= 0:
+            continue
+        if hi / lo > 100:
             axis.set_major_locator(LogLocator(numticks=8))
-            axis.set_minor_locator(NullLocator())
+            axis.set_major_formatter(FuncFormatter(_power_label))
+        else:
+            loc = LogLocator(subs=(1.0, 2.0, 5.0))
+            if sum(lo <= t <= hi for t in loc.tick_values(lo, hi)) < 3:      # under a factor of 5 or so
+                # Denser, but no two ticks closer than a factor of 4/3 (0.09 beside 0.1 overlapped).
+                loc = LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0))
+            axis.set_major_locator(loc)
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_locator(NullLocator())
+        axis.set_minor_formatter(NullFormatter())
 
 
 def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
-    """Median and min/max over folds of step curves (x, y), on a grid shared by the folds: from
-    the first x any fold has to the last; a fold counts from its own first point on, and holds its
-    last value after its end (it stopped there). Returns (grid, median, low, high)."""
+    """Median and quartiles over folds of step curves (x, y), on a grid shared by the folds:
+    from the first x any fold has to the last; a fold holds its first value before its first
+    point and its last value after its end (it stopped there). Returns (grid, median, q25, q75): the
+    band is the middle half of the folds, so one odd fold widens it less than a min-max band."""
     xs = np.concatenate([c[0] for c in curves])
     xs = xs[np.isfinite(xs) & ((xs > 0) if log_x else True)]
     if xs.size == 0:
@@ -136,14 +164,17 @@ def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
     for i, (x, y) in enumerate(curves):
         order = np.argsort(x, kind="stable")
         x, y = np.asarray(x)[order], np.asarray(y)[order]
-        pos = np.searchsorted(x, grid, side="right") - 1
-        ok = pos >= 0
-        vals[i, ok] = y[pos[ok]]
+        # Before its first point a fold is where it started: its first value (left NaN, a fold
+        # starting late -- a warm start's setup, a slow first pass -- would pull the median of
+        # the others up and down as it joined).
+        pos = np.maximum(np.searchsorted(x, grid, side="right") - 1, 0)
+        vals[i] = y[pos]
     with np.errstate(all="ignore"):
         import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return grid, np.nanmedian(vals, axis=0), np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)
+            q25, med, q75 = np.nanquantile(vals, [0.25, 0.5, 0.75], axis=0)
+            return grid, med, q25, q75
 
 
 def best_lines(lines: list, score, what: str, higher: bool = False) -> tuple[list, str]:
@@ -162,64 +193,228 @@ def panel_title(ds: str, cut: str) -> str:
     return f"{ds}\n{cut}" if cut else ds
 
 
-def left_out(fig, why: dict[str, str]) -> None:
-    """Name the datasets given no panel (nothing to draw) above the figure."""
+def left_out(fig, why: dict[str, str], heading: str = "") -> None:
+    """Name the datasets (or problems) given no panel (nothing to draw) above the figure, under
+    the figure's own heading if it has one (a page of a paged grid), wrapped to the figure's width."""
+    import textwrap
+    lines = [heading] if heading else []
     if why:
-        fig.suptitle("No panel: " + "; ".join(f"{ds} ({w})" for ds, w in why.items()), fontsize=9, color="0.3")
+        lines.append("No panel: " + "; ".join(f"{ds} ({w})" for ds, w in why.items()))
+    if lines:
+        width = max(60, int(fig.get_figwidth() * 14))        # characters of 9 pt type across the figure
+        text = "\n".join(textwrap.fill(line, width) for line in "\n".join(lines).split("\n"))
+        fig.suptitle(text, fontsize=9, color="0.3")
+
+
+# ------------------------------------------------------------------ one problem per panel
+# A convergence figure pages into several figures beyond this many panels (PANEL_COLS a row): a
+# grid of 21 problems is two figures of legible panels, never one of 21 stamps, and none dropped.
+MAX_PANELS = 12
+PANEL_COLS = 4
+
+
+def _sort_value(v):
+    """Grid order of one key's values: numbers ascending, then the rest by name."""
+    try:
+        return (0, float(v), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(v))
+
+
+def problem_key_columns(fits: pd.DataFrame) -> list[str]:
+    """What makes one problem (the paper's unit of comparison): the dataset and every problem key,
+    and lambda where a point was given by it (C then its mean over the folds, `point_C`), in the
+    order panels are sorted: dataset, then kind (kernel, loss, intercept), then the numbers, C last
+    so that a row of panels reads along the C path."""
+    first = ["dataset", "kernel", "loss", "intercept"]
+    nums = [c for c in problem_columns(fits) if c not in first and c != "C"]
+    lam = [c for c in (LAMBDA, "param_lambda_convention") if c in fits.columns]
+    return present(fits, first) + nums + lam + present(fits, ["C"])
+
+
+def problems(fits: pd.DataFrame) -> tuple[pd.DataFrame, list[str], list[tuple]]:
+    """(fits keyed by problem and configuration, the problem columns, the problems in grid order)."""
+    prob = problem_key_columns(fits)
+    cfg = [c for c in config_columns(fits) if c not in START_KEYS]
+    keyed_fits = keyed(fits, list(dict.fromkeys(prob + cfg)))
+    found = list(keyed_fits.groupby(prob, sort=False, dropna=False).groups)
+    found = [k if isinstance(k, tuple) else (k,) for k in found]
+    return keyed_fits, prob, sorted(found, key=lambda k: [_sort_value(v) for v in k])
+
+
+def problem_title(key: dict, varying: list[str]) -> str:
+    """`breast_cancer` over `kernel=rbf C=10`: the dataset, then the problem keys that differ
+    between the figure's problems (C or lambda always), the missing ones (gamma of linear) left out."""
+    given = key_value(key.get(LAMBDA, MISSING)) != MISSING
+    parts = [f"{short(c)}={fmt(key[c])}" for c in varying
+             if key_value(key[c]) != MISSING and not (c == "C" and given)]
+    return f"{key['dataset']}\n{' '.join(parts)}" if parts else str(key["dataset"])
+
+
+def varying_problem_keys(prob: list[str], found: list[tuple]) -> tuple[list[str], list[str]]:
+    """(the problem keys a panel title names, the rest). Named: C and lambda always (what a reader
+    of a convergence figure looks for first), and each other key, in order, that two problems
+    agreeing on the dataset and the keys named so far still differ in: a kernel grid's titles say
+    `kernel=rbf C=10`, not also the loss and intercept that come with each kernel (`fixed_keys_line`
+    says those once)."""
+    named = []
+    pos = {c: i for i, c in enumerate(prob)}
+    for c in prob:
+        if c in ("dataset", "param_lambda_convention", "C", LAMBDA):
+            continue
+        seen: dict[tuple, set] = {}
+        for k in found:
+            seen.setdefault(tuple(k[pos[n]] for n in ["dataset", *named]), set()).add(k[pos[c]])
+        if any(len(v) > 1 for v in seen.values()):
+            named.append(c)
+    named += [c for c in (LAMBDA, "C") if c in pos]
+    return named, [c for c in prob if c not in named and c not in ("dataset", "param_lambda_convention")]
+
+
+def fixed_keys_line(prob: list[str], found: list[tuple], named: list[str], rest: list[str]) -> str:
+    """The problem keys no title names, said once for the figure: per value of the named kind
+    keys (`kernel=linear: loss=squared_hinge intercept=regularized; kernel=rbf: loss=hinge ...`)."""
+    pos = {c: i for i, c in enumerate(prob)}
+    kinds = [c for c in named if c not in ("C", LAMBDA)]
+    groups: dict[tuple, dict] = {}
+    for k in found:
+        vals = groups.setdefault(tuple(k[pos[c]] for c in kinds), {})
+        for c in rest:
+            vals.setdefault(c, set()).add(k[pos[c]])
+    parts = []
+    for kind, vals in groups.items():
+        text = " ".join(f"{short(c)}={fmt(next(iter(v)))}" for c, v in vals.items()
+                        if len(v) == 1 and key_value(next(iter(v))) != MISSING)
+        head = " ".join(f"{short(c)}={fmt(v)}" for c, v in zip(kinds, kind))
+        if text:
+            parts.append(f"{head}: {text}" if head else text)
+    texts = {p.split(": ", 1)[-1] for p in parts}
+    if kinds and len(parts) == len(groups) and len(texts) == 1:      # the same for every kind: said once
+        return "Every problem: " + texts.pop()
+    return ("Problems: " if kinds else "Every problem: ") + "; ".join(parts) if parts else ""
+
+
+def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
+    """Group fits into problems (grid order) and, within each, lines: a solver entry with every own
+    swept key (a tol or step-size sweep is lines of one problem; folds and random starts are runs
+    of a line). draw_line(grp, problem) -> (band, runs) or None, `problem` all the problem's fits.
+    Returns (panels, empty, fixed): panels are (title, [(label, runs, band)], problem); empty maps
+    the title of a problem with nothing drawn to why; fixed names the keys the titles leave out."""
+    fits, prob, found = problems(fits)
+    cfg = [c for c in config_columns(fits) if c not in START_KEYS]
+    line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
+    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    varying, rest = varying_problem_keys(prob, found)
+    fixed = fixed_keys_line(prob, found, varying, rest)
+    groups = fits.groupby(prob, sort=False, dropna=False)
+    panels, empty = [], {}
+    for key in found:
+        sub = groups.get_group(key if len(prob) > 1 else key[0])
+        title = problem_title(dict(zip(prob, key)), varying)
+        lines = []
+        for _, grp in sub.groupby(line_keys, sort=True, dropna=False):
+            drawn = draw_line(grp, sub)
+            if drawn is not None:
+                lines.append((label(grp.iloc[0], shown), drawn[1], drawn[0]))
+        if lines:
+            panels.append((title, lines, sub))
+        else:
+            empty.setdefault(title.split("\n")[0], []).append(title.split("\n")[-1])
+    # One entry per dataset: `breast_cancer (kernel=rbf C=0.1, kernel=rbf C=1: nothing finite)`.
+    empty = {ds: ", ".join(ps) + ": nothing finite" if ps != [ds] else "nothing finite" for ds, ps in empty.items()}
+    return panels, empty, fixed
+
+
+def small_multiples(panels, draw_panel, what: str, empty=None, fixed: str = ""):
+    """Panels of one problem each, MAX_PANELS a figure (more page into further figures), a colour
+    per line label the same in every panel and page, and one legend per figure. draw_panel(ax,
+    title, lines, problem, style_of) draws one panel. Returns a Figure, or a list of Figures for
+    a grid that pages."""
+    order = list(dict.fromkeys(lab for _, lines, _ in panels for lab, _, _ in lines))
+    style_of = dict(zip(order, styles(len(order))))
+    pages = [panels[i:i + MAX_PANELS] for i in range(0, len(panels), MAX_PANELS)]
+    figs = []
+    for p, page in enumerate(pages):
+        fig, axes = _panels(len(page), width=4.2, height=3.3, ncols_max=PANEL_COLS)
+        ncols = min(len(page), PANEL_COLS)
+        for i, (ax, (title, lines, problem)) in enumerate(zip(axes, page)):
+            draw_panel(ax, title, lines, problem, style_of)
+            if i % ncols:                     # the y label once a row: every panel measures the same
+                ax.set_ylabel("")
+            if i < len(page) - ncols:         # the x label under the lowest panel of each column only
+                ax.set_xlabel("")
+        figure_legend(fig, axes, order)
+        heading = (f"{what}: problems {p * MAX_PANELS + 1}-{p * MAX_PANELS + len(page)} of {len(panels)} "
+                   f"(figure {p + 1} of {len(pages)})") if len(pages) > 1 else ""
+        heading = "\n".join(x for x in (heading, fixed) if x)
+        left_out(fig, (empty or {}) if p == len(pages) - 1 else {}, heading)
+        figs.append(fig)
+    return figs[0] if len(figs) == 1 else figs
 
 
 def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, log_y=True,
                   fits=None, floor=False):
-    """One panel per dataset, a line per configuration: the median over folds of y_of(trace,
-    fit) against x_col, with a min-max band over folds; at most MAX_LINES lines per panel, those
-    of the least final median (every measure drawn this way is better lower)."""
+    """Small multiples: one panel per problem (`problems`), one line per solver configuration:
+    the median over folds of y_of(trace, fit) against x_col, with the folds' interquartile band;
+    at most MAX_LINES lines a panel (those of least final median: every measure drawn this way
+    is better lower)."""
     fits = data.fits if fits is None else fits
-    traced = fits["key"].isin(data.traces["key"])
-    empty = {ds: "no trace" for ds in sorted(set(fits.loc[~traced, "dataset"]) - set(fits.loc[traced, "dataset"]))}
-    fits = fits[traced]
+    fits = fits[fits["key"].isin(data.traces["key"])]
     if fits.empty:
         raise Skip("no finished fit has a trace")
-    fits, cfg, shown = _configs(data, fits)
     by_key = {k: g for k, g in data.traces.groupby("key")}
-    panels = {}
-    for ds in sorted(fits["dataset"].unique()):
-        sub = fits[fits["dataset"] == ds]
-        # Every line of a panel is floored at the coarsest certainty of the panel's f*s, drawn as
-        # one dotted line: no point shows a suboptimality finer than its f* can support, and
+    # The figure's problems are those of the solver entries that measure y at all (smo notes no
+    # ||w_k+1 - w_k||: the rbf problems are not this figure's); a problem of such an entry with
+    # nothing finite is named above the figure.
+    measuring = {row.solver_entry for row in fits.itertuples(index=False)
+                 if pd.notna(y_of(by_key[row.key], row)).any()}
+    fits = fits[fits["solver_entry"].isin(measuring)]
+    if fits.empty:
+        raise Skip(f"no trace holds a {ylabel}")
+    if floor:
+        fits = fits.assign(_floor=certainty_floor(fits).to_numpy())
+
+    def floor_of(problem):
+        # Every line of a panel is floored at the coarsest certainty of the problem's f*s, drawn
+        # as one dotted line: no point shows a suboptimality finer than its f* supports, and the
         # lines stay comparable (a line floored lower would look better for a better reference).
-        panel_floor = float(certainty_floor(sub).max()) if floor else -np.inf
-        lines = []
-        for _, grp in sub.groupby(cfg, sort=True, dropna=False):
-            curves = []
-            for row in grp.itertuples(index=False):
-                tr = by_key[row.key]
-                y = np.maximum(y_of(tr, row), panel_floor)
-                ok = np.isfinite(y)
-                if ok.any():
-                    curves.append((tr[x_col].to_numpy(dtype=float)[ok], y[ok]))
-            band = fold_band(curves, log_x=x_col == "time_s") if curves else None
-            if band is not None:
-                lines.append((grp.iloc[0], len(curves), band))
-        if lines:
-            panels[ds] = (lines, panel_floor)
-        else:
-            empty[ds] = f"no finite {ylabel}"
+        return float(problem["_floor"].max()) if floor else -np.inf
+
+    def draw_line(grp, problem):
+        lowest = floor_of(problem)
+        curves = []
+        for row in grp.itertuples(index=False):
+            tr = by_key[row.key]
+            y = np.maximum(y_of(tr, row), lowest)
+            ok = np.isfinite(y)
+            if ok.any():
+                curves.append((tr[x_col].to_numpy(dtype=float)[ok], y[ok]))
+        band = fold_band(curves, log_x=x_col == "time_s") if curves else None
+        return None if band is None else (band, len(curves))
+
+    panels, empty, fixed = _problem_panels(data, fits, draw_line)
     if not panels:
-        raise Skip("no trace has a finite value to draw")
-    fig, axes = _panels(len(panels))
-    for ax, (ds, (lines, panel_floor)) in zip(axes, panels.items()):
+        raise Skip(f"no trace has a finite {ylabel} to draw")
+
+    def draw_panel(ax, title, lines, problem, style_of):
         lines, cut = best_lines(lines, lambda line: line[2][1][-1], f"final {ylabel}")
-        for (first, runs, (x, med, low, high)), style in zip(lines, styles(len(lines))):
-            ax.plot(x, med, label=label(first, shown) + (f" ({runs} runs)" if runs > 1 else ""),
-                    color=style["color"], linestyle=style["linestyle"], linewidth=1.3)
+        for lab, runs, (x, med, low, high) in lines:
+            st = style_of[lab]
+            # A marker at the end: where a line stops, and a line of one point (dcd done in one
+            # pass) is still seen.
+            ax.plot(x, med, label=lab, color=st["color"], linestyle=st["linestyle"], linewidth=1.3,
+                    marker=st["marker"], markevery=[len(x) - 1], markersize=4)
             if runs > 1:
-                ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
-        if floor:
-            ax.axhline(panel_floor, color="0.4", linestyle=":", linewidth=1, label="f* certainty")
-        _decorate(ax, panel_title(ds, cut), xlabel, ylabel, len(lines) + bool(floor), logx=True, logy=log_y)
+                ax.fill_between(x, low, high, color=st["color"], alpha=0.15, linewidth=0)
+        lowest = min((float(np.nanmin(line[2][1])) for line in lines), default=np.inf)
+        if floor and floor_of(problem) > lowest / 10:
+            # Only where it bounds what is drawn: a floor of 1e-12 under lines ending at 1e-5
+            # would squeeze them into the top of the panel.
+            ax.axhline(floor_of(problem), color="0.4", linestyle=":", linewidth=1, label="f* certainty")
+        _decorate(ax, panel_title(title, cut), xlabel, ylabel, 0, logx=True, logy=log_y)
         _log_ticks(ax, x=True, y=log_y)
-    left_out(fig, empty)
-    return fig
+
+    return small_multiples(panels, draw_panel, ylabel, empty, fixed)
 
 
 def _subopt(tr, row):
@@ -234,9 +429,13 @@ def _with_f_star(data):
     return fits
 
 
+_BAND = "median over folds (and random starts), band: their middle half (25%-75%)"
+
+
 @figure("suboptimality_vs_time", "Suboptimality against time", needs=("f_star",), trace_needs=("primal",),
-        note="(P - f*)/|f*| against solver seconds: median over folds (and random starts), band min-max; the "
-             "dotted line is the certainty of f* (the coarsest relative gap of the panel's reference solves), "
+        hint=F_STAR_HINT,
+        note=f"(P - f*)/|f*| against solver seconds, one panel per problem, a line per solver: {_BAND}; the "
+             "dotted line is the certainty of f* (the coarsest relative gap of the problem's reference solves), "
              "below which nothing is shown.")
 def suboptimality_vs_time(data: ReportData):
     return _trace_figure(data, _subopt, "time_s", "solver time (s)", "(P - f*) / |f*|", fits=_with_f_star(data),
@@ -244,28 +443,62 @@ def suboptimality_vs_time(data: ReportData):
 
 
 @figure("suboptimality_vs_iterations", "Suboptimality against iterations", needs=("f_star",),
-        trace_needs=("primal",), note="As above against the solver's own iterations.")
+        trace_needs=("primal",), hint=F_STAR_HINT, note="As above against the solver's own iterations (a pass for coordinate descent, "
+                                      "a pair update for SMO: not one unit across solvers).")
 def suboptimality_vs_iterations(data: ReportData):
     return _trace_figure(data, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(data),
                          floor=True)
 
 
 @figure("test_error_vs_iterations", "Test error against iterations", trace_needs=("test_error",),
-        note="Test error of the solver's current model at each trace point (run.trace_test_error=true).")
+        hint="set `run.trace_test_error=true`",
+        note=f"Test error of the solver's current model at each trace point (run.trace_test_error=true), one "
+             f"panel per problem: {_BAND}.")
 def test_error_vs_iterations(data: ReportData):
     return _trace_figure(data, lambda tr, row: tr["test_error"].to_numpy(dtype=float), "iteration", "iteration",
                          "test error", log_y=False)
 
 
 @figure("w_change_per_pass", "||w_k+1 - w_k|| per pass", trace_needs=("w_change",),
-        note="The change of w over the pass before each trace point (dcd's second stopping rule).")
+        hint="run `dcd` (its trace notes the change of w per pass)",
+        note="The change of w over the pass before each trace point (dcd's second stopping rule), one panel per "
+             "problem.")
 def w_change_per_pass(data: ReportData):
     return _trace_figure(data, lambda tr, row: tr["w_change"].to_numpy(dtype=float), "iteration", "pass",
                          "||w_k+1 - w_k||")
 
 
+def rel_gap(tr, row=None) -> np.ndarray:
+    """(P - D)/|P| at each trace point: how far the iterate is from optimal by its own duality
+    gap, no f* needed (P - P* <= P - D). NaN where the solver certifies no gap (a linear hinge
+    with a free intercept) or P is 0."""
+    P = tr["primal"].to_numpy(dtype=float)
+    with np.errstate(all="ignore"):
+        return np.where(P != 0, tr["gap"].to_numpy(dtype=float) / np.abs(P), np.nan)
+
+
+_GAP_HINT = ("run a solver that certifies its iterates (dcd, smo, svmlight, newton, ...; a linear model with the "
+             "hinge loss has no gap from w alone, and a free intercept none from the KKT map)")
+
+
+@figure("gap_vs_time", "Relative duality gap against time", trace_needs=("primal", "gap"), hint=_GAP_HINT,
+        note=f"(P - D)/|P| against solver seconds, one panel per problem, a line per solver that certifies a gap: "
+             f"{_BAND}. It bounds the relative suboptimality from above (P - P* <= P - D) and needs no f*, so a "
+             "single-solver sweep shows how it converged. A reference solver's point is its final model only, its "
+             "D rebuilt from w (see Certificates): an upper bound that may be loose.")
+def gap_vs_time(data: ReportData):
+    return _trace_figure(data, rel_gap, "time_s", "solver time (s)", "(P - D) / |P|")
+
+
+@figure("gap_vs_iterations", "Relative duality gap against iterations", trace_needs=("primal", "gap"),
+        hint=_GAP_HINT, note="As above against the solver's own iterations.")
+def gap_vs_iterations(data: ReportData):
+    return _trace_figure(data, rel_gap, "iteration", "iteration", "(P - D) / |P|")
+
+
 @figure("objective_random_starts", "Objective against iterations over random starts",
         needs=("param_random_state",), trace_needs=("primal",),
+        hint="sweep `random_state` (e.g. `solvers.pegasos.grid.random_state=[0,1,2]`)",
         note="Fold 0; one line per random start (random_state) of each configuration.")
 def objective_random_starts(data: ReportData):
     fits = data.fits[(data.fits["fold"] == 0) & data.fits["key"].isin(data.traces["key"])]
@@ -300,7 +533,7 @@ def _other_lines(data: ReportData, fits: pd.DataFrame, x: str):
     return fits, ["solver_entry"] + [c for c in cfg if c not in along], [c for c in shown if c not in along]
 
 
-@figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"),
+@figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"), hint="sweep C (`grid.C=[0.1,1,10]`)",
         note="Mean test accuracy over folds (bars: std), a line per solver entry and every other swept value "
              f"(at most {MAX_LINES} per panel: those of the best mean accuracy at any C); a point given by lambda "
              "sits at the mean of its folds' C = 1/(lambda n).")
@@ -332,6 +565,7 @@ def _numeric(s: pd.Series) -> pd.Series:
 
 
 @figure("C_gamma_heatmap", "Accuracy over C x gamma", needs=("C", "gamma", "test_accuracy"),
+        hint="sweep C and gamma of a kernel solver (`solvers.smo.grid.gamma=[0.1,1]`)",
         note="Mean test accuracy over folds; one panel per dataset, solver entry and other swept values.")
 def c_gamma_heatmap(data: ReportData):
     fits = data.fits.assign(gamma=_numeric(data.fits["gamma"]))
@@ -388,6 +622,7 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
 
 
 @figure("time_vs_q", "Time against q (svmlight)", needs=("param_q", "fit_time_s"),
+        hint="sweep svmlight's working-set size (`solvers.svmlight.grid.q=[2,10,40]`)",
         note="Median fit time over folds against the working-set size q.")
 def time_vs_q(data: ReportData):
     return _against(data, "param_q", "fit_time_s", "working-set size q", "fit time (s)",
@@ -395,21 +630,60 @@ def time_vs_q(data: ReportData):
 
 
 @figure("time_vs_n", "Time against n", needs=("n_train", "fit_time_s"),
-        note="Median fit time over folds against the number of training rows, a line per configuration "
-             "joining the datasets (or the max_rows of one) it ran on.")
+        note="Median fit time over folds against the number of training rows, one panel per problem (its keys "
+             "but the dataset), a colour per solver configuration; a point per dataset (its name under its n), "
+             "a line only through the sizes of one dataset (its max_rows in a multirun), never across datasets.",
+        hint="run on datasets of several sizes, or one dataset at several `max_rows` (a multirun)")
 def time_vs_n(data: ReportData):
-    # n is a property of the data, not a key: a line joins one configuration over datasets, each
-    # a point at its median n (folds differ by a row or two, which is no sweep of n).
     fits = data.fits[data.fits["n_train"].notna() & data.fits["fit_time_s"].notna()]
     if fits.empty:
         raise Skip("no finished fit")
-    n_of = fits.groupby("dataset")["n_train"].median()
-    fits = fits.assign(n_train=fits["dataset"].map(n_of), dataset="all datasets")
-    return _against(ReportData(fits, data.traces, name=data.name), "n_train", "fit_time_s",
-                    "training rows n", "fit time (s)", "no configuration was run on datasets of more than one size")
+    fits, prob, _ = problems(fits)
+    kind = [c for c in prob if c != "dataset"]
+    cfg = [c for c in config_columns(fits) if c not in START_KEYS]
+    line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
+    # One size of a dataset is one job of a multirun (max_rows swept) or the dataset itself; n is
+    # its median over the folds (which differ by a row or two: no sweep of n).
+    size = ["dataset"] + (["job"] if "job" in fits.columns else [])
+    pts = fits.groupby(kind + line_keys + size, sort=False, dropna=False).agg(
+        n=("n_train", "median"), t=("fit_time_s", "median"), first=("key", "first")).reset_index()
+    if pts["n"].nunique() < 2:
+        raise Skip("every fit ran on one size of data")
+    found = sorted({tuple(r) for r in pts[kind].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
+    named, rest = varying_problem_keys(["dataset"] + kind, [("", *k) for k in found])
+    fixed = fixed_keys_line(["dataset"] + kind, [("", *k) for k in found], named, rest)
+    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    by_first = fits.set_index("key")
+    panels = []
+    for k in found:
+        sub = pts[(pts[kind].apply(tuple, axis=1) == k)] if kind else pts
+        lines = [(label(by_first.loc[g["first"].iloc[0]], shown), len(g), g)
+                 for _, g in sub.groupby(line_keys, sort=True, dropna=False)]
+        title = problem_title({"dataset": "", **dict(zip(kind, k))}, named).strip() or "all problems"
+        panels.append((title, lines, sub))
+
+    def draw_panel(ax, title, lines, sub, style_of):
+        for lab, _, g in lines:
+            st = style_of[lab]
+            for i, (_, one) in enumerate(g.sort_values("n").groupby("dataset", sort=False)):
+                ax.plot(one["n"], one["t"], color=st["color"], marker=st["marker"], markersize=5,
+                        linestyle=st["linestyle"] if len(one) > 1 else "none", label=lab if i == 0 else None)
+        ts = sub["t"][sub["t"] > 0]
+        log = len(ts) > 0 and ts.max() / ts.min() > 10          # under a decade, log labels one tick
+        _decorate(ax, title, "training rows n", "fit time (s)", 0, logx=True, logy=log)
+        _value_ticks(ax, sub["n"])
+        # Each tick names its dataset(s): a reader sees which point is which data.
+        names = sub.groupby("n")["dataset"].agg(lambda d: "\n".join(sorted(set(map(str, d)))))
+        ticks = ax.get_xticks()
+        ax.set_xticklabels([f"{t:.4g}\n{names.get(t, '')}" for t in ticks], fontsize=7)
+        if log:
+            _log_ticks(ax, x=False, y=True)
+
+    return small_multiples(panels, draw_panel, "fit time against n", {}, fixed)
 
 
 @figure("pegasos_k_vs_T", "k against T at fixed kT (pegasos)", needs=("param_k", "info_T", "primal_objective"),
+        hint="sweep pegasos's `k` at a fixed number of examples (`+experiment=rupnik`)",
         note="Final primal objective (median over folds) against the mini-batch size k, T = kT / k "
              "iterations (the legend lists T at each k), a line per kT and other swept values (rupnik); at most "
              f"{MAX_LINES} lines per panel, those of the least P at any k.")
@@ -464,6 +738,7 @@ def kt_classes(kt: pd.Series, rel: float = 0.15) -> pd.Series:
 
 
 @figure("confusion_matrices", "Confusion matrices", needs=("confusion_test",),
+        hint="run on a multiclass dataset (e.g. `digits_bertini_3class`)",
         note="Test confusion matrix (rows: true class) of each entry's best configuration, summed over folds.")
 def confusion_matrices(data: ReportData):
     from .tables import best_params
@@ -501,6 +776,7 @@ def confusion_matrices(data: ReportData):
 
 
 @figure("active_points_2d", "Active points of a 2-D dataset", models=True, needs=("key",),
+        hint="set `run.keep_models=true` on a 2-D dataset (`toy_blobs`)",
         note="Training points of fold 0 (colour: label), support vectors circled, and the decision boundary "
              "f(x) = 0 of a linear model (run.keep_models=true; only 2-D datasets keep their points).")
 def active_points_2d(data: ReportData):

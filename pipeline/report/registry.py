@@ -16,7 +16,12 @@ import pandas as pd
 
 
 class Skip(Exception):
-    """Raised by a table or figure function with nothing to show; the message goes in the report."""
+    """Raised by a table or figure function with nothing to show; the message goes in the report,
+    with `hint` (what to set to get the item) in place of the item's own where given."""
+
+    def __init__(self, reason: str, hint: str | None = None):
+        super().__init__(reason)
+        self.hint = hint
 
 
 @dataclass
@@ -46,6 +51,7 @@ class Item:
     models: bool = False       # needs models.parquet (run.keep_models=true)
     note: str = ""             # one line under the title: how to read it
     lines: Callable[[ReportData], list[str]] | None = None   # prose after a table (the status advice)
+    hint: str = ""             # what a user sets to get the item when it is skipped (`run.reference=true`)
 
     def missing(self, data: ReportData) -> str | None:
         """Why the item cannot be drawn from these tables (None: it can be tried)."""
@@ -67,23 +73,25 @@ class Item:
 REGISTRY: list[Item] = []
 
 
-def _register(kind, name, title, needs=(), trace_needs=(), models=False, note="", lines=None):
+def _register(kind, name, title, needs=(), trace_needs=(), models=False, note="", lines=None, hint=""):
     def deco(fn):
         if any(it.name == name for it in REGISTRY):
             raise ValueError(f"report item {name!r} registered twice")
-        REGISTRY.append(Item(name, title, kind, fn, tuple(needs), tuple(trace_needs), models, note, lines))
+        REGISTRY.append(Item(name, title, kind, fn, tuple(needs), tuple(trace_needs), models, note, lines, hint))
         return fn
     return deco
 
 
-def table(name, title, needs=(), trace_needs=(), models=False, note="", lines=None):
-    """Register a table function (ReportData -> DataFrame); `lines` adds prose after it."""
-    return _register("table", name, title, needs, trace_needs, models, note, lines)
+def table(name, title, needs=(), trace_needs=(), models=False, note="", lines=None, hint=""):
+    """Register a table function (ReportData -> DataFrame); `lines` adds prose after it, `hint`
+    says what to set to get it where it is skipped."""
+    return _register("table", name, title, needs, trace_needs, models, note, lines, hint)
 
 
-def figure(name, title, needs=(), trace_needs=(), models=False, note=""):
-    """Register a figure function (ReportData -> matplotlib Figure)."""
-    return _register("figure", name, title, needs, trace_needs, models, note)
+def figure(name, title, needs=(), trace_needs=(), models=False, note="", hint=""):
+    """Register a figure function (ReportData -> a matplotlib Figure, or a list of them: the pages
+    of a grid too large for one)."""
+    return _register("figure", name, title, needs, trace_needs, models, note, hint=hint)
 
 
 def items(kind: str | None = None) -> list[Item]:

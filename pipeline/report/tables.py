@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (LAMBDA, MISSING, budget_columns, certainty_floor, config_columns, fmt, keyed,
+from .common import (F_STAR_HINT, LAMBDA, MISSING, budget_columns, certainty_floor, config_columns, fmt, keyed,
                      point_names, problem_columns, short, swept_keys)
 from .registry import ReportData, Skip, table
 
@@ -70,21 +70,73 @@ def timing_table(data: ReportData) -> pd.DataFrame:
     return fits.groupby(["dataset", "solver_entry"], sort=True).agg(**agg).reset_index()
 
 
+# Where each solver's dual point D comes from (solvers/: dcd.py, smo.py, svmlight.py, qp.py keep
+# their dual variables alpha; references.py takes LIBSVM's alpha from SVC's dual_coef_; every
+# solver of a w alone -- LIBLINEAR through LinearSVC, which does not expose its alpha, SGD, gd,
+# newton, pegasos -- goes through objectives.linear_certificates, which rebuilds alpha from w).
+OWN_DUAL = {"dual_cd", "kernel_dual"}
+OWN_DUAL_SOLVERS = {"libsvm"}
+REBUILT = "rebuilt from w"
+
+
+def dual_source(fits: pd.DataFrame) -> pd.Series:
+    """Per fit, where its D comes from: `own alpha` (the solver's dual variables), `rebuilt from
+    w` (the KKT map alpha_i = 2C (1 - y_i f_i)_+ of the squared hinge), or `majorizer` (the
+    multipliers of the majorization solvers' last active set)."""
+    fam = fits["family"] if "family" in fits.columns else pd.Series("", index=fits.index)
+    own = fam.isin(OWN_DUAL) | fits["solver"].isin(OWN_DUAL_SOLVERS) if "solver" in fits.columns else fam.isin(OWN_DUAL)
+    return pd.Series(np.where(own, "own alpha", np.where(fam == "majorization", "majorizer", REBUILT)), index=fits.index)
+
+
 @table("certificates", "Certificates", needs=("primal_objective",),
-       note="Worst over folds. `rel_subopt_max`: (P - f*)/|f*|, never shown finer than the certainty of f* "
-            "(`f_star_rel_gap_max`, the reference solve's relative duality gap); `f_star_status`: how that "
-            "reference solve ended.")
+       note="Worst over folds, per configuration. `duality_gap_max`: P - D, an upper bound on how far P is from the "
+            "optimum (P - P* <= P - D), in the objective's units; `rel_gap_max`: that over |P| (1e-3: P is within 0.1% "
+            "of optimal, or better); `dual_from`: where D comes from (below); `kkt_violation_max`: the largest "
+            "violation of the dual's optimality conditions (projected gradient), 0 at the optimum; `rel_subopt_max`: "
+            "(P - f*)/|f*| against the certified reference, never shown finer than the certainty of f* "
+            "(`f_star_rel_gap_max`, the reference solve's relative gap); `f_star_status`: how that reference ended.",
+       lines=lambda data: certificate_lines(data))
 def certificates(data: ReportData) -> pd.DataFrame:
     fits, keys, shown = _groups(data)
     fits = fits.assign(_floor=certainty_floor(fits) if "f_star" in fits.columns else np.nan)
     fits["_rel"] = np.maximum(pd.to_numeric(fits.get("rel_suboptimality"), errors="coerce"), fits["_floor"])
-    agg = dict(duality_gap_max=("duality_gap", "max"), kkt_violation_max=("kkt_violation", "max"),
+    fits["_rel_gap"] = (pd.to_numeric(fits["duality_gap"], errors="coerce")
+                        / pd.to_numeric(fits["primal_objective"], errors="coerce").abs())
+    fits["_dual"] = dual_source(fits).to_numpy()
+    agg = dict(duality_gap_max=("duality_gap", "max"), rel_gap_max=("_rel_gap", "max"),
+               dual_from=("_dual", "first"), kkt_violation_max=("kkt_violation", "max"),
                rel_subopt_max=("_rel", "max"), f_star_rel_gap_max=("_floor", "max"))
     if "f_star_status" in fits.columns:
         agg["f_star_status"] = ("f_star_status", lambda s: ", ".join(sorted({str(v) for v in s.dropna()})))
     out = fits.groupby(keys, sort=True, dropna=False).agg(**agg).reset_index()
     out.loc[out["rel_subopt_max"].isna(), "f_star_rel_gap_max"] = np.nan
+    out.loc[out["rel_gap_max"].isna(), "dual_from"] = MISSING       # no D at all (the linear hinge)
     return out[["dataset", "solver_entry", *shown, *agg]]
+
+
+def certificate_lines(data: ReportData) -> list[str]:
+    """Why a fit can be `converged` beside a large gap: its D was rebuilt from w. Said once, with
+    the worst such case and what the certified f* says of the same fits."""
+    try:
+        cert = certificates(data)
+    except Skip:
+        return []
+    rebuilt = cert[(cert["dual_from"] == REBUILT) & (cert["rel_gap_max"] > 1e-2)]
+    out = ["- `own alpha`: D of the solver's own dual variables, the gap its own certificate. `rebuilt from w`: "
+           "the solver returns w only (LIBLINEAR through scikit-learn does not expose its alpha), so D is that of "
+           "alpha_i = 2C (1 - y_i f_i)_+, the map that is exact at the optimum (squared hinge; the hinge has no "
+           "such map, so no gap). It is a valid bound, but loose: an error e in the margins moves alpha by 2C e, "
+           "so at large C a model close to f* can show a gap larger than P itself. A solver's `converged` is its "
+           "own stopping test (LIBLINEAR: the projected gradient of its own dual under tol), not this gap; where "
+           "f* is certified, `rel_subopt_max` is the measure to read."]
+    if not rebuilt.empty:
+        worst = rebuilt.sort_values("rel_gap_max").iloc[-1]
+        sub = worst.get("rel_subopt_max", np.nan)
+        out.append(f"- Here: {len(rebuilt)} configuration(s) with a rebuilt D show a relative gap over 1e-2; the worst, "
+                   f"{worst['solver_entry']} on {worst['dataset']} at C={fmt(worst['C'])}, has gap "
+                   f"{fmt(worst['duality_gap_max'])} (relative {fmt(worst['rel_gap_max'])})"
+                   + (f" while (P - f*)/|f*| is {fmt(sub)}." if pd.notna(sub) else "."))
+    return out if (cert["dual_from"] == REBUILT).any() else []
 
 
 # What each status means, and what a user can change about it (the report's status section).
@@ -168,24 +220,39 @@ def _floored_rel(trace: pd.DataFrame) -> pd.Series:
     return (trace["primal"] - trace["f_star"]) / trace["f_star"].abs()
 
 
-def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS) -> pd.DataFrame:
-    """Per fit, the solver seconds `t_<eps>` and the iteration `it_<eps>` at which (P - f*)/|f*|
+def _rel_gap(trace: pd.DataFrame) -> pd.Series:
+    return trace["gap"] / trace["primal"].abs().where(trace["primal"] != 0)
+
+
+def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS, measure: str = "subopt") -> pd.DataFrame:
+    """Per fit, the solver seconds `t_<eps>` and the iteration `it_<eps>` at which the measure
     first falls to each target, from its trace; a fit without a trace (the references run as one
     call) reaches a target at its fit time and iteration count if its final model is within it.
-    A target finer than the fit's f* certainty is never reached (it could not be told)."""
-    out = fits[["key", "f_star", "fit_time_s", "n_iter", "rel_suboptimality"]].copy()
-    out["_floor"] = certainty_floor(fits).to_numpy()
-    tr = traces[["key", "iteration", "time_s", "primal"]].merge(out[["key", "f_star"]], on="key", how="inner")
-    tr["rel"] = _floored_rel(tr)
+    `subopt`: (P - f*)/|f*|, a target finer than the fit's f* certainty never reached (it could not
+    be told); `gap`: the relative duality gap (P - D)/|P|, which needs no f*."""
+    if measure == "subopt":
+        out = fits[["key", "f_star", "fit_time_s", "n_iter", "rel_suboptimality"]].copy()
+        out["_final"] = out["rel_suboptimality"]
+        out["_floor"] = certainty_floor(fits).to_numpy()
+        tr = traces[["key", "iteration", "time_s", "primal"]].merge(out[["key", "f_star"]], on="key", how="inner")
+        tr["rel"] = _floored_rel(tr)
+    else:
+        out = fits[["key", "fit_time_s", "n_iter"]].copy()
+        out["_final"] = (pd.to_numeric(fits["duality_gap"], errors="coerce")
+                         / pd.to_numeric(fits["primal_objective"], errors="coerce").abs()).to_numpy()
+        out["_floor"] = 0.0
+        tr = traces[traces["key"].isin(out["key"])][["key", "iteration", "time_s", "primal", "gap"]].copy()
+        tr["rel"] = _rel_gap(tr)
     no_trace = ~out["key"].isin(tr["key"])
     for eps in targets:
         hit = tr[tr["rel"] <= eps].groupby("key")[["time_s", "iteration"]].min()
-        reached = no_trace & (out["rel_suboptimality"] <= eps)
+        reached = no_trace & (out["_final"] <= eps)
         for col, src, own in ((f"t_{eps:g}", "time_s", "fit_time_s"), (f"it_{eps:g}", "iteration", "n_iter")):
             out[col] = out["key"].map(hit[src]).astype(float)
             out.loc[reached, col] = out.loc[reached, own]
             out.loc[out["_floor"] > eps, col] = np.nan
-    return out.drop(columns=["f_star", "fit_time_s", "n_iter", "rel_suboptimality", "_floor"])
+    return out.drop(columns=[c for c in ("f_star", "fit_time_s", "n_iter", "rel_suboptimality", "_floor", "_final")
+                             if c in out.columns])
 
 
 def baselines(data: ReportData) -> list[str]:
@@ -230,7 +297,7 @@ def _ratios(agg: pd.DataFrame, prob, cols, bases) -> pd.DataFrame:
     return agg
 
 
-@table("time_to_target", "Time to target suboptimality", needs=("f_star",),
+@table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note="One row per whole problem (every problem key) and solver configuration. `fit_time_s`, `n_iter`, "
             "`rel_subopt`: medians over folds; `t_eps`: the least solver seconds any fold (or a tol sweep's "
             "first tol) needed until (P - f*)/|f*| <= eps (empty: never, or finer than f*'s certainty); "
@@ -246,7 +313,7 @@ def time_to_target(data: ReportData) -> pd.DataFrame:
     return agg[shown + [c for c in agg.columns if c not in keys]]
 
 
-@table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",),
+@table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers); "
             "`it_eps`: the fewest iterations any fold needed.")
 def iterations_to_target(data: ReportData) -> pd.DataFrame:

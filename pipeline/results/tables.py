@@ -98,6 +98,9 @@ def _fit_row(rec: dict, refs: dict) -> dict:
         "gamma": prob.get("gamma"), "degree": prob.get("degree"), "coef0": prob.get("coef0"),
         "fold": spec["fold"], "seed": spec["seed"], "status": rec["status"], "error": rec.get("error"),
     }
+    if "class_weight" in prob:      # a column only where a sweep weighs classes: other tables as before
+        cw = prob["class_weight"]
+        row["class_weight"] = cw if isinstance(cw, str) else json.dumps(cw, sort_keys=True)
     row["warm_from"] = rec.get("warm_from")
     for col in ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
                 "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s"):

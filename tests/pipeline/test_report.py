@@ -97,6 +97,20 @@ def test_cv_table_is_cv_results_shaped_and_says_folds_converged():
     assert cv.loc[1.0, "converged_folds"] == "2/3" and cv.loc[10.0, "converged_folds"] == "3/3"
 
 
+def test_rank_test_score_is_within_each_dataset_and_solver_entry():
+    """scikit-learn ranks the configurations of one search: here one dataset x solver entry. Two
+    entries over two C each, dcd better than liblinear at both: ranked per dataset, liblinear's
+    ranks would be 3 and 4 (and dcd's 1, 2 only by chance of the values)."""
+    res = rows(folds({"solver_entry": "dcd", "C": 0.1}, test_accuracy=[0.90] * 3)
+               + folds({"solver_entry": "dcd", "C": 1.0}, test_accuracy=[0.95] * 3)
+               + folds({"solver_entry": "liblinear", "C": 0.1}, test_accuracy=[0.60] * 3)
+               + folds({"solver_entry": "liblinear", "C": 1.0}, test_accuracy=[0.50] * 3)
+               + folds({"dataset": "other", "solver_entry": "dcd", "C": 0.1}, test_accuracy=[0.99] * 3))
+    cv = cv_table(_data(res)).set_index(["dataset", "solver_entry", "C"])["rank_test_score"]
+    assert cv.to_dict() == {("other", "dcd", 0.1): 1, ("toy", "dcd", 0.1): 2, ("toy", "dcd", 1.0): 1,
+                            ("toy", "liblinear", 0.1): 1, ("toy", "liblinear", 1.0): 2}
+
+
 def test_nan_parameters_group_as_one_value():
     # gamma NaN (linear) and param_q None (not set) must neither drop rows nor split groups.
     res = rows(folds({"solver_entry": "svmlight", "param_q": None}) + folds({"solver_entry": "svmlight", "param_q": 10}))
@@ -199,19 +213,22 @@ def test_each_figure_draws_from_a_hand_made_table_with_labels_naming_swept_keys(
     data = _rich()
     it = REG[name]
     assert it.missing(data) is None, it.missing(data)
-    fig = it.fn(data)
-    legends = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in fig.axes if ax.get_legend()]
+    out = it.fn(data)
+    figs = out if isinstance(out, list) else [out]
+    legends = [[t.get_text() for t in leg.get_texts()] for fig in figs
+               for leg in [ax.get_legend() for ax in fig.axes] + fig.legends if leg]
     for names in legends:
         assert len(names) == len(set(names)), names          # a legend never names one line twice
     labels = [x for names in legends for x in names]
-    texts = " ".join(labels + [ax.get_title() for ax in fig.axes])
+    texts = " ".join(labels + [ax.get_title() for fig in figs for ax in fig.axes])
     expect = {"accuracy_vs_C": "gamma=0.1", "C_gamma_heatmap": "smo", "time_vs_q": "svmlight",
               "pegasos_k_vs_T": "kT~1200", "objective_random_starts": "3 starts",
-              "suboptimality_vs_time": "smo C=0.1 gamma=0.1", "active_points_2d": "support vectors"}
+              "suboptimality_vs_time": "gamma=0.1 C=0.1", "active_points_2d": "support vectors"}
     if name in expect:
         assert expect[name] in texts, texts
     import matplotlib.pyplot as plt
-    plt.close(fig)
+    for fig in figs:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("name", [it.name for it in items()])
@@ -245,13 +262,18 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     secs = sections(data, tmp_path / "figures", formats=("png",))    # PDFs: checked by the run tests
     assert [s.name for s in secs] == [it.name for it in items()]
     page = to_html("t", ["intro"], secs)
+    assert "`" not in page                      # markdown's code marks are <code> in the page
     for s in secs:
-        assert f'<h2 id="{s.name}">' in page
+        if s.skipped:       # listed once under "Not drawn", with why
+            assert s.title in page.split('<h2 id="not_drawn">')[1]
+        else:
+            assert f'<h2 id="{s.name}">' in page
     drawn = [s for s in secs if s.figure is not None]
     assert len(drawn) == len(items("figure"))
-    assert page.count("data:image/png;base64,") == len(drawn) and 'src="figures/' not in page
-    for s in drawn:
-        assert s.figure.exists()
+    pngs = [png for s in drawn for png in s.figures]
+    assert page.count("data:image/png;base64,") == len(pngs) and 'src="figures/' not in page
+    for png in pngs:
+        assert png.exists()
     # A figure whose columns are absent is named with the reason.
     stale = tmp_path / "figures" / "time_vs_q.png"
     assert stale.exists()
@@ -259,8 +281,9 @@ def test_html_holds_every_section_and_embeds_figures(tmp_path, monkeypatch):
     assert not stale.exists()
     skipped = {it.name: it.missing(_data(default_run())) for it in items()}
     assert "param_q" in skipped["time_vs_q"] and "confusion_test" in skipped["confusion_matrices"]
-    page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`")])
-    assert "Skipped: results have no `param_q`." in page
+    page = to_html("t", [], [build.Section("x", "X", skipped="results have no `param_q`", hint="sweep `q`")])
+    assert "X: results have no <code>param_q</code>; to get it, sweep <code>q</code>." in page
+    assert "`" not in page                      # markdown's code marks become <code>, never shown raw
 
 
 def test_multirun_jobs_that_differ_only_in_their_overrides_stay_apart():
@@ -294,3 +317,49 @@ def test_figure_legend_lists_each_line_once_for_panels_that_share_them():
     assert [ax.get_legend() for ax in axes] == [None, None, None]
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "c"]
+
+
+def test_certificates_say_where_D_comes_from_and_why_a_rebuilt_gap_can_be_large():
+    """liblinear returns w only: its D is rebuilt from w, and at large C its gap can exceed P while
+    it is `converged` and close to f*; the table says so beside the gap, the lines say why."""
+    res = rows(folds({"solver_entry": "dcd", "family": "dual_cd", "duality_gap": 1e-3, "primal_objective": 10.0}, 2)
+               + folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference", "C": 10.0,
+                        "duality_gap": 1991.0, "primal_objective": 131.0, "rel_suboptimality": 3e-3}, 2)
+               + folds({"solver_entry": "libsvm", "solver": "libsvm", "family": "reference", "kernel": "rbf",
+                        "duality_gap": 1e-4, "primal_objective": 10.0}, 2))
+    data = _data(res)
+    cert = certificates(data).set_index("solver_entry")
+    assert cert.loc["dcd", "dual_from"] == "own alpha" and cert.loc["libsvm", "dual_from"] == "own alpha"
+    assert cert.loc["liblinear", "dual_from"] == "rebuilt from w"
+    assert cert.loc["liblinear", "rel_gap_max"] == pytest.approx(1991.0 / 131.0)
+    assert cert.loc["dcd", "rel_gap_max"] == pytest.approx(1e-4)
+    lines = REG["certificates"].lines(data)
+    assert "2C (1 - y_i f_i)_+" in lines[0] and "own stopping test" in lines[0]
+    assert "liblinear on toy at C=10, has gap 1991 (relative 15.2) while (P - f*)/|f*| is 0.003" in lines[1]
+    # Without a rebuilt D there is nothing to explain.
+    assert REG["certificates"].lines(_data(res[res["solver_entry"] != "liblinear"])) == []
+
+
+def test_a_wide_table_is_split_into_parts_that_each_name_their_rows(tmp_path):
+    from pipeline.report.build import Section, to_markdown
+    from pipeline.report.common import MAX_TABLE_COLUMNS
+    wide = pd.DataFrame([{"dataset": "toy", "solver_entry": "dcd", "C": 1.0, **{f"m{i}": float(i) for i in range(18)}}])
+    md = to_markdown("t", [], [Section("w", "W", table=wide)], tmp_path)
+    headers = [line for line in md.splitlines() if line.startswith("| dataset")]
+    assert len(headers) == 3
+    for h in headers:
+        cols = h.strip("|").split("|")
+        assert len(cols) <= MAX_TABLE_COLUMNS and [c.strip() for c in cols[:3]] == ["dataset", "solver_entry", "C"]
+    assert sum(h.count("| m") for h in headers) == 18          # every column once
+
+
+def test_multirun_overrides_as_typed_and_only_those_that_vary(tmp_path):
+    from pipeline.report.build import _overrides, varied_overrides
+    from pipeline.report.common import label
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "overrides.yaml").write_text("- ++solvers.smo.grid.gamma=[0.1]\n- cv.folds=2\n")
+    assert _overrides(tmp_path) == ["solvers.smo.grid.gamma=[0.1]", "cv.folds=2"]
+    by_job = varied_overrides({"a": ["solvers.smo.grid.gamma=[0.1]", "cv.folds=2"],
+                               "b": ["solvers.smo.grid.gamma=[1]", "cv.folds=2"]})
+    assert by_job == {"a": "solvers.smo.grid.gamma=[0.1]", "b": "solvers.smo.grid.gamma=[1]"}
+    assert label({"solver_entry": "smo", "job_overrides": by_job["b"]}, ["job_overrides"]) == "smo solvers.smo.grid.gamma=[1]"

@@ -40,8 +40,10 @@ def test_a_lambda_point_over_two_training_sizes_is_one_line_row_and_status_value
     assert "(lambda=0.001, lambda=0.01)" in line and "C=" not in line.split(":")[0]
 
     fig = figures.test_error_vs_iterations(data)
-    labels = _legend(fig.axes[0])
-    assert [x for x in labels if x.startswith("pegasos")] == ["pegasos lambda=0.01 (4 runs)", "pegasos lambda=0.001 (4 runs)"]
+    # A lambda point is one problem (one panel, its C a mean over folds): named by its lambda.
+    assert [a.get_title() for a in fig.axes if a.get_visible()] == ["toy\nlambda=0.001", "toy\nlambda=0.01",
+                                                                    "toy\nC=0.1", "toy\nC=1"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["pegasos", "dcd"]
     plt.close(fig)
     fig = figures.accuracy_vs_C(data)
     ax = fig.axes[0]
@@ -68,13 +70,15 @@ def _many(n_cfg=15):
 def test_a_panel_draws_at_most_the_cap_and_says_how_many_it_left_out():
     res, tr = _many(15)
     data = _data(res, tr)
-    fig = figures.test_error_vs_iterations(data)
+    # 15 step sizes of one problem: 15 lines of one panel (eta is the entry's own key, not the problem's).
+    one = _data(res.assign(C=1.0, param_eta=res.index // 2), tr)
+    fig = figures.test_error_vs_iterations(one)
     (ax,) = [a for a in fig.axes if a.get_visible()]
-    labels = _legend(ax)
+    labels = [line.get_label() for line in ax.get_lines()]
     assert len(labels) == MAX_LINES
     assert f"{MAX_LINES} best of 15 configurations by final test error" in ax.get_title()
-    # The best: the configurations of least final error (eta 1..3, then eta 4 at C 0.1), none of eta 5.
-    assert all("eta=5" not in x for x in labels) and sum("eta=4" in x for x in labels) == 1
+    # The best: the configurations of least final error, eta 0..9 (configuration i ends at (i+1)/100).
+    assert labels == [f"dcd eta={i}" for i in range(10)]
     plt.close(fig)
     fig = figures.accuracy_vs_C(data)         # 5 lines (one per eta) stay: nothing cut, nothing said
     assert len(_legend(fig.axes[0])) == 5 and "best of" not in fig.axes[0].get_title()
@@ -89,7 +93,7 @@ def test_a_dataset_with_nothing_to_draw_has_no_panel_and_the_report_never_warns(
     import pipeline.report.build as build
     from tests.pipeline.test_report import _rich
     monkeypatch.setattr(build, "DPI", 30)         # what is checked is the warnings, not the pixels
-    res = pd.concat([lambda_run(), rows([{"dataset": "empty", "solver_entry": "newton", "C": 1.0}])],
+    res = pd.concat([lambda_run(), rows([{"dataset": "empty", "solver_entry": "dcd", "C": 1.0}])],
                     ignore_index=True)
     res["key"] = [f"k{i:03d}" for i in range(len(res))]
     tr = traces_for(res)
@@ -98,8 +102,8 @@ def test_a_dataset_with_nothing_to_draw_has_no_panel_and_the_report_never_warns(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fig = figures.test_error_vs_iterations(data)
-        assert [a.get_title() for a in fig.axes if a.get_visible()] == ["toy"]
-        assert "empty" in fig._suptitle.get_text()
+        assert {a.get_title().split("\n")[0] for a in fig.axes if a.get_visible()} == {"toy"}
+        assert "No panel: empty (C=1: nothing finite)" in fig._suptitle.get_text()
         plt.close(fig)
         secs = sections(data, tmp_path / "figures", formats=("png",))
         assert any(s.figure is not None for s in secs)

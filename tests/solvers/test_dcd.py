@@ -226,7 +226,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     drop: under pg, a shrunken set is rechecked once its spread is drop times below the last
     full pass's (the solver's `_RECHECK_DROP`); inf is LIBLINEAR's rule, recheck at tol only."""
     from solvers.dcd import _dcd_pass
-    from solvers.objectives import dual_box
+    from solvers.objectives import dual_box_i
     mask = (1 << 64) - 1
     state = [seed & mask]
 
@@ -239,7 +239,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
 
     X = problem.X_csr
     n = problem.n_samples
-    diag, U = dual_box(problem)
+    diag, U = dual_box_i(problem)   # per row, as the solver holds them (sample weights)
     B = problem.B
     # Summed in row order, as the compiled loop does (np.dot's blocked sum rounds differently).
     QD = np.array([sum(v * v for v in X.data[a:b]) for a, b in zip(X.indptr[:-1], X.indptr[1:])]) + (B * B + diag)
@@ -572,6 +572,6 @@ def test_closing_kkt_spread_is_pg_violation_bit_for_bit():
         f = np.where(rng.random(n) < 0.3, y, rng.normal(size=n))      # some margins exactly 1
         if trial % 7 == 0:
             f[int(rng.integers(n))] = rng.choice([np.inf, -np.inf, np.nan])
-        ours = _pg_spread(y, f, diag, alpha, U)
+        ours = _pg_spread(y, f, np.full(n, diag), alpha, np.full(n, U))   # per row, as dcd holds them
         ref = pg_violation(y * f - 1.0 + diag * alpha, alpha, U)
         assert np.array_equal([ours], [ref], equal_nan=True) and np.signbit(ours) == np.signbit(ref), (trial, ours, ref)

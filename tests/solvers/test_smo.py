@@ -140,7 +140,8 @@ def test_shrinking_swaps_the_active_set_to_a_prefix(breast_cancer):
     cache = PrefixQColumnCache(problem.kernel, X, y, 200.0, problem.row_norms_sq)
     alpha, G, G_bar = np.zeros(n), -np.ones(n), np.zeros(n)
     ys, QD, st, up, low, ctl, swaps = _start(cache, alpha, C)
-    args = (1e-8, 2, True, C, alpha, G, G_bar, st, up, low, ys, QD, ctl, swaps, cache.state, cache.data, cache.ker)
+    Cb = np.full(n, C)   # each position's bound C_i, permuted with it by the swaps
+    args = (1e-8, 2, True, Cb, alpha, G, G_bar, st, up, low, ys, QD, ctl, swaps, cache.state, cache.data, cache.ker)
     code, steps = _smo_chunk(n + 30, *args)  # the first shrink comes after n pair updates
     na, perm = int(ctl[0]), cache.perm
     assert code == _RAN and na < n // 10 and sorted(perm) == list(range(n))

@@ -294,7 +294,8 @@ def test_subproblem_solver_against_brute_force(rank, ptau, second_order):
         GW = rng.normal(size=q) * 3.0
         H = QWW + 2.0 * ptau * np.eye(q)
         ref, _ = _brute_force_box_qp(H, GW - H @ aW, yW, yW @ aW, C)
-        a, steps, pred = svmlight._smo_subproblem(QWW, GW, aW, yW, C, ptau, 1e-12, 1_000_000, second_order)
+        # One bound per variable of W (C_i; sample weights), here all C.
+        a, steps, pred = svmlight._smo_subproblem(QWW, GW, aW, yW, np.full(q, C), ptau, 1e-12, 1_000_000, second_order)
         assert a.min() >= 0.0 and a.max() <= C and abs(yW @ (a - aW)) <= 1e-12
         got = 0.5 * a @ H @ a + (GW - H @ aW) @ a
         assert abs(got - ref) <= 1e-9 * (1.0 + abs(ref))
@@ -326,8 +327,9 @@ def test_subproblem_second_order_pair():
     QWW = np.diag([1.0, 100.0, 1.0])
     GW = np.array([-1.0, 0.5, 0.2])
     aW, yW = np.ones(3), np.ones(3)
-    a2, _, pred2 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, True)
-    a1, _, pred1 = svmlight._smo_subproblem(QWW, GW, aW, yW, 2.0, 0.0, 1e-12, 1, False)
+    CW = np.full(3, 2.0)   # each variable's bound
+    a2, _, pred2 = svmlight._smo_subproblem(QWW, GW, aW, yW, CW, 0.0, 1e-12, 1, True)
+    a1, _, pred1 = svmlight._smo_subproblem(QWW, GW, aW, yW, CW, 0.0, 1e-12, 1, False)
     assert a2[1] == 1.0 and a2[2] != 1.0 and a1[1] != 1.0 and a1[2] == 1.0
     assert pred2 == pytest.approx(-1.2**2 / 2 / 2) and pred1 == pytest.approx(-1.5**2 / 101 / 2)
 

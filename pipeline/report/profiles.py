@@ -1,0 +1,160 @@
+"""Performance profiles (Dolan and Moré, Math. Programming 91, 2002) and data profiles (Moré
+and Wild, SIAM J. Optim. 20, 2009): how optimisation papers compare solvers over many problems.
+
+For problems p and solvers s, let t_{p,s} be the solver seconds s needs on p until its measure
+(the relative suboptimality (P - f*)/|f*|, or the relative duality gap (P - D)/|P|) first falls
+to a target: the median over the folds of each fold's time, infinite where the fold never gets
+there. The performance ratio is r_{p,s} = t_{p,s} / min_s t_{p,s} (Dolan and Moré eq. 1), and
+
+    rho_s(tau) = |{p : r_{p,s} <= tau}| / |P|           (eq. 2)
+
+the fraction of problems s solves within tau times the best solver's time: rho_s(1) is how often
+s is fastest, rho_s at large tau how often it gets there at all. The data profile counts the
+problems solved within a budget of the solver's own iterations kappa (Moré and Wild eq. 2.9 with
+their simplex gradients replaced by iterations):
+
+    d_s(kappa) = |{p : it_{p,s} <= kappa}| / |P|.
+
+A profile compares solvers on the problems all of them ran: problems are grouped by the set of
+solver configurations that ran them (a linear and a kernel grid are two panels, neither counting
+the other's solvers as failures). A fit that ended in error counts as never reaching the target.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .common import F_STAR_HINT, certainty_floor, config_columns, count, fmt, label, swept_keys
+from .figures import START_KEYS, _decorate, _panels, figure_legend, problems
+from .registry import ReportData, Skip, figure
+from .tables import to_targets
+
+TARGET = 1e-3      # the target of the suboptimality and gap profiles: a thousandth of |f*| (or |P|)
+
+
+def performance_ratios(times: pd.DataFrame) -> pd.DataFrame:
+    """r_{p,s} = t_{p,s} / min_s t_{p,s} (rows problems, columns solvers; inf: never reached). A
+    problem no solver reaches has every ratio inf: it counts against all of them."""
+    best = times.replace(np.inf, np.nan).min(axis=1)
+    return times.div(best, axis=0).fillna(np.inf)
+
+
+def fraction_within(values: pd.DataFrame, xs) -> pd.DataFrame:
+    """For each column (a solver) and x, the fraction of rows (problems) with a value <= x: rho_s
+    of performance ratios (Dolan and Moré eq. 2), d_s of iteration counts (Moré and Wild)."""
+    v = values.to_numpy(dtype=float)
+    xs = np.asarray(xs, dtype=float)
+    return pd.DataFrame({s: (v[:, [j]] <= xs[None, :]).mean(axis=0) for j, s in enumerate(values.columns)}, index=xs)
+
+
+def _per_problem(data: ReportData, measure: str):
+    """([(group title, times, iterations)], labels of the solvers): per group of problems run by
+    one set of solver configurations (two at least), the medians over folds of each fold's
+    seconds and iterations to TARGET, a row per problem and a column per solver."""
+    fits = data.results
+    if measure == "subopt":
+        fits = fits[fits["f_star"].notna()]
+        # A problem whose f* is known more coarsely than the target cannot tell who reached it.
+        fits = fits[certainty_floor(fits) <= TARGET]
+        if fits.empty:
+            raise Skip(f"no problem has an f* certain to {fmt(TARGET)}")
+    hit = to_targets(fits[fits["status"] != "error"], data.traces, (TARGET,), measure).set_index("key")
+    fits, prob, found = problems(fits)
+    cfg = [c for c in config_columns(fits) if c not in START_KEYS]
+    line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
+    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    pid = {p: i for i, p in enumerate(found)}
+    fits = fits.assign(_solver=[label(r, shown) for r in fits[line_keys].to_dict("records")],
+                       _pid=[pid[tuple(p)] for p in fits[prob].itertuples(index=False)])
+    for col in ("t", "it"):
+        fits[col] = fits["key"].map(hit[f"{col}_{TARGET:g}"]).fillna(np.inf).to_numpy()
+    med = fits.groupby(["_pid", "_solver"], sort=False)[["t", "it"]].median()
+    groups: dict[tuple, list[int]] = {}
+    for i, g in fits.groupby("_pid", sort=True)["_solver"]:
+        groups.setdefault(tuple(sorted(set(g))), []).append(i)
+    out = []
+    for solvers, ids in groups.items():
+        if len(solvers) < 2:
+            continue
+        t = med["t"].unstack("_solver").reindex(index=ids, columns=list(solvers))
+        it = med["it"].unstack("_solver").reindex(index=ids, columns=list(solvers))
+        # The kind of the group's problems where they share one (kernel=linear loss=squared_hinge).
+        kinds = []
+        for j, c in enumerate(prob):
+            vals = {found[i][j] for i in ids}
+            if c in ("kernel", "loss", "intercept") and len(vals) == 1:
+                kinds.append(f"{c}={fmt(vals.pop())}")
+        out.append((count(len(ids), "problem") + (f"\n{' '.join(kinds)}" if kinds else ""), t, it))
+    if not out:
+        raise Skip("no problem was run by two solver configurations",
+                   hint="run a second solver (or configuration) on the same problems")
+    return out
+
+
+def _profile_figure(groups, xlabel: str, ylabel: str, curve, log_base: float = 2):
+    """One panel per group of problems: a step line per solver, curve(times, iterations) ->
+    (xs, fractions DataFrame); the solver's colour the same in every panel."""
+    from .common import styles
+    order = list(dict.fromkeys(s for _, t, _ in groups for s in t.columns))
+    style_of = dict(zip(order, styles(len(order))))
+    fig, axes = _panels(len(groups), width=4.6, height=3.4, ncols_max=3)
+    for ax, (title, t, it) in zip(axes, groups):
+        xs, frac = curve(t, it)
+        for s in frac.columns:
+            st = style_of[s]
+            ax.step(xs, frac[s].to_numpy(), where="post", label=s, color=st["color"], linestyle=st["linestyle"],
+                    linewidth=1.4)
+        ax.set_xscale("log", base=log_base)
+        ax.set_ylim(-0.03, 1.03)
+        _decorate(ax, title, xlabel, ylabel, 0)
+    figure_legend(fig, axes)
+    return fig
+
+
+def _ratio_curve(t, it):
+    r = performance_ratios(t)
+    finite = r.to_numpy()[np.isfinite(r.to_numpy())]
+    top = max(2.0, float(finite.max()) * 1.5) if finite.size else 2.0
+    xs = np.unique(np.concatenate([[1.0], np.sort(finite), [top]]))
+    return xs, fraction_within(r, xs)
+
+
+def _budget_curve(t, it):
+    finite = it.to_numpy()[np.isfinite(it.to_numpy())]
+    if not finite.size:
+        return np.array([1.0, 2.0]), fraction_within(it, [1.0, 2.0])
+    xs = np.unique(np.concatenate([np.sort(finite), [float(finite.max()) * 1.5]]))
+    return xs, fraction_within(it, xs)
+
+
+_READ = ("Each solver's line: the fraction of problems on which it reaches the target within tau times the "
+         "fastest solver's seconds on that problem (median over folds); at tau = 1 how often it is fastest, at the "
+         "right end how often it gets there at all (Dolan and Moré 2002). Problems are grouped by the solvers that "
+         "ran them; a problem no solver solves counts against all.")
+
+
+@figure("performance_profile", "Performance profile: suboptimality", needs=("f_star",), trace_needs=("primal",),
+        hint=F_STAR_HINT,
+        note=f"Target (P - f*)/|f*| <= {fmt(TARGET)}. " + _READ)
+def performance_profile(data: ReportData):
+    return _profile_figure(_per_problem(data, "subopt"), "tau (time over the fastest solver's)",
+                           "fraction of problems", _ratio_curve)
+
+
+@figure("performance_profile_gap", "Performance profile: duality gap", trace_needs=("primal", "gap"),
+        hint="run solvers that certify a duality gap (see Relative duality gap against time)",
+        note=f"Target (P - D)/|P| <= {fmt(TARGET)}: needs no f*. " + _READ)
+def performance_profile_gap(data: ReportData):
+    return _profile_figure(_per_problem(data, "gap"), "tau (time over the fastest solver's)",
+                           "fraction of problems", _ratio_curve)
+
+
+@figure("data_profile", "Data profile: suboptimality against iterations", needs=("f_star",), trace_needs=("primal",),
+        hint=F_STAR_HINT,
+        note=f"The fraction of problems each solver brings to (P - f*)/|f*| <= {fmt(TARGET)} within kappa of its own "
+             "iterations (median over folds; Moré and Wild 2009, iterations for their simplex gradients). An iteration "
+             "is the solver's own unit (a pass for coordinate descent, a pair update for SMO): compare the shapes, "
+             "not the budgets, across kinds of solver.")
+def data_profile(data: ReportData):
+    return _profile_figure(_per_problem(data, "subopt"), "kappa (iterations)", "fraction of problems",
+                           _budget_curve, log_base=10)
