@@ -3,7 +3,7 @@
     svmbench run [hydra overrides]    = python -m pipeline [hydra overrides]
     svmbench data ...                 = python -m pipeline.data ...
     svmbench report RUN_DIR ...       = python -m pipeline.report RUN_DIR ...
-    svmbench solvers                  the registered solvers, their family, losses and kernels
+    svmbench solvers [NAME ...]       the registered solvers: family, losses, kernels, parameters, origin
 
 Each command is the same function its `python -m` form calls, with its own arguments and exit
 codes (run: pipeline/__main__.py's docstring); this module only picks the command. Before it
@@ -35,16 +35,9 @@ def report(argv: list[str], prog: str) -> int:
 
 
 def list_solvers(argv: list[str], prog: str) -> int:
-    """One line per registered solver: its name, family, losses and kernels (`SolverSpec`)."""
-    argparse.ArgumentParser(prog=prog, description="List the registered solvers.").parse_args(argv)
-    from solvers import registry
-    specs = [registry.get_solver(name) for name in registry.solver_names()]
-    rows = [("solver", "family", "losses", "kernels")] + [
-        (s.name, s.family, ", ".join(s.losses), ", ".join(s.kernels)) for s in specs]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
-    return 0
+    """Every registered solver (built-in, entry point, plugin): `python -m solvers list`."""
+    from solvers.__main__ import main
+    return main(["list", *argv], prog=prog)
 
 
 COMMANDS: dict[str, tuple[Callable[[list[str], str], int], str]] = {

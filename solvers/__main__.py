@@ -45,7 +45,7 @@ def describe(name: str) -> str:
     lines += textwrap.wrap(what, WIDTH - 2, initial_indent="  ", subsequent_indent="    ")
     if spec.params:
         width = max(len(k) for k in spec.params) + 2
-        dwidth = max(len(repr(p.default)) for p in spec.params.values()) + 2
+        dwidth = max(len("default"), *(len(repr(p.default)) for p in spec.params.values())) + 2
         lines.append(f"  {'parameter':<{width}}{'default':<{dwidth}}range")
         for key, p in spec.params.items():
             row = f"  {key:<{width}}{p.default!r:<{dwidth}}{param_range(p)}"
@@ -55,8 +55,8 @@ def describe(name: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m solvers", description=__doc__.split("\n\n")[0])
+def main(argv=None, prog: str = "python -m solvers") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="every registered solver, its parameters and origin")
     ls.add_argument("names", nargs="*", help="only these solvers")
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
         names = args.names or registry.solver_names()
         blocks = [describe(n) for n in names]
     except SolverError as exc:
-        print(f"python -m solvers: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     try:
         print("\n\n".join(blocks))

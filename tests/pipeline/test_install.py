@@ -74,10 +74,10 @@ def test_svmbench_commands_are_the_python_m_ones(tmp_path, capsys):
     assert "built-in, not yet in this store" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "no_run")]) == 2
     assert capsys.readouterr().err.startswith("error: ")
-    assert main(["solvers"]) == 0
-    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
-    assert [r[0] for r in rows] == solver_names()
-    assert all(r[1] == get_solver(r[0]).family for r in rows)
+    assert main(["solvers"]) == 0           # python -m solvers list: a block per solver, its origin first
+    heads = [block.splitlines()[0].split() for block in capsys.readouterr().out.split("\n\n")]
+    assert [h[0] for h in heads] == solver_names()
+    assert all(h[1] == f"[{get_solver(h[0]).family}]" and h[2] == "from" for h in heads)
     for argv, code in ((["--version"], 0), (["nope"], 2), ([], 2)):
         with pytest.raises(SystemExit) as exc:
             main(argv)
