@@ -90,7 +90,11 @@ def register_solver_options() -> None:
     for name in solvers.solver_names():
         if name.startswith("_") or name in with_yaml or f"{name}.yaml" in repo:
             continue
-        ConfigStore.instance().store(group="solvers", name=name, node={"solver": name, "params": {}, "grid": {}},
+        spec = solvers.get_solver(name)
+        # Its own first loss: the plan's default loss (hinge, which every yaml entry's keys were
+        # made with) is not every solver's (gd and newton declare the squared hinge first).
+        ConfigStore.instance().store(group="solvers", name=name,
+                                     node={"solver": name, "params": {"loss": spec.losses[0]}, "grid": {}},
                                      package=f"solvers.{name}", provider="svmbench-registry")
 
 

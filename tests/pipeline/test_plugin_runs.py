@@ -66,7 +66,9 @@ def test_every_registered_solver_and_an_experiments_plugins_are_options(registry
     """A solver without a yaml in conf/solvers/ is selected by name with its declared defaults;
     an experiment yaml's plugins are imported before Hydra composes its solver list."""
     exp = validate(compose([*BASE, "solvers=[smooth_newton]"]))
-    assert exp.solvers["smooth_newton"].solver == "smooth_newton" and dict(exp.solvers["smooth_newton"].params) == {}
+    from solvers import get_solver
+    assert exp.solvers["smooth_newton"].solver == "smooth_newton"
+    assert dict(exp.solvers["smooth_newton"].params) == {"loss": get_solver("smooth_newton").losses[0]}
     monkeypatch.syspath_prepend(str(EXAMPLE))
     exp = validate(compose(["+experiment=compare_plugin"]))
     assert sorted(exp.solvers) == ["bcfw", "dcd", "liblinear"]
