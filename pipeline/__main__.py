@@ -17,6 +17,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from pipeline.experiment.config import CONF_DIR, ConfigError, register_schema
@@ -27,6 +28,7 @@ from pipeline.data.store import StoreError
 register_schema()
 OVERRIDES: list[str] = []     # the command line as the user gave it (before prepare_overrides)
 FAILED: list[int] = []        # failed task counts of the runs of this process (one per multirun job)
+SWEEPS: set[str] = set()      # a multirun's sweep dir, for the command that gathers its jobs' report
 
 
 def refuse(exc: Exception, run_dir: Path | None = None) -> None:
@@ -45,7 +47,10 @@ def main(cfg: DictConfig) -> None:
     from pipeline.engine.execute import Interrupted
     from pipeline.results.tables import ShardError
     from pipeline.run import run
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        SWEEPS.add(hydra_cfg.sweep.dir)
     try:
         check_composed(cfg, OVERRIDES)
         out = run(cfg, run_dir)
@@ -129,6 +134,8 @@ def command(argv: list[str]) -> None:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
         print("interrupted; run the same command to resume", file=sys.stderr)
         sys.exit(130)
+    for sweep in sorted(SWEEPS):   # each job wrote its own report; the jobs side by side is one command away
+        print(f"multirun: {len(FAILED)} jobs in {sweep}; their combined report: python -m pipeline.report {sweep}")
     finish(1 if any(FAILED) else 0)
 
 

@@ -62,6 +62,8 @@ def test_a_multirun_has_a_folder_per_job_one_cluster_and_one_gathered_table(stor
     # Both jobs ran on the one cluster the first job started.
     dashboards = re.findall(r"dask dashboard: (\S+)", p.stdout + p.stderr)
     assert len(dashboards) == 2 and dashboards[0] == dashboards[1]
+    # It ends with the command that gathers the jobs into one report.
+    assert p.stdout.splitlines()[-1] == f"multirun: 2 jobs in {sweep}; their combined report: python -m pipeline.report {sweep}"
 
     assert report_main([str(sweep)]) == 0
     res = pd.read_parquet(sweep / "results.parquet")
