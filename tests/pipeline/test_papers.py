@@ -443,7 +443,8 @@ def _dk_summary(acc=None, time=None):
                          "lam": 1e-3 if e == "pegasos" else np.nan, "k": 1.0 if e == "pegasos" else np.nan,
                          "epochs": 5.0 if e == "pegasos" else np.nan, "C": 1.0,
                          "acc": (acc or {}).get((ds, e), base_acc[e]), "acc_sd": 0.01,
-                         "time_s": (time or {}).get((ds, e), base_time[e]), "folds": 10, "diverged": 0,
+                         "time_s": (t := (time or {}).get((ds, e), base_time[e])), "time_reps": (t,) * 10,
+                         "folds": 10, "diverged": 0,
                          "n_sv": 100.0, "intercept": "basis"})
     return pd.DataFrame(rows)
 

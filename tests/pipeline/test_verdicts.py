@@ -226,3 +226,16 @@ def test_rupnik_verdicts_are_per_dataset():
     assert [on["rcv1_full"][i].verdict for i in (0, 2)] == ["holds", "holds"]
     assert [on["rotten_tomatoes"][i].verdict for i in (0, 2)] == ["not comparable", "not comparable"]
     assert "0.8972" in on["rotten_tomatoes"][0].why
+
+
+def test_duros_katzman_timing_rests_on_the_folds():
+    def row(ds, e, reps):
+        return {"dataset": ds, "solver_entry": e, "eta": np.nan, "lam": np.nan, "k": np.nan, "epochs": np.nan,
+                "C": 1.0, "acc": 0.7, "acc_sd": 0.0, "time_s": float(np.mean(reps)), "time_reps": tuple(reps),
+                "folds": len(reps), "diverged": 0, "n_sv": 1.0, "intercept": "basis"}
+    gd = [1.0] * 10
+    quick = pd.DataFrame([row("rotten_tomatoes", "gd", gd), row("rotten_tomatoes", "pegasos", [0.5] * 10)])
+    assert dk.finding_pegasos_faster(quick).verdict == HOLDS
+    # Quicker on average (mean 0.95) but slower in three folds: undecided, not "holds".
+    mixed = pd.DataFrame([row("rotten_tomatoes", "gd", gd), row("rotten_tomatoes", "pegasos", [0.8] * 7 + [1.3] * 3)])
+    assert dk.finding_pegasos_faster(mixed).verdict == UNDECIDED
