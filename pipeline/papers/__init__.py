@@ -40,9 +40,13 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
     """Run study `name`'s writer on the run's tables into `out`; returns its README."""
     if name not in PAPERS:
         raise ValueError(f"paper={name!r}: no such reproduction; registered: {', '.join(names()) or '(none)'}")
+    from .common import smoke_run, stamp_smoke
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return PAPERS[name](Path(run_dir), out, root)
+    readme = PAPERS[name](Path(run_dir), out, root)
+    if smoke_run(run_dir):          # every README a smoke run writes says so at its top
+        stamp_smoke(readme)
+    return readme
 
 
 from . import bertini, duros_katzman, roethel_brynda, rupnik, troyan  # noqa: E402, F401  register their writers

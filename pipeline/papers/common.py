@@ -163,3 +163,25 @@ def header_lines(name: str, citation: str, fits, found: list[Finding]) -> list[s
             f"{citation} Written by `python -m pipeline +experiment={name}` (`make papers`) from the run's "
             f"tables; regenerate rather than edit. This run: {fits} fits.\n",
             "## Findings\n", *findings_table(found)]
+
+
+SMOKE_STAMP = "**SMOKE RUN: reduced sizes and caps, verdicts not meaningful.**"
+
+
+def smoke_run(run_dir: Path) -> bool:
+    """Whether the run in run_dir was a smoke run (`smoke: true` in the config.yaml run.py writes)."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        return False
+    from omegaconf import OmegaConf
+    return bool(OmegaConf.select(OmegaConf.load(path), "smoke", default=False))
+
+
+def stamp_smoke(readme: Path) -> None:
+    """Put SMOKE_STAMP under the README's title (once): a smoke run's verdicts come from reduced
+    sizes and caps, and a reader who opens the README must not take them for the paper's check."""
+    lines = Path(readme).read_text().splitlines(keepends=True)
+    if any(SMOKE_STAMP in line for line in lines):
+        return
+    at = 1 if lines and lines[0].startswith("# ") else 0
+    Path(readme).write_text("".join(lines[:at] + ["\n", SMOKE_STAMP + "\n", "\n"] + lines[at:]))

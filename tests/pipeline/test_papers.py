@@ -235,6 +235,25 @@ def test_troyan_writer_runs_from_the_tables_alone(tmp_path):
     assert sorted(p.suffix for p in out.iterdir()) == [".md", ".png"]
 
 
+def test_a_smoke_run_stamps_every_paper_readme_it_writes(tmp_path, monkeypatch):
+    """Whatever the writer, a smoke run's README says under its title that it is one; a full run's does not."""
+    def writer(run_dir, out, root):
+        (out / "README.md").write_text("# Reproduction: fake\n\n## Findings\n")
+        return out / "README.md"
+    monkeypatch.setitem(papers.PAPERS, "fake", writer)
+    for smoke in (True, False):
+        run_dir = tmp_path / str(smoke)
+        run_dir.mkdir()
+        (run_dir / "config.yaml").write_text(f"smoke: {str(smoke).lower()}\n")
+        readme = papers.write_paper("fake", run_dir, run_dir / "papers" / "fake")
+        text = readme.read_text()
+        assert (papers.common.SMOKE_STAMP in text) is smoke
+        if smoke:
+            assert text.splitlines()[:3] == ["# Reproduction: fake", "", papers.common.SMOKE_STAMP]
+            papers.common.stamp_smoke(readme)             # once, whoever stamps again
+            assert readme.read_text().count(papers.common.SMOKE_STAMP) == 1
+
+
 def test_paper_key_is_checked_and_smoke_writes_into_the_run(tmp_path):
     with pytest.raises(ValueError, match="no such reproduction"):
         papers.write_paper("nosuch", tmp_path, tmp_path / "x")
@@ -264,6 +283,7 @@ def test_every_paper_experiment_runs_under_smoke(name, tmp_path):
     out = run(cfg, tmp_path)
     readme = tmp_path / "papers" / name / "README.md"
     assert out["paper"] == readme and "## Findings" in readme.read_text()
+    assert readme.read_text().splitlines()[2] == papers.common.SMOKE_STAMP
     assert list((tmp_path / "papers" / name).glob("*.png"))
     # Smoke never touches the committed reproduction.
     assert {p: p.stat().st_mtime for p in committed} == committed
