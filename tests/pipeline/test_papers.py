@@ -252,6 +252,10 @@ def test_a_smoke_run_stamps_every_paper_readme_it_writes(tmp_path, monkeypatch):
             assert text.splitlines()[:3] == ["# Reproduction: fake", "", papers.common.SMOKE_STAMP]
             papers.common.stamp_smoke(readme)             # once, whoever stamps again
             assert readme.read_text().count(papers.common.SMOKE_STAMP) == 1
+            # Never into the committed reproductions, even when asked to.
+            with pytest.raises(ValueError, match="smoke run.*outputs/papers/ holds full runs only"):
+                papers.write_paper("fake", run_dir, papers.PAPERS_DIR / "fake")
+            assert not (papers.PAPERS_DIR / "fake").exists()
 
 
 def test_paper_key_is_checked_and_smoke_writes_into_the_run(tmp_path):
