@@ -239,3 +239,15 @@ def test_duros_katzman_timing_rests_on_the_folds():
     # Quicker on average (mean 0.95) but slower in three folds: undecided, not "holds".
     mixed = pd.DataFrame([row("rotten_tomatoes", "gd", gd), row("rotten_tomatoes", "pegasos", [0.8] * 7 + [1.3] * 3)])
     assert dk.finding_pegasos_faster(mixed).verdict == UNDECIDED
+
+
+# ------------------------------------------------------------------------------ papers-check
+def test_papers_check_compares_verdicts_finding_by_finding():
+    from pipeline.papers.check import differences, verdicts
+    rows = [Finding("claim one (Table 1)", "o", True, "", "r"), Finding("claim two", "o", None, "s", "r", UNDECIDED)]
+    first = verdicts("# R\n\n## Findings\n\n" + "\n".join(findings_table(rows)))
+    assert first == [(1, "claim one (Table 1)", "holds"), (2, "claim two", "undecided")]
+    assert differences(first, first) == []
+    flipped = verdicts("\n".join(findings_table([rows[0], Finding("claim two", "o", True, "", "r")])))
+    assert differences(first, flipped) == ["finding 2 (claim two...): undecided then holds"]
+    assert differences(first, first[:1]) == ["finding 2: only in the first run"]
