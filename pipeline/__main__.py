@@ -3,7 +3,9 @@
 Exit codes: 0 when every task of the plan has a result, 1 when some ended in `error` (after
 shards, tables and report are written), 2 for bad input (an invalid configuration, a dataset the
 run cannot use, a run directory in use, a cluster that cannot be reached or started), 130 when interrupted (Ctrl-C). Bad input is one line
-on stderr, `error: ...`, never a traceback.
+on stderr, `error: ...`, never a traceback; so is an installation that cannot run (configs
+missing, or `pipeline`/`solvers` not svmbench's: `pipeline.installation.check`), exit 2 too.
+`svmbench run` (pipeline/cli.py) is this same `command`.
 
 Before Hydra creates the run directory, a single run (not `-m`, no Hydra flags) is composed and
 validated here, so a refused configuration leaves no directory behind; `run.dry_run=true` is
@@ -101,10 +103,15 @@ def preflight(overrides: list[str]):
     return exp, Path(run_dir) if run_dir else None
 
 
-if __name__ == "__main__":
+def command(argv: list[str]) -> None:
+    """`python -m pipeline ARGV` and `svmbench run ARGV`: check the installation, preflight a
+    single run, hand the rest to Hydra; exits with the codes above (never returns)."""
+    from pipeline.installation import InstallationError, check
     from pipeline.experiment.config import prepare_overrides
-    OVERRIDES[:] = [a for a in sys.argv[1:] if not a.startswith("-")]
+    sys.argv[1:] = argv
+    OVERRIDES[:] = [a for a in argv if not a.startswith("-")]
     try:
+        check()
         single = len(OVERRIDES) == len(sys.argv) - 1    # no Hydra flag (-m, --cfg, --config-name, ...)
         checked = preflight(OVERRIDES) if single else None
         prepared = prepare_overrides(OVERRIDES)
@@ -116,10 +123,14 @@ if __name__ == "__main__":
                 from pipeline.run import start_ahead
                 start_ahead(*checked)     # the cluster starts and warms while Hydra composes
             main()
-    except (ConfigError, StoreError, LockError, ClusterError) as exc:
+    except (ConfigError, StoreError, LockError, ClusterError, InstallationError) as exc:
         refuse(exc)
     except KeyboardInterrupt:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
         print("interrupted; run the same command to resume", file=sys.stderr)
         sys.exit(130)
     finish(1 if any(FAILED) else 0)
+
+
+if __name__ == "__main__":
+    command(sys.argv[1:])

@@ -21,6 +21,8 @@ MODULES = [
     ("solvers", "solvers.kernels", "kernels and the kernel-column cache"),
     ("solvers", "solvers.multiclass", "one-vs-rest, one-vs-one and the ordinal chain"),
     ("pipeline", "pipeline.run", "the composition root: `run(cfg, run_dir)`"),
+    ("pipeline", "pipeline.cli", "the `svmbench` command: run, data, report, solvers"),
+    ("pipeline", "pipeline.installation", "where the configs come from; the import-name check"),
     ("pipeline", "pipeline.experiment.schema", "the config schema: sections, their fields and defaults"),
     ("pipeline", "pipeline.experiment.config", "composing and validating: the one reader of the DictConfig"),
     ("pipeline", "pipeline.experiment.experiment", "the typed, frozen `Experiment` every later stage takes"),

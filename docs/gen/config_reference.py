@@ -203,7 +203,8 @@ def overview(classes: dict[str, dict], consts: dict[str, str]) -> str:
            "[Running experiments](../guide/experiments.md); words are in the [glossary](../concepts.md).", "",
            "## Config groups", "",
            "| group | options | page |", "|---|---|---|"]
-    for group in sorted(p.name for p in CONF.iterdir() if p.is_dir()):
+    # conf/hydra/ holds Hydra's help page for `--help`, not a group of the experiment.
+    for group in sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "hydra"):
         names = ", ".join(f"`{p.stem}`" for p in sorted((CONF / group).glob("*.yaml")))
         out.append(f"| `{group}` | {names} | [{group}](config/{group}.md) |")
     out += ["", "The `datasets` group also offers every entry of the store by name "
@@ -232,7 +233,7 @@ def main() -> None:
     with mkdocs_gen_files.open("reference/configuration.md", "w") as f:
         f.write(overview(classes, constants(tree)))
     mkdocs_gen_files.set_edit_path("reference/configuration.md", "../pipeline/experiment/schema.py")
-    for group in sorted(p.name for p in CONF.iterdir() if p.is_dir()):
+    for group in sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "hydra"):
         with mkdocs_gen_files.open(f"reference/config/{group}.md", "w") as f:
             f.write(group_page(group))
 

@@ -31,15 +31,17 @@ from pipeline.data.store import StoreError
 __all__ = ["main"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m pipeline.data") -> int:
     """Run the data command; return the process exit status.
 
     Parameters
     ----------
     argv : sequence of str, optional
         Arguments without the program name; ``sys.argv[1:]`` when omitted.
+    prog : str
+        The command's name in usage and help (``svmbench data`` from `pipeline.cli`).
     """
-    parser = _parser()
+    parser = _parser(prog)
     args = parser.parse_args(argv)
     root = args.store or str(store.default_store_root())
     try:
@@ -51,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--store",
@@ -60,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         f"here {store.default_store_root()})",
     )
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline.data",
+        prog=prog,
         description="Build, ingest, inspect and remove datasets in the svmbench store.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from ..installation import CONF_DIR   # the checkout's conf/, or the wheel's pipeline/conf/
 from .experiment import CV, Cluster, DatasetEntry, Experiment, Run, SolverEntry, freeze, section
 from .schema import (  # noqa: F401  (the schema's names are part of this module's interface)
     BUDGET_KEYS,
@@ -35,7 +36,6 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     StoreConf,
 )
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 def register_schema() -> None:
     """Register `Config` as ``base_config`` (conf/config.yaml lists it first in its defaults)."""

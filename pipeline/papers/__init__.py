@@ -4,17 +4,18 @@ An experiment config that names `paper: <name>` (conf/experiment/<name>.yaml) ma
 call the writer after the report. A writer reads the run's Parquet tables (and, for figures of
 the data themselves, the store) and writes `README.md` and PNG figures: its tables beside the
 paper's own numbers, and each of the paper's findings marked **holds** or **differs** with the
-reason. The folder is `outputs/papers/<name>/` (committed); under `smoke=true` it is
-`<run_dir>/papers/<name>/`, so a smoke run never overwrites the committed reproduction.
+reason. The folder is `outputs/papers/<name>/` of the checkout (committed), or of the current
+directory when svmbench is installed from a wheel (`pipeline.installation`); under `smoke=true`
+it is `<run_dir>/papers/<name>/`, so a smoke run never overwrites the committed reproduction.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Callable
 
+from ..installation import PAPERS_DIR   # the checkout's outputs/papers, or the CWD's
+
 PAPERS: dict[str, Callable] = {}
-# The committed reproductions live beside conf/ in the repository.
-PAPERS_DIR = Path(__file__).resolve().parents[2] / "outputs" / "papers"
 
 
 def paper(name: str):

@@ -278,8 +278,8 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     return agg[cols + ["fit_time_ratio_other_vs_this"]].rename(columns={"folds_this": "folds"})
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline.report",
+def main(argv=None, prog: str = "python -m pipeline.report") -> int:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Rebuild a run's report from its Parquet tables (a Hydra "
                                                  "multirun folder: gather its jobs into one report).")
     parser.add_argument("run_dir", type=Path)

@@ -355,6 +355,42 @@ def test_n_new_carries_q_minus_n_variables():
     assert set(np.flatnonzero(age)) == set(W)
 
 
+def test_n_new_carry_counts_with_shrinking():
+    """The carry rule by counts, with the shrinking step's reset in between: a variable that enters
+    W as new stays in the next life - 1 = q // n_new - 1 working sets, unless it is shrunk (the
+    compiled loop sets its age to 0 and drops it from the active set, so it must not be carried:
+    carried, it entered W outside the active set, and the fit read stale gradients and crashed).
+    Each working set is checked against that rule kept independently (entry step and shrink
+    events), by how many variables are carried and which."""
+    rng = np.random.default_rng(1)
+    n, q, n_new = 80, 12, 4
+    life = q // n_new
+    age = np.zeros(n, np.int64)
+    keep = np.empty(q, np.int64)
+    prev = np.empty(0, np.int64)
+    entered = {}       # variable -> the step it last entered W as new
+    counts = []
+    for step in range(30):
+        shrunk = set(rng.choice(prev, 2, replace=False).tolist()) if step and step % 3 == 0 else set()
+        for t in shrunk:           # as _chunk's shrinking step does for a variable it drops
+            age[t] = 0
+            entered.pop(t)
+        expected = [t for t in prev if t in entered and step - entered[t] < life]
+        v = rng.standard_normal(n)
+        up = rng.random(n) < 0.8
+        low = ~up | (rng.random(n) < 0.5)
+        k = _carry(prev, age, life, keep)
+        W, _, _ = select_working_set(v, up, low, q, keep[:k], n_new)
+        _age(W, age)
+        assert k == len(expected) and list(W[:k]) == expected, f"step {step}"
+        entered = {t: s for t, s in entered.items() if t in W[:k]} | {t: step for t in W[k:].tolist()}
+        prev = W
+        counts.append(k)
+    # The ramp-up (0, then n_new), the steady state n_new (life - 1), and shrinks below it.
+    assert counts[:3] == [0, n_new, 2 * n_new] and max(counts) == q - n_new
+    assert min(counts[3:]) == q - n_new - 2
+
+
 @pytest.mark.parametrize("n_new, shrinking", [(10, False), (4, False), (4, True), (20, True)])
 def test_n_new_fit_reaches_svc(breast_cancer, n_new, shrinking):
     """The compiled loop carries n_new (life - 1) variables into each working set
