@@ -147,7 +147,7 @@ def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
             futures = warm_workers(client, names, int(exp.cluster.blas_threads))
     except Exception:  # noqa: BLE001 - run() starts it again and reports what fails
         return
-    _AHEAD[:] = [(client, WarmUp(futures, started=started), names)]
+    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names)), names)]
 
 
 def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitStack):
@@ -174,12 +174,12 @@ def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitS
         warmup, warmed = ahead[1], set(ahead[2])
     else:
         warmup, warmed = WarmUp([], started=started), set()
-    warmup.extend(warm_workers(client, sorted(names - warmed), threads) if names - warmed else [])
+    warmup.warm(client, names - warmed, threads)
     plan = planning.result()
     warmup.planned = time.perf_counter()
     # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS): warmed as well.
     more = {spec["solver"] for spec in plan.references.values()} - names - warmed
-    warmup.extend(warm_workers(client, sorted(more), threads) if more else [])
+    warmup.warm(client, more, threads)
     return plan, client, warmup
 
 

@@ -34,7 +34,7 @@ import pickle
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..experiment.experiment import Experiment, as_dict, thaw
@@ -275,8 +275,22 @@ def open_client(cluster):
         with _connect(cluster.address, security(cluster)) as client:
             yield client
         return
-    if kind in ("slurm", "kubernetes"):
-        with (slurm_cluster(cluster) if kind == "slurm" else kubernetes_cluster(cluster)) as managed:
+    if kind == "slurm":
+        import dask
+        # Adaptive scaling asks for jobs by the seconds of work queued, at 0.5 s a task of a
+        # kind it has not timed yet: our first tasks (cut to about TASK_S) looked like one
+        # job's work, and the second job was asked for only once the first had run a few. The
+        # scheduler runs in this process and reads the durations as each kind's first task
+        # arrives, hence for the cluster's whole life.
+        durations = {f"distributed.scheduler.default-task-durations.{prefix}": f"{TASK_S}s" for prefix in ("fit", "ref")}
+        with dask.config.set(durations), \
+                slurm_cluster(cluster) as managed:
+            managed.adapt(**_adapt_range(kind, cluster))
+            with Client(managed, security=security(cluster)) as client:
+                yield client
+        return
+    if kind == "kubernetes":
+        with kubernetes_cluster(cluster) as managed:
             managed.adapt(**_adapt_range(kind, cluster))
             with Client(managed, security=security(cluster)) as client:
                 yield client
@@ -459,17 +473,38 @@ def slurm_cluster(cluster):
     `lifetime_stagger_s` (so the workers of a job do not all leave at once), and adaptive scaling
     submits new jobs: SLURM's kill at walltime would instead meet running tasks, lost with their
     worker and counted against `allowed-failures`."""
-    try:
-        from dask_jobqueue import SLURMCluster
-    except ImportError:
-        raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
+    SLURMCluster = _jobqueue_slurm()
     jq = thaw(cluster.jobqueue)
+    # The job's workers run this process's python, so the venv the client plans with (svmbench,
+    # numpy, numba, distributed: the versions each row records) is the one that fits; set
+    # `python` for another interpreter at the same path on the nodes.
+    jq["python"] = jq.get("python") or sys.executable
     lifetime = _lifetime_s(cluster)
     jq["worker_extra_args"] = [*jq.get("worker_extra_args", []),
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
     jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster),
                                  *(f"export {k}={v}" for k, v in quiet_dask_env().items())]
     return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
+
+
+def _jobqueue_slurm():
+    """dask-jobqueue's SLURMCluster, imported without its side effect on Ctrl-C: its runner
+    module (0.9) sets SIGINT's handler to `sys.exit` as it is imported, which turned Ctrl-C on a
+    cluster=slurm run into a bare SystemExit instead of the run's one line and exit code 130.
+    Python sets a handler only from the main thread, and so does that import: the first import
+    must happen there (`python -m pipeline` opens its cluster in the main thread)."""
+    import signal
+    import threading
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    return SLURMCluster
 
 
 def _thread_exports(cluster) -> list[str]:
@@ -602,9 +637,16 @@ def hard_limits(plan: Plan, grace_s: float, specs=None) -> dict[str, float]:
 
 
 def _n_workers(client, cluster) -> int:
+    """The worker threads the tasks are cut and submitted for: those the cluster has now, and on
+    SLURM at least those of `adapt.maximum` jobs. Adaptive scaling asks for jobs by the work the
+    scheduler holds; with only the present workers' tasks in flight it saw one job's worth
+    and never grew past the first job (issue 32: a sweep ran on one of two jobs' cores)."""
     if client is None:
         return 1
-    return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+    present = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    if cluster.kind == "slurm":
+        present = max(present, int(cluster.adapt["maximum"]) * int(cluster.jobqueue.get("cores") or 1))
+    return max(1, present)
 
 
 def _worker_loads(client) -> dict:
@@ -645,6 +687,7 @@ class WarmUp:
     planned: float | None = None    # when planning ended (run.py plans meanwhile)
     seconds: float | None = None    # from the cluster's start until the last worker thread was warm
     waited: float = 0.0             # what the run waited for it after planning ended
+    solvers: set = field(default_factory=set)   # what the workers warm for (named in the progress lines)
 
     def __post_init__(self):
         self._done = []
@@ -657,14 +700,30 @@ class WarmUp:
             fut.add_done_callback(lambda _: self._done.append(time.perf_counter()))
         self.futures += futures
 
-    def wait(self) -> None:
+    def warm(self, client, solvers, threads: int) -> None:
+        """Warm every worker thread for these solvers too (`warm_workers`), timed with the rest."""
+        if solvers:
+            self.extend(warm_workers(client, sorted(solvers), threads))
+            self.solvers.update(solvers)
+
+    def wait(self, log=None) -> None:
         """Wait for every warm-up (at most WARMUP_WAIT_S: a worker lost meanwhile is Dask's to
         replace, and its replacement warms on its first task). Tasks submitted before it ends
         would start on the first warm worker thread while the others still warm, slowing their
-        warm-up (2 cores: up to 160 ms later, against 3-13 ms apart when they warm alone)."""
+        warm-up (2 cores: up to 160 ms later, against 3-13 ms apart when they warm alone).
+
+        A warm-up that outlasts WARMUP_QUIET_S is said, then how far it is every
+        WARMUP_PROGRESS_S: on a machine's first run numba compiles the solvers' kernels here,
+        a minute or two in which the command would otherwise print nothing."""
         from distributed import wait
-        with contextlib.suppress(TimeoutError):
-            wait(self.futures, timeout=WARMUP_WAIT_S)
+        deadline = time.perf_counter() + WARMUP_WAIT_S
+        say_at, first = self.started + WARMUP_QUIET_S, True
+        while (pending := [f for f in self.futures if not f.done()]) and (now := time.perf_counter()) < deadline:
+            if log is not None and now >= say_at:
+                log(self.progress_line(now, first))
+                say_at, first = now + WARMUP_PROGRESS_S, False
+            with contextlib.suppress(TimeoutError):
+                wait(pending, timeout=max(0.01, min(say_at, deadline) - now), return_when="FIRST_COMPLETED")
         now = time.perf_counter()
         self.seconds = max(self._done, default=now) - self.started
         self.waited = max(0.0, now - (self.planned or now))
@@ -673,6 +732,17 @@ class WarmUp:
         """Each ended warm-up's result (`sandbox.warm_sandboxed`); one whose child died (None)
         or whose worker was lost (not finished) is left out."""
         return [r for r in (f.result() for f in self.futures if f.status == "finished") if r is not None]
+
+    def progress_line(self, now: float, first: bool = False) -> str:
+        """How far the warm-up is; the first line says what it does and why it can take minutes."""
+        ready = sum(f.done() for f in self.futures)
+        line = f"warming {len(self.futures)} worker threads: {ready} ready after {now - self.started:.0f} s"
+        if first:
+            line = (f"warming {len(self.futures)} worker threads for {', '.join(sorted(self.solvers)) or 'the solvers'}: "
+                    f"{ready} ready after {now - self.started:.0f} s (each starts its sandbox and loads the solvers' "
+                    f"numba kernels; the first run on a machine compiles them into numba's cache, a minute or two, "
+                    f"and later runs load them in a second)")
+        return line
 
     def thread_seconds(self) -> list[float]:
         """Each worker thread's warm-up seconds (its sandbox's start included); one whose child
@@ -687,6 +757,69 @@ class WarmUp:
 
 
 WARMUP_WAIT_S = 300
+WARMUP_QUIET_S = 5.0        # a warm-up this long is said (a warm cache takes 1-3 s) ...
+WARMUP_PROGRESS_S = 10.0    # ... and how far it is, this often
+
+
+class WorkerEvents:
+    """One log line for each worker that joins or leaves the cluster while tasks run: on an
+    adaptive cluster (SLURM jobs that start, retire at their --lifetime, are cancelled or reach
+    their walltime) the log then says why a task ran twice or the sweep slowed down.
+
+    The scheduler sends its add-worker and remove-worker events (topic "all") to the client's
+    event loop, where each becomes its line at once. Nothing there may wait on the scheduler,
+    so a worker is named from the scheduler in this process (dask-jobqueue's, LocalCluster's),
+    with its SLURM job, as it joins; elsewhere by its address."""
+
+    def __init__(self, client, log):
+        self.client, self.log = client, log
+        cluster = getattr(client, "cluster", None)
+        self.scheduler = getattr(cluster, "scheduler", None)    # None for a remote scheduler
+        self.jobs = getattr(cluster, "workers", None)           # dask-jobqueue: {job name: job}
+        self.names = {address: self._named(str(info.get("name", address)))
+                      for address, info in client.scheduler_info()["workers"].items()}
+        client.subscribe_topic("all", self._event)
+
+    def _named(self, name: str) -> str:
+        # dask-jobqueue names a job's workers <job name>[-<i>] (processes > 1).
+        job = (self.jobs or {}).get(name) or (self.jobs or {}).get(name.rpartition("-")[0])
+        job_id = getattr(job, "job_id", None)
+        return f"{name} (SLURM job {job_id})" if job_id else name
+
+    def _event(self, event) -> None:
+        _, msg = event
+        address = msg.get("worker")
+        if msg.get("action") == "add-worker":
+            state = getattr(self.scheduler, "workers", {}).get(address)
+            self.names[address] = self._named(str(state.name)) if state is not None else address
+        line = self.line(msg, self.names.get(address, address))
+        if line:
+            self.log(line)
+
+    @staticmethod
+    def line(msg: dict, who: str) -> str | None:
+        """The event's line: a worker joined, retired (at its --lifetime, or by the adaptive
+        scaling) or was lost (its job cancelled, past its walltime, its node gone)."""
+        action = msg.get("action")
+        if action == "add-worker":
+            return f"worker {who} joined"
+        if action != "remove-worker":
+            return None
+        stimulus = str(msg.get("stimulus_id", ""))
+        running = len(msg.get("processing-tasks") or ())
+        if stimulus.startswith("worker-close-gracefully"):
+            # `dask worker --lifetime` closes the worker this way; so does one told to close.
+            why = "retired (its --lifetime, before its job's walltime)"
+        elif msg.get("expected"):
+            why = "retired by the adaptive scaling"
+        else:
+            why = "lost (its job cancelled, past its walltime, or its node gone)"
+        again = f"; its {running} unfinished task(s) run again elsewhere" if running else ""
+        return f"worker {who} left: {why}{again}"
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.unsubscribe_topic("all")
 
 
 def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, client=None,
@@ -716,10 +849,10 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     worker_rss = (0.0, 0.0, None)
     started = time.perf_counter()
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
-    with opened as client, _quiet_on_interrupt():
+    with opened as client, _quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
-            warmup = WarmUp(warm_workers(client, sorted({s["solver"] for s in todo}), int(cluster.blas_threads)),
-                            started=started, planned=started)
+            warmup = WarmUp([], started=started, planned=started)
+            warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads))
         chunk = exp.run.chunk
         shards = ShardWriter(run_dir)
 
@@ -783,7 +916,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             # The first tasks are cut while the workers warm (20 ms for 10,000 specs, which each
             # worker would otherwise wait for at the clock's start), and sent once all are warm.
             first_wave = [task for task in (cut() for _ in range(IN_FLIGHT * workers)) if task is not None]
-            warmup.wait()
+            stack.enter_context(contextlib.closing(WorkerEvents(client, log)))
+            warmup.wait(log)
             t0 = time.perf_counter()
             for task in first_wave:
                 submit(task)

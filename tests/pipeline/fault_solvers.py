@@ -6,7 +6,9 @@ workers, whose sandboxes import it again (pipeline.engine.sandbox.plugin_files).
 - `_hog`: allocates 50 MB at a time, as a fit on data too big for its worker would;
 - `_spin`: a numba loop that never looks at the clock, holding the GIL;
 - `_block`: writes its process's parent (the worker) pid to `pidfile` and waits for `release`
-  to exist, then fits with dcd: the test kills that worker while the task is surely running.
+  to exist, then fits with dcd: the test kills that worker while the task is surely running;
+- `_pause`: sleeps `seconds`, then fits with dcd: a deterministic fit that lasts long enough
+  for a cluster to lose a worker (a SLURM job ending) while it runs.
 """
 import os
 import time
@@ -51,11 +53,17 @@ def _block(problem, *, budget, recorder, warm_start=None, pidfile="", release=""
     return solvers.fit(problem, "dcd", budget=budget, recorder=recorder)
 
 
+def _pause(problem, *, budget, recorder, warm_start=None, seconds=0.5):
+    time.sleep(seconds)
+    return solvers.fit(problem, "dcd", budget=budget, recorder=recorder)
+
+
 for _name, _fit, _params in [
         ("_abort", _abort, {}),
         ("_hog", _hog, {"mb": solvers.Param(3000, "int", low=50)}),
         ("_spin", _spin, {"pidfile": solvers.Param("", "str")}),
-        ("_block", _block, {"pidfile": solvers.Param("", "str"), "release": solvers.Param("", "str")})]:
+        ("_block", _block, {"pidfile": solvers.Param("", "str"), "release": solvers.Param("", "str")}),
+        ("_pause", _pause, {"seconds": solvers.Param(0.5, "float", low=0.0)})]:
     if _name not in solvers.solver_names():     # dask's --preload imports a file, then reloads it
         # No warmup: the default one would run the fault on a tiny problem before the real fit.
         solvers.register(solvers.SolverSpec(name=_name, family="test", fit=_fit, params=_params,

@@ -309,12 +309,24 @@ def test_slurm_job_script(monkeypatch):
     # 4 one-thread workers; each retires 1200 s (+-240 s) before the 2 h walltime.
     assert "--nthreads 1" in launch and "--nworkers 4" in launch and "--memory-limit 1.86GiB" in launch   # 8 GB / 4
     assert "--lifetime 6000s --lifetime-stagger 240s" in launch
+    # The workers run the client's python (its venv), and say what they do in one file per job.
+    assert launch.split()[0] == sys.executable
+    assert "#SBATCH -J svmbench-worker" in lines and "#SBATCH -e slurm-logs/svmbench-worker-%J.err" in lines
     assert "export OPENBLAS_NUM_THREADS=1" in lines and "export NUMBA_NUM_THREADS=1" in lines
     # Dask's instruments quieted on the job's workers too (execute.QUIET_DASK_CONFIG).
     assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in lines
     assert "export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s" in lines
     with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
         probe_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
+
+
+def test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run():
+    """dask-jobqueue 0.9 sets SIGINT's handler to sys.exit as it is imported: Ctrl-C on a
+    cluster=slurm run would end it with a bare SystemExit, not the run's one line and exit 130."""
+    code = ("import signal; from pipeline.engine.execute import _jobqueue_slurm; _jobqueue_slurm(); "
+            "import dask_jobqueue.runner; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "True", out.stderr[-2000:]
 
 
 @pytest.mark.parametrize("walltime, seconds", [("90", 5400), ("90:30", 5430), ("2:00:00", 7200), ("1-2", 93600),

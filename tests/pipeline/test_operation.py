@@ -112,6 +112,32 @@ def test_a_stale_lock_is_taken_over_saying_so_and_a_live_one_refused(tmp_path, h
     assert not runlock.lock_path(tmp_path).exists()
 
 
+# Another host's lock between one missed heartbeat and STALE_AFTER_S: its owner may be a live run
+# on a node whose filesystem stalled for a few heartbeats, so taking it over would let two runs
+# write one directory. Only an age past STALE_AFTER_S (ten heartbeats) makes it stale.
+@pytest.mark.parametrize("age_s", [
+    runlock.HEARTBEAT_S + 1,            # one missed heartbeat
+    3 * runlock.HEARTBEAT_S,            # a few
+    runlock.STALE_AFTER_S - 1,          # just inside the window
+])
+def test_another_host_s_lock_a_few_heartbeats_old_is_refused(tmp_path, age_s):
+    _plant_lock(tmp_path, "other-host", 123, age_s)
+    said = []
+    with pytest.raises(LockError, match="host other-host, pid 123"), run_lock(tmp_path, said.append):
+        pass
+    assert said == [] and runlock.read_owner(tmp_path)["pid"] == 123
+    with pytest.raises(LockError):
+        runlock.check_free(tmp_path)
+
+
+def test_another_host_s_lock_turns_stale_at_stale_after_s_and_not_before():
+    owner, now = {"host": "other-host", "pid": 123}, 1_000_000.0
+    assert runlock.stale_reason(owner, now - runlock.STALE_AFTER_S, now) is None           # at the boundary
+    assert runlock.stale_reason(owner, now - runlock.STALE_AFTER_S + 0.5, now) is None
+    reason = runlock.stale_reason(owner, now - runlock.STALE_AFTER_S - 0.5, now)           # just past it
+    assert reason == f"no heartbeat for {runlock.STALE_AFTER_S + 0.5:.0f} s (> {runlock.STALE_AFTER_S:.0f} s)"
+
+
 def test_without_hard_links_the_lock_is_an_exclusive_create(tmp_path, monkeypatch):
     def no_links(src, dst):
         raise PermissionError(1, "Operation not permitted")

@@ -126,3 +126,28 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     with keep_clusters():
         run_module.start_ahead(cfg, tmp_path / "old")
         assert not run_module._AHEAD and calls == [["dcd"]]
+
+
+def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
+    """A first run compiles numba's kernels in the warm-up, a minute or two: the command says so
+    once the warm-up outlasts WARMUP_QUIET_S, and how many threads are ready every
+    WARMUP_PROGRESS_S (here scaled down), on a real in-process Dask cluster."""
+    import time as _time
+
+    from distributed import Client, LocalCluster
+    monkeypatch.setattr(execute_module, "WARMUP_QUIET_S", 0.3)
+    monkeypatch.setattr(execute_module, "WARMUP_PROGRESS_S", 0.4)
+    lines = []
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        futures = [client.submit(_time.sleep, s, pure=False) for s in (0.8, 2.5)]
+        warmup = execute_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"})
+        warmup.wait(lines.append)
+    assert len(lines) >= 3, lines
+    assert lines[0].startswith("warming 2 worker threads for dcd, smo: 0 ready after")
+    assert any(": 1 ready after" in line for line in lines[1:]), lines
+    assert "compiles them into numba's cache" in lines[0]
+    quiet = []
+    warmup = execute_module.WarmUp([], started=_time.perf_counter())
+    warmup.wait(quiet.append)
+    assert quiet == []        # nothing to wait for: nothing said
