@@ -3,6 +3,7 @@
 #   make test  [PYTEST_ARGS='...']        set up .venv with the test extra, then run the tests
 #   make papers [ARGS='hydra overrides']  set up .venv, then regenerate every paper reproduction
 #                                         (outputs/papers/<name>/), saying how long each took
+#   make papers-check [NAMES='...']       regenerate the fast studies twice and compare their verdicts
 #   make docs  [DOCS_ARGS='...']          set up .venv with the docs extra, then build the documentation
 #                                         site (docs/, mkdocs.yml) into site/, strict: a broken link fails
 # Nothing but Python >= 3.11 and make is needed on the machine: everything else is installed
@@ -14,7 +15,7 @@ PY     := $(VENV)/bin/python
 # compat: a plain path entry, so workers spawned by Dask import the working tree too.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
 
-.PHONY: run test papers docs install install-test install-docs clean
+.PHONY: run test papers papers-check docs install install-test install-docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +47,12 @@ papers: $(VENV)/.installed
 	  $(PY) -m pipeline +experiment=$$p $(ARGS) || exit 1; \
 	  echo "papers: $$p took $$(( $$(date +%s) - start )) s; written to outputs/papers/$$p/"; \
 	done
+
+# Two regenerations agree: each fast study (troyan, bertini, roethel_brynda; or NAMES='...') run
+# twice at full size into a temporary folder, never outputs/papers/, its verdicts compared
+# finding by finding; exit 1 on any difference.
+papers-check: $(VENV)/.installed
+	$(PY) -m pipeline.papers.check $(NAMES) $(ARGS)
 
 # The solvers' numba kernels are compiled into numba's cache first (about 45 s on a fresh clone,
 # a second once cached), so that no test carries a cold compile inside its own time.

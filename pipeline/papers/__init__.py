@@ -43,6 +43,11 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
         raise ValueError(f"paper={name!r}: no such reproduction; registered: {', '.join(names()) or '(none)'}")
     from .common import smoke_run, stamp_smoke
     out = Path(out)
+    if smoke_run(run_dir) and out.resolve().is_relative_to(PAPERS_DIR.resolve()):
+        # The committed reproductions come from full runs only: a smoke run's reduced sizes and
+        # caps would overwrite them with verdicts that mean nothing (`out_dir` sends it elsewhere).
+        raise ValueError(f"run {run_dir} is a smoke run: its reproduction of {name!r} is not written into "
+                         f"{out} (outputs/papers/ holds full runs only); write it into the run's papers/{name}/")
     out.mkdir(parents=True, exist_ok=True)
     readme = PAPERS[name](Path(run_dir), out, root)
     if smoke_run(run_dir):          # every README a smoke run writes says so at its top

@@ -6,31 +6,109 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
+
+import numpy as np
 
 from ..report.build import save_figure
 from ..report.common import markdown_table
 from ..report.registry import Skip
 
 
+# The verdicts a finding can carry. "not comparable": the claim is about data we do not have (a
+# level of their corpus, their toy generator), so our number is shown but judges nothing;
+# "undecided": a timing claim whose repeats straddle the rule's threshold (`timing_verdict`).
+HOLDS, DIFFERS, NOT_CHECKED, NOT_COMPARABLE, UNDECIDED = (
+    "holds", "differs", "not checked", "not comparable", "undecided")
+
+
 @dataclass
 class Finding:
     claim: str           # what the paper says (with its table or figure)
     ours: str            # what our run shows, in numbers
-    holds: bool | None   # None: this run cannot tell (the cells are missing)
+    holds: bool | None   # None: no verdict (cells missing, data not comparable, or undecided: see `status`)
     why: str = ""        # the reason, when it differs (or why it cannot be told)
+    rule: str = ""       # the test the verdict comes from, with its tolerance in the paper's terms
+    status: str = ""     # NOT_COMPARABLE or UNDECIDED when holds is None for that reason
 
     @property
     def verdict(self) -> str:
-        return "not checked" if self.holds is None else ("holds" if self.holds else "differs")
+        if self.holds is None:
+            return self.status or NOT_CHECKED
+        return HOLDS if self.holds else DIFFERS
+
+
+def not_comparable(claim: str, ours: str, why: str, rule: str = "") -> Finding:
+    """A finding about data we do not have: our number is shown, no verdict is drawn from it."""
+    return Finding(claim, ours, None, why, rule, NOT_COMPARABLE)
+
+
+def within(a: float, b: float, tol: float) -> bool:
+    """Two-sided "about equal": |a - b| <= tol (a claim of equality fails either way)."""
+    return bool(abs(a - b) <= tol + 1e-12)
+
+
+def spread(samples: Sequence[float]) -> tuple[float, float, float]:
+    """(median, low, high) of repeated measurements: the median and the min-max range, the
+    spread a verdict must not straddle."""
+    x = np.asarray([v for v in samples if np.isfinite(v)], dtype=float)
+    if not x.size:
+        return (np.nan, np.nan, np.nan)
+    return float(np.median(x)), float(x.min()), float(x.max())
+
+
+MIN_REPEATS = 5      # a timing verdict rests on at least this many repeats
+
+
+def timing_verdict(samples: Sequence[float], lo: float = -np.inf, hi: float = np.inf,
+                   min_repeats: int = MIN_REPEATS) -> str:
+    """The verdict of a timing rule "lo <= ratio <= hi" on repeated ratios: HOLDS when every
+    repeat is inside the band, DIFFERS when every repeat is outside it on the same side,
+    UNDECIDED when the repeats straddle a threshold (the spread covers it) or are fewer than
+    `min_repeats` (a median of three can flip on a rerun)."""
+    x = np.asarray([v for v in samples if np.isfinite(v)], dtype=float)
+    if x.size < min_repeats:
+        return UNDECIDED
+    inside = (x >= lo) & (x <= hi)
+    if inside.all():
+        return HOLDS
+    if (x < lo).all() or (x > hi).all():
+        return DIFFERS
+    return UNDECIDED
+
+
+def timed_finding(claim: str, ours: str, samples, lo: float, hi: float, rule: str,
+                  why_differs: str = "", min_repeats: int = MIN_REPEATS) -> Finding:
+    """A finding whose verdict is `timing_verdict` of the repeated ratios; `ours` gets the median
+    and the range appended. `samples` is one list of ratios, or a dict name -> list for a claim
+    that must hold in each (a kernel, a dataset): DIFFERS if any group differs, else UNDECIDED
+    if any is undecided, else HOLDS."""
+    groups = samples if isinstance(samples, dict) else {"": samples}
+    verdicts, said, straddle = {}, [], []
+    for name, xs in groups.items():
+        verdicts[name] = timing_verdict(xs, lo, hi, min_repeats)
+        med, a, b = spread(xs)
+        n = sum(1 for v in xs if np.isfinite(v))
+        said.append(f"{name + ': ' if name else ''}over {n} repeats median {med:.3g}x, range {a:.3g}x-{b:.3g}x")
+        if verdicts[name] == UNDECIDED:
+            straddle.append(f"{name + ': ' if name else ''}" + (
+                f"fewer than {min_repeats} repeats" if n < min_repeats else
+                f"the repeats' range {a:.3g}x-{b:.3g}x covers the rule's threshold"))
+    ours = f"{ours}; " + "; ".join(said)
+    found = list(verdicts.values())
+    if DIFFERS in found:
+        return Finding(claim, ours, False, why_differs, rule)
+    if UNDECIDED in found:
+        return Finding(claim, ours, None, "; ".join(straddle), rule, UNDECIDED)
+    return Finding(claim, ours, True, "", rule)
 
 
 def findings_table(found: list[Finding]) -> list[str]:
     """The README's findings as markdown lines: one row per claim, the verdict in bold."""
-    out = ["| # | the paper | ours | verdict | why |", "|---|---|---|---|---|"]
+    out = ["| # | the paper | rule | ours | verdict | why |", "|---|---|---|---|---|---|"]
     for i, f in enumerate(found, 1):
-        cells = [c.replace("|", "\\|") for c in (f.claim, f.ours, f.why)]
-        out.append(f"| {i} | {cells[0]} | {cells[1]} | **{f.verdict}** | {cells[2]} |")
+        cells = [c.replace("|", "\\|") for c in (f.claim, f.rule, f.ours, f.why)]
+        out.append(f"| {i} | {cells[0]} | {cells[1]} | {cells[2]} | **{f.verdict}** | {cells[3]} |")
     return out
 
 

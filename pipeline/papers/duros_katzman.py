@@ -23,7 +23,8 @@ from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, confusion_matrices
 from ..report.registry import ReportData, Skip
 from . import paper
-from .common import Finding, draw_figures, figure_lines, findings_table, save_figures
+from .common import (Finding, draw_figures, figure_lines, findings_table, not_comparable, save_figures,
+                     timed_finding, within)
 
 NAME = "duros_katzman"
 # Their grids (Section 6.1).
@@ -47,8 +48,11 @@ TABLE4 = {("GD", "bin", "bin"): (0.8343, 1), ("GD", "bin", "freq"): (0.8404, 1),
 # Table 2: Newton's time (s) per recursion level.
 TABLE2 = {1000: 24, 2000: 107, 4000: 410, 8000: 1665, 16000: 6805}
 CHANCE = 0.2                 # "accuracy above 0.2 (1/5) to improve upon random chance" (3.1)
-SAME_PP = 1.5                # "nearly equal": their GD and Pegasos differ by 0.1-1.4 pp
-MULTI_SAME_PP = 2.5          # "almost equally well": their Newton is 1.5-2.3 pp below on multiclass
+# "Nearly equal" / "almost equally well", two-sided, in the paper's own terms: their Tables 3 and
+# 4 call GD and Pegasos nearly equal up to 2.43 pp (Table 4, multi freq: .7172 against .6929) and
+# Newton almost equal on multiclass 2.33 pp below the better (.6828 against .7061). "Outperformed"
+# is the complement: more than this below (their Newton on binary: 3.84 and 5.26 pp).
+SAME_PP = 2.5
 PER_DOUBLING = (3.0, 5.0)    # "about 4x per doubling" (theirs: 4.5, 3.8, 4.1, 4.1)
 CONFIG = ["param_eta", "param_lambda", "param_k", "param_epochs", "C"]
 
@@ -65,8 +69,10 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     # pair's) n, so it is no grid point of theirs; Newton's grid is C.
     fits.loc[fits["solver"] != "newton", "C"] = np.nan
     fits = fits.assign(_div=fits["status"] == "diverged")
+    fits = fits.sort_values("fold") if "fold" in fits.columns else fits
     g = fits.groupby(["dataset", "solver_entry", *CONFIG], sort=True, dropna=False)
     out = g.agg(acc=("test_accuracy", "mean"), acc_sd=("test_accuracy", "std"), time_s=("fit_time_s", "mean"),
+                time_reps=("fit_time_s", tuple),
                 folds=("key", "count"), diverged=("_div", "sum"), n_sv=("n_sv", "median"),
                 intercept=("intercept", "first")).reset_index()
     return out.rename(columns={"param_eta": "eta", "param_lambda": "lam", "param_k": "k", "param_epochs": "epochs"})
@@ -141,11 +147,25 @@ def finding_pegasos_as_accurate(summary) -> Finding:
     if not pairs:
         return Finding(claim, "no dataset has both", None, "the run lacks these entries")
     gaps = [(ds, 100 * (p["acc"] - g["acc"])) for ds, g, p in pairs]
-    off = [(ds, d) for ds, d in gaps if abs(d) > SAME_PP]
+    off = [(ds, d) for ds, d in gaps if not rule_nearly_equal(d / 100, 0.0)]
     ours = "; ".join(f"{ds} {100 * p['acc']:.2f} against {100 * g['acc']:.2f}" for ds, g, p in pairs)
     why = "" if not off else ("Pegasos differs by more than " + f"{SAME_PP:g} pp on " +
                               ", ".join(f"{ds} ({d:+.2f} pp)" for ds, d in off))
-    return Finding(claim, f"best of each grid, Pegasos against GD (%): {ours}", not off, why)
+    return Finding(claim, f"best of each grid, Pegasos against GD (%): {ours}", not off, why, RULE_EQUAL)
+
+
+RULE_EQUAL = (f"|Pegasos - GD| <= {SAME_PP:g} pp, either way, on every set (their own largest 'nearly equal' gap: "
+              "2.43 pp, Table 4 multi freq)")
+
+
+def rule_nearly_equal(a: float, b: float) -> bool:
+    """ "Nearly equal" accuracies (fractions): within SAME_PP percentage points, either way."""
+    return within(100 * a, 100 * b, SAME_PP)
+
+
+def rule_outperformed(loser: float, winners: list[float]) -> bool:
+    """ "Outperformed by" each of `winners`: more than SAME_PP points below every one of them."""
+    return all(100 * (w - loser) > SAME_PP for w in winners)
 
 
 def finding_pegasos_faster(summary) -> Finding:
@@ -153,11 +173,24 @@ def finding_pegasos_faster(summary) -> Finding:
     pairs = _pairs(summary, FULL)
     if not pairs:
         return Finding(claim, "no full dataset has both", None, "the run lacks these entries")
-    ratios = [(ds, p["time_s"] / g["time_s"]) for ds, g, p in pairs if g["time_s"] > 0]
-    slower = [(ds, r) for ds, r in ratios if r >= 1.0]
     ours = "; ".join(f"{ds}: Pegasos {fmt(p['time_s'])} s, GD {fmt(g['time_s'])} s per fold" for ds, g, p in pairs)
-    return Finding(claim, ours + " (each at its best grid point)", not slower,
-                   "" if not slower else "Pegasos is slower on " + ", ".join(f"{d} ({r:.2f}x)" for d, r in slower))
+    return timed_finding(claim, ours + " (mean over folds, each at its best grid point); per fold Pegasos / GD",
+                         {ds: _per_fold(p, [g]) for ds, g, p in pairs}, 0.0, 1.0 - 1e-12,
+                         "Pegasos's time under GD's in every fold of every full set (theirs: 0.76x and 0.40x)",
+                         "Pegasos is not quicker in every fold")
+
+
+def _per_fold(row: dict, others: list[dict]) -> list[float]:
+    """Per fold, row's time over the largest of the others' in that fold (fold order): the
+    repeats a timing verdict rests on. A row without per-fold times gives its mean once."""
+    reps = [tuple(r.get("time_reps", (r["time_s"],))) for r in (row, *others)]
+    n = min(len(r) for r in reps)
+    return [reps[0][i] / max(r[i] for r in reps[1:]) for i in range(n) if max(r[i] for r in reps[1:]) > 0]
+
+
+def rule_faster(ratio: float) -> bool:
+    """ "Quicker": a time ratio (this one over the other) under 1."""
+    return bool(ratio < 1.0)
 
 
 def _newton_gd_pegasos(summary, sets, col):
@@ -176,9 +209,15 @@ def finding_newton_slower(summary) -> Finding:
     if not cells:
         return Finding(claim, "no 1000-row set has all three", None, "the run lacks these entries")
     ours = "; ".join(f"{ds}: Newton {fmt(t_n)} s, GD {fmt(t_g)} s, Pegasos {fmt(t_p)} s" for ds, t_n, t_g, t_p in cells)
-    fast = [c[0] for c in cells if not c[1] > max(c[2], c[3])]
-    return Finding(claim, ours + " per fold", not fast,
-                   "" if not fast else f"Newton is not the slowest on {', '.join(fast)}")
+    samples = {}
+    for ds in dict.fromkeys(SMALL.values()):
+        n, g, p = (best(summary, ds, e) for e in ("newton", "gd", "pegasos"))
+        if n and g and p:
+            samples[ds] = _per_fold(n, [g, p])
+    return timed_finding(claim, ours + " (mean per fold); per fold Newton / the slower other", samples,
+                         1.0 + 1e-12, math.inf,
+                         "Newton's time over both others' in every fold of every 1000-row set (theirs: 470 s "
+                         "against 1-2 s)", "Newton is not the slowest in every fold")
 
 
 def finding_newton_worse_binary(summary) -> Finding:
@@ -187,11 +226,13 @@ def finding_newton_worse_binary(summary) -> Finding:
     if not cells:
         return Finding(claim, "no binary 1000-row set has all three", None, "the run lacks these entries")
     ours = "; ".join(f"{ds}: Newton {100 * a:.2f}, GD {100 * b:.2f}, Pegasos {100 * c:.2f}" for ds, a, b, c in cells)
-    # "Outperformed" by more than the noise of a 10-fold mean on 1000 rows (theirs: 3.8-5.3 pp).
-    not_worse = [c[0] for c in cells if not 100 * (min(c[2], c[3]) - c[1]) > SAME_PP]
+    # "Outperformed": more than the "nearly equal" band below both (theirs: 3.84 and 5.26 pp).
+    not_worse = [c[0] for c in cells if not rule_outperformed(c[1], [c[2], c[3]])]
     return Finding(claim, ours + " (% test accuracy)", not not_worse,
                    "" if not not_worse else f"Newton is not more than {SAME_PP:g} pp below both on "
-                   f"{', '.join(not_worse)}: a tie within the noise of 10 folds of 100 test rows")
+                   f"{', '.join(not_worse)}: a tie within the noise of 10 folds of 100 test rows",
+                   f"Newton more than {SAME_PP:g} pp (the 'nearly equal' band) below both GD and Pegasos on every "
+                   "binary 1000-row set")
 
 
 def finding_newton_equal_multiclass(summary) -> Finding:
@@ -204,10 +245,12 @@ def finding_newton_equal_multiclass(summary) -> Finding:
     _, n, g, p = cells[0]
     gap = 100 * (max(g, p) - n)
     ours = f"{ds}: Newton {100 * n:.2f}, GD {100 * g:.2f}, Pegasos {100 * p:.2f} (%)"
-    why = (f"Newton is {gap:.1f} pp below the better of the two" if gap > MULTI_SAME_PP else
-           f"Newton is {-gap:.1f} pp above both: its RBF kernel against their linear models" if gap < -MULTI_SAME_PP
-           else "")
-    return Finding(claim, ours, gap <= MULTI_SAME_PP, why)
+    holds = rule_nearly_equal(n, max(g, p))
+    why = ("" if holds else f"Newton is {gap:.1f} pp below the better of the two" if gap > 0 else
+           f"Newton is {-gap:.1f} pp above the better of the two: its RBF kernel against their linear models, "
+           "on diamonds' numeric features (theirs: word counts)")
+    return Finding(claim, ours, holds, why,
+                   f"|Newton - the better of GD and Pegasos| <= {SAME_PP:g} pp, either way (theirs: 2.33 pp below)")
 
 
 def finding_multiclass_above_chance(summary, majority: float | None) -> Finding:
@@ -219,12 +262,13 @@ def finding_multiclass_above_chance(summary, majority: float | None) -> Finding:
     ours = ", ".join(f"{e} {a:.4f}" for e, a in accs) + " on diamonds"
     if majority is not None:
         ours += f" (the largest class, Ideal, is {majority:.3f} of the stones)"
-    holds = lo > CHANCE and (majority is None or lo > majority)
-    why = ("" if holds else "not above " + ("the majority rate" if lo > CHANCE else "chance"))
-    if holds:
-        why = ("above chance and above the majority rate; the level is not theirs to compare (another corpus: "
-               "about half of the Kaggle phrases are neutral, so their 0.51 is near that set's majority rate)")
-    return Finding(claim, ours, holds, why)
+    above = lo > CHANCE and (majority is None or lo > majority)
+    return not_comparable(
+        claim, ours + ("; above chance and the majority rate" if above else "; not above the majority rate"),
+        "their 5-level sentiment phrases cannot be had offline, ours is diamonds' cut grade: the level of 0.51 is "
+        "that corpus's (about half its phrases are neutral, so 0.51 is near its majority rate) and ours judges "
+        "nothing about it; only the mechanism runs",
+        "not comparable: a level of a corpus we do not have")
 
 
 def finding_newton_time_per_doubling(levels: pd.DataFrame) -> Finding:
@@ -240,14 +284,21 @@ def finding_newton_time_per_doubling(levels: pd.DataFrame) -> Finding:
             f"{', '.join(map(str, levels['n']))}), per Newton step {', '.join(f'{x:.2f}' for x in rstep)}x; "
             f"support vectors {', '.join(map(str, s))} ({', '.join(f'{x:.2f}' for x in rs)}x)")
     med = float(np.median(r))
-    holds = PER_DOUBLING[0] <= med <= PER_DOUBLING[1]
+    holds = rule_per_doubling(t)
     why = (f"the support vectors double with n ({np.median(rs):.2f}x), so a step's O(n n_sv) kernel work grows "
            f"4x and its O(n_sv^3) solve 8x; per step ours grows {np.median(rstep):.2f}x (the kernel work still "
            f"dominates at these n)")
     if not holds:
         why = (f"per level ours grows {med:.2f}x (median), outside {PER_DOUBLING[0]:g}-{PER_DOUBLING[1]:g}x: "
                f"the larger levels also take more Newton steps ({', '.join(map(str, levels['steps']))}); " + why)
-    return Finding(claim, ours, holds, why)
+    return Finding(claim, ours, holds, why, f"median ratio of successive level times in "
+                   f"{PER_DOUBLING[0]:g}-{PER_DOUBLING[1]:g}x (theirs: 4.46, 3.83, 4.06, 4.09x)")
+
+
+def rule_per_doubling(times) -> bool:
+    """ "About 4x per doubling": the median ratio of successive level times in PER_DOUBLING."""
+    t = np.asarray(times, dtype=float)
+    return bool(PER_DOUBLING[0] <= float(np.median(t[1:] / t[:-1])) <= PER_DOUBLING[1])
 
 
 def findings(summary: pd.DataFrame, levels: pd.DataFrame, majority: float | None = None) -> list[Finding]:
@@ -267,13 +318,32 @@ def results_table(summary, paper_rows: dict, sets: dict) -> pd.DataFrame:
             b = best(summary, sets[(mode, data)], entry)
             if theirs is None and (b is None or (mode, data) == ("multi", "freq")):
                 continue      # diamonds has one feature form: its row stands under "multi bin"
+            if (mode, data) == ("multi", "freq") and sets[("multi", "freq")] == sets[("multi", "bin")]:
+                b = None      # the same fit as the multi bin row above: say so rather than print it twice
             rows.append({"alg": alg, "mode": mode, "data": data if mode == "bin" else f"{data} (ours: numeric)",
                          "paper accuracy": "" if theirs is None else f"{theirs[0]:.4f}",
                          "paper time (s)": "" if theirs is None else theirs[1],
-                         "ours": "" if b is None else f"{b['acc']:.4f} ± {b['acc_sd']:.4f}",
+                         "ours": "(the multi bin row: one feature form)" if b is None and data == "freq" and mode == "multi"
+                         else "" if b is None else f"{b['acc']:.4f} ± {b['acc_sd']:.4f}",
                          "ours time per fold (s)": "" if b is None else f"{b['time_s']:.3g}",
                          "our dataset": sets[(mode, data)], "best parameters": "" if b is None else _params(b)})
     return pd.DataFrame(rows)
+
+
+def _reversal_note(summary) -> str:
+    """Their Table 4 (1000 rows) scores above their Table 3 (the full set), which the paper does
+    not discuss; ours said beside it, from the run."""
+    pairs = []
+    for key in (("bin", "bin"), ("bin", "freq"), ("multi", "bin")):
+        for e in ("gd", "pegasos"):
+            full, small = best(summary, FULL[key], e), best(summary, SMALL[key], e)
+            if full and small:
+                pairs.append(f"{e} {key[0]}/{key[1]} {100 * small['acc']:.1f} against {100 * full['acc']:.1f}")
+    ours = ("Ours, 1000 rows against the full set (%): " + "; ".join(pairs) + "." if pairs else "")
+    return ("Their small set scores higher than their full set (binary .83-.85 against .73, multiclass .69-.72 "
+            "against .51), which the paper does not discuss: more training rows should not lower a 10-fold "
+            "accuracy, so their 1000 rows are likely not a random sample of the phrases (how they were chosen is "
+            "not said). Ours are a stratified random sample. " + ours)
 
 
 def learning_rate_table(summary, lam: float | None = None) -> pd.DataFrame:
@@ -506,6 +576,7 @@ def readme(summary, levels, found, figs, skipped, data: ReportData, setup: dict)
         "Their numbers beside our best grid point of each search (10-fold mean ± std).\n",
         markdown_table(results_table(summary, TABLE3, FULL)),
         "## Table 4: 1000 instances\n",
+        _reversal_note(summary) + "\n",
         markdown_table(results_table(summary, TABLE4, SMALL)),
         "## Table 2: Newton's time per recursion level\n",
         "Their recursion on the Kaggle phrases (16,000 rows is beyond our corpus: 12,808) beside ours on one "

@@ -20,7 +20,8 @@ from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, _plt, w_change_per_pass
 from ..report.registry import ReportData, Skip
 from . import paper
-from .common import Finding, draw_figures, figure_lines, findings_table, save_figures
+from .common import (Finding, draw_figures, figure_lines, findings_table, not_comparable, save_figures,
+                     timed_finding)
 
 NAME = "roethel_brynda"
 CS = (1.0, 10.0, 100.0)
@@ -46,19 +47,33 @@ TABLE2 = {
 }
 TOL = 1e-4               # their epsilon, and ours
 LEVEL_PP = 2.0           # "at the paper's accuracy level": within 2 percentage points
+# "Almost identical" (Section 4.2) in the paper's own terms: their Table 1 calls 'our' and
+# 'sklearn' almost identical with heart at C=10 two test points apart (80.81 against 82.83 of 99
+# test rows), so two test points (or 0.5 pp, on the large test sets) is the tolerance, either way.
+# Heart at C=100 (82.83 against 74.75) is their own exception, checked by its own finding.
+AGREE_POINTS = 2.0
+AGREE_PP = 0.5
+EXCEPTION = ("cleveland_heart", 100.0)
+HEART_DROP_PP = 3.0      # "falls behind" at heart C=100: three test points (theirs: 8.08 pp)
+FAR_SLOWER = 10.0        # "far slower": ten times at least (theirs 500-1000x)
+NOT_FASTER = 0.9         # "shrinking does not make it faster": with/without at least 0.9 (theirs: median 1.05)
+NOT_COMPARABLE_LEVELS = {"toy_blobs": "their toy generator is not given, so its accuracy level is not a number "
+                                      "we can reproduce"}
 
 
 # ------------------------------------------------------------------------------ summary
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """One row per dataset x entry x C over the repeats (random_state): mean test accuracy (%),
-    median fit time, median passes, runs, converged runs, worst relative suboptimality, test
+    median fit time and each repeat's (`time_reps`, in random_state order), median passes, runs, converged runs, worst relative suboptimality, test
     rows, median coordinate updates (dcd)."""
     fits = results[results["status"] != "error"]
     fits = fits.assign(_upd=pd.to_numeric(fits["info_n_updates"], errors="coerce")
                        if "info_n_updates" in fits.columns else np.nan,
                        _rel_gap=fits["duality_gap"] / fits["primal_objective"].abs())
+    fits = fits.sort_values("param_random_state") if "param_random_state" in fits.columns else fits
     g = fits.groupby(["dataset", "solver_entry", "C"], sort=True)
     return g.agg(acc=("test_accuracy", lambda s: 100.0 * s.mean()), time_s=("fit_time_s", "median"),
+                 time_reps=("fit_time_s", tuple),
                  n_iter=("n_iter", "median"), runs=("key", "count"),
                  converged=("status", lambda s: int((s == "converged").sum())),
                  rel_gap=("_rel_gap", "max"), n_test=("n_test", "median"),
@@ -71,11 +86,14 @@ def _cell(summary, dataset, entry, C, col):
 
 
 # ------------------------------------------------------------------------------ findings
-def _pairs(summary, entries, against):
-    """(dataset, C, entry, |acc - acc_against| in test points, in pp) over the cells both have."""
+def _pairs(summary, entries, against, skip=()):
+    """(dataset, C, entry, |acc - acc_against| in test points, in pp) over the cells both have,
+    less the (dataset, C) cells in `skip`."""
     out = []
     for ds in sorted(summary["dataset"].unique()):
         for C in CS:
+            if (ds, C) in skip:
+                continue
             base = _cell(summary, ds, against, C, "acc")
             for e in entries:
                 acc, n = _cell(summary, ds, e, C, "acc"), _cell(summary, ds, e, C, "n_test")
@@ -84,30 +102,40 @@ def _pairs(summary, entries, against):
     return out
 
 
-def _agree(points: float, pp: float) -> bool:
-    """Equal accuracy up to one test point or half a percentage point."""
-    return points <= 1.0 + 1e-9 or pp <= 0.5
+def agree(points: float, pp: float) -> bool:
+    """The rule of "almost identical" accuracy: two-sided, within AGREE_POINTS test points or
+    AGREE_PP percentage points (the paper's own Table 1 needs both: see AGREE_POINTS)."""
+    return points <= AGREE_POINTS + 1e-6 or pp <= AGREE_PP + 1e-9
 
 
-def _same_accuracy(summary, entries, against, claim, cause) -> Finding:
-    pairs = _pairs(summary, entries, against)
+AGREE_RULE = (f"|difference| <= {AGREE_POINTS:g} test points or {AGREE_PP:g} pp in every cell (their Table 1 "
+              "calls heart C=10, 2 test points apart, almost identical)")
+
+
+def _same_accuracy(summary, entries, against, claim, cause, skip=(), rule=AGREE_RULE) -> Finding:
+    pairs = _pairs(summary, entries, against, skip)
     if not pairs:
-        return Finding(claim, "no cell has both", None, "the run lacks these entries")
-    off = [p for p in pairs if not _agree(p[3], p[4])]
+        return Finding(claim, "no cell has both", None, "the run lacks these entries", rule)
+    off = [p for p in pairs if not agree(p[3], p[4])]
     worst = max(pairs, key=lambda p: p[4])
-    ours = (f"{len(pairs) - len(off)} of {len(pairs)} cells within one test point or 0.5 pp; largest difference "
-            f"{worst[4]:.2f} pp ({worst[3]:.0f} test points: {worst[0]}, C={fmt(worst[1])}, {worst[2]})")
+    ours = (f"{len(pairs) - len(off)} of {len(pairs)} cells within {AGREE_POINTS:g} test points or {AGREE_PP:g} pp; "
+            f"largest difference {worst[4]:.2f} pp ({worst[3]:.0f} test points: {worst[0]}, C={fmt(worst[1])}, "
+            f"{worst[2]})")
     why = "" if not off else cause(off)
-    return Finding(claim, ours, not off, why)
+    return Finding(claim, ours, not off, why, rule)
 
 
 def finding_matches_linearsvc(summary) -> Finding:
     entries = [e for col in ("our", "our shrinking") for e in COLUMNS[col]]
-    return _same_accuracy(
+    f = _same_accuracy(
         summary, entries, REFERENCE,
         "dcd's test accuracy is almost identical to LinearSVC's with the same parameters (Table 1; their own "
         "exception: heart at C=100, 80.81/82.83 against 74.75)",
-        lambda off: _off_cells(summary, off, REFERENCE))
+        lambda off: _off_cells(summary, off, REFERENCE), skip=(EXCEPTION,),
+        rule=AGREE_RULE + "; heart at C=100, their exception, is left to finding 4")
+    if f.holds is not None:
+        f.ours += "; heart C=100 (their exception) is finding 4's"
+    return f
 
 
 def _off_cells(summary, off, against) -> str:
@@ -132,31 +160,39 @@ def finding_shrinking_same_accuracy(summary) -> Finding:
         pairs.append(_same_accuracy(summary, [shrunk], plain, "", lambda off, p=plain: _off_cells(summary, off, p)))
     known = [f for f in pairs if f.holds is not None]
     claim = "shrinking leaves the accuracy unchanged (Table 1, 'our' against 'our shrinking')"
+    rule = AGREE_RULE + " (their own: heart C=100 2 test points, banknote C=100 1)"
     if not known:
-        return Finding(claim, "no cell has both", None, "the run lacks these entries")
+        return Finding(claim, "no cell has both", None, "the run lacks these entries", rule)
     ok = all(f.holds for f in known)
     return Finding(claim, "; ".join(f"{s}: {f.ours}" for s, f in zip(("stop=pg", "stop=w_change"), pairs)
                                     if f.holds is not None), ok,
-                   "; ".join(f.why for f in known if not f.holds))
+                   "; ".join(f.why for f in known if not f.holds), rule)
 
 
 def finding_accuracy_levels(summary) -> Finding:
-    rows, off = [], []
+    rows, off, aside = [], [], []
     for ds in DATASETS:
         ours = summary[(summary["dataset"] == ds) & (summary["solver_entry"] == REFERENCE)]["acc"]
         if ours.empty:
             continue
         theirs = float(np.median(TABLE1[ds]["sklearn"]))
         mine = float(ours.median())
+        if ds in NOT_COMPARABLE_LEVELS:
+            aside.append(f"{PAPER_NAMES[ds]} {mine:.2f} (paper {theirs:.2f}; not comparable: "
+                         f"{NOT_COMPARABLE_LEVELS[ds]})")
+            continue
         rows.append(f"{PAPER_NAMES[ds]} {mine:.2f} (paper {theirs:.2f})")
-        if abs(mine - theirs) > LEVEL_PP:
+        if not abs(mine - theirs) <= LEVEL_PP:
             off.append(ds)
-    claim = (f"test accuracy levels: banknote ~98.9%, heart ~80.8%, MNIST ones/sevens ~99.6%, toy ~93.5% "
-             f"(Table 1; checked on LinearSVC's median over C, within {LEVEL_PP:g} pp)")
+    claim = "test accuracy levels: banknote ~98.9%, heart ~80.8%, MNIST ones/sevens ~99.6%, toy ~93.5% (Table 1)"
+    rule = (f"LinearSVC's median over C within {LEVEL_PP:g} pp of theirs, either way, on the data we share "
+            "(banknote, heart, MNIST; not toy)")
     if not rows:
-        return Finding(claim, "no LinearSVC cell", None, "the run lacks LinearSVC")
+        if aside:
+            return not_comparable(claim, "; ".join(aside), "no dataset of theirs we share was run", rule)
+        return Finding(claim, "no LinearSVC cell", None, "the run lacks LinearSVC", rule)
     why = ("" if not off else "the data differ: " + "; ".join(DATA_DIFFERENCES[d] for d in off))
-    return Finding(claim, "; ".join(rows), not off, why)
+    return Finding(claim, "; ".join(rows + aside), not off, why, rule)
 
 
 def finding_heart_linearsvc_drop(summary) -> Finding:
@@ -168,7 +204,7 @@ def finding_heart_linearsvc_drop(summary) -> Finding:
     def conv(e):
         return (f"{_cell(summary, 'cleveland_heart', e, 100.0, 'converged'):.0f}/"
                 f"{_cell(summary, 'cleveland_heart', e, 100.0, 'runs'):.0f}")
-    holds = dcd - lib >= 3.0
+    holds = dcd - lib >= HEART_DROP_PP
     ours = f"LinearSVC {lib:.2f}%, dcd {dcd:.2f}% (runs that met tol 1e-4: LinearSVC {conv(REFERENCE)}, dcd {conv('dcd')})"
     cell = summary[(summary["dataset"] == "cleveland_heart") & np.isclose(summary["C"], 100.0)]
     if (cell["converged"] < cell["runs"]).all():
@@ -178,7 +214,8 @@ def finding_heart_linearsvc_drop(summary) -> Finding:
                "where it stopped. Theirs likely also stopped short (LinearSVC's default cap is 1000 passes)")
     else:
         why = "" if holds else "both reach the same optimum here, and the optimum has one accuracy"
-    return Finding(claim, ours, holds, why if not holds else "")
+    return Finding(claim, ours, holds, why if not holds else "",
+                   f"dcd - LinearSVC >= {HEART_DROP_PP:g} pp (3 test points) at heart C=100")
 
 
 def _time_ratios(summary, entries):
@@ -193,12 +230,38 @@ def _time_ratios(summary, entries):
     return out
 
 
+def repeat_ratios(summary, pairs) -> list[float]:
+    """Per repeat (random_state), the median over `pairs` ((dataset, C, entry, against)) of
+    time(entry) / time(against) in that repeat: the samples a timing verdict rests on. A summary
+    without per-repeat times gives its medians as one sample."""
+    per = []
+    for ds, C, e, ref in pairs:
+        a, b = _reps(summary, ds, e, C), _reps(summary, ds, ref, C)
+        n = min(len(a), len(b))
+        if n:
+            per.append(np.asarray(a[:n], float) / np.asarray(b[:n], float))
+    if not per:
+        return []
+    n = min(len(r) for r in per)
+    return [float(np.median([r[i] for r in per])) for i in range(n)]
+
+
+def _reps(summary, ds, entry, C) -> tuple:
+    row = summary[(summary["dataset"] == ds) & (summary["solver_entry"] == entry) & np.isclose(summary["C"], C)]
+    if not len(row):
+        return ()
+    return tuple(row["time_reps"].iloc[0]) if "time_reps" in row.columns else (float(row["time_s"].iloc[0]),)
+
+
 def finding_slower_than_linearsvc(summary) -> Finding:
     claim = ("dcd is far slower than LinearSVC: seconds against milliseconds, 500-1000x (Table 2), which they "
              "put down to Python against LIBLINEAR's C")
+    rule = (f"per repeat, the median over cells of dcd's time over LinearSVC's >= {FAR_SLOWER:g}x in every repeat "
+            "(theirs: 1138x, ...); undecided when the repeats straddle it")
     ratios = _time_ratios(summary, COLUMNS["our"] + COLUMNS["our shrinking"])
     if not ratios:
-        return Finding(claim, "no timed cell has both", None, "the run lacks these entries")
+        return Finding(claim, "no timed cell has both", None, "the run lacks these entries", rule)
+    reps = repeat_ratios(summary, [(d, C, e, REFERENCE) for d, C, e, _ in ratios])
     r = np.array([x[3] for x in ratios])
     under = int((r <= 1.0).sum())
     alike = np.array([x[3] for x in _time_ratios(summary, ["dcd_shrinking"])])   # both shrink, both stop on M - m
@@ -208,10 +271,9 @@ def finding_slower_than_linearsvc(summary) -> Finding:
     if alike.size:
         ours += (f"; like for like (dcd with shrinking, stop=pg, as LIBLINEAR runs): median {np.median(alike):.2f}x, "
                  f"per pass {np.median(per_pass):.2f}x")
-    holds = bool(np.median(r) >= 10.0)
-    why = "" if holds else ("ours is compiled (numba), theirs was interpreted Python: the 500-1000x was the "
-                            "language, as they said. " + _speed_reason(alike, per_pass))
-    return Finding(claim, ours, holds, why)
+    why = ("ours is compiled (numba), theirs was interpreted Python: the 500-1000x was the language, as they "
+           "said. " + _speed_reason(alike, per_pass))
+    return timed_finding(claim, ours, reps, FAR_SLOWER, math.inf, rule, why)
 
 
 def _speed_reason(alike: np.ndarray, per_pass: np.ndarray) -> str:
@@ -236,7 +298,9 @@ def _per_pass(summary):
 def finding_shrinking_not_faster(summary) -> Finding:
     claim = ("shrinking does not make dcd faster (Table 2: 0.6x-1.4x of the plain time, slower on MNIST at "
              "every C)")
-    ratios, updates = [], []
+    rule = (f"per repeat, the median over cells of time with shrinking over without >= {NOT_FASTER:g} in every "
+            "repeat (theirs: median 1.05x); undecided when the repeats straddle it")
+    ratios, updates, pairs = [], [], []
     for plain, shrunk in zip(COLUMNS["our"], COLUMNS["our shrinking"]):
         for ds in sorted(summary["dataset"].unique()):
             for C in CS:
@@ -244,20 +308,18 @@ def finding_shrinking_not_faster(summary) -> Finding:
                 ua, ub = _cell(summary, ds, plain, C, "n_updates"), _cell(summary, ds, shrunk, C, "n_updates")
                 if math.isfinite(a) and math.isfinite(b) and a > 0:
                     ratios.append(b / a)
+                    pairs.append((ds, C, shrunk, plain))
                 if math.isfinite(ua) and math.isfinite(ub) and ua > 0:
                     updates.append(ub / ua)
     if not ratios:
-        return Finding(claim, "no cell has both", None, "the run lacks these entries")
+        return Finding(claim, "no cell has both", None, "the run lacks these entries", rule)
     r = np.array(ratios)
-    ours = f"time with shrinking over without: median {np.median(r):.2f}x ({r.min():.2f}x-{r.max():.2f}x)"
+    ours = f"time with shrinking over without: median {np.median(r):.2f}x ({r.min():.2f}x-{r.max():.2f}x) over cells"
     if updates:
         ours += f"; coordinate updates with over without: median {np.median(updates):.2f}x"
-    holds = bool(np.median(r) >= 0.9)
-    why = "" if holds else ("ours skips the shrunk variables inside the compiled pass, so the fewer coordinate "
-                            "updates are fewer seconds; the report does not say why theirs gained nothing "
-                            "(in interpreted Python the per-index bookkeeping may cost what the skipped "
-                            "updates save)")
-    return Finding(claim, ours, holds, why)
+    why = ("ours skips the shrunk variables inside the compiled pass, so the fewer coordinate updates are "
+           "fewer seconds; the report does not say why theirs gained nothing (in interpreted Python the per-index bookkeeping may cost what the skipped updates save)")
+    return timed_finding(claim, ours, repeat_ratios(summary, pairs), NOT_FASTER, math.inf, rule, why)
 
 
 def finding_fewer_passes(summary) -> Finding:
@@ -307,11 +369,20 @@ def finding_active_near_boundary(active: dict | None) -> Finding:
     return Finding(claim, ours, holds, "" if holds else "the active points are not a minority near the boundary")
 
 
+# The rules of the findings that state theirs inline nowhere else (the paper prints no numbers for them).
+RULES = {"fewer": "dcd's median passes < LinearSVC's in at least one cell (the paper prints no pass counts)",
+         "w_change": "every stop=w_change run at C=1 stops on the rule within the 1000-pass cap",
+         "active": "under half the toy points keep alpha > 0, all with y f(x) <= 1.01 (inside the margin)"}
+
+
 def findings(summary: pd.DataFrame, active: dict | None = None) -> list[Finding]:
-    return [finding_matches_linearsvc(summary), finding_shrinking_same_accuracy(summary),
-            finding_accuracy_levels(summary), finding_heart_linearsvc_drop(summary),
-            finding_slower_than_linearsvc(summary), finding_shrinking_not_faster(summary),
-            finding_fewer_passes(summary), finding_w_change_reached(summary), finding_active_near_boundary(active)]
+    found = [finding_matches_linearsvc(summary), finding_shrinking_same_accuracy(summary),
+             finding_accuracy_levels(summary), finding_heart_linearsvc_drop(summary),
+             finding_slower_than_linearsvc(summary), finding_shrinking_not_faster(summary),
+             finding_fewer_passes(summary), finding_w_change_reached(summary), finding_active_near_boundary(active)]
+    for f, key in zip(found[-3:], ("fewer", "w_change", "active")):
+        f.rule = f.rule or RULES[key]
+    return found
 
 
 # ------------------------------------------------------------------------------ tables
@@ -474,11 +545,19 @@ def fig_active_points(data: ReportData):
         ax.scatter(X[live, 0], X[live, 1], s=22, c=colour, edgecolors="k", linewidths=0.4,
                    label=f"class {cls:+d}, alpha > 0 ({live.sum()})")
     ax.set_title(f"Shrinking on the toy data: dcd with shrinking, C={fmt(st['C'])} ({_state(row)})\n"
-                 f"small: alpha = 0 (shrunk away); large: alpha > 0 ({100 * st['share']:.1f}% of points)", fontsize=9)
+                 f"small: alpha = 0 at the end; large: alpha > 0 ({100 * st['share']:.1f}% of points)"
+                 + _active_end(row), fontsize=9)
     ax.set_xlabel("x1")
     ax.set_ylabel("x2")
     ax.legend(fontsize=6.5, loc="lower right")
     return fig
+
+
+def _active_end(row) -> str:
+    """The size of the shrinking passes' active set A when the fit ended, where the solver reported
+    it (`info_n_active_end`): the set itself is not kept, so the figure shows the final alphas."""
+    n = pd.to_numeric(pd.Series([row.get("info_n_active_end")]), errors="coerce").iloc[0]
+    return "" if not math.isfinite(n) else f"; |A| at the end: {int(n)}"
 
 
 def fig_w_change(data: ReportData):
@@ -568,8 +647,12 @@ FIGURES = {
     "fig2_3_decision_function": ("Figures 2 and 3: the decision function",
                                  "x'w + b of dcd at C=10 (their Section 4.1 uses C=10) over the plane, lines at f = -1, 0, 1."),
     "fig4_shrinking_active_points": ("Figure 4: shrinking on the toy data",
-                                     "From the fitted alphas of dcd with shrinking (stop=pg): small points have alpha = 0 "
-                                     "(shrunk away and never needed again), large ones alpha > 0."),
+                                     "From the final alphas of dcd with shrinking (stop=pg): small points have alpha = 0 "
+                                     "at the end, large ones alpha > 0. Their Figure 4 draws the active set A they "
+                                     "tracked through the passes; our solver reports only A's size at the end (in the "
+                                     "title), not its members, so this is the closest picture the kept model gives: "
+                                     "at the optimum the points off the margin have alpha = 0, which is what shrinking "
+                                     "removes."),
     "fig5_6_w_change": ("Figures 5 and 6: ||w_k+1 - w_k|| per epoch at C=1",
                         "The runs that stop on ||w_k+1 - w_k|| < 1e-4, without shrinking (dcd_wchange, their Fig. 5) "
                         "and with it (dcd_wchange_shrinking, their Fig. 6); one point per epoch, the median of the "
@@ -611,8 +694,11 @@ def readme(summary, found, figs, skipped, setup: dict) -> str:
             "all 12 fits `max_iter`), while standardised both converge at C=1.",
             "- No certified reference solve (`run.reference=false`): each fit's own duality gap bounds its "
             "distance from the optimum.",
-            f"- Repeats: every fit runs {setup.get('repeats', 3)} times (random_state 0, 1, 2: another pass "
-            "order); accuracies are means, times medians over them. Times are solver seconds, one fit at a time "
+            f"- Repeats: every fit runs {setup.get('repeats', 5)} times (random_state 0 to "
+            f"{setup.get('repeats', 5) - 1}: another pass order); accuracies are means, times medians over them, "
+            "and the timing findings (5, 6) are judged in each repeat: undecided when the repeats straddle the "
+            "rule's threshold. The repeats run in one process, dataset by dataset (each dataset's fits together), "
+            "not strictly alternating. Times are solver seconds, one fit at a time "
             "(cluster=sequential) on a loaded 2-core machine, ours and LinearSVC's in the same run. Every dcd "
             "pass is traced (for Figures 5-6): the recorder's own time is left out of the solver seconds, but "
             "the copy of w each pass needs for ||w_k+1 - w_k|| is in them, and a trace point after every pass "
@@ -620,6 +706,9 @@ def readme(summary, found, figs, skipped, setup: dict) -> str:
             "overstates our time; the untraced whole call is measured in the repository README's Benchmarks "
             "(`python tests/solvers/bench_dcd.py small`).",
             *[f"- {DATA_DIFFERENCES[d]}." for d in DATASETS],
+            "- Their own toy numbers disagree: Section 4.1 gives 92.73% at C=10 for dcd and for LinearSVC, their "
+            "Table 1 93.48% for both at C=10. The report does not say which run each is (another split or draw, "
+            "we guess); Table 1 is the one compared here, and on toy only as a mechanism (not comparable levels).",
             f"- Rows (train / test): {setup.get('rows', '')}.", "",
             "## Table 1: test accuracy (%)\n",
             "Their numbers (paper) beside ours under each stopping rule.\n",

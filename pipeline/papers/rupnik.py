@@ -24,7 +24,7 @@ from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks, figur
 from ..report.registry import ReportData, Skip
 from ..report.tables import to_targets
 from . import paper
-from .common import Finding, draw_figures, figure_lines, header_lines, save_figures, table_lines
+from .common import Finding, draw_figures, figure_lines, header_lines, not_comparable, save_figures, table_lines
 
 NAME = "rupnik"
 PEGASOS, EXACT, STARTS, KT = "pegasos", "dcd", "pegasos_starts", "pegasos_kT"
@@ -360,10 +360,80 @@ def finding_lazy_t(kt) -> Finding:
     return Finding(claim, "; ".join(parts), holds, why)
 
 
+# Section 4.3's and Figure 3's numbers are RCV1's at lambda = 1e-4 (C = 1/(lambda n) = 0.014 on
+# 700,000 rows). On another corpus the same lambda is another problem: rotten_tomatoes' 11,146 rows
+# make C = 0.90, 63 times the regularisation's reach, so those numbers are not comparable there;
+# the mechanisms (starts, k against T, lazy t, an exact solver's cost) are judged on each dataset.
+RCV1_LIKE = ("rcv1_full",)
+RCV1_NUMBERS = ("gap_iterations", "test_error")
+RULES = {
+    "starts": f"final objectives of the starts within {100 * START_SPREAD:g}% of each other on the same batches",
+    "gap_iterations": f"both 0.3% and 0.1% reached, each within {IT_FACTOR:g}x their iterations (200, 560), on a "
+                      "certified f*",
+    "exact_is_slow": "Pegasos reaches 0.1% before the exact solver has certified the optimum",
+    "test_error": f"Pegasos's test error at {AT_IT} iterations at most {ERR_PP:g} pp above the exact solver's (theirs: "
+                  f"{THEIRS_ERR_50:g} against {THEIRS_ERR_EXACT:g})",
+    "small_k_slow": f"the smallest k's final gap at least {SLOW_FACTOR:g}x the best k's, at every kT",
+    "only_kT": f"at every kT the final gaps over k within a factor {SLOW_FACTOR:g}",
+    "larger_kT": "at every k the final gap falls as kT grows",
+    "lazy_t": "at the smallest k and every kT, lazy t ends below plain t and above the best k",
+}
+_FINDINGS = (("starts", finding_starts, "st"), ("gap_iterations", finding_gap_iterations, "conv"),
+             ("exact_is_slow", finding_exact_is_slow, "conv"), ("test_error", finding_test_error, "conv"),
+             ("small_k_slow", finding_small_k_slow, "kt"), ("only_kT", finding_only_kT_matters, "kt"),
+             ("larger_kT", finding_larger_kT_better, "kt"), ("lazy_t", finding_lazy_t, "kt"))
+
+
+def rule_test_error(pegasos_at_50: float, exact: float) -> bool:
+    """ "Reaches the exact solver's level early": at most ERR_PP points above it (one-sided)."""
+    return bool(pegasos_at_50 - exact <= ERR_PP)
+
+
+def rule_iterations(it_03: float, it_01: float) -> bool:
+    """Both targets reached within IT_FACTOR times their iteration counts."""
+    return bool(it_03 <= IT_FACTOR * THEIRS_IT[3e-3] and it_01 <= IT_FACTOR * THEIRS_IT[1e-3])
+
+
+def _C_of(conv, ds) -> str:
+    """C = 1/(lambda n_train) of the dataset's Pegasos fit, said in words."""
+    r = conv[(conv["dataset"] == ds) & (conv["solver_entry"] == PEGASOS)]
+    if r.empty or not (r["lambda"].iloc[0] and r["n_train"].iloc[0]):
+        return "another C"
+    return f"C = 1/(lambda n) = {fmt(1 / (float(r['lambda'].iloc[0]) * float(r['n_train'].iloc[0])))}"
+
+
+def _datasets(*tables) -> list[str]:
+    found = set().union(*(set(t["dataset"]) for t in tables if "dataset" in t.columns))
+    return [d for d in PAPER_DATA if d in found] + sorted(found - set(PAPER_DATA))
+
+
 def findings(conv: pd.DataFrame, st: pd.DataFrame, kt: pd.DataFrame) -> list[Finding]:
-    return [finding_starts(st), finding_gap_iterations(conv), finding_exact_is_slow(conv),
-            finding_test_error(conv), finding_small_k_slow(kt), finding_only_kT_matters(kt),
-            finding_larger_kT_better(kt), finding_lazy_t(kt)]
+    """Each finding once per dataset: a claim that holds on one corpus and not on another is two
+    verdicts, not one "differs". Section 4.3's and Figure 3's numbers (RCV1's) are not comparable
+    on a corpus that is not RCV1-like."""
+    tables = {"conv": conv, "st": st, "kt": kt}
+    datasets = _datasets(conv, st, kt)
+    out = []
+    for key, fn, table in _FINDINGS:
+        first = True
+        for ds in datasets:
+            sub = tables[table]
+            sub = sub[sub["dataset"] == ds] if "dataset" in sub.columns else sub
+            if sub.empty:
+                continue
+            f = fn(sub)
+            if key in RCV1_NUMBERS and ds not in RCV1_LIKE and f.holds is not None:
+                f = not_comparable(f.claim, f.ours, "their numbers are RCV1's at C = 1/(lambda n) = 0.014; the same "
+                                   f"lambda here is {_C_of(conv, ds)}, another regime")
+            f.claim = (f.claim if first else "the same") + f" — on {_name(ds)}"
+            f.rule = RULES[key]
+            first = False
+            out.append(f)
+        if first:
+            f = fn(tables[table])
+            f.rule = RULES[key]
+            out.append(f)
+    return out
 
 
 # ------------------------------------------------------------------------------ tables
@@ -498,9 +568,8 @@ def fig_test_error(data: ReportData):
             n += 1
         ax.axvline(AT_IT, color="0.5", linestyle=":", linewidth=0.9, label=f"{AT_IT} iterations")
         _decorate(ax, _name(ds), "iteration t", "test error (%)", n + 1, logx=True)
-        top = ax.get_ylim()[1]
-        ax.set_ylim(max(0.0, ax.get_ylim()[0]), min(top, 3 * 100 * (1 - float(x["test_accuracy"].iloc[0])))
-                    if len(x) else top)
+        # The whole curve from t = 1 (a cap at 3x the exact error hid the first 40 iterations).
+        ax.set_ylim(0.0, ax.get_ylim()[1])
     fig.suptitle("Figure 3: test error against iterations (ordered split)", fontsize=9)
     return fig
 

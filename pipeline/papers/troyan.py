@@ -22,7 +22,8 @@ from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
-from .common import Finding, draw_figures, figure_lines, header_lines, save_figures, table_lines
+from .common import (Finding, draw_figures, figure_lines, header_lines, save_figures, spread, table_lines,
+                     timed_finding)
 
 NAME = "troyan"
 DATASETS = ("australian", "breast_cancer_wisconsin_699", "pima_diabetes", "heart_statlog", "hepatitis", "sonar", "voting")
@@ -52,9 +53,18 @@ TABLE3 = {"australian": (199.3379, 199.3379, 199.3365, 199.3556, 889.8765),
           "hepatitis": (101.3649, 101.3650, 101.3651, 102.1506, 157.3018),
           "sonar": (121.5664, 121.5669, 121.5664, 134.8765, 122.1448),
           "voting": (25.3687, 25.3686, 25.3684, 26.0129, 26.3085)}
-REACH = 1e-3            # "reaches the global minimum": L - L* below their own resolution (Section 5.2: < 1e-3)
+REACH = 1e-3            # CD/GD "stop away from the optimum": L - L* above 1e-3 (Section 5.2's own resolution)
+# "Reaches the global minimum" in the paper's terms: the same loss to about 4 significant digits,
+# (L - L*) / L* <= 1e-4. Their Table 3 has Maj 0.0016 above alpha-Maj on Heart (1.7e-5 relative),
+# which an absolute 1e-3 would call a miss; CD's and GD's misses are 5e-4 to 3.5 relative.
+REACH_REL = 1e-4
 MATCH_REL = 1e-4        # "the same loss to about 4 digits": |L* - L_paper| / L_paper
 ABOUT = 1.5             # "about k times faster": within a factor 1.5 of k either way
+# The datasets whose data are not theirs (voting: KEEL's 232 complete rows against their 434), so
+# their times are not comparable: the speed-up means are over the others, against the paper's
+# own mean over the same datasets (Table 2).
+NOT_COMPARABLE = ("voting",)
+LARGER = ("australian", "breast_cancer_wisconsin_699", "pima_diabetes")   # their n >= 690 (Table 1), voting aside
 
 
 # ------------------------------------------------------------------------------ summary
@@ -65,12 +75,15 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     L - L*, and the runs whose own stopping rule met the gap certificate (`converged`)."""
     fits = results[results["status"] != "error"]
     C = fits["C"].astype(float)
+    if "param_init_seed" in fits.columns:
+        fits = fits.sort_values("param_init_seed")
     fits = fits.assign(L=fits["primal_objective"] / C, L_star=fits["f_star"] / C,
                        L_star_gap=fits["f_star_gap"].abs() / C,
                        excess=(fits["primal_objective"] - fits["f_star"]) / C,
                        star_ok=fits["f_star_status"] == "converged")
     g = fits.groupby(["dataset", "solver_entry"], sort=True)
-    return g.agg(runs=("key", "count"), time_s=("fit_time_s", "median"), n_iter=("n_iter", "median"),
+    return g.agg(runs=("key", "count"), time_s=("fit_time_s", "median"), time_reps=("fit_time_s", tuple),
+                 n_iter=("n_iter", "median"),
                  L=("L", "median"), L_min=("L", "min"), L_max=("L", "max"), L_star=("L_star", "first"),
                  L_star_gap=("L_star_gap", "max"), star_ok=("star_ok", "all"), excess=("excess", "max"),
                  excess_median=("excess", "median"), converged=("status", lambda s: int((s == "converged").sum())),
@@ -94,8 +107,8 @@ def _certified(summary, ds) -> bool:
 # ------------------------------------------------------------------------------ findings
 def finding_global_minimum(summary) -> Finding:
     claim = ("only Maj, 2Maj and alpha-Maj consistently reach the global minimum; alpha-Maj as good as or better "
-             "than SVM-Maj, the differences below 1e-3 (Section 5.2, Table 3; checked as L - L* <= 1e-3 in every "
-             "start. Their own Table 3 has Maj 0.0016 above alpha-Maj on Heart)")
+             "than SVM-Maj, the differences below 1e-3 (Section 5.2, Table 3; their own Table 3 has Maj 0.0016 "
+             "above alpha-Maj on Heart)")
     cells, off, uncertified = 0, [], []
     for ds in _datasets(summary):
         if not _certified(summary, ds):
@@ -105,19 +118,30 @@ def finding_global_minimum(summary) -> Finding:
             ex = _cell(summary, ds, e, "excess")
             if math.isfinite(ex):
                 cells += 1
-                if ex > REACH + _cell(summary, ds, e, "L_star_gap"):
-                    off.append(f"{LABELS[e]} on {PAPER_NAMES.get(ds, ds)} ({fmt(ex)})")
+                star = _cell(summary, ds, e, "L_star")
+                if not rule_reaches(star + ex, star, _cell(summary, ds, e, "L_star_gap")):
+                    off.append(f"{LABELS[e]} on {PAPER_NAMES.get(ds, ds)} ({fmt(ex)}, {ex / star:.1e} relative)")
     if not cells:
         return Finding(claim, "no majorization run with a certified L*", None,
                        "the run lacks these entries or its reference solves" +
-                       (f" (L* not certified on {', '.join(uncertified)})" if uncertified else ""))
+                       (f" (L* not certified on {', '.join(uncertified)})" if uncertified else ""), RULE_REACH)
     ours = (f"{cells - len(off)} of {cells} dataset x method cells (Maj, 2Maj, alpha-Maj printed and ours) end within "
-            f"{fmt(REACH)} of the certified L* in every random start")
+            f"{REACH_REL:g} of the certified L*, relative, in every random start")
     if uncertified:
         ours += f"; not judged where L* is not certified: {', '.join(uncertified)}"
-    why = "" if not off else ("stopped more than 1e-3 above L* by the relative-decrease rule alone: "
-                              + "; ".join(off[:6]) + (f" and {len(off) - 6} more" if len(off) > 6 else ""))
-    return Finding(claim, ours, not off, why)
+    why = "" if not off else (f"stopped more than {REACH_REL:g} (relative) above L* by the relative-decrease "
+                              "rule alone: " + "; ".join(off[:6]) + (f" and {len(off) - 6} more" if len(off) > 6 else ""))
+    return Finding(claim, ours, not off, why, RULE_REACH)
+
+
+RULE_REACH = (f"(L - L*) / L* <= {REACH_REL:g} (the same loss to about 4 digits) in every start; their Table 3 "
+              "passes it (worst: Maj on Heart, 1.7e-5), an absolute 1e-3 would not (0.0016)")
+
+
+def rule_reaches(L: float, L_star: float, certainty: float = 0.0) -> bool:
+    """ "Reaches the global minimum": L - L* <= REACH_RELATIVE |L*|, plus how far L* itself is
+    certain (the reference's gap)."""
+    return bool(L - L_star <= REACH_REL * abs(L_star) + (certainty if math.isfinite(certainty) else 0.0))
 
 
 def _ratios(summary, slow, fast, col):
@@ -130,20 +154,82 @@ def _ratios(summary, slow, fast, col):
     return out
 
 
-def _speedup(summary, slow, fast, paper_factor, claim, extra="") -> Finding:
+def paper_ratio(slow: str, fast: str, datasets) -> float:
+    """The paper's mean over `datasets` of Table 2's time(slow) / time(fast), entries by our names."""
+    i, j = list(METHODS.values()).index(slow), list(METHODS.values()).index(fast)
+    return float(np.mean([TABLE2[d][i] / TABLE2[d][j] for d in datasets]))
+
+
+def rule_about(ratio: float, paper_factor: float) -> bool:
+    """ "About k times faster": within a factor ABOUT of k, either way."""
+    return bool(paper_factor / ABOUT <= ratio <= paper_factor * ABOUT)
+
+
+def _start_ratios(summary, slow, fast, datasets) -> list[float]:
+    """Per random start (init_seed), the mean over `datasets` of time(slow) / time(fast) in that
+    start: the repeats the speed-up verdict rests on."""
+    per = []
+    for d in datasets:
+        row_a = summary[(summary["dataset"] == d) & (summary["solver_entry"] == slow)]
+        row_b = summary[(summary["dataset"] == d) & (summary["solver_entry"] == fast)]
+        if not (len(row_a) and len(row_b)):
+            continue
+        a = row_a["time_reps"].iloc[0] if "time_reps" in row_a.columns else (float(row_a["time_s"].iloc[0]),)
+        b = row_b["time_reps"].iloc[0] if "time_reps" in row_b.columns else (float(row_b["time_s"].iloc[0]),)
+        n = min(len(a), len(b))
+        per.append(np.asarray(a[:n], float) / np.asarray(b[:n], float))
+    if not per:
+        return []
+    n = min(len(r) for r in per)
+    return [float(np.mean([r[i] for r in per])) for i in range(n)]
+
+
+def _speedup(summary, slow, fast, printed, claim, paper_slow=None) -> Finding:
+    """A "k times faster" finding: our mean time ratio over the datasets whose data are theirs,
+    against the paper's own mean over the same datasets (Table 2), within a factor ABOUT, in
+    every random start (`timed_finding`)."""
     times, iters = _ratios(summary, slow, fast, "time_s"), _ratios(summary, slow, fast, "n_iter")
-    if not times:
-        return Finding(claim, "no dataset has both", None, "the run lacks these entries")
-    mean = float(np.mean(list(times.values())))
-    top = max(times, key=times.get)
+    paper_slow = paper_slow or slow
+    same = [d for d in times if d in TABLE2 and d not in NOT_COMPARABLE]
+    if not same:
+        return Finding(claim, "no dataset of theirs has both", None, "the run lacks these entries")
+    theirs = paper_ratio(paper_slow, "alpha_maj_printed" if fast == OURS_ALPHA else fast, same)
+    rule = (f"mean over {len(same)} datasets of time {LABELS.get(slow, slow)} / {LABELS.get(fast, fast)} within a "
+            f"factor {ABOUT:g} of their Table 2's mean over the same datasets ({theirs:.2f}x; {printed:g}x is over "
+            f"all seven), in every random start; Voting left out (not their data)")
+    mean = float(np.mean([times[d] for d in same]))
     per = ", ".join(f"{PAPER_NAMES.get(d, d)} {r:.2f}" for d, r in times.items())
-    ours = (f"time {LABELS.get(slow, slow)} / {LABELS.get(fast, fast)}: mean {mean:.2f}x over {len(times)} datasets "
-            f"({per}; largest {times[top]:.2f}x on {PAPER_NAMES.get(top, top)}); iterations: mean "
-            f"{np.mean(list(iters.values())):.2f}x")
-    holds = paper_factor / ABOUT <= mean <= paper_factor * ABOUT
-    why = "" if holds else (f"our mean time ratio {mean:.2f}x is not within a factor {ABOUT:g} of the paper's "
-                            f"{paper_factor:g}x{extra}")
-    return Finding(claim, ours, holds, why)
+    aside = [d for d in times if d not in same]
+    ours = (f"time {LABELS.get(slow, slow)} / {LABELS.get(fast, fast)} (medians over starts): mean {mean:.2f}x over "
+            f"{len(same)} datasets ({per}" + (f"; {', '.join(PAPER_NAMES.get(d, d) for d in aside)} not in the "
+                                              "mean" if aside else "") +
+            f"); iterations: mean {np.mean([iters[d] for d in same if d in iters]):.2f}x")
+    why = f"our mean time ratio is not within a factor {ABOUT:g} of the paper's {theirs:.2f}x on these datasets"
+    return timed_finding(claim, ours, _start_ratios(summary, slow, fast, same), theirs / ABOUT, theirs * ABOUT,
+                         rule, why)
+
+
+def finding_larger_sets(summary, slow="svmmaj", fast="alpha_maj_printed") -> Finding:
+    claim = ("on the larger datasets the CPU time decrease of alpha-Maj over SVM-Maj is consistently higher than "
+             "on average, up to 6.3x (Section 5.2; their Table 2 itself gives at most 5.61x, on Voting)")
+    times = _ratios(summary, slow, fast, "time_s")
+    same = [d for d in times if d in TABLE2 and d not in NOT_COMPARABLE]
+    rule = ("on each of the larger sets (their n >= 690: Australian, Breast.cancer.w, Diabetes) the ratio is above "
+            "the mean over all compared datasets (theirs: 4.40, 4.75, 4.73 against 2.94)")
+    big = [d for d in LARGER if d in times]
+    if not big or len(same) < 2:
+        return Finding(claim, "the larger sets were not run", None, "the run lacks these entries", rule)
+    mean = float(np.mean([times[d] for d in same]))
+    ours = (", ".join(f"{PAPER_NAMES[d]} {times[d]:.2f}x" for d in big) + f" against the mean {mean:.2f}x; "
+            f"largest over all {max(times.values()):.2f}x")
+    holds = rule_larger_higher({d: times[d] for d in same})
+    return Finding(claim, ours, holds, "" if holds else "not every larger set is above the mean", rule)
+
+
+def rule_larger_higher(ratios: dict) -> bool:
+    """Every one of LARGER present in `ratios` (dataset -> speed-up) is above their mean."""
+    mean = float(np.mean(list(ratios.values())))
+    return all(ratios[d] > mean for d in LARGER if d in ratios)
 
 
 def finding_alpha_over_maj(summary) -> Finding:
@@ -219,6 +305,9 @@ def finding_losses_match(summary) -> Finding:
         if not math.isfinite(ours):
             ours = float(summary[summary["dataset"] == ds]["L_star"].iloc[0])
         rel = abs(ours - theirs) / theirs
+        if ds in NOT_COMPARABLE:
+            rows.append(f"{PAPER_NAMES[ds]} {ours:.4f} ({theirs:.4f}, {rel:.1e}; not comparable: other rows)")
+            continue
         rows.append(f"{PAPER_NAMES[ds]} {ours:.4f} ({theirs:.4f}, {rel:.1e})")
         if rel > MATCH_REL:
             off.append(ds)
@@ -229,10 +318,20 @@ def finding_losses_match(summary) -> Finding:
     return Finding(claim, "ours (paper, relative difference): " + "; ".join(rows), not off, why)
 
 
+RULES = {finding_cd_gd_stall: f"for CD and for GD, the median over starts of L - L* above {REACH:g} on most "
+                                f"datasets (theirs: 14 of 14 cells, Table 3, against the best of the five)",
+         finding_gd_start: f"GD's final L spreads by more than {REACH:g} over the random starts on some dataset",
+         finding_losses_match: f"|L* - L_paper| / L_paper <= {MATCH_REL:g} on every dataset of theirs (Voting aside: "
+                               "other rows)"}
+
+
 def findings(summary: pd.DataFrame) -> list[Finding]:
-    return [finding_global_minimum(summary), finding_alpha_over_maj(summary), finding_ours_over_maj(summary),
-            finding_alpha_over_2maj(summary), finding_2maj_over_maj(summary), finding_cd_gd_stall(summary),
-            finding_gd_start(summary), finding_losses_match(summary)]
+    found = [finding_global_minimum(summary), finding_alpha_over_maj(summary), finding_larger_sets(summary),
+             finding_ours_over_maj(summary), finding_alpha_over_2maj(summary), finding_2maj_over_maj(summary),
+             finding_cd_gd_stall(summary), finding_gd_start(summary), finding_losses_match(summary)]
+    for f, fn in zip(found[-3:], (finding_cd_gd_stall, finding_gd_start, finding_losses_match)):
+        f.rule = f.rule or RULES[fn]
+    return found
 
 
 # ------------------------------------------------------------------------------ tables
@@ -292,7 +391,8 @@ def excess_table(summary) -> pd.DataFrame:
 # ------------------------------------------------------------------------------ Figure 5
 def fig5(data: ReportData, seed: int = 0):
     """L - L* against solver time per dataset, one line per method from the first random start
-    (as the paper draws single runs), floored at the certainty of L*."""
+    (as the paper draws single runs), floored under the lowest value reached (and at the
+    certainty of L*)."""
     fits = data.fits[data.fits["f_star"].notna() & data.fits["key"].isin(data.traces["key"])]
     if "param_init_seed" in fits.columns and (fits["param_init_seed"] == seed).any():
         fits = fits[fits["param_init_seed"] == seed]
@@ -305,18 +405,26 @@ def fig5(data: ReportData, seed: int = 0):
     st = styles(len(order))
     for ax, ds in zip(axes, datasets):
         sub = fits[fits["dataset"] == ds]
-        floor = float((sub["f_star_gap"].abs() / sub["C"].astype(float)).max())
-        floor = max(floor, 1e-12 * float((sub["f_star"] / sub["C"].astype(float)).abs().max()))
+        certainty = float((sub["f_star_gap"].abs() / sub["C"].astype(float)).max())
+        certainty = max(certainty, 1e-12 * float((sub["f_star"] / sub["C"].astype(float)).abs().max()))
+        curves = []
         for e, style in zip(order, st):
             row = sub[sub["solver_entry"] == e]
             if row.empty:
                 continue
             r = row.iloc[0]
             tr = by_key[r["key"]].sort_values("iteration")
-            y = np.maximum((tr["primal"].to_numpy() - r["f_star"]) / float(r["C"]), floor)
-            ax.plot(tr["time_s"].to_numpy(), y, label=LABELS.get(e, e), color=style["color"],
+            curves.append((e, style, tr["time_s"].to_numpy(), (tr["primal"].to_numpy() - r["f_star"]) / float(r["C"])))
+        # The axis ends a factor 2 under the lowest value any curve reaches (the methods
+        # stop on a relative decrease of 1e-7, far above a 1e-10 certainty, which left half of
+        # each panel empty), and never under the certainty of L*, below which L - L* means nothing.
+        reached = [float(y[y > 0].min()) for *_, y in curves if (y > 0).any()]
+        floor = max(certainty, min(reached) / 2.0) if reached else certainty
+        for e, style, x, y in curves:
+            ax.plot(x, np.maximum(y, floor), label=LABELS.get(e, e), color=style["color"],
                     linestyle=style["linestyle"], linewidth=1.3)
-        ax.axhline(floor, color="0.4", linestyle=":", linewidth=1, label="certainty of L*")
+        if certainty >= floor:
+            ax.axhline(certainty, color="0.4", linestyle=":", linewidth=1, label="certainty of L*")
         _decorate(ax, f"{PAPER_NAMES.get(ds, ds)} (p = {fmt(P_EXPONENT.get(ds, math.nan))})", "solver time (s)",
                   "L - L*", 0, logx=True, logy=True)
         _log_ticks(ax)
@@ -349,7 +457,9 @@ DATA_NOTES = {
 FIGURES = {"fig5_loss_vs_time": (
     "Figure 5: L - L* against time",
     "Each method's first random start (init_seed 0; the paper draws single runs): L - L* at the traced iterations "
-    "against solver seconds, log-log, floored at the certainty of L* (dotted). L* is the certified optimum of the "
+    "against solver seconds, log-log, the axis ending a factor 2 under the lowest value reached (dotted: the "
+    "certainty of L*, where it is in view); every trace point drawn (trace_overhead: null). L* is the certified "
+    "optimum of the "
     "reference solve; the paper's L_best is the smallest final loss of its five methods, which puts its best method "
     "at 0 however far from the optimum it stopped, while here every method's distance from the optimum shows.")}
 

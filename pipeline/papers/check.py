@@ -1,0 +1,91 @@
+"""Do two regenerations agree? `python -m pipeline.papers.check [name ...]` (`make papers-check`)
+runs each fast study's experiment twice, full size (smoke=false), writes both reproductions into
+a temporary folder (never outputs/papers/), and compares their verdicts finding by finding. A
+verdict that flips between two runs on one machine rests on noise: its rule needs more repeats or
+a wider band, or it must say "undecided" (issue 29).
+
+Exit status 1 when any study's verdicts differ between the two runs, and each difference printed.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# The studies that regenerate in minutes on 2 cores (duros_katzman's 2991 fits and rupnik's
+# RCV1-sized runs take longer: name them on the command line to check them too).
+FAST = ("troyan", "bertini", "roethel_brynda")
+
+_ROW = re.compile(r"^\| (\d+) \| (.*) \| \*\*([a-z ]+)\*\* \|")
+
+
+def verdicts(readme: str) -> list[tuple[int, str, str]]:
+    """(number, the paper's claim, verdict) of each row of a README's findings table."""
+    out = []
+    for line in readme.splitlines():
+        m = _ROW.match(line)
+        if m:
+            out.append((int(m.group(1)), m.group(2).split(" | ")[0], m.group(3)))
+    return out
+
+
+def differences(first: list[tuple[int, str, str]], second: list[tuple[int, str, str]]) -> list[str]:
+    """The findings whose verdicts differ between two regenerations (or that one of them lacks)."""
+    a, b = {n: (c, v) for n, c, v in first}, {n: (c, v) for n, c, v in second}
+    out = []
+    for n in sorted(set(a) | set(b)):
+        if n not in a or n not in b:
+            out.append(f"finding {n}: only in the {'first' if n in a else 'second'} run")
+        elif a[n][1] != b[n][1]:
+            out.append(f"finding {n} ({a[n][0][:70]}...): {a[n][1]} then {b[n][1]}")
+    return out
+
+
+def regenerate(name: str, run_dir: Path, out: Path, overrides: list[str] = ()) -> list[tuple[int, str, str]]:
+    """Run study `name`'s experiment into run_dir with its writer switched off (so nothing goes to
+    outputs/papers/), then write its reproduction into `out`; returns its verdicts."""
+    from ..experiment.config import compose
+    from ..run import run
+    from . import write_paper
+    cfg = compose([f"+experiment={name}", "paper=null", "smoke=false", *overrides])
+    run(cfg, run_dir)
+    return verdicts(write_paper(name, run_dir, out).read_text())
+
+
+def check(names=FAST, overrides: list[str] = (), log=print) -> dict[str, list[str]]:
+    """name -> the differences between two regenerations (empty: they agree)."""
+    found = {}
+    with tempfile.TemporaryDirectory(prefix="papers-check-") as tmp:
+        for name in names:
+            start = time.perf_counter()
+            runs = [regenerate(name, Path(tmp) / f"{name}-{i}", Path(tmp) / f"{name}-{i}-paper", overrides)
+                    for i in (1, 2)]
+            found[name] = differences(*runs)
+            log(f"papers-check: {name}: {len(runs[0])} findings, "
+                f"{'agree' if not found[name] else f'{len(found[name])} differ'} "
+                f"({time.perf_counter() - start:.0f} s for both runs)")
+            for line in found[name]:
+                log(f"  {line}")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    names = [a for a in argv if "=" not in a] or list(FAST)
+    overrides = [a for a in argv if "=" in a]
+    from . import PAPERS
+    unknown = [n for n in names if n not in PAPERS]
+    if unknown:
+        print(f"papers-check: no such reproduction: {', '.join(unknown)}; registered: {', '.join(sorted(PAPERS))}",
+              file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    found = check(names, overrides)
+    print(f"papers-check: {sum(map(len, found.values()))} verdicts differ over {len(names)} studies "
+          f"({time.perf_counter() - start:.0f} s)")
+    return 1 if any(found.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
