@@ -475,7 +475,12 @@ def main() -> None:
             continue
         if kind == "plugins":
             for module, path in args[0]:
-                _import_plugin(module, path)
+                # Ahead of the tasks, best effort: a file the parent loaded may be gone (edited,
+                # or a temporary one), and a fit of its solver carries the file's text and loads
+                # it itself (`tasks`, `registry.ensure_plugin`); a child that died here would
+                # take every other solver's fits with it.
+                with contextlib.suppress(ImportError, OSError):
+                    _import_plugin(module, path)
             continue
         if kind == "warm":
             warm(args[0])

@@ -86,7 +86,7 @@ def _fit_keys(args):
     return keys
 
 
-def test_a_plugin_solver_is_selected_by_name_and_an_edit_changes_exactly_its_keys(store, tmp_path):
+def test_a_plugin_solver_is_selected_by_name_and_an_edit_changes_exactly_its_keys(store, tmp_path, registry_restored):
     """A rerun into the same run directory skips the keys it finished (test_run), so an edited
     plugin file reruns its own fits and nothing else."""
     path = _plugin(tmp_path, "plug_edit")
@@ -100,7 +100,7 @@ def test_a_plugin_solver_is_selected_by_name_and_an_edit_changes_exactly_its_key
     assert after["dcd"] == before["dcd"] and not after["plug_edit"] & before["plug_edit"]
 
 
-def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path):
+def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path, registry_restored):
     bad = tmp_path / "bad_plugin.py"
     bad.write_text("import solvers\n\nraise RuntimeError('not today')\n")
     with pytest.raises(ConfigError) as err:
@@ -112,7 +112,7 @@ def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path):
 
 
 @pytest.mark.slow    # a fresh process's imports and warm-up: 15 s at load average 8 on 2 cores
-def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path):
+def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path, registry_restored):
     """A task spec of a plugin solver carries the file's text beside its key: a fresh process
     (as on a remote worker) where the file's path does not exist runs the fit from it."""
     from pipeline.experiment.plan import build_plan
@@ -134,7 +134,7 @@ def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path):
 
 
 @pytest.mark.slow    # a scheduler, a worker and its sandbox start: 24 s at load average 8 on 2 cores
-def test_a_worker_that_never_imported_the_plugin_runs_its_fits(store, tmp_path):
+def test_a_worker_that_never_imported_the_plugin_runs_its_fits(store, tmp_path, registry_restored):
     path = _plugin(tmp_path, "plug_remote")
     sched = tmp_path / "scheduler.json"
     with running([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
