@@ -171,12 +171,27 @@ def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
         # the others up and down as it joined).
         pos = np.maximum(np.searchsorted(x, grid, side="right") - 1, 0)
         vals[i] = y[pos]
-    with np.errstate(all="ignore"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            q25, med, q75 = np.nanquantile(vals, [0.25, 0.5, 0.75], axis=0)
-            return grid, med, q25, q75
+    q25, med, q75 = nan_quantiles(vals, (0.25, 0.5, 0.75))
+    return grid, med, q25, q75
+
+
+def nan_quantiles(vals: np.ndarray, qs) -> list[np.ndarray]:
+    """np.nanquantile(vals, qs, axis=0) (linear interpolation, NaN where a column has no value)
+    for the few rows (folds) of a band: sorted once, NaNs last, not column by column as numpy's
+    nanquantile does, which was a fifth of a convergence figure's time."""
+    v = np.sort(vals, axis=0)
+    n = (~np.isnan(v)).sum(axis=0)
+    cols = np.arange(v.shape[1])
+    out = []
+    for q in qs:
+        pos = q * np.maximum(n - 1, 0)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
+        a, b = v[lo, cols], v[hi, cols]
+        with np.errstate(invalid="ignore"):       # inf - inf where a fold stays infinite
+            val = np.where(pos == lo, a, a + (pos - lo) * (b - a))
+        out.append(np.where(n > 0, val, np.nan))
+    return out
 
 
 def best_lines(lines: list, score, what: str, higher: bool = False) -> tuple[list, str]:
