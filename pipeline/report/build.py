@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
+from .figures import space_ticks
 from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table, split_wide,
                      swept_keys)
 from .registry import ReportData, Skip, items
@@ -167,6 +168,7 @@ def save_figure(fig, fig_dir: Path, name: str, formats=("png",)) -> Path:
     import matplotlib.pyplot as plt
     fig_dir.mkdir(parents=True, exist_ok=True)
     _make_room(fig)
+    space_ticks(fig)
     fig.set_dpi(DPI)
     _grow_canvas(fig)
     fig.canvas.draw()

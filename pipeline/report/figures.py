@@ -150,6 +150,90 @@ def _log_ticks(ax, x=True, y=True):
         axis.set_minor_formatter(NullFormatter())
 
 
+GAP_PT = 4.0
+
+
+def _spaced_class():
+    """SpacedLocator, made on first use (matplotlib stays out of this module's import)."""
+    from matplotlib.ticker import Locator
+
+    class SpacedLocator(Locator):
+        """The ticks of another locator, thinned to every k-th (k = 1, 2, ...: the least that fits)
+        so that no two tick labels come closer than GAP_PT along the axis: measured at draw time
+        with the renderer's own text extents, in the axis's own transform, so that it holds for any
+        scale, range, panel size and formatter (0.0005 beside 0.001 on a narrow linear time axis
+        ran together)."""
+
+        def __init__(self, base):
+            self.base = base
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.base.set_axis(axis)
+
+        def tick_values(self, vmin, vmax):
+            return self.base.tick_values(vmin, vmax)
+
+        def __call__(self):
+            ticks = np.asarray(self.base(), dtype=float)
+            axis = self.axis
+            lo, hi = sorted(axis.get_view_interval())
+            inside = ticks[(ticks >= lo - 1e-12 * abs(hi - lo)) & (ticks <= hi + 1e-12 * abs(hi - lo))]
+            if inside.size < 3:
+                return ticks
+            fig = axis.get_figure(root=True) if hasattr(axis, "get_figure") else axis.figure
+            renderer = fig.canvas.get_renderer()
+            x_axis = axis.axis_name == "x"
+            prop = axis.majorTicks[0].label1.get_fontproperties()      # not get_major_ticks: it calls us
+            fmt_ = axis.get_major_formatter()
+            labels = fmt_.format_ticks(list(inside))
+            size = []
+            for text in labels:
+                w = h = 0.0
+                for line in str(text).split("\n"):
+                    ismath = line.count("$") >= 2
+                    lw, lh, _ = renderer.get_text_width_height_descent(line, prop, ismath=ismath) if line else (0, 0, 0)
+                    w, h = max(w, lw), h + lh * 1.2
+                size.append(w if x_axis else h)
+            size = np.asarray(size)
+            other = (axis.axes.yaxis if x_axis else axis.axes.xaxis).get_view_interval()[0]
+            pts = np.column_stack([inside, np.full(inside.size, other)] if x_axis else [np.full(inside.size, other), inside])
+            at = axis.axes.transData.transform(pts)[:, 0 if x_axis else 1]
+            gap = GAP_PT * fig.dpi / 72.0
+            order = np.argsort(at)
+            at, size, inside = at[order], size[order], inside[order]
+            for k in range(1, inside.size):
+                for start in range(k):
+                    keep = np.arange(start, inside.size, k)
+                    c, s_ = at[keep], size[keep]
+                    if np.all(c[1:] - s_[1:] / 2 - (c[:-1] + s_[:-1] / 2) >= gap):
+                        return inside[keep]
+            return inside[:1]
+
+    return SpacedLocator
+
+
+_SPACED = []
+
+
+def space_ticks(fig) -> None:
+    """Every axis of the figure whose labels its formatter makes from the tick values (not a fixed
+    list of labels, which thinning would shift, nor turned labels) gets its major locator wrapped
+    in SpacedLocator: its labels cannot run into each other, whatever drew it."""
+    from matplotlib.ticker import FixedFormatter
+    if not _SPACED:
+        _SPACED.append(_spaced_class())
+    cls = _SPACED[0]
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            loc = axis.get_major_locator()
+            if isinstance(loc, cls) or isinstance(axis.get_major_formatter(), FixedFormatter):
+                continue
+            if axis.majorTicks[0].label1.get_rotation() != 0:
+                continue
+            axis.set_major_locator(cls(loc))
+
+
 def fold_band(curves: list[tuple[np.ndarray, np.ndarray]], log_x: bool):
     """Median and quartiles over folds of step curves (x, y), on a grid shared by the folds:
     from the first x any fold has to the last; a fold holds its first value before its first
