@@ -205,17 +205,30 @@ def _grow_canvas(fig) -> None:
     low = 0.0
     for leg in list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]:
         low = min(low, leg.get_window_extent(renderer).y0 / fig.dpi)
-    left = right = top = 0.4
+    sup = fig._suptitle
+    # The suptitle (a figure's heading: its target, the problems it leaves out) stands above the
+    # highest panel's title, however tall the figure: at the figure's top it ran into the panel
+    # titles of a short figure of one row.
+    sup_lines = sup.get_text().count("\n") + 1 if sup is not None and sup.get_text() else 0
+    left = right = 0.4
+    top = 0.4 + 0.2 * sup_lines
     bottom = 0.4 - low + 0.3           # 0.3 in: a legend measured before the draw may yet grow
     fig.set_size_inches(w + left + right, h + top + bottom, forward=False)
     W, H = w + left + right, h + top + bottom
     for ax in fig.axes:
         p = ax.get_position()
         ax.set_position([(p.x0 * w + left) / W, (p.y0 * h + bottom) / H, p.width * w / W, p.height * h / H])
-    for text in fig.texts:             # the suptitle is one of them
+    for text in fig.texts:
         x, y = text.get_position()
-        if text.get_transform() == fig.transFigure:
+        if text is not sup and text.get_transform() == fig.transFigure:
             text.set_position(((x * w + left) / W, (y * h + bottom) / H))
+    if sup_lines:
+        shown = [ax for ax in fig.axes if ax.get_visible()]
+        highest = max(shown, key=lambda ax: ax.get_position().y1) if shown else None
+        title_lines = max((ax.get_title().count("\n") + 1 for ax in shown if ax.get_title()), default=0)
+        y1 = highest.get_position().y1 * H if highest is not None else h + bottom
+        sup.set_verticalalignment("bottom")
+        sup.set_position((0.5, (y1 + 0.08 + 0.2 * title_lines + 0.1) / H))
 
 
 def _ink_box(rgba: np.ndarray) -> tuple[int, int, int, int] | None:
