@@ -708,12 +708,12 @@ def validate(cfg: DictConfig) -> Experiment:
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
-    formats = _plain((cfg.get("report") or {}).get("formats", ["png"]))
+    formats = _plain((cfg.get("report") or {}).get("formats") or ["png"])
     if not isinstance(formats, list) or "png" not in formats or not set(formats) <= set(REPORT_FORMATS):
         fail("report.formats", formats, f"must be a list holding png and any of {', '.join(REPORT_FORMATS)} "
                                         "(the html embeds the PNGs)")
-    figures = (cfg.get("report") or {}).get("figures", True)
-    if not isinstance(figures, bool):
+    figures = (cfg.get("report") or {}).get("figures")
+    if figures is not None and not isinstance(figures, bool):
         fail("report.figures", figures, "must be true or false")
     return _experiment(cfg)
 

@@ -153,6 +153,11 @@ def _log_ticks(ax, x=True, y=True):
 GAP_PT = 4.0
 
 
+def _measuring_renderer(dpi: float):
+    from matplotlib.backends.backend_agg import RendererAgg
+    return RendererAgg(8, 8, dpi)
+
+
 def _spaced_class():
     """SpacedLocator, made on first use (matplotlib stays out of this module's import)."""
     from matplotlib.ticker import Locator
@@ -182,7 +187,10 @@ def _spaced_class():
             if inside.size < 3:
                 return ticks
             fig = axis.get_figure(root=True) if hasattr(axis, "get_figure") else axis.figure
-            renderer = fig.canvas.get_renderer()
+            # Measured the way Agg draws text, at the figure's dpi of the moment (a PDF is
+            # laid out at 72): the canvas drawing may be one without a renderer to ask (PDF).
+            renderer = (fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer")
+                        else _measuring_renderer(fig.dpi))
             x_axis = axis.axis_name == "x"
             prop = axis.majorTicks[0].label1.get_fontproperties()      # not get_major_ticks: it calls us
             fmt_ = axis.get_major_formatter()
