@@ -183,8 +183,9 @@ def save_figure(fig, fig_dir: Path, name: str, formats=("png",)) -> Path:
     else:
         r0, r1, c0, c1 = box
         from PIL import Image
-        # compress_level 1: a fifth of the default's time for PNGs about a third larger.
-        Image.fromarray(rgba[r0:r1, c0:c1]).save(png, compress_level=1)
+        # compress_level 1: a fifth of the default's time for PNGs about a third larger; RGB, the
+        # figure being opaque: a quarter less to encode.
+        Image.fromarray(np.ascontiguousarray(rgba[r0:r1, c0:c1, :3])).save(png, compress_level=1)
         if "pdf" in formats:
             from matplotlib.transforms import Bbox
             h = rgba.shape[0]

@@ -153,6 +153,19 @@ def _log_ticks(ax, x=True, y=True):
 GAP_PT = 4.0
 
 
+_SIZES: dict = {}
+
+
+def _text_size(renderer, text: str, prop, ismath: bool) -> tuple[float, float]:
+    """(width, height) in pixels, kept by text, font and dpi: the renderer lays the text out anew
+    at each call (set_text), and the same few labels recur on every panel of a report."""
+    key = (text, hash(prop), renderer.dpi, ismath)
+    if key not in _SIZES:
+        w, h, _ = renderer.get_text_width_height_descent(text, prop, ismath=ismath)
+        _SIZES[key] = (w, h)
+    return _SIZES[key]
+
+
 def _measuring_renderer(dpi: float):
     from matplotlib.backends.backend_agg import RendererAgg
     return RendererAgg(8, 8, dpi)
@@ -200,7 +213,7 @@ def _spaced_class():
                 w = h = 0.0
                 for line in str(text).split("\n"):
                     ismath = line.count("$") >= 2
-                    lw, lh, _ = renderer.get_text_width_height_descent(line, prop, ismath=ismath) if line else (0, 0, 0)
+                    lw, lh = _text_size(renderer, line, prop, ismath) if line else (0.0, 0.0)
                     w, h = max(w, lw), h + lh * 1.2
                 size.append(w if x_axis else h)
             size = np.asarray(size)
