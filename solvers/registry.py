@@ -374,11 +374,14 @@ def plugin_sha256(name: str) -> str | None:
     return digest.hexdigest()
 
 
-def plugin_needs(names) -> list[dict]:
+def plugin_needs(names, texts: dict | None = None) -> list[dict]:
     """What a process that runs fits of these solvers must load, for `missing_plugins` there:
     one dict per plugin solver, {solver, origin} and, for a file or module plugin, its source
-    (a file's sha256 and text too: the run ships a file, `ensure_plugin`). Built-in solvers and
-    those a caller registered itself need nothing and are left out."""
+    (a file's sha256 and text too: the run ships a file, `ensure_plugin`). texts: file texts by
+    sha256 (those a plan's specs carry, read when it was built: the file may have changed or
+    gone since); another file is read now. Built-in solvers and those a caller registered
+    itself need nothing and are left out."""
+    texts = texts or {}
     out = []
     for name in sorted(set(names)):
         if not is_plugin(name):
@@ -387,7 +390,9 @@ def plugin_needs(names) -> list[dict]:
         plugin = plugin_of(name)
         if plugin is not None:
             need.update(source=plugin.source, sha256=plugin.sha256)
-            if plugin.sha256 is not None:
+            if plugin.sha256 in texts:
+                need["text"] = texts[plugin.sha256]
+            elif plugin.sha256 is not None:
                 with open(plugin.source, encoding="utf-8") as fh:
                     need["text"] = fh.read()
         out.append(need)
