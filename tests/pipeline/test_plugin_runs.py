@@ -113,6 +113,26 @@ def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path, registry_res
         compose([*BASE, f"plugins=[{_plugin(tmp_path, 'plug_ok')},/nowhere/x.py]", "solvers=[dcd]"])
 
 
+def test_a_plugin_solver_whose_fit_raises_is_refused_at_validation(tmp_path, registry_restored):
+    """The smoke check (`solvers.testing.smoke_check`) before any task: the entry, the solver
+    and its origin, the check and the fit's own error; the same names twice from two plugins
+    are refused naming both."""
+    path = tmp_path / "plug_raises.py"
+    path.write_text(PLUGIN.format(name="plug_raises").replace(
+        "    return fit_dcd(problem, **kw)", "    raise FloatingPointError('my bug')"))
+    with pytest.raises(ConfigError) as err:
+        validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
+    assert str(err.value) == (f"solvers.plug_raises: solver 'plug_raises' (from file {path}) fails its smoke check: "
+                              f"check_solver('plug_raises') [certificates]: fit raised FloatingPointError: my bug on "
+                              f"dense 40x5, loss=hinge, intercept=regularized, kernel=linear, C=1")
+    (tmp_path / "other").mkdir()
+    a, b = _plugin(tmp_path / "other", "plug_twice"), tmp_path / "plug_twice.py"
+    b.write_text(a.read_text())
+    with pytest.raises(ConfigError, match=rf"plugins\[1\]='{b}': solver 'plug_twice' is registered twice: "
+                                          rf"by file {a} and by file {b}"):
+        compose([*BASE, f"plugins=[{a},{b}]", "solvers=[dcd]"])
+
+
 @pytest.mark.slow    # a fresh process's imports and warm-up: 15 s at load average 8 on 2 cores
 def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path, registry_restored):
     """A task spec of a plugin solver carries the file's text beside its key: a fresh process
