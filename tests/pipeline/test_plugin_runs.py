@@ -77,6 +77,18 @@ def test_every_registered_solver_and_an_experiments_plugins_are_options(registry
     assert [dict(p) for p in exp.plugins] == [{"source": "svmbench_bcfw", "sha256": None, "names": ("bcfw",)}]
 
 
+def test_every_registered_solver_is_selected_by_name(registry_restored):
+    """Each solver of the registry (the test-only ones, named "_...", aside) is a `solvers=`
+    option under its own name, with a yaml in conf/solvers/ or without one, in one run."""
+    from solvers import get_solver, solver_names
+    names = [n for n in solver_names() if not n.startswith("_")]
+    assert {"smooth_newton", "dcd", "liblinear", "smo"} <= set(names)
+    exp = validate(compose([*BASE, f"solvers=[{','.join(names)}]"]))
+    assert {key: entry.solver for key, entry in exp.solvers.items()} == {n: n for n in names}
+    for name in names:     # each solves a problem it declares
+        assert dict(exp.solvers[name].params).get("loss", "hinge") in get_solver(name).losses, name
+
+
 def _fit_keys(args):
     from pipeline.experiment.plan import build_plan
     from pipeline.run import materialise_datasets
