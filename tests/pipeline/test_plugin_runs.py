@@ -89,6 +89,39 @@ def test_every_registered_solver_is_selected_by_name(registry_restored):
         assert dict(exp.solvers[name].params).get("loss", "hinge") in get_solver(name).losses, name
 
 
+def _readme_recipe() -> list[str]:
+    """The commands of the README's recipe "Compare your solver", continuation lines joined."""
+    text = (EXAMPLE.parents[1] / "README.md").read_text()
+    block = text[text.index("### 3. Compare your solver"):].split("```")[1]
+    return [line for line in block.replace("\\\n", " ").splitlines() if line and not line.startswith("#")]
+
+
+def test_the_readme_recipe_makes_a_solver_file_and_sweeps_it_on_the_problems_of_all_three(
+        tmp_path, registry_restored, monkeypatch):
+    """Its file step, run as written (in a directory with the checkout's examples/), gives a
+    plugin file registering `my_solver`; its sweep's overrides give the three entries the same
+    problems (loss, intercept, C), which the report compares on one f*. (Running the sweep and
+    check_solver themselves, from a fresh clone, is in the plugin notes: minutes, not a test.)"""
+    import shlex
+    lines = _readme_recipe()
+    make = next(line for line in lines if line.startswith("sed "))
+    sweep = next(line for line in lines if line.startswith("python -m pipeline "))
+    assert "solvers.load_plugin('my_solver.py')" in " ".join(lines) and "check_solver('my_solver')" in " ".join(lines)
+    (tmp_path / "examples").symlink_to(EXAMPLE.parent)
+    subprocess.run(make, shell=True, cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    args = shlex.split(sweep)
+    exp = validate(compose([*BASE, *args[3:]]))
+    problems = {key: sorted((q.get("loss"), q.get("intercept"), q.get("C"))
+                            for q in ({**entry.params, **point} for point in entry.points))
+                for key, entry in exp.solvers.items()}
+    assert sorted(problems) == ["dcd", "liblinear", "my_solver"]
+    assert problems["my_solver"] == problems["dcd"] == problems["liblinear"] == [
+        ("hinge", "none", 0.1), ("hinge", "none", 1), ("hinge", "none", 10)]
+    from solvers import origin
+    assert origin("my_solver") == f"file {tmp_path / 'my_solver.py'}"
+
+
 def _fit_keys(args):
     from pipeline.experiment.plan import build_plan
     from pipeline.run import materialise_datasets
