@@ -130,8 +130,14 @@ def model_dual(problem: Problem, alpha: np.ndarray) -> float:
 
 @lru_cache(maxsize=256)
 def _bounds_cached(loss, intercept, kernel, C, data_key) -> tuple[float, float]:
+    from threadpoolctl import threadpool_limits
+
     data = _data(*data_key)
-    return reference_bounds(_problem((loss, intercept, kernel), C=C, data=data))
+    # One BLAS thread: on 40 x 40 products a second one only waits for the first, and on a
+    # loaded machine (2 cores, load 14) that made the 84 L-BFGS-B steps of one hinge reference
+    # cost 0.65 s of CPU against 0.011 s.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return reference_bounds(_problem((loss, intercept, kernel), C=C, data=data))
 
 
 def reference_bounds(problem: Problem) -> tuple[float, float]:
@@ -557,8 +563,9 @@ def smoke_check(name: str, cache_dir=None) -> bool:
     error row at a time. Raises SolverCheckError naming the solver and the check, as
     `check_solver` would.
 
-    The first check of a solver in a process loads its numba kernels and scipy's reference
-    solve: 0.2-0.5 s idle, seconds under load or when numba compiles. A pass is therefore
+    The first check of a solver in a process loads its numba kernels (for the example plugin
+    0.3 s of CPU, 0.9 s wall at load average 14 on 2 cores; numba's first compile on a machine,
+    seconds) and solves the references (milliseconds, on one BLAS thread). A pass is therefore
     remembered in the process (by spec) and, with `cache_dir`, on disk under the sha256 of the
     plugin's source (`registry.plugin_sha256`), so a later run of the same plugin pays nothing:
     an edit is checked again. Returns whether the fits ran (False: a remembered pass)."""
@@ -579,12 +586,15 @@ def smoke_check(name: str, cache_dir=None) -> bool:
         if os.path.exists(marker):
             _SMOKED[name] = spec
             return False
+    from threadpoolctl import threadpool_limits
+
     checker = _Check(name, Options())
     budget = Budget(max_iter=spec.default_max_iter, tol=spec.default_tol,
                     time_limit_s=SMOKE_TIME_LIMIT_S if spec.time_limit else None)
-    for loss in spec.losses:
-        problem = _problem(next(f for f in forms(name) if f[0] == loss))
-        checker.certify("certificates", problem, checker.run(problem, budget, check="certificates"))
+    with threadpool_limits(limits=1, user_api="blas"):      # 40 x 5: see `_bounds_cached`
+        for loss in spec.losses:
+            problem = _problem(next(f for f in forms(name) if f[0] == loss))
+            checker.certify("certificates", problem, checker.run(problem, budget, check="certificates"))
     _SMOKED[name] = spec
     if marker is not None:
         with contextlib.suppress(OSError):     # a read-only cache only costs the next run the check
