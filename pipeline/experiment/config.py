@@ -798,8 +798,8 @@ def _smoke_plugin(where: str, name: str) -> None:
     small conformance problem, certificates checked; a pass is remembered under the plugin's
     sha256 in the user's cache directory): a fit that raises or certifies wrongly is refused
     here, naming the solver and the check, and not discovered as an error row per fit once the
-    run has started. Built-in solvers pass the whole check in the
-    test suite, and one registered by the caller's own `register` is the caller's."""
+    run has started. Built-in solvers pass the whole check in the test suite, and one registered
+    by the caller's own `register` is the caller's."""
     from solvers.registry import is_plugin, origin
     if not is_plugin(name):
         return
