@@ -73,13 +73,24 @@ def report_options(run_dir: Path) -> dict:
 
 
 def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool = True,
-             processes: int | None = None) -> list[Section]:
+             processes: int | None = None, meanwhile=None) -> list[Section]:
     """Every registered table and figure, or the reason it was skipped. The figures are drawn
     in `processes` forked processes (default: one per core, at most PROCESSES): drawing is
-    nearly all of a report's time, and each figure is independent of the others."""
+    nearly all of a report's time, and each figure is independent of the others. The tables,
+    and `meanwhile()` if given (the interactive page), are made here while they draw."""
     its = items()
     wanted = [it for it in its if it.kind == "figure" and figures_ and it.missing(data) is None]
-    drawn = draw_figures(wanted, data, fig_dir, formats, processes)
+    pending = draw_figures(wanted, data, fig_dir, formats, processes)
+    tables_ = {}
+    for it in its:
+        if it.kind == "table" and it.missing(data) is None:
+            try:
+                tables_[it.name] = (it.fn(data), tuple(it.lines(data)) if it.lines else (), None)
+            except Skip as exc:
+                tables_[it.name] = (None, (), exc)
+    if meanwhile is not None:
+        meanwhile()
+    drawn = pending()
     out = []
     for it in its:
         sec = Section(it.name, it.title, it.note)
@@ -89,10 +100,8 @@ def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool =
             why, hint = "figures are off in this run (report.figures=false)", "set `report.figures=true`"
         if why is None:
             if it.kind == "table":
-                try:
-                    sec.table = it.fn(data)
-                    sec.lines = tuple(it.lines(data)) if it.lines else ()
-                except Skip as exc:
+                sec.table, sec.lines, exc = tables_[it.name]
+                if exc is not None:
                     why = str(exc)
                     hint = it.hint if exc.hint is None else exc.hint
             else:
@@ -123,25 +132,40 @@ def _draw_one(name: str):
     return name, (save_figures(value, fig_dir, it.name, formats), "", None)
 
 
-def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: int | None = None) -> dict:
-    """{name: (pages, skipped reason, hint)} of the figure items, drawn in forked processes where
-    the platform forks (they read `data` as the parent holds it, nothing pickled) and there is
-    more than one figure and one core; else here, one after another."""
+def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: int | None = None):
+    """Start drawing the figure items; returns a function that waits for them and gives
+    {name: (pages, skipped reason, hint)}. In forked processes where the platform forks (they read
+    `data` as the parent holds it, nothing pickled) and there is more than one figure and one
+    core; else drawn here, one after another, before returning."""
     import multiprocessing as mp
     import os
     global _JOB
     if processes is None:
         processes = min(PROCESSES, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     processes = max(1, min(processes, len(wanted)))
+    if processes == 1 or "fork" not in mp.get_all_start_methods():
+        _JOB = (data, fig_dir, formats)
+        try:
+            done = dict(_draw_one(it.name) for it in wanted)
+        finally:
+            _JOB = ()
+        return lambda: done
+    data.trace_arrays()          # split once, before the fork: every process reads it
     _JOB = (data, fig_dir, formats)
     try:
-        if processes == 1 or "fork" not in mp.get_all_start_methods():
-            return dict(_draw_one(it.name) for it in wanted)
-        data.trace_arrays()          # split once, before the fork: every process reads it
-        with mp.get_context("fork").Pool(processes) as pool:
-            return dict(pool.imap_unordered(_draw_one, [it.name for it in wanted]))
+        pool = mp.get_context("fork").Pool(processes)
     finally:
-        _JOB = ()
+        _JOB = ()                # the children have their copy
+    result = pool.map_async(_draw_one, [it.name for it in wanted], chunksize=1)
+    pool.close()
+
+    def wait() -> dict:
+        try:
+            return dict(result.get())
+        finally:
+            pool.terminate()
+            pool.join()
+    return wait
 
 
 def _pages_on_disk(fig_dir: Path, name: str) -> list[Path]:
@@ -393,12 +417,14 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
                  "panel's title says); the tables list every configuration.")
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
-    secs = sections(data, run_dir / "figures", formats, figures)
     from .interactive import NAME, write_page
-    if not figures:
-        (run_dir / NAME).unlink(missing_ok=True)
-    elif write_page(data, run_dir / NAME, f"svmbench traces: {run_dir.name}"):
-        intro.append(f"Every trace, to explore by dataset, problem, metric and solver: `{NAME}` (opens offline).")
+
+    def page():
+        if not figures:
+            (run_dir / NAME).unlink(missing_ok=True)
+        elif write_page(data, run_dir / NAME, f"svmbench traces: {run_dir.name}"):
+            intro.append(f"Every trace, to explore by dataset, problem, metric and solver: `{NAME}` (opens offline).")
+    secs = sections(data, run_dir / "figures", formats, figures, meanwhile=page)
     if compare is not None:
         other = load(Path(compare))
         secs.append(Section("compare", f"Compared with {Path(compare).name}",
