@@ -219,8 +219,8 @@ def test_tick_labels_of_a_saved_figure_never_overlap(tmp_path, span, width):
 def test_report_figures_tick_labels_never_overlap(tmp_path):
     """Every convergence figure of a grid, saved as the report saves it: no overlapping tick labels."""
     from pipeline.report.build import save_figures
-    data, _ = _grid(datasets=("a", "b"), Cs=(0.1, 1.0, 10.0), rbf_Cs=(1.0, 10.0))
-    for name in ("suboptimality_vs_time", "suboptimality_vs_iterations", "time_vs_n"):
+    data, _ = _grid(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,))
+    for name in ("suboptimality_vs_time", "time_vs_n"):
         try:
             value = REG[name].fn(data)
         except Exception as exc:          # noqa: BLE001  a figure this grid cannot draw is not this test's
