@@ -1,5 +1,6 @@
 """Walk the registry into ``report.md``, a self-contained ``report.html`` (figures embedded as
-base64 PNG) and ``figures/`` (PNG and PDF); gather a Hydra multirun; compare two runs."""
+base64 PNG) and ``figures/`` (PNG; PDF too when ``report.formats`` asks); gather a Hydra multirun;
+compare two runs."""
 from __future__ import annotations
 
 import argparse
