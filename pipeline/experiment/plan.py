@@ -327,19 +327,18 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
                            if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
-                for fold in range(min(len(folds), sc.folds or len(folds))):
-                    fit_spec = {"kind": "fit", "data": data, "fold": fold, "solver_entry": skey,
-                                "solver": name, "solver_version": spec.version, "family": spec.family,
-                                "problem": problem, "budget": budget, "solver_params": sparams,
-                                "task": task, "grid_point": _normalise(point),
-                                "trace": _trace_spec(exp.run),
-                                "warm_start": bool(exp.run.warm_start and spec.warm_start
-                                                   and "lambda" not in problem and len(classes) == 2)}
-                    if exp.run.keep_models:   # only when asked, so default keys stay as they were
-                        fit_spec["keep_model"] = True
-                    if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
-                        fit_spec["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}
-                    _finish(fit_spec, "fit-")
+                template = {"kind": "fit", "data": data, "fold": _FOLD_MARK, "solver_entry": skey,
+                            "solver": name, "solver_version": spec.version, "family": spec.family,
+                            "problem": problem, "budget": budget, "solver_params": sparams,
+                            "task": task, "grid_point": _normalise(point),
+                            "trace": _trace_spec(exp.run),
+                            "warm_start": bool(exp.run.warm_start and spec.warm_start
+                                               and "lambda" not in problem and len(classes) == 2)}
+                if exp.run.keep_models:   # only when asked, so default keys stay as they were
+                    template["keep_model"] = True
+                if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
+                    template["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}
+                for fit_spec in _by_fold(template, min(len(folds), sc.folds or len(folds)), "fit-"):
                     if plugin_text is not None:   # shipped with the spec, outside its key
                         fit_spec["plugin_text"] = plugin_text
                     fit_spec["reference_key"] = None
@@ -408,15 +407,55 @@ def _finish(spec: dict, prefix: str) -> None:
     spec["path"] = path_key(spec) if spec.get("warm_start", True) else None
 
 
+# The fold's place in a spec's canonical JSON while the specs of one grid point are keyed together.
+_FOLD_MARK = "\x00fold\x00"
+
+
+def _by_fold(template: dict, n_folds: int, prefix: str) -> list[dict]:
+    """The template's spec for each fold 0..n_folds-1, keyed as `_finish` keys it, in bulk: the
+    specs of one grid point differ only in their fold, so their canonical JSON (and that of their
+    C path) is made once, with a mark where the fold goes, and each fold's text is the mark
+    replaced by the fold's number (as json.dumps writes an int). Only the sha256 is per spec:
+    planning 50,000 fits of 5,000 C values x 10 folds normalised and serialised each spec twice,
+    0.6 ms a fit (issue 30, scenario g). A template whose text holds the mark elsewhere (a
+    parameter's value) is keyed spec by spec."""
+    mark = json.dumps(_FOLD_MARK)
+    head, *tail = canonical_json(template).split(mark)
+    path_text = _path_text(template) if template.get("warm_start", True) else None
+    path_parts = path_text.split(mark) if path_text is not None else None
+    if len(tail) != 1 or (path_parts is not None and len(path_parts) != 2):
+        specs = [{**template, "fold": fold} for fold in range(n_folds)]
+        for spec in specs:
+            _finish(spec, prefix)
+        return specs
+    specs = []
+    for fold in range(n_folds):
+        key = prefix + _digest(f"{head}{fold}{tail[0]}")
+        path = "path-" + _digest(f"{path_parts[0]}{fold}{path_parts[1]}") if path_parts is not None else None
+        specs.append({**template, "fold": fold, "key": key, "seed": seed_from_key(key), "path": path})
+    return specs
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
+
+
 def path_key(spec: dict) -> str | None:
     """Specs with equal path keys differ only in C: one C path, run in one task in increasing C,
     each point warm-started from the last. None for a problem given by lambda (no C to scale)."""
+    text = _path_text(spec)
+    return None if text is None else "path-" + _digest(text)
+
+
+def _path_text(spec: dict) -> str | None:
+    """The canonical JSON a spec's path key hashes: the spec but for its key, seed, path,
+    reference and C."""
     if "C" not in spec["problem"]:
         return None
     rest = {k: v for k, v in spec.items() if k not in ("key", "seed", "path", "reference_key")}
     rest["problem"] = {k: v for k, v in spec["problem"].items() if k != "C"}
     rest["grid_point"] = {k: v for k, v in spec.get("grid_point", {}).items() if k != "C"}
-    return spec_key(rest, "path-")
+    return canonical_json(rest)
 
 
 def _attach_references(fits: dict, refs: dict, datasets: dict, run) -> None:

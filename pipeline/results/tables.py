@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .shards import ShardError, read_shard, read_statuses  # noqa: F401 - ShardError: its readers' error
+
 RESULT_COLUMNS = [
     "key", "dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version", "family",
     "loss", "kernel", "intercept", "C", "lambda_pegasos", "lambda_svmmaj", "gamma", "degree", "coef0",
@@ -27,13 +29,9 @@ RESULT_COLUMNS = [
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
-class ShardError(ValueError):
-    """A shard file that does not hold records: the message names the file and the line."""
-
-
 def shard_files(run_dir: Path) -> list[Path]:
     """The run dir's shard files in the order they were written: by generation (the number in
-    ``<first key>.<generation>.jsonl``; none is 0), then by name. A name starting with "." is a
+    ``<first key>.<generation>.parquet``; none is 0), then by name. A name starting with "." is a
     temporary file of a write in progress or cut short, never a shard. Shards of one
     generation never share a key, so this order decides which record of a key is the newest."""
     shards = Path(run_dir) / "shards"
@@ -43,8 +41,9 @@ def shard_files(run_dir: Path) -> list[Path]:
     return sorted(files, key=lambda p: (shard_generation(p), p.name))
 
 
-# ".jsonl": a task's records, one per line; ".json": one record (the layout before shards per task).
-SHARD_SUFFIXES = (".jsonl", ".json")
+# ".parquet": a task's records as columns (`results.shards`); ".jsonl": a task's records, one per
+# line, and ".json": one record (the earlier layouts, still read).
+SHARD_SUFFIXES = (".parquet", ".jsonl", ".json")
 
 
 def shard_generation(path: Path) -> int:
@@ -56,19 +55,14 @@ def iter_records(run_dir: Path):
     """Every record of every shard, oldest first (`shard_files`): a key met again later (a
     retried error) replaces what came before it."""
     for p in shard_files(run_dir):
-        # "\n" only: str.splitlines would also split at characters JSON leaves in strings.
-        for n, line in enumerate(p.read_text().split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                record = exc
-            if not isinstance(record, dict) or "key" not in record:
-                why = record if isinstance(record, Exception) else "not an object with a 'key'"
-                raise ShardError(f"{p}, line {n}: not a valid shard record ({why}); "
-                                 f"delete the file to recompute its tasks")
-            yield record
+        yield from read_shard(p)
+
+
+def iter_statuses(run_dir: Path):
+    """(key, status, error) of every record, oldest first, as `iter_records` orders them: from a
+    Parquet shard only those three columns are read."""
+    for p in shard_files(run_dir):
+        yield from read_statuses(p)
 
 
 def read_shards(run_dir: Path, keys=None) -> list[dict]:
