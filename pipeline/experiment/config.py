@@ -9,6 +9,7 @@ returns the typed, frozen `experiment.Experiment` that every later stage takes i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -116,14 +117,19 @@ def store_entries(root: str | None) -> list[str]:
 def _parse(overrides: list[str]) -> list:
     """The overrides Hydra's parser accepts, each on its own (Hydra reports malformed ones
     itself, with their position; a flag's value such as `--cfg job` is not an override)."""
+    return [ov for text in overrides for ov in _parse_one(text)]
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_one(text: str) -> tuple:
+    """One override parsed, once per process: the checks before composing each parse the command
+    line again, and Hydra's parser takes time quadratic in a list's length (a 5,000-value C list:
+    seconds a parse; issue 30, scenario g). The parsed overrides are only read."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    parser, out = OverridesParser.create(), []
-    for text in overrides:
-        try:
-            out.extend(parser.parse_overrides([text]))
-        except Exception:
-            pass
-    return out
+    try:
+        return tuple(OverridesParser.create().parse_overrides([text]))
+    except Exception:
+        return ()
 
 
 def override_value(overrides: list[str], key: str) -> str | None:

@@ -31,7 +31,7 @@ FORMAT_VERSION = b"1"
 JSON_KEY = b"svmbench.json_columns"
 SPEC_PREFIX = "spec."
 _NATIVE = (bool, int, float, str)
-_ABSENT = object()
+ABSENT = _ABSENT = object()     # a field the record lacks (`read_columns`)
 
 
 class ShardError(ValueError):
@@ -193,3 +193,23 @@ def read_statuses(path: Path) -> list[tuple[str, str | None, str | None]]:
         values = table.column(name).to_pylist() if name in names else [None] * len(keys)
         out[name] = [json.loads(v) if v is not None and name in json_columns else v for v in values]
     return list(zip(keys, out["status"], out["error"]))
+
+
+def read_columns(path: Path) -> tuple[int, dict[str, list]]:
+    """(records, columns) of one shard file: field -> its values over the records, `ABSENT`
+    where a record lacks it; the spec's fields (``spec.<field>``) as their JSON text, which the
+    records of a sweep share (the tables derive their columns once per distinct text), every
+    other JSON column parsed. A shard of the earlier JSON layout is read as its records, then
+    turned into the same columns."""
+    path = Path(path)
+    table = _parquet(path) if path.suffix == ".parquet" else encode(read_shard(path))
+    meta = table.schema.metadata or {}
+    json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
+    columns = {}
+    for name in table.column_names:
+        values = table.column(name).to_pylist()
+        if name in json_columns and not name.startswith(SPEC_PREFIX):
+            columns[name] = [_ABSENT if v is None else json.loads(v) for v in values]
+        else:
+            columns[name] = [_ABSENT if v is None else v for v in values]
+    return table.num_rows, columns
