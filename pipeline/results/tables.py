@@ -1,12 +1,13 @@
 """Results: shards -> ``results.parquet`` and ``traces.parquet``, and the CV summary.
 
 Shards describe themselves (each record holds its spec), so the tables are rebuilt from the shard
-folder alone: one file per Dask task, one record per line (DESIGN.md, "Shards"). One row per fit in
-results; the certified f* of each fit's problem is joined from its reference shard with the
-certificate it actually reached (`f_star_status`, and `f_star_rel_gap` = gap / |f*|: f* lies in
-[P_ref - gap, P_ref]), and the relative suboptimality (P - f*) / |f*| is computed here, never finer
-than that certainty: below f_star_rel_gap it is floored to it and `rel_suboptimality_floored` says
-so.
+folder alone: one Parquet file per Dask task, its records as columns (`results.shards`; DESIGN.md,
+"Shards"), read once, as columns (`_latest_columns`), with what a row takes from its spec derived
+once per distinct spec, not once per fit. One row per fit in results; the certified f* of each
+fit's problem is joined from its reference shard with the certificate it actually reached
+(`f_star_status`, and `f_star_rel_gap` = gap / |f*|: f* lies in [P_ref - gap, P_ref]), and the
+relative suboptimality (P - f*) / |f*| is computed here, never finer than that certainty: below
+f_star_rel_gap it is floored to it and `rel_suboptimality_floored` says so.
 """
 from __future__ import annotations
 
@@ -96,16 +97,18 @@ def _latest_columns(run_dir: Path, keys=None) -> dict[str, list]:
     """The newest record of each key (only those of `keys` if given), sorted by key, as columns
     (`shards.read_columns`: `ABSENT` where a record lacks a field): the shards are read once,
     as columns, not as one dict per record."""
-    parts = [read_columns(p) for p in shard_files(run_dir)]
-    latest, offset = {}, 0
-    for n, cols in parts:
-        latest.update((k, offset + j) for j, k in enumerate(cols["key"]))
-        offset += n
+    parts = [read_columns(p)[1] for p in shard_files(run_dir)]
+    latest = {}
+    for part, cols in enumerate(parts):
+        latest.update((k, (part, j)) for j, k in enumerate(cols["key"]))
     chosen = [latest[k] for k in sorted(latest) if keys is None or k in keys]
+    del latest
     out = {}
-    for name in dict.fromkeys(name for _, cols in parts for name in cols):
-        full = [v for n, cols in parts for v in (cols[name] if name in cols else [ABSENT] * n)]
-        out[name] = [full[i] for i in chosen]
+    for name in dict.fromkeys(name for cols in parts for name in cols):
+        columns = [cols.get(name) for cols in parts]
+        out[name] = [ABSENT if columns[part] is None else columns[part][j] for part, j in chosen]
+        for cols in parts:      # each column of the shards is let go once taken
+            cols.pop(name, None)
     return out
 
 
@@ -259,7 +262,7 @@ def _tables(cols: dict[str, list]) -> tuple[pd.DataFrame, pd.DataFrame]:
     kinds = cols.get("kind") or []
     refs = {cols["key"][i]: _record(cols, i) for i, kind in enumerate(kinds) if kind == "reference"}
     fit_rows = [i for i, kind in enumerate(kinds) if kind == "fit"]
-    fits = {name: [values[i] for i in fit_rows] for name, values in cols.items()}
+    fits = cols if len(fit_rows) == len(kinds) else {name: [values[i] for i in fit_rows] for name, values in cols.items()}
     results = pd.DataFrame(_results(fits, refs)) if fit_rows else pd.DataFrame(columns=RESULT_COLUMNS)
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
