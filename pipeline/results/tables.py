@@ -264,6 +264,13 @@ def _tables(cols: dict[str, list]) -> tuple[pd.DataFrame, pd.DataFrame]:
     fit_rows = [i for i, kind in enumerate(kinds) if kind == "fit"]
     fits = cols if len(fit_rows) == len(kinds) else {name: [values[i] for i in fit_rows] for name, values in cols.items()}
     results = pd.DataFrame(_results(fits, refs)) if fit_rows else pd.DataFrame(columns=RESULT_COLUMNS)
+    results = finish_results(results)
+    return results, _traces(fits)
+
+
+def finish_results(results: pd.DataFrame) -> pd.DataFrame:
+    """The results' columns in their order (RESULT_COLUMNS, then the others sorted), a column of
+    mixed kinds as strings, the rows sorted by dataset, solver entry, C, fold and key."""
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
     for c in results.columns:
@@ -271,13 +278,14 @@ def _tables(cols: dict[str, list]) -> tuple[pd.DataFrame, pd.DataFrame]:
         if ((c.startswith("param_") and results[c].map(type).nunique() > 1)
                 or ((c.startswith("info_") or c in ("gamma", "degree", "coef0")) and _mixed(results[c]))):
             results[c] = results[c].map(lambda v: None if v is None else str(v))
-    results = results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
-    return results, _traces(fits)
+    return results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
 
 
 def _mixed(col: pd.Series) -> bool:
     """Values of more than one kind (numbers count as one; missing ones are not counted), which
     one Parquet column cannot hold: such a column is written as strings."""
+    if col.dtype != object:     # a typed column (numbers, bools, strings) holds one kind
+        return False
     kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
              for v in col if v is not None and not (isinstance(v, float) and math.isnan(v))}
     return len(kinds) > 1

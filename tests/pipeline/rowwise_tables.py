@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from pipeline.results.tables import RESULT_COLUMNS, TRACE_COLUMNS, _f_star_columns, _mixed, info_columns, read_shards
+from pipeline.results.tables import RESULT_COLUMNS, TRACE_COLUMNS, _f_star_columns, finish_results, info_columns, read_shards
 
 
 def _fit_row(rec: dict, refs: dict) -> dict:
@@ -65,14 +65,7 @@ def build_tables(run_dir, keys=None):
     results = pd.DataFrame(rows)
     if results.empty:
         results = pd.DataFrame(columns=RESULT_COLUMNS)
-    extra = [c for c in results.columns if c not in RESULT_COLUMNS]
-    results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
-    for c in results.columns:
-        # gamma is "scale"/"auto" for one entry and a number for another in one sweep.
-        if ((c.startswith("param_") and results[c].map(type).nunique() > 1)
-                or ((c.startswith("info_") or c in ("gamma", "degree", "coef0")) and _mixed(results[c]))):
-            results[c] = results[c].map(lambda v: None if v is None else str(v))
-    results = results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
+    results = finish_results(results)
     return results, _traces(fits)
 
 
