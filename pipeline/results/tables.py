@@ -303,6 +303,11 @@ def _traces(fits: dict[str, list]) -> pd.DataFrame:
             if i < len(extra):
                 row.update(extra[i])
             rows.append(row)
+    return traces_frame(rows)
+
+
+def traces_frame(rows: list[dict]) -> pd.DataFrame:
+    """The traces table of its rows: TRACE_COLUMNS, then the extra quantities sorted, as floats."""
     traces = pd.DataFrame(rows)
     extra_cols = sorted(c for c in traces.columns if c not in TRACE_COLUMNS)
     traces = traces.reindex(columns=TRACE_COLUMNS + extra_cols)

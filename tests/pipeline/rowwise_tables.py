@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from pipeline.results.tables import RESULT_COLUMNS, TRACE_COLUMNS, _f_star_columns, finish_results, info_columns, read_shards
+from pipeline.results.tables import RESULT_COLUMNS, TRACE_COLUMNS, _f_star_columns, finish_results, info_columns, read_shards, traces_frame
 
 
 def _fit_row(rec: dict, refs: dict) -> dict:
@@ -80,10 +80,6 @@ def _traces(fits: list[dict]) -> pd.DataFrame:
             if i < len(extra):
                 row.update(extra[i])
             rows.append(row)
-    traces = pd.DataFrame(rows)
-    extra_cols = sorted(c for c in traces.columns if c not in TRACE_COLUMNS)
-    traces = traces.reindex(columns=TRACE_COLUMNS + extra_cols)
-    return traces.astype({"iteration": "int64", "time_s": "float64", "primal": "float64",
-                          "dual": "float64", "gap": "float64", **{c: "float64" for c in extra_cols}})
+    return traces_frame(rows)
 
 
