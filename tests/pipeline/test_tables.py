@@ -3,6 +3,7 @@ what a row takes from its spec derived once per distinct spec: the tables must b
 the row-by-row builder made (tests/pipeline/rowwise_tables.py), columns, dtypes and values, for
 every kind of record a run writes, since the report and the papers read them."""
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -85,7 +86,8 @@ def test_columnar_tables_are_the_row_by_row_tables(tmp_path, layout):
 
 
 def test_the_tables_of_a_run_with_references_are_the_row_by_row_tables(tmp_path):
-    """A real run: two solvers share reference solves (f*), with kept models and held-out rows."""
+    """A real run: two solvers share reference solves (f*), with kept models and held-out rows;
+    its log ends with the timing line."""
     cfg = compose([f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80",
                    "solvers=[dcd,liblinear]", "grid.C=[0.5,2.0]", "cv=kfold_test", "cv.folds=2",
                    "run.reference=true", "run.keep_models=true", "cluster=sequential", "run.progress=false"])
@@ -95,3 +97,8 @@ def test_the_tables_of_a_run_with_references_are_the_row_by_row_tables(tmp_path)
     pd.testing.assert_frame_equal(out["traces"], old[1])
     assert out["results"]["f_star"].notna().all() and "n_heldout" in out["results"]
     assert len(pd.read_parquet(tmp_path / "run" / "models.parquet")) == len(out["results"])
+    # run.log says where the command's seconds went, phase by phase, adding up to the total.
+    timing = next(ln for ln in (tmp_path / "run" / "run.log").read_text().splitlines() if "timing: " in ln)
+    phases = dict(re.findall(r"(?<=[:,] )(plan|execute|tables|report) ([\d.]+) s", timing))
+    total = float(re.search(r"; total ([\d.]+) s before exit", timing).group(1))
+    assert set(phases) == {"plan", "execute", "tables", "report"} and sum(map(float, phases.values())) <= total + 0.2
