@@ -201,15 +201,29 @@ def read_columns(path: Path) -> tuple[int, dict[str, list]]:
     records of a sweep share (the tables derive their columns once per distinct text), every
     other JSON column parsed. A shard of the earlier JSON layout is read as its records, then
     turned into the same columns."""
+    import pyarrow as pa
     path = Path(path)
     table = _parquet(path) if path.suffix == ".parquet" else encode(read_shard(path))
     meta = table.schema.metadata or {}
     json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
     columns = {}
     for name in table.column_names:
-        values = table.column(name).to_pylist()
+        column = table.column(name)
         if name in json_columns and not name.startswith(SPEC_PREFIX):
-            columns[name] = [_ABSENT if v is None else json.loads(v) for v in values]
+            columns[name] = [_ABSENT if v is None else json.loads(v) for v in column.to_pylist()]
+        elif column.type == pa.string():
+            columns[name] = _shared_strings(column)
         else:
-            columns[name] = [_ABSENT if v is None else v for v in values]
+            columns[name] = [_ABSENT if v is None else v for v in column.to_pylist()]
     return table.num_rows, columns
+
+
+def _shared_strings(column) -> list:
+    """A string column's values, each distinct text one Python object that the rows share (a
+    sweep's records repeat their spec's texts: one string per row held 50,000 copies of each)."""
+    import pyarrow.compute as pc
+    values = []
+    for chunk in pc.dictionary_encode(column).chunks:
+        texts = chunk.dictionary.to_pylist()
+        values.extend(_ABSENT if i is None else texts[i] for i in chunk.indices.to_pylist())
+    return values
