@@ -192,11 +192,12 @@ def _results(cols: dict[str, list], refs: dict) -> dict[str, list]:
     texts = [cols.get(SPEC_PREFIX + f) or [ABSENT] * n for f in ("problem", "solver_params", "task", "grid_point")]
     params: dict = {}
     conditional = [optional.get(c) or [nan] * n for c in _CONDITIONAL_COLUMNS]
-    for i, group in enumerate(zip(*texts, *conditional)):
+    present = zip(*([v is not nan for v in values] for values in conditional))
+    for i, group in enumerate(zip(*texts, present)):
         if group not in params:
             p = prob[i]
             given = {k: p[k] for k in ("lambda", "lambda_convention") if k in p}
-            row = _BASE_COLUMNS | {c for c, values in zip(_CONDITIONAL_COLUMNS, conditional) if values[i] is not nan}
+            row = _BASE_COLUMNS | {c for c, has in zip(_CONDITIONAL_COLUMNS, group[-1]) if has}
             row |= {"class_weight"} if "class_weight" in p else set()
             merged = {**given, **_parsed(group[1], parsed, {}), **_parsed(group[2], parsed, {}),
                       **_parsed(group[3], parsed, {})}

@@ -48,8 +48,9 @@ def _records():
     out.append(_fit("fit-b", {**_spec("fit-b", C=2.0), "reference_key": "ref-1"}, warm_from="fit-a"))
     out.append({"key": "fit-c", "kind": "fit", "status": "error", "error": "MemoryError: planted",
                 "spec": {**_spec("fit-c", C=math.inf), "reference_key": "ref-2"}})
-    out.append(_fit("fit-d", _spec("fit-d", fold=1, class_weight={"1": 2.0, "-1": 1.0}),
-                    n_heldout=10, heldout_accuracy=0.7, confusion_heldout=[[3, 1], [2, 4]]))
+    held = _spec("fit-d", fold=1, class_weight={"1": 2.0, "-1": 1.0})
+    held["solver_params"] = {"shrinking": True, "n_heldout": 1}    # a parameter named as a column this row has
+    out.append(_fit("fit-d", held, n_heldout=10, heldout_accuracy=0.7, confusion_heldout=[[3, 1], [2, 4]]))
     out.append(_fit("fit-e", _spec("fit-e", fold=2, class_weight="balanced"), n_classes=3, multi_class="ovr",
                     confusion_test=[[1, 0, 0], [0, 1, 0], [0, 0, 1]], info={"n_binary": 3}))
     lam = _spec("fit-f")
