@@ -18,6 +18,12 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
      against the summed fit times over the workers.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
+  g  50,000 tiny fits (conf/experiment/bench_large.yaml: 5,000 C values x 10 folds of dcd on
+     toy_blobs, no references): the whole command against its own execute phase (goal <= 2x),
+     the dry run (compose and plan), the tables, the shards' bytes a fit (goal <= 200) and the
+     client's peak memory (goal <= 600 MB), from the command's timing line in run.log.
+  h  scenario g at 1,000,000 fits (5,000 C values x 200 random splits): the plan and the tables
+     (goal <= 30 s each) and the client's peak memory.
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -94,7 +101,7 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
     return {**totals, "imbalance_s": max(tasks) - min(tasks) if tasks else float("nan")}
 
 
-def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
+def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "bench_sweep") -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
     cluster's start and warm-up (and how much of it planning did not cover), the execute
     phase's wall (which starts once the workers are warm), Dask task count, the client's peak
@@ -102,7 +109,7 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     task times (from results.parquet), the CPU seconds of its processes by role and the task
     processes' imbalance (`_cpu_by_role`), and the load average (1 min) as it started."""
     run_dir = work / tag
-    cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
+    cmd = [sys.executable, "-m", "pipeline", f"+experiment={experiment}", f"hydra.run.dir={run_dir}", *overrides]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,7 +123,12 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     loads = re.search(r"workers read (\d+) datasets and extracted (\d+) folds", log)
     # The cluster's start and warm-up, before the execute phase's clock (overlapping planning).
     startup = re.search(r"cluster start and warm-up ([\d.]+) s \(([\d.]+) s of it after planning\)", log)
-    return {"startup_s": float(startup.group(1)) if startup else None,
+    timing = {phase: float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", _line(log, "timing: "))}
+    peak = re.search(r"client peak RSS (\d+) MB over the run", log)
+    shard_bytes = sum(p.stat().st_size for p in (run_dir / "shards").iterdir())
+    return {"timing": timing, "client_peak_mb": float(peak.group(1)) if peak else None,
+            "shard_bytes": shard_bytes,
+            "startup_s": float(startup.group(1)) if startup else None,
             "startup_wait_s": float(startup.group(2)) if startup else None, "wall_s": wall, "dataset_reads": int(loads.group(1)), "fold_extractions": int(loads.group(2)), "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
             "client_rss_mb": float(m.group(4)), "fit_s": float(res["fit_time_s"].sum()),
             "task_s": float(res["task_time_s"].sum()), "converged": int((res["status"] == "converged").sum()),
@@ -219,6 +231,43 @@ def scenario_c(work: Path, reps: int) -> list[dict]:
     return [_overhead_row("c", run_ours(SCENARIOS["c"] + [grid], work, f"c{r}")) for r in range(reps)]
 
 
+def _line(log: str, prefix: str) -> str:
+    """The last line of run.log that holds prefix ("" if none)."""
+    return next((ln for ln in reversed(log.splitlines()) if prefix in ln), "")
+
+
+def dry_run_s(overrides: list[str], experiment: str) -> float:
+    """A dry run's wall time (`run.dry_run=true`: compose, validate, plan; nothing run or written)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pipeline", f"+experiment={experiment}", "run.dry_run=true", *overrides],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _large_row(name: str, overrides: list[str], work: Path, tag: str) -> dict:
+    """One whole command of bench_large beside its own phases (the timing line of its run.log)."""
+    dry = dry_run_s(overrides, "bench_large")
+    run = run_ours(overrides, work, tag, experiment="bench_large")
+    t = run["timing"]
+    return {"scenario": name, "fits": run["fits"], "dask_tasks": run["dask_tasks"], "whole_s": run["wall_s"],
+            "execute_s": run["execute_s"], "whole_over_execute": run["wall_s"] / run["execute_s"],
+            "dry_run_s": dry, "start_s": t.get("start"), "plan_s": t.get("plan"), "warmup_wait_s": t.get("warm-up wait"),
+            "around_execute_s": t.get("around execute", 0.0), "tables_s": t.get("tables"), "report_s": t.get("report"),
+            "exit_s": run["wall_s"] - t.get("total", math.nan), "bytes_per_fit": run["shard_bytes"] / run["fits"],
+            "client_peak_mb": run["client_peak_mb"], "client_execute_peak_mb": run["client_rss_mb"],
+            "sum_fit_s": run["fit_s"], "load": run["load"]}
+
+
+def scenario_g(work: Path, reps: int) -> list[dict]:
+    return [_large_row("g", [], work, f"g{r}") for r in range(reps)]
+
+
+def scenario_h(work: Path, reps: int) -> list[dict]:
+    # 5,000 C values x 200 random splits of toy_blobs' 2,000 rows: 1,000,000 fits.
+    rounds = ["cv=repeated", "cv.rounds=200", "cv.test_size=0.2"]
+    return [_large_row("h", rounds, work, f"h{r}") for r in range(reps)]
+
+
 def scenario_d(work: Path, reps: int) -> list[dict]:
     rows = []
     for r in range(reps):
@@ -228,12 +277,12 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
     return rows
 
 
-def prebuild(overrides: list[str]) -> None:
+def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
-    from .experiment.config import compose
+    from .experiment.config import compose, validate
     from .run import materialise_datasets
-    materialise_datasets(compose(["+experiment=bench_sweep", *overrides]))
+    materialise_datasets(validate(compose([f"+experiment={experiment}", *overrides])))
 
 
 def main(argv=None) -> int:
@@ -242,11 +291,11 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     args = ap.parse_args(argv)
-    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
+    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "g": scenario_g, "h": scenario_h}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            prebuild(SCENARIOS.get(name, []))
+            prebuild(SCENARIOS.get(name, []), "bench_large" if name in "gh" else "bench_sweep")
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
             parts.append(f"### scenario {name}\n\n{markdown_table(df)}")

@@ -11,7 +11,7 @@
   a second (`in_flight`).
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
-  themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
+  themselves), as one shard, ``shards/<first key>[.<generation>].parquet`` (`ShardWriter`: temp
   file, one sync, rename), so an interrupted run loses only its unfinished tasks and a rerun
   into the same run directory skips finished records. A file and a sync per fit could not keep
   up with fits of a few ms (issue 10, scenario d).
@@ -39,7 +39,8 @@ from pathlib import Path
 
 from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan
-from ..results.tables import iter_records, shard_files, shard_generation
+from ..results import shards as shard_format
+from ..results.tables import iter_statuses, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task
 
@@ -116,8 +117,8 @@ class Summary:
 
 
 class ShardWriter:
-    """Writes a run dir's shards: one file per Dask task holding its records, one JSON object
-    per line, named ``<first key>.jsonl``, or ``<first key>.<generation>.jsonl`` after the first
+    """Writes a run dir's shards: one Parquet file per Dask task holding its records as columns
+    (`results.shards`), named ``<first key>.parquet``, or ``<first key>.<generation>.parquet`` after the first
     `execute` into the run dir. Each execute writes one generation, above every one on disk, so
     that a key written again (a retried error) is newest in a later generation (`results.shard_files`),
     and a name is never reused: no write replaces a file that holds other finished records."""
@@ -134,15 +135,12 @@ class ShardWriter:
         makes it visible); one file and one sync per task, not per fit (issue 10, scenario d)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         suffix = f".{self.generation}" if self.generation else ""
-        path = self.dir / f"{records[0]['key']}{suffix}.jsonl"
+        path = self.dir / f"{records[0]['key']}{suffix}.parquet"
         # The temporary name starts with "." and does not end in a shard suffix, so neither a rerun
         # (finished_keys) nor the results reader ever takes a half-written file for a shard.
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
-            with open(tmp, "w") as fh:
-                for record in records:
-                    _dump(record, fh)
-                    fh.write("\n")
+            _write_file(records, tmp)
             _sync_filesystem(self.dir)
             os.replace(tmp, path)
         except BaseException:
@@ -174,10 +172,9 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C during execute, carrying the line for the user: how many tasks are saved where."""
 
 
-def _dump(record: dict, fh) -> None:
-    # json.dumps, not json.dump: dump streams through the pure-Python encoder (2 ms for a
-    # 1.6 kB shard on a loaded core), dumps takes the C one in a single call.
-    fh.write(json.dumps(record, allow_nan=True, default=_json_default))
+def _write_file(records: list[dict], path: Path) -> None:
+    """One shard file (`results.shards.write`): the writer's one step that puts bytes on disk."""
+    shard_format.write(records, path)
 
 
 def _libc_syncfs():
@@ -202,15 +199,6 @@ def _sync_filesystem(directory: Path) -> None:
     os.sync()
 
 
-def _json_default(obj):
-    import numpy as np
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
-
-
 def finished_keys(run_dir: Path) -> set[str]:
     """The keys that have a record in the run dir's shards (whatever its status)."""
     return set(_latest_status(run_dir))
@@ -218,7 +206,7 @@ def finished_keys(run_dir: Path) -> set[str]:
 
 def _latest_status(run_dir: Path) -> dict[str, tuple[str, str | None]]:
     """key -> (status, error) of its newest record: the tables' view of it (`results.read_shards`)."""
-    return {r["key"]: (r.get("status"), r.get("error")) for r in iter_records(run_dir)}
+    return {key: (status, error) for key, status, error in iter_statuses(run_dir)}
 
 
 class ClusterError(RuntimeError):

@@ -84,7 +84,7 @@ def test_a_resumed_path_recomputes_only_its_missing_points(store, warm_cold, tmp
     out = _run(store, tmp_path, "run.reference=true")
     assert out["summary"].done == 1
     after = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "shards").iterdir()}
-    assert {k: v for k, v in after.items() if k in before} == before and set(after) - set(before) == {f"{victim}.1.jsonl"}
+    assert {k: v for k, v in after.items() if k in before} == before and set(after) - set(before) == {f"{victim}.1.parquet"}
     row = out["results"].set_index("key").loc[victim]
     # Its predecessor's model is not stored: the lone missing point starts cold, same optimum.
     assert row["status"] == "converged" and pd.isna(row["warm_from"])
