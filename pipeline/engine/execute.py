@@ -199,6 +199,10 @@ def _sync_filesystem(directory: Path) -> None:
     os.sync()
 
 
+def _without_plugin_text(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k != "plugin_text"} if "plugin_text" in spec else spec
+
+
 def finished_keys(run_dir: Path) -> set[str]:
     """The keys that have a record in the run dir's shards (whatever its status)."""
     return set(_latest_status(run_dir))
@@ -892,7 +896,9 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0),
                                               specs[r["key"]]["solver"]) for r in records if r.get("env_peak_rss_mb"))],
                              key=lambda m: m[0] + m[1])
-            batch = [{**by_key[spec["key"]], "spec": spec} for u in units for spec in u]
+            # A file plugin's text travels with its specs to the workers; its sha256 (in the key and
+            # in spec["plugin"]) already names it, so a shard does not store the file once a fit.
+            batch = [{**by_key[spec["key"]], "spec": _without_plugin_text(spec)} for u in units for spec in u]
             failed += sum(r["status"] == "error" for r in batch)
             shards.write(batch)
             if failed:
