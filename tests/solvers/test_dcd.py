@@ -225,7 +225,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     `_dcd_passes` runs compiled (shrinking, the full-set rechecks, both rules, the thresholds).
     drop: under pg, a shrunken set is rechecked once its spread is drop times below the last
     full pass's (the solver's `_RECHECK_DROP`); inf is LIBLINEAR's rule, recheck at tol only."""
-    from solvers.dcd import _dcd_pass
+    from solvers.dcd import _dcd_pass, _row_table
     from solvers.objectives import dual_box_i
     mask = (1 << 64) - 1
     state = [seed & mask]
@@ -243,6 +243,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     B = problem.B
     # Summed in row order, as the compiled loop does (np.dot's blocked sum rounds differently).
     QD = np.array([sum(v * v for v in X.data[a:b]) for a, b in zip(X.indptr[:-1], X.indptr[1:])]) + (B * B + diag)
+    rinfo = _row_table(problem.y, QD, diag, U)
     alpha, w, wb = np.zeros(n), np.zeros(problem.n_features), np.zeros(1)
     index = np.arange(n, dtype=np.uint64)
     no_gram = (np.empty(0, dtype=np.int64), None, np.empty(0), 0)  # Q = None: every pass sparse
@@ -254,8 +255,8 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
         full = active == n
         n_updates += active
         w_prev, wb_prev = w.copy(), wb[0]
-        active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, problem.y, alpha, w, wb,
-                                    B, QD, diag, U, index, active, Mo, mo, shrinking, *no_gram)
+        active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, rinfo, alpha, w, wb,
+                                    B, index, active, Mo, mo, shrinking, *no_gram)
         it += 1
         if active == 0:
             M = m = 0.0
