@@ -256,7 +256,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
         n_updates += active
         w_prev, wb_prev = w.copy(), wb[0]
         active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, rinfo, alpha, w, wb,
-                                    B, index, active, Mo, mo, shrinking, *no_gram)
+                                    B, index, active, Mo, mo, shrinking, *no_gram, False)
         it += 1
         if active == 0:
             M = m = 0.0
