@@ -346,9 +346,9 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
 def prebuild(overrides: list[str]) -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
-    from .experiment.config import compose
+    from .experiment.config import compose, validate
     from .run import materialise_datasets
-    materialise_datasets(compose(["+experiment=bench_sweep", *overrides]))
+    materialise_datasets(validate(compose(["+experiment=bench_sweep", *overrides])))
 
 
 def main(argv=None) -> int:
