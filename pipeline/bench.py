@@ -207,8 +207,8 @@ ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
 y, _ = binary_labels(ds.y, d["positive"])
 prob = problem(np.asarray(y, dtype=float), ds.X)
 t0 = time.perf_counter()
-best_C, best_rate = train(prob, "-C -v 5 -s 2 -q")[:2]
-print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_rate / 100}))
+best_C, _, best_accuracy = train(prob, "-C -v 5 -s 2 -q")     # (C, p: SVR's, CV accuracy)
+print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_accuracy}))
 """
 
 
