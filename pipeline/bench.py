@@ -138,16 +138,14 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
             "test_accuracy": float(res["test_accuracy"].mean()), "load": load, **cpu}
 
 
-ANCHOR = r"""
+# The sweep's dataset as our run reads it (argv[1]: the overrides as JSON): X, y, d (the plan's entry).
+SWEEP_DATA = r"""
 import json, sys, time, warnings
 import numpy as np
 from pipeline.experiment.config import compose, validate
-from pipeline.experiment.plan import build_plan
+from pipeline.experiment.plan import binary_labels, build_plan
 from pipeline.run import materialise_datasets
 from pipeline.engine.tasks import load_dataset
-from pipeline.experiment.plan import binary_labels, subsample_rows
-from sklearn.model_selection import GridSearchCV
-from sklearn.svm import LinearSVC
 
 exp = validate(compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])]))
 plan = build_plan(exp, materialise_datasets(exp))
@@ -155,6 +153,12 @@ d = next(iter(plan.datasets.values()))
 ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
 y, _ = binary_labels(ds.y, d["positive"])
 X = ds.X
+"""
+
+ANCHOR = SWEEP_DATA + r"""
+from sklearn.model_selection import GridSearchCV
+from sklearn.svm import LinearSVC
+
 folds = d["folds"]                                   # the very folds our sweep uses
 p = dict(exp.solvers["dcd"].params)
 est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"],
@@ -191,21 +195,10 @@ def scenario_a(work: Path, reps: int) -> list[dict]:
 
 
 # LIBLINEAR's own C search on the same rows (its own 5 folds: -v draws them), timed around train.
-LIBLINEAR_SEARCH = r"""
-import json, sys, time
-import numpy as np
+LIBLINEAR_SEARCH = SWEEP_DATA + r"""
 from liblinear.liblinearutil import problem, train
-from pipeline.experiment.config import compose, validate
-from pipeline.experiment.plan import binary_labels, build_plan
-from pipeline.run import materialise_datasets
-from pipeline.engine.tasks import load_dataset
 
-exp = validate(compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])]))
-plan = build_plan(exp, materialise_datasets(exp))
-d = next(iter(plan.datasets.values()))
-ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
-y, _ = binary_labels(ds.y, d["positive"])
-prob = problem(np.asarray(y, dtype=float), ds.X)
+prob = problem(np.asarray(y, dtype=float), X)
 t0 = time.perf_counter()
 best_C, _, best_accuracy = train(prob, "-C -v 5 -s 2 -q")     # (C, p: SVR's, CV accuracy)
 print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_accuracy}))
