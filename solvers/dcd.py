@@ -39,6 +39,20 @@ cap, the recorder's next scheduled point or, under a time limit, about 0.05 s: o
 pass costs microseconds, less than the interpreter work around it. The pass order is a
 Fisher-Yates shuffle of the active set from a splitmix64 generator seeded by ``random_state``.
 
+Memory (issue 30). A pass visits rows in a random order, so each step's per-row numbers and the
+start of its row are reads the hardware cannot predict: at RCV1's size (804,414 rows, 730 MB of
+CSR) each is a miss to memory. The numbers a step reads, y_i, Qbar_ii, diag_i and U_i, sit in
+one 32-byte record of a table aligned to cache lines (`_row_table`; five arrays cost five
+misses, LIBLINEAR's three), and the pass asks for the records, alpha_i and indptr 16 steps
+ahead and the rows' data and column indices 6 steps ahead (`_prefetch_rows`, LLVM's prefetch
+hint), where the CSR outgrows the caches. The iterates are bit for bit those without: on
+80,000 rcv1_like rows (tol 0.1, C = 1) the whole call took 0.65-0.75x the time of the same
+passes without, 0.5-0.8x LIBLINEAR's ``train`` (``python -m pipeline.bench --only u``).
+
+Warm starts along a C path (``warm_start={"alpha": ..., "ray": True}``, `_ray_step`): the
+previous point's alpha is moved to the dual's minimiser along its ray before the first pass,
+where LIBLINEAR's scale C_to / C_from overshoots at large C.
+
 Shrinking runs under both rules: a variable at a bound whose gradient points outward beyond the
 extremes M, m of the previous pass's projected gradients is moved out of the active set. Either
 test passing on a shrunken set certifies only that set (a shrunken pass that moves w by less than
