@@ -18,6 +18,17 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
      against the summed fit times over the workers.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
+  e  8 C x 5 folds on sparse text (issue 30, point 1): rcv1_like at RCV1's shape (100k rows,
+     47,236 features, 76 nonzeros a row), squared hinge, tol 0.1, no intercept, C 0.01..30:
+     ours against GridSearchCV(LinearSVC, n_jobs=2), and beside it LIBLINEAR's own
+     warm-started parameter search, ``train -C -v 5 -s 2`` (liblinear-official, the `bench`
+     extra), timed around ``train`` on a prebuilt problem.
+  u  dcd against upstream LIBLINEAR (issue 30, point 6): one solve at C = 1, eps 0.1, no bias,
+     squared hinge (-s 1) and hinge (-s 3), on rcv1_like at 80k rows and at RCV1's size (804,414
+     rows, conf/datasets/rcv1_full.yaml; ``--full``), timed whole call against whole call in
+     alternation in one process: ``solvers.fit(Problem(X, y, ...), "dcd")`` (checks, copies,
+     the certificates) against ``train(prob, "-s 1 -c 1 -e 0.1")`` on a prebuilt ``prob``
+     (which favours LIBLINEAR), with both primal objectives.
   g  50,000 tiny fits (conf/experiment/bench_large.yaml: 5,000 C values x 10 folds of dcd on
      toy_blobs, no references): the whole command against its own execute phase (goal <= 2x),
      the dry run (compose and plan), the tables, the shards' bytes a fit (goal <= 200) and the
@@ -27,7 +38,7 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d] [--reps 2] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,g,h,u] [--reps 2] [--full] [--out bench.md]
 """
 from __future__ import annotations
 
@@ -59,6 +70,10 @@ SCENARIOS = {
     # 20,800 training rows: dcd version 5's fits take about 55 ms each idle (version 4's took 56 ms
     # on 16,000 rows, version 5's 31 ms there; 3.9 ms on the 3,200 rows used before that).
     "c": SMALL + ["cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
+    # RCV1's shape (bench_linear's), no intercept, C up to 30 (issue 30, point 1).
+    "e": ["++datasets.rcv1_like.params.n_features=47236", "++datasets.rcv1_like.params.mean_nnz=76.0",
+          "++datasets.rcv1_like.params.margin=0.5", "solvers.dcd.params.intercept=none",
+          "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30]"],
     "d": ["datasets.rcv1_like.params.n_samples=2000", "datasets.rcv1_like.max_rows=200", "cv=repeated",
           "cv.test_size=0.5",
           "solvers.dcd.grid.C=[0.1,0.3,1,3,10,30,100,300,1000,3000]", "run.warm_start=false"],
@@ -135,16 +150,14 @@ def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "benc
             "test_accuracy": float(res["test_accuracy"].mean()), "load": load, **cpu}
 
 
-ANCHOR = r"""
+# The sweep's dataset as our run reads it (argv[1]: the overrides as JSON): X, y, d (the plan's entry).
+SWEEP_DATA = r"""
 import json, sys, time, warnings
 import numpy as np
 from pipeline.experiment.config import compose, validate
-from pipeline.experiment.plan import build_plan
+from pipeline.experiment.plan import binary_labels, build_plan
 from pipeline.run import materialise_datasets
 from pipeline.engine.tasks import load_dataset
-from pipeline.experiment.plan import binary_labels, subsample_rows
-from sklearn.model_selection import GridSearchCV
-from sklearn.svm import LinearSVC
 
 exp = validate(compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])]))
 plan = build_plan(exp, materialise_datasets(exp))
@@ -152,9 +165,16 @@ d = next(iter(plan.datasets.values()))
 ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
 y, _ = binary_labels(ds.y, d["positive"])
 X = ds.X
+"""
+
+ANCHOR = SWEEP_DATA + r"""
+from sklearn.model_selection import GridSearchCV
+from sklearn.svm import LinearSVC
+
 folds = d["folds"]                                   # the very folds our sweep uses
 p = dict(exp.solvers["dcd"].params)
-est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"], fit_intercept=True)
+est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"],
+                fit_intercept=p.get("intercept", "regularized") != "none")
 gs = GridSearchCV(est, {"C": list(exp.solvers["dcd"].grid["C"])}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
@@ -183,6 +203,94 @@ def scenario_a(work: Path, reps: int) -> list[dict]:
                      "gridsearch_fit_s": gs["fit_s"], "gridsearch_process_s": gs["process_s"],
                      "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
                      "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"]})
+    return rows
+
+
+# LIBLINEAR's own C search on the same rows (its own 5 folds: -v draws them), timed around train.
+LIBLINEAR_SEARCH = SWEEP_DATA + r"""
+from liblinear.liblinearutil import problem, train
+
+prob = problem(np.asarray(y, dtype=float), X)
+t0 = time.perf_counter()
+best_C, _, best_accuracy = train(prob, "-C -v 5 -s 2 -q")     # (C, p: SVR's, CV accuracy)
+print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_accuracy}))
+"""
+
+
+def run_liblinear_search(overrides: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", LIBLINEAR_SEARCH, json.dumps(overrides)], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def scenario_e(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours(SCENARIOS["e"], work, f"e{r}")
+        gs = run_anchor(SCENARIOS["e"])
+        ll = run_liblinear_search(SCENARIOS["e"])
+        rows.append({"scenario": "e", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
+                     "ours_execute_s": ours["execute_s"], "ours_fit_s": ours["fit_s"], "ours_task_s": ours["task_s"],
+                     "dask_tasks": ours["dask_tasks"], "imbalance_s": ours["imbalance_s"],
+                     "gridsearch_fit_s": gs["fit_s"], "liblinear_search_s": ll["fit_s"],
+                     "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
+                     "ratio_wall_vs_liblinear_search": ours["wall_s"] / ll["fit_s"],
+                     "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"],
+                     "liblinear_best_C": ll["best_C"], "liblinear_cv_accuracy": ll["cv_accuracy"]})
+    return rows
+
+
+def _upstream_data(full: bool):
+    """(X, y) of scenario u: rcv1_like at 80k rows (bench_linear's shape), or the store's rcv1_full."""
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    from .data.datasets import ensure_dataset, get_builder
+    from .data.store import default_store_root, read_dataset
+    if not full:
+        X, y, _ = get_builder("rcv1_like")(n_samples=80000, n_features=47236, mean_nnz=76.0, margin=0.5)
+        return X, np.where(y == y.max(), 1.0, -1.0)
+    conf = OmegaConf.load(Path(__file__).parents[1] / "conf/datasets/rcv1_full.yaml")
+    root = default_store_root()
+    ds = read_dataset(root, ensure_dataset(root, conf.builder, OmegaConf.to_container(conf.params))["name"])
+    return ds.X, np.where(ds.y == ds.y.max(), 1.0, -1.0)
+
+
+def scenario_u(reps: int, full: bool) -> list[dict]:
+    """dcd against LIBLINEAR's train, whole call against whole call, alternating (module docstring).
+    The primal objectives show that both stopped at the same point: the same projected-gradient
+    rule at the same eps (solvers/dcd.py, ``stop="pg"``), on other pass orders."""
+    import numpy as np
+    from liblinear.liblinearutil import problem as ll_problem, train
+
+    import solvers
+    from solvers import Budget, Problem
+
+    rows = []
+    for size in (["80k", "full"] if full else ["80k"]):
+        X, y = _upstream_data(size == "full")
+        prob = ll_problem(y, X)
+
+        def primal(w, loss):
+            xi = np.maximum(1.0 - y * (X @ w), 0.0)
+            return 0.5 * float(w @ w) + float(xi.sum() if loss == "hinge" else xi @ xi)
+
+        for loss, s in (("squared_hinge", 1), ("hinge", 3)):
+            solvers.fit(Problem(X[:1000], y[:1000], loss=loss), "dcd")      # compiled before the clock
+            for r in range(reps):
+                t0 = time.perf_counter()
+                model = train(prob, f"-s {s} -c 1 -e 0.1 -q")
+                ll_s = time.perf_counter() - t0
+                w = np.asarray(model.get_decfun()[0]) * (1.0 if model.get_labels()[0] == 1 else -1.0)
+                t0 = time.perf_counter()
+                fit = solvers.fit(Problem(X, y, C=1.0, loss=loss, intercept="none"), "dcd",
+                                  budget=Budget(tol=0.1, max_iter=1000))
+                ours_s = time.perf_counter() - t0
+                rows.append({"scenario": "u", "data": size, "loss": loss, "rep": r, "load": os.getloadavg()[0],
+                             "dcd_s": ours_s, "dcd_fit_s": fit.fit_time_s, "train_s": ll_s,
+                             "ratio": ours_s / ll_s, "dcd_passes": fit.n_iter, "dcd_primal": fit.primal,
+                             "train_primal": primal(w, loss), "primal_rel_diff": fit.primal / primal(w, loss) - 1})
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -290,12 +398,15 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
+    ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
-    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "g": scenario_g, "h": scenario_h}
+    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
+               "g": scenario_g, "h": scenario_h, "u": lambda work, reps: scenario_u(reps, args.full)}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            prebuild(SCENARIOS.get(name, []), "bench_large" if name in "gh" else "bench_sweep")
+            if name != "u":
+                prebuild(SCENARIOS.get(name, []), "bench_large" if name in "gh" else "bench_sweep")
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
             parts.append(f"### scenario {name}\n\n{markdown_table(df)}")
