@@ -99,6 +99,55 @@ def warm_alpha(problem: Problem, warm_start) -> np.ndarray:
     return project_feasible(alpha, problem.y, box(problem))
 
 
+# ---------------------------------------------------------------------------- C paths
+class KernelPath:
+    """What the fits of one C path share: tasks.run_path hands the same KernelPath to each fit
+    of a (fold, kernel) path, in increasing C, as ``warm_start={"path": path}``.
+
+    A solver that takes one (SolverSpec.kernel_path; smo) puts back, when a fit ends with a model,
+    its kernel-column cache (in its final layout: the kernel values do not depend on C, so the
+    next fit starts with the columns this one computed) and its alpha with the gradients G and
+    G_bar at alpha and C, from which the next fit is seeded (`scaled_seed`). A fit takes the
+    contents out as it starts (`take`): one that fails or diverges leaves the next a cold start
+    and a fresh cache, never a cache whose layout its own swaps left half changed.
+    """
+
+    def __init__(self):
+        self.state: dict | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state is not None
+
+    def take(self) -> dict | None:
+        state, self.state = self.state, None
+        return state
+
+    def keep(self, **state) -> None:
+        self.state = state
+
+
+def scaled_seed(alpha: np.ndarray, G: np.ndarray, G_bar: np.ndarray, y: np.ndarray, C_from_i, C_to_i,
+                s: float) -> tuple:
+    """Alpha seeding along C (DeCoste & Wagstaff, "Alpha seeding for support vector machines",
+    KDD 2000): the solution at the box C_from_i scaled by s = C_to / C_from (C_to_i = s C_from_i),
+    which keeps 0 <= alpha <= C and y' alpha = 0 and, where the support changes little with C,
+    lands near the solution at C_to. Variables at their bound are put on the new bound exactly
+    (s C_i rounds off it, and a variable a rounding below C would count as free); the equality
+    is repaired by `project_feasible`, a no-op unless rounding left y' alpha off.
+
+    G and G_bar scale with alpha, so they come without a kernel evaluation:
+    G(s alpha) = Q (s alpha) - e = s (G + e) - e, and G_bar = sum_{alpha_j = C_j} C_j Q_j over the
+    same bounded set becomes s G_bar. Returns (alpha, G, G_bar), with G and G_bar None when the
+    seed is not exactly s alpha with the same bounded set (the caller computes them)."""
+    bounded = alpha >= C_from_i
+    seed = np.where(bounded, C_to_i, alpha * s)
+    repaired = project_feasible(seed, y, C_to_i)
+    if not (np.array_equal(repaired, seed) and np.array_equal(seed >= C_to_i, bounded)):
+        return repaired, None, None
+    return seed, s * (G + 1.0) - 1.0, s * G_bar
+
+
 def gradient(cache: QColumnCache, alpha: np.ndarray, C):
     """G = Q alpha - e and G_bar = sum_{alpha_j = C_j} C_j Q[:, j] (LIBSVM's gradient of the
     bounded part, used to rebuild G after shrinking), by BLAS blocks over the support vectors
