@@ -18,10 +18,17 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
      against the summed fit times over the workers.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
+  f  the kernel grid (conf/experiment/bench_kernel_grid.yaml): smo, rbf, 8 C x 6 gamma x 5 folds
+     on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
+     against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
+     grid, tol and cache size (its fit call alone).
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d] [--reps 2] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,f] [--reps 2] [--out bench.md] [--set KEY=VALUE ...]
+
+--set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
+smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``.
 """
 from __future__ import annotations
 
@@ -94,7 +101,7 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
     return {**totals, "imbalance_s": max(tasks) - min(tasks) if tasks else float("nan")}
 
 
-def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
+def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "bench_sweep") -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
     cluster's start and warm-up (and how much of it planning did not cover), the execute
     phase's wall (which starts once the workers are warm), Dask task count, the client's peak
@@ -102,7 +109,7 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     task times (from results.parquet), the CPU seconds of its processes by role and the task
     processes' imbalance (`_cpu_by_role`), and the load average (1 min) as it started."""
     run_dir = work / tag
-    cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
+    cmd = [sys.executable, "-m", "pipeline", f"+experiment={experiment}", f"hydra.run.dir={run_dir}", *overrides]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -152,13 +159,68 @@ print(json.dumps({"fit_s": fit_s, "test_accuracy": float(np.mean(gs.cv_results_[
 """
 
 
-def run_anchor(overrides: list[str], n_jobs: int = 2) -> dict:
+def run_anchor(overrides: list[str], n_jobs: int = 2, script: str = ANCHOR) -> dict:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", ANCHOR, json.dumps(overrides), str(n_jobs)], check=True,
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(overrides), str(n_jobs)], check=True,
                          capture_output=True, text=True).stdout
     rec = json.loads(out.strip().splitlines()[-1])
     rec["process_s"] = time.perf_counter() - t0
     return rec
+
+
+KERNEL_GRID = "bench_kernel_grid"
+
+# GridSearchCV(SVC) over the kernel grid's rows, folds, C x gamma grid, tol and cache size. The
+# rows are the sweep's own (`tasks._split`: the max_rows subsample, labels as -1/+1, the folds),
+# and a pipeline scales each training fold as the sweep's workers do (StandardScaler, without
+# centring for sparse rows: tasks._scale), so both fit the same problems.
+KERNEL_ANCHOR = r"""
+import json, sys, time, warnings
+import numpy as np
+import scipy.sparse as sp
+from pipeline.experiment.config import compose, validate
+from pipeline.experiment.plan import build_plan
+from pipeline.run import materialise_datasets
+from pipeline.engine.tasks import _split
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+exp = validate(compose(["+experiment=bench_kernel_grid", *json.loads(sys.argv[1])]))
+plan = build_plan(exp, materialise_datasets(exp))
+spec = next(iter(plan.fits.values()))
+rows, y, _, folds, _ = _split(exp.store_root, spec["data"])
+X = rows.X
+assert spec["data"]["scale"] == "standard", spec["data"]["scale"]
+solver = exp.solvers["smo"]
+p, grid = dict(solver.params), dict(solver.grid)
+est = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)),
+                    SVC(kernel="rbf", tol=p["tol"], cache_size=p["cache_size"]))
+gs = GridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                  n_jobs=int(sys.argv[2]), refit=False)
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+gs.fit(X, y)
+fit_s = time.perf_counter() - t0
+print(json.dumps({"fit_s": fit_s, "fits": len(gs.cv_results_["params"]) * len(folds),
+                  "test_accuracy": float(np.mean(gs.cv_results_["mean_test_score"]))}))
+"""
+
+
+def scenario_f(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours([*extra], work, f"f{r}", experiment=KERNEL_GRID)
+        gs = run_anchor([*extra], script=KERNEL_ANCHOR)
+        rows.append({"scenario": "f", "rep": r, "fits": ours["fits"], "dask_tasks": ours["dask_tasks"],
+                     "ours_wall_s": ours["wall_s"], "ours_execute_s": ours["execute_s"],
+                     "ours_fit_s": ours["fit_s"], "ours_task_s": ours["task_s"],
+                     "gridsearch_fit_s": gs["fit_s"], "gridsearch_process_s": gs["process_s"],
+                     "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
+                     "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"],
+                     "converged": ours["converged"], "load": ours["load"]})
+    return rows
 
 
 def scenario_a(work: Path, reps: int) -> list[dict]:
@@ -228,25 +290,29 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
     return rows
 
 
-def prebuild(overrides: list[str]) -> None:
+def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
     from .experiment.config import compose
     from .run import materialise_datasets
-    materialise_datasets(compose(["+experiment=bench_sweep", *overrides]))
+    materialise_datasets(compose([f"+experiment={experiment}", *overrides]))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipeline.bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="a,b,c,d")
+    ap.add_argument("--only", default="a,b,c,d,f")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Hydra override added to every run of scenario f (ours and the anchor)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     args = ap.parse_args(argv)
-    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
+    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d,
+               "f": lambda work, reps: scenario_f(work, reps, args.set)}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            prebuild(SCENARIOS.get(name, []))
+            experiment = KERNEL_GRID if name == "f" else "bench_sweep"
+            prebuild(SCENARIOS.get(name, []) + (args.set if name == "f" else []), experiment)
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
             parts.append(f"### scenario {name}\n\n{markdown_table(df)}")

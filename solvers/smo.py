@@ -34,7 +34,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import (INTERCEPTS, KERNELS, LOSSES, box, certificates, check_separable, dual_f, finish_fit, gradient,
-                          scaled_seed, warm_alpha)
+                          path_seed, warm_alpha)
 from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -366,12 +366,13 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     warm_start: ``alpha``, projected onto the feasible set first (kernel_dual.warm_alpha); or
     ``path``, a kernel_dual.KernelPath shared by the fits of one C path in increasing C: the
     fit takes the kernel cache the last fit left (same rows, kernel and cache size; its columns
-    and its layout) and starts from that fit's alpha scaled to this C, with G and G_bar scaled
-    along (kernel_dual.scaled_seed: no kernel evaluation), then leaves its own for the next.
+    and its layout) and starts from that fit's alpha, scaled to this C or kept, with G and G_bar
+    scaled along (kernel_dual.path_seed: no kernel evaluation), then leaves its own for the next.
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, cache_hits,
     cache_misses (column requests that computed entries), kernel_evaluations (entries computed;
     all three by this fit, not the fits before it on a shared cache), cache_columns (slots),
-    seeded ("path": from the last fit of a KernelPath; "alpha": a warm start; "" cold), n_active_min (the smallest active set), n_scanned (entries of G read by
+    seeded ("path": from the last fit of a KernelPath, seed_scale its factor c; "alpha": a warm
+    start; "" cold), n_active_min (the smallest active set), n_scanned (entries of G read by
     the selections, the sum of the active set's size over the pair updates), n_reconstruct.
     """
     n = problem.n_samples
@@ -391,10 +392,10 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     # One bound per position (C_i = C s_i; all C unweighted: the same steps as a scalar C),
     # permuted with alpha by the shrinking; every array below is in position order.
     C = problem.C_i[cache.perm]
-    G = None
+    G, seed_scale = None, None
     if prev is not None:
-        alpha, G, G_bar = scaled_seed(prev["alpha"], prev["G"], prev["G_bar"], cache.y[cache.perm], prev["C"], C,
-                                      problem.C / prev["C_scalar"])
+        alpha, G, G_bar, seed_scale = path_seed(prev["alpha"], prev["G"], prev["G_bar"], cache.y[cache.perm],
+                                                prev["C"], C, problem.C / prev["C_scalar"])
         alpha_rows = np.empty_like(alpha)
         alpha_rows[cache.perm] = alpha
         seeded = "path"
@@ -455,7 +456,8 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     hits, misses, evals = (now - then for now, then in zip((cache.hits, cache.misses, cache.kernel_evaluations), counts0))
     fit = finish_fit("smo", problem, alpha, G, status, it, eps, fit_time, f_alpha0=f0,
                      cache_hits=hits, cache_misses=misses, kernel_evaluations=evals, cache_columns=cache.n_slots,
-                     n_active_min=int(ctl[4]), n_scanned=int(ctl[5]), n_reconstruct=int(ctl[3]), seeded=seeded)
+                     n_active_min=int(ctl[4]), n_scanned=int(ctl[5]), n_reconstruct=int(ctl[3]), seeded=seeded,
+                     **({"seed_scale": seed_scale} if seed_scale is not None else {}))
     # The decision values on the training rows, K beta = y (G + e) (kernel_dual): from the exact
     # gradient at hand, not from an n x n_sv kernel block computed once more (Problem.decision).
     fit.train_Xw = problem.y * (G + 1.0)

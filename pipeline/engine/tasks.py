@@ -546,8 +546,8 @@ def _kernel_path(spec: dict):
     """A kernel_dual.KernelPath for a C path of a solver that shares one (smo), else None: the
     path's fits, one (fold, kernel) in increasing C, then share the kernel cache (the columns one
     C computed serve the next: the kernel does not depend on C) and each starts from the last
-    one's alpha scaled to its C, with the gradient scaled along, not recomputed (DeCoste and
-    Wagstaff 2000; kernel_dual.scaled_seed). The path holds the cache (cache_size MB) until it
+    one's alpha, scaled to its C (DeCoste and Wagstaff 2000) or kept, with the gradient
+    scaled along, not recomputed (kernel_dual.path_seed). The path holds the cache (cache_size MB) until it
     ends."""
     import solvers
     from solvers.kernel_dual import KernelPath
