@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .kernels import QColumnCache
+from .kernels import QColumnCache, kernel_block
 from .objectives import dual_objective, kkt_violation_equality, primal_from_decision
 from .problem import Problem
 
@@ -112,8 +112,13 @@ class KernelPath:
     and a fresh cache, never a cache whose layout its own swaps left half changed.
     """
 
+    #: The largest kernel block between other rows and the training rows `decision` keeps.
+    DECISION_BYTES = 256 << 20
+
     def __init__(self):
         self.state: dict | None = None
+        self._rows = None   # (X, training X, kernel) of the kept block
+        self._K = self._have = None
 
     @property
     def ready(self) -> bool:
@@ -125,6 +130,27 @@ class KernelPath:
 
     def keep(self, **state) -> None:
         self.state = state
+
+    def decision(self, problem: Problem, fit, X) -> np.ndarray:
+        """The fit's decision values on rows X, sum_{j in SV} alpha_j y_j K(x, x_j) + b, as
+        `Problem.decision` computes them, with the columns K(X, x_j) kept for the path's later
+        fits: a fold's test rows meet the same support vectors at every C (most of one C's are
+        the next one's), so each column is computed once per path, not once per fit. Above
+        DECISION_BYTES (test rows x training rows, float64) nothing is kept."""
+        n = problem.n_samples
+        if fit.alpha is None or 8 * X.shape[0] * n > self.DECISION_BYTES:
+            return problem.decision(fit, X)
+        if self._rows is None or self._rows[0] is not X or self._rows[1] is not problem.X \
+                or self._rows[2] != problem.kernel:
+            self._rows = (X, problem.X, problem.kernel)
+            # column-major: a column computed touches its own pages only
+            self._K, self._have = np.empty((X.shape[0], n), order="F"), np.zeros(n, dtype=bool)
+        sv = np.flatnonzero(fit.alpha != 0)
+        new = sv[~self._have[sv]]
+        if new.size:
+            self._K[:, new] = kernel_block(problem.kernel, X, problem.X[new], z_norms=problem.row_norms_sq[new])
+            self._have[new] = True
+        return self._K[:, sv] @ (fit.alpha[sv] * problem.y[sv]) + fit.b
 
 
 def path_seed(alpha: np.ndarray, G: np.ndarray, G_bar: np.ndarray, y: np.ndarray, C_from_i, C_to_i,

@@ -361,7 +361,10 @@ def _heldout_columns(y_ho, predicted) -> dict:
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
     f_tr = problem.decision(fit)
-    f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
+    # A kernel path keeps the test rows' kernel columns for its later fits (KernelPath.decision).
+    path = (warm_start or {}).get("path")
+    f_te = ((path.decision(problem, fit, X_te) if path is not None else problem.decision(fit, X_te))
+            if X_te.shape[0] else np.empty(0))
     held = _heldout_columns(y_ho, np.where(problem.decision(fit, X_ho) > 0, 1.0, -1.0)) if len(y_ho) else {}
     return dict(**held,
         status=fit.status, n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s),
