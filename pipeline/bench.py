@@ -274,6 +274,7 @@ def scenario_libsvm(reps: int, sizes=(5000, 20000), Cs=(1.0, 10.0)) -> list[dict
             out.append({"scenario": "libsvm", "rows": n, "C": C, "smo_s": min(ours), "svm_train_s": min(theirs),
                         "ratio": min(ours) / min(theirs), "smo_sv": int(len(est.support_)),
                         "libsvm_sv": int(model.get_nr_sv()), "load": load})
+            print(out[-1], flush=True)   # each case as it ends: the 20k cases take minutes
     return out
 
 
@@ -347,9 +348,9 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
 def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
-    from .experiment.config import compose
+    from .experiment.config import compose, validate
     from .run import materialise_datasets
-    materialise_datasets(compose([f"+experiment={experiment}", *overrides]))
+    materialise_datasets(validate(compose([f"+experiment={experiment}", *overrides])))
 
 
 def main(argv=None) -> int:
