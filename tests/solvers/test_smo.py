@@ -334,3 +334,16 @@ def test_a_kernel_path_seeds_each_C_from_the_last(path_fits):
     _, shared, cold = path_fits
     later = [sum(f.n_iter for f in fits[1:]) for fits in (shared, cold)]
     assert later[0] < 0.7 * later[1]
+
+
+def test_a_kernel_path_keeps_the_test_rows_kernel_columns(digits17):
+    # KernelPath.decision: the decision values Problem.decision gives, with each support vector's
+    # column K(X_test, x_j) computed once for the whole path.
+    from solvers.kernel_dual import KernelPath
+    X, y = digits17
+    problem = Problem.build(X[50:], y[50:], intercept="free", **KERNELS["rbf"])
+    path = KernelPath()
+    for C in (0.3, 3.0):
+        res = fit(problem.with_(C=C), "smo", budget=Budget(tol=1e-6), warm_start={"path": path})
+        np.testing.assert_allclose(path.decision(problem, res, X[:50]), problem.decision(res, X[:50]), rtol=0, atol=1e-10)
+    assert set(np.flatnonzero(path._have)) >= set(res.support)   # the columns kept: every support vector seen
