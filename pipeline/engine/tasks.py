@@ -536,12 +536,14 @@ def ensure_plugin(spec: dict) -> None:
 def _scaled_start(fit, C_from: float, C_to: float) -> dict | None:
     """The warm start of the next C from the last point's model, as LIBLINEAR's C search does:
     dual variables scaled by C_to / C_from (they stay in the box [0, C] and keep sum(alpha y) = 0,
-    and w = sum alpha_i y_i x_i scales with them); a primal model (w, b) as it is."""
+    and w = sum alpha_i y_i x_i scales with them); a primal model (w, b) as it is. ``ray``
+    lets a solver that can (dcd) take the best point of that ray instead: at large C the
+    scale overshoots (solvers.dcd._ray_step)."""
     if fit is None or fit.status == "diverged" or not math.isfinite(fit.primal) \
             or not (math.isfinite(C_from) and math.isfinite(C_to)):
         return None
     if fit.alpha is not None:
-        return {"alpha": np.asarray(fit.alpha) * (C_to / C_from)}
+        return {"alpha": np.asarray(fit.alpha) * (C_to / C_from), "ray": True}
     return {"w": fit.w, "b": fit.b}
 
 
@@ -549,9 +551,9 @@ def _kernel_path(spec: dict):
     """A kernel_dual.KernelPath for a C path of a solver that shares one (smo), else None: the
     path's fits, one (fold, kernel) in increasing C, then share the kernel cache (the columns one
     C computed serve the next: the kernel does not depend on C) and each starts from the last
-    one's alpha, scaled to its C (DeCoste and Wagstaff 2000) or kept, with the gradient
-    scaled along, not recomputed (kernel_dual.path_seed). The path holds the cache (cache_size MB) until it
-    ends."""
+    one's alpha, scaled to its C (DeCoste and Wagstaff 2000) or kept, with the gradient scaled
+    along, not recomputed (kernel_dual.path_seed). The path holds the cache (cache_size MB) and
+    the test rows' kernel columns (KernelPath.decision) until it ends."""
     import solvers
     from solvers.kernel_dual import KernelPath
 
