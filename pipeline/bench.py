@@ -35,10 +35,23 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      client's peak memory (goal <= 600 MB), from the command's timing line in run.log.
   h  scenario g at 1,000,000 fits (5,000 C values x 200 random splits): the plan and the tables
      (goal <= 30 s each) and the client's peak memory.
+  f  the kernel grid (conf/experiment/bench_kernel_grid.yaml): smo, rbf, 8 C x 6 gamma x 5 folds
+     on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
+     against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
+     grid, tol and cache size (its fit call alone).
+  libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
+     (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
+     MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
+     gamma 1 / 784, C in {1, 10}, eps 1e-3, 200 MB cache, shrinking on; in one process, the two
+     alternating `--reps` times, the minimum of each kept.
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,g,h,u] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,u,libsvm] [--reps 2] [--full] [--out bench.md]
+                             [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
+
+--set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
+smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``.
 """
 from __future__ import annotations
 
@@ -54,6 +67,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .report import markdown_table
@@ -184,13 +198,117 @@ print(json.dumps({"fit_s": fit_s, "test_accuracy": float(np.mean(gs.cv_results_[
 """
 
 
-def run_anchor(overrides: list[str], n_jobs: int = 2) -> dict:
+def run_anchor(overrides: list[str], n_jobs: int = 2, script: str = ANCHOR) -> dict:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", ANCHOR, json.dumps(overrides), str(n_jobs)], check=True,
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(overrides), str(n_jobs)], check=True,
                          capture_output=True, text=True).stdout
     rec = json.loads(out.strip().splitlines()[-1])
     rec["process_s"] = time.perf_counter() - t0
     return rec
+
+
+KERNEL_GRID = "bench_kernel_grid"
+
+# GridSearchCV(SVC) over the kernel grid's rows, folds, C x gamma grid, tol and cache size. The
+# rows are the sweep's own (`tasks._split`: the max_rows subsample, labels as -1/+1, the folds),
+# and a pipeline scales each training fold as the sweep's workers do (StandardScaler, without
+# centring for sparse rows: tasks._scale), so both fit the same problems.
+KERNEL_ANCHOR = r"""
+import json, sys, time, warnings
+import numpy as np
+import scipy.sparse as sp
+from pipeline.experiment.config import compose, validate
+from pipeline.experiment.plan import build_plan
+from pipeline.run import materialise_datasets
+from pipeline.engine.tasks import _split
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+exp = validate(compose(["+experiment=bench_kernel_grid", *json.loads(sys.argv[1])]))
+plan = build_plan(exp, materialise_datasets(exp))
+spec = next(iter(plan.fits.values()))
+rows, y, _, folds, _ = _split(exp.store_root, spec["data"])
+X = rows.X
+assert spec["data"]["scale"] == "standard", spec["data"]["scale"]
+solver = exp.solvers["smo"]
+p, grid = dict(solver.params), dict(solver.grid)
+est = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)),
+                    SVC(kernel="rbf", tol=p["tol"], cache_size=p["cache_size"]))
+gs = GridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                  n_jobs=int(sys.argv[2]), refit=False)
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+gs.fit(X, y)
+fit_s = time.perf_counter() - t0
+print(json.dumps({"fit_s": fit_s, "fits": len(gs.cv_results_["params"]) * len(folds),
+                  "test_accuracy": float(np.mean(gs.cv_results_["mean_test_score"]))}))
+"""
+
+
+def scenario_f(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours([*extra], work, f"f{r}", experiment=KERNEL_GRID)
+        gs = run_anchor([*extra], script=KERNEL_ANCHOR)
+        rows.append({"scenario": "f", "rep": r, "fits": ours["fits"], "dask_tasks": ours["dask_tasks"],
+                     "ours_wall_s": ours["wall_s"], "ours_execute_s": ours["execute_s"],
+                     "ours_fit_s": ours["fit_s"], "ours_task_s": ours["task_s"],
+                     "gridsearch_fit_s": gs["fit_s"], "gridsearch_process_s": gs["process_s"],
+                     "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
+                     "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"],
+                     "converged": ours["converged"], "load": ours["load"]})
+    return rows
+
+
+def mnist_halves(n_rows: int, seed: int = 0):
+    """(X dense, y in {-1, +1}) of n_rows MNIST images from the store, digits 0-4 against 5-9,
+    stratified, standardised (a column that is constant in these rows stays 0)."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from .data.datasets import ensure_dataset
+    from .data.store import default_store_root, read_dataset
+    root = str(default_store_root())
+    ds = read_dataset(root, ensure_dataset(root, "mnist", {})["name"])
+    y = np.where(ds.y >= 5, 1.0, -1.0)
+    rows, _ = train_test_split(np.arange(len(y)), train_size=n_rows, stratify=y, random_state=seed)
+    rows = np.sort(rows)
+    return StandardScaler().fit_transform(ds.X[rows].toarray()), y[rows]
+
+
+def scenario_libsvm(reps: int, sizes=(5000, 20000), Cs=(1.0, 10.0)) -> list[dict]:
+    """smo's whole estimator call against svm_train (see the module docstring)."""
+    import warnings
+
+    from libsvm.svmutil import svm_parameter, svm_problem, svm_train
+
+    from solvers import SVMClassifier
+    warnings.simplefilter("ignore")
+    out = []
+    for n in sizes:
+        X, y = mnist_halves(n)
+        gamma = 1.0 / X.shape[1]
+        prob = svm_problem(y, X)    # LIBSVM's own nodes, built outside the clock
+        SVMClassifier(solver="smo", kernel="rbf", gamma=gamma).fit(X[:200], y[:200])  # numba loaded
+        for C in Cs:
+            param = svm_parameter(f"-s 0 -t 2 -c {C} -g {gamma} -e 0.001 -m 200 -h 1 -q")
+            ours, theirs = [], []
+            for _ in range(reps):
+                load = os.getloadavg()[0]
+                t = time.perf_counter()
+                est = SVMClassifier(solver="smo", kernel="rbf", gamma=gamma, C=C, tol=1e-3,
+                                    solver_params={"cache_size": 200.0, "shrinking": True}).fit(X, y)
+                ours.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                model = svm_train(prob, param)
+                theirs.append(time.perf_counter() - t)
+            out.append({"scenario": "libsvm", "rows": n, "C": C, "smo_s": min(ours), "svm_train_s": min(theirs),
+                        "ratio": min(ours) / min(theirs), "smo_sv": int(len(est.support_)),
+                        "libsvm_sv": int(model.get_nr_sv()), "load": load})
+            print(out[-1], flush=True)   # each case as it ends: the 20k cases take minutes
+    return out
 
 
 def scenario_a(work: Path, reps: int) -> list[dict]:
@@ -396,16 +514,23 @@ def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipeline.bench", description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="a,b,c,d")
+    ap.add_argument("--libsvm-rows", default="5000,20000", help="row counts of scenario libsvm")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Hydra override added to every run of scenario f (ours and the anchor)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
-               "g": scenario_g, "h": scenario_h, "u": lambda work, reps: scenario_u(reps, args.full)}
+               "g": scenario_g, "h": scenario_h, "u": lambda work, reps: scenario_u(reps, args.full),
+               "f": lambda work, reps: scenario_f(work, reps, args.set),
+               "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            if name != "u":
+            if name == "f":
+                prebuild(args.set, KERNEL_GRID)
+            elif name not in ("u", "libsvm"):
                 prebuild(SCENARIOS.get(name, []), "bench_large" if name in "gh" else "bench_sweep")
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
