@@ -21,7 +21,7 @@ from ..report.figures import _panels, _plt, w_change_per_pass
 from ..report.registry import ReportData, Skip
 from . import paper
 from .common import (Finding, draw_figures, figure_lines, findings_table, not_comparable, save_figures,
-                     timed_finding)
+                     timed_finding, with_costs)
 
 NAME = "roethel_brynda"
 CS = (1.0, 10.0, 100.0)
@@ -756,5 +756,5 @@ def write(run_dir: Path, out: Path, root: str | None = None) -> Path:
         active = None
     figs, skipped = save_figures(figures(run_dir, data, root), out)
     text = readme(summary, findings(summary, active), figs, skipped, _setup(data))
-    (out / "README.md").write_text(text)
+    (out / "README.md").write_text(with_costs(text, run_dir, root, data.results))
     return out / "README.md"

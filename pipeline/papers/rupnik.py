@@ -24,7 +24,8 @@ from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks, figur
 from ..report.registry import ReportData, Skip
 from ..report.tables import to_targets
 from . import paper
-from .common import Finding, draw_figures, figure_lines, header_lines, not_comparable, save_figures, table_lines
+from .common import (Finding, draw_figures, figure_lines, header_lines, not_comparable, save_figures, table_lines,
+                     with_costs)
 
 NAME = "rupnik"
 PEGASOS, EXACT, STARTS, KT = "pegasos", "dcd", "pegasos_starts", "pegasos_kT"
@@ -687,5 +688,5 @@ def write(run_dir: Path, out: Path, root: str | None = None) -> Path:
         "fig3_test_error": lambda: fig_test_error(data),
         "fig4_k_vs_T": lambda: fig_k_vs_T(kt)}), out)
     text = readme(conv, st, kt, findings(conv, st, kt), figs, skipped, _setup(data))
-    (out / "README.md").write_text(text)
+    (out / "README.md").write_text(with_costs(text, run_dir, root, data.results))
     return out / "README.md"

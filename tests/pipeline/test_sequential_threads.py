@@ -23,3 +23,16 @@ def test_a_sequential_run_fits_under_blas_threads_and_restores_the_process(tmp_p
     # Measured in the process while the fits ran: one BLAS and one numba thread (the default).
     assert (env["env_blas_threads"] == 1).all() and (env["env_numba_threads"] == 1).all()
     assert (_blas_threads(), numba.get_num_threads()) == before
+
+
+def test_the_run_log_gives_a_paper_readme_its_time_and_load(tmp_path):
+    """run.log's machine and execute lines, which every paper README quotes (papers.common.cost_lines)."""
+    from pipeline.papers.common import cost_lines, run_timing
+
+    run(compose([f"store.root={tmp_path / 'store'}", *BASE]), tmp_path / "run")
+    t = run_timing(tmp_path / "run")
+    assert t["sessions"] == 1 and t["tasks_run"] == 2 and t["cores"] >= 1
+    assert len(t["load_start"]) == 3 and len(t["load_end"]) == 3 and 0 < t["execute_s"] <= t["report_s"]
+    text = "\n".join(cost_lines(tmp_path / "run", str(tmp_path / "store"),
+                                pd.read_parquet(tmp_path / "run" / "results.parquet")))
+    assert "fit its 2 tasks" in text and "load average" in text and "downloads nothing (its data are generated)" in text
