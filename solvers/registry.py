@@ -338,6 +338,92 @@ def ensure_plugin(source: str, sha256: str | None = None, text: str | None = Non
     return load_plugin(path)
 
 
+PLUGIN_ORIGINS = ("file ", "module ", "entry point ")
+
+
+def is_plugin(name: str) -> bool:
+    """Whether the named solver came from a plugin (a file, a module or an installed entry
+    point), not from this package or a `register` call of the caller's own."""
+    return origin(name).startswith(PLUGIN_ORIGINS)
+
+
+def plugin_sha256(name: str) -> str | None:
+    """The sha256 of the source a plugin solver came from: a file plugin's bytes; for a module
+    or an entry point, every ``.py`` file of its top-level package (or its one module file),
+    paths and bytes. None for a solver that is not a plugin's (`is_plugin`)."""
+    import hashlib
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    if not is_plugin(name):
+        return None
+    plugin = plugin_of(name)
+    if plugin is not None and plugin.sha256 is not None:
+        return plugin.sha256
+    top = getattr(_REGISTRY[name].fit, "__module__", "").split(".")[0]
+    spec = importlib.util.find_spec(top) if top else None
+    if spec is None or spec.origin is None:
+        return None
+    folders = list(spec.submodule_search_locations or [])
+    files = sorted(p for folder in folders for p in Path(folder).rglob("*.py")) if folders else [Path(spec.origin)]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(os.fsencode(path.relative_to(folders[0]) if folders else path.name) + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def plugin_needs(names, texts: dict | None = None) -> list[dict]:
+    """What a process that runs fits of these solvers must load, for `missing_plugins` there:
+    one dict per plugin solver, {solver, origin} and, for a file or module plugin, its source
+    (a file's sha256 and text too: the run ships a file, `ensure_plugin`). texts: file texts by
+    sha256 (those a plan's specs carry, read when it was built: the file may have changed or
+    gone since); another file is read now. Built-in solvers and those a caller registered
+    itself need nothing and are left out."""
+    texts = texts or {}
+    out = []
+    for name in sorted(set(names)):
+        if not is_plugin(name):
+            continue
+        need = {"solver": name, "origin": origin(name)}
+        plugin = plugin_of(name)
+        if plugin is not None:
+            need.update(source=plugin.source, sha256=plugin.sha256)
+            if plugin.sha256 in texts:
+                need["text"] = texts[plugin.sha256]
+            elif plugin.sha256 is not None:
+                with open(plugin.source, encoding="utf-8") as fh:
+                    need["text"] = fh.read()
+        out.append(need)
+    return out
+
+
+def missing_plugins(needs: list[dict]) -> list[str]:
+    """In a process about to run tasks (a Dask worker's sandbox, before the first one): load
+    each plugin of `plugin_needs` and look its solver up. One line per plugin that fails here,
+    naming it and its error (for an import, the last line and file:line, `import_error`); []
+    when all load. Never raises: the caller collects the lines of every worker."""
+    out = []
+    for need in needs:
+        name, where = need["solver"], need["origin"]
+        try:
+            if need.get("sha256") is not None:
+                ensure_plugin(need["source"], need["sha256"], need.get("text"))
+            elif need.get("source") is not None:
+                load_plugin(need["source"])
+            else:
+                discover()      # an entry point: installed here too, or not
+            if name not in _REGISTRY:
+                raise SolverError(f"it does not register solver {name!r} here (the client's does: a different "
+                                  f"version installed?)" if need.get("source") else
+                                  f"solver {name!r} is not registered here: the package of {where} is not installed")
+        except Exception as exc:  # noqa: BLE001 - reported, with the plugin, to the client
+            line = str(exc) if isinstance(exc, SolverError) else f"{type(exc).__name__}: {exc}"
+            out.append(f"solver {name} ({where}): {line}")
+    return out
+
+
 def load_plugin(source: str) -> Plugin:
     """Import a plugin for this process: a ``.py`` file by path, or a dotted module name.
 

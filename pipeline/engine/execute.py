@@ -677,6 +677,48 @@ def warm_workers(client, solver_names: list[str], threads: int) -> list:
     return futures
 
 
+def check_worker_plugins(client, specs) -> None:
+    """Raise ClusterError, before any task is submitted, when a plugin the specs' solvers come
+    from (`solvers.registry.plugin_needs`: a module, an installed entry point, a file) does not
+    load where the tasks run: each worker's warm sandboxes, whose environment the tasks get
+    (a worker with none answering, its child dead at warm-up, is asked in a worker thread). The
+    message names the plugin, each worker's address and the import error's last line with its
+    file:line. Without it, every fit of that solver would end as an error row of its own, after
+    the run had started. A file plugin is loaded from the text the check carries, as each of its
+    fit specs does (`tasks.ensure_plugin`): a file that imports what a worker lacks is caught
+    too. Workers that join later (adaptive clusters) are not checked: their fits say it."""
+    from solvers.registry import plugin_needs
+    texts = {spec["plugin"]["sha256"]: spec["plugin_text"] for spec in specs if spec.get("plugin_text")}
+    needs = plugin_needs({spec["solver"] for spec in specs}, texts)
+    if not needs:
+        return
+
+    # Defined here, so that Dask and the sandbox pickle it by value: neither the worker nor its
+    # child imports this module (half a second of imports) to run it.
+    def missing() -> list[str]:
+        from solvers.registry import missing_plugins
+        return missing_plugins(needs)
+
+    answers = client.run(call_in_sandboxes, missing, on_error="ignore")
+    unanswered = [address for address in client.scheduler_info()["workers"] if not answers.get(address)]
+    threads = {address: client.submit(missing, workers=[address], allow_other_workers=False, pure=False,
+                                      key=f"plugin-check-{uuid.uuid4().hex[:8]}")
+               for address in unanswered}
+    for address, future in threads.items():
+        with contextlib.suppress(Exception):    # a worker lost meanwhile: Dask's to replace
+            answers[address] = [future.result()]
+    where: dict[str, list[str]] = {}
+    for address in sorted(answers):
+        for line in dict.fromkeys(line for lines in answers[address] for line in lines):
+            where.setdefault(line, []).append(address)
+    if where:
+        raise ClusterError(
+            "a plugin does not load where the tasks run, so no task was submitted (results already written are "
+            "kept): " + "; ".join(f"on worker {', '.join(addresses)}: {line}" for line, addresses in where.items())
+            + ". Install it in the workers' environment, or give it as a file (plugins=[path/to/file.py]), "
+              "which the run ships to the workers")
+
+
 @dataclass
 class WarmUp:
     """The cluster's start and its workers' warm-up (`warm_workers`), timed: `execute` cuts its
@@ -919,6 +961,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             first_wave = [task for task in (cut() for _ in range(IN_FLIGHT * workers)) if task is not None]
             stack.enter_context(contextlib.closing(WorkerEvents(client, log)))
             warmup.wait(log)
+            check_worker_plugins(client, todo)
             t0 = time.perf_counter()
             for task in first_wave:
                 submit(task)

@@ -632,6 +632,7 @@ def validate(cfg: DictConfig) -> Experiment:
         if sc.datasets is not None and not sc.datasets:
             fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
+        _smoke_plugin(f"solvers.{key}", name)
         if sc.folds is not None and sc.folds < 1:
             fail(f"solvers.{key}.folds", sc.folds, "must be >= 1 or null (every fold)")
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
@@ -790,6 +791,24 @@ def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
                     f"its parameters {', '.join(sorted(spec.params)) or '(none)'}; "
                     f"problem keys {', '.join(PROBLEM_KEYS)}; budget keys {', '.join(BUDGET_KEYS)}; "
                     f"{', '.join(TASK_KEYS)}")
+
+
+def _smoke_plugin(where: str, name: str) -> None:
+    """A plugin solver's smoke fits (`solvers.testing.smoke_check`: one per declared loss on a
+    small conformance problem, certificates checked; a pass is remembered under the plugin's
+    sha256 in the user's cache directory): a fit that raises or certifies wrongly is refused
+    here, naming the solver and the check, and not discovered as an error row per fit once the
+    run has started. Built-in solvers pass the whole check in the test suite, and one registered
+    by the caller's own `register` is the caller's."""
+    from solvers.registry import is_plugin, origin
+    if not is_plugin(name):
+        return
+    from solvers.testing import SolverCheckError, smoke_check
+    from ..data.store import user_cache_dir
+    try:
+        smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
+    except SolverCheckError as exc:
+        raise ConfigError(f"{where}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
 
 
 def _check_problem_keys(where, p, losses, intercepts, spec, fail):

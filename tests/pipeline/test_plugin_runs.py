@@ -3,12 +3,14 @@ the task keys of its fits (an edit reruns exactly those), and a Dask worker that
 it runs them (a real `dask scheduler` and `dask worker` on 127.0.0.1, no preload)."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from pipeline.engine.execute import ClusterError
 from pipeline.experiment.config import ConfigError, compose, validate
 from pipeline.run import run
 
@@ -75,6 +77,51 @@ def test_every_registered_solver_and_an_experiments_plugins_are_options(registry
     assert [dict(p) for p in exp.plugins] == [{"source": "svmbench_bcfw", "sha256": None, "names": ("bcfw",)}]
 
 
+def test_every_registered_solver_is_selected_by_name(registry_restored):
+    """Each solver of the registry (the test-only ones, named "_...", aside) is a `solvers=`
+    option under its own name, with a yaml in conf/solvers/ or without one, in one run."""
+    from solvers import get_solver, solver_names
+    names = [n for n in solver_names() if not n.startswith("_")]
+    assert {"smooth_newton", "dcd", "liblinear", "smo"} <= set(names)
+    exp = validate(compose([*BASE, f"solvers=[{','.join(names)}]"]))
+    assert {key: entry.solver for key, entry in exp.solvers.items()} == {n: n for n in names}
+    for name in names:     # each solves a problem it declares
+        assert dict(exp.solvers[name].params).get("loss", "hinge") in get_solver(name).losses, name
+
+
+def _readme_recipe() -> list[str]:
+    """The commands of the README's recipe "Compare your solver", continuation lines joined."""
+    text = (EXAMPLE.parents[1] / "README.md").read_text()
+    block = text[text.index("### 3. Compare your solver"):].split("```")[1]
+    return [line for line in block.replace("\\\n", " ").splitlines() if line and not line.startswith("#")]
+
+
+def test_the_readme_recipe_makes_a_solver_file_and_sweeps_it_on_the_problems_of_all_three(
+        tmp_path, registry_restored, monkeypatch):
+    """Its file step, run as written (in a directory with the checkout's examples/), gives a
+    plugin file registering `my_solver`; its sweep's overrides give the three entries the same
+    problems (loss, intercept, C), which the report compares on one f*. (Running the sweep and
+    check_solver themselves, from a fresh clone, is in the plugin notes: minutes, not a test.)"""
+    import shlex
+    lines = _readme_recipe()
+    make = next(line for line in lines if line.startswith("sed "))
+    sweep = next(line for line in lines if line.startswith("python -m pipeline "))
+    assert "solvers.load_plugin('my_solver.py')" in " ".join(lines) and "check_solver('my_solver')" in " ".join(lines)
+    (tmp_path / "examples").symlink_to(EXAMPLE.parent)
+    subprocess.run(make, shell=True, cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    args = shlex.split(sweep)
+    exp = validate(compose([*BASE, *args[3:]]))
+    problems = {key: sorted((q.get("loss"), q.get("intercept"), q.get("C"))
+                            for q in ({**entry.params, **point} for point in entry.points))
+                for key, entry in exp.solvers.items()}
+    assert sorted(problems) == ["dcd", "liblinear", "my_solver"]
+    assert problems["my_solver"] == problems["dcd"] == problems["liblinear"] == [
+        ("hinge", "none", 0.1), ("hinge", "none", 1), ("hinge", "none", 10)]
+    from solvers import origin
+    assert origin("my_solver") == f"file {tmp_path / 'my_solver.py'}"
+
+
 def _fit_keys(args):
     from pipeline.experiment.plan import build_plan
     from pipeline.run import materialise_datasets
@@ -111,6 +158,26 @@ def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path, registry_res
         compose([*BASE, f"plugins=[{_plugin(tmp_path, 'plug_ok')},/nowhere/x.py]", "solvers=[dcd]"])
 
 
+def test_a_plugin_solver_whose_fit_raises_is_refused_at_validation(tmp_path, registry_restored):
+    """The smoke check (`solvers.testing.smoke_check`) before any task: the entry, the solver
+    and its origin, the check and the fit's own error; the same names twice from two plugins
+    are refused naming both."""
+    path = tmp_path / "plug_raises.py"
+    path.write_text(PLUGIN.format(name="plug_raises").replace(
+        "    return fit_dcd(problem, **kw)", "    raise FloatingPointError('my bug')"))
+    with pytest.raises(ConfigError) as err:
+        validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
+    assert str(err.value) == (f"solvers.plug_raises: solver 'plug_raises' (from file {path}) fails its smoke check: "
+                              f"check_solver('plug_raises') [certificates]: fit raised FloatingPointError: my bug on "
+                              f"dense 40x5, loss=hinge, intercept=regularized, kernel=linear, C=1")
+    (tmp_path / "other").mkdir()
+    a, b = _plugin(tmp_path / "other", "plug_twice"), tmp_path / "plug_twice.py"
+    b.write_text(a.read_text())
+    with pytest.raises(ConfigError, match=rf"plugins\[1\]='{b}': solver 'plug_twice' is registered twice: "
+                                          rf"by file {a} and by file {b}"):
+        compose([*BASE, f"plugins=[{a},{b}]", "solvers=[dcd]"])
+
+
 @pytest.mark.slow    # a fresh process's imports and warm-up: 15 s at load average 8 on 2 cores
 def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path, registry_restored):
     """A task spec of a plugin solver carries the file's text beside its key: a fresh process
@@ -133,16 +200,90 @@ def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path, 
     assert out.stdout.split()[0] == "converged", out.stdout + out.stderr
 
 
-@pytest.mark.slow    # a scheduler, a worker and its sandbox start: 24 s at load average 8 on 2 cores
-def test_a_worker_that_never_imported_the_plugin_runs_its_fits(store, tmp_path, registry_restored):
-    path = _plugin(tmp_path, "plug_remote")
-    sched = tmp_path / "scheduler.json"
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A real `dask scheduler` and one `dask worker` on 127.0.0.1 that never imported a plugin:
+    (scheduler address, a directory on the worker's PYTHONPATH). Shared by the tests below (its
+    start is most of their time); each uses plugin names of its own, since the worker's sandbox
+    child keeps what it imported."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    shared = tmp / "shared"
+    shared.mkdir()
+    sched = tmp / "scheduler.json"
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(shared), ENV["PYTHONPATH"]])}
     with running([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
                   "--scheduler-file", str(sched)],
                  [DASK, "worker", "--scheduler-file", str(sched), "--nthreads", "1", "--host", "127.0.0.1",
-                  "--no-dashboard"], env=ENV, ready=written(sched)):
-        address = json.loads(sched.read_text())["address"]
-        out = run(compose([f"store.root={store}", *BASE, f"plugins=[{path}]", "solvers=[plug_remote]",
-                           "cluster=address", f"cluster.address={address}"]), tmp_path / "run")
+                  "--no-dashboard"], env=env, ready=written(sched)):
+        yield json.loads(sched.read_text())["address"], shared
+
+
+@pytest.mark.slow    # the cluster's start (module fixture) and a run: 24 s at load average 8 on 2 cores
+def test_a_worker_that_never_imported_the_plugin_runs_its_fits(store, tmp_path, registry_restored, cluster):
+    address, _ = cluster
+    path = _plugin(tmp_path, "plug_remote")
+    out = run(compose([f"store.root={store}", *BASE, f"plugins=[{path}]", "solvers=[plug_remote]",
+                       "cluster=address", f"cluster.address={address}"]), tmp_path / "run")
     res = out["results"]
     assert list(res["solver"].unique()) == ["plug_remote"] and set(res["status"]) == {"converged"}
+
+
+@pytest.mark.slow    # a run on the shared cluster: 10 s at load average 10 on 2 cores
+def test_a_file_plugin_is_shipped_to_a_worker_that_has_no_copy(store, tmp_path, registry_restored, cluster):
+    """The file is gone once the run is planned (as on a cluster whose machines never had it):
+    the worker's check and its fits load the text the specs carry."""
+    from pipeline.engine.execute import execute
+    from pipeline.experiment.plan import build_plan
+    from pipeline.run import materialise_datasets
+    address, _ = cluster
+    path = _plugin(tmp_path, "plug_shipped")
+    exp = validate(compose([f"store.root={store}", *BASE, f"plugins=[{path}]", "solvers=[plug_shipped]",
+                            "cluster=address", f"cluster.address={address}"]))
+    plan = build_plan(exp, materialise_datasets(exp))
+    path.unlink()
+    summary = execute(plan, tmp_path / "run", exp, str(store), log=lambda _: None)
+    assert summary.failed == 0 and summary.done == len(plan.fits) > 0
+
+
+NEEDS_HELPER = """import solvers
+import plug_helper_xyz
+from solvers.dcd import fit_dcd
+
+_d = solvers.get_solver("dcd")
+solvers.register(solvers.SolverSpec(name="plug_needs", family="test", fit=fit_dcd, params=_d.params,
+                                    losses=_d.losses, intercepts=_d.intercepts))
+"""
+
+
+@pytest.mark.slow    # two runs on the shared cluster: 14 s at load average 10 on 2 cores
+def test_a_plugin_missing_on_a_worker_is_one_error_before_any_task(store, tmp_path, registry_restored, cluster,
+                                                                  monkeypatch):
+    """Two module plugins the client imports: one the worker has but whose import fails there
+    (it imports a module only the client has), one the worker lacks. One ClusterError names
+    both, the worker and the import's last line with file:line; the results the run directory
+    held are untouched, and no task ran."""
+    address, shared = cluster
+    client_only = tmp_path / "client_only"
+    client_only.mkdir()
+    (client_only / "plug_helper_xyz.py").write_text("")
+    (shared / "plug_needs_xyz.py").write_text(NEEDS_HELPER)
+    (client_only / "plug_gone_xyz.py").write_text(PLUGIN.format(name="plug_gone"))
+    monkeypatch.syspath_prepend(str(client_only))
+    monkeypatch.syspath_prepend(str(shared))
+    run_dir = tmp_path / "run"
+    args = [f"store.root={store}", *BASE, f"cluster.address={address}"]
+    run(compose([*args, "solvers=[dcd]", "grid.C=[1.0]", "cluster=sequential"]), run_dir)
+    shards = {p.name: p.read_bytes() for p in (run_dir / "shards").iterdir()}
+    assert shards
+    with pytest.raises(ClusterError) as err:
+        run(compose([*args, "plugins=[plug_needs_xyz,plug_gone_xyz]", "solvers=[dcd,plug_needs,plug_gone]",
+                     "grid.C=[1.0]", "cluster=address"]), run_dir)
+    msg = str(err.value)
+    worker = re.search(r"on worker (tcp://127\.0\.0\.1:\d+): ", msg).group(1)
+    assert msg.startswith("a plugin does not load where the tasks run, so no task was submitted")
+    assert (f"on worker {worker}: solver plug_gone (module plug_gone_xyz): plugin module 'plug_gone_xyz' cannot "
+            f"be found: No module named 'plug_gone_xyz'") in msg
+    assert (f"on worker {worker}: solver plug_needs (module plug_needs_xyz): plugin module plug_needs_xyz failed "
+            f"to import: ModuleNotFoundError: No module named 'plug_helper_xyz' ({shared / 'plug_needs_xyz.py'}:2)"
+            ) in msg
+    assert {p.name: p.read_bytes() for p in (run_dir / "shards").iterdir()} == shards

@@ -216,3 +216,107 @@ def test_example_package_installed_is_found_by_a_fresh_process(tmp_path):
                for line in block)
     assert "dcd  [dual_cd]  from builtin solvers.dcd" in listing
     assert max(len(line) for line in listing.splitlines()) <= 100
+
+
+# ------------------------------------------------------------------ the smoke check (validation)
+BROKEN = '''\
+"""dcd under another name, broken as {how}."""
+import solvers
+from solvers.dcd import fit_dcd
+
+spec = solvers.get_solver("dcd")
+
+
+def fit(problem, **kw):
+    res = fit_dcd(problem, **kw)
+    if {how!r} == "raise" and problem.loss == "squared_hinge":
+        raise ZeroDivisionError("my bug")
+    if {how!r} == "wrong_primal":
+        res.primal *= 0.5
+    return res
+
+
+solvers.register(solvers.SolverSpec(name="{name}", family="test", fit=fit, params=spec.params,
+                                    losses=spec.losses, intercepts=spec.intercepts, warmup=lambda: None))
+'''
+
+
+def test_smoke_check_refuses_a_fit_that_raises_or_certifies_wrongly(fresh, tmp_path):
+    """The fit's own exception (on its second declared loss: every loss is tried) and a P that
+    is not the returned model's objective, each named with the solver and the check."""
+    from solvers.testing import SolverCheckError, smoke_check
+    solvers.load_plugin(str(_write(tmp_path / "raises.py", BROKEN.format(name="_raises", how="raise"))))
+    with pytest.raises(SolverCheckError) as err:
+        smoke_check("_raises", cache_dir=tmp_path / "cache")
+    assert str(err.value).startswith("check_solver('_raises') [certificates]: fit raised ZeroDivisionError: my bug "
+                                     "on dense 40x5, loss=squared_hinge")
+    solvers.load_plugin(str(_write(tmp_path / "halves.py", BROKEN.format(name="_halves", how="wrong_primal"))))
+    with pytest.raises(SolverCheckError, match=r"check_solver\('_halves'\) \[certificates\]: reported P=.* is not "
+                                               r"the objective of the returned model"):
+        smoke_check("_halves", cache_dir=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())   # no pass remembered
+
+
+def test_smoke_check_passes_are_remembered_by_the_plugins_content(fresh, tmp_path, monkeypatch):
+    """A pass is kept in the process and on disk under the plugin's sha256: a fresh process (the
+    in-process memo cleared) skips the fits, an edited plugin runs them again."""
+    from solvers import testing
+    path = _write(tmp_path / "fine.py", BROKEN.format(name="_fine", how="nothing"))
+    cache = tmp_path / "cache"
+    solvers.load_plugin(str(path))
+    monkeypatch.setattr(testing, "_SMOKED", {})
+    assert testing.smoke_check("_fine", cache_dir=cache) is True          # the fits ran
+    assert testing.smoke_check("_fine", cache_dir=cache) is False         # this process remembers
+    monkeypatch.setattr(testing, "_SMOKED", {})
+    assert testing.smoke_check("_fine", cache_dir=cache) is False         # the disk does
+    path.write_text(path.read_text() + "\n# edited\n")
+    solvers.load_plugin(str(path))
+    assert testing.smoke_check("_fine", cache_dir=cache) is True
+
+
+def test_a_module_plugins_content_hash_covers_its_package(fresh, tmp_path, monkeypatch):
+    pkg = tmp_path / "hashed_pkg_xyz"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "helper.py").write_text("X = 1\n")
+    _write(pkg / "solvers.py", PLUGIN.format(name="_hashed"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    solvers.load_plugin("hashed_pkg_xyz.solvers")
+    before = registry.plugin_sha256("_hashed")
+    assert before and registry.plugin_sha256("_hashed") == before
+    (pkg / "sub" / "helper.py").write_text("X = 2\n")
+    assert registry.plugin_sha256("_hashed") != before
+    assert registry.plugin_sha256("dcd") is None
+
+
+# ------------------------------------------------------------------ what a worker lacks
+def test_missing_plugins_names_each_plugin_a_process_cannot_load(fresh, tmp_path, monkeypatch):
+    """What a worker's sandbox answers before the first task (`execute.check_worker_plugins`):
+    nothing for plugins it loads; one line per plugin it cannot, with the import's last line and
+    file:line, for a module, an entry point and a file (loaded from the text it carries)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _write(tmp_path / "present_xyz.py", PLUGIN.format(name="_present"))
+    solvers.load_plugin("present_xyz")
+    good = _write(tmp_path / "good_file.py", PLUGIN.format(name="_good_file"))
+    solvers.load_plugin(str(good))
+    needs = registry.plugin_needs(["_present", "_good_file", "dcd"])
+    assert [n["solver"] for n in needs] == ["_good_file", "_present"]        # no built-in
+    assert needs[0]["text"] == good.read_text() and needs[1]["sha256"] is None
+    assert registry.missing_plugins(needs) == []
+    broken = _write(tmp_path / "broken_dep_xyz.py", "import solvers\nimport only_on_the_client_xyz\n")
+    text = "import solvers\nraise RuntimeError('no GPU here')\n"
+    gone = {"solver": "_f", "origin": "file /elsewhere/f.py", "source": "/elsewhere/f.py",
+            "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text}
+    lines = registry.missing_plugins([
+        {"solver": "_m", "origin": "module not_here_xyz", "source": "not_here_xyz", "sha256": None},
+        {"solver": "_d", "origin": "module broken_dep_xyz", "source": "broken_dep_xyz", "sha256": None},
+        {"solver": "_e", "origin": "entry point dist-xyz:e"}, gone])
+    assert lines[0] == ("solver _m (module not_here_xyz): plugin module 'not_here_xyz' cannot be found: "
+                        "No module named 'not_here_xyz'")
+    assert lines[1] == (f"solver _d (module broken_dep_xyz): plugin module broken_dep_xyz failed to import: "
+                        f"ModuleNotFoundError: No module named 'only_on_the_client_xyz' ({broken}:2)")
+    assert lines[2] == ("solver _e (entry point dist-xyz:e): solver '_e' is not registered here: the package of "
+                        "entry point dist-xyz:e is not installed")
+    assert lines[3].startswith("solver _f (file /elsewhere/f.py): plugin file ")
+    assert lines[3].endswith("f.py failed to import: RuntimeError: no GPU here (" + lines[3].split("plugin file ")[1]
+                             .split(" failed")[0] + ":2)")
