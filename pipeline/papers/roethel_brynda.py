@@ -553,7 +553,9 @@ def fig_active_points(data: ReportData):
     X, y = row["Xa"], row["ya"]
     gx, gy = _grid(X)
     f = (np.column_stack([gx.ravel(), gy.ravel()]) @ np.asarray(row["w"], dtype=float) + float(row["b"]))
-    shown = sets[:3] + sets[-1:] if len(sets) > 4 else sets
+    # At most four panels: the first kept pass, two spread over the rest, and the end.
+    shown = ([sets[i] for i in sorted(set(np.linspace(0, len(sets) - 2, 3).round().astype(int)))] + sets[-1:]
+             if len(sets) > 4 else sets)
     fig, axes = _panels(len(shown), width=4.2, height=3.9, ncols_max=2)
     for ax, (label, members) in zip(axes, shown):
         live = np.zeros(len(y), dtype=bool)
