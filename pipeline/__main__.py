@@ -29,6 +29,7 @@ register_schema()
 OVERRIDES: list[str] = []     # the command line as the user gave it (before prepare_overrides)
 FAILED: list[int] = []        # failed task counts of the runs of this process (one per multirun job)
 SWEEPS: set[str] = set()      # a multirun's sweep dir, for the command that gathers its jobs' report
+STARTED: list[float] = []     # when this process started (time.time()), for the first run's timing line
 
 
 def refuse(exc: Exception, run_dir: Path | None = None) -> None:
@@ -53,7 +54,7 @@ def main(cfg: DictConfig) -> None:
         SWEEPS.add(hydra_cfg.sweep.dir)
     try:
         check_composed(cfg, OVERRIDES)
-        out = run(cfg, run_dir)
+        out = run(cfg, run_dir, started=STARTED.pop() if STARTED else None)
     except (ConfigError, StoreError, LockError, ClusterError, ShardError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:
@@ -78,6 +79,20 @@ def finish(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _process_start() -> float:
+    """When this process started (time.time()), the interpreter's own start included: from
+    /proc where there is one (Linux), else now."""
+    import time
+    try:
+        with open("/proc/self/stat") as fh:
+            ticks = int(fh.read().rpartition(")")[2].split()[19])   # field 22: starttime, in clock ticks
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time()
 
 
 def preflight(overrides: list[str]):
@@ -114,6 +129,7 @@ def command(argv: list[str]) -> None:
     from pipeline.installation import InstallationError, check
     from pipeline.experiment.config import prepare_overrides
     sys.argv[1:] = argv
+    STARTED[:] = [_process_start()]
     OVERRIDES[:] = [a for a in argv if not a.startswith("-")]
     try:
         check()

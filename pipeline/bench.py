@@ -18,16 +18,47 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
      against the summed fit times over the workers.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
+  e  8 C x 5 folds on sparse text (issue 30, point 1): rcv1_like at RCV1's shape (100k rows,
+     47,236 features, 76 nonzeros a row), squared hinge, tol 0.1, no intercept, C 0.01..30:
+     ours against GridSearchCV(LinearSVC, n_jobs=2), and beside it LIBLINEAR's own
+     warm-started parameter search, ``train -C -v 5 -s 2`` (liblinear-official, the `bench`
+     extra), timed around ``train`` on a prebuilt problem.
+  u  dcd against upstream LIBLINEAR (issue 30, point 6): one solve at C = 1, eps 0.1, no bias,
+     squared hinge (-s 1) and hinge (-s 3), on rcv1_like at 80k rows and at RCV1's size (804,414
+     rows, conf/datasets/rcv1_full.yaml; ``--full``), timed whole call against whole call in
+     alternation in one process: ``solvers.fit(Problem(X, y, ...), "dcd")`` (checks, copies,
+     the certificates) against ``train(prob, "-s 1 -c 1 -e 0.1")`` on a prebuilt ``prob``
+     (which favours LIBLINEAR), with both primal objectives.
+  g  50,000 tiny fits (conf/experiment/bench_large.yaml: 5,000 C values x 10 folds of dcd on
+     toy_blobs, no references): the whole command against its own execute phase (goal <= 2x),
+     the dry run (compose and plan), the tables, the shards' bytes a fit (goal <= 200) and the
+     client's peak memory (goal <= 600 MB), from the command's timing line in run.log.
+  h  scenario g at 1,000,000 fits (5,000 C values x 200 random splits): the plan and the tables
+     (goal <= 30 s each) and the client's peak memory.
+  f  the kernel grid (conf/experiment/bench_kernel_grid.yaml): smo, rbf, 8 C x 6 gamma x 5 folds
+     on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
+     against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
+     grid, tol and cache size (its fit call alone).
+  libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
+     (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
+     MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
+     gamma 1 / 784, C in {1, 10}, eps 1e-3, 200 MB cache, shrinking on; in one process, the two
+     alternating `--reps` times, the minimum of each kept.
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d] [--reps 2] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,u,libsvm] [--reps 2] [--full] [--out bench.md]
+                             [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
+
+--set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
+smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -36,6 +67,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .report import markdown_table
@@ -52,6 +84,10 @@ SCENARIOS = {
     # 20,800 training rows: dcd version 5's fits take about 55 ms each idle (version 4's took 56 ms
     # on 16,000 rows, version 5's 31 ms there; 3.9 ms on the 3,200 rows used before that).
     "c": SMALL + ["cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
+    # RCV1's shape (bench_linear's), no intercept, C up to 30 (issue 30, point 1).
+    "e": ["++datasets.rcv1_like.params.n_features=47236", "++datasets.rcv1_like.params.mean_nnz=76.0",
+          "++datasets.rcv1_like.params.margin=0.5", "solvers.dcd.params.intercept=none",
+          "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30]"],
     "d": ["datasets.rcv1_like.params.n_samples=2000", "datasets.rcv1_like.max_rows=200", "cv=repeated",
           "cv.test_size=0.5",
           "solvers.dcd.grid.C=[0.1,0.3,1,3,10,30,100,300,1000,3000]", "run.warm_start=false"],
@@ -94,7 +130,7 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
     return {**totals, "imbalance_s": max(tasks) - min(tasks) if tasks else float("nan")}
 
 
-def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
+def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "bench_sweep") -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
     cluster's start and warm-up (and how much of it planning did not cover), the execute
     phase's wall (which starts once the workers are warm), Dask task count, the client's peak
@@ -102,7 +138,7 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     task times (from results.parquet), the CPU seconds of its processes by role and the task
     processes' imbalance (`_cpu_by_role`), and the load average (1 min) as it started."""
     run_dir = work / tag
-    cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_sweep", f"hydra.run.dir={run_dir}", *overrides]
+    cmd = [sys.executable, "-m", "pipeline", f"+experiment={experiment}", f"hydra.run.dir={run_dir}", *overrides]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -116,23 +152,26 @@ def run_ours(overrides: list[str], work: Path, tag: str) -> dict:
     loads = re.search(r"workers read (\d+) datasets and extracted (\d+) folds", log)
     # The cluster's start and warm-up, before the execute phase's clock (overlapping planning).
     startup = re.search(r"cluster start and warm-up ([\d.]+) s \(([\d.]+) s of it after planning\)", log)
-    return {"startup_s": float(startup.group(1)) if startup else None,
+    timing = {phase: float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", _line(log, "timing: "))}
+    peak = re.search(r"client peak RSS (\d+) MB over the run", log)
+    shard_bytes = sum(p.stat().st_size for p in (run_dir / "shards").iterdir())
+    return {"timing": timing, "client_peak_mb": float(peak.group(1)) if peak else None,
+            "shard_bytes": shard_bytes,
+            "startup_s": float(startup.group(1)) if startup else None,
             "startup_wait_s": float(startup.group(2)) if startup else None, "wall_s": wall, "dataset_reads": int(loads.group(1)), "fold_extractions": int(loads.group(2)), "execute_s": float(m.group(2)), "fits": int(m.group(1)), "dask_tasks": int(m.group(3)),
             "client_rss_mb": float(m.group(4)), "fit_s": float(res["fit_time_s"].sum()),
             "task_s": float(res["task_time_s"].sum()), "converged": int((res["status"] == "converged").sum()),
             "test_accuracy": float(res["test_accuracy"].mean()), "load": load, **cpu}
 
 
-ANCHOR = r"""
+# The sweep's dataset as our run reads it (argv[1]: the overrides as JSON): X, y, d (the plan's entry).
+SWEEP_DATA = r"""
 import json, sys, time, warnings
 import numpy as np
 from pipeline.experiment.config import compose, validate
-from pipeline.experiment.plan import build_plan
+from pipeline.experiment.plan import binary_labels, build_plan
 from pipeline.run import materialise_datasets
 from pipeline.engine.tasks import load_dataset
-from pipeline.experiment.plan import binary_labels, subsample_rows
-from sklearn.model_selection import GridSearchCV
-from sklearn.svm import LinearSVC
 
 exp = validate(compose(["+experiment=bench_sweep", *json.loads(sys.argv[1])]))
 plan = build_plan(exp, materialise_datasets(exp))
@@ -140,9 +179,16 @@ d = next(iter(plan.datasets.values()))
 ds = load_dataset(exp.store_root, d["name"], d["fingerprint"])
 y, _ = binary_labels(ds.y, d["positive"])
 X = ds.X
+"""
+
+ANCHOR = SWEEP_DATA + r"""
+from sklearn.model_selection import GridSearchCV
+from sklearn.svm import LinearSVC
+
 folds = d["folds"]                                   # the very folds our sweep uses
 p = dict(exp.solvers["dcd"].params)
-est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"], fit_intercept=True)
+est = LinearSVC(dual=True, loss=p["loss"], tol=p["tol"], max_iter=p["max_iter"],
+                fit_intercept=p.get("intercept", "regularized") != "none")
 gs = GridSearchCV(est, {"C": list(exp.solvers["dcd"].grid["C"])}, cv=folds, n_jobs=int(sys.argv[2]), refit=False)
 warnings.simplefilter("ignore")
 t0 = time.perf_counter()
@@ -152,13 +198,117 @@ print(json.dumps({"fit_s": fit_s, "test_accuracy": float(np.mean(gs.cv_results_[
 """
 
 
-def run_anchor(overrides: list[str], n_jobs: int = 2) -> dict:
+def run_anchor(overrides: list[str], n_jobs: int = 2, script: str = ANCHOR) -> dict:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", ANCHOR, json.dumps(overrides), str(n_jobs)], check=True,
+    out = subprocess.run([sys.executable, "-c", script, json.dumps(overrides), str(n_jobs)], check=True,
                          capture_output=True, text=True).stdout
     rec = json.loads(out.strip().splitlines()[-1])
     rec["process_s"] = time.perf_counter() - t0
     return rec
+
+
+KERNEL_GRID = "bench_kernel_grid"
+
+# GridSearchCV(SVC) over the kernel grid's rows, folds, C x gamma grid, tol and cache size. The
+# rows are the sweep's own (`tasks._split`: the max_rows subsample, labels as -1/+1, the folds),
+# and a pipeline scales each training fold as the sweep's workers do (StandardScaler, without
+# centring for sparse rows: tasks._scale), so both fit the same problems.
+KERNEL_ANCHOR = r"""
+import json, sys, time, warnings
+import numpy as np
+import scipy.sparse as sp
+from pipeline.experiment.config import compose, validate
+from pipeline.experiment.plan import build_plan
+from pipeline.run import materialise_datasets
+from pipeline.engine.tasks import _split
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+exp = validate(compose(["+experiment=bench_kernel_grid", *json.loads(sys.argv[1])]))
+plan = build_plan(exp, materialise_datasets(exp))
+spec = next(iter(plan.fits.values()))
+rows, y, _, folds, _ = _split(exp.store_root, spec["data"])
+X = rows.X
+assert spec["data"]["scale"] == "standard", spec["data"]["scale"]
+solver = exp.solvers["smo"]
+p, grid = dict(solver.params), dict(solver.grid)
+est = make_pipeline(StandardScaler(with_mean=not sp.issparse(X)),
+                    SVC(kernel="rbf", tol=p["tol"], cache_size=p["cache_size"]))
+gs = GridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                  n_jobs=int(sys.argv[2]), refit=False)
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+gs.fit(X, y)
+fit_s = time.perf_counter() - t0
+print(json.dumps({"fit_s": fit_s, "fits": len(gs.cv_results_["params"]) * len(folds),
+                  "test_accuracy": float(np.mean(gs.cv_results_["mean_test_score"]))}))
+"""
+
+
+def scenario_f(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours([*extra], work, f"f{r}", experiment=KERNEL_GRID)
+        gs = run_anchor([*extra], script=KERNEL_ANCHOR)
+        rows.append({"scenario": "f", "rep": r, "fits": ours["fits"], "dask_tasks": ours["dask_tasks"],
+                     "ours_wall_s": ours["wall_s"], "ours_execute_s": ours["execute_s"],
+                     "ours_fit_s": ours["fit_s"], "ours_task_s": ours["task_s"],
+                     "gridsearch_fit_s": gs["fit_s"], "gridsearch_process_s": gs["process_s"],
+                     "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
+                     "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"],
+                     "converged": ours["converged"], "load": ours["load"]})
+    return rows
+
+
+def mnist_halves(n_rows: int, seed: int = 0):
+    """(X dense, y in {-1, +1}) of n_rows MNIST images from the store, digits 0-4 against 5-9,
+    stratified, standardised (a column that is constant in these rows stays 0)."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from .data.datasets import ensure_dataset
+    from .data.store import default_store_root, read_dataset
+    root = str(default_store_root())
+    ds = read_dataset(root, ensure_dataset(root, "mnist", {})["name"])
+    y = np.where(ds.y >= 5, 1.0, -1.0)
+    rows, _ = train_test_split(np.arange(len(y)), train_size=n_rows, stratify=y, random_state=seed)
+    rows = np.sort(rows)
+    return StandardScaler().fit_transform(ds.X[rows].toarray()), y[rows]
+
+
+def scenario_libsvm(reps: int, sizes=(5000, 20000), Cs=(1.0, 10.0)) -> list[dict]:
+    """smo's whole estimator call against svm_train (see the module docstring)."""
+    import warnings
+
+    from libsvm.svmutil import svm_parameter, svm_problem, svm_train
+
+    from solvers import SVMClassifier
+    warnings.simplefilter("ignore")
+    out = []
+    for n in sizes:
+        X, y = mnist_halves(n)
+        gamma = 1.0 / X.shape[1]
+        prob = svm_problem(y, X)    # LIBSVM's own nodes, built outside the clock
+        SVMClassifier(solver="smo", kernel="rbf", gamma=gamma).fit(X[:200], y[:200])  # numba loaded
+        for C in Cs:
+            param = svm_parameter(f"-s 0 -t 2 -c {C} -g {gamma} -e 0.001 -m 200 -h 1 -q")
+            ours, theirs = [], []
+            for _ in range(reps):
+                load = os.getloadavg()[0]
+                t = time.perf_counter()
+                est = SVMClassifier(solver="smo", kernel="rbf", gamma=gamma, C=C, tol=1e-3,
+                                    solver_params={"cache_size": 200.0, "shrinking": True}).fit(X, y)
+                ours.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                model = svm_train(prob, param)
+                theirs.append(time.perf_counter() - t)
+            out.append({"scenario": "libsvm", "rows": n, "C": C, "smo_s": min(ours), "svm_train_s": min(theirs),
+                        "ratio": min(ours) / min(theirs), "smo_sv": int(len(est.support_)),
+                        "libsvm_sv": int(model.get_nr_sv()), "load": load})
+            print(out[-1], flush=True)   # each case as it ends: the 20k cases take minutes
+    return out
 
 
 def scenario_a(work: Path, reps: int) -> list[dict]:
@@ -171,6 +321,94 @@ def scenario_a(work: Path, reps: int) -> list[dict]:
                      "gridsearch_fit_s": gs["fit_s"], "gridsearch_process_s": gs["process_s"],
                      "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
                      "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"]})
+    return rows
+
+
+# LIBLINEAR's own C search on the same rows (its own 5 folds: -v draws them), timed around train.
+LIBLINEAR_SEARCH = SWEEP_DATA + r"""
+from liblinear.liblinearutil import problem, train
+
+prob = problem(np.asarray(y, dtype=float), X)
+t0 = time.perf_counter()
+best_C, _, best_accuracy = train(prob, "-C -v 5 -s 2 -q")     # (C, p: SVR's, CV accuracy)
+print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_accuracy}))
+"""
+
+
+def run_liblinear_search(overrides: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", LIBLINEAR_SEARCH, json.dumps(overrides)], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def scenario_e(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours(SCENARIOS["e"], work, f"e{r}")
+        gs = run_anchor(SCENARIOS["e"])
+        ll = run_liblinear_search(SCENARIOS["e"])
+        rows.append({"scenario": "e", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
+                     "ours_execute_s": ours["execute_s"], "ours_fit_s": ours["fit_s"], "ours_task_s": ours["task_s"],
+                     "dask_tasks": ours["dask_tasks"], "imbalance_s": ours["imbalance_s"],
+                     "gridsearch_fit_s": gs["fit_s"], "liblinear_search_s": ll["fit_s"],
+                     "ratio_wall_vs_gridsearch_fit": ours["wall_s"] / gs["fit_s"],
+                     "ratio_wall_vs_liblinear_search": ours["wall_s"] / ll["fit_s"],
+                     "ours_accuracy": ours["test_accuracy"], "gridsearch_accuracy": gs["test_accuracy"],
+                     "liblinear_best_C": ll["best_C"], "liblinear_cv_accuracy": ll["cv_accuracy"]})
+    return rows
+
+
+def _upstream_data(full: bool):
+    """(X, y) of scenario u: rcv1_like at 80k rows (bench_linear's shape), or the store's rcv1_full."""
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    from .data.datasets import ensure_dataset, get_builder
+    from .data.store import default_store_root, read_dataset
+    if not full:
+        X, y, _ = get_builder("rcv1_like")(n_samples=80000, n_features=47236, mean_nnz=76.0, margin=0.5)
+        return X, np.where(y == y.max(), 1.0, -1.0)
+    conf = OmegaConf.load(Path(__file__).parents[1] / "conf/datasets/rcv1_full.yaml")
+    root = default_store_root()
+    ds = read_dataset(root, ensure_dataset(root, conf.builder, OmegaConf.to_container(conf.params))["name"])
+    return ds.X, np.where(ds.y == ds.y.max(), 1.0, -1.0)
+
+
+def scenario_u(reps: int, full: bool) -> list[dict]:
+    """dcd against LIBLINEAR's train, whole call against whole call, alternating (module docstring).
+    The primal objectives show that both stopped at the same point: the same projected-gradient
+    rule at the same eps (solvers/dcd.py, ``stop="pg"``), on other pass orders."""
+    import numpy as np
+    from liblinear.liblinearutil import problem as ll_problem, train
+
+    import solvers
+    from solvers import Budget, Problem
+
+    rows = []
+    for size in (["80k", "full"] if full else ["80k"]):
+        X, y = _upstream_data(size == "full")
+        prob = ll_problem(y, X)
+
+        def primal(w, loss):
+            xi = np.maximum(1.0 - y * (X @ w), 0.0)
+            return 0.5 * float(w @ w) + float(xi.sum() if loss == "hinge" else xi @ xi)
+
+        for loss, s in (("squared_hinge", 1), ("hinge", 3)):
+            solvers.fit(Problem(X[:1000], y[:1000], loss=loss), "dcd")      # compiled before the clock
+            for r in range(reps):
+                t0 = time.perf_counter()
+                model = train(prob, f"-s {s} -c 1 -e 0.1 -q")
+                ll_s = time.perf_counter() - t0
+                w = np.asarray(model.get_decfun()[0]) * (1.0 if model.get_labels()[0] == 1 else -1.0)
+                t0 = time.perf_counter()
+                fit = solvers.fit(Problem(X, y, C=1.0, loss=loss, intercept="none"), "dcd",
+                                  budget=Budget(tol=0.1, max_iter=1000))
+                ours_s = time.perf_counter() - t0
+                rows.append({"scenario": "u", "data": size, "loss": loss, "rep": r, "load": os.getloadavg()[0],
+                             "dcd_s": ours_s, "dcd_fit_s": fit.fit_time_s, "train_s": ll_s,
+                             "ratio": ours_s / ll_s, "dcd_passes": fit.n_iter, "dcd_primal": fit.primal,
+                             "train_primal": primal(w, loss), "primal_rel_diff": fit.primal / primal(w, loss) - 1})
+                print(rows[-1], flush=True)
     return rows
 
 
@@ -219,6 +457,43 @@ def scenario_c(work: Path, reps: int) -> list[dict]:
     return [_overhead_row("c", run_ours(SCENARIOS["c"] + [grid], work, f"c{r}")) for r in range(reps)]
 
 
+def _line(log: str, prefix: str) -> str:
+    """The last line of run.log that holds prefix ("" if none)."""
+    return next((ln for ln in reversed(log.splitlines()) if prefix in ln), "")
+
+
+def dry_run_s(overrides: list[str], experiment: str) -> float:
+    """A dry run's wall time (`run.dry_run=true`: compose, validate, plan; nothing run or written)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pipeline", f"+experiment={experiment}", "run.dry_run=true", *overrides],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _large_row(name: str, overrides: list[str], work: Path, tag: str) -> dict:
+    """One whole command of bench_large beside its own phases (the timing line of its run.log)."""
+    dry = dry_run_s(overrides, "bench_large")
+    run = run_ours(overrides, work, tag, experiment="bench_large")
+    t = run["timing"]
+    return {"scenario": name, "fits": run["fits"], "dask_tasks": run["dask_tasks"], "whole_s": run["wall_s"],
+            "execute_s": run["execute_s"], "whole_over_execute": run["wall_s"] / run["execute_s"],
+            "dry_run_s": dry, "start_s": t.get("start"), "plan_s": t.get("plan"), "warmup_wait_s": t.get("warm-up wait"),
+            "around_execute_s": t.get("around execute", 0.0), "tables_s": t.get("tables"), "report_s": t.get("report"),
+            "exit_s": run["wall_s"] - t.get("total", math.nan), "bytes_per_fit": run["shard_bytes"] / run["fits"],
+            "client_peak_mb": run["client_peak_mb"], "client_execute_peak_mb": run["client_rss_mb"],
+            "sum_fit_s": run["fit_s"], "load": run["load"]}
+
+
+def scenario_g(work: Path, reps: int) -> list[dict]:
+    return [_large_row("g", [], work, f"g{r}") for r in range(reps)]
+
+
+def scenario_h(work: Path, reps: int) -> list[dict]:
+    # 5,000 C values x 200 random splits of toy_blobs' 2,000 rows: 1,000,000 fits.
+    rounds = ["cv=repeated", "cv.rounds=200", "cv.test_size=0.2"]
+    return [_large_row("h", rounds, work, f"h{r}") for r in range(reps)]
+
+
 def scenario_d(work: Path, reps: int) -> list[dict]:
     rows = []
     for r in range(reps):
@@ -228,25 +503,35 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
     return rows
 
 
-def prebuild(overrides: list[str]) -> None:
+def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
-    from .experiment.config import compose
+    from .experiment.config import compose, validate
     from .run import materialise_datasets
-    materialise_datasets(compose(["+experiment=bench_sweep", *overrides]))
+    materialise_datasets(validate(compose([f"+experiment={experiment}", *overrides])))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipeline.bench", description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="a,b,c,d")
+    ap.add_argument("--libsvm-rows", default="5000,20000", help="row counts of scenario libsvm")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Hydra override added to every run of scenario f (ours and the anchor)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
+    ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
-    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
+    runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
+               "g": scenario_g, "h": scenario_h, "u": lambda work, reps: scenario_u(reps, args.full),
+               "f": lambda work, reps: scenario_f(work, reps, args.set),
+               "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            prebuild(SCENARIOS.get(name, []))
+            if name == "f":
+                prebuild(args.set, KERNEL_GRID)
+            elif name not in ("u", "libsvm"):
+                prebuild(SCENARIOS.get(name, []), "bench_large" if name in "gh" else "bench_sweep")
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
             parts.append(f"### scenario {name}\n\n{markdown_table(df)}")

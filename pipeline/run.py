@@ -38,7 +38,6 @@ from .engine.execute import (
     warm_workers,
 )
 from .experiment.plan import build_plan
-from .report import build_report, status_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import run_lock
 from .data.store import dataset_info, read_labels
@@ -73,10 +72,12 @@ def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
     return [k for k in exp.datasets if k not in materialised]
 
 
-def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
+def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None) -> dict:
     """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict
-    (with run.dry_run=true: the plan, and nothing is run or written)."""
+    (with run.dry_run=true: the plan, and nothing is run or written). started: when the command
+    began (`time.time()`: `python -m pipeline` gives its process's start), for the timing line."""
     t0 = time.perf_counter()
+    timing = Timing(t0, None if started is None else max(0.0, time.time() - started))
     run_dir = Path(run_dir)
 
     def say(msg):
@@ -96,9 +97,48 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None) -> dict:
         # planning, before the run directory gets anything of its own (the store's writes are its own
         # and atomic: a dataset built here is whole, and kept).
         plan, client, warmup = _plan_while_starting(exp, run_dir, cluster)
+        timing.mark("plan")
         run_dir.mkdir(parents=True, exist_ok=True)
         with run_lock(run_dir, say), _run_log(run_dir):
-            return _run_locked(exp, plan, run_dir, say, t0, client, warmup)
+            return _run_locked(exp, plan, run_dir, say, timing, client, warmup)
+
+
+class Timing:
+    """Where a command's seconds went, phase by phase, for one line of run.log (issue 30, point
+    3: a user sees the fixed costs beside the fits). Each `mark` closes the phase since the last."""
+
+    def __init__(self, t0: float, before: float | None = None):
+        self.last, self.t0, self.before = t0, t0, before
+        self.phases: list[tuple[str, float]] = []
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases.append((phase, now - self.last))
+        self.last = now
+
+    def line(self, summary=None) -> str:
+        """"timing: start 2.1 s (...), plan 0.4 s, warm-up wait 0.3 s (...), execute 13.6 s,
+        tables 1.1 s, report 0.9 s; total 18.4 s before exit": the phases add up to the total.
+        start is the command's own (interpreter, imports, Hydra composing the config) up to
+        `run`; the cluster starts and warms beside start and plan, and only the wait for it
+        after planning delays the execute phase, whose clock starts with the workers warm."""
+        parts = [f"start {self.before:.1f} s (interpreter, imports, config)"] if self.before is not None else []
+        for phase, seconds in self.phases:
+            if phase == "execute" and summary is not None:
+                wait = summary.startup_wait_s or 0.0
+                if summary.startup_s is not None:
+                    parts.append(f"warm-up wait {wait:.1f} s (cluster start and warm-up {summary.startup_s:.1f} s "
+                                 f"in all, beside start and plan)")
+                parts.append(f"execute {summary.wall_s:.1f} s")
+                around = seconds - summary.wall_s - wait
+                if around >= 0.05:
+                    parts.append(f"around execute {around:.1f} s (the skip list, the last shards, the workers' counts)")
+            else:
+                parts.append(f"{phase} {seconds:.1f} s")
+        total = time.perf_counter() - self.t0 + (self.before or 0.0)
+        import resource
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return f"timing: {', '.join(parts)}; total {total:.1f} s before exit; client peak RSS {peak:.0f} MB over the run"
 
 
 class _Planning(threading.Thread):
@@ -191,7 +231,7 @@ def _machine_line(when: str) -> str:
             f"{fifteen:.2f} (1, 5, 15 min)")
 
 
-def _run_locked(exp: Experiment, plan, run_dir: Path, say, t0: float, client=None, warmup=None) -> dict:
+def _run_locked(exp: Experiment, plan, run_dir: Path, say, timing: Timing, client=None, warmup=None) -> dict:
     root = exp.store_root
     (run_dir / "config.yaml").write_text(exp.to_yaml())
     removed = clean_partial_shards(run_dir)
@@ -211,6 +251,7 @@ def _run_locked(exp: Experiment, plan, run_dir: Path, say, t0: float, client=Non
         with open(run_dir / "run.log", "a") as fh:
             fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
         raise Interrupted(msg) from None
+    timing.mark("execute")
     say(summary.line())
     say(_machine_line("end"))
     warmed = warmup.thread_seconds() if warmup is not None else []
@@ -224,14 +265,20 @@ def _run_locked(exp: Experiment, plan, run_dir: Path, say, t0: float, client=Non
     results, traces = write_tables(run_dir, set(keys))
     # The fits' statuses are in the table; only the reference shards are read again.
     failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, plan.references)
+    timing.mark("tables")
+    # The report's imports (pandas' plotting, matplotlib) are paid here, not before the first task.
+    from .report import build_report, status_lines
     for line in status_lines(results):
         say(line)
     report = build_report(run_dir)
+    timing.mark("report")
     say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
-    say(f"report: {report}  ({time.perf_counter() - t0:.1f} s)")
+    say(f"report: {report}  ({time.perf_counter() - timing.t0:.1f} s)")
     paper = write_reproduction(exp, run_dir, root)
     if paper is not None:
-        say(f"paper: {paper}  ({time.perf_counter() - t0:.1f} s)")
+        timing.mark("paper")
+        say(f"paper: {paper}  ({time.perf_counter() - timing.t0:.1f} s)")
+    say(timing.line(summary))
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"

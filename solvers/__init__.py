@@ -22,7 +22,16 @@ for _name in _SOLVER_MODULES:
         if _exc.name != f"{__name__}.{_name}":
             raise
 
-from .estimator import SVMClassifier  # noqa: E402
+
+
+def __getattr__(name):
+    # SVMClassifier is a scikit-learn estimator: importing sklearn takes about a second, which
+    # every process of a run (client, workers, task processes) would pay at `import solvers`
+    # without using it. PEP 562: imported on first access.
+    if name == "SVMClassifier":
+        from .estimator import SVMClassifier
+        return SVMClassifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Budget", "Fit", "Recorder", "STATUSES", "Kernel", "Problem", "ProblemError", "Param",
            "SolverError", "SolverSpec", "fit", "get_solver", "load_plugin", "origin", "Plugin", "register",

@@ -13,7 +13,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 # "budget": a fixed-schedule method (pegasos: T steps, no convergence test) ran its schedule as
 # planned; it is not "converged" (nothing was tested) and not a failure (nothing was cut short).
@@ -252,6 +251,10 @@ def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:
     """Non-convergence is a status and a ConvergenceWarning, never an exception."""
     if status in ("max_iter", "timeout", "diverged", "stalled"):
         msg = f"{solver} stopped with status {status!r} after {n_iter} iterations"
+        # scikit-learn's class, so that its users' filters apply; imported here, since importing
+        # sklearn costs about a second and most fits converge (every worker imports solvers).
+        from sklearn.exceptions import ConvergenceWarning
+
         warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=3)
 
 

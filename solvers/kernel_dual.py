@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .kernels import QColumnCache
+from .kernels import QColumnCache, kernel_block
 from .objectives import dual_objective, kkt_violation_equality, primal_from_decision
 from .problem import Problem
 
@@ -97,6 +97,96 @@ def warm_alpha(problem: Problem, warm_start) -> np.ndarray:
     if not np.all(np.isfinite(alpha)):
         raise ValueError("warm_start alpha has non-finite values")
     return project_feasible(alpha, problem.y, box(problem))
+
+
+# ---------------------------------------------------------------------------- C paths
+class KernelPath:
+    """What the fits of one C path share: tasks.run_path hands the same KernelPath to each fit
+    of a (fold, kernel) path, in increasing C, as ``warm_start={"path": path}``.
+
+    A solver that takes one (SolverSpec.kernel_path; smo) puts back, when a fit ends with a model,
+    its kernel-column cache (in its final layout: the kernel values do not depend on C, so the
+    next fit starts with the columns this one computed) and its alpha with the gradients G and
+    G_bar at alpha and C, from which the next fit is seeded (`path_seed`). A fit takes the
+    contents out as it starts (`take`): one that fails or diverges leaves the next a cold start
+    and a fresh cache, never a cache whose layout its own swaps left half changed.
+    """
+
+    #: The largest kernel block between other rows and the training rows `decision` keeps.
+    DECISION_BYTES = 256 << 20
+
+    def __init__(self):
+        self.state: dict | None = None
+        self._rows = None   # (X, training X, kernel) of the kept block
+        self._K = self._have = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state is not None
+
+    def take(self) -> dict | None:
+        state, self.state = self.state, None
+        return state
+
+    def keep(self, **state) -> None:
+        self.state = state
+
+    def decision(self, problem: Problem, fit, X) -> np.ndarray:
+        """The fit's decision values on rows X, sum_{j in SV} alpha_j y_j K(x, x_j) + b, as
+        `Problem.decision` computes them, with the columns K(X, x_j) kept for the path's later
+        fits: a fold's test rows meet the same support vectors at every C (most of one C's are
+        the next one's), so each column is computed once per path, not once per fit. Above
+        DECISION_BYTES (test rows x training rows, float64) nothing is kept."""
+        n = problem.n_samples
+        if fit.alpha is None or 8 * X.shape[0] * n > self.DECISION_BYTES:
+            return problem.decision(fit, X)
+        if self._rows is None or self._rows[0] is not X or self._rows[1] is not problem.X \
+                or self._rows[2] != problem.kernel:
+            self._rows = (X, problem.X, problem.kernel)
+            # column-major: a column computed touches its own pages only
+            self._K, self._have = np.empty((X.shape[0], n), order="F"), np.zeros(n, dtype=bool)
+        sv = np.flatnonzero(fit.alpha != 0)
+        new = sv[~self._have[sv]]
+        if new.size:
+            self._K[:, new] = kernel_block(problem.kernel, X, problem.X[new], z_norms=problem.row_norms_sq[new])
+            self._have[new] = True
+        return self._K[:, sv] @ (fit.alpha[sv] * problem.y[sv]) + fit.b
+
+
+def path_seed(alpha: np.ndarray, G: np.ndarray, G_bar: np.ndarray, y: np.ndarray, C_from_i, C_to_i,
+              s: float) -> tuple:
+    """The start of the next C of a path from the solution alpha at the box C_from_i (C_to_i =
+    s C_from_i), without a kernel evaluation: alpha scaled by c, c one of
+
+    - s, DeCoste & Wagstaff's seeding ("Alpha seeding for support vector machines", KDD 2000):
+      the bounded variables (margin violators) stay at the new bound, and 0 <= alpha <= C and
+      y' alpha = 0 hold; and
+    - 1 (for s > 1), the last solution as it is, feasible in the larger box: where C_from
+      already bounded no variable (the separable end of a path) it is the new solution;
+
+    whichever has the lower dual objective f(c alpha) = c^2/2 alpha' Q alpha - c e' alpha
+    (alpha' Q alpha = alpha' (G + e)). On breast cancer and digits 1 vs 7 (rbf, gamma 0.05, 0.5
+    and 5, C from 0.1 to 100 by about 3, tol 1e-3) the pair updates after the first point summed
+    0.96x of cold starts for c = s alone, 0.67x for c = 1 alone (but 1.37x on one path) and
+    0.58x for the choice (never above 1.03x of cold).
+
+    G and G_bar scale with alpha: G(c alpha) = c (G + e) - e; G_bar = sum_{alpha_j = C_j} C_j Q_j
+    is s G_bar for c = s (the same bounded set) and 0 for c = 1 < s (nothing at the larger bound).
+    Variables at their bound are put on the new bound exactly (s C_i rounds off it, and a
+    variable a rounding below C would count as free); the equality is repaired by
+    `project_feasible`, a no-op unless rounding left y' alpha off. Returns (alpha, G, G_bar, c),
+    G and G_bar None when the repair moved alpha (the caller computes them)."""
+    def f(c):
+        return 0.5 * c * c * float(alpha @ (G + 1.0)) - c * float(alpha.sum())
+
+    if s > 1.0 and f(1.0) <= f(s):
+        return alpha.copy(), G.copy(), np.zeros_like(G_bar), 1.0
+    bounded = alpha >= C_from_i
+    seed = np.where(bounded, C_to_i, alpha * s)
+    repaired = project_feasible(seed, y, C_to_i)
+    if not (np.array_equal(repaired, seed) and np.array_equal(seed >= C_to_i, bounded)):
+        return repaired, None, None, s
+    return seed, s * (G + 1.0) - 1.0, s * G_bar, s
 
 
 def gradient(cache: QColumnCache, alpha: np.ndarray, C):

@@ -79,12 +79,30 @@ def row_norms_sq(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
+#: The largest sparse operand (as dense float64 bytes) `_dot` makes dense for its product.
+DENSE_OPERAND_BYTES = 64 << 20
+
+
+def _densified(A):
+    """A as a dense array when that stays under DENSE_OPERAND_BYTES, else A."""
+    if sp.issparse(A) and 8 * A.shape[0] * A.shape[1] <= DENSE_OPERAND_BYTES:
+        return A.toarray()
+    return A
+
+
 def _dot(X, Z) -> np.ndarray:
-    """X Z^T as a dense array (BLAS for dense, sparse product otherwise)."""
-    if sp.issparse(X) or sp.issparse(Z):
-        out = X @ Z.T
-        return out.toarray() if sp.issparse(out) else np.asarray(out)
-    return np.asarray(X) @ np.asarray(Z).T
+    """X Z^T as a dense array: BLAS for dense operands, a sparse product otherwise.
+
+    A sparse operand that is small as a dense array (DENSE_OPERAND_BYTES) is made dense first:
+    on 8,000 x 2,000 rows of MNIST (784 columns, 19% nonzero) the product of two CSR matrices
+    (scipy's csr_matmat) or of a CSR and a dense one took 5-7 s, dense BLAS 1.2 s (a loaded
+    machine). The decision values on test rows and a warm start's gradient are such products.
+    A text set's 47k columns keep its rows sparse."""
+    X, Z = _densified(X), _densified(Z)
+    if not (sp.issparse(X) or sp.issparse(Z)):
+        return np.asarray(X) @ np.asarray(Z).T
+    out = X @ Z.T
+    return out.toarray() if sp.issparse(out) else np.asarray(out)
 
 
 def kernel_block(kernel: Kernel, X, Z, x_norms=None, z_norms=None) -> np.ndarray:

@@ -33,7 +33,6 @@ import math
 import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .base import Budget, Fit, Recorder, finish
 from .objectives import kkt_violation_equality, lambda_from_C, linear_certificates, primal_from_decision
@@ -46,6 +45,7 @@ from .registry import Param, SolverError, SolverSpec, register
 def _run(estimator, problem):
     """fit on the problem's rows (and weights), with scikit-learn's ConvergenceWarning caught
     (returns whether one was raised)."""
+    from sklearn.exceptions import ConvergenceWarning
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         estimator.fit(problem.X, problem.y, sample_weight=problem.sample_weight)

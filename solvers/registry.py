@@ -89,6 +89,9 @@ class SolverSpec:
     intercepts: tuple = ("none", "regularized")
     kernels: tuple = ("linear",)
     warm_start: bool = False
+    # Whether the driver takes warm_start={"path": kernel_dual.KernelPath}: the fits of one C
+    # path share its kernel cache and seed each other's alpha (tasks.run_path).
+    kernel_path: bool = False
     hard_margin: bool = False
     # Whether the driver stops on budget.time_limit_s (status "timeout"); False for a wrapped
     # library that cannot be interrupted (scikit-learn's LIBLINEAR and LIBSVM).

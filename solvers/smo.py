@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit
 
 from .base import Budget, Fit, Recorder
-from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, check_separable, dual_f, gradient, warm_alpha, finish_fit
+from .kernel_dual import (INTERCEPTS, KERNELS, LOSSES, box, certificates, check_separable, dual_f, finish_fit, gradient,
+                          path_seed, warm_alpha)
 from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -339,16 +340,17 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
 
 
 def _start(cache: PrefixQColumnCache, alpha, C):
-    """The solver's own arrays, in position order (the identity until the first shrink): labels,
-    diagonal of Q, bound status and I_up / I_low masks of alpha, the control block of _smo_chunk
-    and the buffer of one shrink's swaps."""
+    """The solver's own arrays, in position order (cache.perm: the identity until the first
+    shrink, or the layout a cache carried along a C path was left in): labels, diagonal of Q,
+    bound status and I_up / I_low masks of alpha, the control block of _smo_chunk and the buffer
+    of one shrink's swaps. alpha and C come in position order."""
     n = alpha.shape[0]
-    y = cache.y.copy()
+    y = cache.y[cache.perm]
     st = np.where(alpha >= C, _UPPER, np.where(alpha <= 0, _LOWER, _FREE)).astype(np.int8)
     up = np.where(y > 0, st != _UPPER, st != _LOWER).astype(np.uint8)
     low = np.where(y > 0, st != _LOWER, st != _UPPER).astype(np.uint8)
     ctl = np.array([n, min(n, 1000) + 1, 0, 0, n, 0], dtype=np.int64)
-    return y, cache.QD.copy(), st, up, low, ctl, np.empty((2, n), dtype=np.int64)
+    return y, cache.QD[cache.perm], st, up, low, ctl, np.empty((2, n), dtype=np.int64)
 
 
 def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
@@ -361,10 +363,16 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     permuted so that the active set is a prefix; alpha and G are put back in the order of the
     rows at every trace point and at the end.
 
-    warm_start: ``alpha``, projected onto the feasible set first (kernel_dual.warm_alpha).
+    warm_start: ``alpha``, projected onto the feasible set first (kernel_dual.warm_alpha); or
+    ``path``, a kernel_dual.KernelPath shared by the fits of one C path in increasing C: the
+    fit takes the kernel cache the last fit left (same rows, kernel and cache size; its columns
+    and its layout) and starts from that fit's alpha, scaled to this C or kept, with G and G_bar
+    scaled along (kernel_dual.path_seed: no kernel evaluation), then leaves its own for the next.
     info: f_alpha0, f_alpha, m_minus_M, n_sv / n_bounded_sv / n_free_sv, b_rule, cache_hits,
-    cache_misses (column requests that computed entries), kernel_evaluations (entries computed),
-    cache_columns (slots), n_active_min (the smallest active set), n_scanned (entries of G read by
+    cache_misses (column requests that computed entries), kernel_evaluations (entries computed;
+    all three by this fit, not the fits before it on a shared cache), cache_columns (slots),
+    seeded ("path": from the last fit of a KernelPath, seed_scale its factor c; "alpha": a warm
+    start; "" cold), n_active_min (the smallest active set), n_scanned (entries of G read by
     the selections, the sum of the active set's size over the pair updates), n_reconstruct.
     """
     n = problem.n_samples
@@ -372,17 +380,34 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         # The hard margin: the box has no top (C_i = inf: no variable is ever at its upper
         # bound, G_bar stays 0), which only separable data keep bounded.
         check_separable(problem)
-    # One bound per position (C_i = C s_i; all C unweighted: the same steps as a scalar C),
-    # permuted with alpha by the shrinking.
-    C = problem.C_i
     eps = budget.tol
     max_iter = budget.iterations(10_000_000)
-    cache = PrefixQColumnCache(problem.kernel, problem.X, problem.y, cache_size, problem.row_norms_sq)
-    alpha = warm_alpha(problem, warm_start)
-    if alpha.any():
-        G, G_bar = gradient(cache, alpha, box(problem))
+    path = (warm_start or {}).get("path")
+    prev = path.take() if path is not None else None
+    if prev is not None and not (math.isfinite(problem.C) and _serves(prev["cache"], problem, cache_size)):
+        prev = None
+    cache = prev["cache"] if prev else PrefixQColumnCache(problem.kernel, problem.X, problem.y, cache_size,
+                                                           problem.row_norms_sq)
+    counts0 = (cache.hits, cache.misses, cache.kernel_evaluations)
+    # One bound per position (C_i = C s_i; all C unweighted: the same steps as a scalar C),
+    # permuted with alpha by the shrinking; every array below is in position order.
+    C = problem.C_i[cache.perm]
+    G, seed_scale = None, None
+    if prev is not None:
+        alpha, G, G_bar, seed_scale = path_seed(prev["alpha"], prev["G"], prev["G_bar"], cache.y[cache.perm],
+                                                prev["C"], C, problem.C / prev["C_scalar"])
+        alpha_rows = np.empty_like(alpha)
+        alpha_rows[cache.perm] = alpha
+        seeded = "path"
     else:
-        G, G_bar = -np.ones(n), np.zeros(n)
+        alpha_rows = warm_alpha(problem, warm_start)
+        alpha = alpha_rows[cache.perm]
+        seeded = "alpha" if alpha.any() else ""
+    if G is None:
+        if alpha.any():
+            G, G_bar = (v[cache.perm] for v in gradient(cache, alpha_rows, box(problem)))
+        else:
+            G, G_bar = -np.ones(n), np.zeros(n)
     f0 = dual_f(alpha, G)
     y, QD, st, up, low, ctl, swaps = _start(cache, alpha, C)
     wss_code = 2 if wss == "second_order" else 1
@@ -425,12 +450,27 @@ def fit_smo(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     if ctl[0] < n:
         _reconstruct(alpha, G, G_bar, st, int(ctl[0]), cache.state, cache.data, cache.ker)
         ctl[0] = n
+    alpha_pos, G_pos = alpha, G
     alpha, G = in_row_order(alpha), in_row_order(G)
     recorder.close(it, lambda: certificates(problem, alpha, G)[:3])
-    return finish_fit("smo", problem, alpha, G, status, it, eps, fit_time, f_alpha0=f0,
-                      cache_hits=cache.hits, cache_misses=cache.misses,
-                      kernel_evaluations=cache.kernel_evaluations, cache_columns=cache.n_slots,
-                      n_active_min=int(ctl[4]), n_scanned=int(ctl[5]), n_reconstruct=int(ctl[3]))
+    hits, misses, evals = (now - then for now, then in zip((cache.hits, cache.misses, cache.kernel_evaluations), counts0))
+    fit = finish_fit("smo", problem, alpha, G, status, it, eps, fit_time, f_alpha0=f0,
+                     cache_hits=hits, cache_misses=misses, kernel_evaluations=evals, cache_columns=cache.n_slots,
+                     n_active_min=int(ctl[4]), n_scanned=int(ctl[5]), n_reconstruct=int(ctl[3]), seeded=seeded,
+                     **({"seed_scale": seed_scale} if seed_scale is not None else {}))
+    # The decision values on the training rows, K beta = y (G + e) (kernel_dual): from the exact
+    # gradient at hand, not from an n x n_sv kernel block computed once more (Problem.decision).
+    fit.train_Xw = problem.y * (G + 1.0)
+    if path is not None and fit.status != "diverged" and math.isfinite(problem.C):
+        path.keep(cache=cache, alpha=alpha_pos, G=G_pos, G_bar=G_bar, C=C, C_scalar=float(problem.C))
+    return fit
+
+
+def _serves(cache: PrefixQColumnCache, problem: Problem, cache_size: float) -> bool:
+    """Whether a cache another fit left serves this problem: the same rows (the same X object:
+    a fold's fits share its arrays, tasks._train_problem), labels, kernel and cache size."""
+    return (cache.X is problem.X and cache.kernel == problem.kernel and cache.cache_mb == float(cache_size)
+            and np.array_equal(cache.y, problem.y))
 
 
 register(SolverSpec(
@@ -450,6 +490,7 @@ register(SolverSpec(
     intercepts=INTERCEPTS,
     kernels=KERNELS,
     warm_start=True,
+    kernel_path=True,
     default_max_iter=10_000_000,
     default_tol=1e-3,   # LIBSVM's eps on m(alpha) - M(alpha)
     version="2",

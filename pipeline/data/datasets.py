@@ -487,6 +487,7 @@ ENTRY_POINT_GROUP = "svmbench.datasets"
 # Where each builder came from: "builtin" or "entry point dist:name" (`discover_builders`).
 BUILDER_ORIGINS: dict[str, str] = {}
 _DISCOVERED: set[str] = set()
+_SCANNED = "*scanned*"
 
 
 def discover_builders() -> None:
@@ -494,6 +495,11 @@ def discover_builders() -> None:
     process: each entry point's object is a `Builder`, or a callable returning one or a list
     of them. A name a built-in or another entry point already has is refused, naming both; an
     entry point that fails to import is one StoreError with its last line and file:line."""
+    # Scanning every installed distribution's metadata costs 0.1-0.3 s, and config validation
+    # asks for the names several times per command: the scan is done once per process (as the
+    # solvers' entry points are), marked by _SCANNED in _DISCOVERED; a failed load is retried.
+    if _SCANNED in _DISCOVERED:
+        return
     from importlib.metadata import entry_points
 
     from solvers.registry import import_error, module_dir
@@ -517,6 +523,7 @@ def discover_builders() -> None:
             BUILDERS[builder.name] = builder
             BUILDER_ORIGINS[builder.name] = where
         _DISCOVERED.add(where)
+    _DISCOVERED.add(_SCANNED)
 
 
 def dataset_names() -> list[str]:

@@ -11,7 +11,7 @@
   a second (`in_flight`).
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
-  themselves), as one shard, ``shards/<first key>[.<generation>].jsonl`` (`ShardWriter`: temp
+  themselves), as one shard, ``shards/<first key>[.<generation>].parquet`` (`ShardWriter`: temp
   file, one sync, rename), so an interrupted run loses only its unfinished tasks and a rerun
   into the same run directory skips finished records. A file and a sync per fit could not keep
   up with fits of a few ms (issue 10, scenario d).
@@ -29,6 +29,7 @@ import dataclasses
 import ctypes
 import json
 import logging
+import math
 import os
 import pickle
 import sys
@@ -39,7 +40,8 @@ from pathlib import Path
 
 from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan
-from ..results.tables import iter_records, shard_files, shard_generation
+from ..results import shards as shard_format
+from ..results.tables import iter_statuses, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 
@@ -116,8 +118,8 @@ class Summary:
 
 
 class ShardWriter:
-    """Writes a run dir's shards: one file per Dask task holding its records, one JSON object
-    per line, named ``<first key>.jsonl``, or ``<first key>.<generation>.jsonl`` after the first
+    """Writes a run dir's shards: one Parquet file per Dask task holding its records as columns
+    (`results.shards`), named ``<first key>.parquet``, or ``<first key>.<generation>.parquet`` after the first
     `execute` into the run dir. Each execute writes one generation, above every one on disk, so
     that a key written again (a retried error) is newest in a later generation (`results.shard_files`),
     and a name is never reused: no write replaces a file that holds other finished records."""
@@ -134,15 +136,12 @@ class ShardWriter:
         makes it visible); one file and one sync per task, not per fit (issue 10, scenario d)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         suffix = f".{self.generation}" if self.generation else ""
-        path = self.dir / f"{records[0]['key']}{suffix}.jsonl"
+        path = self.dir / f"{records[0]['key']}{suffix}.parquet"
         # The temporary name starts with "." and does not end in a shard suffix, so neither a rerun
         # (finished_keys) nor the results reader ever takes a half-written file for a shard.
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
-            with open(tmp, "w") as fh:
-                for record in records:
-                    _dump(record, fh)
-                    fh.write("\n")
+            _write_file(records, tmp)
             _sync_filesystem(self.dir)
             os.replace(tmp, path)
         except BaseException:
@@ -174,10 +173,9 @@ class Interrupted(KeyboardInterrupt):
     """Ctrl-C during execute, carrying the line for the user: how many tasks are saved where."""
 
 
-def _dump(record: dict, fh) -> None:
-    # json.dumps, not json.dump: dump streams through the pure-Python encoder (2 ms for a
-    # 1.6 kB shard on a loaded core), dumps takes the C one in a single call.
-    fh.write(json.dumps(record, allow_nan=True, default=_json_default))
+def _write_file(records: list[dict], path: Path) -> None:
+    """One shard file (`results.shards.write`): the writer's one step that puts bytes on disk."""
+    shard_format.write(records, path)
 
 
 def _libc_syncfs():
@@ -202,13 +200,8 @@ def _sync_filesystem(directory: Path) -> None:
     os.sync()
 
 
-def _json_default(obj):
-    import numpy as np
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
+def _without_plugin_text(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k != "plugin_text"} if "plugin_text" in spec else spec
 
 
 def finished_keys(run_dir: Path) -> set[str]:
@@ -218,7 +211,7 @@ def finished_keys(run_dir: Path) -> set[str]:
 
 def _latest_status(run_dir: Path) -> dict[str, tuple[str, str | None]]:
     """key -> (status, error) of its newest record: the tables' view of it (`results.read_shards`)."""
-    return {r["key"]: (r.get("status"), r.get("error")) for r in iter_records(run_dir)}
+    return {key: (status, error) for key, status, error in iter_statuses(run_dir)}
 
 
 class ClusterError(RuntimeError):
@@ -532,12 +525,14 @@ def _progress(total: int, enabled: bool):
                 file=sys.stderr, smoothing=0.1)
 
 
-def make_units(specs: list[dict]) -> list[list[dict]]:
+def make_units(specs: list[dict], workers: int = 1) -> list[list[dict]]:
     """Specs grouped into units: the specs of one C path together (run warm, in increasing C),
     every other spec alone. References come first: they are the longest solves. Then the units
     of one fold sit together (in order of first appearance), so that a task packs the fits of a
     few folds rather than one C over many (the plan's order): a worker then extracts only the
-    folds its tasks use, not nearly every fold of the sweep."""
+    folds its tasks use, not nearly every fold of the sweep. With several workers, a sweep of
+    few paths has some of them cut into segments (`cut_paths`), so that the workers finish
+    together."""
     units, paths = [], {}
     for spec in specs:
         if spec.get("path"):
@@ -549,7 +544,58 @@ def make_units(specs: list[dict]) -> list[list[dict]]:
             units.append([spec])
     ids = _fold_ids(units)
     order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i]))
-    return [units[i] for i in order]
+    return cut_paths([units[i] for i in order], workers)
+
+
+# Paths are cut into segments only while the sweep has fewer than this many paths per worker:
+# beyond, the last round's idle worker waits for at most 1/PATH_ROUNDS of the sweep.
+PATH_ROUNDS = 4
+
+
+def _point_cost(C: float, C_first: float) -> float:
+    """A path point's relative cost before any was measured: 1 + log10(C / C_first). A dual
+    solver's passes grow with C (dcd on an 80k-row rcv1_like path, C = 0.01..30 at tol 0.1,
+    warm: 6, 5, 5, 6, 9, 15, 26, 31 passes); the log keeps one point from weighing the rest
+    down, and cuts that path after C = 1, within 15% of its measured halves."""
+    return 1.0 + math.log10(max(C / C_first, 1.0)) if C_first > 0 and C > 0 else 1.0
+
+
+def _segments(path: list[dict], k: int) -> list[list[dict]]:
+    """A path (in increasing C) cut into up to k runs of consecutive points of about equal
+    `_point_cost`; each segment after the first starts cold (run_path)."""
+    path = sorted(path, key=lambda s: s["problem"]["C"])
+    costs = [_point_cost(s["problem"]["C"], path[0]["problem"]["C"]) for s in path]
+    k = min(k, len(path))
+    total, out, acc, start = sum(costs), [], 0.0, 0
+    for i, c in enumerate(costs):
+        # A segment ends before the point whose middle passes the segment's share of the cost,
+        # or before the points left are only as many as the segments still to come.
+        if i > start and len(out) < k - 1 and (acc + c / 2 >= total * (len(out) + 1) / k
+                                                or len(path) - i == k - 1 - len(out)):
+            out.append(path[start:i])
+            start = i
+        acc += c
+    out.append(path[start:])
+    return out
+
+
+def cut_paths(units: list[list[dict]], workers: int) -> list[list[dict]]:
+    """Units with the last few C paths cut so that `workers` finish together. A path is one
+    task (its points warm, in order), so P paths of like cost on W workers run in ceil(P / W)
+    rounds, the last with P mod W = r busy workers and W - r idle (5 folds on 2 workers: the third
+    round ran one path, and execute took 15.1 s for 11 s of work a worker). Cutting the last r
+    paths into W segments each (`_segments`) gives the last round r segments a worker; a
+    segment after the first of its path starts cold, which costs its first point (on the 80k
+    path above, 0.28M coordinate steps of 5.2M). The segments go last, so that they fill
+    the round the whole paths leave. Only while the sweep has fewer than PATH_ROUNDS paths per
+    worker: with more, the last round is a small part of the sweep."""
+    paths = [i for i, u in enumerate(units) if len(u) > 1]
+    r = len(paths) % workers if workers > 1 else 0
+    if not r or len(paths) >= PATH_ROUNDS * workers:
+        return units
+    cut = set(paths[-r:])
+    segments = [seg for i in paths[-r:] for seg in _segments(units[i], workers)]
+    return [u for i, u in enumerate(units) if i not in cut] + segments
 
 
 def _fold_ids(units: list[list[dict]]) -> list[int]:
@@ -904,7 +950,9 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0),
                                               specs[r["key"]]["solver"]) for r in records if r.get("env_peak_rss_mb"))],
                              key=lambda m: m[0] + m[1])
-            batch = [{**by_key[spec["key"]], "spec": spec} for u in units for spec in u]
+            # A file plugin's text travels with its specs to the workers; its sha256 (in the key and
+            # in spec["plugin"]) already names it, so a shard does not store the file once a fit.
+            batch = [{**by_key[spec["key"]], "spec": _without_plugin_text(spec)} for u in units for spec in u]
             failed += sum(r["status"] == "error" for r in batch)
             shards.write(batch)
             if failed:
@@ -924,8 +972,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             dashboard = client.dashboard_link
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
-            cutter = TaskCutter(make_units(todo))
             workers = _n_workers(client, cluster)
+            cutter = TaskCutter(make_units(todo, workers))
             first = first_chunk(cutter.left, workers, chunk)
             futures, pace, counted, unit_s = {}, None, time.monotonic(), None
 

@@ -383,7 +383,10 @@ def _heldout_columns(y_ho, predicted) -> dict:
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
     f_tr = problem.decision(fit)
-    f_te = problem.decision(fit, X_te) if X_te.shape[0] else np.empty(0)
+    # A kernel path keeps the test rows' kernel columns for its later fits (KernelPath.decision).
+    path = (warm_start or {}).get("path")
+    f_te = ((path.decision(problem, fit, X_te) if path is not None else problem.decision(fit, X_te))
+            if X_te.shape[0] else np.empty(0))
     held = _heldout_columns(y_ho, np.where(problem.decision(fit, X_ho) > 0, 1.0, -1.0)) if len(y_ho) else {}
     return dict(**held,
         status=fit.status, n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s),
@@ -555,13 +558,34 @@ def ensure_plugin(spec: dict) -> None:
 def _scaled_start(fit, C_from: float, C_to: float) -> dict | None:
     """The warm start of the next C from the last point's model, as LIBLINEAR's C search does:
     dual variables scaled by C_to / C_from (they stay in the box [0, C] and keep sum(alpha y) = 0,
-    and w = sum alpha_i y_i x_i scales with them); a primal model (w, b) as it is."""
+    and w = sum alpha_i y_i x_i scales with them); a primal model (w, b) as it is. ``ray``
+    lets a solver that can (dcd) take the best point of that ray instead: at large C the
+    scale overshoots (solvers.dcd._ray_step)."""
     if fit is None or fit.status == "diverged" or not math.isfinite(fit.primal) \
             or not (math.isfinite(C_from) and math.isfinite(C_to)):
         return None
     if fit.alpha is not None:
-        return {"alpha": np.asarray(fit.alpha) * (C_to / C_from)}
+        return {"alpha": np.asarray(fit.alpha) * (C_to / C_from), "ray": True}
     return {"w": fit.w, "b": fit.b}
+
+
+def _kernel_path(spec: dict):
+    """A kernel_dual.KernelPath for a C path of a solver that shares one (smo), else None: the
+    path's fits, one (fold, kernel) in increasing C, then share the kernel cache (the columns one
+    C computed serve the next: the kernel does not depend on C) and each starts from the last
+    one's alpha, scaled to its C (DeCoste and Wagstaff 2000) or kept, with the gradient scaled
+    along, not recomputed (kernel_dual.path_seed). The path holds the cache (cache_size MB) and
+    the test rows' kernel columns (KernelPath.decision) until it ends."""
+    import solvers
+    from solvers.kernel_dual import KernelPath
+
+    if spec["kind"] != "fit":
+        return None
+    try:
+        shares = solvers.get_solver(spec["solver"]).kernel_path
+    except Exception:  # noqa: BLE001 - a plugin not loaded yet, or unknown: its fit reports that
+        return None
+    return KernelPath() if shares else None
 
 
 def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
@@ -570,12 +594,17 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
     started from. A point that fails or diverges gives the next one a cold start."""
     runner = _run_reference if specs[0]["kind"] == "reference" else _run_fit
     records, prev = [], None
+    kernel_path = _kernel_path(specs[0])
     for spec in sorted(specs, key=lambda s: s["problem"]["C"]):
         C = spec["problem"]["C"]
-        start = _scaled_start(prev[1], prev[2], C) if prev else None
+        if kernel_path is not None:
+            start, seeded = {"path": kernel_path}, kernel_path.ready
+        else:
+            start = _scaled_start(prev[1], prev[2], C) if prev else None
+            seeded = start is not None
         _notify(notify, "start", spec["key"])
         record, fit = runner(spec, root, start)
-        record["warm_from"] = prev[0] if start is not None else None
+        record["warm_from"] = prev[0] if seeded and prev else None
         records.append(_notify(notify, "record", record))
         prev = (spec["key"], fit, C) if fit is not None else None
     return records

@@ -9,7 +9,9 @@ returns the typed, frozen `experiment.Experiment` that every later stage takes i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     CV_KINDS,
     PROBLEM_KEYS,
     REFERENCE_MODES,
+    REPORT_FORMATS,
     REPORT_KEYS,
     SCALINGS,
     TASK_KEYS,
@@ -116,14 +119,19 @@ def store_entries(root: str | None) -> list[str]:
 def _parse(overrides: list[str]) -> list:
     """The overrides Hydra's parser accepts, each on its own (Hydra reports malformed ones
     itself, with their position; a flag's value such as `--cfg job` is not an override)."""
+    return [ov for text in overrides for ov in _parse_one(text)]
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_one(text: str) -> tuple:
+    """One override parsed, once per process: the checks before composing each parse the command
+    line again, and Hydra's parser takes time quadratic in a list's length (a 5,000-value C list:
+    seconds a parse; issue 30, scenario g). The parsed overrides are only read."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    parser, out = OverridesParser.create(), []
-    for text in overrides:
-        try:
-            out.extend(parser.parse_overrides([text]))
-        except Exception:
-            pass
-    return out
+    try:
+        return tuple(OverridesParser.create().parse_overrides([text]))
+    except Exception:
+        return ()
 
 
 def override_value(overrides: list[str], key: str) -> str | None:
@@ -346,6 +354,36 @@ def _plain(node):
     return node
 
 
+# A grid key's values given as a range, numpy's function of the same name: "geomspace(0.01, 100,
+# 5000)" is 5,000 log-spaced values from 0.01 to 100. A list of thousands of values costs OmegaConf
+# a node per value in every copy of the config (compose and validate of 5,000 C values took minutes
+# under load: issue 30, scenario g) and Hydra's override parser time quadratic in its length. A
+# string, not a mapping: it replaces a default list where a config merges over it.
+GRID_RANGE = re.compile(r"^\s*(geomspace|linspace)\(([^,()]*),([^,()]*),([^,()]*)\)\s*$")
+
+
+def grid_range(value, where: str) -> list:
+    """The values of a grid key: a range ("geomspace(start, stop, num)" or linspace) expanded,
+    each value rounded to 12 significant digits (so that every machine's numpy gives the same
+    values, hence the same task keys), or a single value as a list of one."""
+    match = GRID_RANGE.match(value) if isinstance(value, str) else None
+    if match is None:
+        return [value]
+    kind = match.group(1)
+    try:
+        start, stop, num = (float(a) for a in match.groups()[1:])
+    except ValueError:
+        start = stop = num = math.nan
+    if not (num >= 1 and num.is_integer() and math.isfinite(start) and math.isfinite(stop)
+            and (kind == "linspace" or min(start, stop) > 0)):
+        need = "positive start and stop" if kind == "geomspace" else "start and stop"
+        raise ConfigError(f"{where}={value!r}: a range is {kind}(start, stop, num) with {need} and a whole "
+                          f"num >= 1, e.g. geomspace(0.01, 100, 50)")
+    import numpy as np
+    values = getattr(np, kind)(start, stop, int(num))
+    return [float(f"{v:.12g}") for v in values]
+
+
 def grid_points(grid: dict, where: str) -> list[dict]:
     """The points of a grid: the product over its keys, with ``zip`` holding keys whose value
     lists are paired element by element (all the same length); null keys are dropped."""
@@ -358,7 +396,7 @@ def grid_points(grid: dict, where: str) -> list[dict]:
         grid = {k: v for k, v in grid.items() if k not in zipped}
     axes = []
     for key, values in grid.items():
-        values = values if isinstance(values, list) else [values]
+        values = values if isinstance(values, list) else grid_range(values, f"{where}.{key}")
         if not values:
             raise ConfigError(f"{where}.{key} is an empty list")
         axes.append([(key, v) for v in values])
@@ -708,6 +746,13 @@ def validate(cfg: DictConfig) -> Experiment:
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
+    formats = _plain((cfg.get("report") or {}).get("formats") or ["png"])
+    if not isinstance(formats, list) or "png" not in formats or not set(formats) <= set(REPORT_FORMATS):
+        fail("report.formats", formats, f"must be a list holding png and any of {', '.join(REPORT_FORMATS)} "
+                                        "(the html embeds the PNGs)")
+    figures = (cfg.get("report") or {}).get("figures")
+    if figures is not None and not isinstance(figures, bool):
+        fail("report.figures", figures, "must be true or false")
     return _experiment(cfg)
 
 

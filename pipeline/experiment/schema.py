@@ -23,7 +23,12 @@ SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
 
 
-REPORT_KEYS = ("baseline",)                  # what the report reads from a run's config
+# What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
+# against), `formats` (the figures' files: png always, pdf for papers when asked; drawing a PDF
+# costs as long again) and `figures` (false: tables only, no figure nor interactive page: a
+# sweep read through its tables, or a test that looks at none).
+REPORT_KEYS = ("baseline", "formats", "figures")
+REPORT_FORMATS = ("png", "pdf")
 
 
 class ConfigError(ValueError):
@@ -128,7 +133,7 @@ class Config:
     run: RunConf = field(default_factory=RunConf)             # how the run executes and records
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
-    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline (a solver entry)
+    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures
     # Solver plugins imported for this run: .py files (their sha256 is in their fits' task keys;
     # the run ships them to the workers) or dotted modules installed on every machine.
     plugins: list = field(default_factory=list)

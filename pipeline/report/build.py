@@ -1,5 +1,6 @@
 """Walk the registry into ``report.md``, a self-contained ``report.html`` (figures embedded as
-base64 PNG) and ``figures/`` (PNG and PDF); gather a Hydra multirun; compare two runs."""
+base64 PNG) and ``figures/`` (PNG; PDF too when ``report.formats`` asks); gather a Hydra multirun;
+compare two runs."""
 from __future__ import annotations
 
 import argparse
@@ -9,9 +10,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
+from .figures import space_ticks
 from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table, split_wide,
                      swept_keys)
 from .registry import ReportData, Skip, items
@@ -50,41 +53,120 @@ def load(run_dir: Path, baseline: str | None = None) -> ReportData:
 
 def config_baseline(run_dir: Path) -> str | None:
     """report.baseline of the run's config (config.yaml, written by run.py), if any."""
+    return report_options(run_dir)["baseline"]
+
+
+# The report's options (`report.*` of the experiment, schema.REPORT_KEYS) and their defaults.
+REPORT_DEFAULTS = {"baseline": None, "formats": ["png"], "figures": True}
+
+
+def report_options(run_dir: Path) -> dict:
+    """The `report` options of the run's config (config.yaml, written by run.py; validated there),
+    the defaults where it sets none (or there is no config: a gathered multirun folder)."""
+    out = dict(REPORT_DEFAULTS)
     path = Path(run_dir) / "config.yaml"
-    if not path.exists():
-        return None
-    from omegaconf import OmegaConf
-    cfg = OmegaConf.load(path)
-    return OmegaConf.select(cfg, "report.baseline", default=None)
+    if path.exists():
+        from omegaconf import OmegaConf
+        given = OmegaConf.select(OmegaConf.load(path), "report", default=None) or {}
+        out.update({k: v for k, v in OmegaConf.to_container(given).items() if v is not None} if given else {})
+    out["formats"] = list(out["formats"])
+    return out
 
 
-def sections(data: ReportData, fig_dir: Path, formats=("png", "pdf")) -> list[Section]:
-    """Every registered table and figure, or the reason it was skipped."""
+def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool = True,
+             processes: int | None = None, meanwhile=None) -> list[Section]:
+    """Every registered table and figure, or the reason it was skipped. The figures are drawn
+    in `processes` forked processes (default: one per core, at most PROCESSES): drawing is
+    nearly all of a report's time, and each figure is independent of the others. The tables,
+    and `meanwhile()` if given (the interactive page), are made here while they draw."""
+    its = items()
+    wanted = [it for it in its if it.kind == "figure" and figures_ and it.missing(data) is None]
+    pending = draw_figures(wanted, data, fig_dir, formats, processes)
+    tables_ = {}
+    for it in its:
+        if it.kind == "table" and it.missing(data) is None:
+            try:
+                tables_[it.name] = (it.fn(data), tuple(it.lines(data)) if it.lines else (), None)
+            except Skip as exc:
+                tables_[it.name] = (None, (), exc)
+    if meanwhile is not None:
+        meanwhile()
+    drawn = pending()
     out = []
-    for it in items():
+    for it in its:
         sec = Section(it.name, it.title, it.note)
         why = it.missing(data)
         hint = it.hint
+        if why is None and it.kind == "figure" and not figures_:
+            why, hint = "figures are off in this run (report.figures=false)", "set `report.figures=true`"
         if why is None:
-            try:
-                value = it.fn(data)
-            except Skip as exc:
-                why = str(exc)
-                hint = it.hint if exc.hint is None else exc.hint
+            if it.kind == "table":
+                sec.table, sec.lines, exc = tables_[it.name]
+                if exc is not None:
+                    why = str(exc)
+                    hint = it.hint if exc.hint is None else exc.hint
             else:
-                if it.kind == "table":
-                    sec.table = value
-                    sec.lines = tuple(it.lines(data)) if it.lines else ()
-                else:
-                    sec.figures = save_figures(value, fig_dir, it.name, formats)
+                sec.figures, why, skip_hint = drawn[it.name]
+                hint = it.hint if skip_hint is None else skip_hint
         if why:
             sec.skipped, sec.hint = why, hint
         if it.kind == "figure":      # a rebuild leaves no figure (or page) of an earlier build behind
             for stale in _pages_on_disk(fig_dir, it.name):
-                if stale.with_suffix(".png") not in sec.figures:
+                if stale.with_suffix(".png") not in sec.figures or stale.suffix[1:] not in formats:
                     stale.unlink()
         out.append(sec)
     return out
+
+
+PROCESSES = 4
+_JOB: tuple = ()          # (data, fig_dir, formats) of the figures being drawn, for the forked processes
+
+
+def _draw_one(name: str):
+    """(name, (pages, skipped reason, hint)) of one registered figure, drawn and saved."""
+    data, fig_dir, formats = _JOB
+    it = next(i for i in items("figure") if i.name == name)
+    try:
+        value = it.fn(data)
+    except Skip as exc:
+        return name, ((), str(exc), exc.hint)
+    return name, (save_figures(value, fig_dir, it.name, formats), "", None)
+
+
+def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: int | None = None):
+    """Start drawing the figure items; returns a function that waits for them and gives
+    {name: (pages, skipped reason, hint)}. In forked processes where the platform forks (they read
+    `data` as the parent holds it, nothing pickled) and there is more than one figure and one
+    core; else drawn here, one after another, before returning."""
+    import multiprocessing as mp
+    import os
+    global _JOB
+    if processes is None:
+        processes = min(PROCESSES, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    processes = max(1, min(processes, len(wanted)))
+    if processes == 1 or "fork" not in mp.get_all_start_methods():
+        _JOB = (data, fig_dir, formats)
+        try:
+            done = dict(_draw_one(it.name) for it in wanted)
+        finally:
+            _JOB = ()
+        return lambda: done
+    data.trace_arrays()          # split once, before the fork: every process reads it
+    _JOB = (data, fig_dir, formats)
+    try:
+        pool = mp.get_context("fork").Pool(processes)
+    finally:
+        _JOB = ()                # the children have their copy
+    result = pool.map_async(_draw_one, [it.name for it in wanted], chunksize=1)
+    pool.close()
+
+    def wait() -> dict:
+        try:
+            return dict(result.get())
+        finally:
+            pool.terminate()
+            pool.join()
+    return wait
 
 
 def _pages_on_disk(fig_dir: Path, name: str) -> list[Path]:
@@ -94,26 +176,100 @@ def _pages_on_disk(fig_dir: Path, name: str) -> list[Path]:
             and (p.stem == name or (p.stem.startswith(name + "_") and p.stem[len(name) + 1:].isdigit()))]
 
 
-def save_figures(value, fig_dir: Path, name: str, formats=("png", "pdf")) -> tuple[Path, ...]:
+def save_figures(value, fig_dir: Path, name: str, formats=("png",)) -> tuple[Path, ...]:
     """A figure, or the pages of one (a list), as `name.png`, `name_2.png`, ... (and PDFs)."""
     figs = value if isinstance(value, list) else [value]
     return tuple(save_figure(f, fig_dir, name if i == 0 else f"{name}_{i + 1}", formats)
                  for i, f in enumerate(figs))
 
 
-def save_figure(fig, fig_dir: Path, name: str, formats=("png", "pdf")) -> Path:
-    """The figure as PNG (embedded in the html) and PDF (for papers); returns the PNG."""
+def save_figure(fig, fig_dir: Path, name: str, formats=("png",)) -> Path:
+    """The figure as PNG (embedded in the html) and, if asked, PDF (for papers); returns the PNG.
+
+    The figure is drawn once: onto a canvas grown to hold what hangs outside the panels (the
+    legends below them), whose pixels are then cropped to what is drawn. savefig's
+    bbox_inches="tight" draws every text of the figure once more to measure it, and then once
+    per format; on a page of a dozen panels that measuring was as long as the drawing."""
     import matplotlib.pyplot as plt
     fig_dir.mkdir(parents=True, exist_ok=True)
     _make_room(fig)
-    # The tight box (the legends sit below their panels, outside the axes) measured once for all
-    # formats: savefig's bbox_inches="tight" draws the whole figure once more per format to find it,
-    # and on a page of a dozen panels that draw is a third of the saving time.
-    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
-    for ext in formats:
-        fig.savefig(fig_dir / f"{name}.{ext}", dpi=DPI, bbox_inches=bbox)
+    space_ticks(fig)
+    fig.set_dpi(DPI)
+    _grow_canvas(fig)
+    fig.canvas.draw()
+    rgba = np.asarray(fig.canvas.buffer_rgba())
+    box = _ink_box(rgba)
+    png = fig_dir / f"{name}.png"
+    if box is None:
+        # Something touches the canvas's edge (it may go on beyond it): measured the slow way.
+        bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)
+        for ext in formats:
+            fig.savefig(fig_dir / f"{name}.{ext}", dpi=DPI, bbox_inches=bbox)
+    else:
+        r0, r1, c0, c1 = box
+        from PIL import Image
+        # compress_level 1: a fifth of the default's time for PNGs about a third larger; RGB, the
+        # figure being opaque: a quarter less to encode.
+        Image.fromarray(np.ascontiguousarray(rgba[r0:r1, c0:c1, :3])).save(png, compress_level=1)
+        if "pdf" in formats:
+            from matplotlib.transforms import Bbox
+            h = rgba.shape[0]
+            fig.savefig(fig_dir / f"{name}.pdf", bbox_inches=Bbox([[c0 / DPI, (h - r1) / DPI], [c1 / DPI, (h - r0) / DPI]]))
     plt.close(fig)
-    return fig_dir / f"{name}.png"
+    return png
+
+
+# Margin (inches) kept round what is drawn, and grown round the panels before drawing.
+PAD_IN = 0.1
+
+
+def _grow_canvas(fig) -> None:
+    """Grow the figure's canvas (the axes keep their size and place in inches) by what its
+    legends need below the panels, and a margin all round, so that one draw holds all of it."""
+    renderer = fig.canvas.get_renderer()
+    w, h = fig.get_size_inches()
+    low = 0.0
+    for leg in list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]:
+        low = min(low, leg.get_window_extent(renderer).y0 / fig.dpi)
+    sup = fig._suptitle
+    # The suptitle (a figure's heading: its target, the problems it leaves out) stands above the
+    # highest panel's title, however tall the figure: at the figure's top it ran into the panel
+    # titles of a short figure of one row.
+    sup_lines = sup.get_text().count("\n") + 1 if sup is not None and sup.get_text() else 0
+    left = right = 0.4
+    top = 0.4 + 0.2 * sup_lines
+    bottom = 0.4 - low + 0.3           # 0.3 in: a legend measured before the draw may yet grow
+    fig.set_size_inches(w + left + right, h + top + bottom, forward=False)
+    W, H = w + left + right, h + top + bottom
+    for ax in fig.axes:
+        p = ax.get_position()
+        ax.set_position([(p.x0 * w + left) / W, (p.y0 * h + bottom) / H, p.width * w / W, p.height * h / H])
+    for text in fig.texts:
+        x, y = text.get_position()
+        if text is not sup and text.get_transform() == fig.transFigure:
+            text.set_position(((x * w + left) / W, (y * h + bottom) / H))
+    if sup_lines:
+        shown = [ax for ax in fig.axes if ax.get_visible()]
+        highest = max(shown, key=lambda ax: ax.get_position().y1) if shown else None
+        title_lines = max((ax.get_title().count("\n") + 1 for ax in shown if ax.get_title()), default=0)
+        y1 = highest.get_position().y1 * H if highest is not None else h + bottom
+        sup.set_verticalalignment("bottom")
+        sup.set_position((0.5, (y1 + 0.08 + 0.2 * title_lines + 0.1) / H))
+
+
+def _ink_box(rgba: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(first row, end row, first column, end column) of the pixels that differ from the
+    background, padded by PAD_IN; None if any touches the canvas's edge (it was cut there)."""
+    px = np.ascontiguousarray(rgba).view(np.uint32)[..., 0]      # a pixel as one word: one comparison
+    ink = px != px[0, 0]
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if rows.size == 0:
+        return 0, rgba.shape[0], 0, rgba.shape[1]
+    if rows[0] == 0 or cols[0] == 0 or rows[-1] == rgba.shape[0] - 1 or cols[-1] == rgba.shape[1] - 1:
+        return None
+    pad = int(round(PAD_IN * DPI))
+    return (max(rows[0] - pad, 0), min(rows[-1] + 1 + pad, rgba.shape[0]),
+            max(cols[0] - pad, 0), min(cols[-1] + 1 + pad, rgba.shape[1]))
 
 
 def _make_room(fig) -> None:
@@ -178,10 +334,10 @@ def skip_lines(secs: list[Section]) -> list[str]:
             for (why, hint), titles in groups.items()]
 
 
-def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path) -> str:
+def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path, pdf: bool = False) -> str:
     def figure(s, png):
         rel = png.relative_to(rel_to).as_posix()
-        return f"![{s.title}]({rel}) ([PDF]({rel[:-4]}.pdf))\n"
+        return f"![{s.title}]({rel})" + (f" ([PDF]({rel[:-4]}.pdf))" if pdf else "") + "\n"
     body = _walk(secs, lambda s: f"## {s.title}\n", lambda n: n + "\n",
                  lambda t: "\n".join(markdown_table(part) for part in split_wide(t)), lambda ls: "\n".join(ls) + "\n",
                  figure)
@@ -228,17 +384,23 @@ def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def write(run_dir: Path, title: str, intro: list[str], secs: list[Section]) -> Path:
-    (run_dir / "report.md").write_text(to_markdown(title, intro, secs, run_dir))
+def write(run_dir: Path, title: str, intro: list[str], secs: list[Section], pdf: bool = False) -> Path:
+    (run_dir / "report.md").write_text(to_markdown(title, intro, secs, run_dir, pdf))
     (run_dir / "report.html").write_text(to_html(title, intro, secs))
     return run_dir / "report.md"
 
 
-def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None) -> Path:
+def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None,
+                 formats: list[str] | None = None, figures: bool | None = None) -> Path:
     """Write report.md, report.html and figures/ from the run's Parquet tables. A Hydra multirun
     folder (job folders each with results.parquet) is gathered into one table first; `compare`
-    adds a section putting another run's numbers beside this one's."""
+    adds a section putting another run's numbers beside this one's. `formats` (png, pdf) and
+    `figures` (False: tables only, no figure nor interactive page) default to the run's
+    `report.formats` and `report.figures`."""
     run_dir = Path(run_dir)
+    opts = report_options(run_dir)
+    formats = list(opts["formats"] if formats is None else formats)
+    figures = bool(opts["figures"] if figures is None else figures)
     intro = []
     if not (run_dir / "results.parquet").exists() or jobs(run_dir):
         found = jobs(run_dir)
@@ -256,17 +418,21 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
                  "panel's title says); the tables list every configuration.")
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
-    secs = sections(data, run_dir / "figures")
     from .interactive import NAME, write_page
-    if write_page(data, run_dir / NAME, f"svmbench traces: {run_dir.name}"):
-        intro.append(f"Every trace, to explore by dataset, problem, metric and solver: `{NAME}` (opens offline).")
+
+    def page():
+        if not figures:
+            (run_dir / NAME).unlink(missing_ok=True)
+        elif write_page(data, run_dir / NAME, f"svmbench traces: {run_dir.name}"):
+            intro.append(f"Every trace, to explore by dataset, problem, metric and solver: `{NAME}` (opens offline).")
+    secs = sections(data, run_dir / "figures", formats, figures, meanwhile=page)
     if compare is not None:
         other = load(Path(compare))
         secs.append(Section("compare", f"Compared with {Path(compare).name}",
                             note="Configurations present in both runs, matched on dataset, solver entry, every "
                                  "problem and parameter key and fold; medians over the matched folds, ratio: "
                                  "other over this run.", table=compare_table(data, other)))
-    return write(run_dir, f"svmbench report: {run_dir.name}", intro, secs)
+    return write(run_dir, f"svmbench report: {run_dir.name}", intro, secs, pdf="pdf" in formats)
 
 
 # ------------------------------------------------------------------------------------ multirun
@@ -357,11 +523,14 @@ def main(argv=None, prog: str = "python -m pipeline.report") -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--compare", type=Path, metavar="OTHER_RUN_DIR",
                         help="put another run's numbers beside this one's (same problems, matched by key columns)")
+    parser.add_argument("--pdf", action="store_true", default=None,
+                        help="also write every figure as PDF (default: the run's report.formats, else PNG only)")
     parser.add_argument("--baseline", metavar="ENTRY", help="solver entry that ratios are taken against "
                                                             "(default: the run's report.baseline, else the references)")
     args = parser.parse_args(argv)
     try:
-        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare)
+        formats = ["png", "pdf"] if args.pdf else None
+        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare, formats=formats)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

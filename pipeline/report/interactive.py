@@ -54,9 +54,10 @@ def _clean(a) -> list:
     return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float)]
 
 
-def build_figure(data: ReportData):
-    """The plotly Figure of the page, or None when no fit has a trace to show."""
-    import plotly.graph_objects as go
+def build_figure(data: ReportData) -> dict | None:
+    """The plotly figure of the page as its JSON dict ({"data": [...], "layout": {...}}), or None
+    when no fit has a trace to show. A dict, not a graph_objects.Figure: validating two hundred
+    traces through plotly's Python classes took longer than all the rest of the page."""
     from .common import styles
     metrics = _metrics(data)
     fits = data.fits[data.fits["key"].isin(data.traces["key"])]
@@ -69,41 +70,47 @@ def build_figure(data: ReportData):
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
     shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
-    by_key = {k: g.sort_values("iteration") for k, g in data.traces.groupby("key")}
+    by_key = data.trace_arrays()
     solvers = sorted({label(r, shown) for r in fits[line_keys].to_dict("records")})
     colour = {s: "rgb({:.0f},{:.0f},{:.0f})".format(*(255 * np.array(st["color"]))) for s, st in zip(solvers, styles(len(solvers)))}
 
-    fig = go.Figure()
+    fig = {"data": [], "layout": {}}
     traces = []          # (problem index, per-metric y arrays, x arrays)
     titles = []
+    legend_shown = set()
     groups = fits.groupby(prob, sort=False, dropna=False)
     for p, key in enumerate(found):
         sub = groups.get_group(key if len(prob) > 1 else key[0])
         titles.append(problem_title(dict(zip(prob, key)), named).replace("\n", " | "))
         for i, row in enumerate(sub.sort_values(line_keys + ["fold"]).to_dict("records")):
-            tr = by_key[row["key"]]
-            tr = tr.iloc[_thin(len(tr))]
+            full = by_key[row["key"]]
+            order = np.argsort(full["iteration"], kind="stable")
+            tr = {c: v[order][_thin(len(order))] for c, v in full.items()}
+            n_pts = len(tr["iteration"])
+            nan = np.full(n_pts, np.nan)
             ys = {}
             for m, _ in metrics:
                 if m == "subopt":
                     f = row.get("f_star", np.nan)
-                    y = (tr["primal"].to_numpy(dtype=float) - f) / abs(f) if np.isfinite(f) else np.full(len(tr), np.nan)
+                    y = (np.asarray(tr["primal"], dtype=float) - f) / abs(f) if np.isfinite(f) else nan
                     ys[m] = np.maximum(y, row.get("_floor", 0.0))          # never finer than f* is known
                 elif m == "gap":
-                    ys[m] = rel_gap(tr) if "gap" in tr.columns else np.full(len(tr), np.nan)
+                    ys[m] = rel_gap(tr) if "gap" in tr else nan
                 else:
-                    ys[m] = tr[m].to_numpy(dtype=float) if m in tr.columns else np.full(len(tr), np.nan)
-            xs = {"time_s": tr["time_s"].to_numpy(dtype=float), "iteration": tr["iteration"].to_numpy(dtype=float)}
+                    ys[m] = np.asarray(tr[m], dtype=float) if m in tr else nan
+            xs = {"time_s": np.asarray(tr["time_s"], dtype=float), "iteration": np.asarray(tr["iteration"], dtype=float)}
             name = label(row, shown)
-            fig.add_trace(go.Scatter(
-                x=_clean(xs["time_s"]), y=_clean(ys[metrics[0][0]]), mode="lines+markers", name=name, legendgroup=name,
-                line={"color": colour[name], "width": 1.2, "shape": "hv"}, visible=p == 0,
+            fig["data"].append({
+                "type": "scatter", "x": _clean(xs["time_s"]), "y": _clean(ys[metrics[0][0]]), "mode": "lines+markers",
+                "name": name, "legendgroup": name,
+                "line": {"color": colour[name], "width": 1.2, "shape": "hv"}, "visible": p == 0,
                 # A marker at the last point: where a fold stopped, and the one point of a
                 # reference solver's trace (LIBLINEAR is one call), which a line alone never shows.
-                marker={"size": [0] * (len(tr) - 1) + [7], "color": colour[name]},
+                "marker": {"size": [0] * (n_pts - 1) + [7], "color": colour[name]},
                 # One legend entry per solver and problem: its folds follow it in and out.
-                showlegend=not any(t[0] == p and t[3] == name for t in traces),
-                hovertemplate=f"{name} fold {row['fold']}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"))
+                "showlegend": (p, name) not in legend_shown,
+                "hovertemplate": f"{name} fold {row['fold']}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"})
+            legend_shown.add((p, name))
             traces.append((p, ys, xs, name))
 
     n = len(traces)
@@ -136,7 +143,7 @@ def build_figure(data: ReportData):
                 "showactive": True, "active": 0, "pad": {"r": 4, "t": 4}, "name": title}
 
     first = [p for p, k in enumerate(found) if k[prob.index("dataset")] == datasets[0]]
-    fig.update_layout(
+    fig["layout"].update(
         title={"text": titles[0], "y": 0.97, "font": {"size": 14}},
         updatemenus=[menu(dataset_buttons, 0.0, "dataset"), menu([problem_buttons[p] for p in first], 0.16, "problem"),
                      menu(metric_buttons, 0.50, "metric"), menu(x_buttons, 0.66, "x"),
@@ -150,8 +157,8 @@ def build_figure(data: ReportData):
         xaxis={"type": "log", "title": {"text": "solver time (s)"}},
         yaxis={"type": "log" if metrics[0][0] != "test_error" else "linear", "title": {"text": metrics[0][1]}},
         legend={"title": {"text": "solver (click: hide / show)"}, "groupclick": "togglegroup"},
-        margin={"t": 150}, height=640, template="plotly_white")
-    assert len(fig.data) == n
+        margin={"t": 150}, height=640)
+    assert len(fig["data"]) == n
     return fig
 
 
@@ -164,7 +171,9 @@ def write_page(data: ReportData, path, title: str) -> bool:
     if fig is None:
         path.unlink(missing_ok=True)
         return False
-    body = fig.to_html(full_html=False, include_plotlyjs=True, div_id="svmbench-traces",
+    import plotly.io as pio
+    fig["layout"]["template"] = pio.templates["plotly_white"].to_plotly_json()
+    body = pio.to_html(fig, full_html=False, include_plotlyjs=True, div_id="svmbench-traces", validate=False,
                        config={"displaylogo": False, "responsive": True})
     note = ("One line per fold; the menus choose the dataset, the problem, the metric and the x axis; a click on "
             "a solver in the legend hides or shows it. Suboptimality is never shown finer than the certainty of f*.")

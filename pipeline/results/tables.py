@@ -1,12 +1,13 @@
 """Results: shards -> ``results.parquet`` and ``traces.parquet``, and the CV summary.
 
 Shards describe themselves (each record holds its spec), so the tables are rebuilt from the shard
-folder alone: one file per Dask task, one record per line (DESIGN.md, "Shards"). One row per fit in
-results; the certified f* of each fit's problem is joined from its reference shard with the
-certificate it actually reached (`f_star_status`, and `f_star_rel_gap` = gap / |f*|: f* lies in
-[P_ref - gap, P_ref]), and the relative suboptimality (P - f*) / |f*| is computed here, never finer
-than that certainty: below f_star_rel_gap it is floored to it and `rel_suboptimality_floored` says
-so.
+folder alone: one Parquet file per Dask task, its records as columns (`results.shards`; DESIGN.md,
+"Shards"), read once, as columns (`_latest_columns`), with what a row takes from its spec derived
+once per distinct spec, not once per fit. One row per fit in results; the certified f* of each
+fit's problem is joined from its reference shard with the certificate it actually reached
+(`f_star_status`, and `f_star_rel_gap` = gap / |f*|: f* lies in [P_ref - gap, P_ref]), and the
+relative suboptimality (P - f*) / |f*| is computed here, never finer than that certainty: below
+f_star_rel_gap it is floored to it and `rel_suboptimality_floored` says so.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import math
 from pathlib import Path
 
 import pandas as pd
+
+from .shards import ABSENT, SPEC_PREFIX, ShardError, read_columns, read_shard, read_statuses  # noqa: F401 - ShardError: its readers' error
 
 RESULT_COLUMNS = [
     "key", "dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version", "family",
@@ -27,13 +30,9 @@ RESULT_COLUMNS = [
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
-class ShardError(ValueError):
-    """A shard file that does not hold records: the message names the file and the line."""
-
-
 def shard_files(run_dir: Path) -> list[Path]:
     """The run dir's shard files in the order they were written: by generation (the number in
-    ``<first key>.<generation>.jsonl``; none is 0), then by name. A name starting with "." is a
+    ``<first key>.<generation>.parquet``; none is 0), then by name. A name starting with "." is a
     temporary file of a write in progress or cut short, never a shard. Shards of one
     generation never share a key, so this order decides which record of a key is the newest."""
     shards = Path(run_dir) / "shards"
@@ -43,8 +42,9 @@ def shard_files(run_dir: Path) -> list[Path]:
     return sorted(files, key=lambda p: (shard_generation(p), p.name))
 
 
-# ".jsonl": a task's records, one per line; ".json": one record (the layout before shards per task).
-SHARD_SUFFIXES = (".jsonl", ".json")
+# ".parquet": a task's records as columns (`results.shards`); ".jsonl": a task's records, one per
+# line, and ".json": one record (the earlier layouts, still read).
+SHARD_SUFFIXES = (".parquet", ".jsonl", ".json")
 
 
 def shard_generation(path: Path) -> int:
@@ -56,19 +56,14 @@ def iter_records(run_dir: Path):
     """Every record of every shard, oldest first (`shard_files`): a key met again later (a
     retried error) replaces what came before it."""
     for p in shard_files(run_dir):
-        # "\n" only: str.splitlines would also split at characters JSON leaves in strings.
-        for n, line in enumerate(p.read_text().split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                record = exc
-            if not isinstance(record, dict) or "key" not in record:
-                why = record if isinstance(record, Exception) else "not an object with a 'key'"
-                raise ShardError(f"{p}, line {n}: not a valid shard record ({why}); "
-                                 f"delete the file to recompute its tasks")
-            yield record
+        yield from read_shard(p)
+
+
+def iter_statuses(run_dir: Path):
+    """(key, status, error) of every record, oldest first, as `iter_records` orders them: from a
+    Parquet shard only those three columns are read."""
+    for p in shard_files(run_dir):
+        yield from read_statuses(p)
 
 
 def read_shards(run_dir: Path, keys=None) -> list[dict]:
@@ -82,51 +77,147 @@ def read_shards(run_dir: Path, keys=None) -> list[dict]:
     return [latest[k] for k in sorted(latest)]
 
 
-def _fit_row(rec: dict, refs: dict) -> dict:
-    spec = rec["spec"]
-    prob = spec["problem"]
-    data = spec["data"]
-    C = rec.get("C", prob.get("C", math.nan))
-    n_train = rec.get("n_train")
-    row = {
-        "key": rec["key"], "dataset": data["entry"], "dataset_name": data["name"],
-        "fingerprint": data["fingerprint"], "solver": spec["solver"], "solver_entry": spec["solver_entry"],
-        "solver_version": spec["solver_version"], "family": spec["family"], "loss": prob["loss"],
-        "kernel": prob.get("kernel", "linear"), "intercept": prob["intercept"], "C": C,
-        "lambda_pegasos": 1.0 / (C * n_train) if n_train and C and not math.isinf(C) else math.nan,
-        "lambda_svmmaj": 1.0 / (2.0 * C) if C and not math.isinf(C) else math.nan,
-        "gamma": prob.get("gamma"), "degree": prob.get("degree"), "coef0": prob.get("coef0"),
-        "fold": spec["fold"], "seed": spec["seed"], "status": rec["status"], "error": rec.get("error"),
+# The record fields that are result columns as they are (None where a record lacks one).
+_RECORD_COLUMNS = ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
+                   "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s")
+# The columns every row has before its param_* columns: a parameter of one of these names (C,
+# loss, kernel...) is not repeated as param_<name>.
+_BASE_COLUMNS = frozenset(["key", "dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version",
+                           "family", "loss", "kernel", "intercept", "C", "lambda_pegasos", "lambda_svmmaj", "gamma",
+                           "degree", "coef0", "fold", "seed", "status", "error", "warm_from", *_RECORD_COLUMNS,
+                           "f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap",
+                           "rel_suboptimality", "rel_suboptimality_floored"])
+
+
+# Columns only some rows have, which a parameter of the same name then does not repeat.
+_CONDITIONAL_COLUMNS = ("heldout_accuracy", "n_heldout", "confusion_heldout", "n_classes", "confusion_test")
+
+
+def _latest_columns(run_dir: Path, keys=None) -> dict[str, list]:
+    """The newest record of each key (only those of `keys` if given), sorted by key, as columns
+    (`shards.read_columns`: `ABSENT` where a record lacks a field): the shards are read once,
+    as columns, not as one dict per record."""
+    parts = [read_columns(p)[1] for p in shard_files(run_dir)]
+    latest = {}
+    for part, cols in enumerate(parts):
+        latest.update((k, (part, j)) for j, k in enumerate(cols["key"]))
+    chosen = [latest[k] for k in sorted(latest) if keys is None or k in keys]
+    del latest
+    out = {}
+    for name in dict.fromkeys(name for cols in parts for name in cols):
+        columns = [cols.get(name) for cols in parts]
+        out[name] = [ABSENT if columns[part] is None else columns[part][j] for part, j in chosen]
+        for cols in parts:      # each column of the shards is let go once taken
+            cols.pop(name, None)
+    return out
+
+
+def _record(cols: dict[str, list], i: int) -> dict:
+    """Row i of the columns as the record it was."""
+    return {name: values[i] for name, values in cols.items() if values[i] is not ABSENT}
+
+
+def _results(cols: dict[str, list], refs: dict) -> dict[str, list]:
+    """The results' columns (name -> values, NaN where a row lacks a column) from the fits'
+    record columns: one row per fit. What a row takes from its spec (the dataset, the problem,
+    the parameters) is derived once per distinct spec text, not once per fit: the specs of a
+    sweep share their data, solver and budget, and a C path its problem but for C."""
+    nan = math.nan
+    n = len(cols.get("key", ()))
+
+    def col(name):
+        values = cols.get(name)
+        return [None] * n if values is None else [None if v is ABSENT else v for v in values]
+
+    parsed: dict = {}
+
+    def spec(field, default=None):
+        texts = cols.get(SPEC_PREFIX + field) or [ABSENT] * n
+        return [default if t is ABSENT else (parsed[t] if t in parsed else parsed.setdefault(t, json.loads(t)))
+                for t in texts]
+
+    data, prob = spec("data"), spec("problem")
+    rec_C = cols.get("C") or [ABSENT] * n
+    C = [p.get("C", nan) if c is ABSENT else c for c, p in zip(rec_C, prob)]
+    n_train = col("n_train")
+    out = {
+        "key": col("key"), "dataset": [d["entry"] for d in data], "dataset_name": [d["name"] for d in data],
+        "fingerprint": [d["fingerprint"] for d in data], "solver": spec("solver"), "solver_entry": spec("solver_entry"),
+        "solver_version": spec("solver_version"), "family": spec("family"), "loss": [p["loss"] for p in prob],
+        "kernel": [p.get("kernel", "linear") for p in prob], "intercept": [p["intercept"] for p in prob], "C": C,
+        "lambda_pegasos": [1.0 / (c * m) if m and c and not math.isinf(c) else nan for c, m in zip(C, n_train)],
+        "lambda_svmmaj": [1.0 / (2.0 * c) if c and not math.isinf(c) else nan for c in C],
+        "gamma": [p.get("gamma") for p in prob], "degree": [p.get("degree") for p in prob],
+        "coef0": [p.get("coef0") for p in prob], "fold": spec("fold"), "seed": spec("seed"),
+        "status": col("status"), "error": col("error"),
     }
-    if "class_weight" in prob:      # a column only where a sweep weighs classes: other tables as before
-        cw = prob["class_weight"]
-        row["class_weight"] = cw if isinstance(cw, str) else json.dumps(cw, sort_keys=True)
-    row["warm_from"] = rec.get("warm_from")
-    for col in ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
-                "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s"):
-        row[col] = rec.get(col)
-    if rec.get("n_heldout"):
-        # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
-        row["heldout_accuracy"], row["n_heldout"] = rec["heldout_accuracy"], rec["n_heldout"]
-        if rec.get("confusion_heldout") is not None:
-            row["confusion_heldout"] = json.dumps(rec["confusion_heldout"])
-    if rec.get("n_classes"):
-        # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
-        row["n_classes"] = rec["n_classes"]
-        row["confusion_test"] = json.dumps(rec.get("confusion_test"))
-    row.update(_f_star_columns(row["primal_objective"], refs.get(spec.get("reference_key"))))
+    optional: dict[str, list] = {}
+
+    def put(name, i, value):
+        # A column only some rows have (NaN in the others, as a table of dicts gives it).
+        values = optional.get(name)
+        if values is None:
+            values = optional[name] = [nan] * n
+        values[i] = value
+
+    for i, p in enumerate(prob):
+        if "class_weight" in p:      # a column only where a sweep weighs classes: other tables as before
+            cw = p["class_weight"]
+            put("class_weight", i, cw if isinstance(cw, str) else json.dumps(cw, sort_keys=True))
+    out["warm_from"] = col("warm_from")
+    for name in _RECORD_COLUMNS:
+        out[name] = col(name)
+    held, confusion_held = col("n_heldout"), col("confusion_heldout")
+    accuracy_held, classes, confusion = col("heldout_accuracy"), col("n_classes"), col("confusion_test")
+    for i in range(n):
+        if held[i]:
+            # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
+            put("heldout_accuracy", i, accuracy_held[i])
+            put("n_heldout", i, held[i])
+            if confusion_held[i] is not None:
+                put("confusion_heldout", i, json.dumps(confusion_held[i]))
+        if classes[i]:
+            # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
+            put("n_classes", i, classes[i])
+            put("confusion_test", i, json.dumps(confusion[i]))
+    P = out["primal_objective"]
+    stars = [_f_star_columns(P[i], refs.get(r)) for i, r in enumerate(spec("reference_key"))]
+    for name in ("f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap", "rel_suboptimality",
+                 "rel_suboptimality_floored"):
+        out[name] = [f[name] for f in stars]
     # The grid point and the solver's own parameters, as param_* columns (strings for mixed types);
     # a problem given by lambda keeps it (a fixed one too): its C = 1/(lambda n) moves with each
-    # fold's n, so lambda is what names the point (report/common.py `point_C`).
-    given = {k: prob[k] for k in ("lambda", "lambda_convention") if k in prob}
-    for k, v in {**given, **spec.get("solver_params", {}), **spec.get("task", {}), **spec.get("grid_point", {})}.items():
-        if k not in row:   # C, loss, kernel... already have their own columns
-            row[f"param_{k}"] = v
-    for k, v in rec.items():
-        if k.startswith("env_"):
-            row[k] = v
-    row.update(info_columns(rec.get("info") or {}))
-    return row
+    # fold's n, so lambda is what names the point (report/common.py `point_C`). Once per distinct
+    # (problem, parameters, task, grid point, optional columns of the row).
+    texts = [cols.get(SPEC_PREFIX + f) or [ABSENT] * n for f in ("problem", "solver_params", "task", "grid_point")]
+    params: dict = {}
+    conditional = [optional.get(c) or [nan] * n for c in _CONDITIONAL_COLUMNS]
+    present = zip(*([v is not nan for v in values] for values in conditional))
+    for i, group in enumerate(zip(*texts, present)):
+        if group not in params:
+            p = prob[i]
+            given = {k: p[k] for k in ("lambda", "lambda_convention") if k in p}
+            row = _BASE_COLUMNS | {c for c, has in zip(_CONDITIONAL_COLUMNS, group[-1]) if has}
+            row |= {"class_weight"} if "class_weight" in p else set()
+            merged = {**given, **_parsed(group[1], parsed, {}), **_parsed(group[2], parsed, {}),
+                      **_parsed(group[3], parsed, {})}
+            params[group] = {f"param_{k}": v for k, v in merged.items() if k not in row}
+        for name, v in params[group].items():
+            put(name, i, v)
+    for name, values in cols.items():
+        if name.startswith("env_"):
+            out[name] = [nan if v is ABSENT else v for v in values]
+    for i, info in enumerate(cols.get("info") or ()):
+        if info is not ABSENT and info:
+            for name, v in info_columns(info).items():
+                put(name, i, v)
+    return {**out, **optional}
+
+
+def _parsed(text, parsed: dict, default):
+    if text is ABSENT:
+        return default
+    return parsed[text] if text in parsed else parsed.setdefault(text, json.loads(text))
 
 
 def _f_star_columns(P, ref: dict | None) -> dict:
@@ -164,13 +255,23 @@ def info_columns(info: dict) -> dict:
 
 def build_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(results, traces) from the shards of a run directory (only those of `keys` if given)."""
-    records = read_shards(run_dir, keys)
-    refs = {r["key"]: r for r in records if r.get("kind") == "reference"}
-    fits = [r for r in records if r.get("kind") == "fit"]
-    rows = [_fit_row(r, refs) for r in fits]
-    results = pd.DataFrame(rows)
-    if results.empty:
-        results = pd.DataFrame(columns=RESULT_COLUMNS)
+    return _tables(_latest_columns(run_dir, keys))
+
+
+def _tables(cols: dict[str, list]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, traces) of a run's newest records, as columns (`_latest_columns`)."""
+    kinds = cols.get("kind") or []
+    refs = {cols["key"][i]: _record(cols, i) for i, kind in enumerate(kinds) if kind == "reference"}
+    fit_rows = [i for i, kind in enumerate(kinds) if kind == "fit"]
+    fits = cols if len(fit_rows) == len(kinds) else {name: [values[i] for i in fit_rows] for name, values in cols.items()}
+    results = pd.DataFrame(_results(fits, refs)) if fit_rows else pd.DataFrame(columns=RESULT_COLUMNS)
+    results = finish_results(results)
+    return results, _traces(fits)
+
+
+def finish_results(results: pd.DataFrame) -> pd.DataFrame:
+    """The results' columns in their order (RESULT_COLUMNS, then the others sorted), a column of
+    mixed kinds as strings, the rows sorted by dataset, solver entry, C, fold and key."""
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
     for c in results.columns:
@@ -178,29 +279,36 @@ def build_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
         if ((c.startswith("param_") and results[c].map(type).nunique() > 1)
                 or ((c.startswith("info_") or c in ("gamma", "degree", "coef0")) and _mixed(results[c]))):
             results[c] = results[c].map(lambda v: None if v is None else str(v))
-    results = results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
-    return results, _traces(fits)
+    return results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
 
 
 def _mixed(col: pd.Series) -> bool:
     """Values of more than one kind (numbers count as one; missing ones are not counted), which
     one Parquet column cannot hold: such a column is written as strings."""
+    if col.dtype != object:     # a typed column (numbers, bools, strings) holds one kind
+        return False
     kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
              for v in col if v is not None and not (isinstance(v, float) and math.isnan(v))}
     return len(kinds) > 1
 
 
-def _traces(fits: list[dict]) -> pd.DataFrame:
+def _traces(fits: dict[str, list]) -> pd.DataFrame:
     """One row per trace point; a point's extra quantities (test_error, w_change, n_active...,
     Recorder.note and Recorder(extras=)) become further float columns, NaN where a fit has none."""
     rows = []
-    for r in fits:
-        extra = r.get("trace_extra") or []
-        for i, p in enumerate(r.get("trace") or []):
-            row = dict(zip(TRACE_COLUMNS, (r["key"], *p)))
+    extras = fits.get("trace_extra") or [ABSENT] * len(fits.get("key", ()))
+    for key, trace, extra in zip(fits.get("key", ()), fits.get("trace") or (), extras):
+        extra = extra if extra not in (ABSENT, None) else []
+        for i, p in enumerate(trace if trace not in (ABSENT, None) else []):
+            row = dict(zip(TRACE_COLUMNS, (key, *p)))
             if i < len(extra):
                 row.update(extra[i])
             rows.append(row)
+    return traces_frame(rows)
+
+
+def traces_frame(rows: list[dict]) -> pd.DataFrame:
+    """The traces table of its rows: TRACE_COLUMNS, then the extra quantities sorted, as floats."""
     traces = pd.DataFrame(rows)
     extra_cols = sorted(c for c in traces.columns if c not in TRACE_COLUMNS)
     traces = traces.reindex(columns=TRACE_COLUMNS + extra_cols)
@@ -211,18 +319,26 @@ def _traces(fits: list[dict]) -> pd.DataFrame:
 def models_table(run_dir: Path, keys=None) -> pd.DataFrame:
     """Each kept model (run.keep_models) as a row: key, b, w, support, alpha (lists), and for a
     2-D dataset its training rows X and labels y."""
-    rows = [{"key": r["key"], **r["model"]} for r in read_shards(run_dir, keys)
-            if r.get("kind") == "fit" and r.get("model")]
+    return _models(read_shards(run_dir, keys))
+
+
+def _models(records: list[dict]) -> pd.DataFrame:
+    rows = [{"key": r["key"], **r["model"]} for r in records if r.get("kind") == "fit" and r.get("model")]
     return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha", "X", "y"])
 
 
 def write_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write results.parquet and traces.parquet (atomically) and return them."""
-    results, traces = build_tables(run_dir, keys)
+    """Write results.parquet and traces.parquet (atomically) and return them: the shards are
+    read once, as columns, for the tables and the kept models alike."""
+    cols = _latest_columns(run_dir, keys)
+    results, traces = _tables(cols)
     tables = [(results, "results.parquet"), (traces, "traces.parquet")]
-    models = models_table(run_dir, keys)
-    if len(models):
-        tables.append((models, "models.parquet"))
+    if "model" in cols:
+        kinds = cols["kind"]
+        models = _models([_record(cols, i) for i, m in enumerate(cols["model"]) if m is not ABSENT and kinds[i] == "fit"])
+        if len(models):
+            tables.append((models, "models.parquet"))
+    del cols
     for df, name in tables:
         write_parquet(df, Path(run_dir) / name)
     return results, traces

@@ -18,3 +18,18 @@ def slurm(tmp_path_factory):
     _jobqueue_slurm()
     with _slurm(tmp_path_factory.mktemp("slurm")) as cluster:
         yield cluster
+
+
+# The modules that look at a run's figures or interactive page; every other test that runs the
+# pipeline gets its report's tables only (report.figures=false by default): drawing a hundred
+# panels per run() call was much of the suite's time, and the figures are the report tests' own.
+FIGURE_MODULES = {"test_report", "test_report_interactive", "test_report_panels", "test_report_profiles",
+                  "test_report_runs", "test_report_scale", "test_papers", "test_run", "test_run_dir",
+                  "test_multirun", "test_paths"}
+
+
+@pytest.fixture(autouse=True)
+def _tables_only_report(request, monkeypatch):
+    if request.module.__name__.rsplit(".", 1)[-1] not in FIGURE_MODULES:
+        from pipeline.report import build
+        monkeypatch.setitem(build.REPORT_DEFAULTS, "figures", False)

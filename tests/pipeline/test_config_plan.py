@@ -295,3 +295,17 @@ def test_shuffle_splits_outside_the_plain_case_are_scikit_learns_with_its_errors
     from pipeline.experiment.plan import shuffle_splits
     with pytest.raises(ValueError, match="least populated class"):
         shuffle_splits(np.array([0.0, 1.0, 1.0, 1.0]), 3, 0.5, 0)
+
+
+def test_a_grid_range_is_its_values_and_a_bad_one_is_named(tmp_path):
+    """"geomspace(start, stop, num)" (and linspace) is numpy's range, rounded to 12 digits so
+    that every machine keys the same points; a malformed range names its key and the form."""
+    exp = validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
+                            "solvers.dcd.grid.C='geomspace(0.01, 100, 5)'"]))
+    assert [p["C"] for p in exp.solvers["dcd"].points] == [0.01, 0.1, 1.0, 10.0, 100.0]
+    exp = validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
+                            "solvers.dcd.grid.C='linspace(1,2,3)'"]))
+    assert [p["C"] for p in exp.solvers["dcd"].points] == [1.0, 1.5, 2.0]
+    with pytest.raises(ConfigError, match=r"solvers\.dcd\.grid\.C=.*a range is geomspace\(start, stop, num\)"):
+        validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
+                          "solvers.dcd.grid.C='geomspace(0, 100, 5)'"]))

@@ -16,6 +16,7 @@ from pipeline.engine import runlock
 from pipeline.experiment.config import compose
 from pipeline.run import run
 from pipeline.engine.runlock import LockError, run_lock
+from pipeline.results.shards import read_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 # Fits that take about half a second each (pegasos runs to its time limit), so a signal lands mid-sweep.
@@ -49,12 +50,12 @@ def _wait_for(predicate, timeout=60.0):
 def _shards(run_dir):
     # One file per task; these sweeps of 20 single fits run one fit per task under
     # cluster=sequential, and on Dask several once the pace is known (execute.paced_chunk).
-    return sorted((Path(run_dir) / "shards").glob("*.jsonl"))
+    return sorted((Path(run_dir) / "shards").glob("*.parquet"))
 
 
 def _saved(run_dir) -> int:
-    """Records in the shards: one line each."""
-    return sum(len(shard.read_text().splitlines()) for shard in _shards(run_dir))
+    """Records in the shards."""
+    return sum(len(read_shard(shard)) for shard in _shards(run_dir))
 
 
 def _run(store, run_dir, *overrides, echo=None):
@@ -187,7 +188,7 @@ def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_o
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate(timeout=60)
     for shard in _shards(tmp_path):           # every shard is a whole record (one per task here)
-        assert json.loads(shard.read_text())["status"] in ("converged", "budget", "timeout", "max_iter")
+        assert read_shard(shard)[0]["status"] in ("converged", "budget", "timeout", "max_iter")
     assert runlock.read_owner(tmp_path)["pid"] == p.pid     # its lock stayed behind
     # A kill inside write_shard leaves a temporary file that no reader takes for a shard.
     partial = tmp_path / "shards" / f".{_shards(tmp_path)[0].name}.0123abcd.tmp"

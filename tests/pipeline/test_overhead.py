@@ -11,6 +11,7 @@ from pipeline.engine import execute, tasks
 from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import make_tasks, make_units
 from pipeline.experiment.plan import build_plan
+from pipeline.results.shards import read_shard
 from pipeline.run import materialise_datasets
 
 ROUNDS, CS = 12, [0.1, 1.0, 10.0]
@@ -67,8 +68,8 @@ def test_short_fits_cost_one_sync_and_one_shard_per_task(store, tmp_path, monkey
     # In-process: each fold once, the dataset at most once (an earlier test may have cached it).
     assert summary.loads["folds"] == ROUNDS and summary.loads["datasets"] <= 1
     assert len(syncs) == n // 6                                     # one per task, not per fit
-    shards = list((tmp_path / "shards").glob("*.jsonl"))
-    assert len(shards) == n // 6 and {len(p.read_text().splitlines()) for p in shards} == {6}
+    shards = list((tmp_path / "shards").glob("*.parquet"))
+    assert len(shards) == n // 6 and {len(read_shard(p)) for p in shards} == {6}
     assert not list((tmp_path / "shards").glob(".*"))               # no temporary file left
 
 
@@ -85,14 +86,13 @@ def test_shards_are_synced_before_any_becomes_visible(tmp_path, monkeypatch):
 
 
 def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, monkeypatch):
-    real_dump = execute._dump
+    real_write = execute._write_file
 
-    def third_fails(obj, fh, **kw):
-        if obj["key"] == "fit-2":
-            raise OSError(28, "No space left on device")
-        real_dump(obj, fh, **kw)
+    def fails(records, path):
+        real_write(records[:2], path)       # part of the batch is on disk
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(execute, "_dump", third_fails)
+    monkeypatch.setattr(execute, "_write_file", fails)
     with pytest.raises(OSError):
         execute.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
     assert list((tmp_path / "shards").iterdir()) == []

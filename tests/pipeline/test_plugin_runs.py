@@ -243,6 +243,10 @@ def test_a_file_plugin_is_shipped_to_a_worker_that_has_no_copy(store, tmp_path, 
     path.unlink()
     summary = execute(plan, tmp_path / "run", exp, str(store), log=lambda _: None)
     assert summary.failed == 0 and summary.done == len(plan.fits) > 0
+    # The shards name the file by its sha256 and do not store its text once a fit.
+    from pipeline.results.tables import read_shards
+    specs = [r["spec"] for r in read_shards(tmp_path / "run")]
+    assert specs and all("plugin_text" not in s and s["plugin"]["sha256"] for s in specs)
 
 
 NEEDS_HELPER = """import solvers

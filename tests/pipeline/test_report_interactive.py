@@ -39,8 +39,8 @@ def _data():
 def test_the_page_is_one_offline_file_with_every_fit_a_line(tmp_path):
     data = _data()
     fig = build_figure(data)
-    assert len(fig.data) == len(data.results)                 # a line per fit (fold)
-    names = [m["label"] for m in fig.layout.updatemenus[2].buttons]
+    assert len(fig["data"]) == len(data.results)              # a line per fit (fold)
+    names = [m["label"] for m in fig["layout"]["updatemenus"][2]["buttons"]]
     assert names == ["(P - f*) / |f*|", "(P - D) / |P|", "test error"]
     page = tmp_path / "interactive.html"
     assert write_page(data, page, "t")

@@ -20,13 +20,17 @@ TIMES = {1.0: {"A": 1, "B": 2, "C": 4}, 2.0: {"A": 3, "B": 1, "C": INF},
 #   problem 1: A 1, B 2, C 4;  problem 2: A 3, B 1, C inf;  problem 3: A 2, B 2, C 1;  problem 4: all inf.
 RHO = {1: {"A": 0.25, "B": 0.25, "C": 0.25}, 2: {"A": 0.5, "B": 0.75, "C": 0.25},
        3: {"A": 0.75, "B": 0.75, "C": 0.25}, 4: {"A": 0.75, "B": 0.75, "C": 0.5}}
-# d_s(kappa): share of problems solved within kappa iterations (iterations = the times' numbers).
+# d_s(kappa): share of problems solved within kappa passes (iterations = the times' numbers; the
+# three solvers are dcd, liblinear and sgd, whose iterations are passes over the data).
 DATA = {1: {"A": 0.25, "B": 0.25, "C": 0.25}, 2: {"A": 0.5, "B": 0.75, "C": 0.25},
         3: {"A": 0.75, "B": 0.75, "C": 0.25}, 4: {"A": 0.75, "B": 0.75, "C": 0.5}}
 
 
+PASSING = {"A": "dcd", "B": "liblinear", "C": "sgd"}
+
+
 def _case():
-    specs = [{"solver_entry": s, "solver": s, "C": C, "f_star": 10.0} for C, per in TIMES.items() for s in per]
+    specs = [{"solver_entry": s, "solver": PASSING[s], "C": C, "f_star": 10.0} for C, per in TIMES.items() for s in per]
     res = rows([f for s in specs for f in folds(s, 1)])
     tr = []
     for r in res.itertuples(index=False):
@@ -80,3 +84,39 @@ def test_problems_of_other_solvers_are_another_profile():
     assert titles == ["1 problem\nkernel=rbf loss=hinge intercept=regularized",
                       "4 problems\nkernel=linear loss=hinge intercept=regularized"]
     plt.close(fig)
+
+
+def test_profiles_state_their_target():
+    """A profile means nothing without its target: the heading names the measure and the tolerance."""
+    for fn, text in ((profiles.performance_profile, "Target: (P - f*)/|f*| <= 0.001"),
+                     (profiles.performance_profile_gap, "Target: (P - D)/|P| <= 0.001"),
+                     (profiles.data_profile, "Target: (P - f*)/|f*| <= 0.001")):
+        fig = fn(_case())
+        assert fig._suptitle.get_text().startswith(text), fn.__name__
+        plt.close(fig)
+
+
+def test_data_profile_counts_passes_and_names_solvers_that_do_not():
+    """smo's iterations are pair updates, not passes: on the data profile it is left out and named,
+    never drawn in its own unit beside the passes of the others (whose curves stay the hand-computed
+    ones); liblinear's primal Newton steps are not passes either."""
+    data = _case()
+    extra = rows([f for C in TIMES for f in folds({"solver_entry": "smo", "solver": "smo", "C": C, "f_star": 10.0}, 1)])
+    extra["key"] = [f"s{i}" for i in range(len(extra))]
+    # smo "solves" every problem at iteration 1: drawn in its own unit it would lead the profile.
+    tr = pd.DataFrame([{"key": k, "iteration": it, "time_s": 1e-3 * (it + 1), "primal": P, "gap": P - 10.0}
+                       for k in extra["key"] for it, P in ((0, 20.0), (1, 10.0))])
+    data = ReportData(pd.concat([data.results, extra], ignore_index=True), pd.concat([data.traces, tr]), name="t")
+    fig = profiles.data_profile(data)
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"A", "B", "C"}
+    for x, per in DATA.items():
+        for s, frac in per.items():
+            assert _at(lines[s], x) == pytest.approx(frac)
+    assert "Left out: smo (their iterations are not passes" in fig._suptitle.get_text()
+    assert "passes" in ax.get_xlabel()
+    plt.close(fig)
+    res = data.results.copy()
+    res["param_dual"] = [False if e == "B" else None for e in res["solver_entry"]]
+    assert list(profiles.counts_passes(res).groupby(res["solver_entry"]).all()) == [True, False, True, False]

@@ -137,3 +137,30 @@ def test_baseline_from_the_run_config_or_the_command_line(two_runs, tmp_path):
     assert "Ratios are taken against `dcd`" in md and "ratio_fit_time_s_vs_dcd" in md
     assert report_main([str(run_dir), "--baseline", "nosuch"]) == 0     # the report says why, not a crash
     assert "report.baseline='nosuch' is not a solver entry" in (run_dir / "report.md").read_text()
+
+
+def test_report_formats_and_figures_options(two_runs, tmp_path):
+    """report.formats adds a PDF beside each PNG (and a rebuild without it removes them: no stale
+    PDF of another build); report.figures=false writes the tables only, no figure nor interactive
+    page, and says so once under Not drawn; bad values are refused naming the key."""
+    from pipeline.experiment.config import ConfigError
+    for bad in ("report.formats=[pdf]", "report.formats=[png,svg]", "report.figures=maybe"):
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            validate(compose([bad]))
+    run_dir = tmp_path / "r"
+    shutil.copytree(two_runs / "0", run_dir)
+    (run_dir / "config.yaml").write_text("report:\n  formats: [png, pdf]\n")
+    assert report_main([str(run_dir)]) == 0
+    pngs = sorted(p.stem for p in (run_dir / "figures").glob("*.png"))
+    assert pngs and pngs == sorted(p.stem for p in (run_dir / "figures").glob("*.pdf"))
+    assert "[PDF](figures/" in (run_dir / "report.md").read_text()
+    (run_dir / "config.yaml").write_text("report:\n  figures: null\n")
+    assert report_main([str(run_dir)]) == 0
+    assert not list((run_dir / "figures").glob("*.pdf")) and sorted(p.stem for p in (run_dir / "figures").glob("*.png")) == pngs
+    assert "[PDF]" not in (run_dir / "report.md").read_text()
+    (run_dir / "config.yaml").write_text("report:\n  figures: false\n")
+    assert report_main([str(run_dir)]) == 0
+    md = (run_dir / "report.md").read_text()
+    assert not list((run_dir / "figures").glob("*.png")) and not (run_dir / "interactive.html").exists()
+    assert "figures are off in this run (report.figures=false); to get it, set `report.figures=true`" in md
+    assert "## Certificates" in md or "| dataset" in md                    # the tables are still there

@@ -1,7 +1,8 @@
 """Shards are written atomically: a failure while writing one leaves no shard (and no temporary
 file) behind, so the results reader never sees a half-written record and a rerun recomputes
-exactly the tasks whose shards are missing. One shard file holds one Dask task's records (one
-per line); a key written again (a retried error) is read from its newest shard."""
+exactly the tasks whose shards are missing. One shard file holds one Dask task's records (as
+Parquet columns; shards of the earlier layout, JSON lines, are still read); a key written again (a
+retried error) is read from its newest shard."""
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 
 from pipeline.engine import execute
 from pipeline.experiment.config import compose
+from pipeline.results import shards
 from pipeline.results.tables import ShardError, read_shards
 from pipeline.run import run
 
@@ -22,11 +24,16 @@ RECORD = {"key": "fit-abc123", "kind": "fit", "status": "converged", "trace": [[
           "primal_objective": 2.0, "error": None, "spec": {"key": "fit-abc123", "data": {"name": "x" * 500}}}
 
 
-def _dump_half_then_fail(obj, fh, **kwargs):
-    """The shard writer's dump that gets half of the text onto disk and then fails, as a full disk would."""
-    text = json.dumps(obj, **kwargs)
-    fh.write(text[: len(text) // 2])
-    fh.flush()
+def _half(records, path):
+    """Half of the shard file's bytes onto disk, as a write cut short leaves them."""
+    shards.write(records, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _write_half_then_fail(records, path):
+    """The shard writer's file write that gets half of the file onto disk and then fails, as a full disk would."""
+    _half(records, path)
     raise OSError(28, "No space left on device")
 
 
@@ -36,7 +43,7 @@ def _files(run_dir):
 
 
 def test_failure_mid_write_leaves_no_shard_and_no_temporary_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(execute, "_dump", _dump_half_then_fail)
+    monkeypatch.setattr(execute, "_write_file", _write_half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         execute.write_shard(tmp_path, RECORD)
     assert _files(tmp_path) == []
@@ -44,7 +51,7 @@ def test_failure_mid_write_leaves_no_shard_and_no_temporary_file(tmp_path, monke
 
     monkeypatch.undo()
     execute.write_shard(tmp_path, RECORD)
-    assert _files(tmp_path) == ["fit-abc123.jsonl"]
+    assert _files(tmp_path) == ["fit-abc123.parquet"]
     assert read_shards(tmp_path) == [json.loads(json.dumps(RECORD))]
 
 
@@ -60,26 +67,27 @@ def test_failed_rename_leaves_no_shard_and_no_temporary_file(tmp_path, monkeypat
 
 def test_a_failed_rewrite_keeps_the_previous_shard_whole(tmp_path, monkeypatch):
     execute.write_shard(tmp_path, RECORD)
-    monkeypatch.setattr(execute, "_dump", _dump_half_then_fail)
+    monkeypatch.setattr(execute, "_write_file", _write_half_then_fail)
     with pytest.raises(OSError):
         execute.write_shard(tmp_path, {**RECORD, "status": "max_iter"})
-    assert _files(tmp_path) == ["fit-abc123.jsonl"]
+    assert _files(tmp_path) == ["fit-abc123.parquet"]
     assert read_shards(tmp_path)[0]["status"] == "converged"
 
 
 _KILLED_MID_WRITE = """
 import json, os, sys
 from pipeline.engine import execute
+from pipeline.results import shards
 
-def dump_half_then_die(obj, fh, **kwargs):
-    text = json.dumps(obj, **kwargs)
-    fh.write(text[: len(text) // 2])
-    fh.flush()
+def write_half_then_die(records, path):
+    shards.write(records, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
     os._exit(9)  # no exception handler, no cleanup: as SIGKILL or a power cut
 
 record = json.loads(sys.argv[2])
 execute.write_shard(sys.argv[1], record)   # a first, whole version of the shard
-execute._dump = dump_half_then_die
+execute._write_file = write_half_then_die
 execute.write_shard(sys.argv[1], {**record, "status": "max_iter"})
 """
 
@@ -88,7 +96,7 @@ def test_a_process_killed_mid_write_leaves_only_an_ignored_temporary_file(tmp_pa
     result = subprocess.run([sys.executable, "-c", _KILLED_MID_WRITE, str(tmp_path), json.dumps(RECORD)],
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 9, result.stderr
-    leftovers = [n for n in _files(tmp_path) if n != "fit-abc123.jsonl"]
+    leftovers = [n for n in _files(tmp_path) if n != "fit-abc123.parquet"]
     assert len(leftovers) == 1 and leftovers[0].startswith(".")  # the half-written temporary file
     # The shard is the first version, whole; the half-written one is not read as a result.
     assert execute.finished_keys(tmp_path) == {"fit-abc123"}
@@ -102,21 +110,21 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
                    "cv.folds=2", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]", "solvers.dcd.params.tol=1e-3",
                    "cluster=sequential", "run.progress=false", "run.reference=true"])
     run_dir = tmp_path / "run"
-    real_dump = execute._dump
+    real_write = execute._write_file
     calls = []
 
-    def third_fails(obj, fh, **kwargs):
-        calls.append(obj["key"])
+    def third_fails(records, path):
+        calls.append(records[0]["key"])
         if len(calls) == 3:
-            _dump_half_then_fail(obj, fh, **kwargs)
-        real_dump(obj, fh, **kwargs)
+            _write_half_then_fail(records, path)
+        real_write(records, path)
 
-    monkeypatch.setattr(execute, "_dump", third_fails)
+    monkeypatch.setattr(execute, "_write_file", third_fails)
     with pytest.raises(OSError, match="No space left"):
         run(cfg, run_dir)
     monkeypatch.undo()
     assert len(calls) == 3
-    assert _files(run_dir) == sorted(f"{k}.jsonl" for k in calls[:2])     # 4 tasks of one spec each
+    assert _files(run_dir) == sorted(f"{k}.parquet" for k in calls[:2])     # 4 tasks of one spec each
     assert execute.finished_keys(run_dir) == set(calls[:2])
 
     out = run(cfg, run_dir)
@@ -140,7 +148,7 @@ def test_hidden_files_are_never_shards(tmp_path):
 
 
 def _lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return shards.read_shard(path)
 
 
 def _sweep_args(store, *overrides):
@@ -173,8 +181,8 @@ def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_task
     result = subprocess.run([sys.executable, "-c", _KILLED_AFTER_TWO_TASKS, str(run_dir), *args],
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 9, result.stderr[-3000:]
-    files = sorted((run_dir / "shards").glob("*.jsonl"))
-    assert len(files) == 2 and [len(_lines(f)) for f in files] == [3, 3]   # a file per task, a line per fit
+    files = sorted((run_dir / "shards").glob("*.parquet"))
+    assert len(files) == 2 and [len(_lines(f)) for f in files] == [3, 3]   # a file per task, a row per fit
     kept = {f.name: f.read_bytes() for f in files}
     done = {r["key"] for f in files for r in _lines(f)}
     assert execute.finished_keys(run_dir) == done and len(done) == 6
@@ -183,7 +191,7 @@ def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_task
     assert out["summary"].skipped == 6 and out["summary"].done == 6 and out["summary"].tasks == 2
     assert {f: (run_dir / "shards" / f).read_bytes() for f in kept} == kept       # untouched
     new = sorted(set(_files(run_dir)) - set(kept))
-    assert len(new) == 2 and all(n.endswith(".1.jsonl") for n in new)             # the resume's generation
+    assert len(new) == 2 and all(n.endswith(".1.parquet") for n in new)             # the resume's generation
     res = out["results"]
     assert len(res) == 12 and res["key"].is_unique and (res["status"] == "converged").all()
 
@@ -194,11 +202,11 @@ def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path):
     cfg = compose(_sweep_args(tmp_path / "store", "solvers.dcd.grid.C=[1.0]", "cv.folds=2", "run.chunk=2"))
     run_dir = tmp_path / "run"
     first = run(cfg, run_dir)
-    (shard,) = (run_dir / "shards").glob("*.jsonl")
+    (shard,) = (run_dir / "shards").glob("*.parquet")
     records = _lines(shard)
     victim = records[1]["key"]
     records[1].update(status="error", error="MemoryError: planted")
-    shard.write_text("".join(json.dumps(r) + "\n" for r in records))
+    shards.write(records, shard)
     assert execute.error_keys(run_dir, {r["key"] for r in records}) == {victim}
 
     again = run(cfg, run_dir)
@@ -221,7 +229,7 @@ def test_the_newest_generation_wins_whatever_the_names(tmp_path):
     assert execute.error_keys(tmp_path, {"fit-b", "fit-c"}) == set()
     assert execute.finished_keys(tmp_path) == {"fit-b", "fit-c"}
     # The next execute writes generation 2, above every generation on disk.
-    assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.jsonl"
+    assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.parquet"
 
 
 def test_a_shard_line_that_is_not_a_record_is_named_by_file_and_line(tmp_path):
@@ -233,3 +241,58 @@ def test_a_shard_line_that_is_not_a_record_is_named_by_file_and_line(tmp_path):
     (shards / "fit-a.jsonl").write_text(json.dumps({"status": "converged"}) + "\n")
     with pytest.raises(ShardError, match=r"line 1: not a valid shard record \(not an object with a 'key'\)"):
         read_shards(tmp_path)
+
+
+def test_a_parquet_shard_gives_back_exactly_the_records_written(tmp_path):
+    """Columns, not JSON lines: a field a record lacks stays absent, None stays None, a field of
+    mixed types or nested values comes back as written, and the spec (but for its key, the
+    record's own) is stored once per column value, not once per record."""
+    spec = {"key": "fit-a", "data": {"name": "x" * 500, "cv": {"kind": "kfold"}}, "fold": 0, "problem": {"C": 1.0}}
+    records = [
+        {**RECORD, "key": "fit-a", "spec": spec, "info": {"passes": 3, "b": [1.0, float("inf")]}, "n_sv": 2 ** 70},
+        {"key": "fit-b", "kind": "fit", "status": "error", "error": "ValueError: bad\nline two", "n_sv": 3,
+         "C": 1, "spec": {**spec, "key": "fit-b", "fold": 1}},
+        {"key": "fit-c", "kind": "fit", "status": "converged", "error": None, "C": 2.5, "warm_from": "fit-a"},
+    ]
+    path = tmp_path / "shard.parquet"
+    shards.write(records, path)
+    back = shards.read_shard(path)
+    assert back == json.loads(json.dumps(records))
+    assert "f_star" not in back[1] and "trace" not in back[1] and "spec" not in back[2]
+    assert back[0]["spec"]["data"] is back[1]["spec"]["data"]        # one parsed object per stored value
+    assert shards.read_statuses(path) == [("fit-a", "converged", None), ("fit-b", "error", "ValueError: bad\nline two"),
+                                          ("fit-c", "converged", None)]
+
+
+def test_a_torn_parquet_shard_is_named_and_not_read_as_records(tmp_path):
+    """A shard cut short outside our writer (copied half, a disk that lost its tail) is refused
+    with its file name, before any table is built from it; so is a Parquet file of another program."""
+    shard_dir = tmp_path / "shards"
+    shard_dir.mkdir()
+    path = shard_dir / "fit-a.parquet"
+    _half([RECORD], path)
+    with pytest.raises(ShardError, match=r"fit-a\.parquet: not a valid shard file .*delete the file"):
+        read_shards(tmp_path)
+    with pytest.raises(ShardError, match=r"fit-a\.parquet"):
+        execute.finished_keys(tmp_path)
+    pd.DataFrame({"key": ["fit-a"]}).to_parquet(path)
+    with pytest.raises(ShardError, match=r"not an svmbench shard"):
+        read_shards(tmp_path)
+
+
+def test_a_run_of_the_earlier_json_layout_still_reports_and_resumes(tmp_path):
+    """A run dir whose shards are JSON lines (written before shards were Parquet): its tables are
+    built from them, and a rerun skips what they hold and writes its new tasks as Parquet."""
+    args = _sweep_args(tmp_path / "store")
+    run_dir = tmp_path / "run"
+    first = run(compose(args), run_dir)
+    old = sorted((run_dir / "shards").glob("*.parquet"))
+    for path in old[:2]:      # two tasks as the earlier layout wrote them; the others never ran
+        path.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in shards.read_shard(path)))
+    for path in old:
+        path.unlink()
+    again = run(compose(args), run_dir)
+    assert again["summary"].skipped == 6 and again["summary"].done == 6
+    cols = [c for c in first["results"].columns if c not in ("fit_time_s", "task_time_s") and not c.startswith("env_")]
+    pd.testing.assert_frame_equal(again["results"][cols], first["results"][cols])
+    assert sorted(p.suffix for p in (run_dir / "shards").iterdir()) == [".jsonl"] * 2 + [".parquet"] * 2

@@ -225,7 +225,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     `_dcd_passes` runs compiled (shrinking, the full-set rechecks, both rules, the thresholds).
     drop: under pg, a shrunken set is rechecked once its spread is drop times below the last
     full pass's (the solver's `_RECHECK_DROP`); inf is LIBLINEAR's rule, recheck at tol only."""
-    from solvers.dcd import _dcd_pass
+    from solvers.dcd import _dcd_pass, _row_table
     from solvers.objectives import dual_box_i
     mask = (1 << 64) - 1
     state = [seed & mask]
@@ -243,6 +243,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     B = problem.B
     # Summed in row order, as the compiled loop does (np.dot's blocked sum rounds differently).
     QD = np.array([sum(v * v for v in X.data[a:b]) for a, b in zip(X.indptr[:-1], X.indptr[1:])]) + (B * B + diag)
+    rinfo = _row_table(problem.y, QD, diag, U)
     alpha, w, wb = np.zeros(n), np.zeros(problem.n_features), np.zeros(1)
     index = np.arange(n, dtype=np.uint64)
     no_gram = (np.empty(0, dtype=np.int64), None, np.empty(0), 0)  # Q = None: every pass sparse
@@ -254,8 +255,8 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
         full = active == n
         n_updates += active
         w_prev, wb_prev = w.copy(), wb[0]
-        active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, problem.y, alpha, w, wb,
-                                    B, QD, diag, U, index, active, Mo, mo, shrinking, *no_gram)
+        active, M, m, _ = _dcd_pass(X.data, X.indices.view(np.uint32), X.indptr, rinfo, alpha, w, wb,
+                                    B, index, active, Mo, mo, shrinking, *no_gram, False)
         it += 1
         if active == 0:
             M = m = 0.0
@@ -601,3 +602,31 @@ def test_record_active_at_keeps_the_shrinking_set_and_changes_no_step(rcv1_small
     assert len(at["end"]) == kept.info["n_active_end"] and outside.size and (kept.alpha[outside] == 0).all()
     with pytest.raises(ValueError, match="record_active_at"):
         run(record_active_at=[0])
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_ray_step_is_the_dual_maximiser_along_the_warm_start_ray(rcv1_small, loss):
+    """A C path's warm start moved along its ray (`_ray_step`): the dual objective there is at
+    least that at the scaled start and at any nearby point of the ray, inside the box."""
+    from solvers.dcd import _ray_step
+    from solvers.objectives import dual_box_i, dual_objective
+    X, y = rcv1_small
+    low = fit(Problem(X, y, C=1.0, loss=loss), "dcd", budget=Budget(tol=1e-6))
+    problem = Problem(X, y, C=100.0, loss=loss)
+    diag, U = dual_box_i(problem)
+    start = low.alpha * 100.0
+
+    def D(a):
+        w = X.T @ (a * y)
+        return dual_objective(problem, a, float(w @ w))
+
+    t = _ray_step(start, X.T @ (start * y), 0.0, diag, U)
+    assert np.all(t * start <= U + 1e-12)
+    assert D(t * start) >= D(start)
+    for s in (0.99, 1.01):
+        if np.all(s * t * start <= U):
+            assert D(t * start) >= D(s * t * start)
+    if loss == "squared_hinge":
+        # At C's own optimum (no upper bound) the ray step is 1: e'alpha = alpha' Qbar alpha.
+        diag1, U1 = dual_box_i(Problem(X, y, C=1.0, loss=loss))
+        assert _ray_step(low.alpha, low.w, 0.0, diag1, U1) == pytest.approx(1.0, rel=1e-5)

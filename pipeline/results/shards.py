@@ -1,0 +1,229 @@
+"""The shard format: one Parquet file per Dask task, its records as columns.
+
+A record is a flat dict of the task's results (status, certificates, timings, the ``env_*``
+columns of where it ran) with a few nested values (the trace, the solver's info, a kept model,
+confusion matrices) and the spec that produced it (``record["spec"]``, so that a shard describes
+itself). Written one JSON object per line, a record repeated its whole spec and environment:
+about 2 KB a fit, 97 MB for 50,000 tiny fits, parsed again in full by every read (issue 30,
+scenario g). As columns, what the records of a task share (the dataset, the solver, the budget,
+the environment) is one dictionary entry per column, and a reader that wants the keys and
+statuses alone (a rerun's skip list) reads those columns only.
+
+- A scalar field whose values are all of one type (bool, int, float or str) is a column of that
+  type; a field a record lacks is null there (read back: the record lacks it again).
+- Anything else (lists, dicts, None given as a value, mixed types) is a column of JSON text
+  (``json_columns`` in the file's metadata): null for a record that lacks it, ``"null"`` for one
+  that holds None, so that a reader sees exactly the dict that was written.
+- The spec's fields are ``spec.<field>`` columns of JSON text, but for its key, which is the
+  record's own.
+
+`read_shard` also reads the earlier layout (``.jsonl``: one JSON record per line; ``.json``: one
+record), so the runs written before keep their reports and resume as before.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# File metadata: the format's version and the columns stored as JSON text.
+FORMAT_KEY = b"svmbench.shard"
+FORMAT_VERSION = b"1"
+JSON_KEY = b"svmbench.json_columns"
+SPEC_PREFIX = "spec."
+_NATIVE = (bool, int, float, str)
+ABSENT = _ABSENT = object()     # a field the record lacks (`read_columns`)
+
+
+class ShardError(ValueError):
+    """A shard file that does not hold records: the message names the file (and the line)."""
+
+
+def _json_default(obj):
+    import numpy as np
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, allow_nan=True, default=_json_default)
+
+
+def encode(records: list[dict]):
+    """The records as one Arrow table (see the module's docstring for the columns)."""
+    import pyarrow as pa
+
+    rows = []
+    for record in records:
+        row = {k: v for k, v in record.items() if k != "spec"}
+        spec = record.get("spec")
+        if spec is not None:
+            row.update((SPEC_PREFIX + k, v) for k, v in spec.items() if k != "key")
+        rows.append(row)
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    arrays, json_columns = [], []
+    for name in names:
+        values = [row.get(name, _ABSENT) for row in rows]
+        array = None if name.startswith(SPEC_PREFIX) else _native(values)
+        if array is None:
+            # The specs of a task share their sub-dicts (one data dict, one budget...): each
+            # object is serialised once.
+            text: dict[int, str] = {}
+            array = pa.array([None if v is _ABSENT else (text.get(id(v)) or text.setdefault(id(v), _dumps(v)))
+                              for v in values], type=pa.string())
+            json_columns.append(name)
+        arrays.append(array)
+    meta = {FORMAT_KEY: FORMAT_VERSION, JSON_KEY: json.dumps(json_columns).encode()}
+    return pa.Table.from_arrays(arrays, names=names).replace_schema_metadata(meta)
+
+
+def _native(values: list):
+    """A typed Arrow array of the values (absent ones null), or None where only JSON keeps them."""
+    import pyarrow as pa
+
+    kinds = {type(v) for v in values if v is not _ABSENT}
+    if len(kinds) != 1 or not kinds <= set(_NATIVE):
+        return None
+    kind = kinds.pop()
+    arrow = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}[kind]
+    try:
+        return pa.array([None if v is _ABSENT else v for v in values], type=arrow)
+    except (OverflowError, pa.ArrowException):     # an int past int64
+        return None
+
+
+def write(records: list[dict], path: Path) -> None:
+    """The records as a Parquet file at path (zstd: the keys and numbers are what is left)."""
+    import pyarrow.parquet as pq
+    pq.write_table(encode(records), path, compression="zstd")
+
+
+def decode(table) -> list[dict]:
+    """The records an `encode`d table holds, as they were written."""
+    meta = table.schema.metadata or {}
+    json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
+    n = table.num_rows
+    columns = []
+    for name in table.column_names:
+        values = table.column(name).to_pylist()
+        if name in json_columns:
+            # Spec fields repeat across a task's records: each text is parsed once and the
+            # records share the object (read only, as the specs of a plan share theirs).
+            if name.startswith(SPEC_PREFIX):
+                parsed: dict = {}
+                values = [_ABSENT if v is None else (parsed[v] if v in parsed else parsed.setdefault(v, json.loads(v)))
+                          for v in values]
+            else:
+                values = [_ABSENT if v is None else json.loads(v) for v in values]
+        else:
+            values = [_ABSENT if v is None else v for v in values]
+        columns.append((name, values))
+    records = []
+    for i in range(n):
+        record, spec = {}, {}
+        for name, values in columns:
+            v = values[i]
+            if v is _ABSENT:
+                continue
+            if name.startswith(SPEC_PREFIX):
+                spec[name[len(SPEC_PREFIX):]] = v
+            else:
+                record[name] = v
+        if spec:
+            spec["key"] = record.get("key")
+            record["spec"] = spec
+        records.append(record)
+    return records
+
+
+def _parquet(path: Path, columns=None):
+    """The shard's table (only those of `columns` it has, if given); ShardError naming the file
+    for one that is not a shard (torn by hand, another program's file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    try:
+        shard = pq.ParquetFile(path)
+        schema = shard.schema_arrow
+        table = shard.read(columns=None if columns is None else [c for c in columns if c in schema.names])
+    except (pa.ArrowException, OSError) as exc:
+        raise ShardError(f"{path}: not a valid shard file ({exc}); delete the file to recompute its tasks") from None
+    if (schema.metadata or {}).get(FORMAT_KEY) is None or "key" not in schema.names:
+        raise ShardError(f"{path}: a Parquet file that is not an svmbench shard (no records with a 'key'); "
+                         f"delete the file to recompute its tasks")
+    return table.replace_schema_metadata(schema.metadata)
+
+
+def read_shard(path: Path) -> list[dict]:
+    """Every record of one shard file, in the order written: Parquet, or the earlier JSON lines."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return decode(_parquet(path))
+    records = []
+    # "\n" only: str.splitlines would also split at characters JSON leaves in strings.
+    for n, line in enumerate(path.read_text().split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            record = exc
+        if not isinstance(record, dict) or "key" not in record:
+            why = record if isinstance(record, Exception) else "not an object with a 'key'"
+            raise ShardError(f"{path}, line {n}: not a valid shard record ({why}); "
+                             f"delete the file to recompute its tasks")
+        records.append(record)
+    return records
+
+
+def read_statuses(path: Path) -> list[tuple[str, str | None, str | None]]:
+    """(key, status, error) of each record of one shard file: a Parquet shard's three columns
+    alone, not its records (a rerun's skip list reads every shard)."""
+    path = Path(path)
+    if path.suffix != ".parquet":
+        return [(r["key"], r.get("status"), r.get("error")) for r in read_shard(path)]
+    table = _parquet(path, ("key", "status", "error"))
+    names = set(table.column_names)
+    meta = table.schema.metadata or {}
+    json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
+    keys = table.column("key").to_pylist()
+    out = {}
+    for name in ("status", "error"):
+        values = table.column(name).to_pylist() if name in names else [None] * len(keys)
+        out[name] = [json.loads(v) if v is not None and name in json_columns else v for v in values]
+    return list(zip(keys, out["status"], out["error"]))
+
+
+def read_columns(path: Path) -> tuple[int, dict[str, list]]:
+    """(records, columns) of one shard file: field -> its values over the records, `ABSENT`
+    where a record lacks it; the spec's fields (``spec.<field>``) as their JSON text, which the
+    records of a sweep share (the tables derive their columns once per distinct text), every
+    other JSON column parsed. A shard of the earlier JSON layout is read as its records, then
+    turned into the same columns."""
+    import pyarrow as pa
+    path = Path(path)
+    table = _parquet(path) if path.suffix == ".parquet" else encode(read_shard(path))
+    meta = table.schema.metadata or {}
+    json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
+    columns = {}
+    for name in table.column_names:
+        column = table.column(name)
+        if name in json_columns and not name.startswith(SPEC_PREFIX):
+            columns[name] = [_ABSENT if v is None else json.loads(v) for v in column.to_pylist()]
+        elif column.type == pa.string():
+            columns[name] = _shared_strings(column)
+        else:
+            columns[name] = [_ABSENT if v is None else v for v in column.to_pylist()]
+    return table.num_rows, columns
+
+
+def _shared_strings(column) -> list:
+    """A string column's values, each distinct text one Python object that the rows share (a
+    sweep's records repeat their spec's texts: one string per row held 50,000 copies of each)."""
+    import pyarrow.compute as pc
+    values = []
+    for chunk in pc.dictionary_encode(column).chunks:
+        texts = chunk.dictionary.to_pylist()
+        values.extend(_ABSENT if i is None else texts[i] for i in chunk.indices.to_pylist())
+    return values

@@ -1,0 +1,105 @@
+"""The results tables are built from the shards' columns (`results.tables._latest_columns`), with
+what a row takes from its spec derived once per distinct spec: the tables must be exactly those
+the row-by-row builder made (tests/pipeline/rowwise_tables.py), columns, dtypes and values, for
+every kind of record a run writes, since the report and the papers read them."""
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from pipeline.engine import execute
+from pipeline.experiment.config import compose
+from pipeline.results import tables
+from pipeline.run import run
+
+from .rowwise_tables import build_tables as rowwise
+
+
+def _spec(key, C=1.0, fold=0, **problem):
+    return {"key": key, "kind": "fit", "data": {"entry": "toy", "name": "toy_blobs", "fingerprint": "ab" * 8,
+                                                "cv": {"kind": "kfold", "folds": 3}},
+            "fold": fold, "seed": 7 + fold, "solver_entry": "dcd", "solver": "dcd", "solver_version": "5",
+            "family": "linear", "problem": {"loss": "hinge", "intercept": "none", "C": C, **problem},
+            "solver_params": {"shrinking": True}, "task": {}, "grid_point": {"C": C}, "reference_key": None}
+
+
+def _fit(key, spec, **fields):
+    return {"key": key, "kind": "fit", "status": "converged", "error": None, "n_iter": 5, "fit_time_s": 0.01,
+            "primal_objective": 2.0, "dual_objective": 1.9, "duality_gap": 0.1, "kkt_violation": 1e-3,
+            "train_accuracy": 0.9, "test_accuracy": 0.8, "n_sv": 4, "n_train": 40, "n_test": 20,
+            "n_features": 2, "C": spec["problem"].get("C", 1.0), "trace": [[1, 0.1, 2.0, 1.0, 1.0]],
+            "trace_extra": [{"test_error": 0.2}], "info": {"passes": 3, "b_range": [0.0, 1.0]},
+            "task_time_s": 0.02, "env_host": "h", "env_blas_threads": None, "env_peak_rss_mb": 100.0,
+            "spec": spec, **fields}
+
+
+def _records():
+    """Fits of every kind a run writes: plain, warm-started, failed (few fields), weighted, on
+    held-out rows, multiclass, given by lambda, with a kernel's gamma of mixed types, one with
+    its f* from a reference (and one whose reference failed), and the references themselves."""
+    ref_ok = {"key": "ref-1", "kind": "reference", "status": "converged", "error": None, "f_star": 1.9,
+              "f_star_gap": 1e-9, "f_star_kkt": 0.0, "f_star_solver": "dcd", "n_iter": 50, "C": 1.0,
+              "spec": {"key": "ref-1", "kind": "reference"}}
+    ref_bad = {"key": "ref-2", "kind": "reference", "status": "error", "error": "ValueError: x",
+               "spec": {"key": "ref-2", "kind": "reference"}}
+    out = [ref_ok, ref_bad]
+    out.append(_fit("fit-a", _spec("fit-a")))
+    out.append(_fit("fit-b", {**_spec("fit-b", C=2.0), "reference_key": "ref-1"}, warm_from="fit-a"))
+    out.append({"key": "fit-c", "kind": "fit", "status": "error", "error": "MemoryError: planted",
+                "spec": {**_spec("fit-c", C=math.inf), "reference_key": "ref-2"}})
+    held = _spec("fit-d", fold=1, class_weight={"1": 2.0, "-1": 1.0})
+    held["solver_params"] = {"shrinking": True, "n_heldout": 1}    # a parameter named as a column this row has
+    out.append(_fit("fit-d", held, n_heldout=10, heldout_accuracy=0.7, confusion_heldout=[[3, 1], [2, 4]]))
+    out.append(_fit("fit-e", _spec("fit-e", fold=2, class_weight="balanced"), n_classes=3, multi_class="ovr",
+                    confusion_test=[[1, 0, 0], [0, 1, 0], [0, 0, 1]], info={"n_binary": 3}))
+    lam = _spec("fit-f")
+    lam["problem"] = {"loss": "hinge", "intercept": "free", "lambda": 0.5, "lambda_convention": "svmmaj"}
+    lam["grid_point"] = {"lambda": 0.5}
+    out.append(_fit("fit-f", lam, info={"passes": 2.5, "b_range": None}))
+    for key, gamma in (("fit-g", "scale"), ("fit-h", 0.5)):
+        spec = _spec(key, kernel="rbf", gamma=gamma)
+        spec["solver_params"] = {"cache_mb": 64 if key == "fit-g" else "auto", "n_heldout": 1}
+        out.append(_fit(key, spec, trace=[], trace_extra=[], model={"b": 0.5, "w": [1.0, 2.0], "support": None,
+                                                                  "alpha": None, "X": None, "y": None}))
+    return out
+
+
+@pytest.mark.parametrize("layout", ["parquet", "jsonl"])
+def test_columnar_tables_are_the_row_by_row_tables(tmp_path, layout):
+    records = _records()
+    if layout == "parquet":
+        execute.write_shard(tmp_path, records[:4])
+        execute.write_shard(tmp_path, records[4:])
+        # A retried fit in a later generation: its newest record is the one in the tables.
+        execute.write_shard(tmp_path, [_fit("fit-a", _spec("fit-a"), n_iter=9)])
+    else:
+        import json
+        (tmp_path / "shards").mkdir()
+        (tmp_path / "shards" / "fit-a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    for keys in (None, {"fit-a", "fit-b", "fit-e", "fit-g", "ref-1"}):
+        new, old = tables.build_tables(tmp_path, keys), rowwise(tmp_path, keys)
+        pd.testing.assert_frame_equal(new[0], old[0])
+        pd.testing.assert_frame_equal(new[1], old[1])
+    results, _ = tables.build_tables(tmp_path)
+    assert results.set_index("key").loc["fit-a", "n_iter"] == (9 if layout == "parquet" else 5)
+    assert {"class_weight", "n_heldout", "confusion_test", "param_lambda", "param_cache_mb", "info_b_range"} <= set(results)
+
+
+def test_the_tables_of_a_run_with_references_are_the_row_by_row_tables(tmp_path):
+    """A real run: two solvers share reference solves (f*), with kept models and held-out rows;
+    its log ends with the timing line."""
+    cfg = compose([f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80",
+                   "solvers=[dcd,liblinear]", "grid.C=[0.5,2.0]", "cv=kfold_test", "cv.folds=2",
+                   "run.reference=true", "run.keep_models=true", "cluster=sequential", "run.progress=false"])
+    out = run(cfg, tmp_path / "run")
+    old = rowwise(tmp_path / "run")
+    pd.testing.assert_frame_equal(out["results"], old[0])
+    pd.testing.assert_frame_equal(out["traces"], old[1])
+    assert out["results"]["f_star"].notna().all() and "n_heldout" in out["results"]
+    assert len(pd.read_parquet(tmp_path / "run" / "models.parquet")) == len(out["results"])
+    # run.log says where the command's seconds went, phase by phase, adding up to the total.
+    timing = next(ln for ln in (tmp_path / "run" / "run.log").read_text().splitlines() if "timing: " in ln)
+    phases = dict(re.findall(r"(?<=[:,] )(plan|execute|tables|report) ([\d.]+) s", timing))
+    total = float(re.search(r"; total ([\d.]+) s before exit", timing).group(1))
+    assert set(phases) == {"plan", "execute", "tables", "report"} and sum(map(float, phases.values())) <= total + 0.2
