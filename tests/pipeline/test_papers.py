@@ -133,6 +133,12 @@ def _hand_made_run(run_dir: Path) -> None:
                         sv = np.flatnonzero(margin < 1)
                         mod.append({"key": key, "b": 0.0, "w": w.tolist(), "support": sv.tolist(),
                                     "alpha": (1 - margin[sv]).tolist(), "X": X.tolist(), "y": y.tolist()})
+    # Figure 4's tracked fit: A after passes 1 and 3 (everything, then the margin's rows) and at the end.
+    inside = np.flatnonzero(y * (X @ np.array([1.0, 1.0])) < 1).tolist()
+    res.append({**res[-1], "key": "fit-toy-tracked", "dataset": "toy_blobs", "solver_entry": "dcd_shrinking_tracked",
+                "solver": "dcd", "C": 10.0, "param_random_state": 0,
+                "info_active_at": json.dumps([[1, list(range(60))], [3, inside], ["end", inside]])})
+    mod.append({**mod[-1], "key": "fit-toy-tracked"})
     pd.DataFrame(res).to_parquet(run_dir / "results.parquet")
     pd.DataFrame(tr).to_parquet(run_dir / "traces.parquet")
     pd.DataFrame(mod).to_parquet(run_dir / "models.parquet")
