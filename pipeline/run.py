@@ -223,6 +223,14 @@ def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitS
     return plan, client, warmup
 
 
+def _machine_line(when: str) -> str:
+    """The cores and load average at the execute phase's start or end: its seconds are
+    measured on a machine others may share (a paper's README quotes them, pipeline/papers/common.py)."""
+    one, five, fifteen = os.getloadavg()
+    return (f"machine at the {when}: {os.cpu_count()} cores, load average {one:.2f}, {five:.2f}, "
+            f"{fifteen:.2f} (1, 5, 15 min)")
+
+
 def _run_locked(exp: Experiment, plan, run_dir: Path, say, timing: Timing, client=None, warmup=None) -> dict:
     root = exp.store_root
     (run_dir / "config.yaml").write_text(exp.to_yaml())
@@ -232,6 +240,7 @@ def _run_locked(exp: Experiment, plan, run_dir: Path, say, timing: Timing, clien
     say(f"plan: {len(plan.fits)} fits and {len(plan.references)} reference solves over "
         f"{len(plan.datasets)} datasets (store: {root})")
     keys = list(plan.references) + list(plan.fits)
+    say(_machine_line("start"))
     try:
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
     except KeyboardInterrupt:
@@ -244,6 +253,7 @@ def _run_locked(exp: Experiment, plan, run_dir: Path, say, timing: Timing, clien
         raise Interrupted(msg) from None
     timing.mark("execute")
     say(summary.line())
+    say(_machine_line("end"))
     warmed = warmup.thread_seconds() if warmup is not None else []
     if warmed:
         say(f"warm-up while planning: {len(warmed)} worker threads started their sandbox and warmed "

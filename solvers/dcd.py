@@ -721,7 +721,8 @@ def _passes_until_affordable(recorder: Recorder, it: int, pass_s: float | None) 
 
 
 def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None,
-            shrinking: bool = True, stop: str = "pg", random_state: int | None = 0) -> Fit:
+            shrinking: bool = True, stop: str = "pg", random_state: int | None = 0,
+            record_active_at=None) -> Fit:
     """Dual coordinate descent (Hsieh et al. 2008, Algorithm 1; see the module docstring).
 
     Iterations are passes over the (active) data; budget.tol is the stopping tolerance of `stop`.
@@ -731,6 +732,11 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     taken (the active-set sizes at the start of each pass summed over passes; each costs one
     gradient, O(nnz(x_i))), the measure of what shrinking saves; gram_passes, the passes run in
     Gram mode, and gram_rows, the rows of Qbar it computed (module docstring).
+    record_active_at: pass numbers after which the members of the active set A are kept, in
+    info ``active_at`` ([[pass, [row, ...]], ..., ["end", [...]]]; roethel_brynda's Figure 4
+    draws them). Off (None, the default) it costs nothing: the passes and their cuts are those
+    of a fit without it, and on they are the same steps (the iterates do not depend on where a
+    compiled call ends).
     """
     X = problem.X_csr
     y = problem.y
@@ -796,6 +802,8 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     w_prev = np.empty_like(w)
     gram = _gram_arrays(X, n)
     stop_w = stop == "w_change"
+    track = _passes_to_track(record_active_at)
+    active_at = []
     timed = budget.time_limit_s is not None
     pass_s = None
     status = "max_iter"
@@ -812,6 +820,9 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
             chunk = min(chunk, nxt - it if nxt > it else _passes_until_affordable(recorder, it, pass_s))
         if timed:
             chunk = min(chunk, 1 if pass_s is None else max(1, int(0.05 / max(pass_s, 1e-9))))
+        if track:
+            # record_active_at: the compiled call returns after each pass whose A is kept.
+            chunk = min(chunk, min((p for p in track if p > it), default=max_iter) - it)
         t0 = time.perf_counter()
         done, code = _dcd_passes(
             X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, rinfo, index, state, fstate,
@@ -819,6 +830,9 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
             _dense_rows(X), _PREFETCH_BYTES < X.data.nbytes + X.indices.nbytes)
         pass_s = (time.perf_counter() - t0) / done
         it += done
+        if track and it in track:
+            # A after the pass: index[:state[3]] (a recheck restores the count, not the order).
+            active_at.append([it, np.sort(index[:state[3]]).astype(np.int64).tolist()])
         # The trace's w_change is the last pass's (measured when a point could be due).
         if recorder.due(it):
             recorder.note(w_change=fstate[2], n_active=int(state[3]))
@@ -847,7 +861,19 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     return Fit(b=float(wb[0] * B), status=status, n_iter=it, primal=P, w=w, alpha=alpha, dual=D,
                gap=gap, kkt_violation=kkt, fit_time_s=fit_time, train_Xw=last_f[1],
                info={"n_active_end": int(active), "n_sv": int(np.count_nonzero(alpha)),
-                     "n_updates": int(n_updates), "gram_passes": int(state[7]), "gram_rows": int(state[8])})
+                     "n_updates": int(n_updates), "gram_passes": int(state[7]), "gram_rows": int(state[8]),
+                     **({"active_at": active_at + [["end", np.sort(index[:active]).astype(np.int64).tolist()]]}
+                        if track else {})})
+
+
+def _passes_to_track(record_active_at) -> frozenset:
+    """record_active_at as a set of pass numbers (each an int >= 1); empty when off."""
+    if not record_active_at:
+        return frozenset()
+    passes = list(record_active_at) if isinstance(record_active_at, (list, tuple)) else [record_active_at]
+    if not all(isinstance(p, (int, np.integer)) and not isinstance(p, bool) and p >= 1 for p in passes):
+        raise ValueError(f"record_active_at={record_active_at!r}: pass numbers, each an int >= 1")
+    return frozenset(int(p) for p in passes)
 
 
 register(SolverSpec(
@@ -859,6 +885,9 @@ register(SolverSpec(
         "shrinking": Param(True, "bool", doc="shrink bounded variables (Hsieh et al. 3.2)"),
         "stop": Param("pg", "str", options=("pg", "w_change"), doc="stopping rule"),
         "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the pass permutations"),
+        "record_active_at": Param(None, "any", none_ok=True,
+                                  doc="passes after which the active set's members are kept (info active_at); "
+                                      "off by default, at no cost"),
     },
     losses=("hinge", "squared_hinge"),
     # The first declared intercept is the default (estimator and sweeps): LIBLINEAR's bias feature.

@@ -43,7 +43,7 @@ from ..experiment.plan import Plan
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
-from .tasks import load_counts, run_task
+from .tasks import load_counts, run_task, thread_limits
 
 # Tasks per worker that run.chunk=auto cuts before the sweep's pace is known (and everywhere
 # under cluster=sequential): enough that the last tasks balance the load (the tail is
@@ -963,9 +963,10 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             before = _worker_loads(None) if todo else None
             t0 = time.perf_counter()
             bar = _progress(len(todo), bool(exp.run.progress))
-            for units in make_tasks(make_units(todo), 1, chunk):
-                finish(units, run_task(units, root))
-                n_tasks += 1
+            with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
+                for units in make_tasks(make_units(todo), 1, chunk):
+                    finish(units, run_task(units, root))
+                    n_tasks += 1
         else:
             from distributed import as_completed
             dashboard = client.dashboard_link

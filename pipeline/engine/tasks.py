@@ -316,6 +316,28 @@ def thread_counts() -> dict:
     return {"env_blas_threads": max(blas) if blas else None, "env_numba_threads": numba.get_num_threads()}
 
 
+@contextlib.contextmanager
+def thread_limits(threads: int):
+    """BLAS (threadpoolctl) and numba held to `threads` in this process for the block, then
+    restored: what `cluster.blas_threads` sets by environment in a sandbox child, for the tasks
+    cluster=sequential runs in the client's own process. Unlimited, OpenBLAS hands each level-1
+    call above ~10,000 elements (gd's w @ w on 20,047 features) to its second thread; with the
+    other core busy that handoff waits for the scheduler: 11-28 ms a dot product instead of 5 us,
+    which made duros_katzman's 300-step GD fits take 10-30 s each at load average 10."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(int(threads), numba.config.NUMBA_NUM_THREADS))
+    environment.cache_clear()     # its thread columns are measured: under the limit, then after
+    try:
+        with threadpool_limits(limits=int(threads)):
+            yield
+    finally:
+        numba.set_num_threads(before)
+        environment.cache_clear()
+
+
 def _accuracy(y, f) -> float:
     """The share of rows (y in {-1, +1}) on the side of f's sign (f > 0: +1, else -1), counted
     from two masks (the predictions as floats and their comparison took 0.1 ms per 20,800 rows).

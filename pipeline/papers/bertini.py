@@ -24,7 +24,8 @@ from ..report.common import fmt, markdown_table, styles
 from ..report.figures import _panels, c_gamma_heatmap, confusion_matrices, time_vs_q
 from ..report.registry import ReportData, Skip
 from . import paper
-from .common import Finding, draw_figures, figure_lines, findings_table, save_figures, timed_finding
+from .common import (Finding, draw_figures, figure_lines, findings_table, save_figures, timed_finding,
+                     with_costs)
 
 NAME = "bertini"
 BINARY, THREE = "digits_bertini_binary", "digits_bertini_3class"
@@ -859,5 +860,6 @@ def write(run_dir: Path, out: Path, root: str | None = None) -> Path:
         check = None
     figs, skipped = save_figures(figures(data, methods), out)
     found = findings(grid, methods, check, ova_summary(data.results))
-    (out / "README.md").write_text(readme(grid, methods, found, check, figs, skipped, _setup(data.results)))
+    (out / "README.md").write_text(with_costs(readme(grid, methods, found, check, figs, skipped, _setup(data.results)),
+                                               run_dir, root, data.results))
     return out / "README.md"

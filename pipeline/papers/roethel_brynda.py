@@ -9,6 +9,7 @@ hand-made tables; `summarise` builds that table from results.parquet.
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from ..report.figures import _panels, _plt, w_change_per_pass
 from ..report.registry import ReportData, Skip
 from . import paper
 from .common import (Finding, draw_figures, figure_lines, findings_table, not_comparable, save_figures,
-                     timed_finding)
+                     timed_finding, with_costs)
 
 NAME = "roethel_brynda"
 CS = (1.0, 10.0, 100.0)
@@ -530,34 +531,50 @@ def _state(row) -> str:
     return f"{row.get('status', '?')}, rel. gap {fmt(gap)}"
 
 
+TRACKED = "dcd_shrinking_tracked"   # the toy fit that keeps A after given passes (dcd record_active_at)
+
+
+def tracked_active_sets(row) -> list[tuple[str, np.ndarray]]:
+    """The active sets A the tracked fit kept: (label, training-row indices) per recorded pass
+    and at the end (dcd's info active_at)."""
+    raw = row.get("info_active_at")
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    if raw is None or (isinstance(raw, float) and math.isnan(raw)):
+        raise Skip(f"the {TRACKED} fit kept no active sets (dcd record_active_at)")
+    return [(f"after pass {p}" if p != "end" else "at the end", np.asarray(rows, dtype=int)) for p, rows in raw]
+
+
 def fig_active_points(data: ReportData):
-    st = active_stats(data)
-    row, active = st["row"], st["active"]
+    """Figure 4: the active set A of the shrinking passes, as tracked by the solver after a few
+    passes and at the end (their picture), beside the separating line of the final model."""
+    row = _toy_model(data, TRACKED, 10.0)
+    sets = tracked_active_sets(row)
     X, y = row["Xa"], row["ya"]
     gx, gy = _grid(X)
     f = (np.column_stack([gx.ravel(), gy.ravel()]) @ np.asarray(row["w"], dtype=float) + float(row["b"]))
-    fig, (ax,) = _panels(1, width=5.6, height=4.6)
-    ax.contour(gx, gy, f.reshape(gx.shape), levels=[-1, 0, 1], colors="k", linestyles=["--", "-", "--"],
-               linewidths=0.8)
-    for cls, colour in ((1, "tab:blue"), (-1, "tab:orange")):
-        idle, live = (y == cls) & ~active, (y == cls) & active
-        ax.scatter(X[idle, 0], X[idle, 1], s=3, c=colour, alpha=0.35, label=f"class {cls:+d}, alpha = 0 ({idle.sum()})")
-        ax.scatter(X[live, 0], X[live, 1], s=22, c=colour, edgecolors="k", linewidths=0.4,
-                   label=f"class {cls:+d}, alpha > 0 ({live.sum()})")
-    ax.set_title(f"Shrinking on the toy data: dcd with shrinking, C={fmt(st['C'])} ({_state(row)})\n"
-                 f"small: alpha = 0 at the end; large: alpha > 0 ({100 * st['share']:.1f}% of points)"
-                 + _active_end(row), fontsize=9)
-    ax.set_xlabel("x1")
-    ax.set_ylabel("x2")
-    ax.legend(fontsize=6.5, loc="lower right")
+    # At most four panels: the first kept pass, two spread over the rest, and the end.
+    shown = ([sets[i] for i in sorted(set(np.linspace(0, len(sets) - 2, 3).round().astype(int)))] + sets[-1:]
+             if len(sets) > 4 else sets)
+    fig, axes = _panels(len(shown), width=4.2, height=3.9, ncols_max=2)
+    for ax, (label, members) in zip(axes, shown):
+        live = np.zeros(len(y), dtype=bool)
+        live[members] = True
+        ax.contour(gx, gy, f.reshape(gx.shape), levels=[-1, 0, 1], colors="k", linestyles=["--", "-", "--"],
+                   linewidths=0.7)
+        for cls, colour in ((1, "tab:blue"), (-1, "tab:orange")):
+            idle, act = (y == cls) & ~live, (y == cls) & live
+            ax.scatter(X[idle, 0], X[idle, 1], s=3, c=colour, alpha=0.25,
+                       label=f"class {cls:+d}, shrunk ({idle.sum()})")
+            ax.scatter(X[act, 0], X[act, 1], s=16, c=colour, edgecolors="k", linewidths=0.4,
+                       label=f"class {cls:+d}, in A ({act.sum()})")
+        ax.set_title(f"{label}: |A| = {live.sum()} of {len(y)}", fontsize=9)
+        ax.set_xlabel("x1")
+        ax.set_ylabel("x2")
+        ax.legend(fontsize=6, loc="lower right")
+    fig.suptitle(f"Shrinking on the toy data: the active set A of dcd (stop=pg), C={fmt(row['C'])} "
+                 f"({_state(row)}); lines: the final f = -1, 0, 1", fontsize=9)
     return fig
-
-
-def _active_end(row) -> str:
-    """The size of the shrinking passes' active set A when the fit ended, where the solver reported
-    it (`info_n_active_end`): the set itself is not kept, so the figure shows the final alphas."""
-    n = pd.to_numeric(pd.Series([row.get("info_n_active_end")]), errors="coerce").iloc[0]
-    return "" if not math.isfinite(n) else f"; |A| at the end: {int(n)}"
 
 
 def fig_w_change(data: ReportData):
@@ -647,12 +664,10 @@ FIGURES = {
     "fig2_3_decision_function": ("Figures 2 and 3: the decision function",
                                  "x'w + b of dcd at C=10 (their Section 4.1 uses C=10) over the plane, lines at f = -1, 0, 1."),
     "fig4_shrinking_active_points": ("Figure 4: shrinking on the toy data",
-                                     "From the final alphas of dcd with shrinking (stop=pg): small points have alpha = 0 "
-                                     "at the end, large ones alpha > 0. Their Figure 4 draws the active set A they "
-                                     "tracked through the passes; our solver reports only A's size at the end (in the "
-                                     "title), not its members, so this is the closest picture the kept model gives: "
-                                     "at the optimum the points off the margin have alpha = 0, which is what shrinking "
-                                     "removes."),
+                                     "The active set A of dcd with shrinking (stop=pg) as the solver tracked it "
+                                     "(its record_active_at option): large points are in A after the pass named "
+                                     "above each panel, small ones were shrunk away by then; the last panel is A "
+                                     "when the fit ended. The lines are the final model's f = -1, 0, 1."),
     "fig5_6_w_change": ("Figures 5 and 6: ||w_k+1 - w_k|| per epoch at C=1",
                         "The runs that stop on ||w_k+1 - w_k|| < 1e-4, without shrinking (dcd_wchange, their Fig. 5) "
                         "and with it (dcd_wchange_shrinking, their Fig. 6); one point per epoch, the median of the "
@@ -756,5 +771,5 @@ def write(run_dir: Path, out: Path, root: str | None = None) -> Path:
         active = None
     figs, skipped = save_figures(figures(run_dir, data, root), out)
     text = readme(summary, findings(summary, active), figs, skipped, _setup(data))
-    (out / "README.md").write_text(text)
+    (out / "README.md").write_text(with_costs(text, run_dir, root, data.results))
     return out / "README.md"

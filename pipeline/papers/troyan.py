@@ -23,7 +23,7 @@ from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
 from .common import (Finding, draw_figures, figure_lines, header_lines, save_figures, spread, table_lines,
-                     timed_finding)
+                     timed_finding, with_costs)
 
 NAME = "troyan"
 DATASETS = ("australian", "breast_cancer_wisconsin_699", "pima_diabetes", "heart_statlog", "hepatitis", "sonar", "voting")
@@ -517,5 +517,5 @@ def write(run_dir: Path, out: Path, root: str | None = None) -> Path:
     summary = summarise(data.results)
     figs, skipped = save_figures(draw_figures({"fig5_loss_vs_time": lambda: fig5(data)}), out)
     text = readme(summary, findings(summary), figs, skipped, _setup(data))
-    (out / "README.md").write_text(text)
+    (out / "README.md").write_text(with_costs(text, run_dir, root, data.results))
     return out / "README.md"

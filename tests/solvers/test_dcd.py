@@ -578,6 +578,32 @@ def test_closing_kkt_spread_is_pg_violation_bit_for_bit():
         assert np.array_equal([ours], [ref], equal_nan=True) and np.signbit(ours) == np.signbit(ref), (trial, ours, ref)
 
 
+def test_record_active_at_keeps_the_shrinking_set_and_changes_no_step(rcv1_small):
+    # roethel_brynda's Figure 4 draws the active set A after given passes. Kept, it is the set
+    # the trace counts (n_active after that pass); a row outside A at the end was shrunk at its
+    # bound (squared hinge: alpha = 0); and the solve is the one without the option, bit for bit.
+    from solvers import Recorder
+    X, y = rcv1_small
+    problem = Problem(X, y, C=10.0, loss="squared_hinge", intercept="regularized")
+
+    def run(**kw):
+        return fit(problem, "dcd", budget=Budget(tol=1e-4, max_iter=100_000), random_state=0,
+                   recorder=Recorder(per_decade=10_000, max_overhead=None, max_points=10**6), **kw)
+
+    plain, kept = run(), run(record_active_at=[1, 2, 3, 5, 8])
+    assert np.array_equal(plain.alpha, kept.alpha) and plain.n_iter == kept.n_iter
+    assert "active_at" not in plain.info
+    at = dict((p, np.array(rows)) for p, rows in kept.info["active_at"])
+    assert sorted(p for p in at if p != "end") == [p for p in (1, 2, 3, 5, 8) if p <= kept.n_iter]
+    n_active = {t[0]: e["n_active"] for t, e in zip(kept.trace, kept.trace_extra)}
+    assert all(len(at[p]) == n_active[p] for p in at if p != "end")
+    assert len(at[3]) < len(y)                      # shrinking did remove rows by the third pass
+    outside = np.setdiff1d(np.arange(len(y)), at["end"])
+    assert len(at["end"]) == kept.info["n_active_end"] and outside.size and (kept.alpha[outside] == 0).all()
+    with pytest.raises(ValueError, match="record_active_at"):
+        run(record_active_at=[0])
+
+
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
 def test_ray_step_is_the_dual_maximiser_along_the_warm_start_ray(rcv1_small, loss):
     """A C path's warm start moved along its ray (`_ray_step`): the dual objective there is at
