@@ -56,9 +56,14 @@ papers-check: $(VENV)/.installed
 
 # The solvers' numba kernels are compiled into numba's cache first (about 45 s on a fresh clone,
 # a second once cached), so that no test carries a cold compile inside its own time.
+# The tests run in TEST_WORKERS pytest-xdist processes (one per core on the 2-core machines CI
+# uses; TEST_WORKERS=0 runs them in this process). Many tests wait on real processes (Dask
+# workers, slurmd, Chromium), so two workers use the cores a serial run leaves idle.
+# --dist loadgroup keeps each xdist_group (the SLURM tests share one slurmctld) on one worker.
+TEST_WORKERS ?= 2
 test: $(VENV)/.installed-test
 	$(PY) -c 'import solvers; solvers.warm_all()'
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The pages under docs/reference/ are generated at build time from the code (docs/gen/*.py):
 # the configuration schema and conf/ groups, the solver registry, the API from docstrings (griffe

@@ -262,7 +262,9 @@ def _run_locked(exp: Experiment, plan, run_dir: Path, say, timing: Timing, clien
     if others:
         say(f"left out of the tables: {others} records of other configs in {run_dir / 'shards'} "
             f"(kept: running that config here again resumes them)")
-    results, traces = write_tables(run_dir, set(keys))
+    # Each fit's f* from the reference the current plan gives it (a reused fit's shard may name
+    # an earlier one: the reference key is not part of a fit's key).
+    results, traces = write_tables(run_dir, set(keys), {k: s.get("reference_key") for k, s in plan.fits.items()})
     # The fits' statuses are in the table; only the reference shards are read again.
     failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, plan.references)
     timing.mark("tables")

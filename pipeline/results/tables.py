@@ -253,13 +253,24 @@ def info_columns(info: dict) -> dict:
     return out
 
 
-def build_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, traces) from the shards of a run directory (only those of `keys` if given)."""
-    return _tables(_latest_columns(run_dir, keys))
+def build_tables(run_dir: Path, keys=None, reference_of: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, traces) from the shards of a run directory (only those of `keys` if given).
+    `reference_of` (fit key -> reference key, from the current plan) overrides the reference a
+    fit's shard names (see `_tables`)."""
+    return _tables(_latest_columns(run_dir, keys), reference_of)
 
 
-def _tables(cols: dict[str, list]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, traces) of a run's newest records, as columns (`_latest_columns`)."""
+def _tables(cols: dict[str, list], reference_of: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, traces) of a run's newest records, as columns (`_latest_columns`).
+
+    A fit's reference is the one the current plan gives it (`reference_of`), where given: the
+    reference key is left out of the fit's own key (plan.py, `spec_key`), so a resumed run whose
+    reference budget changed reuses the fit but plans a new reference; the key in the fit's shard
+    then names the old one, and the fit would lose its f*."""
+    if reference_of and "key" in cols:
+        stored = cols.get(SPEC_PREFIX + "reference_key") or [ABSENT] * len(cols["key"])
+        cols[SPEC_PREFIX + "reference_key"] = [
+            json.dumps(reference_of[k]) if k in reference_of else s for k, s in zip(cols["key"], stored)]
     kinds = cols.get("kind") or []
     refs = {cols["key"][i]: _record(cols, i) for i, kind in enumerate(kinds) if kind == "reference"}
     fit_rows = [i for i, kind in enumerate(kinds) if kind == "fit"]
@@ -327,11 +338,12 @@ def _models(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha", "X", "y"])
 
 
-def write_tables(run_dir: Path, keys=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_tables(run_dir: Path, keys=None, reference_of: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write results.parquet and traces.parquet (atomically) and return them: the shards are
-    read once, as columns, for the tables and the kept models alike."""
+    read once, as columns, for the tables and the kept models alike. `reference_of`: see
+    `build_tables`."""
     cols = _latest_columns(run_dir, keys)
-    results, traces = _tables(cols)
+    results, traces = _tables(cols, reference_of)
     tables = [(results, "results.parquet"), (traces, "traces.parquet")]
     if "model" in cols:
         kinds = cols["kind"]

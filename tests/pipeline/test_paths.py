@@ -104,6 +104,18 @@ def test_reference_stopped_early_is_flagged_and_floors_suboptimality(store, tmp_
     assert "f* not certified" in (tmp_path / "report.md").read_text()
 
 
+def test_a_resume_with_a_new_reference_budget_links_the_reused_fits_to_the_new_references(store, tmp_path):
+    """The reference's budget is in its key but the reference key is not in a fit's: a rerun
+    after changing it reuses every fit and solves new references, and the fits' f* must come
+    from those (the shards name the old ones)."""
+    first = _run(store, tmp_path, "run.reference=true", "run.reference_max_iter=2", "run.warm_start=false")
+    assert (first["results"]["f_star_status"] == "max_iter").all()
+    again = _run(store, tmp_path, "run.reference=true", "run.warm_start=false")
+    res = again["results"]
+    assert again["summary"].skipped == len(res) > 0          # every fit reused
+    assert res["f_star"].notna().all() and (res["f_star_status"] == "converged").all()
+
+
 def test_plain_cv_sweep_solves_no_reference_under_auto(store, tmp_path):
     out = _run(store, tmp_path)
     assert out["summary"].total == 2 * len(C_PATH)

@@ -24,6 +24,10 @@ from pipeline.run import run
 
 from .test_cluster import _LOAD_FAULTS, FAULTS
 
+# One slurmctld for the session: under pytest-xdist every test of this file runs on one worker
+# (`make test` passes --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("slurm")
+
 
 def _sweep(n_c: int, seconds: float) -> list[str]:
     """dcd at two C and `n_c` fits of fault_solvers._pause (dcd after a sleep of `seconds`): fits
