@@ -66,9 +66,11 @@ def report_options(run_dir: Path) -> dict:
     out = dict(REPORT_DEFAULTS)
     path = Path(run_dir) / "config.yaml"
     if path.exists():
-        from omegaconf import OmegaConf
-        given = OmegaConf.select(OmegaConf.load(path), "report", default=None) or {}
-        out.update({k: v for k, v in OmegaConf.to_container(given).items() if v is not None} if given else {})
+        # The saved config is plain YAML (the experiment as validated, `Experiment.to_yaml`):
+        # read as data, not composed again.
+        import yaml
+        given = (yaml.safe_load(path.read_text()) or {}).get("report") or {}
+        out.update({k: v for k, v in given.items() if v is not None})
     out["formats"] = list(out["formats"])
     return out
 

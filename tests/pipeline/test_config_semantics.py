@@ -129,7 +129,7 @@ def test_a_shared_C_replaces_an_entrys_lambda_axis(tmp_path):
     ("+datasets.toy_blobs.scaling=standard", "datasets.toy_blobs.scaling: unknown key; valid: builder, params, scale,"),
     ("+solvers.dcd.param={C: 1}", "solvers.dcd.param: unknown key; valid: solver, params, grid"),
     ("solvers.dcd.params.shrink=true", r"solvers.dcd.params.shrink: unknown key \(solver 'dcd' has no parameter 'shrink'\); "
-                                       r"valid: its parameters random_state, shrinking, stop; problem keys C, loss"),
+                                       r"valid: its parameters random_state, record_active_at, shrinking, stop; problem keys C, loss"),
     ("solvers.dcd.grid.shrink=[true]", r"solvers.dcd.grid.shrink: unknown key"),
     ("solvers.smo.grid.zip={C: [1], gama: [1]}", r"solvers.smo.grid.zip.gama: unknown key"),
     ("+report.title=x", r"report.title: unknown key; valid: baseline"),

@@ -119,12 +119,17 @@ def test_status_lines_name_the_swept_values_of_the_fits_they_count():
     assert "(C=1; eta=5, 9)" in line
 
 
-def test_a_fixed_problem_lambda_reaches_the_results():
+def test_a_fixed_problem_lambda_reaches_the_results(tmp_path):
     # duros_katzman's gd: lambda in its params, not its grid; its folds' C differ, its lambda does not.
-    from pipeline.results.tables import _fit_row
+    from pipeline.results.shards import encode
+    from pipeline.results.tables import build_tables
+    import pyarrow.parquet as pq
     spec = {"problem": {"loss": "squared_hinge", "intercept": "basis", "lambda": 1e-3, "lambda_convention": "pegasos"},
             "data": {"entry": "d", "name": "d", "fingerprint": "f"}, "solver": "gd", "solver_entry": "gd",
             "solver_version": "1", "family": "primal", "fold": 0, "seed": 1, "solver_params": {"eta": 0.1},
             "grid_point": {"eta": 0.1}}
-    row = _fit_row({"key": "k", "status": "max_iter", "C": 1 / (1e-3 * 90), "n_train": 90, "spec": spec}, {})
+    (tmp_path / "shards").mkdir()
+    pq.write_table(encode([{"key": "k", "kind": "fit", "status": "max_iter", "C": 1 / (1e-3 * 90), "n_train": 90,
+                            "spec": spec}]), tmp_path / "shards" / "k.parquet")
+    row = build_tables(tmp_path)[0].iloc[0]
     assert row["param_lambda"] == 1e-3 and row["param_lambda_convention"] == "pegasos" and row["param_eta"] == 0.1

@@ -4,7 +4,6 @@ sbatch. A sweep gives the same table as cluster=sequential, and so does one duri
 job is cancelled with scancel, one whose workers retire at their --lifetime before the
 walltime (and new jobs finish it), and one whose client is SIGKILLed and which is resumed on new
 jobs: every task ends exactly once, and the log says what happened, one line each."""
-import json
 import os
 import re
 import signal
@@ -19,6 +18,7 @@ import pytest
 
 from pipeline.experiment.config import compose
 from pipeline.engine.execute import finished_keys
+from pipeline.results.shards import read_shard
 from pipeline.results.tables import outcomes, shard_files
 from pipeline.run import run
 
@@ -76,7 +76,7 @@ def _table(run_dir: Path) -> pd.DataFrame:
 def _check_every_task_once(run_dir: Path, expected: pd.DataFrame, n=N_FITS) -> None:
     """Every task has exactly one record in the shards (none lost, none written twice), and the
     table is cluster=sequential's."""
-    keys = [json.loads(line)["key"] for shard in shard_files(run_dir) for line in shard.read_text().splitlines()]
+    keys = [record["key"] for shard in shard_files(run_dir) for record in read_shard(shard)]
     assert len(keys) == n and sorted(keys) == sorted(finished_keys(run_dir))
     pd.testing.assert_frame_equal(_table(run_dir), expected)
 
