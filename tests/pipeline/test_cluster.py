@@ -168,6 +168,10 @@ def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster,
     specs), the next ones by the pace those took (execute.paced_chunk), so the sweep is a handful
     of Dask tasks (the first wave, three per worker, at 1/40 of a share), not 80, and every fit
     still has its record. Their tasks keep three per worker in flight throughout (`in_flight`)."""
+    # Both workers up: an earlier test SIGKILLs one, and its nanny's restart can lag under load.
+    from distributed import Client
+    with Client(cluster, timeout="60s") as c:
+        c.wait_for_workers(2, timeout=60)
     seen = _count_in_flight(monkeypatch)
     out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}", "run.reference=false",
                "run.warm_start=false", "cv=repeated", "cv.rounds=40", "cv.test_size=0.3",

@@ -161,7 +161,9 @@ def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------ signals
 @pytest.mark.slow   # a real LocalCluster: client, scheduler and a worker process start and stop
 def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(store, tmp_path):
-    p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1")
+    # Fits of 1 s (SLOW's 0.5 s): after the first shard at least 15 s of the sweep are left, so the
+    # signal surely lands inside execute, even on a loaded machine.
+    p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1", "solvers.pegasos.params.time_limit_s=1")
     try:
         # After the first shard the worker is inside its second task: the moment a worker without
         # SIGINT ignored would print its KeyboardInterrupt traceback.
