@@ -329,7 +329,9 @@ def test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run():
     cluster=slurm run would end it with a bare SystemExit, not the run's one line and exit 130."""
     code = ("import signal; from pipeline.engine.execute import _jobqueue_slurm; _jobqueue_slurm(); "
             "import dask_jobqueue.runner; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
-    out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60)
+    from .test_operation import default_sigint
+    out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60,
+                         preexec_fn=default_sigint)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
 
 
