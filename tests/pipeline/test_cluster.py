@@ -76,6 +76,16 @@ def cluster(tmp_path_factory):
         yield address
 
 
+@pytest.fixture
+def both_workers(cluster):
+    """`cluster` with both workers up again: earlier tests SIGKILL one or push one past its memory
+    limit, and its nanny's restart can lag under load; a test counting tasks per worker needs two."""
+    from distributed import Client
+    with Client(cluster, timeout="60s") as c:
+        c.wait_for_workers(2, timeout=60)
+    return cluster
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     return tmp_path_factory.mktemp("store")
@@ -163,17 +173,13 @@ def _count_in_flight(monkeypatch) -> list:
     return seen
 
 
-def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster, tmp_path, monkeypatch):
+def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, both_workers, tmp_path, monkeypatch):
     """400 fits of a millisecond or so: the first tasks are cut at 1/40 of a worker's share (5
     specs), the next ones by the pace those took (execute.paced_chunk), so the sweep is a handful
     of Dask tasks (the first wave, three per worker, at 1/40 of a share), not 80, and every fit
     still has its record. Their tasks keep three per worker in flight throughout (`in_flight`)."""
-    # Both workers up: an earlier test SIGKILLs one, and its nanny's restart can lag under load.
-    from distributed import Client
-    with Client(cluster, timeout="60s") as c:
-        c.wait_for_workers(2, timeout=60)
     seen = _count_in_flight(monkeypatch)
-    out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}", "run.reference=false",
+    out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={both_workers}", "run.reference=false",
                "run.warm_start=false", "cv=repeated", "cv.rounds=40", "cv.test_size=0.3",
                "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30,100,300]")
     assert len(out["results"]) == 400 and not (out["results"]["status"] == "error").any()
@@ -181,7 +187,7 @@ def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, cluster,
     assert max(n for back, n in seen if back >= 1) == 6, seen
 
 
-def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, cluster, tmp_path, monkeypatch):
+def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, both_workers, tmp_path, monkeypatch):
     """Fits that run to a 0.6 s time limit: the first wave is three tasks per worker (the pace
     unknown), but once a unit has taken LONG_UNIT_S the client keeps one per worker in flight,
     so no worker holds a second task that the other, done, could not take at the sweep's end.
@@ -191,7 +197,7 @@ def test_tasks_of_half_a_second_go_one_per_worker_none_held_for_the_end(store, c
             "solvers.pegasos.params.max_iter=1000000000", "solvers.pegasos.params.epochs=100000000",
             "solvers.pegasos.params.time_limit_s=0.6", "run.reference=false", "run.trace=false"]
     out = run(compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout",
-                       "run.progress=false", "cluster=address", f"cluster.address={cluster}", *slow]), tmp_path / "run")
+                       "run.progress=false", "cluster=address", f"cluster.address={both_workers}", *slow]), tmp_path / "run")
     assert len(out["results"]) == 8 and set(out["results"]["status"]) == {"timeout"}, out["results"]["status"]
     assert max(n for back, n in seen if back == 0) == 6                 # the first wave: 3 x 2 workers
     assert seen[-1][0] >= 1 and max(n for back, n in seen if back >= 1) <= 2, seen
