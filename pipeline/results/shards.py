@@ -31,7 +31,7 @@ FORMAT_VERSION = b"1"
 JSON_KEY = b"svmbench.json_columns"
 SPEC_PREFIX = "spec."
 _NATIVE = (bool, int, float, str)
-ABSENT = _ABSENT = object()     # a field the record lacks (`read_columns`)
+_ABSENT = object()     # a field the record lacks (`encode`)
 
 
 class ShardError(ValueError):
@@ -138,14 +138,18 @@ def decode(table) -> list[dict]:
     return records
 
 
-def _parquet(path: Path, columns=None):
-    """The shard's table (only those of `columns` it has, if given); ShardError naming the file
-    for one that is not a shard (torn by hand, another program's file)."""
+def _parquet(path: Path, columns=None, dictionary=False):
+    """The shard's table (only those of `columns` it has, if given; with dictionary, its string
+    columns dictionary-encoded as Parquet stores them); ShardError naming the file for one that
+    is not a shard (torn by hand, another program's file)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     try:
         shard = pq.ParquetFile(path)
         schema = shard.schema_arrow
+        if dictionary:
+            strings = [f.name for f in schema if f.type == pa.string()]
+            shard = pq.ParquetFile(path, read_dictionary=strings)
         table = shard.read(columns=None if columns is None else [c for c in columns if c in schema.names])
     except (pa.ArrowException, OSError) as exc:
         raise ShardError(f"{path}: not a valid shard file ({exc}); delete the file to recompute its tasks") from None
@@ -195,35 +199,21 @@ def read_statuses(path: Path) -> list[tuple[str, str | None, str | None]]:
     return list(zip(keys, out["status"], out["error"]))
 
 
-def read_columns(path: Path) -> tuple[int, dict[str, list]]:
-    """(records, columns) of one shard file: field -> its values over the records, `ABSENT`
-    where a record lacks it; the spec's fields (``spec.<field>``) as their JSON text, which the
-    records of a sweep share (the tables derive their columns once per distinct text), every
-    other JSON column parsed. A shard of the earlier JSON layout is read as its records, then
-    turned into the same columns."""
+def read_table(path: Path):
+    """(table, JSON columns) of one shard file: its records as an Arrow table, every string
+    column dictionary-encoded (a sweep's records repeat their spec's texts: read as one entry
+    per distinct text and an index per record, never a string per record), and the names of
+    the columns that hold JSON text. A shard of the earlier JSON layout is read as its records,
+    then encoded as a Parquet shard would hold them."""
     import pyarrow as pa
-    path = Path(path)
-    table = _parquet(path) if path.suffix == ".parquet" else encode(read_shard(path))
-    meta = table.schema.metadata or {}
-    json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
-    columns = {}
-    for name in table.column_names:
-        column = table.column(name)
-        if name in json_columns and not name.startswith(SPEC_PREFIX):
-            columns[name] = [_ABSENT if v is None else json.loads(v) for v in column.to_pylist()]
-        elif column.type == pa.string():
-            columns[name] = _shared_strings(column)
-        else:
-            columns[name] = [_ABSENT if v is None else v for v in column.to_pylist()]
-    return table.num_rows, columns
-
-
-def _shared_strings(column) -> list:
-    """A string column's values, each distinct text one Python object that the rows share (a
-    sweep's records repeat their spec's texts: one string per row held 50,000 copies of each)."""
     import pyarrow.compute as pc
-    values = []
-    for chunk in pc.dictionary_encode(column).chunks:
-        texts = chunk.dictionary.to_pylist()
-        values.extend(_ABSENT if i is None else texts[i] for i in chunk.indices.to_pylist())
-    return values
+    path = Path(path)
+    if path.suffix == ".parquet":
+        table = _parquet(path, dictionary=True)
+    else:
+        table = encode(read_shard(path))
+        for i, name in enumerate(table.column_names):
+            if table.column(name).type == pa.string():
+                table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
+    meta = table.schema.metadata or {}
+    return table, frozenset(json.loads(meta.get(JSON_KEY, b"[]")))

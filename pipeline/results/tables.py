@@ -15,9 +15,12 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from .shards import ABSENT, SPEC_PREFIX, ShardError, read_columns, read_shard, read_statuses  # noqa: F401 - ShardError: its readers' error
+from .shards import SPEC_PREFIX, ShardError, _dumps, read_shard, read_statuses, read_table  # noqa: F401 - ShardError: its readers' error
 
 RESULT_COLUMNS = [
     "key", "dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version", "family",
@@ -93,131 +96,407 @@ _BASE_COLUMNS = frozenset(["key", "dataset", "dataset_name", "fingerprint", "sol
 _CONDITIONAL_COLUMNS = ("heldout_accuracy", "n_heldout", "confusion_heldout", "n_classes", "confusion_test")
 
 
-def _latest_columns(run_dir: Path, keys=None) -> dict[str, list]:
-    """The newest record of each key (only those of `keys` if given), sorted by key, as columns
-    (`shards.read_columns`: `ABSENT` where a record lacks a field): the shards are read once,
-    as columns, not as one dict per record."""
-    parts = [read_columns(p)[1] for p in shard_files(run_dir)]
-    latest = {}
-    for part, cols in enumerate(parts):
-        latest.update((k, (part, j)) for j, k in enumerate(cols["key"]))
-    chosen = [latest[k] for k in sorted(latest) if keys is None or k in keys]
-    del latest
-    out = {}
-    for name in dict.fromkeys(name for cols in parts for name in cols):
-        columns = [cols.get(name) for cols in parts]
-        out[name] = [ABSENT if columns[part] is None else columns[part][j] for part, j in chosen]
-        for cols in parts:      # each column of the shards is let go once taken
-            cols.pop(name, None)
-    return out
+# --- The newest records, as columns --------------------------------------------------------------
+#
+# The shards are read once, as Arrow tables (`shards.read_table`), and a field of the records is
+# one of two things over the rows a table takes:
+# - a typed Arrow array (int, float, bool or string; null where a record lacks the field): the
+#   numbers and keys, one value per record and no Python object per record;
+# - `_Json`: a field stored as JSON text (the spec's fields, the solver's info, a value that was
+#   None somewhere), as a code per row into the distinct texts the rows hold, each parsed once:
+#   the specs of a sweep share their data, solver and budget, a C path its problem, and tiny fits
+#   their info.
+# A result column is derived once per distinct value and spread to the rows by their codes
+# (`_spread`), with the dtype pandas gives the list of the rows' values, so that the tables are
+# those a row-by-row builder makes (tests/pipeline/rowwise_tables.py).
+
+class _Json:
+    """A JSON field over some rows: row i holds ``texts[codes[i]]`` (nothing where codes[i] < 0:
+    the record lacks the field); `texts` (Arrow strings) are the distinct texts the rows hold."""
+
+    def __init__(self, codes: np.ndarray, texts):
+        self.codes, self.texts, self._values = codes, texts, None
+
+    def values(self) -> list:
+        """The texts parsed, each once."""
+        if self._values is None:
+            self._values = [json.loads(t) for t in self.texts.to_pylist()]
+        return self._values
 
 
-def _record(cols: dict[str, list], i: int) -> dict:
-    """Row i of the columns as the record it was."""
-    return {name: values[i] for name, values in cols.items() if values[i] is not ABSENT}
+def _no_json(n: int) -> _Json:
+    return _Json(np.full(n, -1, dtype=np.int64), pa.array([], type=pa.string()))
 
 
-def _results(cols: dict[str, list], refs: dict) -> dict[str, list]:
-    """The results' columns (name -> values, NaN where a row lacks a column) from the fits'
-    record columns: one row per fit. What a row takes from its spec (the dataset, the problem,
-    the parameters) is derived once per distinct spec text, not once per fit: the specs of a
-    sweep share their data, solver and budget, and a C path its problem but for C."""
+class _Shards:
+    """Every shard of a run dir read once (`shards.read_table`), as one column per field over all
+    their records in `shard_files`' order (null in a shard that lacks the field)."""
+
+    def __init__(self, run_dir: Path):
+        parts = [read_table(p) for p in shard_files(run_dir)]
+        lengths = [t.num_rows for t, _ in parts]
+        self.columns = {}
+        for name in list(dict.fromkeys(name for t, _ in parts for name in t.column_names)):
+            self.columns[name] = _unified([(t.column(name), name in js) if name in t.column_names else None
+                                          for t, js in parts], lengths)
+            # Each field of the shards is let go once unified.
+            parts = [(t.drop_columns([name]) if name in t.column_names else t, js) for t, js in parts]
+
+    def newest(self, keys=None) -> np.ndarray:
+        """The rows (ascending) of the newest record of each key, only those of `keys` if given:
+        shards of one generation never share a key, and `shard_files` orders them oldest first,
+        so a key's newest record is its last row."""
+        if "key" not in self.columns:
+            return np.zeros(0, dtype=np.int64)
+        codes, texts = _codes(self.columns["key"][0])
+        last = np.full(len(texts), -1, dtype=np.int64)
+        np.maximum.at(last, codes, np.arange(len(codes), dtype=np.int64))
+        if keys is not None:
+            wanted = pc.is_in(texts, value_set=pa.array(list(keys), type=pa.string()))
+            last = last[wanted.to_numpy(zero_copy_only=False)]
+        return np.sort(last)
+
+    def field(self, name: str, rows: np.ndarray):
+        """The field at those rows: a typed Arrow array or `_Json`, None if no shard has it."""
+        if name not in self.columns:
+            return None
+        column, is_json = self.columns[name]
+        every = len(rows) == len(column) and (len(rows) == 0 or rows[-1] == len(rows) - 1)
+        taken = column if every else column.take(rows)
+        if not is_json:
+            if pa.types.is_dictionary(taken.type):
+                taken = taken.cast(pa.string())
+            return taken.combine_chunks()
+        codes, texts = _codes(taken)
+        # Only the texts these rows hold are kept (and parsed).
+        used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(texts)))
+        remap = np.full(len(texts) + 1, -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        return _Json(remap[codes], texts.take(pa.array(used)))
+
+
+def _unified(chunks: list, lengths: list[int]) -> tuple[pa.ChunkedArray, bool]:
+    """(the field over every shard, whether JSON) of its column in each shard, (column, is JSON)
+    or None where a shard lacks it. A field typed in one shard and JSON in another (a None among
+    its values there), or of two types (ints and strings), is JSON text in all of them; ints and
+    floats are floats, as pandas makes them."""
+    present = [c for c in chunks if c is not None]
+    kinds = {_kind(column.type) for column, is_json in present if not is_json}
+    as_json = any(is_json for _, is_json in present) or not (len(kinds) == 1 or kinds == {"int", "float"})
+    if as_json:
+        kind = pa.dictionary(pa.int32(), pa.string())
+        arrays = iter([column if is_json else _as_json(column) for column, is_json in present])
+    else:
+        kind = pa.float64() if len(kinds) > 1 else present[0][0].type
+        arrays = iter([column.cast(kind) for column, _ in present])
+    out = []
+    for c, n in zip(chunks, lengths):
+        out.extend([pa.nulls(n, kind)] if c is None else next(arrays).chunks)
+    column = pa.chunked_array(out, type=kind)
+    return (column.unify_dictionaries() if pa.types.is_dictionary(kind) else column), as_json
+
+
+def _kind(arrow_type) -> str:
+    if pa.types.is_dictionary(arrow_type) or pa.types.is_string(arrow_type):
+        return "str"
+    return "int" if pa.types.is_integer(arrow_type) else "float" if pa.types.is_floating(arrow_type) else str(arrow_type)
+
+
+def _as_json(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A typed column as the JSON texts of its values (each distinct value dumped once)."""
+    chunks = []
+    for chunk in pc.dictionary_encode(column).chunks:
+        texts = pa.array([_dumps(v) for v in chunk.dictionary.to_pylist()], type=pa.string())
+        chunks.append(pa.DictionaryArray.from_arrays(chunk.indices.cast(pa.int32()), texts))
+    return pa.chunked_array(chunks, type=pa.dictionary(pa.int32(), pa.string()))
+
+
+def _codes(column) -> tuple[np.ndarray, pa.Array]:
+    """(a code per row, -1 where null; the distinct values) of a column."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.unify_dictionaries()
+        if column.num_chunks == 0:
+            return np.zeros(0, dtype=np.int64), pa.array([], type=column.type.value_type)
+        dictionary = column.chunk(0).dictionary
+        indices = pa.chunked_array([c.indices for c in column.chunks], type=column.type.index_type)
+    else:
+        dictionary, indices = column.dictionary, column.indices
+    return np.asarray(indices.fill_null(-1).to_numpy(), dtype=np.int64), dictionary
+
+
+def _spread(values: list, codes: np.ndarray, missing=None) -> pd.Series:
+    """Row i's value is ``values[codes[i]]`` (`missing` where codes[i] < 0), as the column pandas
+    makes of the rows' values: its dtype inferred from the distinct values the rows hold (which
+    kinds occur decides it, not how often), then taken by code."""
+    if len(codes) and codes.min() < 0:
+        values = [*values, missing]
+        codes = np.where(codes < 0, len(values) - 1, codes)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(values)))
+    remap = np.zeros(len(values), dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    small = pd.Series([values[i] for i in used])
+    return pd.Series(small.array.take(remap[codes]), dtype=small.dtype, copy=False)
+
+
+def _values(field, n: int) -> tuple[list, np.ndarray]:
+    """(distinct values, a code per row, -1 where the record lacks the field) of any field."""
+    if field is None:
+        return [], np.full(n, -1, dtype=np.int64)
+    if isinstance(field, _Json):
+        return field.values(), field.codes
+    codes, distinct = _codes(field)
+    return distinct.to_pylist(), codes
+
+
+def _present(field, n: int) -> np.ndarray:
+    if field is None:
+        return np.zeros(n, dtype=bool)
+    if isinstance(field, _Json):
+        return field.codes >= 0
+    return field.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _column(field, n: int, missing=None) -> pd.Series:
+    """A record field as a result column: its values, `missing` where a record lacks it (None
+    for ``rec.get(name)``, NaN for a column only some rows have)."""
+    if isinstance(field, _Json):
+        # Where a lacking value reads as None, a JSON null is one too: integers and plain strings
+        # are then read as a typed column, not parsed text by text.
+        typed = _json_scalars(field.texts) if missing is None else None
+        if typed is not None:
+            return typed.take(pa.array(field.codes, mask=field.codes < 0)).to_pandas()
+        return _spread(field.values(), field.codes, missing)
+    if field is None:
+        return _spread([], np.full(n, -1, dtype=np.int64), missing)
+    numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+    if missing is None or field.null_count == 0 or numeric or pa.types.is_string(field.type):
+        # pandas' own dtypes for such a list: ints with a None are floats (NaN), strings with a
+        # None its str dtype (NaN), bools with a None objects (None).
+        return field.to_pandas()
+    return pd.Series([missing if v is None else v for v in field.to_pylist()])
+
+
+def _json_scalars(texts):
+    """The JSON texts as one typed Arrow array (null for "null"), where each is an integer or a
+    plain string (a seed, a fold, the key a fit was warm-started from): then a field with a
+    distinct text per fit is not parsed text by text. None for any other texts."""
+    if len(texts) < 1000:
+        return None
+    null = pc.equal(texts, "null")
+    rest = pc.if_else(null, pa.scalar(None, pa.string()), texts)
+    if pc.all(pc.or_kleene(null, pc.match_substring_regex(rest, r"^-?(0|[1-9][0-9]*)$"))).as_py():
+        try:
+            return rest.cast(pa.int64())
+        except pa.ArrowInvalid:     # past int64: Python's ints hold it, pandas makes it objects
+            return None
+    quoted = pc.and_(pc.and_(pc.starts_with(rest, '"'), pc.ends_with(rest, '"')),
+                     pc.invert(pc.match_substring(rest, "\\")))
+    if pc.all(pc.or_kleene(null, pc.and_(quoted, pc.greater(pc.utf8_length(rest), 1)))).as_py():
+        return pc.utf8_slice_codeunits(rest, 1, -1)
+    return None
+
+
+def _derive(field: _Json, fn, missing=None) -> pd.Series:
+    """fn of each distinct value of a JSON field (the spec's), spread to its rows."""
+    return _spread([fn(v) for v in field.values()], field.codes, missing)
+
+
+def _truthy(field, n: int) -> np.ndarray:
+    """Where a record's value is true as Python tests it (0, None, "" and a lacking value are not)."""
+    if field is None:
+        return np.zeros(n, dtype=bool)
+    if isinstance(field, _Json) or not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)):
+        values, codes = _values(field, n)
+        return np.array([bool(v) for v in values] + [False], dtype=bool)[codes]
+    # NaN is true (NaN != 0), as in Python.
+    return np.asarray(pc.fill_null(pc.not_equal(field, 0), False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _masked(field, mask: np.ndarray, n: int) -> pd.Series:
+    """A column only the rows of `mask` have: the record's value there (None where it lacks
+    it), NaN elsewhere."""
+    if isinstance(field, pa.Array) and (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+                                        or pa.types.is_string(field.type)):
+        # For numbers and strings a None and a NaN are both pandas' missing value.
+        return pc.if_else(pa.array(mask), field, pa.nulls(n, field.type)).to_pandas()
+    values, codes = _values(field, n)
+    codes = np.where(codes >= 0, codes, len(values))
+    return _spread([*values, None], np.where(mask, codes, -1), math.nan)
+
+
+def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict | None) -> dict[str, pd.Series]:
+    """The results' columns (name -> column, NaN where a row lacks a column), one row per fit
+    (the records at `rows`); each field is taken from the shards when needed and let go."""
     nan = math.nan
-    n = len(cols.get("key", ()))
+    n = len(rows)
 
-    def col(name):
-        values = cols.get(name)
-        return [None] * n if values is None else [None if v is ABSENT else v for v in values]
+    def field(name):
+        return shards.field(name, rows)
 
-    parsed: dict = {}
-
-    def spec(field, default=None):
-        texts = cols.get(SPEC_PREFIX + field) or [ABSENT] * n
-        return [default if t is ABSENT else (parsed[t] if t in parsed else parsed.setdefault(t, json.loads(t)))
-                for t in texts]
+    def spec(name):
+        got = field(SPEC_PREFIX + name)
+        return got if got is not None else _no_json(n)
 
     data, prob = spec("data"), spec("problem")
-    rec_C = cols.get("C") or [ABSENT] * n
-    C = [p.get("C", nan) if c is ABSENT else c for c, p in zip(rec_C, prob)]
-    n_train = col("n_train")
-    out = {
-        "key": col("key"), "dataset": [d["entry"] for d in data], "dataset_name": [d["name"] for d in data],
-        "fingerprint": [d["fingerprint"] for d in data], "solver": spec("solver"), "solver_entry": spec("solver_entry"),
-        "solver_version": spec("solver_version"), "family": spec("family"), "loss": [p["loss"] for p in prob],
-        "kernel": [p.get("kernel", "linear") for p in prob], "intercept": [p["intercept"] for p in prob], "C": C,
-        "lambda_pegasos": [1.0 / (c * m) if m and c and not math.isinf(c) else nan for c, m in zip(C, n_train)],
-        "lambda_svmmaj": [1.0 / (2.0 * c) if c and not math.isinf(c) else nan for c in C],
-        "gamma": [p.get("gamma") for p in prob], "degree": [p.get("degree") for p in prob],
-        "coef0": [p.get("coef0") for p in prob], "fold": spec("fold"), "seed": spec("seed"),
-        "status": col("status"), "error": col("error"),
-    }
-    optional: dict[str, list] = {}
-
-    def put(name, i, value):
-        # A column only some rows have (NaN in the others, as a table of dicts gives it).
-        values = optional.get(name)
-        if values is None:
-            values = optional[name] = [nan] * n
-        values[i] = value
-
-    for i, p in enumerate(prob):
-        if "class_weight" in p:      # a column only where a sweep weighs classes: other tables as before
-            cw = p["class_weight"]
-            put("class_weight", i, cw if isinstance(cw, str) else json.dumps(cw, sort_keys=True))
-    out["warm_from"] = col("warm_from")
+    out = {"key": _column(field("key"), n), "dataset": _derive(data, lambda d: d["entry"]),
+           "dataset_name": _derive(data, lambda d: d["name"]), "fingerprint": _derive(data, lambda d: d["fingerprint"])}
+    for name in ("solver", "solver_entry", "solver_version", "family"):
+        out[name] = _column(spec(name), n)
+    out["loss"] = _derive(prob, lambda p: p["loss"])
+    out["kernel"] = _derive(prob, lambda p: p.get("kernel", "linear"))
+    out["intercept"] = _derive(prob, lambda p: p["intercept"])
+    out["C"] = C = _C(field("C"), prob, n)
+    n_train = field("n_train")
+    c = C.to_numpy(dtype=float, na_value=nan)
+    m = _column(n_train, n).to_numpy(dtype=float, na_value=nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # 1 / (C n) and 1 / (2 C) where C is finite and nonzero and n given (NaN otherwise).
+        finite = (c != 0) & ~np.isinf(c)
+        out["lambda_pegasos"] = pd.Series(np.where(finite & ~np.isnan(m) & (m != 0), 1.0 / (c * m), nan))
+        out["lambda_svmmaj"] = pd.Series(np.where(finite, 1.0 / (2.0 * c), nan))
+    for name in ("gamma", "degree", "coef0"):
+        out[name] = _derive(prob, lambda p, name=name: p.get(name))
+    out["fold"], out["seed"] = _column(spec("fold"), n), _column(spec("seed"), n)
+    out["status"], out["error"] = _column(field("status"), n), _column(field("error"), n)
+    optional = {}
+    if any("class_weight" in p for p in prob.values()):     # a column only where a sweep weighs classes
+        out["class_weight"] = _derive(prob, lambda p: _class_weight(p["class_weight"]) if "class_weight" in p else nan, nan)
+    out["warm_from"] = _column(field("warm_from"), n)
     for name in _RECORD_COLUMNS:
-        out[name] = col(name)
-    held, confusion_held = col("n_heldout"), col("confusion_heldout")
-    accuracy_held, classes, confusion = col("heldout_accuracy"), col("n_classes"), col("confusion_test")
-    for i in range(n):
-        if held[i]:
-            # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
-            put("heldout_accuracy", i, accuracy_held[i])
-            put("n_heldout", i, held[i])
-            if confusion_held[i] is not None:
-                put("confusion_heldout", i, json.dumps(confusion_held[i]))
-        if classes[i]:
-            # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
-            put("n_classes", i, classes[i])
-            put("confusion_test", i, json.dumps(confusion[i]))
-    P = out["primal_objective"]
-    stars = [_f_star_columns(P[i], refs.get(r)) for i, r in enumerate(spec("reference_key"))]
-    for name in ("f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap", "rel_suboptimality",
-                 "rel_suboptimality_floored"):
-        out[name] = [f[name] for f in stars]
-    # The grid point and the solver's own parameters, as param_* columns (strings for mixed types);
-    # a problem given by lambda keeps it (a fixed one too): its C = 1/(lambda n) moves with each
-    # fold's n, so lambda is what names the point (report/common.py `point_C`). Once per distinct
-    # (problem, parameters, task, grid point, optional columns of the row).
-    texts = [cols.get(SPEC_PREFIX + f) or [ABSENT] * n for f in ("problem", "solver_params", "task", "grid_point")]
-    params: dict = {}
-    conditional = [optional.get(c) or [nan] * n for c in _CONDITIONAL_COLUMNS]
-    present = zip(*([v is not nan for v in values] for values in conditional))
-    for i, group in enumerate(zip(*texts, present)):
-        if group not in params:
-            p = prob[i]
-            given = {k: p[k] for k in ("lambda", "lambda_convention") if k in p}
-            row = _BASE_COLUMNS | {c for c, has in zip(_CONDITIONAL_COLUMNS, group[-1]) if has}
-            row |= {"class_weight"} if "class_weight" in p else set()
-            merged = {**given, **_parsed(group[1], parsed, {}), **_parsed(group[2], parsed, {}),
-                      **_parsed(group[3], parsed, {})}
-            params[group] = {f"param_{k}": v for k, v in merged.items() if k not in row}
-        for name, v in params[group].items():
-            put(name, i, v)
-    for name, values in cols.items():
-        if name.startswith("env_"):
-            out[name] = [nan if v is ABSENT else v for v in values]
-    for i, info in enumerate(cols.get("info") or ()):
-        if info is not ABSENT and info:
-            for name, v in info_columns(info).items():
-                put(name, i, v)
+        out[name] = _column(field(name), n)
+    # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
+    held = _truthy(field("n_heldout"), n)
+    has_confusion = np.zeros(n, dtype=bool)
+    if held.any():
+        optional["heldout_accuracy"] = _masked(field("heldout_accuracy"), held, n)
+        optional["n_heldout"] = _masked(field("n_heldout"), held, n)
+        values, codes = _values(field("confusion_heldout"), n)
+        has_confusion = held & (codes >= 0) & np.array([v is not None for v in values] + [False])[codes]
+        if has_confusion.any():
+            optional["confusion_heldout"] = _spread([json.dumps(v) for v in values], np.where(has_confusion, codes, -1), nan)
+    # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
+    classes = _truthy(field("n_classes"), n)
+    if classes.any():
+        optional["n_classes"] = _masked(field("n_classes"), classes, n)
+        values, codes = _values(field("confusion_test"), n)
+        dumped = [json.dumps(v) for v in values] + [json.dumps(None)]
+        optional["confusion_test"] = _spread(dumped, np.where(classes, np.where(codes >= 0, codes, len(values)), -1), nan)
+    out.update(_f_star(_reference_keys(field("key"), spec("reference_key"), reference_of, n), refs,
+                       out["primal_objective"].to_numpy(dtype=float, na_value=nan)))
+    optional.update(_params(prob, [spec(f) for f in ("solver_params", "task", "grid_point")],
+                            [held, has_confusion, classes], n))
+    for name in [name for name in shards.columns if name.startswith("env_")]:
+        env = field(name)
+        if _present(env, n).any():
+            optional[name] = _column(env, n, nan)
+    optional.update(_info(field("info"), n))
     return {**out, **optional}
 
 
-def _parsed(text, parsed: dict, default):
-    if text is ABSENT:
-        return default
-    return parsed[text] if text in parsed else parsed.setdefault(text, json.loads(text))
+def _class_weight(cw):
+    return cw if isinstance(cw, str) else json.dumps(cw, sort_keys=True)
+
+
+def _C(record_C, prob: _Json, n: int) -> pd.Series:
+    """The record's C, else its problem's (NaN for a problem given by lambda)."""
+    given = _derive(prob, lambda p: p.get("C", math.nan), math.nan)
+    if record_C is None:
+        return given
+    has = _present(record_C, n)
+    if has.all():
+        return _column(record_C, n)
+    return _column(record_C, n).where(has, given)
+
+
+def _reference_keys(keys, stored: _Json, reference_of: dict | None, n: int) -> tuple[list, np.ndarray]:
+    """(distinct reference keys, a code per fit) of each fit's reference: the current plan's
+    (`reference_of`) where it names the fit, else the one its shard names; None for none."""
+    values = [*stored.values(), None]
+    codes = np.where(stored.codes >= 0, stored.codes, len(values) - 1)
+    if reference_of and n:
+        at = pc.index_in(keys, value_set=pa.array(list(reference_of), type=pa.string()))
+        given, distinct = _codes(pa.array(list(reference_of.values()), type=pa.string()))
+        planned = [*distinct.to_pylist(), None]
+        found = at.is_valid().to_numpy(zero_copy_only=False)
+        code = given[np.asarray(at.fill_null(0).to_numpy(), dtype=np.int64)]
+        codes = np.where(found, len(values) + np.where(code >= 0, code, len(planned) - 1), codes)
+        values += planned
+    return values, codes
+
+
+def _f_star(reference: tuple[list, np.ndarray], refs: dict, P: np.ndarray) -> dict[str, pd.Series]:
+    """`_f_star_columns` of every fit: what a reference gives (f*, its gap and certificate) once
+    per distinct reference, the suboptimality per fit from its primal objective P."""
+    nan = math.nan
+    values, codes = reference
+    stars = [_f_star_columns(None, refs.get(r)) for r in values]
+    out = {name: _spread([s[name] for s in stars], codes)
+           for name in ("f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap")}
+    fs = out["f_star"].to_numpy(dtype=float, na_value=nan)
+    rel_gap = out["f_star_rel_gap"].to_numpy(dtype=float, na_value=nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw = np.where((fs != 0) & ~np.isnan(fs), (P - fs) / np.abs(fs), nan)
+    # f* is only known to within rel_gap: a smaller suboptimality cannot be told from 0.
+    known = ~(np.isnan(raw) | np.isnan(rel_gap))
+    floored = known & (raw < rel_gap)
+    out["rel_suboptimality"] = pd.Series(np.where(floored, np.maximum(raw, rel_gap), raw))
+    if known.all():
+        out["rel_suboptimality_floored"] = pd.Series(floored)
+    else:
+        flags = np.full(len(P), None, dtype=object)
+        flags[known] = floored[known].tolist()
+        out["rel_suboptimality_floored"] = pd.Series(flags, dtype=object)
+    return out
+
+
+def _params(prob: _Json, texts: list[_Json], conditional: list[np.ndarray], n: int) -> dict[str, pd.Series]:
+    """The grid point and the solver's own parameters, as param_* columns (strings for mixed
+    types); a problem given by lambda keeps it (a fixed one too): its C = 1/(lambda n) moves with
+    each fold's n, so lambda is what names the point (report/common.py `point_C`). Once per
+    distinct (problem, parameters, task, grid point, which optional columns the row has)."""
+    group = np.zeros(n, dtype=np.int64)
+    for codes in [prob.codes, *(t.codes for t in texts), *conditional]:
+        group, _ = pd.factorize(group * (int(codes.max(initial=0)) + 2) + codes + 1)
+    if not n:
+        return {}
+    first = np.full(group.max() + 1, n, dtype=np.int64)
+    np.minimum.at(first, group, np.arange(n, dtype=np.int64))
+    held, has_confusion, classes = conditional
+    params = []
+    for i in first:
+        p = prob.values()[prob.codes[i]] if prob.codes[i] >= 0 else {}
+        given = {k: p[k] for k in ("lambda", "lambda_convention") if k in p}
+        row = _BASE_COLUMNS | {"class_weight"} if "class_weight" in p else set(_BASE_COLUMNS)
+        row |= ({"heldout_accuracy", "n_heldout"} if held[i] else set()) | ({"confusion_heldout"} if has_confusion[i] else set())
+        row |= {"n_classes", "confusion_test"} if classes[i] else set()
+        merged = dict(given)
+        for t in texts:
+            merged.update(t.values()[t.codes[i]] if t.codes[i] >= 0 else {})
+        params.append({f"param_{k}": v for k, v in merged.items() if k not in row})
+    names = dict.fromkeys(name for p in params for name in p)
+    return {name: _spread([p.get(name, math.nan) for p in params], group, math.nan) for name in names}
+
+
+def _info(info, n: int) -> dict[str, pd.Series]:
+    """The solvers' info as ``info_<key>`` columns (`info_columns`), once per distinct info."""
+    values, codes = _values(info, n)
+    columns = [info_columns(v) if v else {} for v in values]
+    names = dict.fromkeys(name for c in columns for name in c)
+    return {name: _spread([c.get(name, math.nan) for c in columns], codes, math.nan) for name in names}
+
+
+def _records(shards: _Shards, rows: np.ndarray, names) -> list[dict]:
+    """The records at those rows, as dicts of those fields (the ones they have): few rows
+    (the reference solves, the kept models)."""
+    out = [{} for _ in rows]
+    for name in names:
+        values, codes = _values(shards.field(name, rows), len(rows))
+        for record, code in zip(out, codes):
+            if code >= 0:
+                record[name] = values[code]
+    return out
 
 
 def _f_star_columns(P, ref: dict | None) -> dict:
@@ -257,27 +536,34 @@ def build_tables(run_dir: Path, keys=None, reference_of: dict | None = None) -> 
     """(results, traces) from the shards of a run directory (only those of `keys` if given).
     `reference_of` (fit key -> reference key, from the current plan) overrides the reference a
     fit's shard names (see `_tables`)."""
-    return _tables(_latest_columns(run_dir, keys), reference_of)
+    return _tables(_Shards(run_dir), keys, reference_of)[:2]
 
 
-def _tables(cols: dict[str, list], reference_of: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, traces) of a run's newest records, as columns (`_latest_columns`).
+def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models: bool = False):
+    """(results, traces, kept models or None) of the newest record of each key in the shards.
 
     A fit's reference is the one the current plan gives it (`reference_of`), where given: the
     reference key is left out of the fit's own key (plan.py, `spec_key`), so a resumed run whose
     reference budget changed reuses the fit but plans a new reference; the key in the fit's shard
     then names the old one, and the fit would lose its f*."""
-    if reference_of and "key" in cols:
-        stored = cols.get(SPEC_PREFIX + "reference_key") or [ABSENT] * len(cols["key"])
-        cols[SPEC_PREFIX + "reference_key"] = [
-            json.dumps(reference_of[k]) if k in reference_of else s for k, s in zip(cols["key"], stored)]
-    kinds = cols.get("kind") or []
-    refs = {cols["key"][i]: _record(cols, i) for i, kind in enumerate(kinds) if kind == "reference"}
-    fit_rows = [i for i, kind in enumerate(kinds) if kind == "fit"]
-    fits = cols if len(fit_rows) == len(kinds) else {name: [values[i] for i in fit_rows] for name, values in cols.items()}
-    results = pd.DataFrame(_results(fits, refs)) if fit_rows else pd.DataFrame(columns=RESULT_COLUMNS)
-    results = finish_results(results)
-    return results, _traces(fits)
+    rows = shards.newest(keys)
+    kinds, codes = _values(shards.field("kind", rows), len(rows))
+    fit_rows = rows[np.array([k == "fit" for k in kinds] + [False])[codes]]
+    ref_rows = rows[np.array([k == "reference" for k in kinds] + [False])[codes]]
+    refs = {r["key"]: r for r in _records(shards, ref_rows, ("key", "status", "f_star", "f_star_gap", "f_star_solver"))}
+    traces = _traces(shards, fit_rows)
+    kept = None
+    if models and "model" in shards.columns:
+        values, codes = _values(shards.field("model", fit_rows), len(fit_rows))
+        at = np.flatnonzero((codes >= 0) & np.array([bool(v) for v in values] + [False])[codes])
+        keys_at = shards.field("key", fit_rows[at]).to_pylist()
+        kept = _models(sorted(({"key": k, "kind": "fit", "model": values[c]} for k, c in zip(keys_at, codes[at])),
+                              key=lambda r: r["key"]))
+    if len(fit_rows):
+        results = pd.DataFrame(_results(shards, fit_rows, refs, reference_of), copy=False)
+    else:
+        results = pd.DataFrame(columns=RESULT_COLUMNS)
+    return finish_results(results), traces, kept
 
 
 def finish_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -303,19 +589,24 @@ def _mixed(col: pd.Series) -> bool:
     return len(kinds) > 1
 
 
-def _traces(fits: dict[str, list]) -> pd.DataFrame:
-    """One row per trace point; a point's extra quantities (test_error, w_change, n_active...,
-    Recorder.note and Recorder(extras=)) become further float columns, NaN where a fit has none."""
-    rows = []
-    extras = fits.get("trace_extra") or [ABSENT] * len(fits.get("key", ()))
-    for key, trace, extra in zip(fits.get("key", ()), fits.get("trace") or (), extras):
-        extra = extra if extra not in (ABSENT, None) else []
-        for i, p in enumerate(trace if trace not in (ABSENT, None) else []):
-            row = dict(zip(TRACE_COLUMNS, (key, *p)))
+def _traces(shards: _Shards, rows: np.ndarray) -> pd.DataFrame:
+    """One row per trace point, the fits in the order of their keys; a point's extra quantities
+    (test_error, w_change, n_active..., Recorder.note and Recorder(extras=)) become further float
+    columns, NaN where a fit has none. Only the fits with a trace are visited."""
+    values, codes = _values(shards.field("trace", rows), len(rows))
+    at = np.flatnonzero(np.array([bool(v) for v in values] + [False])[codes])
+    keys = shards.field("key", rows[at]).to_pylist() if len(at) else []
+    extras, extra_codes = _values(shards.field("trace_extra", rows[at]), len(at))
+    points = []
+    for j in sorted(range(len(at)), key=keys.__getitem__):
+        extra = extras[extra_codes[j]] if extra_codes[j] >= 0 else None
+        extra = extra if extra is not None else []
+        for i, p in enumerate(values[codes[at[j]]]):
+            row = dict(zip(TRACE_COLUMNS, (keys[j], *p)))
             if i < len(extra):
                 row.update(extra[i])
-            rows.append(row)
-    return traces_frame(rows)
+            points.append(row)
+    return traces_frame(points)
 
 
 def traces_frame(rows: list[dict]) -> pd.DataFrame:
@@ -342,15 +633,10 @@ def write_tables(run_dir: Path, keys=None, reference_of: dict | None = None) -> 
     """Write results.parquet and traces.parquet (atomically) and return them: the shards are
     read once, as columns, for the tables and the kept models alike. `reference_of`: see
     `build_tables`."""
-    cols = _latest_columns(run_dir, keys)
-    results, traces = _tables(cols, reference_of)
+    results, traces, models = _tables(_Shards(run_dir), keys, reference_of, models=True)
     tables = [(results, "results.parquet"), (traces, "traces.parquet")]
-    if "model" in cols:
-        kinds = cols["kind"]
-        models = _models([_record(cols, i) for i, m in enumerate(cols["model"]) if m is not ABSENT and kinds[i] == "fit"])
-        if len(models):
-            tables.append((models, "models.parquet"))
-    del cols
+    if models is not None and len(models):
+        tables.append((models, "models.parquet"))
     for df, name in tables:
         write_parquet(df, Path(run_dir) / name)
     return results, traces
