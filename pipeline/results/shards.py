@@ -148,9 +148,10 @@ def _parquet(path: Path, columns=None, dictionary=False):
         shard = pq.ParquetFile(path)
         schema = shard.schema_arrow
         if dictionary:
-            strings = [f.name for f in schema if f.type == pa.string()]
+            # The key is a record's own: one text per record, no dictionary to share.
+            strings = [f.name for f in schema if f.type == pa.string() and f.name != "key"]
             shard = pq.ParquetFile(path, read_dictionary=strings)
-        table = shard.read(columns=None if columns is None else [c for c in columns if c in schema.names])
+        table = shard.read(columns=None if columns is None else [c for c in columns if c in schema.names], use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise ShardError(f"{path}: not a valid shard file ({exc}); delete the file to recompute its tasks") from None
     if (schema.metadata or {}).get(FORMAT_KEY) is None or "key" not in schema.names:
@@ -201,8 +202,8 @@ def read_statuses(path: Path) -> list[tuple[str, str | None, str | None]]:
 
 def read_table(path: Path):
     """(table, JSON columns) of one shard file: its records as an Arrow table, every string
-    column dictionary-encoded (a sweep's records repeat their spec's texts: read as one entry
-    per distinct text and an index per record, never a string per record), and the names of
+    column but the key dictionary-encoded (a sweep's records repeat their spec's texts: read as
+    one entry per distinct text and an index per record, not a string per record), and the names of
     the columns that hold JSON text. A shard of the earlier JSON layout is read as its records,
     then encoded as a Parquet shard would hold them."""
     import pyarrow as pa
@@ -213,7 +214,7 @@ def read_table(path: Path):
     else:
         table = encode(read_shard(path))
         for i, name in enumerate(table.column_names):
-            if table.column(name).type == pa.string():
+            if table.column(name).type == pa.string() and name != "key":
                 table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
     meta = table.schema.metadata or {}
     return table, frozenset(json.loads(meta.get(JSON_KEY, b"[]")))

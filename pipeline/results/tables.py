@@ -141,6 +141,9 @@ class _Shards:
                                           for t, js in parts], lengths)
             # Each field of the shards is let go once unified.
             parts = [(t.drop_columns([name]) if name in t.column_names else t, js) for t, js in parts]
+        # What Parquet decoding allocated and let go goes back to the system (mimalloc keeps
+        # it otherwise: 190 MB of 1,000,000 records), before the tables are made.
+        pa.default_memory_pool().release_unused()
 
     def newest(self, keys=None) -> np.ndarray:
         """The rows (ascending) of the newest record of each key, only those of `keys` if given:
@@ -156,11 +159,12 @@ class _Shards:
             last = last[wanted.to_numpy(zero_copy_only=False)]
         return np.sort(last)
 
-    def field(self, name: str, rows: np.ndarray):
-        """The field at those rows: a typed Arrow array or `_Json`, None if no shard has it."""
+    def field(self, name: str, rows: np.ndarray, last: bool = False):
+        """The field at those rows: a typed Arrow array or `_Json`, None if no shard has it;
+        with last, the shards' column is let go."""
         if name not in self.columns:
             return None
-        column, is_json = self.columns[name]
+        column, is_json = self.columns.pop(name) if last else self.columns[name]
         every = len(rows) == len(column) and (len(rows) == 0 or rows[-1] == len(rows) - 1)
         taken = column if every else column.take(rows)
         if not is_json:
@@ -214,11 +218,14 @@ def _as_json(column: pa.ChunkedArray) -> pa.ChunkedArray:
 def _codes(column) -> tuple[np.ndarray, pa.Array]:
     """(a code per row, -1 where null; the distinct values) of a column."""
     if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
+        # One chunk, one dictionary: encoding chunk by chunk gives each chunk the dictionary so
+        # far, and unifying 200 of them of up to 1,000,000 keys each took half a minute.
+        column = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
     if isinstance(column, pa.ChunkedArray):
-        column = column.unify_dictionaries()
         if column.num_chunks == 0:
             return np.zeros(0, dtype=np.int64), pa.array([], type=column.type.value_type)
+        if len({c.dictionary.buffers()[-1].address for c in column.chunks}) > 1:
+            column = column.unify_dictionaries()    # `_unified`'s columns share theirs already
         dictionary = column.chunk(0).dictionary
         indices = pa.chunked_array([c.indices for c in column.chunks], type=column.type.index_type)
     else:
@@ -333,7 +340,8 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     n = len(rows)
 
     def field(name):
-        return shards.field(name, rows)
+        # Each field but the key is taken once: the shards' column is let go.
+        return shards.field(name, rows, last=name != "key")
 
     def spec(name):
         got = field(SPEC_PREFIX + name)
@@ -348,9 +356,10 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     out["kernel"] = _derive(prob, lambda p: p.get("kernel", "linear"))
     out["intercept"] = _derive(prob, lambda p: p["intercept"])
     out["C"] = C = _C(field("C"), prob, n)
-    n_train = field("n_train")
+    for name in _RECORD_COLUMNS:
+        out[name] = _column(field(name), n)
     c = C.to_numpy(dtype=float, na_value=nan)
-    m = _column(n_train, n).to_numpy(dtype=float, na_value=nan)
+    m = out["n_train"].to_numpy(dtype=float, na_value=nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         # 1 / (C n) and 1 / (2 C) where C is finite and nonzero and n given (NaN otherwise).
         finite = (c != 0) & ~np.isinf(c)
@@ -364,22 +373,22 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     if any("class_weight" in p for p in prob.values()):     # a column only where a sweep weighs classes
         out["class_weight"] = _derive(prob, lambda p: _class_weight(p["class_weight"]) if "class_weight" in p else nan, nan)
     out["warm_from"] = _column(field("warm_from"), n)
-    for name in _RECORD_COLUMNS:
-        out[name] = _column(field(name), n)
     # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
-    held = _truthy(field("n_heldout"), n)
+    n_heldout = field("n_heldout")
+    held = _truthy(n_heldout, n)
     has_confusion = np.zeros(n, dtype=bool)
     if held.any():
         optional["heldout_accuracy"] = _masked(field("heldout_accuracy"), held, n)
-        optional["n_heldout"] = _masked(field("n_heldout"), held, n)
+        optional["n_heldout"] = _masked(n_heldout, held, n)
         values, codes = _values(field("confusion_heldout"), n)
         has_confusion = held & (codes >= 0) & np.array([v is not None for v in values] + [False])[codes]
         if has_confusion.any():
             optional["confusion_heldout"] = _spread([json.dumps(v) for v in values], np.where(has_confusion, codes, -1), nan)
     # Multiclass: the strategy, and the test confusion matrix as JSON (rows: true class).
-    classes = _truthy(field("n_classes"), n)
+    n_classes = field("n_classes")
+    classes = _truthy(n_classes, n)
     if classes.any():
-        optional["n_classes"] = _masked(field("n_classes"), classes, n)
+        optional["n_classes"] = _masked(n_classes, classes, n)
         values, codes = _values(field("confusion_test"), n)
         dumped = [json.dumps(v) for v in values] + [json.dumps(None)]
         optional["confusion_test"] = _spread(dumped, np.where(classes, np.where(codes >= 0, codes, len(values)), -1), nan)
@@ -393,6 +402,20 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
             optional[name] = _column(env, n, nan)
     optional.update(_info(field("info"), n))
     return {**out, **optional}
+
+
+def _order(shards: _Shards, rows: np.ndarray) -> np.ndarray:
+    """The order of the fits at rows in the results (`ORDER`, as `finish_results` sorts them)."""
+    n = len(rows)
+
+    def spec(name):
+        got = shards.field(SPEC_PREFIX + name, rows)
+        return got if got is not None else _no_json(n)
+
+    by = {"dataset": _derive(spec("data"), lambda d: d["entry"]), "solver_entry": _column(spec("solver_entry"), n),
+          "C": _C(shards.field("C", rows), spec("problem"), n), "fold": _column(spec("fold"), n),
+          "key": _column(shards.field("key", rows), n)}
+    return pd.DataFrame(by, copy=False).sort_values(ORDER, kind="stable").index.to_numpy()
 
 
 def _class_weight(cw):
@@ -547,7 +570,7 @@ def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models
     reference budget changed reuses the fit but plans a new reference; the key in the fit's shard
     then names the old one, and the fit would lose its f*."""
     rows = shards.newest(keys)
-    kinds, codes = _values(shards.field("kind", rows), len(rows))
+    kinds, codes = _values(shards.field("kind", rows, last=True), len(rows))
     fit_rows = rows[np.array([k == "fit" for k in kinds] + [False])[codes]]
     ref_rows = rows[np.array([k == "reference" for k in kinds] + [False])[codes]]
     refs = {r["key"]: r for r in _records(shards, ref_rows, ("key", "status", "f_star", "f_star_gap", "f_star_solver"))}
@@ -559,16 +582,20 @@ def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models
         keys_at = shards.field("key", fit_rows[at]).to_pylist()
         kept = _models(sorted(({"key": k, "kind": "fit", "model": values[c]} for k, c in zip(keys_at, codes[at])),
                               key=lambda r: r["key"]))
-    if len(fit_rows):
-        results = pd.DataFrame(_results(shards, fit_rows, refs, reference_of), copy=False)
-    else:
-        results = pd.DataFrame(columns=RESULT_COLUMNS)
-    return finish_results(results), traces, kept
+    if not len(fit_rows):
+        return finish_results(pd.DataFrame(columns=RESULT_COLUMNS)), traces, kept
+    # The fits in the table's order before the table is made, which is then not sorted: sorting
+    # a table copies it whole.
+    fit_rows = fit_rows[_order(shards, fit_rows)]
+    pa.default_memory_pool().release_unused()       # what choosing the rows let go
+    results = pd.DataFrame(_results(shards, fit_rows, refs, reference_of), copy=False)
+    return finish_results(results, ordered=True), traces, kept
 
 
-def finish_results(results: pd.DataFrame) -> pd.DataFrame:
+def finish_results(results: pd.DataFrame, ordered: bool = False) -> pd.DataFrame:
     """The results' columns in their order (RESULT_COLUMNS, then the others sorted), a column of
-    mixed kinds as strings, the rows sorted by dataset, solver entry, C, fold and key."""
+    mixed kinds as strings, the rows sorted by dataset, solver entry, C, fold and key (`ORDER`),
+    unless they are (ordered: the caller sorted them so, as `_order` does)."""
     extra = [c for c in results.columns if c not in RESULT_COLUMNS]
     results = results.reindex(columns=RESULT_COLUMNS + sorted(extra))
     for c in results.columns:
@@ -576,7 +603,13 @@ def finish_results(results: pd.DataFrame) -> pd.DataFrame:
         if ((c.startswith("param_") and results[c].map(type).nunique() > 1)
                 or ((c.startswith("info_") or c in ("gamma", "degree", "coef0")) and _mixed(results[c]))):
             results[c] = results[c].map(lambda v: None if v is None else str(v))
-    return results.sort_values(["dataset", "solver_entry", "C", "fold", "key"], kind="stable").reset_index(drop=True)
+    if ordered:
+        return results
+    return results.sort_values(ORDER, kind="stable").reset_index(drop=True)
+
+
+# The order of the results' rows.
+ORDER = ["dataset", "solver_entry", "C", "fold", "key"]
 
 
 def _mixed(col: pd.Series) -> bool:
