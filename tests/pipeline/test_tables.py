@@ -103,3 +103,74 @@ def test_the_tables_of_a_run_with_references_are_the_row_by_row_tables(tmp_path)
     phases = dict(re.findall(r"(?<=[:,] )(plan|execute|tables|report) ([\d.]+) s", timing))
     total = float(re.search(r"; total ([\d.]+) s before exit", timing).group(1))
     assert set(phases) == {"plan", "execute", "tables", "report"} and sum(map(float, phases.values())) <= total + 0.2
+
+
+def _assert_rowwise(run_dir, keys=None):
+    new, old = tables.build_tables(run_dir, keys), rowwise(run_dir, keys)
+    pd.testing.assert_frame_equal(new[0], old[0])
+    pd.testing.assert_frame_equal(new[1], old[1])
+    return new[0]
+
+
+def test_shards_of_different_columns_and_generations_are_the_row_by_row_tables(tmp_path):
+    """Shards whose columns differ (a field one shard lacks, ints in one and floats in another,
+    a field typed in one and JSON in another, a bool some records lack), records lacking
+    values, and a resumed run's later generations: the newest record of each key, as the
+    row-by-row builder reads them."""
+    ok = [_fit(f"fit-{i}", _spec(f"fit-{i}", C=float(i + 1)), env_gpu=bool(i % 2)) for i in range(4)]
+    ok[1].pop("env_gpu")
+    ok[2]["info"] = None                         # info None: no info_* values in that row
+    execute.write_shard(tmp_path, ok[:2])
+    # A shard without env_host or trace_extra, a float n_iter, an int C and an error text:
+    # its columns are typed differently from the first shard's.
+    other = [_fit("fit-x", _spec("fit-x", C=3), n_iter=7.5, C=3), _fit("fit-y", _spec("fit-y", C=4), C=4)]
+    for r in other:
+        del r["env_host"], r["trace_extra"]
+    other[1].update(status="error", error="ValueError: planted")
+    execute.write_shard(tmp_path, other + ok[2:])
+    # All failed (no numbers at all): `error` is a string column here, JSON text in the others.
+    execute.write_shard(tmp_path, [{"key": "fit-z", "kind": "fit", "status": "error", "error": "MemoryError: x",
+                                    "spec": _spec("fit-z")}])
+    # A later generation: fit-0 retried (its newest record wins), fit-9 new.
+    execute.write_shard(tmp_path, [_fit("fit-0", _spec("fit-0"), n_iter=11), _fit("fit-9", _spec("fit-9"))])
+    assert len({tables.shard_generation(p) for p in tables.shard_files(tmp_path)}) > 1
+    results = _assert_rowwise(tmp_path)
+    by_key = results.set_index("key")
+    assert by_key.loc["fit-0", "n_iter"] == 11 and len(results) == 8
+    assert by_key.loc["fit-y", "error"] == "ValueError: planted" and by_key.loc["fit-z", "status"] == "error"
+    _assert_rowwise(tmp_path, {"fit-0", "fit-x", "fit-z"})
+    assert len(tables.build_tables(tmp_path, set())[0]) == 0
+
+
+def test_many_distinct_json_texts_are_the_row_by_row_tables(tmp_path):
+    """A field with a JSON text per fit (the seed, the fit a path warm-started from: a path's
+    first fit has None) is read as one typed column, not text by text: still the same table."""
+    records = []
+    for i in range(1500):
+        spec = _spec(f"fit-{i:05d}", C=1.0 + i, fold=i % 3)
+        spec["seed"] = 10**9 + 7 * i
+        records.append(_fit(f"fit-{i:05d}", spec, warm_from=None if i % 500 == 0 else f"fit-{i - 1:05d}",
+                            info={"passes": i % 7}))
+    execute.write_shard(tmp_path, records[:800])
+    execute.write_shard(tmp_path, records[800:])
+    results = _assert_rowwise(tmp_path)
+    assert results["seed"].dtype == "int64" and results["warm_from"].isna().sum() == 3
+
+
+def test_each_fit_takes_its_f_star_from_the_reference_the_plan_gives_it(tmp_path):
+    """`reference_of` (the current plan's fit -> reference) overrides the reference a fit's
+    shard names: a resumed run whose reference changed gives the reused fit the new f*."""
+    records = _records()
+    records.append({"key": "ref-3", "kind": "reference", "status": "converged", "error": None, "f_star": 1.5,
+                    "f_star_gap": 1e-6, "f_star_kkt": 0.0, "f_star_solver": "smo", "n_iter": 9, "C": 2.0,
+                    "spec": {"key": "ref-3", "kind": "reference"}})
+    execute.write_shard(tmp_path, records)
+    stored = tables.build_tables(tmp_path)[0].set_index("key")
+    planned = tables.build_tables(tmp_path, reference_of={"fit-b": "ref-3", "fit-a": None})[0].set_index("key")
+    assert stored.loc["fit-b", "f_star"] == 1.9 and planned.loc["fit-b", "f_star"] == 1.5
+    assert planned.loc["fit-b", "f_star_solver"] == "smo"
+    assert planned.loc["fit-b", "rel_suboptimality"] == pytest.approx((2.0 - 1.5) / 1.5)
+    assert math.isnan(planned.loc["fit-a", "f_star"])
+    # Fits the plan does not name keep the reference their shard names.
+    kept = tables.build_tables(tmp_path, reference_of={"fit-a": None})[0].set_index("key")
+    assert kept.loc["fit-b", "f_star"] == 1.9 and kept.loc["fit-b", "f_star_solver"] == "dcd"
