@@ -700,11 +700,15 @@ def write_tables(run_dir: Path, keys=None, reference_of: dict | None = None) -> 
     `build_tables`."""
     with _system_pool():
         results, traces, models = _tables(_Shards(run_dir), keys, reference_of, models=True)
-    tables = [(results, "results.parquet"), (traces, "traces.parquet")]
-    if models is not None and len(models):
-        tables.append((models, "models.parquet"))
-    for df, name in tables:
-        write_parquet(df, Path(run_dir) / name)
+        tables = [(results, "results.parquet"), (traces, "traces.parquet")]
+        if models is not None and len(models):
+            tables.append((models, "models.parquet"))
+        for df, name in tables:
+            write_parquet(df, Path(run_dir) / name)
+        del tables, models
+        # What the shards' columns and the Parquet writer let go, and whatever else the
+        # process freed before (a run's execute), back to the system before the report.
+        _release()
     return results, traces
 
 
