@@ -2,7 +2,7 @@
 
 Shards describe themselves (each record holds its spec), so the tables are rebuilt from the shard
 folder alone: one Parquet file per Dask task, its records as columns (`results.shards`; DESIGN.md,
-"Shards"), read once, as columns (`_latest_columns`), with what a row takes from its spec derived
+"Shards"), read once, as Arrow columns (`_Shards`), with what a row takes from its spec derived
 once per distinct spec, not once per fit. One row per fit in results; the certified f* of each
 fit's problem is joined from its reference shard with the certificate it actually reached
 (`f_star_status`, and `f_star_rel_gap` = gap / |f*|: f* lies in [P_ref - gap, P_ref]), and the
@@ -92,9 +92,6 @@ _BASE_COLUMNS = frozenset(["key", "dataset", "dataset_name", "fingerprint", "sol
                            "f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap",
                            "rel_suboptimality", "rel_suboptimality_floored"])
 
-
-# Columns only some rows have, which a parameter of the same name then does not repeat.
-_CONDITIONAL_COLUMNS = ("heldout_accuracy", "n_heldout", "confusion_heldout", "n_classes", "confusion_test")
 
 
 # --- The newest records, as columns --------------------------------------------------------------
@@ -211,7 +208,11 @@ def _unified(chunks: list, lengths: list[int]) -> tuple[pa.ChunkedArray, bool]:
 def _kind(arrow_type) -> str:
     if pa.types.is_dictionary(arrow_type) or pa.types.is_string(arrow_type):
         return "str"
-    return "int" if pa.types.is_integer(arrow_type) else "float" if pa.types.is_floating(arrow_type) else str(arrow_type)
+    if pa.types.is_integer(arrow_type):
+        return "int"
+    if pa.types.is_floating(arrow_type):
+        return "float"
+    return str(arrow_type)
 
 
 def _as_json(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -501,8 +502,11 @@ def _params(prob: _Json, texts: list[_Json], conditional: list[np.ndarray], n: i
     for i in first:
         p = prob.values()[prob.codes[i]] if prob.codes[i] >= 0 else {}
         given = {k: p[k] for k in ("lambda", "lambda_convention") if k in p}
-        row = _BASE_COLUMNS | {"class_weight"} if "class_weight" in p else set(_BASE_COLUMNS)
-        row |= ({"heldout_accuracy", "n_heldout"} if held[i] else set()) | ({"confusion_heldout"} if has_confusion[i] else set())
+        # The columns this row has: a parameter of one of their names is not repeated.
+        row = set(_BASE_COLUMNS)
+        row |= {"class_weight"} if "class_weight" in p else set()
+        row |= {"heldout_accuracy", "n_heldout"} if held[i] else set()
+        row |= {"confusion_heldout"} if has_confusion[i] else set()
         row |= {"n_classes", "confusion_test"} if classes[i] else set()
         merged = dict(given)
         for t in texts:
@@ -609,7 +613,7 @@ def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models
     traces = _traces(shards, fit_rows)
     kept = None
     if models and "model" in shards.columns:
-        values, codes = _values(shards.field("model", fit_rows), len(fit_rows))
+        values, codes = _values(shards.field("model", fit_rows, last=True), len(fit_rows))
         at = np.flatnonzero((codes >= 0) & np.array([bool(v) for v in values] + [False])[codes])
         keys_at = shards.field("key", fit_rows[at]).to_pylist()
         kept = _models(sorted(({"key": k, "kind": "fit", "model": values[c]} for k, c in zip(keys_at, codes[at])),
@@ -658,10 +662,10 @@ def _traces(shards: _Shards, rows: np.ndarray) -> pd.DataFrame:
     """One row per trace point, the fits in the order of their keys; a point's extra quantities
     (test_error, w_change, n_active..., Recorder.note and Recorder(extras=)) become further float
     columns, NaN where a fit has none. Only the fits with a trace are visited."""
-    values, codes = _values(shards.field("trace", rows), len(rows))
+    values, codes = _values(shards.field("trace", rows, last=True), len(rows))
     at = np.flatnonzero(np.array([bool(v) for v in values] + [False])[codes])
     keys = shards.field("key", rows[at]).to_pylist() if len(at) else []
-    extras, extra_codes = _values(shards.field("trace_extra", rows[at]), len(at))
+    extras, extra_codes = _values(shards.field("trace_extra", rows[at], last=True), len(at))
     points = []
     for j in sorted(range(len(at)), key=keys.__getitem__):
         extra = extras[extra_codes[j]] if extra_codes[j] >= 0 else None
