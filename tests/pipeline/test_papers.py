@@ -389,6 +389,23 @@ def test_bertini_findings_flip_with_the_numbers():
     assert all(f.holds is None for f in empty)
 
 
+def test_bertini_q_sweep_reaches_a_whole_fold_of_their_size():
+    """Issue 29: their q runs to 1600, their whole training set of about 2000 images. Ours: the
+    methods and the sweep on mnist_3v8's 2000 rows, every method at one point per kernel (Findings
+    7, 8, 11, 12 compare them), q from the pair to a whole fold (1280 rows) through their 70, 100."""
+    cfg = compose(["+experiment=bertini"])
+    rows = cfg.datasets[bt.MNIST].max_rows
+    n_fold = round(rows * (1 - cfg.cv.test_size) * (cfg.cv.folds - 1) / cfg.cv.folds)
+    assert (rows, n_fold) == (2000, 1280)
+    for k in bt.KERNELS:
+        entries = [cfg.solvers[f"{m}_{k}"] for m in bt.METHODS]
+        assert all(list(e.datasets) == [bt.MNIST] for e in entries)
+        points = {(e.params.C, e.params.gamma, e.params.get("degree")) for e in entries}
+        assert len(points) == 1, (k, points)
+        qs = list(cfg.solvers[f"svmlight_{k}"].grid.q)
+        assert min(qs) == 2 and max(qs) == n_fold and bt.BEST_Q[k][0] in qs
+
+
 def _bertini_run(run_dir: Path) -> None:
     """results.parquet of a tiny bertini run: the grid, the methods at one point, the one-vs-all."""
     res = []
