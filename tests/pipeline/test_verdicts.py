@@ -253,3 +253,19 @@ def test_papers_check_compares_verdicts_finding_by_finding():
     flipped = verdicts("\n".join(findings_table([rows[0], Finding("claim two", "o", True, "", "r")])))
     assert differences(first, flipped) == ["finding 2 (claim two...): undecided then holds"]
     assert differences(first, first[:1]) == ["finding 2: only in the first run"]
+
+
+def test_papers_check_against_a_written_reproduction_runs_once_and_compares(tmp_path, monkeypatch, capsys):
+    from pipeline.papers import check as pc
+    rows = [Finding("claim one (Table 1)", "o", True, "", "r"), Finding("claim two", "o", None, "s", "r", UNDECIDED)]
+    (tmp_path / "troyan").mkdir()
+    (tmp_path / "troyan" / "README.md").write_text("# R\n\n## Findings\n\n" + "\n".join(findings_table(rows)))
+    fresh = [(1, "claim one (Table 1)", "holds"), (2, "claim two", "holds")]
+    calls = []
+    monkeypatch.setattr(pc, "regenerate", lambda name, *a, **k: calls.append(name) or fresh)
+    found = pc.check(["troyan"], log=lambda *_: None, against=tmp_path)
+    assert calls == ["troyan"] and found == {"troyan": ["finding 2 (claim two...): undecided then holds"]}
+    # A study without a written README: one line, exit 2, before any run.
+    assert pc.main(["--against", str(tmp_path), "bertini"]) == 2 and calls == ["troyan"]
+    assert "no README.md for bertini" in capsys.readouterr().err
+    assert pc.main(["--against"]) == 2
