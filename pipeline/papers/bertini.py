@@ -89,9 +89,10 @@ def summarise_grid(results: pd.DataFrame) -> pd.DataFrame:
 
 def summarise_methods(results: pd.DataFrame) -> pd.DataFrame:
     """One row per method x kernel x q (svmlight's sweep; NaN for the others) at the run's point (C,
-    and h: gamma or the degree, as in the grid summary): median iterations, f(alpha_0), f(alpha*) and time, the worst m - M, the proximal steps (total,
-    and the folds that took any), svmlight's subproblems solved by pair steps (median), mean
-    accuracies (%), runs, converged runs and the statuses."""
+    and h: gamma or the degree, as in the grid summary): median iterations, f(alpha_0), f(alpha*)
+    and time, the worst m - M, the proximal steps (total, and the folds that took any),
+    svmlight's subproblems solved by pair steps (median), mean accuracies (%), runs, converged
+    runs and the statuses."""
     fits = results[results["solver_entry"].isin(METHOD_ENTRIES) & (results["status"] != "error")]
     fits = fits.sort_values("fold") if "fold" in fits.columns else fits
     fits = fits.assign(method=fits["solver_entry"].map(lambda e: METHOD_ENTRIES[e][0]),
@@ -101,7 +102,8 @@ def summarise_methods(results: pd.DataFrame) -> pd.DataFrame:
                        _pair=_num(fits, "info_n_pair_solves"),
                        _heldout=_num(fits, "heldout_accuracy"),
                        _C=_num(fits, "C"),
-                       _h=np.where(fits["solver_entry"].str.endswith("_poly"), _num(fits, "degree"), _num(fits, "gamma")))
+                       _h=np.where(fits["solver_entry"].str.endswith("_poly"), _num(fits, "degree"),
+                                   _num(fits, "gamma")))
     g = fits.groupby(["method", "kernel", "q"], sort=True)
     out = g.agg(C=("_C", "first"), h=("_h", "first"), n_iter=("n_iter", "median"), f0=("_f0", "median"),
                 f_star=("_f", "median"),
@@ -389,9 +391,10 @@ def finding_proximal_spikes(methods) -> Finding:
         "Gaussian kernel matrix of distinct points is positive definite, and the degree-2 kernel on 784 pixels "
         "has rank up to 785 * 786 / 2 = 308,505, beyond any q here, so the proximal term was never needed and "
         "no spike of that cause appears. Their solver (quadprog) refused matrices that are positive definite "
-        "only up to rounding; ours requires every pivot^2 of a Cholesky factorisation of Q_WW to exceed 1e-10 of its largest diagonal. Note also that "
-        "their PPD-SVMlight restarts the whole solve once standard SVMlight fails, ours adds the proximal term "
-        "per subproblem, so ours has no restart cost even where it applies"
+        "only up to rounding; ours requires every pivot^2 of a Cholesky factorisation of Q_WW to exceed 1e-10 "
+        "of its largest diagonal. Note also that their PPD-SVMlight restarts the whole solve once standard "
+        "SVMlight fails, ours adds the proximal term per subproblem, so ours has no restart cost even where it "
+        "applies"
         + ("" if rise.empty else
            ". Our time does rise at large q without any proximal step (" + ", ".join(
                f"{KERNEL_NAME[r.kernel]} q={r.q:.0f}: {r.n_iter:.0f} subproblems" for r in rise.itertuples())

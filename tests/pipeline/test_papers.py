@@ -326,7 +326,8 @@ def _methods(time=None, prox=0.0, kkt=5e-14, converged=5, n_iter=None):
                 key = (m, k, None if math.isnan(q) else q)
                 t = {"qp": 6.0, "smo": 1.0}.get(m, 0.32 if q == bt.BEST_Q[k][0] else 0.6)
                 rows.append({"method": m, "kernel": k, "q": q, "C": {"rbf": 5000.0, "poly": 1000.0}[k],
-                             "h": {"rbf": 0.01, "poly": 2.0}[k], "n_iter": (n_iter or {}).get(key, {"qp": 25, "smo": 4000}.get(m, 30)),
+                             "h": {"rbf": 0.01, "poly": 2.0}[k],
+                             "n_iter": (n_iter or {}).get(key, {"qp": 25, "smo": 4000}.get(m, 30)),
                              "f0": 0.0, "f_star": -1096.3, "f_spread": 0.0, "kkt": kkt,
                              "time_s": (tt := (time or {}).get(key, t)), "time_reps": (tt,) * 5,
                              "n_prox": prox if q == 200.0 else 0.0,
