@@ -202,8 +202,8 @@ def finding_small_C(grid) -> Finding:
             f"smallest C costs up to {others.max():.2f} pp (gamma={fmt(worst_h)})")
     holds = rule_slightly_worse(drop) and spread_poly <= spread_rbf
     why = "" if holds else (f"the drop at their gamma is {drop:.2f} pp, outside {SLIGHT_PP[0]:g}-{SLIGHT_PP[1]:g} "
-                            "pp: as gamma -> 0 the Gaussian SVM tends to a linear SVM whose C shrinks in "
-                            "proportion to C gamma (Keerthi & Lin, Neural Computation 15, 2003), so a small "
+                            "pp: as gamma -> 0 the Gaussian SVM tends to a linear SVM whose penalty is "
+                            "proportional to C gamma (Keerthi & Lin, Neural Computation 15, 2003), so a small "
                             "gamma on data of small squared distances (here [0, 1] pixels, Setup) makes a small "
                             "C under-fit more than on theirs"
                             if not rule_slightly_worse(drop) else
