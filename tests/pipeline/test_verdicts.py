@@ -162,6 +162,25 @@ def test_troyan_speedup_without_voting_and_larger_sets():
     assert tr.finding_larger_sets(s).holds is False
 
 
+def test_troyan_larger_sets_is_judged_in_every_random_start():
+    """"Consistently higher": the larger sets above the mean in every start holds, in none
+    differs, in some is undecided (a regeneration flipped it on the medians alone)."""
+    def summary(big_by_start):
+        rows = []
+        for ds in tr.DATASETS:
+            slow = [1e-2 * (big_by_start[i] if ds in tr.LARGER else 2.0) for i in range(len(big_by_start))]
+            rows += [{"dataset": ds, "solver_entry": "svmmaj", "time_s": float(np.median(slow)), "time_reps": tuple(slow),
+                      "n_iter": 10.0},
+                     {"dataset": ds, "solver_entry": "alpha_maj_printed", "time_s": 1e-2, "time_reps": (1e-2,) * len(slow),
+                      "n_iter": 10.0}]
+        return pd.DataFrame(rows)
+    assert tr.finding_larger_sets(summary([3.0] * 5)).verdict == HOLDS
+    assert tr.finding_larger_sets(summary([1.0] * 5)).verdict == DIFFERS
+    mixed = tr.finding_larger_sets(summary([3.0, 3.0, 1.0, 3.0, 3.0]))
+    assert mixed.verdict == UNDECIDED and "1 of 5" in mixed.why and "4 of 5 random starts" in mixed.ours
+    assert tr.finding_larger_sets(summary([3.0] * 3)).verdict == UNDECIDED       # too few starts
+
+
 # ------------------------------------------------------------------------------ bertini
 def test_bertini_rules_hold_on_the_papers_own_tables():
     for m in bt.METHODS:
