@@ -162,6 +162,25 @@ def test_troyan_speedup_without_voting_and_larger_sets():
     assert tr.finding_larger_sets(s).holds is False
 
 
+def test_troyan_larger_sets_is_judged_in_every_random_start():
+    """"Consistently higher": the larger sets above the mean in every start holds, in none
+    differs, in some is undecided (a regeneration flipped it on the medians alone)."""
+    def summary(big_by_start):
+        rows = []
+        for ds in tr.DATASETS:
+            slow = [1e-2 * (big_by_start[i] if ds in tr.LARGER else 2.0) for i in range(len(big_by_start))]
+            rows += [{"dataset": ds, "solver_entry": "svmmaj", "time_s": float(np.median(slow)), "time_reps": tuple(slow),
+                      "n_iter": 10.0},
+                     {"dataset": ds, "solver_entry": "alpha_maj_printed", "time_s": 1e-2, "time_reps": (1e-2,) * len(slow),
+                      "n_iter": 10.0}]
+        return pd.DataFrame(rows)
+    assert tr.finding_larger_sets(summary([3.0] * 5)).verdict == HOLDS
+    assert tr.finding_larger_sets(summary([1.0] * 5)).verdict == DIFFERS
+    mixed = tr.finding_larger_sets(summary([3.0, 3.0, 1.0, 3.0, 3.0]))
+    assert mixed.verdict == UNDECIDED and "1 of 5" in mixed.why and "4 of 5 random starts" in mixed.ours
+    assert tr.finding_larger_sets(summary([3.0] * 3)).verdict == UNDECIDED       # too few starts
+
+
 # ------------------------------------------------------------------------------ bertini
 def test_bertini_rules_hold_on_the_papers_own_tables():
     for m in bt.METHODS:
@@ -253,3 +272,19 @@ def test_papers_check_compares_verdicts_finding_by_finding():
     flipped = verdicts("\n".join(findings_table([rows[0], Finding("claim two", "o", True, "", "r")])))
     assert differences(first, flipped) == ["finding 2 (claim two...): undecided then holds"]
     assert differences(first, first[:1]) == ["finding 2: only in the first run"]
+
+
+def test_papers_check_against_a_written_reproduction_runs_once_and_compares(tmp_path, monkeypatch, capsys):
+    from pipeline.papers import check as pc
+    rows = [Finding("claim one (Table 1)", "o", True, "", "r"), Finding("claim two", "o", None, "s", "r", UNDECIDED)]
+    (tmp_path / "troyan").mkdir()
+    (tmp_path / "troyan" / "README.md").write_text("# R\n\n## Findings\n\n" + "\n".join(findings_table(rows)))
+    fresh = [(1, "claim one (Table 1)", "holds"), (2, "claim two", "holds")]
+    calls = []
+    monkeypatch.setattr(pc, "regenerate", lambda name, *a, **k: calls.append(name) or fresh)
+    found = pc.check(["troyan"], log=lambda *_: None, against=tmp_path)
+    assert calls == ["troyan"] and found == {"troyan": ["finding 2 (claim two...): undecided then holds"]}
+    # A study without a written README: one line, exit 2, before any run.
+    assert pc.main(["--against", str(tmp_path), "bertini"]) == 2 and calls == ["troyan"]
+    assert "no README.md for bertini" in capsys.readouterr().err
+    assert pc.main(["--against"]) == 2
