@@ -229,18 +229,24 @@ def finding_larger_sets(summary, slow="svmmaj", fast="alpha_maj_printed") -> Fin
     ours = (", ".join(f"{PAPER_NAMES[d]} {times[d]:.2f}x" for d in big) + f" against the mean {mean:.2f}x; "
             f"largest over all {max(times.values()):.2f}x (medians over starts)")
     # A timing verdict (issue 29): the rule is judged in each random start on that start's
-    # ratios; it holds if it holds in every start, differs if in none, and is undecided when the
-    # starts disagree ("consistently higher" is what the paper claims) or are too few.
+    # ratios ("consistently higher"); it holds if it holds in all starts but at most one, differs
+    # if it fails in all but at most one, and is undecided between. One start either way is
+    # allowed because these fits take milliseconds: two regenerations at one load moved a single
+    # start across the line (1 of 5 holding, then 0 of 5), and a rule that flips on one start
+    # says nothing about the claim.
     reps = _rep_ratios(summary, slow, fast, same)
     n = min((len(r) for r in reps.values()), default=0)
     per_start = [rule_larger_higher({d: float(r[i]) for d, r in reps.items()}) for i in range(n)]
-    ours += f"; the rule holds in {sum(per_start)} of {n} random starts"
-    if n >= MIN_REPEATS and all(per_start):
+    held = sum(per_start)
+    ours += f"; the rule holds in {held} of {n} random starts"
+    rule += "; in all random starts but at most one (undecided when 2 or more disagree either way)"
+    if n >= MIN_REPEATS and held >= n - 1:
         return Finding(claim, ours, True, "", rule)
-    if n >= MIN_REPEATS and not any(per_start):
-        return Finding(claim, ours, False, "no random start has every larger set above the mean", rule)
+    if n >= MIN_REPEATS and held <= 1:
+        return Finding(claim, ours, False, f"in {n - held} of {n} random starts some larger set is not above "
+                       "the mean", rule)
     why = (f"fewer than {MIN_REPEATS} random starts" if n < MIN_REPEATS else
-           f"the starts disagree: in {n - sum(per_start)} of {n} some larger set is not above the mean")
+           f"the starts disagree: the rule holds in {held} of {n}")
     return Finding(claim, ours, None, why, rule, UNDECIDED)
 
 

@@ -163,8 +163,9 @@ def test_troyan_speedup_without_voting_and_larger_sets():
 
 
 def test_troyan_larger_sets_is_judged_in_every_random_start():
-    """"Consistently higher": the larger sets above the mean in every start holds, in none
-    differs, in some is undecided (a regeneration flipped it on the medians alone)."""
+    """"Consistently higher": the larger sets above the mean in all starts but at most one
+    holds, in at most one differs, in between is undecided (a regeneration flipped it on the
+    medians alone; one start either way flipped it between two runs at one load)."""
     def summary(big_by_start):
         rows = []
         for ds in tr.DATASETS:
@@ -175,9 +176,11 @@ def test_troyan_larger_sets_is_judged_in_every_random_start():
                       "n_iter": 10.0}]
         return pd.DataFrame(rows)
     assert tr.finding_larger_sets(summary([3.0] * 5)).verdict == HOLDS
+    assert tr.finding_larger_sets(summary([3.0, 3.0, 1.0, 3.0, 3.0])).verdict == HOLDS     # one start off
     assert tr.finding_larger_sets(summary([1.0] * 5)).verdict == DIFFERS
-    mixed = tr.finding_larger_sets(summary([3.0, 3.0, 1.0, 3.0, 3.0]))
-    assert mixed.verdict == UNDECIDED and "1 of 5" in mixed.why and "4 of 5 random starts" in mixed.ours
+    assert tr.finding_larger_sets(summary([1.0, 3.0, 1.0, 1.0, 1.0])).verdict == DIFFERS
+    mixed = tr.finding_larger_sets(summary([3.0, 3.0, 1.0, 1.0, 3.0]))
+    assert mixed.verdict == UNDECIDED and "holds in 3 of 5" in mixed.why and "3 of 5 random starts" in mixed.ours
     assert tr.finding_larger_sets(summary([3.0] * 3)).verdict == UNDECIDED       # too few starts
 
 
