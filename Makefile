@@ -4,6 +4,7 @@
 #   make papers [ARGS='hydra overrides']  set up .venv, then regenerate every paper reproduction
 #                                         (outputs/papers/<name>/), saying how long each took
 #   make papers-check [NAMES='...']       regenerate the fast studies twice and compare their verdicts
+#                                         (ARGS='--against outputs/papers': once each, against the committed ones)
 #   make docs  [DOCS_ARGS='...']          set up .venv with the docs extra, then build the documentation
 #                                         site (docs/, mkdocs.yml) into site/, strict: a broken link fails
 # Nothing but Python >= 3.11 and make is needed on the machine: everything else is installed

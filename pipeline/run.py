@@ -98,12 +98,13 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None =
         # and atomic: a dataset built here is whole, and kept).
         plan, client, warmup = _plan_while_starting(exp, run_dir, cluster)
         timing.mark("plan")
+        preload = _preload_report(exp) if client is not None else None
         run_dir.mkdir(parents=True, exist_ok=True)
         with run_lock(run_dir, say), _run_log(run_dir):
             # Handed over, not kept here: `_run_locked` lets the plan go after execute.
             held = [plan]
             del plan
-            return _run_locked(exp, held, run_dir, say, timing, client, warmup)
+            return _run_locked(exp, held, run_dir, say, timing, client, warmup, preload)
 
 
 class Timing:
@@ -226,6 +227,20 @@ def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitS
     return plan, client, warmup
 
 
+def _preload_report(exp: Experiment) -> threading.Thread:
+    """The report's imports (matplotlib, plotly, PIL: about 1 s of a small run's 1.5 s report,
+    idle) in a thread, started once the plan is made: the client then mostly waits, for its
+    workers' warm-up and for the tasks, and a small run's report no longer pays them at its end.
+    `_run_locked` joins it before the report (nothing forks while it imports)."""
+    def target():
+        from .report import preload
+        with contextlib.suppress(Exception):     # an import that fails here fails in the report, said there
+            preload(exp.report.get("figures") is not False)     # unset: the default, true
+    thread = threading.Thread(target=target, name="svmbench-report-imports", daemon=True)
+    thread.start()
+    return thread
+
+
 def _machine_line(when: str) -> str:
     """The cores and load average at the execute phase's start or end: its seconds are
     measured on a machine others may share (a paper's README quotes them, pipeline/papers/common.py)."""
@@ -234,7 +249,8 @@ def _machine_line(when: str) -> str:
             f"{fifteen:.2f} (1, 5, 15 min)")
 
 
-def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing, client=None, warmup=None) -> dict:
+def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing, client=None, warmup=None,
+                preload: threading.Thread | None = None) -> dict:
     """The run under its lock; held: [the plan], which is let go after execute (at 50,000 fits
     its specs are 36 MB of the client's peak, in the tables and report that follow)."""
     plan = held.pop()
@@ -280,6 +296,8 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
     failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, references)
     timing.mark("tables")
     # The report's imports (pandas' plotting, matplotlib) are paid here, not before the first task.
+    if preload is not None:
+        preload.join()
     from .report import build_report, status_lines
     for line in status_lines(results):
         say(line)

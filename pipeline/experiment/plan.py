@@ -326,6 +326,8 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                 budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)
                 if budget["time_limit_s"] is None:
                     budget["time_limit_s"] = exp.run.timeout_s
+                if exp.run.time_repeats > 1:     # in the key (fit_time_s is measured otherwise); 1 keeps keys as they were
+                    budget["time_repeats"] = int(exp.run.time_repeats)
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
                            if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
@@ -334,7 +336,8 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                             "problem": problem, "budget": budget, "solver_params": sparams,
                             "task": task, "grid_point": _normalise(point),
                             "trace": _trace_spec(exp.run),
-                            "warm_start": bool(exp.run.warm_start and spec.warm_start
+                            # Timing repeats need each solve to start where the first did: cold.
+                            "warm_start": bool(exp.run.warm_start and spec.warm_start and exp.run.time_repeats == 1
                                                and "lambda" not in problem and len(classes) == 2)}
                 if exp.run.keep_models:   # only when asked, so default keys stay as they were
                     template["keep_model"] = True

@@ -105,6 +105,9 @@ class RunConf:
     # for figures that need a point per pass whatever it costs (roethel_brynda's Figures 5-6).
     trace_overhead: Optional[float] = 0.05
     keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
+    # Each fit solved this many times, its fit_time_s the fastest (timeit's rule: the slower ones
+    # measured the machine, not the solver): for timing verdicts on fits of milliseconds.
+    time_repeats: int = 1
     # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
     # or more solver entries fit (what the comparison tables need), true for all, false none.
     reference: Any = "auto"

@@ -4,6 +4,10 @@ a temporary folder (never outputs/papers/), and compares their verdicts finding 
 verdict that flips between two runs on one machine rests on noise: its rule needs more repeats or
 a wider band, or it must say "undecided" (issue 29).
 
+`--against DIR` runs each study once and compares it with the reproduction already in
+DIR/<name>/README.md (`--against outputs/papers`: the committed one, itself a full regeneration),
+half the time of two fresh runs; the README must come from the same code for that to mean anything.
+
 Exit status 1 when any study's verdicts differ between the two runs, and each difference printed.
 """
 from __future__ import annotations
@@ -54,24 +58,33 @@ def regenerate(name: str, run_dir: Path, out: Path, overrides: list[str] = ()) -
     return verdicts(write_paper(name, run_dir, out).read_text())
 
 
-def check(names=FAST, overrides: list[str] = (), log=print) -> dict[str, list[str]]:
-    """name -> the differences between two regenerations (empty: they agree)."""
+def check(names=FAST, overrides: list[str] = (), log=print, against: Path | None = None) -> dict[str, list[str]]:
+    """name -> the differences between two regenerations (empty: they agree); with `against`,
+    the first is the reproduction already written in against/<name>/README.md."""
     found = {}
     with tempfile.TemporaryDirectory(prefix="papers-check-") as tmp:
         for name in names:
             start = time.perf_counter()
-            runs = [regenerate(name, Path(tmp) / f"{name}-{i}", Path(tmp) / f"{name}-{i}-paper", overrides)
-                    for i in (1, 2)]
+            runs = [] if against is None else [verdicts((Path(against) / name / "README.md").read_text())]
+            runs += [regenerate(name, Path(tmp) / f"{name}-{i}", Path(tmp) / f"{name}-{i}-paper", overrides)
+                     for i in range(len(runs) + 1, 3)]
             found[name] = differences(*runs)
             log(f"papers-check: {name}: {len(runs[0])} findings, "
                 f"{'agree' if not found[name] else f'{len(found[name])} differ'} "
-                f"({time.perf_counter() - start:.0f} s for both runs)")
+                f"({time.perf_counter() - start:.0f} s for {'the fresh run' if against else 'both runs'})")
             for line in found[name]:
                 log(f"  {line}")
     return found
 
 
 def main(argv: list[str]) -> int:
+    against = None
+    if "--against" in argv:
+        i = argv.index("--against")
+        if i + 1 == len(argv):
+            print("papers-check: --against needs a folder of reproductions (e.g. outputs/papers)", file=sys.stderr)
+            return 2
+        against, argv = Path(argv[i + 1]), argv[:i] + argv[i + 2:]
     names = [a for a in argv if "=" not in a] or list(FAST)
     overrides = [a for a in argv if "=" in a]
     from . import PAPERS
@@ -80,8 +93,12 @@ def main(argv: list[str]) -> int:
         print(f"papers-check: no such reproduction: {', '.join(unknown)}; registered: {', '.join(sorted(PAPERS))}",
               file=sys.stderr)
         return 2
+    missing = [n for n in names if against is not None and not (against / n / "README.md").is_file()]
+    if missing:
+        print(f"papers-check: --against {against}: no README.md for {', '.join(missing)}", file=sys.stderr)
+        return 2
     start = time.perf_counter()
-    found = check(names, overrides)
+    found = check(names, overrides, against=against)
     print(f"papers-check: {sum(map(len, found.values()))} verdicts differ over {len(names)} studies "
           f"({time.perf_counter() - start:.0f} s)")
     return 1 if any(found.values()) else 0

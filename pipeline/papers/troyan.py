@@ -11,6 +11,7 @@ over the random starts), so tests flip them on hand-made tables; `summarise` bui
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -22,8 +23,8 @@ from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
-from .common import (Finding, draw_figures, figure_lines, header_lines, save_figures, spread, table_lines,
-                     timed_finding, with_costs)
+from .common import (MIN_REPEATS, UNDECIDED, Finding, draw_figures, figure_lines, header_lines, save_figures, spread,
+                     table_lines, timed_finding, with_costs)
 
 NAME = "troyan"
 DATASETS = ("australian", "breast_cancer_wisconsin_699", "pima_diabetes", "heart_statlog", "hepatitis", "sonar", "voting")
@@ -81,8 +82,18 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
                        L_star_gap=fits["f_star_gap"].abs() / C,
                        excess=(fits["primal_objective"] - fits["f_star"]) / C,
                        star_ok=fits["f_star_status"] == "converged")
+    # The timing samples of a speed-up verdict: each start's solves (run.time_repeats: 3 of each
+    # fit, start-major), or its one time. Each fit takes milliseconds and its repeats spread by
+    # up to 2x on a shared machine: a verdict on every sample says undecided where that noise
+    # straddles the line, instead of holding in one regeneration and not in the next.
+    if "info_fit_time_s_repeats" in fits.columns:
+        fits = fits.assign(_samples=[tuple(json.loads(r)) if isinstance(r, str) else (t,)
+                                     for r, t in zip(fits["info_fit_time_s_repeats"], fits["fit_time_s"])])
+    else:
+        fits = fits.assign(_samples=[(t,) for t in fits["fit_time_s"]])
     g = fits.groupby(["dataset", "solver_entry"], sort=True)
     return g.agg(runs=("key", "count"), time_s=("fit_time_s", "median"), time_reps=("fit_time_s", tuple),
+                 time_samples=("_samples", lambda col: tuple(t for reps in col for t in reps)),
                  n_iter=("n_iter", "median"),
                  L=("L", "median"), L_min=("L", "min"), L_max=("L", "max"), L_star=("L_star", "first"),
                  L_star_gap=("L_star_gap", "max"), star_ok=("star_ok", "all"), excess=("excess", "max"),
@@ -165,19 +176,28 @@ def rule_about(ratio: float, paper_factor: float) -> bool:
     return bool(paper_factor / ABOUT <= ratio <= paper_factor * ABOUT)
 
 
-def _start_ratios(summary, slow, fast, datasets) -> list[float]:
-    """Per random start (init_seed), the mean over `datasets` of time(slow) / time(fast) in that
-    start: the repeats the speed-up verdict rests on."""
-    per = []
+def _rep_ratios(summary, slow, fast, datasets, column="time_reps") -> dict[str, np.ndarray]:
+    """dataset -> time(slow) / time(fast) in each random start (init_seed; with column
+    "time_samples", in each solve of each start, paired by their order), for the datasets of
+    `datasets` that have both entries: the repeats the timing verdicts rest on."""
+    per = {}
     for d in datasets:
         row_a = summary[(summary["dataset"] == d) & (summary["solver_entry"] == slow)]
         row_b = summary[(summary["dataset"] == d) & (summary["solver_entry"] == fast)]
         if not (len(row_a) and len(row_b)):
             continue
-        a = row_a["time_reps"].iloc[0] if "time_reps" in row_a.columns else (float(row_a["time_s"].iloc[0]),)
-        b = row_b["time_reps"].iloc[0] if "time_reps" in row_b.columns else (float(row_b["time_s"].iloc[0]),)
+        col = column if column in row_a.columns else "time_reps"
+        a = row_a[col].iloc[0] if col in row_a.columns else (float(row_a["time_s"].iloc[0]),)
+        b = row_b[col].iloc[0] if col in row_b.columns else (float(row_b["time_s"].iloc[0]),)
         n = min(len(a), len(b))
-        per.append(np.asarray(a[:n], float) / np.asarray(b[:n], float))
+        per[d] = np.asarray(a[:n], float) / np.asarray(b[:n], float)
+    return per
+
+
+def _start_ratios(summary, slow, fast, datasets) -> list[float]:
+    """Per timing sample (each solve of each random start), the mean over `datasets` of
+    time(slow) / time(fast) in that sample."""
+    per = list(_rep_ratios(summary, slow, fast, datasets, "time_samples").values())
     if not per:
         return []
     n = min(len(r) for r in per)
@@ -221,9 +241,27 @@ def finding_larger_sets(summary, slow="svmmaj", fast="alpha_maj_printed") -> Fin
         return Finding(claim, "the larger sets were not run", None, "the run lacks these entries", rule)
     mean = float(np.mean([times[d] for d in same]))
     ours = (", ".join(f"{PAPER_NAMES[d]} {times[d]:.2f}x" for d in big) + f" against the mean {mean:.2f}x; "
-            f"largest over all {max(times.values()):.2f}x")
-    holds = rule_larger_higher({d: times[d] for d in same})
-    return Finding(claim, ours, holds, "" if holds else "not every larger set is above the mean", rule)
+            f"largest over all {max(times.values()):.2f}x (medians over starts)")
+    # A timing verdict (issue 29): the rule is judged in each random start on that start's
+    # ratios ("consistently higher"); it holds if it holds in all starts but at most one, differs
+    # if it fails in all but at most one, and is undecided between. One start either way is
+    # allowed because these fits take milliseconds: two regenerations at one load moved a single
+    # start across the line (1 of 5 holding, then 0 of 5), and a rule that flips on one start
+    # says nothing about the claim.
+    reps = _rep_ratios(summary, slow, fast, same)
+    n = min((len(r) for r in reps.values()), default=0)
+    per_start = [rule_larger_higher({d: float(r[i]) for d, r in reps.items()}) for i in range(n)]
+    held = sum(per_start)
+    ours += f"; the rule holds in {held} of {n} random starts"
+    rule += "; in all random starts but at most one (undecided when 2 or more disagree either way)"
+    if n >= MIN_REPEATS and held >= n - 1:
+        return Finding(claim, ours, True, "", rule)
+    if n >= MIN_REPEATS and held <= 1:
+        return Finding(claim, ours, False, f"in {n - held} of {n} random starts some larger set is not above "
+                       "the mean", rule)
+    why = (f"fewer than {MIN_REPEATS} random starts" if n < MIN_REPEATS else
+           f"the starts disagree: the rule holds in {held} of {n}")
+    return Finding(claim, ours, None, why, rule, UNDECIDED)
 
 
 def rule_larger_higher(ratios: dict) -> bool:

@@ -6,10 +6,10 @@
 Each table and figure is a small function registered with the columns it needs (registry.py);
 the report walks the registry and says, for each item it cannot draw, why (tables.py, figures.py).
 """
-from .build import build_report, compare_table, gather, main
+from .build import build_report, compare_table, gather, main, preload
 from .common import markdown_table
 from .registry import REGISTRY, ReportData, Skip, figure, items, table
 from .tables import STATUS_ADVICE, status_lines, status_table
 
-__all__ = ["build_report", "compare_table", "gather", "main", "markdown_table", "REGISTRY", "ReportData", "Skip",
+__all__ = ["build_report", "compare_table", "gather", "main", "preload", "markdown_table", "REGISTRY", "ReportData", "Skip",
            "figure", "items", "table", "STATUS_ADVICE", "status_lines", "status_table"]

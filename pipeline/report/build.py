@@ -392,6 +392,21 @@ def write(run_dir: Path, title: str, intro: list[str], secs: list[Section], pdf:
     return run_dir / "report.md"
 
 
+def preload(figures: bool = True) -> None:
+    """Import what the figures and the interactive page draw with (matplotlib's Agg backend,
+    plotly, PIL: about a second of a small run's report, idle) ahead of `build_report`, for a
+    caller that has idle time before it: `run` waits for its Dask workers to start and warm while
+    this runs in a thread. Nothing with `figures=False` (tables only need neither)."""
+    if not figures:
+        return
+    from .figures import _plt
+    _plt()
+    import matplotlib.transforms  # noqa: F401
+    import plotly.io  # noqa: F401
+    from PIL import Image  # noqa: F401
+    from . import interactive  # noqa: F401
+
+
 def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None,
                  formats: list[str] | None = None, figures: bool | None = None) -> Path:
     """Write report.md, report.html and figures/ from the run's Parquet tables. A Hydra multirun

@@ -56,6 +56,7 @@ def test_registry_is_described():
         "hepatitis",
         "mnist",
         "mnist_1v7",
+        "mnist_3v8",
         "mnist_5k",
         "pima_diabetes",
         "rcv1_like",

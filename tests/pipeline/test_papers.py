@@ -325,12 +325,14 @@ def _methods(time=None, prox=0.0, kkt=5e-14, converged=5, n_iter=None):
             for q in qs:
                 key = (m, k, None if math.isnan(q) else q)
                 t = {"qp": 6.0, "smo": 1.0}.get(m, 0.32 if q == bt.BEST_Q[k][0] else 0.6)
-                rows.append({"method": m, "kernel": k, "q": q,
+                rows.append({"method": m, "kernel": k, "q": q, "C": {"rbf": 5000.0, "poly": 1000.0}[k],
+                             "h": {"rbf": 0.01, "poly": 2.0}[k],
                              "n_iter": (n_iter or {}).get(key, {"qp": 25, "smo": 4000}.get(m, 30)),
                              "f0": 0.0, "f_star": -1096.3, "f_spread": 0.0, "kkt": kkt,
                              "time_s": (tt := (time or {}).get(key, t)), "time_reps": (tt,) * 5,
                              "n_prox": prox if q == 200.0 else 0.0,
-                             "prox_folds": 5 if prox and q == 200.0 else 0, "train": 100.0, "val": 99.5,
+                             "prox_folds": 5 if prox and q == 200.0 else 0, "pair_solves": 0.0,
+                             "train": 100.0, "val": 99.5,
                              "test": 98.9, "runs": 5, "converged": converged, "statuses": f"converged {converged}"})
     return pd.DataFrame(rows)
 
@@ -389,13 +391,32 @@ def test_bertini_findings_flip_with_the_numbers():
     assert all(f.holds is None for f in empty)
 
 
+def test_bertini_q_sweep_reaches_a_whole_fold_of_their_size():
+    """Issue 29: their q runs to 1600, their whole training set of about 2000 images. Ours: every
+    binary entry on mnist_3v8's 2000 rows, every method at one point per kernel (Findings 7, 8,
+    11, 12 compare them), q from the pair to a whole fold (1280 rows) through their 70, 100."""
+    cfg = compose(["+experiment=bertini"])
+    rows = cfg.datasets[bt.MNIST].max_rows
+    n_fold = round(rows * (1 - cfg.cv.test_size) * (cfg.cv.folds - 1) / cfg.cv.folds)
+    assert (rows, n_fold) == (2000, 1280)
+    for k in bt.KERNELS:
+        entries = [cfg.solvers[f"{m}_{k}"] for m in bt.METHODS]
+        assert all(list(e.datasets) == [bt.MNIST] for e in entries)
+        points = {(e.params.C, e.params.gamma, e.params.get("degree")) for e in entries}
+        assert len(points) == 1, (k, points)
+        qs = list(cfg.solvers[f"svmlight_{k}"].grid.q)
+        assert list(cfg.solvers[f"grid_{k}"].datasets) == [bt.MNIST]
+        assert min(qs) == 2 and max(qs) == n_fold and bt.BEST_Q[k][0] in qs
+    assert all(list(cfg.solvers[e].datasets) == [bt.MNIST] for e in bt.UNDERFIT_ENTRIES)
+
+
 def _bertini_run(run_dir: Path) -> None:
     """results.parquet of a tiny bertini run: the grid, the methods at one point, the one-vs-all."""
     res = []
 
     def add(entry, solver, kernel, fold, **kw):
         res.append({"key": f"fit-{entry}-{kw.get('C')}-{kw.get('gamma')}-{kw.get('degree')}-{kw.get('param_q')}-{fold}",
-                    "dataset": bt.THREE if entry == bt.OVA_ENTRY else bt.BINARY, "solver_entry": entry,
+                    "dataset": bt.THREE if entry == bt.OVA_ENTRY else bt.MNIST, "solver_entry": entry,
                     "solver": solver, "kernel": kernel, "fold": fold, "status": "converged", "n_iter": 30,
                     "fit_time_s": 0.01, "train_accuracy": 1.0, "test_accuracy": 0.99, "heldout_accuracy": 0.985,
                     "n_train": 228, "n_test": 57, "n_heldout": 72, "kkt_violation": 5e-13,

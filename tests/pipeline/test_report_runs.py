@@ -164,3 +164,15 @@ def test_report_formats_and_figures_options(two_runs, tmp_path):
     assert not list((run_dir / "figures").glob("*.png")) and not (run_dir / "interactive.html").exists()
     assert "figures are off in this run (report.figures=false); to get it, set `report.figures=true`" in md
     assert "## Certificates" in md or "| dataset" in md                    # the tables are still there
+
+
+def test_the_report_imports_can_be_paid_ahead_and_only_when_figures_are_drawn():
+    """`report.preload` (run.py calls it in a thread while the workers warm up) imports what the
+    figures and the interactive page draw with; with figures off it imports nothing."""
+    import subprocess
+    import sys
+    probe = ("import sys; from pipeline.report import preload; preload({}); "
+             "print(*[m in sys.modules for m in ('matplotlib.pyplot', 'plotly.io', 'PIL.Image')])")
+    out = [subprocess.run([sys.executable, "-c", probe.format(f)], capture_output=True, text=True, check=True).stdout.split()
+           for f in (True, False)]
+    assert out == [["True"] * 3, ["False"] * 3], out
