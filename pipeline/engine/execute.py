@@ -525,12 +525,14 @@ def _progress(total: int, enabled: bool):
                 file=sys.stderr, smoothing=0.1)
 
 
-def make_units(specs: list[dict], workers: int = 1) -> list[list[dict]]:
+def make_units(specs: list[dict], workers: int = 1, interleave: bool = False) -> list[list[dict]]:
     """Specs grouped into units: the specs of one C path together (run warm, in increasing C),
     every other spec alone. References come first: they are the longest solves. Then the units
     of one fold sit together (in order of first appearance), so that a task packs the fits of a
     few folds rather than one C over many (the plan's order): a worker then extracts only the
-    folds its tasks use, not nearly every fold of the sweep. With several workers, a sweep of
+    folds its tasks use, not nearly every fold of the sweep. `interleave` (run.interleave) takes
+    a fold's solver entries in turn, the i-th unit of each entry before the (i+1)-th of any, so
+    that the fits a timing verdict pairs run back to back. With several workers, a sweep of
     few paths has some of them cut into segments (`cut_paths`), so that the workers finish
     together."""
     units, paths = [], {}
@@ -543,7 +545,13 @@ def make_units(specs: list[dict], workers: int = 1) -> list[list[dict]]:
         else:
             units.append([spec])
     ids = _fold_ids(units)
-    order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i]))
+    turn = [0] * len(units)          # the unit's place among its fold's units of its entry
+    if interleave:
+        seen: dict = {}
+        for i, unit in enumerate(units):
+            slot = (ids[i], unit[0].get("solver_entry"))
+            turn[i] = seen[slot] = seen.get(slot, -1) + 1
+    order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i], turn[i]))
     return cut_paths([units[i] for i in order], workers)
 
 
@@ -964,7 +972,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             t0 = time.perf_counter()
             bar = _progress(len(todo), bool(exp.run.progress))
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
-                for units in make_tasks(make_units(todo), 1, chunk):
+                for units in make_tasks(make_units(todo, interleave=bool(exp.run.interleave)), 1, chunk):
                     finish(units, run_task(units, root))
                     n_tasks += 1
         else:
@@ -973,7 +981,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             if dashboard:
                 log(f"dask dashboard: {dashboard}")
             workers = _n_workers(client, cluster)
-            cutter = TaskCutter(make_units(todo, workers))
+            cutter = TaskCutter(make_units(todo, workers, bool(exp.run.interleave)))
             first = first_chunk(cutter.left, workers, chunk)
             futures, pace, counted, unit_s = {}, None, time.monotonic(), None
 

@@ -108,6 +108,10 @@ class RunConf:
     # Each fit solved this many times, its fit_time_s the fastest (timeit's rule: the slower ones
     # measured the machine, not the solver): for timing verdicts on fits of milliseconds.
     time_repeats: int = 1
+    # Within a fold, the solver entries' fits in turn (the first fit of each entry, then the
+    # second of each, ...) instead of entry after entry: methods compared in one random start or
+    # grid point run back to back, under the same load, for paired timing verdicts.
+    interleave: bool = False
     # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
     # or more solver entries fit (what the comparison tables need), true for all, false none.
     reference: Any = "auto"

@@ -314,3 +314,13 @@ def test_troyan_speedups_are_judged_on_every_timed_solve_not_only_the_fastest():
     noisy = tr.summarise(results((2e-2, 4e-2, 2e-2)))
     assert tr.rule_about(float(noisy.loc[noisy["solver_entry"] == "svmmaj", "time_s"].iloc[0]) / 1e-2, 1.70)
     assert tr.finding_2maj_over_maj(noisy).verdict == UNDECIDED
+
+
+def test_a_timing_verdict_on_many_repeats_rests_on_their_middle_half():
+    """Five repeats: their range (one outside straddles). Ten or more: their quartiles, so one
+    tail sample of fifteen no longer flips the verdict between two regenerations."""
+    from pipeline.papers.common import timing_verdict
+    assert timing_verdict([2.0] * 4 + [3.0], 1.5, 2.5) == UNDECIDED
+    assert timing_verdict([2.0] * 14 + [3.0], 1.5, 2.5) == HOLDS
+    assert timing_verdict([2.0] * 7 + [3.0] * 8, 1.5, 2.5) == UNDECIDED
+    assert timing_verdict([3.0] * 12 + [2.0] * 3, 1.5, 2.5) == DIFFERS
