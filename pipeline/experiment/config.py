@@ -796,6 +796,8 @@ def smoke(cfg: DictConfig) -> DictConfig:
     # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
     # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
     cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
+    # Timing repeats make a timing verdict stable; a smoke run's verdicts are not meaningful.
+    cfg.run.time_repeats = 1
     if cfg.cv.kind in ("kfold", "kfold_test"):
         cfg.cv.folds = 2
     if cfg.cv.kind == "repeated":

@@ -40,3 +40,10 @@ def test_the_repeats_are_in_the_key_and_the_fits_run_cold(tmp_path):
 def test_time_repeats_must_be_a_positive_integer(tmp_path, bad):
     with pytest.raises(ConfigError, match=f"run.time_repeats=.*must be an integer >= 1"):
         validate(compose([f"store.root={tmp_path / 'store'}", *BASE, f"run.time_repeats={bad}"]))
+
+
+def test_a_smoke_run_times_each_fit_once(tmp_path):
+    """A smoke run checks the pipeline, not timing verdicts: troyan's 5 timed solves a fit become one."""
+    exp = validate(compose([f"store.root={tmp_path / 'store'}", "+experiment=troyan", "smoke=true"]))
+    assert exp.run.time_repeats == 1
+    assert validate(compose([f"store.root={tmp_path / 'store'}", "+experiment=troyan"])).run.time_repeats == 5
