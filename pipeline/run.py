@@ -295,7 +295,8 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
     # The fits' statuses are in the table; only the reference shards are read again.
     failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, references)
     timing.mark("tables")
-    # The report's imports (pandas' plotting, matplotlib) are paid here, not before the first task.
+    # The report's imports were started in a thread once the plan was made (`_preload_report`);
+    # joined here, so nothing forks the report's figure processes while it imports.
     if preload is not None:
         preload.join()
     from .report import build_report, status_lines

@@ -741,7 +741,7 @@ def validate(cfg: DictConfig) -> Experiment:
         fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
     if run.trace_per_decade < 1:
         fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
-    if isinstance(run.time_repeats, bool) or not isinstance(run.time_repeats, int) or run.time_repeats < 1:
+    if run.time_repeats < 1:     # an integer: the typed schema refused anything else when composing
         fail("run.time_repeats", run.time_repeats, "must be an integer >= 1 (each fit solved that many times, "
              "its time the fastest)")
     if run.trace_overhead is not None and not 0 < run.trace_overhead <= 1:
