@@ -744,14 +744,17 @@ def fig_time_vs_q(data: ReportData, methods: pd.DataFrame):
     """Figures 2 and 4: svmlight's median time against q, a line per kernel; q's where a proximal
     step was taken or a fold stopped short are marked."""
     fig = time_vs_q(_only(data, ["svmlight_rbf", "svmlight_poly"]))
-    ax = next(a for a in fig.axes if a.get_legend() is not None)
     sv = methods[methods["method"] == "svmlight"]
-    for r in sv.itertuples():
-        if r.n_prox > 0:
-            ax.plot([r.q], [r.time_s], "rx", markersize=10)
-        if r.converged < r.runs:
-            ax.annotate(r.statuses, (r.q, r.time_s), fontsize=6, textcoords="offset points", xytext=(4, 4))
-    ax.set_title(f"svmlight, tol {TOL:g}: Gaussian (Fig. 4), polynomial (Fig. 2)\n"
+    # One panel per kernel (a problem each); a kernel's marks go on the panel whose title names it.
+    for ax in [a for a in fig.axes if a.get_title()]:
+        for r in sv.itertuples():
+            if f"kernel={r.kernel}" not in ax.get_title():
+                continue
+            if r.n_prox > 0:
+                ax.plot([r.q], [r.time_s], "rx", markersize=10)
+            if r.converged < r.runs:
+                ax.annotate(r.statuses, (r.q, r.time_s), fontsize=6, textcoords="offset points", xytext=(4, 4))
+    fig.suptitle(f"svmlight, tol {TOL:g}: Gaussian (their Fig. 4), polynomial (their Fig. 2); "
                  f"red x: a proximal step taken ({int(sv['n_prox'].sum())} in all)", fontsize=9)
     return fig
 

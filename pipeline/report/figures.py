@@ -719,29 +719,35 @@ def c_gamma_heatmap(data: ReportData):
 
 
 def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: str, logx=True, logy=True):
-    """Median over folds of y against a swept x, a line per entry and every other swept value
-    (at most MAX_LINES per panel: those of the least median y, a time, at any x)."""
+    """Median over folds of y against a swept x, one panel per problem (the dataset and every
+    problem key but x: two kernels or two C values are never in one panel), a line per entry and
+    every other swept value (at most MAX_LINES per panel: those of the least median y, a time, at any x)."""
     fits = data.fits.assign(**{x: _numeric(data.fits[x])})
     fits = fits[fits[x].notna() & fits[y].notna()]
+    prob = [c for c in problem_key_columns(fits) if c not in ("dataset", x)]
     fits, line_keys, shown = _other_lines(data, fits, x)
-    lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
-                     if g[x].nunique() > 1] for ds in sorted(fits["dataset"].unique())}
-    datasets = [ds for ds, lines in lines_by.items() if lines]
-    if not datasets:
+    keys = ["dataset"] + prob
+    found = sorted({tuple(k) for k in fits[keys].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
+    named, _ = varying_problem_keys(keys, found)
+    title = {k: problem_title(dict(zip(keys, k)), named) for k in found}
+    lines_by = {k: [g for _, g in fits[(fits[keys].apply(tuple, axis=1) == k)].groupby(line_keys, sort=True, dropna=False)
+                    if g[x].nunique() > 1] for k in found}
+    shown_problems = [k for k in found if lines_by[k]]
+    if not shown_problems:
         raise Skip(skip)
-    fig, axes = _panels(len(datasets))
-    for ax, ds in zip(axes, datasets):
-        lines, cut = best_lines(lines_by[ds], lambda g: g.groupby(x)[y].median().min(), f"least {ylabel}")
+    fig, axes = _panels(len(shown_problems))
+    for ax, k in zip(axes, shown_problems):
+        lines, cut = best_lines(lines_by[k], lambda g: g.groupby(x)[y].median().min(), f"least {ylabel}")
         for grp, style in zip(lines, styles(len(lines))):
             m = grp.groupby(x)[y].median()
             ax.plot(m.index, m.to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
         ys = pd.concat([g[y] for g in lines])
         log = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
-        _decorate(ax, panel_title(ds, cut), xlabel, ylabel, len(lines), logx=logx, logy=log)
+        _decorate(ax, panel_title(title[k], cut), xlabel, ylabel, len(lines), logx=logx, logy=log)
         _value_ticks(ax, pd.concat([g[x] for g in lines]))
         if log:
             _log_ticks(ax, x=False, y=True)
-    left_out(fig, {ds: f"one {xlabel} per line" for ds, lines in lines_by.items() if not lines})
+    left_out(fig, {title[k].replace("\n", " "): f"one {xlabel} per line" for k in found if not lines_by[k]})
     return fig
 
 

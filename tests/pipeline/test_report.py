@@ -363,3 +363,18 @@ def test_multirun_overrides_as_typed_and_only_those_that_vary(tmp_path):
                                "b": ["solvers.smo.grid.gamma=[1]", "cv.folds=2"]})
     assert by_job == {"a": "solvers.smo.grid.gamma=[0.1]", "b": "solvers.smo.grid.gamma=[1]"}
     assert label({"solver_entry": "smo", "job_overrides": by_job["b"]}, ["job_overrides"]) == "smo solvers.smo.grid.gamma=[1]"
+
+
+def test_time_against_q_draws_one_problem_a_panel():
+    """Two kernels' q sweeps on one dataset are two problems: two panels, each naming its kernel,
+    never one panel mixing them (bertini's Figures 2 and 4 were drawn in one)."""
+    from pipeline.report.figures import time_vs_q
+    specs = []
+    for entry, kernel, C in (("sv_rbf", "rbf", 5000.0), ("sv_poly", "poly", 1000.0)):
+        for q in (2, 10, 40):
+            specs += folds({"solver_entry": entry, "kernel": kernel, "C": C, "param_q": q, "fit_time_s": 0.01 * q}, 2)
+    fig = time_vs_q(_data(rows(specs)))
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 2 and any("kernel=rbf" in t for t in titles) and any("kernel=poly" in t for t in titles), titles
+    import matplotlib.pyplot as plt
+    plt.close(fig)
