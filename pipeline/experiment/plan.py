@@ -245,7 +245,7 @@ class Specs(Mapping):
     order they were planned, each with its folds in order."""
 
     def __init__(self, prefix: str, templates: list, tails: list, template, fold, digest, path, paths: list,
-                 reference=None, references: list | None = None):
+                 reference=None, references: "Specs | None" = None):
         self._prefix = prefix
         self._templates, self._tails = templates, tails    # tail: what a spec carries outside its key
         self._template = np.asarray(template, dtype=np.int32)
@@ -253,7 +253,7 @@ class Specs(Mapping):
         self._digest = np.asarray(digest, dtype=np.uint64)
         self._path = np.asarray(path, dtype=np.int32)       # index into paths, -1: None
         self._paths = paths
-        # Fits name a reference (index into `references`, -1: None); references do not.
+        # Fits name a reference (its row in the `references` Specs, -1: None); references do not.
         self._reference = None if reference is None else np.asarray(reference, dtype=np.int32)
         self._references = references
         self._sorted = None                                 # (digests sorted, their rows), made on a lookup
@@ -262,7 +262,7 @@ class Specs(Mapping):
     def empty(cls, prefix: str, with_reference: bool = False) -> "Specs":
         none = np.zeros(0, dtype=np.int32)
         return cls(prefix, [], [], none, none, none.astype(np.uint64), none, [],
-                   none if with_reference else None, [] if with_reference else None)
+                   none if with_reference else None, cls.empty("ref-") if with_reference else None)
 
     def __len__(self) -> int:
         return len(self._digest)
@@ -315,12 +315,13 @@ class Specs(Mapping):
         digests = self._digest[rows]
         seeds = ((digests >> np.uint64(32)) & np.uint64(0x7FFFFFFF)).tolist()    # seed_from_key
         refs = self._reference[rows].tolist() if self._reference is not None else None
+        ref_digests = self._references._digest if refs is not None else None
         for i, (t, fold, digest, path) in enumerate(zip(self._template[rows].tolist(), self._fold[rows].tolist(),
                                                         digests.tolist(), self._path[rows].tolist())):
             spec = {**self._templates[t], "fold": fold, "key": self._key(digest), "seed": seeds[i],
                     "path": self._paths[path] if path >= 0 else None, **self._tails[t]}
             if refs is not None:
-                spec["reference_key"] = self._references[refs[i]] if refs[i] >= 0 else None
+                spec["reference_key"] = self._references._key(ref_digests[refs[i]]) if refs[i] >= 0 else None
             yield spec
 
     def _all(self):
@@ -340,8 +341,10 @@ class Specs(Mapping):
 
     def reference_of(self) -> dict:
         """Key -> its reference's key (None without one), for every spec."""
-        refs = self._reference.tolist() if self._reference is not None else [-1] * len(self)
-        return {key: self._references[r] if r >= 0 else None for key, r in zip(self, refs)}
+        if self._reference is None:
+            return dict.fromkeys(self)
+        refs, keys = self._reference.tolist(), list(self._references)
+        return {key: keys[r] if r >= 0 else None for key, r in zip(self, refs)}
 
     def select(self, keys) -> list[dict]:
         """The specs whose keys are not in `keys` (a set), in order: a resumed run's work."""
@@ -689,7 +692,8 @@ def _attach_references(fits: _SpecColumns, datasets: dict, run, paths: dict, tex
     n = len(fits.digests) // 8
     none = np.full(n, -1, np.int32)
     if run.reference is False:
-        return fits.specs(reference=none, references=[]), Specs.empty("ref-")
+        refs = Specs.empty("ref-")
+        return fits.specs(reference=none, references=refs), refs
     budget = {"tol": float(run.reference_tol), "max_iter": int(run.reference_max_iter),
               "time_limit_s": run.reference_time_limit_s}
     counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates))
@@ -718,7 +722,7 @@ def _attach_references(fits: _SpecColumns, datasets: dict, run, paths: dict, tex
     rank[order] = np.arange(len(order), dtype=np.int32)
     refs = cands.specs(keep=np.flatnonzero(keep)[first[order]])
     none[np.flatnonzero(has)[keep]] = rank[inverse.ravel()]
-    return fits.specs(reference=none, references=list(refs)), refs
+    return fits.specs(reference=none, references=refs), refs
 
 
 def _reference(data: dict, problem: dict, budget: dict, n_features: int | None = None) -> dict | None:
