@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..experiment.experiment import Experiment, as_dict, thaw
-from ..experiment.plan import Plan
+from ..experiment.plan import Plan, made
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
@@ -926,7 +926,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     cluster itself when there is work, and warms it. The phase's clock starts once every
     worker thread is warm: the cluster's start and warm-up are the command's fixed cost, reported
     apart (Summary.startup_s), not a per-task cost."""
-    # The plan stores its specs as columns (`plan.Specs`): only the tasks to run are made specs.
+    # The plan stores its specs as columns (`plan.Specs`): the tasks to run are views of them
+    # (`plan.SpecView`), grouped and cut into tasks, and each task's specs are made as it is cut.
     total = len(plan.references) + len(plan.fits)
     have = {key for key in finished_keys(run_dir) if key in plan.fits or key in plan.references}
     errors = error_keys(run_dir, have) if exp.run.retry_errors else set()
@@ -975,6 +976,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             bar = _progress(len(todo), bool(exp.run.progress))
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
                 for units in make_tasks(make_units(todo, interleave=bool(exp.run.interleave)), 1, chunk):
+                    units = made(units)
                     finish(units, run_task(units, root))
                     n_tasks += 1
         else:
@@ -992,6 +994,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 units = cutter.next(paced_chunk(cutter.left, workers, pace) if pace and chunk == "auto" else first)
                 if units is None:
                     return None
+                units = made(units)
                 # The units go pickled, and the records come back pickled: Dask walks every
                 # nested dict and list of a task's arguments looking for futures (1.7 s for
                 # 10,000 specs on the client) and of its result to size it; bytes it passes

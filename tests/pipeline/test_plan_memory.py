@@ -81,3 +81,29 @@ def test_specs_read_from_the_columns_are_the_specs_the_keys_hash(tmp_path):
         plan.fits["fit-0000000000000000"]
     assert plan.fits.count_by("solver_entry") == {"dcd": 600}
     assert plan.fits.reference_of()[key] == fits[0]["reference_key"]
+
+
+def test_execute_groups_views_and_makes_the_specs_of_each_task(tmp_path):
+    """`execute` groups and cuts views of the specs to run (`SpecView`, a few dozen bytes
+    each) and makes the dicts of a task as it cuts it: the same units and tasks as the dicts."""
+    from pipeline.engine.execute import make_tasks, make_units
+    from pipeline.experiment.plan import made
+
+    plan = build_plan(_experiment(tmp_path, 4, "run.reference=true"), _labels())
+    done = set(list(plan.fits)[::7]) | set(list(plan.references)[::5])
+    views = plan.references.select(done) + plan.fits.select(done)
+    dicts = [s for s in [*plan.references.values(), *plan.fits.values()] if s["key"] not in done]
+    assert [dict(v) for v in views] == dicts
+    for workers in (1, 2, 3):
+        assert made(make_units(views, workers, True)) == make_units(dicts, workers, True)
+    tasks = make_tasks(make_units(views, 2), 2, "auto")
+    assert [made(t) for t in tasks] == make_tasks(make_units(dicts, 2), 2, "auto")
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        views = plan.fits.select(set())
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held / len(views) < KEPT_PER_FIT
