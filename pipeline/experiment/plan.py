@@ -569,7 +569,7 @@ class _SpecColumns:
 
     def digest_array(self) -> np.ndarray:
         # The digest's bytes read as one big-endian integer: its hex is the key's.
-        return np.frombuffer(bytes(self.digests), dtype=">u8").astype(np.uint64)
+        return np.frombuffer(self.digests, dtype=">u8").astype(np.uint64)
 
     def specs(self, keep=None, reference=None, references=None) -> Specs:
         """The columns as Specs, the rows `keep` only (an index array; default all, each key once:
@@ -577,8 +577,11 @@ class _SpecColumns:
         come)."""
         digest = self.digest_array()
         if keep is None:
-            _, first = np.unique(digest, return_index=True)
-            keep = np.sort(first) if len(first) < len(digest) else slice(None)
+            ordered = np.sort(digest)
+            keep = slice(None)
+            if (ordered[1:] == ordered[:-1]).any():   # rare: find the first of each key (more memory)
+                keep = np.sort(np.unique(digest, return_index=True)[1])
+            del ordered
         column = lambda a: np.frombuffer(a, dtype=np.int32)[keep] if len(a) else np.zeros(0, np.int32)  # noqa: E731
         return Specs(self.prefix, self.templates, self.tails, column(self.template), column(self.fold),
                      digest[keep], column(self.path), self.paths,

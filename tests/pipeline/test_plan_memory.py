@@ -107,3 +107,14 @@ def test_execute_groups_views_and_makes_the_specs_of_each_task(tmp_path):
     finally:
         tracemalloc.stop()
     assert held / len(views) < KEPT_PER_FIT
+
+
+def test_equal_specs_are_one_task_in_the_place_of_the_first(tmp_path):
+    """Two grid points that are one spec (a C given twice here; a dataset's own problem keys can
+    make points equal) give one key, where the first was, as a dict keyed by key kept them."""
+    exp = validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
+                            "solvers.dcd.grid.C=[2.0,1.0,2.0]", "cv=kfold", "cv.folds=3"]))
+    plan = build_plan(exp, _labels())
+    assert [(s["problem"]["C"], s["fold"]) for s in plan.fits.values()] == [(2.0, 0), (2.0, 1), (2.0, 2),
+                                                                           (1.0, 0), (1.0, 1), (1.0, 2)]
+    assert all(plan.fits[k]["key"] == k for k in plan.fits)
