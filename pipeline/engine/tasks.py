@@ -13,6 +13,7 @@ with ``status="error"`` and its traceback, and the sweep goes on.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -272,7 +273,7 @@ def _problem(problem: dict, X, y, rows=None):
     return rows.with_settings(**p) if rows is not None else solvers.Problem.build(X, y, **p)
 
 
-def warm(solver_names: list[str]) -> None:
+def warm(solver_names: list[str], modules: list[str] = ()) -> None:
     """What a task of these solvers pays once per process, paid ahead (the sandbox child's
     warm-up, while the client plans): the solvers' imports and warmups (numba compiled or loaded
     from its cache: `solvers.warm`), the environment columns (sklearn, threadpoolctl) and the
@@ -281,7 +282,8 @@ def warm(solver_names: list[str]) -> None:
     k-fold fit without scaling never imports it (`plan._kfold` is its StratifiedKFold in numpy),
     and its import was half of this warm-up's CPU, two sandboxes at once on two cores (issue 30,
     point 3); a fit that needs it (a scaler, a multiclass confusion matrix, another CV scheme)
-    imports it in its first task, outside the fit's clock."""
+    imports it in its first task, outside the fit's clock, unless the client names it in
+    `modules` (`execute.task_modules`: the scikit-learn modules its plan's tasks import)."""
     from solvers import get_solver
     from solvers.registry import warm as warm_solver
 
@@ -290,6 +292,8 @@ def warm(solver_names: list[str]) -> None:
         # first fit, which warms it again and reports the failure as that fit's error row.
         with contextlib.suppress(Exception):
             warm_solver(get_solver(name))
+    for module in modules:
+        importlib.import_module(module)
     environment()
 
 

@@ -116,7 +116,7 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     with keep_clusters(), contextlib.ExitStack() as stack:
         run_module.start_ahead(cfg, tmp_path / "new")
         assert len(run_module._AHEAD) == 1 and calls == [["dcd"]]
-        client, ahead, _ = run_module._AHEAD[0]
+        client, ahead = run_module._AHEAD[0]
         plan, planned_client, warmup = run_module._plan_while_starting(cfg, tmp_path / "new", stack)
         assert planned_client is client and warmup is ahead and calls == [["dcd"]] and not run_module._AHEAD
         warmup.wait()
@@ -182,3 +182,21 @@ def test_a_sandbox_warms_and_runs_a_binary_kfold_fit_without_scikit_learn():
     import sklearn
     assert out[0] == f"False {sklearn.__version__}"
     assert out[1] == "['sklearn.exceptions.ConvergenceWarning']"
+
+
+def test_the_warm_up_imports_the_scikit_learn_modules_the_plan_s_tasks_import_and_only_those(store):
+    """`task_modules`: none for binary k-fold without scaling; model_selection for a subsample or
+    another split (the test above fails without it: its first task paid the import, 1.4 s);
+    preprocessing for a scaler; metrics once the plan shows a multiclass dataset."""
+    from pipeline.engine.execute import task_modules
+    from pipeline.run import materialise_datasets
+
+    def modules(*overrides):
+        exp = validate(compose([f"store.root={store}", "solvers=[dcd]", *overrides]))
+        return task_modules(exp), task_modules(exp, build_plan(exp, materialise_datasets(exp)))
+
+    assert modules("datasets=[toy_blobs]") == ([], [])
+    assert modules("datasets=[toy_blobs]", "cv=holdout") == (["sklearn.model_selection"],) * 2
+    assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100") == (["sklearn.model_selection"],) * 2
+    assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.scale=standard") == (["sklearn.preprocessing"],) * 2
+    assert modules("datasets=[digits_bertini_3class]", "datasets.digits_bertini_3class.scale=none") == ([], ["sklearn.metrics"])
