@@ -384,8 +384,10 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
 
 def check_paper(exp: Experiment) -> None:
     """`paper:` must name a registered reproduction (pipeline/papers/), checked before any work."""
+    if exp.paper is None:      # the reproductions' modules (80 ms of imports) only for a paper's run
+        return
     from .papers import PAPERS, names
-    if exp.paper is not None and exp.paper not in PAPERS:
+    if exp.paper not in PAPERS:
         raise ConfigError(f"paper={exp.paper!r}: no such reproduction; registered: {', '.join(names())}")
 
 

@@ -42,6 +42,7 @@ from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
+from .kept import resolve as resolve_address
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 
@@ -265,7 +266,7 @@ def open_client(cluster):
     # Dask's INFO lines (workers starting and stopping, comms closing) are not the run's story.
     logging.getLogger("distributed").setLevel(logging.WARNING)
     if kind == "address":
-        with _connect(cluster.address, security(cluster)) as client:
+        with _connect(resolve_address(cluster.address), security(cluster)) as client:
             yield client
         return
     if kind == "slurm":
@@ -385,7 +386,7 @@ def probe_cluster(cluster) -> None:
     if cluster.kind == "slurm":
         _lifetime_s(cluster)      # a walltime that cannot hold a worker's lifetime, before any work
     if cluster.kind == "address":
-        _probe_address(cluster.address)
+        _probe_address(resolve_address(cluster.address))
 
 
 def _probe_address(address: str) -> None:
