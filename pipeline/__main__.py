@@ -95,24 +95,16 @@ def _process_start() -> float:
         return time.time()
 
 
-def preflight(overrides: list[str]):
+def preflight(overrides: list[str], composed=None):
     """Compose and validate a single run before Hydra makes its directory; refuse a run directory
     another run holds before Hydra writes its .hydra/ into it; answer run.dry_run=true. Returns
-    the validated experiment and its run dir (None: Hydra makes a new one)."""
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from pipeline.experiment.config import compose, override_value, validate
+    the validated experiment and its run dir (None: Hydra makes a new one). composed: the run's
+    config as `_compose_run` made it (with its `hydra` node), composed here when None."""
+    from pipeline.experiment.config import override_value, validate
     from pipeline.engine.runlock import check_free
-    try:
-        exp = validate(compose(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        # Hydra's own composition errors (a malformed override, a wrong type): their lines, joined.
-        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-        cause = exc.__cause__
-        if cause is not None:
-            lines.append(str(cause).splitlines()[0])
-        raise ConfigError("; ".join(lines)) from None
+    if composed is None:
+        composed = _compose_run(prepare_overrides_once(overrides))[1]
+    exp = validate(_task_config(composed, overrides))
     run_dir = override_value(overrides, "hydra.run.dir")
     if exp.run.dry_run:
         from pipeline.run import dry_run
@@ -121,6 +113,96 @@ def preflight(overrides: list[str]):
     if run_dir:
         check_free(run_dir)
     return exp, Path(run_dir) if run_dir else None
+
+
+def prepare_overrides_once(overrides: list[str]) -> list[str]:
+    """`config.prepare_overrides` (the store's entries and plugins offered to Hydra: it imports
+    the solvers, most of a command's first second)."""
+    from pipeline.experiment.config import prepare_overrides
+    return prepare_overrides(overrides)
+
+
+def _hydra_errors():
+    """The exceptions Hydra and OmegaConf raise for a bad override or config."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+    return HydraException, OmegaConfBaseException
+
+
+def _compose_run(prepared: list[str]):
+    """(Hydra, the single run's config with its `hydra` node): composed once, as `Hydra.run`
+    composes it. Hydra's own `@hydra.main` path composes a run twice (once only to read
+    `hydra.mode`) and the preflight once more: three composes of 0.2-0.7 s each on the way
+    to the first task (issue 30, point 3). A composition error is one ConfigError line."""
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import (create_automatic_config_search_path,
+                                       detect_calling_file_or_module_from_task_function, detect_task_name)
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    register_schema()
+    calling_file, calling_module = detect_calling_file_or_module_from_task_function(main.__wrapped__)
+    GlobalHydra.instance().clear()
+    try:
+        hydra_app = Hydra.create_main_hydra2(
+            task_name=detect_task_name(calling_file, calling_module),
+            config_search_path=create_automatic_config_search_path(None, None, str(CONF_DIR)))
+        # As Hydra's `_run_app` does for a config that leaves hydra.mode unset (ours: conf/config.yaml).
+        cfg = hydra_app.compose_config(config_name="config", overrides=[*prepared, "hydra.mode=RUN"],
+                                       with_log_configuration=False, run_mode=RunMode.RUN)
+    except _hydra_errors() as exc:
+        # Hydra's own composition errors (a malformed override, a wrong type): their lines, joined.
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        cause = exc.__cause__
+        if cause is not None:
+            lines.append(str(cause).splitlines()[0])
+        raise ConfigError("; ".join(lines)) from None
+    return hydra_app, cfg
+
+
+def _task_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The config the task sees (Hydra's `run_job` hands it over without its `hydra` node),
+    checked against the command line (`config.check_composed`)."""
+    import copy
+
+    from omegaconf import open_dict, read_write
+
+    from pipeline.experiment.config import check_composed
+    task_cfg = copy.deepcopy(cfg)
+    with read_write(task_cfg), open_dict(task_cfg):
+        del task_cfg["hydra"]
+    check_composed(task_cfg, overrides)
+    return task_cfg
+
+
+def run_single(overrides: list[str]) -> None:
+    """A single run (no -m, no Hydra flag): composed once (`_compose_run`), validated and
+    checked (`preflight`), the cluster started ahead (`run.start_ahead`), then Hydra's own
+    `run_job` on that config: the run directory, .hydra/, run.log and the task, as `@hydra.main`
+    does them, without composing again."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra._internal.utils import run_and_report
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.utils import run_job
+    from hydra.types import HydraContext
+    from pipeline.run import start_ahead
+
+    hydra_app, cfg = _compose_run(prepare_overrides_once(overrides))
+    checked = preflight(overrides, cfg)
+    start_ahead(*checked)     # the cluster starts and warms while Hydra sets up the run
+    try:
+        def job():
+            from hydra.core.utils import configure_log
+            configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
+            callbacks = Callbacks(cfg)
+            callbacks.on_run_start(config=cfg, config_name="config")
+            ret = run_job(hydra_context=HydraContext(config_loader=hydra_app.config_loader, callbacks=callbacks),
+                          task_function=main.__wrapped__, config=cfg, job_dir_key="hydra.run.dir",
+                          job_subdir_key=None, configure_logging=True)
+            callbacks.on_run_end(config=cfg, config_name="config", job_return=ret)
+            _ = ret.return_value     # raises what the task raised, as `Hydra.run` does
+        run_and_report(job)
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def command(argv: list[str]) -> None:
@@ -134,16 +216,15 @@ def command(argv: list[str]) -> None:
     try:
         check()
         single = len(OVERRIDES) == len(sys.argv) - 1    # no Hydra flag (-m, --cfg, --config-name, ...)
-        checked = preflight(OVERRIDES) if single else None
-        prepared = prepare_overrides(OVERRIDES)
-        rewritten = iter(prepared)
-        sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
         from pipeline.engine.execute import keep_clusters
         with keep_clusters():   # the jobs of a multirun share one Dask cluster
-            if checked is not None:
-                from pipeline.run import start_ahead
-                start_ahead(*checked)     # the cluster starts and warms while Hydra composes
-            main()
+            if single:
+                run_single(OVERRIDES)
+            else:
+                prepared = prepare_overrides(OVERRIDES)
+                rewritten = iter(prepared)
+                sys.argv[1:] = [a if a.startswith("-") else next(rewritten) for a in sys.argv[1:]]
+                main()
     except (ConfigError, StoreError, LockError, ClusterError, InstallationError) as exc:
         refuse(exc)
     except KeyboardInterrupt:

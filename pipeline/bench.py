@@ -39,6 +39,9 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
      against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
      grid, tol and cache size (its fit call alone).
+  k  the fixed cost of a command (issue 30, point 3; conf/experiment/bench_fixed.yaml: 10 fits
+     of milliseconds): the whole command on a fresh local cluster and on a kept one
+     (`svmbench cluster start`, cluster=kept), split by its timing line's phases.
   libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
      (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
      MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
@@ -47,7 +50,7 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,u,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,libsvm] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
 --set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
@@ -503,6 +506,57 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
     return rows
 
 
+@contextlib.contextmanager
+def kept_cluster(warm: list[str]):
+    """A kept cluster (`pipeline.cluster`) for the commands run inside, warmed for these
+    solvers, its state in a directory of its own (SVMBENCH_CLUSTER_DIR, which the commands
+    inherit); stopped after."""
+    from . import cluster
+    with tempfile.TemporaryDirectory(prefix="svmbench-kept-") as state:
+        before = os.environ.get("SVMBENCH_CLUSTER_DIR")
+        os.environ["SVMBENCH_CLUSTER_DIR"] = state
+        try:
+            cluster.start(warm=warm, log=lambda line: print(line, flush=True))
+            try:
+                yield
+            finally:
+                cluster.stop()
+        finally:
+            if before is None:
+                os.environ.pop("SVMBENCH_CLUSTER_DIR")
+            else:
+                os.environ["SVMBENCH_CLUSTER_DIR"] = before
+
+
+def fixed_cost_row(cluster: str, work: Path, tag: str) -> dict:
+    """One whole `python -m pipeline +experiment=bench_fixed cluster=CLUSTER` command, waited
+    for directly (no CPU sampling: its wall is seconds), and its timing line's phases; `exit_s`
+    is the whole command's wall less the line's total (the cluster's closing, the interpreter's
+    exit). The command's start before `run` is the line's `start` (from the process's start)."""
+    run_dir = work / tag
+    cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_fixed", f"hydra.run.dir={run_dir}", f"cluster={cluster}"]
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    line = _line((run_dir / "run.log").read_text(), "timing: ")
+    phases = {phase.strip(): float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", line)}
+    total = float(re.search(r"total ([\d.]+) s before exit", line).group(1))
+    return {"cluster": cluster, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
+            if k in ("start", "plan", "warm-up wait", "execute", "tables", "report")}, "exit_s": wall - total}
+
+
+def scenario_k(work: Path, reps: int) -> list[dict]:
+    """The fixed cost of a command (issue 30, point 3): bench_fixed's 10 fits, `reps` times on a
+    fresh local cluster, then `reps` times on a kept cluster started (and warmed for dcd) before
+    them and stopped after."""
+    rows = [{"rep": r, **fixed_cost_row("local", work, f"k-local-{r}")} for r in range(reps)]
+    with kept_cluster(["dcd"]):
+        fixed_cost_row("kept", work, "k-kept-first")    # the sandboxes' first task: its datasets read
+        rows += [{"rep": r, **fixed_cost_row("kept", work, f"k-kept-{r}")} for r in range(reps)]
+    return rows
+
+
 def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
@@ -522,7 +576,7 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
-               "g": scenario_g, "h": scenario_h, "u": lambda work, reps: scenario_u(reps, args.full),
+               "g": scenario_g, "h": scenario_h, "k": scenario_k, "u": lambda work, reps: scenario_u(reps, args.full),
                "f": lambda work, reps: scenario_f(work, reps, args.set),
                "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
@@ -531,7 +585,7 @@ def main(argv=None) -> int:
             if name == "f":
                 prebuild(args.set, KERNEL_GRID)
             elif name not in ("u", "libsvm"):
-                prebuild(SCENARIOS.get(name, []), "bench_large" if name in "gh" else "bench_sweep")
+                prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "k": "bench_fixed"}.get(name, "bench_sweep"))
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
             parts.append(f"### scenario {name}\n\n{markdown_table(df)}")

@@ -4,6 +4,8 @@
     svmbench data ...                 = python -m pipeline.data ...
     svmbench report RUN_DIR ...       = python -m pipeline.report RUN_DIR ...
     svmbench solvers [NAME ...]       the registered solvers: family, losses, kernels, parameters, origin
+    svmbench cluster start|status|stop = python -m pipeline.cluster ...: a local cluster kept between
+                                      commands, run on with cluster=kept
 
 Each command is the same function its `python -m` form calls, with its own arguments and exit
 codes (run: pipeline/__main__.py's docstring); this module only picks the command. Before it
@@ -34,6 +36,11 @@ def report(argv: list[str], prog: str) -> int:
     return main(argv, prog=prog)
 
 
+def cluster(argv: list[str], prog: str) -> int:
+    from pipeline.cluster import main
+    return main(argv, prog=prog)
+
+
 def list_solvers(argv: list[str], prog: str) -> int:
     """Every registered solver (built-in, entry point, plugin): `python -m solvers list`."""
     from solvers.__main__ import main
@@ -45,6 +52,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str], str], int], str]] = {
     "data": (data, "list, build, ingest, inspect, remove datasets in the store (= python -m pipeline.data)"),
     "report": (report, "rebuild a run's report from its tables (= python -m pipeline.report)"),
     "solvers": (list_solvers, "list the registered solvers"),
+    "cluster": (cluster, "start, show or stop a local cluster kept between commands (run with cluster=kept)"),
 }
 
 

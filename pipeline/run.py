@@ -33,6 +33,7 @@ from .engine.execute import (
     failure_lines,
     finished_keys,
     probe_cluster,
+    task_modules,
     WarmUp,
     shared_client,
     warm_workers,
@@ -168,7 +169,7 @@ class _Planning(threading.Thread):
         return self.plan
 
 
-# A warm-up `start_ahead` submitted, (client, WarmUp, its solvers), for the run that opens that
+# A warm-up `start_ahead` submitted, (client, WarmUp), for the run that opens that
 # client next.
 _AHEAD: list = []
 
@@ -186,12 +187,12 @@ def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
     started = time.perf_counter()
     probe_cluster(exp.cluster)      # a dead address: the one line `run` would give first, not twice the wait
     try:
-        names = exp.solver_names()
+        names, modules = exp.solver_names(), task_modules(exp)
         with shared_client(exp.cluster) as client:     # kept open by keep_clusters
-            futures = warm_workers(client, names, int(exp.cluster.blas_threads))
+            futures = warm_workers(client, names, int(exp.cluster.blas_threads), modules)
     except Exception:  # noqa: BLE001 - run() starts it again and reports what fails
         return
-    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names)), names)]
+    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names), modules=set(modules)))]
 
 
 def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitStack):
@@ -212,18 +213,17 @@ def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitS
         planning.result()      # a planning error (bad input) is the one to report first
         raise
     threads = int(exp.cluster.blas_threads)
-    names = set(exp.solver_names())
     ahead = _AHEAD.pop() if _AHEAD else None
     if ahead is not None and ahead[0] is client:      # started ahead by `python -m pipeline`
-        warmup, warmed = ahead[1], set(ahead[2])
+        warmup = ahead[1]
     else:
-        warmup, warmed = WarmUp([], started=started), set()
-    warmup.warm(client, names - warmed, threads)
+        warmup = WarmUp([], started=started)
+    warmup.warm(client, exp.solver_names(), threads, task_modules(exp))
     plan = planning.result()
     warmup.planned = time.perf_counter()
-    # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS): warmed as well.
-    more = {spec["solver"] for spec in plan.references.values()} - names - warmed
-    warmup.warm(client, more, threads)
+    # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS), and a multiclass
+    # dataset's fits a module (`task_modules`): warmed as well (what is warm already is not again).
+    warmup.warm(client, {spec["solver"] for spec in plan.references.values()}, threads, task_modules(exp, plan))
     return plan, client, warmup
 
 
@@ -381,8 +381,10 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
 
 def check_paper(exp: Experiment) -> None:
     """`paper:` must name a registered reproduction (pipeline/papers/), checked before any work."""
+    if exp.paper is None:      # the reproductions' modules (80 ms of imports) only for a paper's run
+        return
     from .papers import PAPERS, names
-    if exp.paper is not None and exp.paper not in PAPERS:
+    if exp.paper not in PAPERS:
         raise ConfigError(f"paper={exp.paper!r}: no such reproduction; registered: {', '.join(names())}")
 
 

@@ -42,6 +42,7 @@ from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan, made
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
+from .kept import resolve as resolve_address
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 
@@ -265,7 +266,7 @@ def open_client(cluster):
     # Dask's INFO lines (workers starting and stopping, comms closing) are not the run's story.
     logging.getLogger("distributed").setLevel(logging.WARNING)
     if kind == "address":
-        with _connect(cluster.address, security(cluster)) as client:
+        with _connect(resolve_address(cluster.address), security(cluster)) as client:
             yield client
         return
     if kind == "slurm":
@@ -385,7 +386,7 @@ def probe_cluster(cluster) -> None:
     if cluster.kind == "slurm":
         _lifetime_s(cluster)      # a walltime that cannot hold a worker's lifetime, before any work
     if cluster.kind == "address":
-        _probe_address(cluster.address)
+        _probe_address(resolve_address(cluster.address))
 
 
 def _probe_address(address: str) -> None:
@@ -715,9 +716,28 @@ def _worker_loads(client) -> dict:
     return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
-def warm_workers(client, solver_names: list[str], threads: int) -> list:
+def task_modules(exp: Experiment, plan: Plan | None = None) -> list[str]:
+    """The scikit-learn modules this run's tasks import, which their warm-up imports ahead
+    (`tasks.warm`): none for a binary k-fold fit without scaling (its folds are numpy's,
+    `plan._kfold`), so two sandboxes on two cores no longer import it for nothing (a second of
+    CPU each, before the first task: issue 30, point 3). A subsample (max_rows) or a split other
+    than k-fold draws with model_selection, a scaler is preprocessing's, and a multiclass fit's
+    confusion matrix is metrics' (known once the plan has the classes)."""
+    datasets = list(exp.datasets.values())
+    modules = set()
+    if exp.cv.kind in ("holdout", "repeated", "kfold_test") or any(ds.max_rows is not None for ds in datasets):
+        modules.add("sklearn.model_selection")
+    if any(ds.scale != "none" for ds in datasets):
+        modules.add("sklearn.preprocessing")
+    if plan is not None and any(len(d["classes"]) > 2 for d in plan.datasets.values()):
+        modules.add("sklearn.metrics")
+    return sorted(modules)
+
+
+def warm_workers(client, solver_names: list[str], threads: int, modules: list[str] = ()) -> list:
     """Submit the warm-up (`sandbox.warm_sandboxed`) to every thread of every worker the cluster
-    has now: each starts its sandbox child and warms it for these solvers, so that no task pays
+    has now: each starts its sandbox child and warms it for these solvers and imports these
+    modules (`task_modules`), so that no task pays
     the child's start (a second or two), its imports or numba's compilation. Returns the
     futures, which the caller keeps until its tasks are done (a released future is cancelled).
     Submitted before the tasks, they run first (Dask's priority follows submission order); a
@@ -725,7 +745,8 @@ def warm_workers(client, solver_names: list[str], threads: int) -> list:
     futures = []
     for address, info in client.scheduler_info()["workers"].items():
         for thread in range(int(info.get("nthreads", 1))):
-            futures.append(client.submit(warm_sandboxed, sorted(solver_names), int(threads), workers=[address],
+            futures.append(client.submit(warm_sandboxed, sorted(solver_names), int(threads), sorted(modules),
+                                         workers=[address],
                                          allow_other_workers=False, pure=False,
                                          key=f"warm-up-{uuid.uuid4().hex[:8]}-{thread}"))
     return futures
@@ -784,6 +805,7 @@ class WarmUp:
     seconds: float | None = None    # from the cluster's start until the last worker thread was warm
     waited: float = 0.0             # what the run waited for it after planning ended
     solvers: set = field(default_factory=set)   # what the workers warm for (named in the progress lines)
+    modules: set = field(default_factory=set)   # what they import for the tasks (`task_modules`)
 
     def __post_init__(self):
         self._done = []
@@ -796,11 +818,14 @@ class WarmUp:
             fut.add_done_callback(lambda _: self._done.append(time.perf_counter()))
         self.futures += futures
 
-    def warm(self, client, solvers, threads: int) -> None:
-        """Warm every worker thread for these solvers too (`warm_workers`), timed with the rest."""
-        if solvers:
-            self.extend(warm_workers(client, sorted(solvers), threads))
+    def warm(self, client, solvers, threads: int, modules=()) -> None:
+        """Warm every worker thread for these solvers and modules too (`warm_workers`), timed
+        with the rest; what it warmed already is not warmed again."""
+        solvers, modules = set(solvers) - self.solvers, set(modules) - self.modules
+        if solvers or modules:
+            self.extend(warm_workers(client, sorted(solvers), threads, sorted(modules)))
             self.solvers.update(solvers)
+            self.modules.update(modules)
 
     def wait(self, log=None) -> None:
         """Wait for every warm-up (at most WARMUP_WAIT_S: a worker lost meanwhile is Dask's to
@@ -950,7 +975,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     with opened as client, _quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
             warmup = WarmUp([], started=started, planned=started)
-            warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads))
+            warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads), task_modules(exp, plan))
         chunk = exp.run.chunk
         shards = ShardWriter(run_dir)
 

@@ -200,7 +200,7 @@ class Sandbox:
         except BrokenPipeError:     # it died before reading (at start-up, or a kill between tasks)
             raise _Ended(f"its process died of {signal_name(self.proc.wait())}") from None
 
-    def warm(self, solver_names: list[str]) -> dict | None:
+    def warm(self, solver_names: list[str], modules: list[str] = ()) -> dict | None:
         """Start the child if it is not running and warm it for these solvers (`tasks.warm`):
         the worker's warm-up, run while the client plans, so that no task pays for the child's
         start, its imports or numba's compilation. Returns its seconds (start included) and the
@@ -211,7 +211,7 @@ class Sandbox:
             try:
                 if self.proc is None:
                     self._start()
-                self._write(("warm", list(solver_names)))
+                self._write(("warm", list(solver_names), list(modules)))
                 loads = self._next()[1]
                 return {"seconds": time.monotonic() - t0, "loads": loads}
             except _Ended:
@@ -422,10 +422,10 @@ def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: 
     return blobs, peak_rss_mb()
 
 
-def warm_sandboxed(solver_names: list[str], threads: int) -> dict | None:
+def warm_sandboxed(solver_names: list[str], threads: int, modules: list[str] = ()) -> dict | None:
     """The warm-up's Dask task body (`execute.warm_workers`): this worker thread's sandbox
-    started and warmed for the solvers (`Sandbox.warm`)."""
-    return _thread_box(threads).warm(solver_names)
+    started and warmed for the solvers and modules (`Sandbox.warm`)."""
+    return _thread_box(threads).warm(solver_names, modules)
 
 
 def _memory_share() -> float | None:
@@ -483,7 +483,7 @@ def main() -> None:
                     _import_plugin(module, path)
             continue
         if kind == "warm":
-            warm(args[0])
+            warm(*args)
             _send(out, ("warmed", load_counts()))
             continue
         units, root = args

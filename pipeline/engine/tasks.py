@@ -13,10 +13,12 @@ with ``status="error"`` and its traceback, and the sweep goes on.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import os
 import platform
+import sys
 import time
 import traceback
 import warnings
@@ -271,21 +273,27 @@ def _problem(problem: dict, X, y, rows=None):
     return rows.with_settings(**p) if rows is not None else solvers.Problem.build(X, y, **p)
 
 
-def warm(solver_names: list[str]) -> None:
+def warm(solver_names: list[str], modules: list[str] = ()) -> None:
     """What a task of these solvers pays once per process, paid ahead (the sandbox child's
     warm-up, while the client plans): the solvers' imports and warmups (numba compiled or loaded
     from its cache: `solvers.warm`), the environment columns (sklearn, threadpoolctl) and the
     folds' splitters (`plan.make_folds`: 70 ms of the first task's time otherwise). The
-    sandbox times it (`Sandbox.warm`, with the child's start)."""
+    sandbox times it (`Sandbox.warm`, with the child's start). Not scikit-learn: a binary
+    k-fold fit without scaling never imports it (`plan._kfold` is its StratifiedKFold in numpy),
+    and its import was half of this warm-up's CPU, two sandboxes at once on two cores (issue 30,
+    point 3); a fit that needs it (a scaler, a multiclass confusion matrix, another CV scheme)
+    imports it in its first task, outside the fit's clock, unless the client names it in
+    `modules` (`execute.task_modules`: the scikit-learn modules its plan's tasks import)."""
     from solvers import get_solver
     from solvers.registry import warm as warm_solver
 
-    import sklearn.model_selection  # noqa: F401
     for name in solver_names:
         # A solver this process cannot warm (unknown here, a failing warmup) is left to its
         # first fit, which warms it again and reports the failure as that fit's error row.
         with contextlib.suppress(Exception):
             warm_solver(get_solver(name))
+    for module in modules:
+        importlib.import_module(module)
     environment()
 
 
@@ -295,15 +303,16 @@ def environment() -> dict:
     import numba
     import numpy
     import scipy
-    import sklearn
     from importlib.metadata import PackageNotFoundError, version
     try:
         svmbench = version("svmbench")
     except PackageNotFoundError:
         svmbench = "0+unknown"
+    # scikit-learn's version from its metadata, not its import (half a second a sandbox).
+    sklearn = sys.modules.get("sklearn")
     return {"env_host": platform.node(), "env_python": platform.python_version(),
             "env_numpy": numpy.__version__, "env_scipy": scipy.__version__, "env_numba": numba.__version__,
-            "env_sklearn": sklearn.__version__, "env_svmbench": svmbench, "env_cpus": os.cpu_count(),
+            "env_sklearn": sklearn.__version__ if sklearn is not None else version("scikit-learn"), "env_svmbench": svmbench, "env_cpus": os.cpu_count(),
             **thread_counts()}
 
 

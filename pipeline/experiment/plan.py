@@ -188,14 +188,33 @@ def check_labels(where: str, name: str, y: np.ndarray, cv: dict, max_rows=None) 
 
 
 def _kfold(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    from sklearn.model_selection import StratifiedKFold
-    _, counts = np.unique(y, return_counts=True)
+    """StratifiedKFold(folds, shuffle, random_state=seed)'s folds, sorted, without importing
+    scikit-learn: its `_make_test_folds`, step for step (the same draws from the same
+    RandomState, so the same rows; tests/pipeline/test_folds.py holds it to scikit-learn's own).
+    The import (scipy.stats, pandas-free but about half a second) was the only thing a binary
+    k-fold plan and a worker's sandbox needed scikit-learn for, and both are on the path from
+    command to first task (issue 30, point 3).
+
+    Each class's rows go to the folds in blocks, the fold sizes of a class taken round robin
+    over the sorted labels (so fold sizes differ by at most one, class by class); with shuffle
+    the fold labels of each class are permuted, class after class in order of appearance."""
     folds = int(cv["folds"])
-    if counts.min() < folds:
-        raise ValueError(f"cv.folds={folds}: the smallest class has only {counts.min()} rows")
-    split = StratifiedKFold(n_splits=folds, shuffle=bool(cv["shuffle"]),
-                            random_state=seed if cv["shuffle"] else None)
-    return [(np.sort(tr), np.sort(te)) for tr, te in split.split(np.zeros(len(y)), y)]
+    _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
+    if min(np.bincount(inverse)) < folds:
+        raise ValueError(f"cv.folds={folds}: the smallest class has only {min(np.bincount(inverse))} rows")
+    # Classes numbered by first appearance, as scikit-learn numbers them (the order of the draws).
+    encoded = np.unique(first, return_inverse=True)[1][inverse.ravel()]
+    n_classes = len(first)
+    ordered = np.sort(encoded)
+    allocation = np.asarray([np.bincount(ordered[i::folds], minlength=n_classes) for i in range(folds)])
+    rng = np.random.RandomState(seed) if cv["shuffle"] else None
+    test_fold = np.empty(len(y), dtype=np.intp)
+    for k in range(n_classes):
+        fold_of_row = np.arange(folds).repeat(allocation[:, k])
+        if rng is not None:
+            rng.shuffle(fold_of_row)
+        test_fold[encoded == k] = fold_of_row
+    return [(np.flatnonzero(test_fold != i), np.flatnonzero(test_fold == i)) for i in range(folds)]
 
 
 def heldout_rows(y: np.ndarray, cv: dict, seed: int) -> np.ndarray:

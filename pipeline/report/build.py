@@ -404,7 +404,8 @@ def preload(figures: bool = True) -> None:
     import matplotlib.transforms  # noqa: F401
     import plotly.io  # noqa: F401
     from PIL import Image  # noqa: F401
-    from . import interactive  # noqa: F401
+    from . import interactive
+    interactive.template()
 
 
 def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None,

@@ -17,6 +17,7 @@ page's size on a paper-sized sweep.
 """
 from __future__ import annotations
 
+import functools
 import html
 
 import numpy as np
@@ -162,6 +163,14 @@ def build_figure(data: ReportData) -> dict | None:
     return fig
 
 
+@functools.lru_cache(maxsize=1)
+def template() -> dict:
+    """plotly's "plotly_white" template as JSON: plotly builds it from its JSON file through its
+    validators on first use, 0.4-0.6 s, which `report.preload` pays ahead, in the warm-up's wait."""
+    import plotly.io as pio
+    return pio.templates["plotly_white"].to_plotly_json()
+
+
 def write_page(data: ReportData, path, title: str) -> bool:
     """Write the page (plotly.js inlined: ~4.5 MB, no network needed); False when there is nothing
     to show (no trace), in which case no page is written and a stale one is removed."""
@@ -172,7 +181,7 @@ def write_page(data: ReportData, path, title: str) -> bool:
         path.unlink(missing_ok=True)
         return False
     import plotly.io as pio
-    fig["layout"]["template"] = pio.templates["plotly_white"].to_plotly_json()
+    fig["layout"]["template"] = template()
     body = pio.to_html(fig, full_html=False, include_plotlyjs=True, div_id="svmbench-traces", validate=False,
                        config={"displaylogo": False, "responsive": True})
     note = ("One line per fold; the menus choose the dataset, the problem, the metric and the x axis; a click on "

@@ -297,6 +297,33 @@ def test_shuffle_splits_outside_the_plain_case_are_scikit_learns_with_its_errors
         shuffle_splits(np.array([0.0, 1.0, 1.0, 1.0]), 3, 0.5, 0)
 
 
+@pytest.mark.parametrize("n, n_classes, folds, shuffle, seed", [
+    (26000, 2, 5, True, 123), (997, 3, 10, True, 5), (50, 2, 5, False, 0), (101, 4, 3, True, 2**32 - 1),
+    (60, 2, 6, True, 7), (1000, 7, 4, False, 9)])
+def test_kfold_is_scikit_learns_stratified_kfold_without_importing_it(n, n_classes, folds, shuffle, seed):
+    """k-fold draws scikit-learn's StratifiedKFold folds, row for row, without importing
+    scikit-learn (half a second on the way to the first task, in the client and in every
+    sandbox). Labels in an order of appearance that differs from their sorted order, and
+    float -1/+1 labels as `binary_labels` gives them."""
+    import subprocess
+    import sys
+    from sklearn.model_selection import StratifiedKFold
+    from pipeline.experiment.plan import make_folds
+    rng = np.random.default_rng(seed % 1000)
+    y = (n_classes - 1 - rng.integers(0, n_classes, size=n)).astype(float)   # the largest label first, mostly
+    if n_classes == 2:
+        y = np.where(y > 0, 1.0, -1.0)
+    want = [(np.sort(tr), np.sort(te)) for tr, te in StratifiedKFold(
+        folds, shuffle=shuffle, random_state=seed if shuffle else None).split(np.zeros(n), y)]
+    got = make_folds(y, {"kind": "kfold", "folds": folds, "shuffle": shuffle}, seed)
+    assert len(got) == folds and all(np.array_equal(a, c) and np.array_equal(b, d) for (a, b), (c, d) in zip(got, want))
+    if seed == 123:     # once: planning k-fold folds imports no scikit-learn
+        code = ("import sys, numpy as np; from pipeline.experiment.plan import make_folds; "
+                "make_folds(np.repeat([1.0, -1.0], 50), {'kind': 'kfold', 'folds': 5, 'shuffle': True}, 1); "
+                "print(any(m.startswith('sklearn') for m in sys.modules))")
+        assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
 def test_a_grid_range_is_its_values_and_a_bad_one_is_named(tmp_path):
     """"geomspace(start, stop, num)" (and linspace) is numpy's range, rounded to 12 digits so
     that every machine keys the same points; a malformed range names its key and the form."""

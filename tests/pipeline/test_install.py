@@ -47,10 +47,10 @@ def help_commands() -> list[list[str]]:
 
 
 def test_help_commands_are_valid():
-    """Each of the ten commands of `python -m pipeline --help` composes and validates (the
-    experiment ones) or parses (the data and report ones) as written."""
+    """Each of the eleven commands of `python -m pipeline --help` composes and validates (the
+    experiment ones) or parses (the data, report and cluster ones) as written."""
     commands = help_commands()
-    assert len(commands) == 10
+    assert len(commands) == 11
     for argv in commands:
         assert argv[:2] == ["python", "-m"], argv
         module, args = argv[2], argv[3:]
@@ -58,6 +58,8 @@ def test_help_commands_are_valid():
             validate(compose(args))
         elif module == "pipeline.data":
             data_parser("python -m pipeline.data").parse_args(args)
+        elif module == "pipeline.cluster":
+            assert args == ["start"], argv      # its parser: tests/pipeline/test_kept_cluster.py
         else:
             assert module == "pipeline.report" and len(args) == 1, argv
 
@@ -173,7 +175,7 @@ def test_wheel_runs_an_experiment_from_anywhere(installed, tmp_path):
     elsewhere.mkdir()
     helped = outside([bin_ / "python", "-m", "pipeline", "--help"], elsewhere)
     assert helped.returncode == 0 and "== The ten most used commands ==" in helped.stdout
-    assert "cluster: address, kubernetes, local, sequential, slurm" in helped.stdout
+    assert "cluster: address, kept, kubernetes, local, sequential, slurm" in helped.stdout
     assert not (elsewhere / "outputs").exists()
     version = outside([bin_ / "svmbench", "--version"], elsewhere)
     assert version.stdout.startswith("svmbench 0.1.0 (installed at ") and str(installed) in version.stdout

@@ -116,7 +116,7 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     with keep_clusters(), contextlib.ExitStack() as stack:
         run_module.start_ahead(cfg, tmp_path / "new")
         assert len(run_module._AHEAD) == 1 and calls == [["dcd"]]
-        client, ahead, _ = run_module._AHEAD[0]
+        client, ahead = run_module._AHEAD[0]
         plan, planned_client, warmup = run_module._plan_while_starting(cfg, tmp_path / "new", stack)
         assert planned_client is client and warmup is ahead and calls == [["dcd"]] and not run_module._AHEAD
         warmup.wait()
@@ -151,3 +151,52 @@ def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
     warmup = execute_module.WarmUp([], started=_time.perf_counter())
     warmup.wait(quiet.append)
     assert quiet == []        # nothing to wait for: nothing said
+
+
+def test_a_sandbox_warms_and_runs_a_binary_kfold_fit_without_scikit_learn():
+    """scikit-learn's import (about a second of CPU) was half of a sandbox's warm-up, paid by
+    two sandboxes at once on two cores before the first task: the warm-up's tiny fits stop at
+    their 5 iterations and their ConvergenceWarning imported it, and the folds were its
+    StratifiedKFold. Under an ignore-all filter (the tasks' and warmups') no warning class is
+    imported, the folds are numpy's, and the environment reads its version from the metadata.
+    A fit outside such a filter still warns with scikit-learn's ConvergenceWarning."""
+    import subprocess
+    code = ("import sys, warnings, numpy as np\n"
+            "from pipeline.engine import tasks\n"
+            "from pipeline.experiment.plan import make_folds\n"
+            "tasks.warm(['dcd', 'smo'])\n"
+            "make_folds(np.repeat([1.0, -1.0], 50), {'kind': 'kfold', 'folds': 5, 'shuffle': True}, 3)\n"
+            "env = tasks.environment()\n"
+            "print('sklearn' in sys.modules, env['env_sklearn'])\n"
+            "from solvers import get_solver\n"
+            "from solvers.base import Budget, Recorder\n"
+            "from solvers.registry import _warmup_problems\n"
+            ""
+            "dcd = get_solver('dcd')\n"
+            "problem = next(_warmup_problems(dcd))\n"
+            "with warnings.catch_warnings(record=True) as seen:\n"
+            "    warnings.simplefilter('always')\n"
+            "    dcd.fit(problem, budget=Budget(max_iter=1, tol=1e-12), recorder=Recorder(per_decade=1).start(), warm_start=None)\n"
+            "print([type(w.message).__module__ + '.' + type(w.message).__name__ for w in seen])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    import sklearn
+    assert out[0] == f"False {sklearn.__version__}"
+    assert out[1] == "['sklearn.exceptions.ConvergenceWarning']"
+
+
+def test_the_warm_up_imports_the_scikit_learn_modules_the_plan_s_tasks_import_and_only_those(store):
+    """`task_modules`: none for binary k-fold without scaling; model_selection for a subsample or
+    another split (the test above fails without it: its first task paid the import, 1.4 s);
+    preprocessing for a scaler; metrics once the plan shows a multiclass dataset."""
+    from pipeline.engine.execute import task_modules
+    from pipeline.run import materialise_datasets
+
+    def modules(*overrides):
+        exp = validate(compose([f"store.root={store}", "solvers=[dcd]", *overrides]))
+        return task_modules(exp), task_modules(exp, build_plan(exp, materialise_datasets(exp)))
+
+    assert modules("datasets=[toy_blobs]") == ([], [])
+    assert modules("datasets=[toy_blobs]", "cv=holdout") == (["sklearn.model_selection"],) * 2
+    assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100") == (["sklearn.model_selection"],) * 2
+    assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.scale=standard") == (["sklearn.preprocessing"],) * 2
+    assert modules("datasets=[digits_bertini_3class]", "datasets.digits_bertini_3class.scale=none") == ([], ["sklearn.metrics"])

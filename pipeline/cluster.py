@@ -1,0 +1,206 @@
+"""`svmbench cluster start|status|stop` (= `python -m pipeline.cluster ...`): a local Dask
+cluster kept between commands, which `cluster=kept` runs on (pipeline/engine/kept.py says why).
+
+    svmbench cluster start [--workers N] [--idle-timeout 1h] [--warm dcd,smo | --warm all]
+    svmbench run 'solvers=[dcd]' cluster=kept        # no cluster start, no warm-up
+    svmbench cluster status
+    svmbench cluster stop
+
+`start` runs `dask scheduler` on 127.0.0.1 (a free port, Dask's scheduler file) and `dask worker`
+with one single-threaded worker process per core (as cluster=local), each in a session of its
+own (Ctrl-C in the terminal that started them does not reach them), waits for the workers, and
+warms their sandboxes for the solvers named (all registered ones by default: numba compiles them
+on a machine's first run, a minute or two, said as it goes). The scheduler ends itself after
+`--idle-timeout` without a task (Dask's own idle timeout), and its workers with it.
+Exit codes: 0, 2 for a cluster already running (start), none running (stop) or one that
+did not come up (start: its log is named).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .engine.kept import alive, read_state, state_dir
+
+START_TIMEOUT_S = 120       # for the scheduler and its workers to come up
+STOP_TIMEOUT_S = 10         # for them to end once asked, before they are killed
+
+
+class KeptError(RuntimeError):
+    """A kept-cluster command that cannot be done: one line, exit 2."""
+
+
+def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] | None = None,
+          blas_threads: int = 1, memory_limit: str = "auto", log=print) -> dict:
+    """Start the kept cluster and warm its workers for `warm` (None: every registered solver);
+    returns its state (what cluster.json holds)."""
+    from distributed import Client
+
+    from .engine.execute import quiet_dask_env, warm_workers
+    directory = state_dir()
+    state = read_state(directory)
+    if state is not None and alive(int(state["scheduler_pid"])):
+        raise KeptError(f"a kept cluster is running already at {state['address']} (pid {state['scheduler_pid']}); "
+                        f"`svmbench cluster stop` ends it")
+    directory.mkdir(parents=True, exist_ok=True)
+    scheduler_file = directory / "scheduler.json"
+    for stale in (scheduler_file, directory / "cluster.json"):
+        stale.unlink(missing_ok=True)
+    n = workers or os.cpu_count() or 1
+    env = {**os.environ, **quiet_dask_env()}
+    started = time.perf_counter()
+    with open(directory / "cluster.log", "ab") as out:
+        def spawn(*args):
+            # A session of its own: the terminal's Ctrl-C and its closing do not reach the cluster.
+            return subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        scheduler = spawn("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                          "--dashboard-address", ":0", "--scheduler-file", str(scheduler_file),
+                          "--idle-timeout", idle_timeout)
+        worker = spawn("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file), "--nworkers", str(n),
+                       "--nthreads", "1", "--memory-limit", memory_limit, "--no-dashboard")
+    try:
+        address = _wait_for_file(scheduler_file, scheduler, directory)
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(n, timeout=START_TIMEOUT_S)
+            state = {"address": address, "scheduler_pid": scheduler.pid, "worker_pid": worker.pid, "workers": n,
+                     "idle_timeout": idle_timeout, "blas_threads": blas_threads,
+                     "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+            (directory / "cluster.json").write_text(json.dumps(state, indent=1) + "\n")
+            log(f"kept cluster: scheduler {address} and {n} workers up in {time.perf_counter() - started:.1f} s "
+                f"(state and log in {directory})")
+            names = warm if warm is not None else _all_solvers()
+            if names:
+                t0 = time.perf_counter()
+                log(f"warming {n} workers for {', '.join(names)} (numba compiles what its cache lacks: "
+                    f"on a machine's first run a minute or two)")
+                failed = [r for r in client.gather(warm_workers(client, names, blas_threads)) if r is None]
+                if failed:
+                    raise KeptError(f"{len(failed)} of {n} workers' sandboxes died while warming; see {directory / 'cluster.log'}")
+                log(f"warm in {time.perf_counter() - t0:.1f} s; run with cluster=kept; `svmbench cluster stop` ends "
+                    f"it (it ends itself after {idle_timeout} without a task)")
+    except BaseException:
+        _end(scheduler.pid, worker.pid)
+        for path in (scheduler_file, directory / "cluster.json"):
+            path.unlink(missing_ok=True)
+        raise
+    return state
+
+
+def _wait_for_file(path: Path, scheduler: subprocess.Popen, directory: Path) -> str:
+    """The scheduler's address once it has written its scheduler file."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if scheduler.poll() is not None:
+            raise KeptError(f"the scheduler exited with status {scheduler.returncode} as it started; "
+                            f"see {directory / 'cluster.log'}")
+        try:
+            return json.loads(path.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.05)
+    raise KeptError(f"the scheduler wrote no {path.name} within {START_TIMEOUT_S} s; see {directory / 'cluster.log'}")
+
+
+def _all_solvers() -> list[str]:
+    from solvers import solver_names as names
+    return sorted(names())
+
+
+def status() -> dict | None:
+    """The running kept cluster's state with its workers now, or None."""
+    state = read_state()
+    if state is None or not alive(int(state["scheduler_pid"])):
+        return None
+    from distributed import Client
+    with Client(state["address"], timeout="10s") as client:
+        state["workers_now"] = len(client.scheduler_info()["workers"])
+    return state
+
+
+def stop() -> dict:
+    """Shut the kept cluster down (its scheduler closes its workers), killing what has not ended
+    within STOP_TIMEOUT_S; its state files go. KeptError when none runs."""
+    directory = state_dir()
+    state = read_state(directory)
+    if state is None or not alive(int(state["scheduler_pid"])):
+        for name in ("scheduler.json", "cluster.json"):
+            (directory / name).unlink(missing_ok=True)
+        if state is not None and alive(int(state["worker_pid"])):     # the scheduler gone, its workers not yet
+            _end(int(state["worker_pid"]))
+        raise KeptError("no kept cluster is running (`svmbench cluster start` starts one)")
+    from distributed import Client
+    try:
+        with Client(state["address"], timeout="10s") as client:
+            client.shutdown()
+    except (OSError, TimeoutError):
+        pass     # killed below
+    _end(int(state["scheduler_pid"]), int(state["worker_pid"]))
+    for name in ("scheduler.json", "cluster.json"):
+        (directory / name).unlink(missing_ok=True)
+    return state
+
+
+def _end(*pids: int) -> None:
+    """Wait for these processes (and their sessions: the workers' processes and sandboxes) to
+    end, then SIGKILL what is left of each session."""
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)     # each was started as its session's (and group's) leader
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)        # ours (started here): reaped, not left a zombie
+        except ChildProcessError:
+            pass
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m pipeline.cluster") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("start", help="start a local cluster kept between commands (run with cluster=kept)")
+    up.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    up.add_argument("--idle-timeout", default="1h", help="end after this long without a task (Dask's form: 30m, 2h)")
+    up.add_argument("--warm", default="all", help="solvers to warm, comma-separated, 'all' (default) or 'none'")
+    up.add_argument("--blas-threads", type=int, default=1, help="BLAS/numba threads per task process (cluster.blas_threads)")
+    up.add_argument("--memory-limit", default="auto", help="per worker, Dask's form (default: the machine's memory shared out)")
+    sub.add_parser("status", help="the kept cluster's address, workers and settings")
+    sub.add_parser("stop", help="end the kept cluster")
+    args = parser.parse_args(argv)
+    try:
+        if args.action == "start":
+            warm = None if args.warm == "all" else [] if args.warm == "none" else \
+                [w.strip() for w in args.warm.split(",") if w.strip()]
+            if warm:
+                from solvers import solver_names as names
+                unknown = sorted(set(warm) - set(names()))
+                if unknown:
+                    raise KeptError(f"--warm: no such solver {', '.join(unknown)}; registered: {', '.join(sorted(names()))}")
+            start(args.workers, args.idle_timeout, warm, args.blas_threads, args.memory_limit)
+        elif args.action == "status":
+            state = status()
+            if state is None:
+                print(f"no kept cluster is running (state: {state_dir()})")
+                return 1
+            print(f"kept cluster at {state['address']}: {state['workers_now']} of {state['workers']} workers, "
+                  f"started {state['started']}, ends after {state['idle_timeout']} without a task (state: {state_dir()})")
+        else:
+            state = stop()
+            print(f"kept cluster at {state['address']} stopped")
+    except KeptError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
