@@ -25,6 +25,11 @@ Specs that differ only in C share a `path` key: the executor runs the points of 
 task in increasing C, each warm-started from the last (`run.warm_start`). Neither the path nor
 the reference is part of a spec's key: a point keeps its key when a neighbour is added or
 removed, so a resumed run recomputes only missing points (see DESIGN.md, "C paths").
+
+A plan holds its specs as columns (`Specs`): the templates the specs of a grid point share, and
+per spec its fold, its key's digest, its path and its reference, about 35 bytes a fit; a spec's
+dict is made when it is read. `execute` groups and cuts views of the specs to run (`SpecView`)
+and makes the dicts of a task as it cuts it (`made`).
 """
 from __future__ import annotations
 
