@@ -261,7 +261,8 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
         say(f"removed {removed} partial shard files (temporary files of a run killed mid-write)")
     say(f"plan: {len(plan.fits)} fits and {len(plan.references)} reference solves over "
         f"{len(plan.datasets)} datasets (store: {root})")
-    keys = list(plan.references) + list(plan.fits)
+    fit_keys = list(plan.fits)
+    keys = list(plan.references) + fit_keys
     say(_machine_line("start"))
     try:
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
@@ -276,8 +277,8 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
     timing.mark("execute")
     # What the tables and the closing lines need of the plan; the plan itself goes.
     references = list(plan.references)
-    reference_of = plan.fits.reference_of()
-    del plan
+    reference_of = plan.fits.reference_of(fit_keys)
+    del plan, fit_keys
     say(summary.line())
     say(_machine_line("end"))
     warmed = warmup.thread_seconds() if warmup is not None else []

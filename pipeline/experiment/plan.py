@@ -363,12 +363,15 @@ class Specs(Mapping):
                 out[t[field]] = out.get(t[field], 0) + n
         return out
 
-    def reference_of(self) -> dict:
-        """Key -> its reference's key (None without one), for every spec."""
+    def reference_of(self, keys: list | None = None) -> dict:
+        """Key -> its reference's key (None without one), for every spec. keys: these specs' keys
+        in order (`list(specs)`) when the caller holds them already: the dict then shares their
+        strings instead of making them again (66 MB less at 1,000,000 fits)."""
+        keys = self if keys is None else keys
         if self._reference is None:
-            return dict.fromkeys(self)
-        refs, keys = self._reference.tolist(), list(self._references)
-        return {key: keys[r] if r >= 0 else None for key, r in zip(self, refs)}
+            return dict.fromkeys(keys)
+        refs, ref_keys = self._reference.tolist(), list(self._references)
+        return {key: ref_keys[r] if r >= 0 else None for key, r in zip(keys, refs)}
 
     def select(self, keys) -> list["SpecView"]:
         """Views of the specs whose keys are not in `keys` (a set), in order: a run's work, as

@@ -84,6 +84,7 @@ def test_specs_read_from_the_columns_are_the_specs_the_keys_hash(tmp_path):
         plan.fits["fit-0000000000000000"]
     assert plan.fits.count_by("solver_entry") == {"dcd": 600}
     assert plan.fits.reference_of()[key] == fits[0]["reference_key"]
+    assert plan.fits.reference_of(list(plan.fits)) == plan.fits.reference_of() == {f["key"]: f["reference_key"] for f in fits}
 
 
 def test_execute_groups_views_and_makes_the_specs_of_each_task(tmp_path):
