@@ -283,10 +283,9 @@ class Specs(Mapping):
         self._sorted = None                                 # (digests sorted, their rows), made on a lookup
 
     @classmethod
-    def empty(cls, prefix: str, with_reference: bool = False) -> "Specs":
+    def empty(cls, prefix: str) -> "Specs":
         none = np.zeros(0, dtype=np.int32)
-        return cls(prefix, [], [], none, none, none.astype(np.uint64), none, [],
-                   none if with_reference else None, cls.empty("ref-") if with_reference else None)
+        return cls(prefix, [], [], none, none, none.astype(np.uint64), none, [])
 
     def __len__(self) -> int:
         return len(self._digest)
@@ -609,7 +608,9 @@ class _SpecColumns:
             if (ordered[1:] == ordered[:-1]).any():   # rare: find the first of each key (more memory)
                 keep = np.sort(np.unique(digest, return_index=True)[1])
             del ordered
-        column = lambda a: np.frombuffer(a, dtype=np.int32)[keep] if len(a) else np.zeros(0, np.int32)  # noqa: E731
+        def column(a: array) -> np.ndarray:
+            return np.frombuffer(a, dtype=np.int32)[keep] if len(a) else np.zeros(0, np.int32)
+
         return Specs(self.prefix, self.templates, self.tails, column(self.template), column(self.fold),
                      digest[keep], column(self.path), self.paths,
                      None if reference is None else reference[keep], references)
