@@ -9,7 +9,8 @@ missing, or `pipeline`/`solvers` not svmbench's: `pipeline.installation.check`),
 
 Before Hydra creates the run directory, a single run (not `-m`, no Hydra flags) is composed and
 validated here, so a refused configuration leaves no directory behind; `run.dry_run=true` is
-answered here too, and writes nothing."""
+answered here too, and writes nothing. A single run is composed once (`run_single`), and that
+config is handed to Hydra's own `run_job`; a multirun and Hydra's flags go through `@hydra.main`."""
 import os
 import shutil
 import sys
@@ -20,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from pipeline.experiment.config import CONF_DIR, ConfigError, register_schema
+from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
 from pipeline.engine.execute import ClusterError
 from pipeline.engine.runlock import LockError
 from pipeline.data.store import StoreError
@@ -103,7 +104,7 @@ def preflight(overrides: list[str], composed=None):
     from pipeline.experiment.config import override_value, validate
     from pipeline.engine.runlock import check_free
     if composed is None:
-        composed = _compose_run(prepare_overrides_once(overrides))[1]
+        composed = _compose_run(prepare_overrides(overrides))[1]
     exp = validate(_task_config(composed, overrides))
     run_dir = override_value(overrides, "hydra.run.dir")
     if exp.run.dry_run:
@@ -113,13 +114,6 @@ def preflight(overrides: list[str], composed=None):
     if run_dir:
         check_free(run_dir)
     return exp, Path(run_dir) if run_dir else None
-
-
-def prepare_overrides_once(overrides: list[str]) -> list[str]:
-    """`config.prepare_overrides` (the store's entries and plugins offered to Hydra: it imports
-    the solvers, most of a command's first second)."""
-    from pipeline.experiment.config import prepare_overrides
-    return prepare_overrides(overrides)
 
 
 def _hydra_errors():
@@ -186,7 +180,7 @@ def run_single(overrides: list[str]) -> None:
     from hydra.types import HydraContext
     from pipeline.run import start_ahead
 
-    hydra_app, cfg = _compose_run(prepare_overrides_once(overrides))
+    hydra_app, cfg = _compose_run(prepare_overrides(overrides))
     checked = preflight(overrides, cfg)
     start_ahead(*checked)     # the cluster starts and warms while Hydra sets up the run
     try:
@@ -209,7 +203,6 @@ def command(argv: list[str]) -> None:
     """`python -m pipeline ARGV` and `svmbench run ARGV`: check the installation, preflight a
     single run, hand the rest to Hydra; exits with the codes above (never returns)."""
     from pipeline.installation import InstallationError, check
-    from pipeline.experiment.config import prepare_overrides
     sys.argv[1:] = argv
     STARTED[:] = [_process_start()]
     OVERRIDES[:] = [a for a in argv if not a.startswith("-")]
