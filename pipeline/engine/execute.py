@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..experiment.experiment import Experiment, as_dict, thaw
-from ..experiment.plan import Plan
+from ..experiment.plan import Plan, made
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
 from .kept import resolve as resolve_address
@@ -951,17 +951,19 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     cluster itself when there is work, and warms it. The phase's clock starts once every
     worker thread is warm: the cluster's start and warm-up are the command's fixed cost, reported
     apart (Summary.startup_s), not a per-task cost."""
-    specs = {**plan.references, **plan.fits}
-    have = finished_keys(run_dir)
-    errors = error_keys(run_dir, have & specs.keys()) if exp.run.retry_errors else set()
+    # The plan stores its specs as columns (`plan.Specs`): the tasks to run are views of them
+    # (`plan.SpecView`), grouped and cut into tasks, and each task's specs are made as it is cut.
+    total = len(plan.references) + len(plan.fits)
+    have = {key for key in finished_keys(run_dir) if key in plan.fits or key in plan.references}
+    errors = error_keys(run_dir, have) if exp.run.retry_errors else set()
     if errors:
         # A fixed environment must be able to finish the run; the newer shard replaces its record.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
         have -= errors
-    todo = [spec for key, spec in specs.items() if key not in have]
-    skipped = len(specs) - len(todo)
+    todo = plan.references.select(have) + plan.fits.select(have)
+    skipped = total - len(todo)
     if skipped:
-        log(f"resuming: {skipped} of {len(specs)} tasks already have shards in {run_dir}/shards; skipping them")
+        log(f"resuming: {skipped} of {total} tasks already have shards in {run_dir}/shards; skipping them")
     failed = 0
     dashboard = None
     cluster = exp.cluster if todo else dataclasses.replace(exp.cluster, kind="sequential")
@@ -980,8 +982,9 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
         def finish(units, records):
             nonlocal failed, worker_rss
             by_key = {r["key"]: r for r in records}
+            solver = {spec["key"]: spec["solver"] for u in units for spec in u}
             worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0),
-                                              specs[r["key"]]["solver"]) for r in records if r.get("env_peak_rss_mb"))],
+                                              solver[r["key"]]) for r in records if r.get("env_peak_rss_mb"))],
                              key=lambda m: m[0] + m[1])
             # A file plugin's text travels with its specs to the workers; its sha256 (in the key and
             # in spec["plugin"]) already names it, so a shard does not store the file once a fit.
@@ -998,6 +1001,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             bar = _progress(len(todo), bool(exp.run.progress))
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
                 for units in make_tasks(make_units(todo, interleave=bool(exp.run.interleave)), 1, chunk):
+                    units = made(units)
                     finish(units, run_task(units, root))
                     n_tasks += 1
         else:
@@ -1015,6 +1019,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 units = cutter.next(paced_chunk(cutter.left, workers, pace) if pace and chunk == "auto" else first)
                 if units is None:
                     return None
+                units = made(units)
                 # The units go pickled, and the records come back pickled: Dask walks every
                 # nested dict and list of a task's arguments looking for futures (1.7 s for
                 # 10,000 specs on the client) and of its result to size it; bytes it passes
@@ -1079,7 +1084,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             before = warmup.loads() if client is not None else before
             loads = {k: after[k] - before[k] for k in after}
     import resource
-    return Summary(total=len(specs), done=len(todo), skipped=skipped, failed=failed,
+    return Summary(total=total, done=len(todo), skipped=skipped, failed=failed,
                    wall_s=wall, dashboard=dashboard, tasks=n_tasks, loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                    worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),

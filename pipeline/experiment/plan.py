@@ -25,12 +25,19 @@ Specs that differ only in C share a `path` key: the executor runs the points of 
 task in increasing C, each warm-started from the last (`run.warm_start`). Neither the path nor
 the reference is part of a spec's key: a point keeps its key when a neighbour is added or
 removed, so a resumed run recomputes only missing points (see DESIGN.md, "C paths").
+
+A plan holds its specs as columns (`Specs`): the templates the specs of a grid point share, and
+per spec its fold, its key's digest, its path and its reference, about 35 bytes a fit; a spec's
+dict is made when it is read. `execute` groups and cuts views of the specs to run (`SpecView`)
+and makes the dicts of a task as it cuts it (`made`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from array import array
+from collections.abc import ItemsView, Mapping, ValuesView
 from dataclasses import dataclass
 
 import numpy as np
@@ -250,12 +257,191 @@ def binary_labels(y: np.ndarray, positive) -> tuple[np.ndarray, list]:
 
 
 # ------------------------------------------------------------------------ plan
+class Specs(Mapping):
+    """Run specs by key, read-only, stored as columns: each spec is a shared template (what the
+    specs of one grid point have in common) and its own fold, key, C path and reference, so a
+    plan holds no dict per spec. A spec is made when it is read (``specs[key]``, ``values()``,
+    ``items()``), a new dict equal to the one the plan held before (issue 30, scenario h: at
+    1,000,000 fits, one dict a spec was most of a dry run's 958 MB).
+
+    The key is ``prefix`` and the first 8 bytes of its sha256 in hex (`spec_key`), kept as one
+    uint64; the seed is derived from it (`seed_from_key`). Order is the plan's: templates in the
+    order they were planned, each with its folds in order."""
+
+    def __init__(self, prefix: str, templates: list, tails: list, template, fold, digest, path, paths: list,
+                 reference=None, references: "Specs | None" = None):
+        self._prefix = prefix
+        self._templates, self._tails = templates, tails    # tail: what a spec carries outside its key
+        self._template = np.asarray(template, dtype=np.int32)
+        self._fold = np.asarray(fold, dtype=np.int32)
+        self._digest = np.asarray(digest, dtype=np.uint64)
+        self._path = np.asarray(path, dtype=np.int32)       # index into paths, -1: None
+        self._paths = paths
+        # Fits name a reference (its row in the `references` Specs, -1: None); references do not.
+        self._reference = None if reference is None else np.asarray(reference, dtype=np.int32)
+        self._references = references
+        self._sorted = None                                 # (digests sorted, their rows), made on a lookup
+
+    @classmethod
+    def empty(cls, prefix: str) -> "Specs":
+        none = np.zeros(0, dtype=np.int32)
+        return cls(prefix, [], [], none, none, none.astype(np.uint64), none, [])
+
+    def __len__(self) -> int:
+        return len(self._digest)
+
+    def _key(self, digest) -> str:
+        return f"{self._prefix}{int(digest):016x}"
+
+    def __iter__(self):
+        for chunk in self._chunks():
+            yield from (self._key(d) for d in self._digest[chunk].tolist())
+
+    def _row(self, key) -> int:
+        """The row of a key, or -1: a binary search in the digests, sorted on the first lookup."""
+        n = len(self._prefix)
+        if not isinstance(key, str) or len(key) != n + 16 or not key.startswith(self._prefix):
+            return -1
+        try:
+            digest = int(key[n:], 16)
+        except ValueError:
+            return -1
+        if f"{digest:016x}" != key[n:]:      # "0X..", upper case or a sign: not a key this plan made
+            return -1
+        if self._sorted is None:
+            order = np.argsort(self._digest, kind="stable")
+            self._sorted = (self._digest[order], order)
+        digests, order = self._sorted
+        at = int(np.searchsorted(digests, np.uint64(digest)))
+        return int(order[at]) if at < len(digests) and int(digests[at]) == digest else -1
+
+    def __contains__(self, key) -> bool:
+        return self._row(key) >= 0
+
+    def __getitem__(self, key) -> dict:
+        row = self._row(key)
+        if row < 0:
+            raise KeyError(key)
+        return next(self._specs(slice(row, row + 1)))
+
+    def values(self):
+        return _SpecValues(self)
+
+    def items(self):
+        return _SpecItems(self)
+
+    def _chunks(self, size: int = 1 << 16):
+        return (slice(i, i + size) for i in range(0, len(self), size))
+
+    def _specs(self, rows: slice):
+        """The specs of rows, made from the columns (a chunk's columns as Python lists at once)."""
+        digests = self._digest[rows]
+        seeds = ((digests >> np.uint64(32)) & np.uint64(0x7FFFFFFF)).tolist()    # seed_from_key
+        refs = self._reference[rows].tolist() if self._reference is not None else None
+        ref_digests = self._references._digest if refs is not None else None
+        for i, (t, fold, digest, path) in enumerate(zip(self._template[rows].tolist(), self._fold[rows].tolist(),
+                                                        digests.tolist(), self._path[rows].tolist())):
+            spec = {**self._templates[t], "fold": fold, "key": self._key(digest), "seed": seeds[i],
+                    "path": self._paths[path] if path >= 0 else None, **self._tails[t]}
+            if refs is not None:
+                spec["reference_key"] = self._references._key(ref_digests[refs[i]]) if refs[i] >= 0 else None
+            yield spec
+
+    def _all(self):
+        for chunk in self._chunks():
+            yield from self._specs(chunk)
+
+    # What consumers need of every spec, without making the specs.
+    def count_by(self, field: str) -> dict:
+        """A template field's value (solver_entry, solver) -> its number of specs, in order of
+        first appearance."""
+        per_template = np.bincount(self._template, minlength=len(self._templates)).tolist()
+        out: dict = {}
+        for t, n in zip(self._templates, per_template):
+            if n:
+                out[t[field]] = out.get(t[field], 0) + n
+        return out
+
+    def reference_of(self, keys: list | None = None) -> dict:
+        """Key -> its reference's key (None without one), for every spec. keys: these specs' keys
+        in order (`list(specs)`) when the caller holds them already: the dict then shares their
+        strings instead of making them again (66 MB less at 1,000,000 fits)."""
+        keys = self if keys is None else keys
+        if self._reference is None:
+            return dict.fromkeys(keys)
+        refs, ref_keys = self._reference.tolist(), list(self._references)
+        return {key: ref_keys[r] if r >= 0 else None for key, r in zip(keys, refs)}
+
+    def select(self, keys) -> list["SpecView"]:
+        """Views of the specs whose keys are not in `keys` (a set), in order: a run's work, as
+        `execute` groups and cuts it into tasks before it makes the specs of each (`made`)."""
+        rows = np.ones(len(self), bool)
+        rows[[r for r in map(self._row, keys or ()) if r >= 0]] = False
+        return [SpecView(self, row) for row in np.flatnonzero(rows).tolist()]
+
+
+class SpecView(Mapping):
+    """One spec of a `Specs`, read field by field from its columns without making its dict:
+    what `execute` holds for each task to run while it groups them (C paths, folds) and cuts
+    them into tasks, about 60 bytes a spec where a dict is about 700. `made` makes the dicts."""
+
+    __slots__ = ("specs", "row")
+
+    def __init__(self, specs: Specs, row: int):
+        self.specs, self.row = specs, row
+
+    def __getitem__(self, name):
+        specs, row = self.specs, self.row
+        if name == "fold":
+            return int(specs._fold[row])
+        if name in ("key", "seed"):
+            key = specs._key(specs._digest[row])
+            return key if name == "key" else seed_from_key(key)
+        if name == "path":
+            path = int(specs._path[row])
+            return specs._paths[path] if path >= 0 else None
+        if name == "reference_key" and specs._reference is not None:
+            ref = int(specs._reference[row])
+            return specs._references._key(specs._references._digest[ref]) if ref >= 0 else None
+        t = int(specs._template[row])
+        tail = specs._tails[t]
+        return tail[name] if name in tail else specs._templates[t][name]
+
+    def __iter__(self):
+        return iter(made([[self]])[0][0])
+
+    def __len__(self) -> int:
+        return len(made([[self]])[0][0])
+
+
+def made(units: list[list]) -> list[list[dict]]:
+    """The units (lists of specs) with each `SpecView` made a spec dict, a Specs' rows at once;
+    a dict stays as it is."""
+    rows: dict = {}       # id(Specs) -> (Specs, its rows)
+    for unit in units:
+        for spec in unit:
+            if isinstance(spec, SpecView):
+                rows.setdefault(id(spec.specs), (spec.specs, []))[1].append(spec.row)
+    dicts = {key: iter(specs._specs(np.array(held, dtype=np.intp))) for key, (specs, held) in rows.items()}
+    return [[next(dicts[id(spec.specs)]) if isinstance(spec, SpecView) else spec for spec in unit] for unit in units]
+
+
+class _SpecValues(ValuesView):
+    def __iter__(self):
+        return self._mapping._all()
+
+
+class _SpecItems(ItemsView):
+    def __iter__(self):
+        return ((spec["key"], spec) for spec in self._mapping._all())
+
+
 @dataclass(frozen=True)
 class Plan:
-    """All tasks of a run: fit specs and the reference specs they point at, by key."""
+    """All tasks of a run: fit specs and the reference specs they point at, by key (`Specs`)."""
 
-    fits: dict
-    references: dict
+    fits: Specs
+    references: Specs
     datasets: dict        # entry key -> {name, fingerprint, n_rows, n_features, classes, folds, heldout}
 
     def __len__(self):
@@ -304,7 +490,7 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
     cv = as_dict(exp.cv)
     if cv.get("n_train") is None:   # unset (every scheme but ordered) stays out of the keys, so they stay as they were
         cv.pop("n_train", None)
-    fits, refs, datasets = {}, {}, {}
+    fits, datasets = _SpecColumns("fit-"), {}
     paths: dict = {}      # C path text -> each fold's path key (`_by_fold`)
     texts: dict = {}      # id of a shared sub-dict -> (it, its canonical JSON) (`_canonical_shared`)
     for dkey, ds in exp.datasets.items():
@@ -362,13 +548,72 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                     template["keep_model"] = True
                 if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
                     template["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}
-                for fit_spec in _by_fold(template, min(len(folds), sc.folds or len(folds)), "fit-", paths, texts):
-                    if plugin_text is not None:   # shipped with the spec, outside its key
-                        fit_spec["plugin_text"] = plugin_text
-                    fit_spec["reference_key"] = None
-                    fits[fit_spec["key"]] = fit_spec
-    _attach_references(fits, refs, datasets, exp.run)
+                # The plugin's text is shipped with the spec, outside its key.
+                tail = {"plugin_text": plugin_text} if plugin_text is not None else {}
+                n_folds = min(len(folds), sc.folds or len(folds))
+                fits.add(template, tail, *_by_fold(template, n_folds, "fit-", paths, texts))
+    fits, refs = _attach_references(fits, datasets, exp.run, paths, texts)
     return Plan(fits=fits, references=refs, datasets=datasets)
+
+
+class _SpecColumns:
+    """`Specs` as `build_plan` makes them: a template at a time, with its folds' keys (8-byte
+    digests) and path keys (`_by_fold`)."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.templates, self.tails = [], []
+        self.template, self.fold, self.path = array("i"), array("i"), array("i")
+        self.digests = bytearray()
+        self.paths, self._path_ids, self._path_rows = [], {}, {}
+
+    def add(self, template: dict, tail: dict, digests: bytes, path_keys: list) -> None:
+        t = len(self.templates)
+        self.templates.append(template)
+        self.tails.append(tail)
+        n = len(path_keys)
+        self.template.extend([t] * n)
+        self.fold.extend(range(n))
+        self.digests += digests
+        # The points of one C path share their list of path keys (`_by_fold`): its ids once.
+        if path_keys.count(None) == n:      # no C path (no warm start, or a lambda problem)
+            self.path.extend(array("i", [-1]) * n)
+            return
+        held = self._path_rows.get(id(path_keys))
+        if held is None or held[0] is not path_keys:
+            held = self._path_rows[id(path_keys)] = (path_keys, array("i", map(self._path_id, path_keys)))
+        self.path.extend(held[1])
+
+    def _path_id(self, path) -> int:
+        if path is None:
+            return -1
+        i = self._path_ids.get(path)
+        if i is None:
+            i = self._path_ids[path] = len(self.paths)
+            self.paths.append(path)
+        return i
+
+    def digest_array(self) -> np.ndarray:
+        # The digest's bytes read as one big-endian integer: its hex is the key's.
+        return np.frombuffer(self.digests, dtype=">u8").astype(np.uint64)
+
+    def specs(self, keep=None, reference=None, references=None) -> Specs:
+        """The columns as Specs, the rows `keep` only (an index array; default all, each key once:
+        equal specs, two grid points made equal by a dataset's own problem, are one task, first
+        come)."""
+        digest = self.digest_array()
+        if keep is None:
+            ordered = np.sort(digest)
+            keep = slice(None)
+            if (ordered[1:] == ordered[:-1]).any():   # rare: find the first of each key (more memory)
+                keep = np.sort(np.unique(digest, return_index=True)[1])
+            del ordered
+        def column(a: array) -> np.ndarray:
+            return np.frombuffer(a, dtype=np.int32)[keep] if len(a) else np.zeros(0, np.int32)
+
+        return Specs(self.prefix, self.templates, self.tails, column(self.template), column(self.fold),
+                     digest[keep], column(self.path), self.paths,
+                     None if reference is None else reference[keep], references)
 
 
 def _trace_spec(run) -> dict:
@@ -436,8 +681,10 @@ _FOLD_MARK = "\x00fold\x00"
 
 
 def _by_fold(template: dict, n_folds: int, prefix: str, paths: dict | None = None,
-             texts: dict | None = None) -> list[dict]:
-    """The template's spec for each fold 0..n_folds-1, keyed as `_finish` keys it, in bulk: the
+             texts: dict | None = None) -> tuple[bytes, list]:
+    """The keys and path keys of the template's spec for each fold 0..n_folds-1, keyed as `_finish`
+    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits
+    after the prefix), joined, and its path key (or None). The
     specs of one grid point differ only in their fold, so their canonical JSON (and that of their
     C path) is made once, with a mark where the fold goes, and each fold's text is the mark
     replaced by the fold's number (as json.dumps writes an int). Only the sha256 is per spec:
@@ -455,7 +702,7 @@ def _by_fold(template: dict, n_folds: int, prefix: str, paths: dict | None = Non
         specs = [{**template, "fold": fold} for fold in range(n_folds)]
         for spec in specs:
             _finish(spec, prefix)
-        return specs
+        return b"".join(bytes.fromhex(s["key"][len(prefix):]) for s in specs), [s["path"] for s in specs]
     folds = range(n_folds)
     path_keys = [None] * n_folds
     if path_parts is not None:
@@ -463,11 +710,9 @@ def _by_fold(template: dict, n_folds: int, prefix: str, paths: dict | None = Non
         path_keys = paths.get(path_text)
         if path_keys is None or len(path_keys) < n_folds:
             path_keys = paths[path_text] = ["path-" + _digest(f"{path_parts[0]}{fold}{path_parts[1]}") for fold in folds]
-    specs = []
-    for fold in folds:
-        key = prefix + _digest(f"{head}{fold}{tail[0]}")
-        specs.append({**template, "fold": fold, "key": key, "seed": seed_from_key(key), "path": path_keys[fold]})
-    return specs
+    sha256 = hashlib.sha256
+    digests = b"".join(sha256(f"{head}{fold}{tail[0]}".encode()).digest()[:KEY_LENGTH // 2] for fold in folds)
+    return digests, path_keys if len(path_keys) == n_folds else path_keys[:n_folds]
 
 
 def _canonical_shared(obj: dict, texts: dict) -> str:
@@ -518,37 +763,54 @@ def _path_text(spec: dict, texts: dict | None = None) -> str | None:
     return canonical_json(rest) if texts is None else _canonical_shared(rest, texts)
 
 
-def _attach_references(fits: dict, refs: dict, datasets: dict, run) -> None:
-    """Point each binary fit at the certified reference solve of its problem, by run.reference:
-    true for all, false for none, auto only for problems that two or more solver entries fit
-    (the comparison tables and figures; a plain CV sweep needs no f* and pays for none)."""
-    mode = run.reference
-    if mode is False:
-        return
-    by_ref: dict = {}
-    for spec in fits.values():
-        if len(datasets[spec["data"]["entry"]]["classes"]) != 2:
-            continue   # f* is defined for binary problems; multiclass fits report summed certificates
-        ref = _reference(spec["data"], spec["fold"], spec["problem"], run,
-                         datasets[spec["data"]["entry"]]["n_features"])
+def _attach_references(fits: _SpecColumns, datasets: dict, run, paths: dict, texts: dict) -> tuple[Specs, Specs]:
+    """The fits and their references as Specs: each binary fit points at the certified reference
+    solve of its problem, by run.reference: true for all, false for none, auto only for problems
+    that two or more solver entries fit (the comparison tables and figures; a plain CV sweep
+    needs no f* and pays for none). A fit template's references are keyed in bulk, as its fits
+    are (`_by_fold`); references are in order of their first fit."""
+    n = len(fits.digests) // 8
+    none = np.full(n, -1, np.int32)
+    if run.reference is False:
+        refs = Specs.empty("ref-")
+        return fits.specs(reference=none, references=refs), refs
+    budget = {"tol": float(run.reference_tol), "max_iter": int(run.reference_max_iter),
+              "time_limit_s": run.reference_time_limit_s}
+    counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates))
+    cands = _SpecColumns("ref-")     # the reference of each fit that has one, in the fits' order
+    has, entry, entries = [], [], {}
+    for template, rows in zip(fits.templates, counts.tolist()):
+        info = datasets[template["data"]["entry"]]
+        # f* is defined for binary problems; multiclass fits report summed certificates.
+        ref = _reference(template["data"], template["problem"], budget, info["n_features"]) \
+            if len(info["classes"]) == 2 else None
+        has.append(ref is not None)
+        entry.append(entries.setdefault(template["solver_entry"], len(entries)))
         if ref is not None:
-            by_ref.setdefault(ref["key"], (ref, []))[1].append(spec)
-    for key, (ref, specs) in by_ref.items():
-        if mode == "auto" and len({s["solver_entry"] for s in specs}) < 2:
-            continue
-        refs[key] = ref
-        for s in specs:
-            s["reference_key"] = key
+            cands.add(ref, {}, *_by_fold(ref, rows, "ref-", paths, texts))
+    has = np.repeat(np.array(has, bool), counts)
+    digest = cands.digest_array()
+    keep = np.ones(len(digest), bool)
+    if run.reference == "auto":
+        # A reference whose fits come from two or more solver entries: unique (reference, entry) pairs.
+        pairs = np.unique(np.stack([digest, np.repeat(np.array(entry, np.uint64), counts)[has]], axis=1), axis=0)
+        shared, n_entries = np.unique(pairs[:, 0], return_counts=True)
+        keep = np.isin(digest, shared[n_entries >= 2])
+    _, first, inverse = np.unique(digest[keep], return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    refs = cands.specs(keep=np.flatnonzero(keep)[first[order]])
+    none[np.flatnonzero(has)[keep]] = rank[inverse.ravel()]
+    return fits.specs(reference=none, references=refs), refs
 
 
-def _reference(data: dict, fold: int, problem: dict, run, n_features: int | None = None) -> dict | None:
+def _reference(data: dict, problem: dict, budget: dict, n_features: int | None = None) -> dict | None:
+    """The template of the reference solves of a problem (its fold marked, `_by_fold`), or None
+    without a certified solver for it."""
     solver = reference_solver(problem, n_features)
     if solver is None:
         return None
     import solvers
-    ref = {"kind": "reference", "data": data, "fold": fold, "problem": problem, "solver": solver,
-           "solver_version": solvers.get_solver(solver).version,
-           "budget": {"tol": float(run.reference_tol), "max_iter": int(run.reference_max_iter),
-                      "time_limit_s": run.reference_time_limit_s}}
-    _finish(ref, "ref-")
-    return ref
+    return {"kind": "reference", "data": data, "fold": _FOLD_MARK, "problem": problem, "solver": solver,
+            "solver_version": solvers.get_solver(solver).version, "budget": budget}
