@@ -70,8 +70,8 @@ def test_a_task_ends_between_two_folds_but_one_fold_still_spreads():
 
 def test_short_fits_cost_one_sync_and_one_shard_per_task(store, tmp_path, monkeypatch):
     syncs = []
-    real = execute._sync_filesystem
-    monkeypatch.setattr(execute, "_sync_filesystem", lambda d: syncs.append(d) or real(d))
+    real = execute._sync_file
+    monkeypatch.setattr(execute, "_sync_file", lambda p: syncs.append(p) or real(p))
     cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.chunk=6"])
     tasks.clear_caches()
     exp = validate(cfg)
@@ -90,11 +90,11 @@ def test_shards_are_synced_before_any_becomes_visible(tmp_path, monkeypatch):
     """A power cut must not leave a visible shard whose data never reached the disk: the sync
     of a task's shard comes before its rename."""
     events = []
-    monkeypatch.setattr(execute, "_sync_filesystem", lambda d: events.append("sync"))
+    monkeypatch.setattr(execute, "_sync_file", lambda p: events.append(("sync", p.name)))
     real_replace = execute.os.replace
-    monkeypatch.setattr(execute.os, "replace", lambda a, b: events.append("rename") or real_replace(a, b))
+    monkeypatch.setattr(execute.os, "replace", lambda a, b: events.append(("rename", a.name)) or real_replace(a, b))
     execute.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
-    assert events == ["sync", "rename"]
+    assert [e[0] for e in events] == ["sync", "rename"] and events[0][1] == events[1][1]   # the file renamed, synced first
     assert execute.finished_keys(tmp_path) == {f"fit-{i}" for i in range(4)}
 
 
