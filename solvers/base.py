@@ -271,6 +271,15 @@ def _everything_ignored() -> bool:
         and first[3] is None and first[4] == 0
 
 
+def import_optimize() -> None:
+    """scipy.optimize (its lsq_linear, for the rare bounded least-squares steps of cpm and
+    smooth_newton), imported by their fit functions instead of with their modules: it was
+    0.2 s of every process's `import solvers` (the client's and each sandbox's, on the way to
+    a command's first task: issue 30, point 3), and is now paid by those solvers' warmups,
+    before any timed fit (`registry.fit` warms a solver first)."""
+    import scipy.optimize  # noqa: F401
+
+
 def split_warm_start(problem, warm_start) -> tuple[np.ndarray, float]:
     """(w, b) from a warm start dict (``w``/``b``), zeros otherwise."""
     d = problem.n_features

@@ -41,9 +41,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numba import njit
-from scipy.optimize import lsq_linear
 
-from .base import Budget, Fit, Recorder, finish
+from .base import Budget, Fit, Recorder, finish, import_optimize
 from .objectives import dual_objective, lambda_from_C, loss_derivative, primal_objective
 from .problem import Problem
 from .registry import Param, SolverSpec, register
@@ -298,6 +297,7 @@ def _hinge_alpha_lsq(problem, Z, pen, v, m, eps):
     target = pen * v - np.asarray(Z.T @ (alpha * y)).ravel()
     ZF = Z[F]
     A = (ZF.toarray() if sp.issparse(ZF) else ZF) * y[F][:, None]
+    from scipy.optimize import lsq_linear     # imported by the fit functions' first call (`_optimize`)
     res = lsq_linear(A.T, target, bounds=(0.0, C), method="bvls")
     alpha[F] = res.x
     return alpha
@@ -550,6 +550,7 @@ def fit_cd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
     (see `run_descent`). budget.tol is the relative decrease (the paper uses 1e-7); the default
     ``certify=False`` is the paper's rule alone (``True`` goes on through small positive
     decreases until the gap certifies, which for a zigzagging CD means until max_iter)."""
+    import_optimize()
     Z, pen = augmented_design(problem)
     # Column access: CSC of Z, built once (for dense X too: the kernel skips nothing but zeros).
     Zc = sp.csc_matrix(Z)
@@ -581,6 +582,7 @@ def fit_gd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
     exact by `cpm_step`. At a kink the chosen subgradient need not be a descent direction, so
     the method can stop (zero step) away from the optimum: then the status is ``stalled``
     (see `run_descent`)."""
+    import_optimize()
     Z, pen = augmented_design(problem)
     lam = paper_lambda(problem)
     y = problem.y

@@ -73,9 +73,8 @@ import math
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
-from .base import Budget, Fit, Recorder, finish, split_warm_start
+from .base import Budget, Fit, Recorder, finish, import_optimize, split_warm_start
 from .objectives import dual_objective, intercept_coordinate, pg_violation, primal_from_decision
 from .newton import _cg, _line_search
 from .problem import Problem
@@ -172,6 +171,7 @@ def _identify(problem, Z, S, L, max_rows):
     if aS.min() < 0.0 or np.any(aS > CS):
         # The least-norm multipliers leave the box (degenerate sets: many alpha_S fit dv);
         # look for ones inside it.
+        from scipy.optimize import lsq_linear     # imported by fit_smooth_newton's first call
         aS = lsq_linear(A.T, dv, bounds=(0.0, CS), method="bvls").x
     alpha = np.where(L, C, 0.0)
     alpha[S] = np.clip(aS, 0.0, CS)
@@ -194,6 +194,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
     that cannot move v (the line search returns 0 at the rounding floor), or after
     stall_stages stages in a row that did not halve the certified gap.
     """
+    import_optimize()
     y = problem.y
     C = problem.C
     sw = problem.sample_weight

@@ -159,7 +159,9 @@ def test_a_sandbox_warms_and_runs_a_binary_kfold_fit_without_scikit_learn():
     their 5 iterations and their ConvergenceWarning imported it, and the folds were its
     StratifiedKFold. Under an ignore-all filter (the tasks' and warmups') no warning class is
     imported, the folds are numpy's, and the environment reads its version from the metadata.
-    A fit outside such a filter still warns with scikit-learn's ConvergenceWarning."""
+    A fit outside such a filter still warns with scikit-learn's ConvergenceWarning. Nor does
+    `import solvers` import scipy.optimize (0.2 s): cpm and smooth_newton import it in their fits,
+    which their warmups run first."""
     import subprocess
     code = ("import sys, warnings, numpy as np\n"
             "from pipeline.engine import tasks\n"
@@ -167,7 +169,7 @@ def test_a_sandbox_warms_and_runs_a_binary_kfold_fit_without_scikit_learn():
             "tasks.warm(['dcd', 'smo'])\n"
             "make_folds(np.repeat([1.0, -1.0], 50), {'kind': 'kfold', 'folds': 5, 'shuffle': True}, 3)\n"
             "env = tasks.environment()\n"
-            "print('sklearn' in sys.modules, env['env_sklearn'])\n"
+            "print('sklearn' in sys.modules, env['env_sklearn'], 'scipy.optimize' in sys.modules)\n"
             "from solvers import get_solver\n"
             "from solvers.base import Budget, Recorder\n"
             "from solvers.registry import _warmup_problems\n"
@@ -180,7 +182,7 @@ def test_a_sandbox_warms_and_runs_a_binary_kfold_fit_without_scikit_learn():
             "print([type(w.message).__module__ + '.' + type(w.message).__name__ for w in seen])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     import sklearn
-    assert out[0] == f"False {sklearn.__version__}"
+    assert out[0] == f"False {sklearn.__version__} False"     # nor scipy.optimize (cpm's and smooth_newton's, lazily)
     assert out[1] == "['sklearn.exceptions.ConvergenceWarning']"
 
 
