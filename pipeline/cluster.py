@@ -118,8 +118,13 @@ def status() -> dict | None:
     if state is None or not alive(int(state["scheduler_pid"])):
         return None
     from distributed import Client
-    with Client(state["address"], timeout="10s") as client:
-        state["workers_now"] = len(client.scheduler_info()["workers"])
+    try:
+        with Client(state["address"], timeout="10s") as client:
+            state["workers_now"] = len(client.scheduler_info()["workers"])
+    except (OSError, TimeoutError) as exc:
+        raise KeptError(f"the kept cluster's scheduler (pid {state['scheduler_pid']}, {state['address']}) does not "
+                        f"answer: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
+                        f"`svmbench cluster stop` ends it") from None
     return state
 
 

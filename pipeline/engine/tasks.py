@@ -276,8 +276,7 @@ def _problem(problem: dict, X, y, rows=None):
 def warm(solver_names: list[str], modules: list[str] = ()) -> None:
     """What a task of these solvers pays once per process, paid ahead (the sandbox child's
     warm-up, while the client plans): the solvers' imports and warmups (numba compiled or loaded
-    from its cache: `solvers.warm`), the environment columns (sklearn, threadpoolctl) and the
-    folds' splitters (`plan.make_folds`: 70 ms of the first task's time otherwise). The
+    from its cache: `solvers.warm`) and the environment columns (threadpoolctl). The
     sandbox times it (`Sandbox.warm`, with the child's start). Not scikit-learn: a binary
     k-fold fit without scaling never imports it (`plan._kfold` is its StratifiedKFold in numpy),
     and its import was half of this warm-up's CPU, two sandboxes at once on two cores (issue 30,
@@ -312,7 +311,8 @@ def environment() -> dict:
     sklearn = sys.modules.get("sklearn")
     return {"env_host": platform.node(), "env_python": platform.python_version(),
             "env_numpy": numpy.__version__, "env_scipy": scipy.__version__, "env_numba": numba.__version__,
-            "env_sklearn": sklearn.__version__ if sklearn is not None else version("scikit-learn"), "env_svmbench": svmbench, "env_cpus": os.cpu_count(),
+            "env_sklearn": sklearn.__version__ if sklearn is not None else version("scikit-learn"),
+            "env_svmbench": svmbench, "env_cpus": os.cpu_count(),
             **thread_counts()}
 
 
