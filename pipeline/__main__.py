@@ -16,6 +16,12 @@ import shutil
 import sys
 from pathlib import Path
 
+if __name__ == "__main__":
+    # Before the imports below (about 2 s of CPU): a kept cluster's launcher, which has them
+    # done, runs a `cluster=kept` command in a child of its own (pipeline/engine/launcher.py).
+    from pipeline.engine.launcher import hand_off, process_start
+    hand_off(sys.argv[1:], process_start())
+
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -23,6 +29,7 @@ from omegaconf import DictConfig
 
 from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
 from pipeline.engine.execute import ClusterError
+from pipeline.engine.launcher import process_start
 from pipeline.engine.runlock import LockError
 from pipeline.data.store import StoreError
 
@@ -80,20 +87,6 @@ def finish(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
-
-def _process_start() -> float:
-    """When this process started (time.time()), the interpreter's own start included: from
-    /proc where there is one (Linux), else now."""
-    import time
-    try:
-        with open("/proc/self/stat") as fh:
-            ticks = int(fh.read().rpartition(")")[2].split()[19])   # field 22: starttime, in clock ticks
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return time.time()
 
 
 def preflight(overrides: list[str], composed=None):
@@ -199,12 +192,12 @@ def run_single(overrides: list[str]) -> None:
         GlobalHydra.instance().clear()
 
 
-def command(argv: list[str]) -> None:
+def command(argv: list[str], started: float | None = None) -> None:
     """`python -m pipeline ARGV` and `svmbench run ARGV`: check the installation, preflight a
     single run, hand the rest to Hydra; exits with the codes above (never returns)."""
     from pipeline.installation import InstallationError, check
     sys.argv[1:] = argv
-    STARTED[:] = [_process_start()]
+    STARTED[:] = [process_start() if started is None else started]
     OVERRIDES[:] = [a for a in argv if not a.startswith("-")]
     try:
         check()

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from .engine.kept import alive, read_state, state_dir
+from .engine.launcher import SOCKET
 
 START_TIMEOUT_S = 120       # for the scheduler and its workers to come up
 STOP_TIMEOUT_S = 10         # for them to end once asked, before they are killed
@@ -50,26 +51,30 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                         f"`svmbench cluster stop` ends it")
     directory.mkdir(parents=True, exist_ok=True)
     scheduler_file = directory / "scheduler.json"
-    for stale in (scheduler_file, directory / "cluster.json"):
+    for stale in (scheduler_file, directory / "cluster.json", directory / SOCKET):
         stale.unlink(missing_ok=True)
     n = workers or os.cpu_count() or 1
     env = {**os.environ, **quiet_dask_env()}
     started = time.perf_counter()
     with open(directory / "cluster.log", "ab") as out:
-        def spawn(*args):
+        def spawn(*args, environ=env):
             # A session of its own: the terminal's Ctrl-C and its closing do not reach the cluster.
-            return subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+            return subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=environ,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         scheduler = spawn("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
                           "--dashboard-address", ":0", "--scheduler-file", str(scheduler_file),
                           "--idle-timeout", idle_timeout)
         worker = spawn("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file), "--nworkers", str(n),
                        "--nthreads", "1", "--memory-limit", memory_limit, "--no-dashboard")
+        # The launcher (pipeline/engine/launcher.py) imports beside the workers' start and warm-up,
+        # in this command's environment: its children run commands as they would run themselves.
+        launcher = spawn("pipeline.engine.launcher", str(directory), str(scheduler.pid), environ=os.environ)
     try:
         address = _wait_for_file(scheduler_file, scheduler, directory)
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(n, timeout=START_TIMEOUT_S)
-            state = {"address": address, "scheduler_pid": scheduler.pid, "worker_pid": worker.pid, "workers": n,
+            state = {"address": address, "scheduler_pid": scheduler.pid, "worker_pid": worker.pid,
+                     "launcher_pid": launcher.pid, "workers": n,
                      "idle_timeout": idle_timeout, "blas_threads": blas_threads,
                      "started": time.strftime("%Y-%m-%d %H:%M:%S")}
             (directory / "cluster.json").write_text(json.dumps(state, indent=1) + "\n")
@@ -83,10 +88,16 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                 failed = [r for r in client.gather(warm_workers(client, names, blas_threads)) if r is None]
                 if failed:
                     raise KeptError(f"{len(failed)} of {n} workers' sandboxes died while warming; see {directory / 'cluster.log'}")
-                log(f"warm in {time.perf_counter() - t0:.1f} s; run with cluster=kept; `svmbench cluster stop` ends "
-                    f"it (it ends itself after {idle_timeout} without a task)")
+                log(f"warm in {time.perf_counter() - t0:.1f} s")
+            if _wait_for_launcher(directory / SOCKET, launcher):
+                log("launcher ready: a command with cluster=kept runs in a child of it, its imports done")
+            else:
+                log(f"warning: the launcher did not start (see {directory / 'cluster.log'}); commands on this cluster "
+                    f"run with their own imports")
+            log(f"run with cluster=kept; `svmbench cluster stop` ends it (it ends itself after {idle_timeout} "
+                f"without a task)")
     except BaseException:
-        _end(scheduler.pid, worker.pid)
+        _end(scheduler.pid, worker.pid, launcher.pid)
         for path in (scheduler_file, directory / "cluster.json"):
             path.unlink(missing_ok=True)
         raise
@@ -105,6 +116,17 @@ def _wait_for_file(path: Path, scheduler: subprocess.Popen, directory: Path) -> 
         except (OSError, ValueError, KeyError):
             time.sleep(0.05)
     raise KeptError(f"the scheduler wrote no {path.name} within {START_TIMEOUT_S} s; see {directory / 'cluster.log'}")
+
+
+def _wait_for_launcher(path: Path, launcher: subprocess.Popen) -> bool:
+    """Whether the launcher's socket appeared (it has done its imports) before it exited or
+    START_TIMEOUT_S passed."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and launcher.poll() is None:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _all_solvers() -> list[str]:
@@ -134,10 +156,10 @@ def stop() -> dict:
     directory = state_dir()
     state = read_state(directory)
     if state is None or not alive(int(state["scheduler_pid"])):
-        for name in ("scheduler.json", "cluster.json"):
+        for name in ("scheduler.json", "cluster.json", SOCKET):
             (directory / name).unlink(missing_ok=True)
-        if state is not None and alive(int(state["worker_pid"])):     # the scheduler gone, its workers not yet
-            _end(int(state["worker_pid"]))
+        if state is not None:     # the scheduler gone, its workers or launcher not yet
+            _end(*(int(state[k]) for k in ("worker_pid", "launcher_pid") if k in state and alive(int(state[k]))))
         raise KeptError("no kept cluster is running (`svmbench cluster start` starts one)")
     from distributed import Client
     try:
@@ -145,10 +167,22 @@ def stop() -> dict:
             client.shutdown()
     except (OSError, TimeoutError):
         pass     # killed below
-    _end(int(state["scheduler_pid"]), int(state["worker_pid"]))
-    for name in ("scheduler.json", "cluster.json"):
+    _end(int(state["scheduler_pid"]), int(state["worker_pid"]), *_launcher(state))
+    for name in ("scheduler.json", "cluster.json", SOCKET):
         (directory / name).unlink(missing_ok=True)
     return state
+
+
+def _launcher(state: dict) -> list[int]:
+    """The launcher's pid, asked to end (SIGTERM: it removes its socket), if it runs."""
+    pid = state.get("launcher_pid")
+    if pid is None or not alive(int(pid)):
+        return []
+    try:
+        os.kill(int(pid), signal.SIGTERM)
+    except ProcessLookupError:
+        return []
+    return [int(pid)]
 
 
 def _end(*pids: int) -> None:
@@ -196,7 +230,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.cluster"
             if state is None:
                 print(f"no kept cluster is running (state: {state_dir()})")
                 return 1
-            print(f"kept cluster at {state['address']}: {state['workers_now']} of {state['workers']} workers, "
+            pid = state.get("launcher_pid")
+            launcher = (f"launcher pid {pid}" if pid is not None and alive(int(pid)) and (state_dir() / SOCKET).exists()
+                        else "no launcher (commands run with their own imports)")
+            print(f"kept cluster at {state['address']}: {state['workers_now']} of {state['workers']} workers, {launcher}, "
                   f"started {state['started']}, ends after {state['idle_timeout']} without a task (state: {state_dir()})")
         else:
             state = stop()

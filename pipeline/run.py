@@ -127,7 +127,10 @@ class Timing:
         start is the command's own (interpreter, imports, Hydra composing the config) up to
         `run`; the cluster starts and warms beside start and plan, and only the wait for it
         after planning delays the execute phase, whose clock starts with the workers warm."""
-        parts = [f"start {self.before:.1f} s (interpreter, imports, config)"] if self.before is not None else []
+        launcher = os.environ.get("SVMBENCH_LAUNCHED_BY")    # set in a kept cluster launcher's child
+        what = (f"interpreter and config; imports done ahead by the kept cluster's launcher, pid {launcher}"
+                if launcher else "interpreter, imports, config")
+        parts = [f"start {self.before:.1f} s ({what})"] if self.before is not None else []
         for phase, seconds in self.phases:
             if phase == "execute" and summary is not None:
                 wait = summary.startup_wait_s or 0.0

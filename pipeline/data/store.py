@@ -56,6 +56,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
+from .cache import user_cache_dir  # noqa: F401  (store.user_cache_dir, as before)
 from .store_csr import (
     _Fingerprinter,
     _fingerprint_v1,
@@ -324,18 +325,6 @@ def default_store_root() -> Path | str:
     if env:
         return env if is_remote(env) else Path(env).expanduser()
     return user_cache_dir() / "datasets"
-
-
-def user_cache_dir() -> Path:
-    """``svmbench`` under the user's cache directory: ``$XDG_CACHE_HOME`` or ``~/.cache`` on
-    Linux and other Unix systems, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "svmbench"
 
 
 def dataset_path(root: str | os.PathLike, name: str) -> Path | str:

@@ -24,7 +24,7 @@ KEPT = "kept"      # the cluster.address that means "the kept cluster" (conf/clu
 
 def state_dir() -> Path:
     """$SVMBENCH_CLUSTER_DIR, else ``cluster`` under the user's svmbench cache directory."""
-    from ..data.store import user_cache_dir
+    from ..data.cache import user_cache_dir
     configured = os.environ.get("SVMBENCH_CLUSTER_DIR")
     return Path(configured) if configured else user_cache_dir() / "cluster"
 

@@ -12,6 +12,11 @@ from pipeline.experiment.config import compose
 from pipeline.run import run
 
 
+def run_results(run_dir):
+    import pandas as pd
+    return pd.read_parquet(run_dir / "results.parquet")
+
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
@@ -47,7 +52,9 @@ def test_a_kept_cluster_runs_commands_warm_and_ends_when_stopped(store, tmp_path
         again = _cluster(state, "start")
         assert again.returncode == 2 and f"a kept cluster is running already at {kept['address']}" in again.stderr
         status = _cluster(state, "status")
-        assert status.returncode == 0 and f"kept cluster at {kept['address']}: 1 of 1 workers" in status.stdout
+        assert status.returncode == 0 and f"kept cluster at {kept['address']}: 1 of 1 workers, launcher pid " \
+            f"{kept['launcher_pid']}" in status.stdout
+        assert "launcher ready" in up.stdout and (state / "launcher.sock").exists()
 
         warm = _sandbox_pids(kept["address"])
         assert len(warm) == 1      # warmed by `start`: one sandbox for the one worker thread
@@ -57,10 +64,18 @@ def test_a_kept_cluster_runs_commands_warm_and_ends_when_stopped(store, tmp_path
             out = run(compose(overrides), tmp_path / name)
             assert out["failed"] == 0 and len(out["results"]) == 4
             assert _sandbox_pids(kept["address"]) == warm      # the same warm process, run after run
+        # A command with cluster=kept on its command line runs in a child of the launcher.
+        cmd = subprocess.run([sys.executable, "-m", "pipeline", *overrides, f"hydra.run.dir={tmp_path / 'l'}"],
+                             capture_output=True, text=True, timeout=60)
+        assert cmd.returncode == 0, cmd.stderr
+        assert f"imports done ahead by the kept cluster's launcher, pid {kept['launcher_pid']}" in \
+            (tmp_path / "l" / "run.log").read_text()
+        assert len(run_results(tmp_path / "l")) == 4 and _sandbox_pids(kept["address"]) == warm
     finally:
         down = _cluster(state, "stop")
     assert down.returncode == 0 and "stopped" in down.stdout, down.stderr
     assert not alive(kept["scheduler_pid"]) and not alive(kept["worker_pid"]) and not alive(warm[0])
+    assert not alive(kept["launcher_pid"]) and not (state / "launcher.sock").exists()
     assert read_state(state) is None
     with pytest.raises(ClusterError, match=r"cluster=kept: no kept cluster is running \(.*start one with "
                                            r"`svmbench cluster start`"):

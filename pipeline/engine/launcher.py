@@ -1,0 +1,409 @@
+"""The kept cluster's launcher: a process that has imported what a run's client imports and
+forks a child for each `python -m pipeline ... cluster=kept`, which runs the command there.
+
+Why. On a kept cluster the workers are warm, and what is left of a 10-fit command's 3.6 s
+(idle, issue 30, point 3) is the client alone, and half of that is its imports: Hydra, pandas,
+pyarrow, Dask's client, numba and the solvers' registry, matplotlib and plotly, about 2 s of CPU
+paid again by every command. The launcher pays them once, when `svmbench cluster start` starts
+it; a command forked from it starts with them done (1.2-1.5 s for the same command). This is
+multiprocessing's forkserver, or a build tool's daemon (Gradle's, Bazel's server), for one command.
+
+The hand-off (`hand_off`, called at the top of `python -m pipeline` before any heavy import):
+the command connects to the launcher's Unix socket (``launcher.sock`` in the kept cluster's state
+directory) and sends its argv, working directory, environment, sys.path and start time, with its
+stdin, stdout and stderr as file descriptors (SCM_RIGHTS). The launcher checks that it would run
+the command as the command itself would (`fingerprint`: the same interpreter, the same
+`pipeline` and `solvers` source files unchanged since it started, the same environment variables
+that libraries read at import, e.g. NUMBA_*, OMP_*, DASK_*), and forks. The child takes the
+descriptors as its 0, 1 and 2, the directory, the environment and argv, and runs
+`pipeline.__main__.command`: its output goes to the user's terminal or pipes as before, a
+terminal is still a terminal (progress bars), and the timing line counts from the command's own
+start. The launcher answers ``ok PID``, then ``exit CODE`` once it has reaped the child (a
+signal's death is 128 + its number, as a shell says it). The command forwards SIGINT, SIGTERM,
+SIGHUP and SIGQUIT to the child, so Ctrl-C interrupts the run as it would in the command's own
+process (exit 130, resumable); if the command itself dies (killed), the child sees its socket
+close and interrupts itself the same way.
+
+What the launcher refuses, and the command then runs in its own process as without a launcher
+(one line on stderr says why): a fingerprint that differs (the source edited since `cluster
+start`, a package installed, another interpreter or BLAS setting). ``SVMBENCH_LAUNCHER=0`` skips
+the hand-off. Only a command line that names ``cluster=kept`` is handed off: a kept cluster
+chosen inside an experiment's yaml is only known once composed, after the imports.
+
+The launcher holds no thread when it forks (a fork copies only the forking thread; a lock held
+by another would stay held in the child): it preloads in its main thread and checks that none
+was left running; it serves in one thread, with SIGCHLD written to a self-pipe
+(`signal.set_wakeup_fd`) to reap its children without polling. It ends with the kept cluster's
+scheduler (checked every second), on SIGTERM (`svmbench cluster stop`), and removes its socket.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+
+SOCKET = "launcher.sock"
+# Environment variables read at import time by what the launcher preloads (numba's config,
+# the BLAS libraries' thread counts, Dask's config, matplotlib's backend and config, Python's
+# own): a command whose values differ would not run as it would in its own process.
+IMPORT_TIME_ENV = ("PYTHON", "NUMBA_", "OMP_", "OPENBLAS", "GOTO", "MKL_", "BLIS_", "VECLIB_", "DASK_", "MPL",
+                   "LD_", "XDG_", "HOME", "TMPDIR")
+HANDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_MAX_REQUEST = 16 * 2**20
+# What a run's client imports (found by listing sys.modules at the end of one), imported once here.
+PRELOAD = ("pipeline.__main__", "pipeline.run", "pipeline.engine.execute", "pipeline.engine.tasks",
+           "pipeline.results.tables", "pipeline.report.build", "pipeline.report.tables", "distributed", "solvers")
+
+
+def _package_dirs() -> list[str]:
+    """The folders of the `pipeline` and `solvers` packages this interpreter imports (without
+    importing `solvers`)."""
+    import importlib.util
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.find_spec("solvers")
+    other = os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
+    return [here, other]
+
+
+def fingerprint() -> str:
+    """What must be the same for a command to run in the launcher's child as in its own process:
+    the interpreter, the package folders with every .py file's size and modification time
+    (2-5 ms to stat), the modification time of each sys.path folder (a package installed or
+    removed there changes it), and the environment variables libraries read at import."""
+    h = hashlib.sha256()
+    h.update(sys.executable.encode())
+    for root in _package_dirs():
+        h.update(root.encode())
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and d != "conf")
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, name))
+                    h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    for entry in sys.path[1:]:
+        try:
+            h.update(f"{entry}:{os.stat(entry).st_mtime_ns}".encode())
+        except OSError:
+            h.update(entry.encode())
+    for key in sorted(os.environ):
+        if key.startswith(IMPORT_TIME_ENV):
+            h.update(f"{key}={os.environ[key]}".encode())
+    return h.hexdigest()
+
+
+def process_start() -> float:
+    """When this process started (time.time()), the interpreter's own start included: from
+    /proc where there is one (Linux), else now. A run's timing line counts from it (in the
+    launcher's child, from the command's)."""
+    try:
+        with open("/proc/self/stat") as fh:
+            ticks = int(fh.read().rpartition(")")[2].split()[19])   # field 22: starttime, in clock ticks
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time()
+
+
+def socket_path():
+    from .kept import state_dir
+    return state_dir() / SOCKET
+
+
+def _read_line(sock: socket.socket) -> str:
+    """One reply line ('' at end of file)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(256)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace").strip()
+
+
+# ---------------------------------------------------------------- the command's side
+def hand_off(argv: list[str], started: float) -> None:
+    """Run this command in the kept cluster's launcher if it names ``cluster=kept`` and a
+    launcher is up that takes it: then exit with the run's status (never return). Return, having
+    done nothing, when there is none or it refuses (the command then runs here)."""
+    if "cluster=kept" not in argv or os.environ.get("SVMBENCH_LAUNCHER", "1") == "0":
+        return
+    path = socket_path()
+    if not path.exists():
+        return
+    fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
+    request = json.dumps({"argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "env": dict(os.environ),
+                          "path": sys.path, "started": started, "fds": fds, "fingerprint": fingerprint()}).encode()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+        socket.send_fds(conn, [struct.pack("!I", len(request)) + request], fds)
+        reply = _read_line(conn)
+    except OSError:
+        conn.close()
+        return     # a socket left by a launcher that has ended: run here
+    if not reply.startswith("ok "):
+        conn.close()
+        if reply.startswith("no "):
+            print(f"note: the kept cluster's launcher does not run this command ({reply[3:]}); it runs here, "
+                  f"with its own imports", file=sys.stderr)
+        return
+    pid = int(reply.split()[1])
+
+    def forward(signum, frame):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+    for sig in HANDED_SIGNALS:
+        signal.signal(sig, forward)
+    line = _read_line(conn)      # the signals above interrupt it, then it resumes (PEP 475)
+    if line.startswith("exit "):
+        os._exit(int(line.split()[1]))
+    print(f"error: the kept cluster's launcher ended while running this command (pid {pid}); "
+          f"its log: {path.parent / 'cluster.log'}", file=sys.stderr)
+    os._exit(1)
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- the launcher's side
+def preload() -> None:
+    """Import what a run's client imports, and build what its report builds first (plotly's
+    template); in this thread, leaving none behind (`serve` checks)."""
+    import importlib
+    for name in PRELOAD:
+        importlib.import_module(name)
+    from pipeline.report import preload as report_imports
+    report_imports(True)
+
+
+def serve(directory, scheduler_pid: int) -> None:
+    """Accept commands on ``directory/launcher.sock`` until the scheduler `scheduler_pid` ends or
+    SIGTERM; each is forked (`_child`), and its exit status sent back once reaped."""
+    import select
+    import threading
+    from pathlib import Path
+    from .kept import alive
+    own = os.getpid()
+    fp = fingerprint()
+    preload()
+    if threading.active_count() != 1:
+        names = ", ".join(t.name for t in threading.enumerate() if t is not threading.current_thread())
+        raise SystemExit(f"launcher: threads left running after the imports ({names}); not serving")
+    path = Path(directory) / SOCKET
+    tmp = path.with_name(f".{SOCKET}.{own}")
+    tmp.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp))
+    listener.listen(16)
+    inode = tmp.stat().st_ino
+    os.replace(tmp, path)        # the socket appears when it accepts
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    running: dict[int, socket.socket] = {}
+    print(f"launcher: pid {own} serving on {path}", flush=True)
+    try:
+        while not stop and alive(scheduler_pid):
+            ready, _, _ = select.select([listener, wake_r], [], [], 1.0)
+            if wake_r in ready:
+                os.read(wake_r, 512)
+            if listener in ready:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    conn = None
+                if conn is not None:
+                    pid = _take(conn, fp, (listener, wake_r, wake_w))
+                    if pid is not None:
+                        running[pid] = conn
+            _reap(running)
+    finally:
+        if os.getpid() == own:
+            with_ours = path.exists() and path.stat().st_ino == inode    # not a newer launcher's
+            if with_ours:
+                path.unlink()
+            listener.close()
+
+
+def _reap(running: dict) -> None:
+    """Send ``exit CODE`` for each child that has ended (128 + n for death by signal n)."""
+    while running:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = running.pop(pid, None)
+        if conn is None:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        code = 128 - code if code < 0 else code
+        print(f"launcher: command pid {pid} exited {code}", flush=True)
+        try:
+            conn.sendall(f"exit {code}\n".encode())
+        except OSError:
+            pass      # the command has gone (killed): nobody to tell
+        conn.close()
+
+
+def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The request and the descriptors it came with."""
+    conn.settimeout(10)
+    msg, fds, _, _ = socket.recv_fds(conn, 65536, 3)
+    if len(msg) < 4:
+        raise OSError("short request")
+    size = struct.unpack("!I", msg[:4])[0]
+    if size > _MAX_REQUEST:
+        raise OSError(f"request of {size} bytes")
+    body = msg[4:]
+    while len(body) < size:
+        chunk = conn.recv(min(65536, size - len(body)))
+        if not chunk:
+            raise OSError("request cut short")
+        body += chunk
+    request = json.loads(body[:size])
+    if len(fds) != len(request.get("fds", ())):
+        raise OSError(f"{len(fds)} descriptors for {request.get('fds')}")
+    conn.settimeout(None)
+    return request, fds
+
+
+def _take(conn: socket.socket, fp: str, close_in_child) -> int | None:
+    """Read one command, fork its child, answer ``ok PID`` (or ``no WHY``); the child's pid."""
+    try:
+        request, fds = _receive(conn)
+    except (OSError, ValueError) as exc:
+        print(f"launcher: a bad request ({exc})", flush=True)
+        conn.close()
+        return None
+    try:
+        if request.get("fingerprint") != fp:
+            print("launcher: refused a command whose fingerprint differs", flush=True)
+            conn.sendall(b"no the package's source, its interpreter or the environment differ from when "
+                         b"`svmbench cluster start` started it; `svmbench cluster stop` and `start` renew it\n")
+            conn.close()
+            return None
+        pid = os.fork()
+        if pid == 0:
+            _child(request, fds, conn, close_in_child)     # never returns
+        conn.sendall(f"ok {pid}\n".encode())
+        print(f"launcher: command pid {pid} runs {' '.join(request['argv'])} in {request['cwd']}", flush=True)
+        return pid
+    except OSError:
+        conn.close()
+        return None
+    finally:
+        for fd in fds:      # the child has its own copies (only the parent gets here)
+            os.close(fd)
+
+
+def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -> None:
+    """Become the command: its descriptors, directory, environment, argv and sys.path, the
+    signals of a new process; run it; exit with its status (never return)."""
+    code = 1
+    try:
+        listener, wake_r, wake_w = close_in_child
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        listener.close()
+        os.close(wake_r)
+        os.close(wake_w)
+        for fd, target in zip(fds, request["fds"]):
+            os.dup2(fd, target)
+            os.close(fd)
+        _streams()
+        os.chdir(request["cwd"])
+        launcher = os.getppid()
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ["SVMBENCH_LAUNCHED_BY"] = str(launcher)    # the run's timing line says so
+        sys.path[:] = request["path"]
+        sys.argv[:] = [request["argv0"], *request["argv"]]
+        import numpy as np
+        np.random.seed()         # numpy's global generator, fresh as in a new process
+        _watch(conn)
+        from pipeline import __main__ as entry
+        try:
+            entry.command(request["argv"], started=request["started"])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            code = 130
+        entry.finish(code)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _streams() -> None:
+    """sys.stdin/stdout/stderr anew on descriptors 0-2 (now the command's), buffered as Python
+    buffers them for what they are: line by line on a terminal, stderr always."""
+    import io
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        mode = "r" if fd == 0 else "w"
+        tty = os.isatty(fd)
+        stream = io.open(fd, mode, buffering=-1, encoding=getattr(old, "encoding", None) or "utf-8",
+                         errors="backslashreplace" if fd == 2 else getattr(old, "errors", None), closefd=False,
+                         newline=None if fd == 0 else "\n")
+        if fd:
+            stream.reconfigure(line_buffering=tty or fd == 2, write_through=unbuffered or fd == 2)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _watch(conn: socket.socket) -> None:
+    """Interrupt this run (as Ctrl-C does) when the command's end of the socket closes: the
+    command was killed, so nobody waits for the run and its forwarding has gone with it."""
+    import threading
+
+    def watch():
+        try:
+            while conn.recv(64):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=watch, name="svmbench-launcher-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pipeline.engine.launcher STATE_DIR SCHEDULER_PID` (started by `cluster start`)."""
+    args = sys.argv[1:] if argv is None else argv
+    started = time.perf_counter()
+    try:
+        serve(args[0], int(args[1]))
+    except SystemExit as exc:
+        print(exc, flush=True)
+        return 1
+    print(f"launcher: ended after {time.perf_counter() - started:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

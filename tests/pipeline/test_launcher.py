@@ -1,0 +1,123 @@
+"""The kept cluster's launcher (pipeline/engine/launcher.py): a real launcher process, and real
+`python -m pipeline` commands handed to it over its socket. Without Dask: the commands are
+refused configurations and dry runs, which need no cluster, so each mechanism (the hand-off of
+argv, streams and exit status; the fingerprint's refusal; Ctrl-C forwarded; a killed command's
+run interrupted; the launcher's end) is seen in a few seconds."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipeline.engine import launcher
+
+# 5,000 C values x 100 random splits of toy_blobs planned, not run: a dry run of a few seconds.
+LONG_DRY_RUN = ["+experiment=bench_large", "run.dry_run=true", "cv=repeated", "cv.rounds=100", "cluster=kept"]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A launcher serving on tmp_path/state for as long as this test's process lives (the
+    "scheduler" it watches); its output in tmp_path/launcher.log."""
+    state = tmp_path / "state"
+    state.mkdir()
+    env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state)}
+    log = open(tmp_path / "launcher.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.engine.launcher", str(state), str(os.getpid())],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not (state / launcher.SOCKET).exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "launcher.log").read_text()
+        time.sleep(0.05)
+    yield env, proc, tmp_path / "launcher.log"
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def _command(env, *args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, **kw)
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(p) for p in fh.read().split()]
+
+
+def test_a_command_runs_in_the_launchers_child_with_its_streams_and_exit_status(served, tmp_path):
+    """stdout, stderr and the exit status are the command's own, as run in its own process; the
+    launcher's log names the child and its status; a refused configuration is one line, exit 2."""
+    env, proc, log = served
+    bad = _command(env, "cluster=kept", "nosuchkey=1")
+    out, err = bad.communicate(timeout=30)
+    assert bad.returncode == 2 and err.startswith("error: invalid configuration: nosuchkey: unknown key"), err
+    assert "launcher" not in err
+    dry = _command(env, "+experiment=bench_fixed", "run.dry_run=true", "cluster=kept")
+    out, err = dry.communicate(timeout=30)
+    assert dry.returncode == 0 and "fits: 10 (dcd 10)" in out, (out, err)
+    text = log.read_text()
+    assert text.count("exited 2") == 1 and text.count("exited 0") == 1, text
+    assert "runs +experiment=bench_fixed run.dry_run=true cluster=kept" in text
+
+
+def test_a_command_the_launcher_would_not_run_as_itself_runs_in_its_own_process(served):
+    """A setting read at import (here numba's NUMBA_OPT) that differs from the launcher's: the
+    fingerprint differs, the launcher refuses, and the command runs with its own imports, saying
+    why in one line; SVMBENCH_LAUNCHER=0 skips the launcher without a word."""
+    env, proc, log = served
+    assert launcher.fingerprint() == launcher.fingerprint()
+    other = _command({**env, "NUMBA_OPT": "1"}, "cluster=kept", "nosuchkey=1")
+    out, err = other.communicate(timeout=60)
+    assert other.returncode == 2
+    assert err.startswith("note: the kept cluster's launcher does not run this command (the package's source"), err
+    assert "error: invalid configuration: nosuchkey" in err
+    skipped = _command({**env, "SVMBENCH_LAUNCHER": "0"}, "cluster=kept", "nosuchkey=1")
+    out, err = skipped.communicate(timeout=60)
+    assert skipped.returncode == 2 and err.startswith("error: invalid configuration"), err
+    text = log.read_text()
+    assert "refused a command" in text and "exited" not in text, text
+
+
+def test_ctrl_c_reaches_the_run_and_a_killed_command_interrupts_it(served):
+    """SIGINT to the command is forwarded to the child, which stops as a run stops on Ctrl-C
+    (exit 130, one line); a command killed outright (SIGKILL: it forwards nothing) closes its
+    socket, and the child interrupts itself the same way instead of running on unseen."""
+    env, proc, log = served
+    cmd = _command(env, *LONG_DRY_RUN)
+    deadline = time.monotonic() + 20
+    while "runs +experiment=bench_large" not in log.read_text():
+        assert time.monotonic() < deadline and cmd.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.5)
+    cmd.send_signal(signal.SIGINT)
+    out, err = cmd.communicate(timeout=30)
+    assert cmd.returncode == 130 and "interrupted" in err, (cmd.returncode, err)
+
+    killed = _command(env, *LONG_DRY_RUN)
+    while "runs +experiment=bench_large" not in log.read_text().split("exited 130")[-1]:
+        assert time.monotonic() < deadline + 20 and killed.poll() is None
+        time.sleep(0.05)
+    child = _children(proc.pid)[0]
+    killed.kill()
+    killed.communicate(timeout=10)
+    while child in _children(proc.pid):
+        assert time.monotonic() < deadline + 40, "the killed command's run went on"
+        time.sleep(0.05)
+    assert log.read_text().count("exited 130") == 2
+
+
+def test_the_launcher_ends_on_sigterm_and_removes_its_socket(served):
+    """`svmbench cluster stop` sends SIGTERM: the launcher removes its socket and exits 0."""
+    env, proc, log = served
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    state = env["SVMBENCH_CLUSTER_DIR"]
+    assert not os.path.exists(os.path.join(state, launcher.SOCKET))
+    # With no launcher, a command runs in its own process, and says nothing about one.
+    bad = _command(env, "cluster=kept", "nosuchkey=1")
+    out, err = bad.communicate(timeout=60)
+    assert bad.returncode == 2 and err.startswith("error: invalid configuration"), err
