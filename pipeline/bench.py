@@ -41,7 +41,8 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      grid, tol and cache size (its fit call alone).
   k  the fixed cost of a command (issue 30, point 3; conf/experiment/bench_fixed.yaml: 10 fits
      of milliseconds): the whole command on a fresh local cluster and on a kept one
-     (`svmbench cluster start`, cluster=kept), split by its timing line's phases.
+     (`svmbench cluster start`, cluster=kept), there by its launcher and by itself
+     (SVMBENCH_LAUNCHER=0), split by its timing line's phases.
   libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
      (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
      MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
@@ -136,18 +137,21 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
     return {**totals, "imbalance_s": max(tasks) - min(tasks) if tasks else float("nan")}
 
 
-def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "bench_sweep") -> dict:
+def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "bench_sweep", launcher: bool = True) -> dict:
     """One whole `python -m pipeline +experiment=bench_sweep` command: its wall time, the
     cluster's start and warm-up (and how much of it planning did not cover), the execute
     phase's wall (which starts once the workers are warm), Dask task count, the client's peak
     RSS and the workers' dataset reads and fold extractions (from run.log), the summed fit and
     task times (from results.parquet), the CPU seconds of its processes by role and the task
-    processes' imbalance (`_cpu_by_role`), and the load average (1 min) as it started."""
+    processes' imbalance (`_cpu_by_role`), and the load average (1 min) as it started.
+    launcher=False: a kept cluster's command runs by itself (the launcher's child is not the
+    command's descendant, so its client CPU is not counted with the launcher)."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", f"+experiment={experiment}", f"hydra.run.dir={run_dir}", *overrides]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0"})
     cpu = _cpu_by_role(proc)
     wall = time.perf_counter() - t0
     if proc.returncode:
@@ -350,17 +354,20 @@ def run_liblinear_search(overrides: list[str]) -> dict:
 def scenario_e(work: Path, reps: int) -> list[dict]:
     """Each rep: ours on a fresh local cluster, ours on a kept one (`kept_cluster`, started once
     and warmed for dcd before the reps: its first rep's command reads the data into its
-    sandboxes, later ones find it there, as GridSearchCV's fit finds it in memory), GridSearchCV
-    and LIBLINEAR's search, in turn."""
+    sandboxes, later ones find it there, as GridSearchCV's fit finds it in memory) run by its
+    launcher and by itself, GridSearchCV and LIBLINEAR's search, in turn."""
     rows = []
     with kept_cluster(["dcd"]):
+        run_ours([*SCENARIOS["e"], "cluster=kept"], work, "e-kept-first")    # its sandboxes read the data
         for r in range(reps):
             ours = run_ours(SCENARIOS["e"], work, f"e{r}")
             kept = run_ours([*SCENARIOS["e"], "cluster=kept"], work, f"e{r}-kept")
+            itself = run_ours([*SCENARIOS["e"], "cluster=kept"], work, f"e{r}-kept-self", launcher=False)
             gs = run_anchor(SCENARIOS["e"])
             ll = run_liblinear_search(SCENARIOS["e"])
             rows.append({"scenario": "e", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
                          "ours_kept_wall_s": kept["wall_s"], "ours_kept_execute_s": kept["execute_s"],
+                         "ours_kept_no_launcher_wall_s": itself["wall_s"],
                          "ratio_kept_vs_gridsearch_fit": kept["wall_s"] / gs["fit_s"],
                          "ours_execute_s": ours["execute_s"], "ours_fit_s": ours["fit_s"], "ours_task_s": ours["task_s"],
                          "dask_tasks": ours["dask_tasks"], "imbalance_s": ours["imbalance_s"],
@@ -539,32 +546,37 @@ def kept_cluster(warm: list[str]):
                 os.environ["SVMBENCH_CLUSTER_DIR"] = before
 
 
-def fixed_cost_row(cluster: str, work: Path, tag: str) -> dict:
+def fixed_cost_row(cluster: str, work: Path, tag: str, launcher: bool = True) -> dict:
     """One whole `python -m pipeline +experiment=bench_fixed cluster=CLUSTER` command, waited
     for directly (no CPU sampling: its wall is seconds), and its timing line's phases; `exit_s`
     is the whole command's wall less the line's total (the cluster's closing, the interpreter's
-    exit). The command's start before `run` is the line's `start` (from the process's start)."""
+    exit). The command's start before `run` is the line's `start` (from the process's start).
+    launcher=False: a kept cluster's command runs by itself, not in its launcher's child."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_fixed", f"hydra.run.dir={run_dir}", f"cluster={cluster}"]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                   env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0"})
     wall = time.perf_counter() - t0
     line = _line((run_dir / "run.log").read_text(), "timing: ")
     phases = {phase.strip(): float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", line)}
     total = float(re.search(r"total ([\d.]+) s before exit", line).group(1))
-    return {"cluster": cluster, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
+    by = "launcher" if "by the kept cluster's launcher" in line else "itself"
+    return {"cluster": cluster, "run_by": by, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
             if k in ("start", "plan", "warm-up wait", "execute", "tables", "report")}, "exit_s": wall - total}
 
 
 def scenario_k(work: Path, reps: int) -> list[dict]:
     """The fixed cost of a command (issue 30, point 3): bench_fixed's 10 fits, `reps` times on a
     fresh local cluster, then `reps` times on a kept cluster started (and warmed for dcd) before
-    them and stopped after."""
+    them and stopped after, each rep there run by the launcher and by itself in turn."""
     rows = [{"rep": r, **fixed_cost_row("local", work, f"k-local-{r}")} for r in range(reps)]
     with kept_cluster(["dcd"]):
         fixed_cost_row("kept", work, "k-kept-first")    # the sandboxes' first task: its datasets read
-        rows += [{"rep": r, **fixed_cost_row("kept", work, f"k-kept-{r}")} for r in range(reps)]
+        for r in range(reps):
+            rows.append({"rep": r, **fixed_cost_row("kept", work, f"k-kept-{r}")})
+            rows.append({"rep": r, **fixed_cost_row("kept", work, f"k-kept-self-{r}", launcher=False)})
     return rows
 
 

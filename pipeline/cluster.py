@@ -38,9 +38,10 @@ class KeptError(RuntimeError):
 
 
 def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] | None = None,
-          blas_threads: int = 1, memory_limit: str = "auto", log=print) -> dict:
-    """Start the kept cluster and warm its workers for `warm` (None: every registered solver);
-    returns its state (what cluster.json holds)."""
+          blas_threads: int = 1, memory_limit: str = "auto", log=print, launcher: bool = True) -> dict:
+    """Start the kept cluster and warm its workers for `warm` (None: every registered solver),
+    and its launcher (pipeline/engine/launcher.py) unless `launcher` is false; returns its state
+    (what cluster.json holds)."""
     from distributed import Client
 
     from .engine.execute import quiet_dask_env, warm_workers
@@ -68,13 +69,14 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                        "--nthreads", "1", "--memory-limit", memory_limit, "--no-dashboard")
         # The launcher (pipeline/engine/launcher.py) imports beside the workers' start and warm-up,
         # in this command's environment: its children run commands as they would run themselves.
-        launcher = spawn("pipeline.engine.launcher", str(directory), str(scheduler.pid), environ=os.environ)
+        server = spawn("pipeline.engine.launcher", str(directory), str(scheduler.pid), environ=os.environ) \
+            if launcher else None
     try:
         address = _wait_for_file(scheduler_file, scheduler, directory)
         with Client(address, timeout="30s") as client:
             client.wait_for_workers(n, timeout=START_TIMEOUT_S)
             state = {"address": address, "scheduler_pid": scheduler.pid, "worker_pid": worker.pid,
-                     "launcher_pid": launcher.pid, "workers": n,
+                     "launcher_pid": server.pid if server else None, "workers": n,
                      "idle_timeout": idle_timeout, "blas_threads": blas_threads,
                      "started": time.strftime("%Y-%m-%d %H:%M:%S")}
             (directory / "cluster.json").write_text(json.dumps(state, indent=1) + "\n")
@@ -89,15 +91,16 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                 if failed:
                     raise KeptError(f"{len(failed)} of {n} workers' sandboxes died while warming; see {directory / 'cluster.log'}")
                 log(f"warm in {time.perf_counter() - t0:.1f} s")
-            if _wait_for_launcher(directory / SOCKET, launcher):
-                log("launcher ready: a command with cluster=kept runs in a child of it, its imports done")
-            else:
-                log(f"warning: the launcher did not start (see {directory / 'cluster.log'}); commands on this cluster "
-                    f"run with their own imports")
+            if server is not None:
+                if _wait_for_launcher(directory / SOCKET, server):
+                    log("launcher ready: a command with cluster=kept runs in a child of it, its imports done")
+                else:
+                    log(f"warning: the launcher did not start (see {directory / 'cluster.log'}); commands on this "
+                        f"cluster run with their own imports")
             log(f"run with cluster=kept; `svmbench cluster stop` ends it (it ends itself after {idle_timeout} "
                 f"without a task)")
     except BaseException:
-        _end(scheduler.pid, worker.pid, launcher.pid)
+        _end(scheduler.pid, worker.pid, *([server.pid] if server else []))
         for path in (scheduler_file, directory / "cluster.json"):
             path.unlink(missing_ok=True)
         raise
@@ -159,7 +162,7 @@ def stop() -> dict:
         for name in ("scheduler.json", "cluster.json", SOCKET):
             (directory / name).unlink(missing_ok=True)
         if state is not None:     # the scheduler gone, its workers or launcher not yet
-            _end(*(int(state[k]) for k in ("worker_pid", "launcher_pid") if k in state and alive(int(state[k]))))
+            _end(*(int(state[k]) for k in ("worker_pid", "launcher_pid") if state.get(k) and alive(int(state[k]))))
         raise KeptError("no kept cluster is running (`svmbench cluster start` starts one)")
     from distributed import Client
     try:
@@ -212,6 +215,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.cluster"
     up.add_argument("--warm", default="all", help="solvers to warm, comma-separated, 'all' (default) or 'none'")
     up.add_argument("--blas-threads", type=int, default=1, help="BLAS/numba threads per task process (cluster.blas_threads)")
     up.add_argument("--memory-limit", default="auto", help="per worker, Dask's form (default: the machine's memory shared out)")
+    up.add_argument("--no-launcher", action="store_true",
+                    help="no launcher: commands with cluster=kept do their own imports (saves its ~250 MB)")
     sub.add_parser("status", help="the kept cluster's address, workers and settings")
     sub.add_parser("stop", help="end the kept cluster")
     args = parser.parse_args(argv)
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.cluster"
                 unknown = sorted(set(warm) - set(names()))
                 if unknown:
                     raise KeptError(f"--warm: no such solver {', '.join(unknown)}; registered: {', '.join(sorted(names()))}")
-            start(args.workers, args.idle_timeout, warm, args.blas_threads, args.memory_limit)
+            start(args.workers, args.idle_timeout, warm, args.blas_threads, args.memory_limit, launcher=not args.no_launcher)
         elif args.action == "status":
             state = status()
             if state is None:
