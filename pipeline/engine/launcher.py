@@ -229,7 +229,7 @@ def serve(directory, scheduler_pid: int) -> None:
                 except OSError:
                     conn = None
                 if conn is not None:
-                    pid = _take(conn, fp, (listener, wake_r, wake_w))
+                    pid = _take(conn, fp, (listener, wake_r, wake_w, running))
                     if pid is not None:
                         running[pid] = conn
             _reap(running)
@@ -319,8 +319,10 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
     signals of a new process; run it; exit with its status (never return)."""
     code = 1
     try:
-        listener, wake_r, wake_w = close_in_child
+        listener, wake_r, wake_w, others = close_in_child
         signal.set_wakeup_fd(-1)
+        for other in others.values():      # the other commands' sockets: theirs, not this run's
+            other.close()
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)

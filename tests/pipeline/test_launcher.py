@@ -64,6 +64,20 @@ def test_a_command_runs_in_the_launchers_child_with_its_streams_and_exit_status(
     assert "runs +experiment=bench_fixed run.dry_run=true cluster=kept" in text
 
 
+def test_commands_at_once_each_get_their_own_output_and_status(served):
+    """Three commands handed off together: each exit status and output reaches the command that
+    ran it (the launcher answers on each command's own socket, as it reaps each child)."""
+    env, proc, log = served
+    cmds = [_command(env, "+experiment=bench_fixed", "run.dry_run=true", "cluster=kept", "solvers.dcd.grid.C=[1,2,3]"),
+            _command(env, "cluster=kept", "nosuchkey=1"),
+            _command(env, "+experiment=bench_fixed", "run.dry_run=true", "cluster=kept")]
+    outs = [c.communicate(timeout=60) for c in cmds]
+    assert [c.returncode for c in cmds] == [0, 2, 0], outs
+    assert "fits: 15 (dcd 15)" in outs[0][0] and "fits: 10 (dcd 10)" in outs[2][0]
+    assert "nosuchkey" in outs[1][1] and not outs[0][1].strip() and not outs[2][1].strip()
+    assert log.read_text().count("exited") == 3
+
+
 def test_a_command_the_launcher_would_not_run_as_itself_runs_in_its_own_process(served):
     """A setting read at import (here numba's NUMBA_OPT) that differs from the launcher's: the
     fingerprint differs, the launcher refuses, and the command runs with its own imports, saying
