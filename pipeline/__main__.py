@@ -62,7 +62,7 @@ def main(cfg: DictConfig) -> None:
         SWEEPS.add(hydra_cfg.sweep.dir)
     try:
         check_composed(cfg, OVERRIDES)
-        out = run(cfg, run_dir, started=STARTED.pop() if STARTED else None)
+        out = run(cfg, run_dir, started=STARTED.pop() if STARTED else None, frames=False)
     except (ConfigError, StoreError, LockError, ClusterError, ShardError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:

@@ -73,10 +73,12 @@ def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
     return [k for k in exp.datasets if k not in materialised]
 
 
-def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None) -> dict:
-    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict
-    (with run.dry_run=true: the plan, and nothing is run or written). started: when the command
-    began (`time.time()`: `python -m pipeline` gives its process's start), for the timing line."""
+def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None, frames: bool = True) -> dict:
+    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict with
+    the ``results`` and ``traces`` frames; frames=False leaves them out, and lets them go before
+    the report reads the tables (`python -m pipeline`, which does not use them). With
+    run.dry_run=true: the plan, and nothing is run or written. started: when the command began
+    (`time.time()`: `python -m pipeline` gives its process's start), for the timing line."""
     t0 = time.perf_counter()
     timing = Timing(t0, None if started is None else max(0.0, time.time() - started))
     run_dir = Path(run_dir)
@@ -105,7 +107,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None =
             # Handed over, not kept here: `_run_locked` lets the plan go after execute.
             held = [plan]
             del plan
-            return _run_locked(exp, held, run_dir, say, timing, client, warmup, preload)
+            return _run_locked(exp, held, run_dir, say, timing, client, warmup, preload, frames)
 
 
 class Timing:
@@ -253,7 +255,7 @@ def _machine_line(when: str) -> str:
 
 
 def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing, client=None, warmup=None,
-                preload: threading.Thread | None = None) -> dict:
+                preload: threading.Thread | None = None, frames: bool = True) -> dict:
     """The run under its lock; held: [the plan], which is let go after execute (its templates and
     columns, `plan.Specs`: 9 MB at 50,000 fits, 34 MB when it held a dict per spec)."""
     plan = held.pop()
@@ -306,9 +308,15 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
     from .report import build_report, status_lines
     for line in status_lines(results):
         say(line)
+    # The report reads the tables from their files (as `python -m pipeline.report` does). A
+    # command (frames=False) lets its frames go first rather than hold them beside the report's
+    # copy: at 1,000,000 fits the results alone are about 800 MB.
+    rows, points = len(results), len(traces)
+    frames = (results, traces) if frames else None
+    del results, traces
     report = build_report(run_dir)
     timing.mark("report")
-    say(f"results: {run_dir / 'results.parquet'} ({len(results)} rows), traces: {len(traces)} points")
+    say(f"results: {run_dir / 'results.parquet'} ({rows} rows), traces: {points} points")
     say(f"report: {report}  ({time.perf_counter() - timing.t0:.1f} s)")
     paper = write_reproduction(exp, run_dir, root)
     if paper is not None:
@@ -321,8 +329,10 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
         say(f"{len(failed)} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
         for line in failure_lines(run_dir, keys):
             say(line)
-    return {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper,
-            "results": results, "traces": traces, "failed": len(failed)}
+    out = {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper, "failed": len(failed)}
+    if frames is not None:
+        out.update(results=frames[0], traces=frames[1])
+    return out
 
 
 @contextlib.contextmanager

@@ -5,7 +5,8 @@ Why. On a kept cluster the workers are warm, and what is left of a 10-fit comman
 (idle, issue 30, point 3) is the client alone, and half of that is its imports: Hydra, pandas,
 pyarrow, Dask's client, numba and the solvers' registry, matplotlib and plotly, about 2 s of CPU
 paid again by every command. The launcher pays them once, when `svmbench cluster start` starts
-it; a command forked from it starts with them done (1.2-1.5 s for the same command). This is
+it; a command forked from it starts with them done (the same command: 1.0-1.1 s against
+2.4-2.7 s by itself, idle: scenario (k) of `python -m pipeline.bench`). This is
 multiprocessing's forkserver, or a build tool's daemon (Gradle's, Bazel's server), for one command.
 
 The hand-off (`hand_off`, called at the top of `python -m pipeline` before any heavy import):

@@ -195,3 +195,33 @@ def test_a_json_text_is_parsed_once_however_many_fits_share_it(tmp_path, monkeyp
     results = tables.build_tables(tmp_path)[0]
     assert len(results) == 2000 and results["seed"].nunique() == 2000
     assert len(parsed) < 100, f"{len(parsed)} JSON texts parsed for 2,000 fits"
+
+
+def test_a_command_lets_its_frames_go_before_the_report(tmp_path, monkeypatch):
+    """run(frames=False), as `python -m pipeline` calls it: when the report starts, the results
+    and traces frames the tables returned are gone (at 1,000,000 fits the results alone are
+    about 800 MB, which the report would hold twice); frames=True returns them, the same objects."""
+    import gc
+    import weakref
+    from pipeline import report as report_pkg
+    made, alive_at_report = [], []
+    write = tables.write_tables
+
+    def tracked(*args, **kw):
+        res, tr = write(*args, **kw)
+        made[:] = [weakref.ref(res), weakref.ref(tr)]
+        return res, tr
+    build = report_pkg.build_report
+
+    def checked(run_dir, *args, **kw):
+        gc.collect()
+        alive_at_report.append([ref() is not None for ref in made])
+        return build(run_dir, *args, **kw)
+    monkeypatch.setattr("pipeline.run.write_tables", tracked)
+    monkeypatch.setattr(report_pkg, "build_report", checked)
+    base = [f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60",
+            "solvers=[dcd]", "grid.C=[1.0]", "cv.folds=2", "cluster=sequential", "run.progress=false"]
+    out = run(compose(base), tmp_path / "command", frames=False)
+    assert alive_at_report == [[False, False]] and "results" not in out and out["failed"] == 0
+    out = run(compose(base), tmp_path / "api")
+    assert alive_at_report[1] == [True, True] and out["results"] is made[0]() and len(out["results"]) == 2
