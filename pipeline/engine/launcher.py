@@ -56,6 +56,9 @@ IMPORT_TIME_ENV = ("PYTHON", "NUMBA_", "OMP_", "OPENBLAS", "GOTO", "MKL_", "BLIS
                    "LD_", "XDG_", "HOME", "TMPDIR")
 HANDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _MAX_REQUEST = 16 * 2**20
+# How long a command waits for the launcher's answer before it runs by itself (a launcher that
+# answers at all answers in milliseconds: it reads the request and forks).
+REPLY_TIMEOUT_S = 30
 # What a run's client imports (found by listing sys.modules at the end of one), imported once here.
 PRELOAD = ("pipeline.__main__", "pipeline.run", "pipeline.engine.execute", "pipeline.engine.tasks",
            "pipeline.results.tables", "pipeline.report.build", "pipeline.report.tables", "distributed", "solvers")
@@ -141,13 +144,15 @@ def hand_off(argv: list[str], started: float) -> None:
     request = json.dumps({"argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "env": dict(os.environ),
                           "path": sys.path, "started": started, "fds": fds, "fingerprint": fingerprint()}).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(REPLY_TIMEOUT_S)     # a launcher that does not answer (stopped, swapped out)
     try:
         conn.connect(str(path))
         socket.send_fds(conn, [struct.pack("!I", len(request)) + request], fds)
         reply = _read_line(conn)
     except OSError:
         conn.close()
-        return     # a socket left by a launcher that has ended: run here
+        return     # a socket left by a launcher that has ended, or one that did not answer: run here
+    conn.settimeout(None)
     if not reply.startswith("ok "):
         conn.close()
         if reply.startswith("no "):
