@@ -18,8 +18,8 @@ from pathlib import Path
 
 if __name__ == "__main__":
     # Before the imports below (about 2 s of CPU): a kept cluster's launcher, which has them
-    # done, runs a `cluster=kept` command in a child of its own (pipeline/engine/launcher.py).
-    from pipeline.engine.launcher import hand_off, process_start
+    # done, runs a `cluster=kept` command in a child of its own (pipeline/launcher.py).
+    from pipeline.launcher import hand_off, process_start
     hand_off(sys.argv[1:], process_start())
 
 import hydra
@@ -29,7 +29,7 @@ from omegaconf import DictConfig
 
 from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
 from pipeline.engine.execute import ClusterError
-from pipeline.engine.launcher import process_start
+from pipeline.launcher import process_start
 from pipeline.engine.runlock import LockError
 from pipeline.data.store import StoreError
 

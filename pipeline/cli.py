@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 def run(argv: list[str], prog: str) -> int:
     """`python -m pipeline`'s own `command` (its preflight, Hydra, exit codes); handed to a
     kept cluster's launcher first, as `python -m pipeline` does."""
-    from pipeline.engine.launcher import hand_off, process_start
+    from pipeline.launcher import hand_off, process_start
     hand_off(argv, process_start())
     from pipeline.__main__ import command
     command(argv)      # exits (Hydra, then `finish` with the run's code)

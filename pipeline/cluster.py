@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from .engine.kept import alive, read_state, state_dir
-from .engine.launcher import SOCKET
+from .launcher import SOCKET
 
 START_TIMEOUT_S = 120       # for the scheduler and its workers to come up
 STOP_TIMEOUT_S = 10         # for them to end once asked, before they are killed
@@ -40,7 +40,7 @@ class KeptError(RuntimeError):
 def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] | None = None,
           blas_threads: int = 1, memory_limit: str = "auto", log=print, launcher: bool = True) -> dict:
     """Start the kept cluster and warm its workers for `warm` (None: every registered solver),
-    and its launcher (pipeline/engine/launcher.py) unless `launcher` is false; returns its state
+    and its launcher (pipeline/launcher.py) unless `launcher` is false; returns its state
     (what cluster.json holds)."""
     from distributed import Client
 
@@ -67,9 +67,9 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                           "--idle-timeout", idle_timeout)
         worker = spawn("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file), "--nworkers", str(n),
                        "--nthreads", "1", "--memory-limit", memory_limit, "--no-dashboard")
-        # The launcher (pipeline/engine/launcher.py) imports beside the workers' start and warm-up,
+        # The launcher (pipeline/launcher.py) imports beside the workers' start and warm-up,
         # in this command's environment: its children run commands as they would run themselves.
-        server = spawn("pipeline.engine.launcher", str(directory), str(scheduler.pid), environ=os.environ) \
+        server = spawn("pipeline.launcher", str(directory), str(scheduler.pid), environ=os.environ) \
             if launcher else None
     try:
         address = _wait_for_file(scheduler_file, scheduler, directory)

@@ -34,7 +34,7 @@ MODULES = [
     ("pipeline", "pipeline.engine.execute", "clusters, task cutting, shards"),
     ("pipeline", "pipeline.engine.sandbox", "the child process each worker thread can kill"),
     ("pipeline", "pipeline.engine.kept", "the kept cluster's state: `cluster=kept`'s address"),
-    ("pipeline", "pipeline.engine.launcher", "the kept cluster's launcher: a command forked with its imports done"),
+    ("pipeline", "pipeline.launcher", "the kept cluster's launcher: a command forked with its imports done"),
     ("pipeline", "pipeline.results.tables", "shards to Parquet tables"),
     ("pipeline", "pipeline.report.build", "the report from the Parquet tables"),
     ("pipeline", "pipeline.report.registry", "registering a table or a figure"),

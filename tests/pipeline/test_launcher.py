@@ -1,4 +1,4 @@
-"""The kept cluster's launcher (pipeline/engine/launcher.py): a real launcher process, and real
+"""The kept cluster's launcher (pipeline/launcher.py): a real launcher process, and real
 `python -m pipeline` commands handed to it over its socket. Without Dask: the commands are
 refused configurations and dry runs, which need no cluster, so each mechanism (the hand-off of
 argv, streams and exit status; the fingerprint's refusal; Ctrl-C forwarded; a killed command's
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pipeline.engine import launcher
+from pipeline import launcher
 
 # 5,000 C values x 100 random splits of toy_blobs planned, not run: a dry run of a few seconds.
 LONG_DRY_RUN = ["+experiment=bench_large", "run.dry_run=true", "cv=repeated", "cv.rounds=100", "cluster=kept"]
@@ -25,7 +25,7 @@ def served(tmp_path):
     state.mkdir()
     env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state)}
     log = open(tmp_path / "launcher.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.engine.launcher", str(state), str(os.getpid())],
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.launcher", str(state), str(os.getpid())],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + 60
     while not (state / launcher.SOCKET).exists():

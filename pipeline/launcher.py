@@ -68,7 +68,7 @@ def _package_dirs() -> list[str]:
     """The folders of the `pipeline` and `solvers` packages this interpreter imports (without
     importing `solvers`)."""
     import importlib.util
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
     spec = importlib.util.find_spec("solvers")
     other = os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
     return [here, other]
@@ -115,7 +115,7 @@ def process_start() -> float:
 
 
 def socket_path():
-    from .kept import state_dir
+    from .engine.kept import state_dir
     return state_dir() / SOCKET
 
 
@@ -201,7 +201,7 @@ def serve(directory, scheduler_pid: int) -> None:
     import select
     import threading
     from pathlib import Path
-    from .kept import alive
+    from .engine.kept import alive
     own = os.getpid()
     fp = fingerprint()
     preload()
@@ -401,7 +401,7 @@ def _watch(conn: socket.socket) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pipeline.engine.launcher STATE_DIR SCHEDULER_PID` (started by `cluster start`)."""
+    """`python -m pipeline.launcher STATE_DIR SCHEDULER_PID` (started by `cluster start`)."""
     args = sys.argv[1:] if argv is None else argv
     started = time.perf_counter()
     try:
