@@ -273,20 +273,25 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     """The request and the descriptors it came with."""
     conn.settimeout(10)
     msg, fds, _, _ = socket.recv_fds(conn, 65536, 3)
-    if len(msg) < 4:
-        raise OSError("short request")
-    size = struct.unpack("!I", msg[:4])[0]
-    if size > _MAX_REQUEST:
-        raise OSError(f"request of {size} bytes")
-    body = msg[4:]
-    while len(body) < size:
-        chunk = conn.recv(min(65536, size - len(body)))
-        if not chunk:
-            raise OSError("request cut short")
-        body += chunk
-    request = json.loads(body[:size])
-    if len(fds) != len(request.get("fds", ())):
-        raise OSError(f"{len(fds)} descriptors for {request.get('fds')}")
+    try:
+        if len(msg) < 4:
+            raise OSError("short request")
+        size = struct.unpack("!I", msg[:4])[0]
+        if size > _MAX_REQUEST:
+            raise OSError(f"request of {size} bytes")
+        body = msg[4:]
+        while len(body) < size:
+            chunk = conn.recv(min(65536, size - len(body)))
+            if not chunk:
+                raise OSError("request cut short")
+            body += chunk
+        request = json.loads(body[:size])
+        if len(fds) != len(request.get("fds", ())):
+            raise OSError(f"{len(fds)} descriptors for {request.get('fds')}")
+    except BaseException:
+        for fd in fds:        # what came with a bad request is not kept open here
+            os.close(fd)
+        raise
     conn.settimeout(None)
     return request, fds
 
