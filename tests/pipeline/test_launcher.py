@@ -50,8 +50,14 @@ def _children(pid: int) -> list[int]:
 
 def test_a_command_runs_in_the_launchers_child_with_its_streams_and_exit_status(served, tmp_path):
     """stdout, stderr and the exit status are the command's own, as run in its own process; the
-    launcher's log names the child and its status; a refused configuration is one line, exit 2."""
+    launcher's log names the child and its status; a refused configuration is one line, exit 2.
+    A connection that sends garbage is logged and dropped, and the launcher serves on."""
     env, proc, log = served
+    import socket
+    junk = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    junk.connect(os.path.join(env["SVMBENCH_CLUSTER_DIR"], launcher.SOCKET))
+    junk.sendall(b"\x00\x00\x00\x05hello")
+    junk.close()
     bad = _command(env, "cluster=kept", "nosuchkey=1")
     out, err = bad.communicate(timeout=30)
     assert bad.returncode == 2 and err.startswith("error: invalid configuration: nosuchkey: unknown key"), err
@@ -60,7 +66,7 @@ def test_a_command_runs_in_the_launchers_child_with_its_streams_and_exit_status(
     out, err = dry.communicate(timeout=30)
     assert dry.returncode == 0 and "fits: 10 (dcd 10)" in out, (out, err)
     text = log.read_text()
-    assert text.count("exited 2") == 1 and text.count("exited 0") == 1, text
+    assert text.count("exited 2") == 1 and text.count("exited 0") == 1 and "a bad request" in text, text
     assert "runs +experiment=bench_fixed run.dry_run=true cluster=kept" in text
 
 
