@@ -17,13 +17,25 @@ from pipeline import launcher
 LONG_DRY_RUN = ["+experiment=bench_large", "run.dry_run=true", "cv=repeated", "cv.rounds=100", "cluster=kept"]
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A store with the datasets the commands below plan over (a dry run plans nothing over a
+    dataset the store lacks): bench_fixed's and bench_large's toy_blobs."""
+    from pipeline.experiment.config import compose, validate
+    from pipeline.run import materialise_datasets
+    root = tmp_path_factory.mktemp("store")
+    for experiment in ("bench_fixed", "bench_large"):
+        materialise_datasets(validate(compose([f"+experiment={experiment}", f"store.root={root}"])))
+    return root
+
+
 @pytest.fixture
-def served(tmp_path):
+def served(tmp_path, store):
     """A launcher serving on tmp_path/state for as long as this test's process lives (the
-    "scheduler" it watches); its output in tmp_path/launcher.log."""
+    "scheduler" it watches); its output in tmp_path/launcher.log. The commands' store: `store`."""
     state = tmp_path / "state"
     state.mkdir()
-    env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state)}
+    env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state), "SVMBENCH_STORE": str(store)}
     log = open(tmp_path / "launcher.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.launcher", str(state), str(os.getpid())],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
