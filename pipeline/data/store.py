@@ -43,7 +43,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import uuid
 import warnings
 from collections.abc import Iterable
