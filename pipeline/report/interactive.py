@@ -21,7 +21,6 @@ import functools
 import html
 
 import numpy as np
-import pandas as pd
 
 from .common import certainty_floor, config_columns, label, swept_keys
 from .figures import START_KEYS, problem_title, problems, rel_gap, varying_problem_keys

@@ -1,7 +1,6 @@
 """A kernel C path (issue 30, scenario f): the fits of one (fold, gamma) share smo's kernel cache
 and are seeded from each other (tasks.run_path hands them one KernelPath); each fails a count when
 its mechanism is taken away, and every point still reaches its certified optimum."""
-import pytest
 
 from pipeline.experiment.config import compose
 from pipeline.run import run

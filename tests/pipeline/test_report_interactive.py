@@ -5,7 +5,6 @@ metric and x menus restyle every line; a screenshot is produced. Skipped, saying
 no Chromium can be found."""
 import re
 
-import numpy as np
 import pytest
 
 from pipeline.report.interactive import build_figure, write_page

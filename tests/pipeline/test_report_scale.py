@@ -6,7 +6,6 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import pytest
 
 from pipeline.report import status_lines
 from pipeline.report.build import sections

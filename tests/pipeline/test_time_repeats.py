@@ -39,7 +39,7 @@ def test_the_repeats_are_in_the_key_and_the_fits_run_cold(tmp_path):
 
 @pytest.mark.parametrize("bad", ["0", "-2"])     # a non-integer is refused by the typed schema first
 def test_time_repeats_must_be_a_positive_integer(tmp_path, bad):
-    with pytest.raises(ConfigError, match=f"run.time_repeats=.*must be an integer >= 1"):
+    with pytest.raises(ConfigError, match="run.time_repeats=.*must be an integer >= 1"):
         validate(compose([f"store.root={tmp_path / 'store'}", *BASE, f"run.time_repeats={bad}"]))
 
 

@@ -111,7 +111,7 @@ def ratio(reps=3, qs=(10, 20, 50, 70, 100)):
     warnings.simplefilter("ignore")
     X, y, folds = _folds()
     runs = [("smo", dict(wss="mvp", shrinking=False))] + [(f"q={q}", dict(q=q, tau=1.0)) for q in qs]
-    print(f"| problem | smo ms (iterations) | " + " | ".join(name for name, _ in runs[1:]) + " | best q / smo |")
+    print("| problem | smo ms (iterations) | " + " | ".join(name for name, _ in runs[1:]) + " | best q / smo |")
     print("|---|---|" + "---|" * len(qs) + "---|")
     for title, kernel, C, div in CASES:
         if C < 1.0:
