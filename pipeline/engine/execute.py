@@ -197,7 +197,7 @@ def _without_plugin_text(spec: dict) -> dict:
 
 def finished_keys(run_dir: Path) -> set[str]:
     """The keys that have a record in the run dir's shards (whatever its status)."""
-    return set(_latest_status(run_dir))
+    return {key for key, _, _ in iter_statuses(run_dir)}
 
 
 def _latest_status(run_dir: Path) -> dict[str, tuple[str, str | None]]:
@@ -944,8 +944,14 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     # The plan stores its specs as columns (`plan.Specs`): the tasks to run are views of them
     # (`plan.SpecView`), grouped and cut into tasks, and each task's specs are made as it is cut.
     total = len(plan.references) + len(plan.fits)
-    have = {key for key in finished_keys(run_dir) if key in plan.fits or key in plan.references}
-    errors = error_keys(run_dir, have) if exp.run.retry_errors else set()
+    # The shards' statuses read once, and the plan's keys looked up in bulk (`Specs.rows`): at
+    # 1,000,000 finished keys, two reads and a search per key took about 20 s of a resumed run.
+    latest = _latest_status(run_dir)
+    done = list(latest)
+    ours = (plan.fits.rows(done) >= 0) | (plan.references.rows(done) >= 0)
+    have = {key for key, mine in zip(done, ours.tolist()) if mine}
+    errors = {key for key in have if latest[key][0] == "error"} if exp.run.retry_errors else set()
+    del latest, done, ours
     if errors:
         # A fixed environment must be able to finish the run; the newer shard replaces its record.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
@@ -1099,8 +1105,8 @@ def _errors(run_dir: Path, keys):
 
 
 def error_keys(run_dir: Path, keys) -> set[str]:
-    """The keys among keys whose newest record is a failed task."""
-    return {key for key, _ in _errors(run_dir, sorted(keys))}
+    """The keys among keys whose newest record is a failed task (no shard read for none)."""
+    return {key for key, _ in _errors(run_dir, sorted(keys))} if keys else set()
 
 
 def failure_lines(run_dir: Path, keys, limit: int = 10) -> list[str]:

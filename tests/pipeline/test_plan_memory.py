@@ -87,6 +87,28 @@ def test_specs_read_from_the_columns_are_the_specs_the_keys_hash(tmp_path):
     assert plan.fits.reference_of(list(plan.fits)) == plan.fits.reference_of() == {f["key"]: f["reference_key"] for f in fits}
 
 
+def test_keys_looked_up_in_bulk_find_the_rows_one_lookup_each_finds(tmp_path):
+    """`Specs.rows` (a resumed run's finished keys, all at once) gives each key the row `_row`
+    gives it alone, -1 for what this plan did not make: another prefix, upper case, a sign, a
+    space, "0x", a digit short or long, non-hex, non-ASCII, not a string; and `select` leaves
+    out exactly the rows found."""
+    plan = build_plan(_experiment(tmp_path, 3, "run.reference=true"), _labels())
+    keys = list(plan.fits)
+    key = keys[0]
+    pre, tail = key[:-16], key[-16:]
+    odd = ["ref-" + tail, key.upper(), pre + tail.upper(), pre + "-" + tail[1:], pre + "+" + tail[1:],
+           pre + " " + tail[1:], pre + "0x" + tail[2:], key[:-1], key + "0", pre + "g" * 16, "é" * len(key),
+           "", None, 7, pre + "f" * 16, list(plan.references)[0]]
+    probe = keys[::-1] + odd + keys[:50]
+    bulk = plan.fits.rows(probe)
+    assert bulk.tolist() == [plan.fits._row(k) for k in probe]
+    assert (bulk[:len(keys)] >= 0).all() and (bulk[len(keys):len(keys) + len(odd)] == -1).all()
+    assert plan.references.rows(probe[len(keys):len(keys) + len(odd)]).tolist()[-1] == 0
+    left = plan.fits.select(set(keys[100:]) | {None, key.upper()})
+    assert [v["key"] for v in left] == keys[:100]
+    assert plan.fits.rows([]).size == 0
+
+
 def test_execute_groups_views_and_makes_the_specs_of_each_task(tmp_path):
     """`execute` groups and cuts views of the specs to run (`SpecView`, a few dozen bytes
     each) and makes the dicts of a task as it cuts it: the same units and tasks as the dicts."""
