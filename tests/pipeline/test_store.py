@@ -288,19 +288,20 @@ def test_arrow_to_csr_handles_sliced_and_chunked_columns():
 
 
 def test_default_store_root(monkeypatch, tmp_path):
+    from pipeline.data import cache     # where user_cache_dir reads the platform
     monkeypatch.setenv("SVMBENCH_STORE", str(tmp_path / "s"))
     assert store.default_store_root() == tmp_path / "s"
     monkeypatch.delenv("SVMBENCH_STORE")
-    monkeypatch.setattr(store.sys, "platform", "linux")
+    monkeypatch.setattr(cache.sys, "platform", "linux")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert store.default_store_root() == tmp_path / "cache" / "svmbench" / "datasets"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert store.default_store_root() == Path.home() / ".cache" / "svmbench" / "datasets"
-    monkeypatch.setattr(store.sys, "platform", "darwin")
+    monkeypatch.setattr(cache.sys, "platform", "darwin")
     assert (
         store.default_store_root() == Path.home() / "Library" / "Caches" / "svmbench" / "datasets"
     )
-    monkeypatch.setattr(store.sys, "platform", "win32")
+    monkeypatch.setattr(cache.sys, "platform", "win32")
     monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
     assert store.default_store_root() == tmp_path / "local" / "svmbench" / "datasets"
 
