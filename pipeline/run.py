@@ -31,6 +31,7 @@ from .engine.execute import (
     error_keys,
     execute,
     failure_lines,
+    finished_in_plan,
     finished_keys,
     probe_cluster,
     task_modules,
@@ -369,12 +370,8 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     fits, refs = (plan.fits, plan.references) if plan else ({}, {})
     # Counted from the plan's columns: a million keys as a set would be most of a dry run's memory.
     n_tasks = len(fits) + len(refs)
-    have = set()
-    if run_dir is not None and plan is not None:
-        done = list(finished_keys(run_dir))
-        ours = (fits.rows(done) >= 0) | (refs.rows(done) >= 0)
-        have = {k for k, mine in zip(done, ours.tolist()) if mine}
-    errors = error_keys(run_dir, have) if exp.run.retry_errors and have else set()
+    have, errors = (finished_in_plan(run_dir, plan, exp.run.retry_errors) if run_dir is not None and plan is not None
+                    else (set(), set()))
     todo = n_tasks - len(have) + len(errors)
     say(f"dry run (run.dry_run=true): nothing is run, built or written; store: {root}")
     for dkey, d in (plan.datasets if plan else {}).items():

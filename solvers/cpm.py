@@ -297,7 +297,7 @@ def _hinge_alpha_lsq(problem, Z, pen, v, m, eps):
     target = pen * v - np.asarray(Z.T @ (alpha * y)).ravel()
     ZF = Z[F]
     A = (ZF.toarray() if sp.issparse(ZF) else ZF) * y[F][:, None]
-    from scipy.optimize import lsq_linear     # imported by the fit functions' first call (`_optimize`)
+    from scipy.optimize import lsq_linear     # imported by the fit functions' first call (`base.import_optimize`)
     res = lsq_linear(A.T, target, bounds=(0.0, C), method="bvls")
     alpha[F] = res.x
     return alpha

@@ -79,6 +79,11 @@ def test_a_rerun_retries_errors_unless_told_not_to(store, tmp_path, monkeypatch)
     assert out["failed"] == 2 and (out["results"]["status"] == "error").sum() == 2
     assert "2 of 8 tasks failed (status=error)" in " ".join(log) and "flaky: the environment is broken" in log[-1]
     marker.unlink()                              # the environment is fixed
+    # A dry run counts them as a rerun would: done, and retried unless told not to.
+    dry, _ = _run(store, run_dir, *flaky, "run.dry_run=true")
+    assert dry["done"] == 8 and dry["todo"] == 2
+    dry, _ = _run(store, run_dir, *flaky, "run.dry_run=true", "run.retry_errors=false")
+    assert dry["done"] == 8 and dry["todo"] == 0
     kept, log = _run(store, run_dir, *flaky, "run.retry_errors=false")
     assert kept["summary"].done == 0 and kept["failed"] == 2 and "keeps them (run.retry_errors=false)" in " ".join(log)
     again, log = _run(store, run_dir, *flaky)
