@@ -101,7 +101,7 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                 f"without a task)")
     except BaseException:
         _end(scheduler.pid, worker.pid, *([server.pid] if server else []))
-        for path in (scheduler_file, directory / "cluster.json"):
+        for path in (scheduler_file, directory / "cluster.json", directory / SOCKET):
             path.unlink(missing_ok=True)
         raise
     return state

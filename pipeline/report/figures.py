@@ -76,15 +76,25 @@ def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
     return keyed(fits, cfg), ["solver_entry"] + cfg, shown
 
 
+MAX_TICKS = 12      # value ticks on one axis (`_value_ticks`)
+
+
 def _value_ticks(ax, values):
     """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
     labels its minor ticks on top of each other); of values closer than a tenth of a decade (a
-    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick."""
+    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick, and of
+    a long sweep (5,000 C values over four decades: 40 turned labels on top of each other) at
+    most about MAX_TICKS, spaced evenly in decades."""
     from matplotlib.ticker import FixedLocator, NullLocator
+    distinct = sorted(set(float(v) for v in values))
+    positive = [v for v in distinct if v > 0]
+    span = np.log10(positive[-1] / positive[0]) if len(positive) > 1 else 0.0
+    gap = max(0.1, span / MAX_TICKS)
+
     def close(a, b):
-        return a == b or (a > 0 and b > 0 and np.log10(b / a) < 0.1)
+        return a == b or (a > 0 and b > 0 and np.log10(b / a) < gap)
     ticks = []
-    for v in sorted(set(float(v) for v in values)):
+    for v in distinct:
         if not ticks or not close(ticks[-1], v):
             ticks.append(v)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -657,6 +667,9 @@ def _other_lines(data: ReportData, fits: pd.DataFrame, x: str):
     return fits, ["solver_entry"] + [c for c in cfg if c not in along], [c for c in shown if c not in along]
 
 
+DENSE_POINTS = 50    # C values on a line above which accuracy_vs_C draws a band, not error bars
+
+
 @figure("accuracy_vs_C", "Accuracy against C", needs=("C", "test_accuracy"), hint="sweep C (`grid.C=[0.1,1,10]`)",
         note="Mean test accuracy over folds (bars: std), a line per solver entry and every other swept value "
              f"(at most {MAX_LINES} per panel: those of the best mean accuracy at any C); a point given by lambda "
@@ -674,6 +687,15 @@ def accuracy_vs_C(data: ReportData):
                                 "best mean test accuracy", higher=True)
         for i, (grp, style) in enumerate(zip(lines, styles(len(lines)))):
             m = grp.groupby("C")["test_accuracy"].agg(["mean", "std"]).reset_index()
+            if len(m) > DENSE_POINTS:
+                # Bars at hundreds of C values are one solid block: the mean as a line, the
+                # spread over folds as a band around it.
+                line, = ax.plot(m["C"], m["mean"], label=label(grp.iloc[0], shown),
+                                **{k: v for k, v in style.items() if k != "marker"})
+                std = m["std"].fillna(0)
+                ax.fill_between(m["C"], m["mean"] - std, m["mean"] + std, color=line.get_color(), alpha=0.2,
+                                linewidth=0)
+                continue
             # Dodged a little along C, so equal accuracies (dcd and liblinear) do not hide each other.
             dodge = 1.0 + 0.04 * (i - (len(lines) - 1) / 2)
             ax.errorbar(m["C"] * dodge, m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
