@@ -1,6 +1,7 @@
 """Execute: run a plan's tasks on Dask (or in-process) and write one shard per finished task.
 
-- ``local``: a LocalCluster of processes with one thread each, as many workers as cores;
+- ``local``: a LocalCluster of as many workers as cores, one thread each, threads of this process
+  (``cluster.processes=true``: processes of their own); the fits run in sandbox processes either way;
   ``address``: an existing scheduler (plain or TLS), probed first so that a dead address is one
   line; ``slurm``: dask-jobqueue, ``kubernetes``: dask-kubernetes, both adaptive; ``sequential``:
   no Dask.
@@ -99,6 +100,7 @@ class Summary:
     csr_mb: float | None = None          # the largest dataset's CSR, what worker_rss_mb is measured against
     startup_s: float | None = None       # cluster start and warm-up, before wall_s's clock (WarmUp)
     startup_wait_s: float | None = None  # of which after planning ended
+    threads_of_client: bool | None = None   # the workers were threads of this process (None: sequential)
 
     def line(self) -> str:
         loads = (f"; workers read {self.loads['datasets']} datasets and extracted {self.loads['folds']} folds"
@@ -106,7 +108,9 @@ class Summary:
         memory = ""
         if self.worker_rss_mb and self.csr_mb:
             task, relay, solver = self.worker_rss_mb
-            parts = f"task process {task:.0f} + worker {relay:.0f}" if relay else "in this process"
+            parts = (f"task process {task:.0f} + worker {relay:.0f}" if relay else
+                     "in this process" if self.threads_of_client is None else
+                     f"task process {task:.0f}; its worker is a thread of this process")
             memory = f"; worker peak RSS {task + relay:.0f} MB ({solver}: {parts})"
             if self.csr_mb >= RATIO_CSR_MB:
                 memory += f" = {(task + relay) / self.csr_mb:.2f}x the largest dataset's CSR ({self.csr_mb:.0f} MB)"
@@ -233,6 +237,9 @@ CONNECT_TIMEOUT_S = 8
 # system monitor (CPU, memory, network, disk counters for the dashboard) every 500 ms; the
 # memory monitor every 100 ms (it watches the worker process, which only relays: the sandbox
 # watches its child's memory itself). A key the user's Dask config sets keeps the user's value.
+# The memory thresholds of a worker that is a thread of the client (cluster.processes=false),
+# all off: what they measure is the whole process.
+IN_PROCESS_WORKER_MEMORY = {f"distributed.worker.memory.{key}": False for key in ("target", "spill", "pause", "terminate")}
 QUIET_DASK_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -295,17 +302,31 @@ def open_client(cluster):
     import dask
     from distributed import LocalCluster
     n = cluster.n_workers or os.cpu_count() or 1
+    processes = bool(cluster.processes)
     # Workers log at CRITICAL only: a task's failure comes back through its future (an error
     # row with the cause), and a worker's lost heartbeat when the client stops (Ctrl-C) is not news.
     # The scheduler reads its config as it starts, and each nanny hands the config of its start
     # to its worker process (and to a restarted one): set around the start, it holds for the
     # cluster's life without changing this process's config for anything else.
-    with _sigint_ignored(), dask.config.set(quiet_dask_config()):
-        local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=True,
+    config = quiet_dask_config()
+    if not processes:
+        # A worker that is a thread of this process would measure this process (the client's
+        # tables and report) against its memory limit, and pause or spill for it. The limit
+        # is the sandboxes' (`sandbox._memory_share`), which they enforce on their own child.
+        config.update(IN_PROCESS_WORKER_MEMORY)
+    with _sigint_ignored(), dask.config.set(config):
+        local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=processes,
                              memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
                              silence_logs=logging.CRITICAL)
     with local, Client(local) as client:
-        yield client
+        try:
+            yield client
+        finally:
+            if not processes:
+                # Closing a worker thread waits for the task it runs, and a fit may run for
+                # minutes: after Ctrl-C or an error, the sandboxes end now, their tasks with them.
+                from .sandbox import stop_sandboxes
+                stop_sandboxes({worker.address for worker in local.workers.values()})
 
 
 @contextlib.contextmanager
@@ -969,6 +990,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     failed = 0
     dashboard = None
     cluster = exp.cluster if todo else dataclasses.replace(exp.cluster, kind="sequential")
+    threads_of_client = cluster.kind == "local" and not cluster.processes
     n_tasks = 0
     loads = None
     worker_rss = (0.0, 0.0, None)
@@ -985,7 +1007,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             nonlocal failed, worker_rss
             by_key = {r["key"]: r for r in records}
             solver = {spec["key"]: spec["solver"] for u in units for spec in u}
-            worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], r.get("env_worker_peak_rss_mb", 0.0),
+            worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], _measured(r.get("env_worker_peak_rss_mb")),
                                               solver[r["key"]]) for r in records if r.get("env_peak_rss_mb"))],
                              key=lambda m: m[0] + m[1])
             # A file plugin's text travels with its specs to the workers; its sha256 (in the key and
@@ -1061,7 +1083,10 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 try:
                     blobs, worker_peak = fut.result()
                     records = records_of(blobs)
-                    for record in records:      # the worker's own peak, beside its sandbox's
+                    # The worker's own peak, beside its sandbox's; none where the worker is a
+                    # thread of this process (its peak is the client's, in the closing line).
+                    worker_peak = math.nan if threads_of_client else worker_peak
+                    for record in records:
                         record["env_worker_peak_rss_mb"] = worker_peak
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
                     records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
@@ -1090,7 +1115,13 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                    wall_s=wall, dashboard=dashboard, tasks=n_tasks, loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                    worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),
-                   startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None)
+                   startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None,
+                   threads_of_client=None if client is None else threads_of_client)
+
+
+def _measured(mb: float | None) -> float:
+    """A worker's peak (MB) as a number: 0 where none was measured (None, NaN: no worker process)."""
+    return 0.0 if mb is None or math.isnan(mb) else mb
 
 
 def _largest_csr_mb(plan: Plan, root: str) -> float | None:

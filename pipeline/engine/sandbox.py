@@ -182,8 +182,10 @@ def signal_name(returncode: int) -> str:
 class Sandbox:
     """One child process and the loop that runs tasks in it under hard limits."""
 
-    def __init__(self, threads: int = 1):
+    def __init__(self, threads: int = 1, owner: str | None = None):
         self.threads = int(threads)
+        self.owner = owner               # the address of the Dask worker whose thread made it
+        self.stopping = False            # its worker is closing (`stop`): no retry, no new child
         self.proc: subprocess.Popen | None = None
         self.busy = threading.Lock()     # held while a task runs in the child
         # Bytes written to the child: specs only, since the child reads the data from the store
@@ -194,6 +196,8 @@ class Sandbox:
         self._slot: _Slot | None = None  # the spec the child runs (shared memory)
 
     def _start(self) -> None:
+        if self.stopping:
+            raise SandboxStopped("its worker is closing")
         self._slot = _Slot.create()
         env = {**os.environ, **{v: str(self.threads) for v in THREAD_VARS},
                "SVMBENCH_SANDBOX_PARENT": str(os.getpid()), "SVMBENCH_SANDBOX_SLOT": str(self._slot.fd)}
@@ -244,6 +248,20 @@ class Sandbox:
             return None
         finally:
             self.busy.release()
+
+    def stop(self) -> None:
+        """End the child from another thread, for good: the task it runs (if any) raises
+        SandboxStopped in its own thread instead of retrying its spec in a fresh child."""
+        self.stopping = True
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+        if self.busy.acquire(blocking=False):    # idle: nobody else will reap it
+            try:
+                self.close()
+            finally:
+                self.busy.release()
 
     def close(self) -> None:
         if self.proc is not None:
@@ -356,6 +374,9 @@ class Sandbox:
                         break
                 todo = []
             except _Ended as end:
+                if self.stopping:
+                    self.close()
+                    raise SandboxStopped(f"its worker is closing ({end.why})") from None
                 todo = todo or pickle.loads(payload)
                 specs = [s for u in todo for s in u]
                 now = self._running(specs, ended) if self._slot is not None else None
@@ -383,6 +404,10 @@ class Sandbox:
         return blobs
 
 
+class SandboxStopped(RuntimeError):
+    """A sandbox's worker closed while a task ran in it (`stop_sandboxes`)."""
+
+
 def records_of(blobs: list[bytes]) -> list[dict]:
     """The records in `Sandbox.run_pickled`'s blobs."""
     return [record for blob in blobs for record in pickle.loads(blob)]
@@ -405,23 +430,45 @@ def _rss(pid: int) -> float:
 
 
 _LOCAL = threading.local()
-SANDBOXES: list[Sandbox] = []      # this worker's, one per thread that ran a task
+# This process's sandboxes, one per worker thread that ran a task: of one worker, or of every
+# worker of a local cluster whose workers are threads of the client (cluster.processes=false).
+SANDBOXES: list[Sandbox] = []
 
 
-def call_in_sandboxes(fn) -> list:
+def call_in_sandboxes(fn, dask_worker=None) -> list:
     """fn() (or the function named "module:function") in each idle sandbox of this worker (a None
     result is left out): `client.run(call_in_sandboxes, fn)` shows what the
-    children hold (their caches), which a plain `client.run(fn)` cannot see."""
-    return [out for out in (box.call(fn) for box in SANDBOXES) if out is not None]
+    children hold (their caches), which a plain `client.run(fn)` cannot see. Dask passes the
+    worker it runs on; a process that holds several (threads of the client) answers for its own."""
+    mine = dask_worker.address if dask_worker is not None else None
+    return [out for out in (box.call(fn) for box in SANDBOXES if mine is None or box.owner in (None, mine))
+            if out is not None]
+
+
+def stop_sandboxes(owners: set[str]) -> None:
+    """End the sandboxes of these workers (addresses), before they close: a worker that is a
+    thread of this process closes only once its running task returns (distributed waits for its
+    executor), and a fit may run for minutes. Their tasks raise SandboxStopped."""
+    for box in [box for box in SANDBOXES if box.owner in owners]:
+        box.stop()
+        SANDBOXES.remove(box)
 
 
 def _thread_box(threads: int) -> Sandbox:
     """This worker thread's sandbox (made on first use; its child starts on first task or warm-up)."""
     box = getattr(_LOCAL, "box", None)
     if box is None:
-        box = _LOCAL.box = Sandbox(threads)
+        box = _LOCAL.box = Sandbox(threads, _worker_address())
         SANDBOXES.append(box)
     return box
+
+
+def _worker_address() -> str | None:
+    try:
+        from distributed import get_worker
+        return get_worker().address
+    except (ImportError, ValueError):
+        return None
 
 
 def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> tuple[list[bytes], float]:
@@ -467,6 +514,10 @@ def main() -> None:
     slot (`_Slot`) before running it, send the records of ended specs at most every FLUSH_S
     (`records`), and the rest with `done` at the task's end."""
     _die_with_parent()
+    # Ctrl-C in a terminal reaches the whole process group; the client acts on it and ends this
+    # child (its worker may be a thread of the client, whose SIGINT a child does not inherit
+    # ignored, as it does from a worker process that ignores it).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)          # a print in a solver goes to stderr, never into the message stream
     inp = sys.stdin.buffer

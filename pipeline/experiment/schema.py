@@ -72,7 +72,10 @@ class CVConf:
 class ClusterConf:
     kind: str = "local"                      # local, sequential, address, slurm or kubernetes
     n_workers: Optional[int] = None          # local: default = cores
-    threads_per_worker: int = 1              # local: Dask worker threads per worker process
+    threads_per_worker: int = 1              # local: Dask worker threads per worker
+    # local: workers in processes of their own (Dask's nannies), not threads of the client; the
+    # fits run in sandbox processes either way (pipeline/engine/sandbox.py)
+    processes: bool = False
     address: Optional[str] = None            # address: tcp://host:8786
     memory_limit: str = "auto"               # local: per worker ("auto": the machine's memory shared out)
     dashboard_address: Optional[str] = ":0"  # local: the Dask dashboard (":0" any free port, null none)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -367,12 +368,12 @@ def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
 
 
 def test_a_runaway_loop_on_a_local_cluster_is_a_timeout_too(store, tmp_path):
-    """cluster=local takes the same path as address: its workers' sandboxes kill the runaway fit."""
-    import dask
+    """cluster=local takes the same path as address: its workers' sandboxes kill the runaway fit.
+    The workers are threads of this process, which registered the fault solvers; their sandboxes
+    import them as they import any plugin (no Dask preload, which would run in this process)."""
     spin_pid = tmp_path / "spin.pid"
-    with dask.config.set({"distributed.worker.preload": [str(FAULTS)]}):
-        out = _run(store, tmp_path / "run", "cluster=local", "cluster.n_workers=1", "solvers.dcd.grid.C=[1]",
-                   "run.reference=false", "run.timeout_grace_s=2", _solver("_spin", pidfile=spin_pid, time_limit_s=0.5))
+    out = _run(store, tmp_path / "run", "cluster=local", "cluster.n_workers=1", "solvers.dcd.grid.C=[1]",
+               "run.reference=false", "run.timeout_grace_s=2", _solver("_spin", pidfile=spin_pid, time_limit_s=0.5))
     res = out["results"].set_index("solver")
     assert res.loc["_spin", "status"] == "timeout" and res.loc["dcd", "status"] == "converged"
     assert not psutil.pid_exists(int(spin_pid.read_text()))
@@ -405,3 +406,58 @@ def test_local_cluster_runs_without_dasks_profiler_and_with_slow_ticks():
         assert dask.config.get("distributed.admin.tick.interval") == "20ms"
     assert workers == [{"profile": False, "tick_ms": 1000, "monitor_ms": 2000, "memory_monitor_s": 1.0}]
     assert scheduler == {"profile": False, "tick_ms": 1000, "monitor_ms": 2000}
+
+
+def _memory_thresholds(dask_worker) -> tuple:
+    manager = dask_worker.memory_manager
+    return manager.memory_target_fraction, manager.memory_spill_fraction, manager.memory_pause_fraction
+
+
+def test_local_workers_are_threads_of_the_client_unless_processes_is_set():
+    """cluster=local's workers are threads of the command's process (the fits run in sandbox
+    processes either way: a worker process only relayed them, at about 1.5 s of CPU each to
+    start), with Dask's memory thresholds off, since they would measure the whole client;
+    cluster.processes=true gives each worker a process of its own, as before."""
+    cfg = ["cluster=local", "cluster.n_workers=2", "cluster.dashboard_address=null"]
+    with open_client(validate(compose(cfg)).cluster) as client:
+        pids = set(client.run(os.getpid).values())
+        thresholds = set(client.run(_memory_thresholds).values())
+        limits = set(client.run(lambda dask_worker: dask_worker.memory_manager.memory_limit).values())
+    assert pids == {os.getpid()}
+    assert thresholds == {(False, False, False)}
+    assert len(limits) == 1 and limits.pop() > 0       # the sandboxes' share comes from it
+    with open_client(validate(compose([*cfg, "cluster.processes=true"])).cluster) as client:
+        pids = set(client.run(os.getpid).values())
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+def test_ctrl_c_ends_a_fit_running_under_a_worker_thread_at_once(store, tmp_path):
+    """A worker that is a thread of this process closes only once its task returns (distributed
+    waits for its executor): Ctrl-C during a fit that never ends (a numba loop, no clock) must
+    end its sandbox, not wait out the fit's time limit, and save what finished."""
+    import _thread
+    spin_pid = tmp_path / "spin.pid"
+    seen = []
+
+    def interrupt():
+        seen.append(int(_wait_for(spin_pid)))
+        seen.append(time.monotonic())
+        _thread.interrupt_main()
+        # Were the sandbox left running, the run would wait for it for ever: end it after 15 s,
+        # so that the test fails on the time it took instead of hanging.
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(seen[0]).wait(timeout=15)
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(seen[0]).kill()
+
+    # Python's own handler, which interrupt_main calls: an earlier test in this process may have
+    # imported dask_jobqueue, which replaces it (test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=interrupt, daemon=True).start()
+    with contextlib.ExitStack() as restore, pytest.raises(KeyboardInterrupt, match="tasks saved"):
+        restore.callback(signal.signal, signal.SIGINT, previous)
+        _run(store, tmp_path / "run", "cluster=local", "cluster.n_workers=1", "solvers.dcd.grid.C=[1]",
+             "run.reference=false", _solver("_spin", pidfile=spin_pid, time_limit_s=600))
+    assert time.monotonic() - seen[1] < 10
+    # The spinning sandbox is gone: killed, and reaped by the worker thread that waited on it.
+    assert not psutil.pid_exists(seen[0])

@@ -47,8 +47,6 @@ def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path, mon
     specs does not cover, and the summary reports the start-up apart; the first tasks are cut
     meanwhile. A resumed run dir plans first and starts no cluster ahead (it may have nothing
     left to do)."""
-    import dask
-    import distributed  # noqa: F401 - its config defaults must exist before dask.config.set adds to them
     cfg = validate(compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[]",
                    "+solvers._slow_warm={solver: _slow_warm, params: {loss: hinge, intercept: none}}",
                    "solvers._slow_warm.grid.C=[0.1,1,10]"]))
@@ -57,7 +55,9 @@ def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path, mon
     real_next = execute_module.TaskCutter.next
     monkeypatch.setattr(execute_module.TaskCutter, "next",
                         lambda self, size: cuts.append(time.perf_counter()) or real_next(self, size))
-    with dask.config.set({"distributed.worker.preload": [str(WARM)]}), contextlib.ExitStack() as stack:
+    # The workers are threads of this process, which registered _slow_warm: their sandboxes
+    # import it as any plugin (a Dask preload would import a copy into this process).
+    with contextlib.ExitStack() as stack:
         plan, client, warmup = _plan_while_starting(cfg, run_dir, stack)
         assert client is not None and len(warmup.futures) == 1
         summary = execute(plan, run_dir, cfg, str(store), log=lambda m: None, client=client, warmup=warmup)
