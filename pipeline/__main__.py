@@ -66,10 +66,24 @@ def main(cfg: DictConfig) -> None:
     except (ConfigError, StoreError, LockError, ClusterError, ShardError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:
-        print(exc, file=sys.stderr)
-        sys.exit(130)
+        interrupted(str(exc))
     # Not sys.exit here: in a multirun it would end the sweep before its other jobs.
     FAILED.append(out["failed"])
+
+
+def interrupted(message: str) -> None:
+    """Ctrl-C's one line on stderr, then exit 130. Where the streams are gone (a command killed
+    while its kept cluster's launcher ran it in a child: its pipes closed, and the child
+    interrupted itself), the line is lost but not the status: the write's BrokenPipeError, and
+    the interpreter's flush of the same streams at exit (status 120), would have replaced it."""
+    try:
+        print(message, file=sys.stderr, flush=True)
+        sys.stdout.flush()
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(devnull, fd)
+    sys.exit(130)
 
 
 def finish(code: int) -> None:
@@ -215,8 +229,7 @@ def command(argv: list[str], started: float | None = None) -> None:
         refuse(exc)
     except KeyboardInterrupt:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
-        print("interrupted; run the same command to resume", file=sys.stderr)
-        sys.exit(130)
+        interrupted("interrupted; run the same command to resume")
     for sweep in sorted(SWEEPS):   # each job wrote its own report; the jobs side by side is one command away
         print(f"multirun: {len(FAILED)} jobs in {sweep}; their combined report: python -m pipeline.report {sweep}")
     finish(1 if any(FAILED) else 0)

@@ -353,7 +353,7 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
         sys.argv[:] = [request["argv0"], *request["argv"]]
         import numpy as np
         np.random.seed()         # numpy's global generator, fresh as in a new process
-        _watch(conn)
+        gone = _watch(conn)
         from pipeline import __main__ as entry
         try:
             entry.command(request["argv"], started=request["started"])
@@ -364,6 +364,17 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
                 print(exc.code, file=sys.stderr)
         except KeyboardInterrupt:
             code = 130
+        except BrokenPipeError:
+            # The command's output closed under the run: killed, its reader gone with it, a
+            # write can fail before the socket's end interrupts the run. Interrupted all the
+            # same (the shards written are whole), not a crash.
+            try:
+                code = 130 if gone.wait(5) else 1
+            except KeyboardInterrupt:     # `_watch`'s interrupt, arriving meanwhile
+                code = 130
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            for fd in (1, 2):             # so that the streams' flush at exit has somewhere to go
+                os.dup2(devnull, fd)
         entry.finish(code)
     except BaseException:
         import traceback
@@ -390,10 +401,12 @@ def _streams() -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def _watch(conn: socket.socket) -> None:
+def _watch(conn: socket.socket):
     """Interrupt this run (as Ctrl-C does) when the command's end of the socket closes: the
-    command was killed, so nobody waits for the run and its forwarding has gone with it."""
+    command was killed, so nobody waits for the run and its forwarding has gone with it.
+    Returns the event set when that happens."""
     import threading
+    gone = threading.Event()
 
     def watch():
         try:
@@ -401,8 +414,10 @@ def _watch(conn: socket.socket) -> None:
                 pass
         except OSError:
             pass
+        gone.set()
         os.kill(os.getpid(), signal.SIGINT)
     threading.Thread(target=watch, name="svmbench-launcher-watch", daemon=True).start()
+    return gone
 
 
 def main(argv: list[str] | None = None) -> int:
