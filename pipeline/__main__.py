@@ -80,10 +80,17 @@ def interrupted(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
         sys.stdout.flush()
     except OSError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for fd in (1, 2):
-            os.dup2(devnull, fd)
+        mute_streams()
     sys.exit(130)
+
+
+def mute_streams() -> None:
+    """Point stdout and stderr (descriptors 1 and 2) at /dev/null: their reader is gone, and
+    what is still written, the streams' flush at exit among it, must not fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def finish(code: int) -> None:

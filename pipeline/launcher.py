@@ -372,9 +372,7 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
                 code = 130 if gone.wait(5) else 1
             except KeyboardInterrupt:     # `_watch`'s interrupt, arriving meanwhile
                 code = 130
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            for fd in (1, 2):             # so that the streams' flush at exit has somewhere to go
-                os.dup2(devnull, fd)
+            entry.mute_streams()          # so that the streams' flush at exit has somewhere to go
         entry.finish(code)
     except BaseException:
         import traceback

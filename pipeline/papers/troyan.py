@@ -23,7 +23,8 @@ from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
-from .common import (MIN_REPEATS, UNDECIDED, Finding, draw_figures, figure_lines, header_lines, save_figures, table_lines, timed_finding, with_costs)
+from .common import (MIN_REPEATS, UNDECIDED, Finding, draw_figures, figure_lines, header_lines, save_figures,
+                     table_lines, timed_finding, with_costs)
 
 NAME = "troyan"
 DATASETS = ("australian", "breast_cancer_wisconsin_699", "pima_diabetes", "heart_statlog", "hepatitis", "sonar", "voting")
