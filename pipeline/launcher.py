@@ -28,7 +28,13 @@ close and interrupts itself the same way.
 What the launcher refuses, and the command then runs in its own process as without a launcher
 (one line on stderr says why): a fingerprint that differs (the source edited since `cluster
 start`, a package installed, another interpreter or BLAS setting). ``SVMBENCH_LAUNCHER=0`` skips
-the hand-off. Only a command line that names ``cluster=kept`` is handed off: a kept cluster
+the hand-off.
+
+Only its user: a command runs with the launcher's uid, so a connection from another user would
+run code as this one. The socket is mode 0600 in the state directory (0700, refused if another
+user can write to it), and on every connection the launcher asks the kernel who connected
+(SO_PEERCRED) and refuses another uid; the command checks the launcher's uid the same way
+before it sends its environment and descriptors, so a socket another user placed gets nothing. Only a command line that names ``cluster=kept`` is handed off: a kept cluster
 chosen inside an experiment's yaml is only known once composed, after the imports.
 
 The launcher holds no thread when it forks (a fork copies only the forking thread; a lock held
@@ -119,6 +125,15 @@ def socket_path():
     return state_dir() / SOCKET
 
 
+def peer(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a connected Unix socket, as the kernel
+    recorded them when it connected (SO_PEERCRED, Linux); None where the system gives none."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
+
+
 def _read_line(sock: socket.socket) -> str:
     """One reply line ('' at end of file)."""
     data = b""
@@ -147,6 +162,10 @@ def hand_off(argv: list[str], started: float) -> None:
     conn.settimeout(REPLY_TIMEOUT_S)     # a launcher that does not answer (stopped, swapped out)
     try:
         conn.connect(str(path))
+        ours = peer(conn)
+        if ours is None or ours[1] != os.geteuid():
+            conn.close()     # not this user's launcher: it gets neither the environment nor the streams
+            return
         socket.send_fds(conn, [struct.pack("!I", len(request)) + request], fds)
         reply = _read_line(conn)
     except OSError:
@@ -202,6 +221,12 @@ def serve(directory, scheduler_pid: int) -> None:
     import threading
     from pathlib import Path
     from .engine.kept import alive
+    from .engine.security import not_private
+    if not hasattr(socket, "SO_PEERCRED"):
+        raise SystemExit("launcher: this system does not say who connects to a Unix socket (SO_PEERCRED); not serving")
+    why = not_private(directory)
+    if why is not None:
+        raise SystemExit(f"launcher: its directory {directory} is not its user's alone ({why}); not serving")
     own = os.getpid()
     fp = fingerprint()
     preload()
@@ -213,6 +238,7 @@ def serve(directory, scheduler_pid: int) -> None:
     tmp.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(tmp))
+    os.chmod(tmp, 0o600)         # its user alone may connect (the directory is 0700 too)
     listener.listen(16)
     inode = tmp.stat().st_ino
     os.replace(tmp, path)        # the socket appears when it accepts
@@ -234,6 +260,8 @@ def serve(directory, scheduler_pid: int) -> None:
                     conn, _ = listener.accept()
                 except OSError:
                     conn = None
+                if conn is not None and not _same_user(conn):
+                    conn = None
                 if conn is not None:
                     pid = _take(conn, fp, (listener, wake_r, wake_w, running))
                     if pid is not None:
@@ -245,6 +273,21 @@ def serve(directory, scheduler_pid: int) -> None:
             if with_ours:
                 path.unlink()
             listener.close()
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the process that connected runs as this launcher's user; if not, it is told so
+    and the connection closed (its child would run the command as this user)."""
+    pid, uid = peer(conn)
+    if uid == os.geteuid():
+        return True
+    print(f"launcher: refused a connection from uid {uid} (pid {pid}): it serves uid {os.geteuid()} alone", flush=True)
+    try:
+        conn.sendall(b"no this launcher serves the user who started it alone\n")
+    except OSError:
+        pass
+    conn.close()
+    return False
 
 
 def _reap(running: dict) -> None:

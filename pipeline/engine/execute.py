@@ -42,6 +42,9 @@ from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan, made
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
+from . import security as tls
+from .kept import KEPT
+from .kept import connection as kept_connection
 from .kept import resolve as resolve_address
 from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task, thread_limits
@@ -276,7 +279,7 @@ def open_client(cluster):
     # Dask's INFO lines (workers starting and stopping, comms closing) are not the run's story.
     logging.getLogger("distributed").setLevel(logging.WARNING)
     if kind == "address":
-        with _connect(resolve_address(cluster.address), security(cluster)) as client:
+        with _connect(*address_security(cluster)) as client:
             yield client
         return
     if kind == "slurm":
@@ -290,13 +293,13 @@ def open_client(cluster):
         with dask.config.set(durations), \
                 slurm_cluster(cluster) as managed:
             managed.adapt(**_adapt_range(kind, cluster))
-            with Client(managed, security=security(cluster)) as client:
+            with Client(managed, security=managed.security) as client:
                 yield client
         return
     if kind == "kubernetes":
         with kubernetes_cluster(cluster) as managed:
             managed.adapt(**_adapt_range(kind, cluster))
-            with Client(managed, security=security(cluster)) as client:
+            with Client(managed) as client:
                 yield client
         return
     import dask
@@ -316,9 +319,9 @@ def open_client(cluster):
         config.update(IN_PROCESS_WORKER_MEMORY)
     with _sigint_ignored(), dask.config.set(config):
         local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=processes,
-                             memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
-                             silence_logs=logging.CRITICAL)
-    with local, Client(local) as client:
+                             memory_limit=cluster.memory_limit, silence_logs=logging.CRITICAL,
+                             **_local_listening(cluster))
+    with local, Client(local, security=local.security) as client:
         try:
             yield client
         finally:
@@ -440,14 +443,65 @@ def _connect(address: str, sec):
                            f"within {CONNECT_TIMEOUT_S} s: {first}") from None
 
 
-def security(cluster):
-    """distributed's Security from cluster.security (CA, certificate and key files), or None."""
-    conf = cluster.security
-    if not conf or not conf.get("ca_file"):
+def address_security(cluster) -> tuple[str, object]:
+    """(address, distributed's Security or None) for cluster=address: the kept cluster's own
+    (its state directory's credentials), else cluster.security's files; a plain tcp:// address
+    on another machine is warned about once (`security.warn_plain_address`)."""
+    if cluster.address == KEPT:
+        return kept_connection()
+    if tls.mode(cluster) == "files":
+        return cluster.address, tls.from_files(cluster.security)
+    tls.warn_plain_address(cluster.address)
+    return cluster.address, None
+
+
+# Where the listening sockets of a cluster started here go that no one outside needs: the
+# scheduler's HTTP server (its dashboard) by default, and an in-process worker's HTTP server
+# (its /metrics), which distributed would otherwise open on every interface.
+LOOPBACK = "127.0.0.1:0"
+
+
+def _local_listening(cluster) -> dict:
+    """LocalCluster's arguments for where it listens and who may connect: the scheduler, the
+    workers and their nannies on loopback (LocalCluster's default host; threads of this process
+    use inproc:// and open no port but their HTTP servers'), the dashboard at
+    cluster.dashboard_address (loopback unless named otherwise), and, with worker processes,
+    TLS (cluster.security's files, else credentials made for this cluster, in memory): their
+    scheduler listens on a loopback port that every local user can reach."""
+    dashboard = cluster.dashboard_address
+    args = {"dashboard_address": dashboard or LOOPBACK,
+            # null: no dashboard, but the scheduler's HTTP server (health, metrics) on loopback
+            "scheduler_kwargs": {"dashboard": dashboard is not None}}
+    if not cluster.processes:
+        args["worker_dashboard_address"] = LOOPBACK
+    elif tls.mode(cluster) == tls.NONE:
+        tls.warn_none("local")
+    else:
+        args["security"] = tls.from_files(cluster.security) if tls.mode(cluster) == "files" else tls.temporary()
+    return args
+
+
+def dashboard_line(client, cluster) -> str | None:
+    """The run log's dashboard line: where it is, and, on loopback, how to reach it from another
+    machine (an SSH tunnel); None without one."""
+    import socket
+    from urllib.parse import urlsplit
+    scheduler = getattr(getattr(client, "cluster", None), "scheduler", None)
+    server = getattr(scheduler, "http_server", None)       # a scheduler in this process (local, slurm)
+    if server is not None:
+        if cluster.dashboard_address is None:
+            return None
+        host = getattr(server, "address", None)
+        link = f"http://{host if host not in (None, '', '0.0.0.0', '::') else socket.gethostname()}:{server.port}/status"
+    else:
+        link = client.dashboard_link
+    if not link:
         return None
-    from distributed.security import Security
-    return Security(tls_ca_file=conf["ca_file"], tls_client_cert=conf["cert"], tls_client_key=conf["key"],
-                    require_encryption=True)
+    parts = urlsplit(link)
+    if not tls.is_loopback(parts.hostname):
+        return f"dask dashboard: {link}"
+    return (f"dask dashboard: {link} (on this machine's loopback only; from another machine: "
+            f"`ssh -L {parts.port}:127.0.0.1:{parts.port} {socket.gethostname()}`, then http://localhost:{parts.port}/status)")
 
 
 def _adapt_range(kind: str, cluster) -> dict:
@@ -484,13 +538,18 @@ def _lifetime_s(cluster) -> int:
     return lifetime
 
 
+@contextlib.contextmanager
 def slurm_cluster(cluster):
-    """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it).
+    """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it),
+    open for the block (`with slurm_cluster(exp.cluster) as c: print(c.job_script())`).
 
     Each worker retires (`--lifetime`) `lifetime_margin_s` before the job's walltime, give or take
     `lifetime_stagger_s` (so the workers of a job do not all leave at once), and adaptive scaling
     submits new jobs: SLURM's kill at walltime would instead meet running tasks, lost with their
-    worker and counted against `allowed-failures`."""
+    worker and counted against `allowed-failures`.
+
+    The scheduler, in this process, listens on the login node's network for the jobs' workers:
+    TLS by default (`_slurm_security`), its dashboard on loopback (cluster.dashboard_address)."""
     SLURMCluster = _jobqueue_slurm()
     jq = thaw(cluster.jobqueue)
     # The job's workers run this process's python, so the venv the client plans with (svmbench,
@@ -502,7 +561,36 @@ def slurm_cluster(cluster):
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
     jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster),
                                  *(f"export {k}={v}" for k, v in quiet_dask_env().items())]
-    return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
+    dashboard = cluster.dashboard_address
+    jq["scheduler_options"] = {"dashboard_address": dashboard or LOOPBACK, "dashboard": dashboard is not None,
+                               **(jq.get("scheduler_options") or {})}
+    with _slurm_security(cluster, jq) as sec:
+        if sec is not None:
+            # dask-jobqueue: the scheduler on tls://, and each worker's --protocol tls:// and
+            # --tls-ca-file, --tls-cert, --tls-key (the files' paths) in the job script.
+            jq["security"] = sec
+            jq["job_script_prologue"].append("export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True")
+        with SLURMCluster(**{k: v for k, v in jq.items() if v is not None}) as managed:
+            yield managed
+
+
+@contextlib.contextmanager
+def _slurm_security(cluster, jq: dict):
+    """The Security of a SLURM cluster for the block: cluster.security's files, none for
+    cluster.security=none (warned about), else credentials made for this cluster alone
+    (`security.credentials_dir`), in a 0700 directory under the jobs' shared file system
+    (cluster.jobqueue.shared_temp_directory, else the log directory the jobs write to, else the
+    working directory), deleted when the cluster closes."""
+    kind = tls.mode(cluster)
+    if kind == tls.NONE:
+        tls.warn_none("slurm")
+        yield None
+    elif kind == "files":
+        yield tls.from_files(cluster.security)
+    else:
+        shared = jq.get("shared_temp_directory") or jq.get("log_directory") or os.getcwd()
+        with tls.credentials_dir(Path(shared)) as (sec, _):
+            yield sec
 
 
 def _jobqueue_slurm():
@@ -536,6 +624,9 @@ def kubernetes_cluster(cluster):
         from dask_kubernetes.operator import KubeCluster
     except ImportError:
         raise ClusterError("cluster=kubernetes needs dask-kubernetes: pip install 'svmbench[kubernetes]'") from None
+    tls.warn_once(("kubernetes",), "warning: cluster=kubernetes: dask-kubernetes' operator starts its scheduler "
+                  "without TLS: any pod that reaches its service can run code as the workers' user; restrict it "
+                  "with a Kubernetes NetworkPolicy (docs: Clusters, Kubernetes)")
     k = thaw(cluster.kubernetes)
     from .sandbox import THREAD_VARS
     env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **quiet_dask_env(), **(k.get("env") or {})}
@@ -1030,9 +1121,9 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                     n_tasks += 1
         else:
             from distributed import as_completed
-            dashboard = client.dashboard_link
+            dashboard = dashboard_line(client, cluster)
             if dashboard:
-                log(f"dask dashboard: {dashboard}")
+                log(dashboard)
             workers = _n_workers(client, cluster)
             cutter = TaskCutter(make_units(todo, workers, bool(exp.run.interleave)))
             first = first_chunk(cutter.left, workers, chunk)

@@ -812,11 +812,20 @@ def smoke(cfg: DictConfig) -> DictConfig:
 
 
 def _check_cluster_files(cl, fail) -> None:
-    """cluster.security: the three PEM files together, each readable, before any connection."""
-    sec = cl.security or {}
+    """cluster.security: "none", or the three PEM files together, each readable, before any
+    connection; not for the kept cluster (its own, in its state directory) nor kubernetes."""
+    sec = cl.security
+    if sec == "none":
+        return
+    if not isinstance(sec, (dict, DictConfig)) or set(sec) - {"ca_file", "cert", "key"}:
+        fail("cluster.security", _plain(sec), "must be none, or ca_file, cert and key (PEM files)")
     given = {k: sec.get(k) for k in ("ca_file", "cert", "key")}
     if not any(given.values()):
         return
+    if cl.kind == "kubernetes" or cl.kind == "address" and cl.address == "kept":
+        why = ("dask-kubernetes' operator starts its scheduler without TLS" if cl.kind == "kubernetes" else
+               "the kept cluster uses its own credentials, in its state directory")
+        fail("cluster.security", _plain(sec), f"not for cluster={'kubernetes' if cl.kind == 'kubernetes' else 'kept'}: {why}")
     for k, v in given.items():
         if not v:
             fail(f"cluster.security.{k}", v, "TLS needs ca_file, cert and key together")

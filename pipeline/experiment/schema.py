@@ -78,15 +78,19 @@ class ClusterConf:
     processes: bool = False
     address: Optional[str] = None            # address: tcp://host:8786
     memory_limit: str = "auto"               # local: per worker ("auto": the machine's memory shared out)
-    dashboard_address: Optional[str] = ":0"  # local: the Dask dashboard (":0" any free port, null none)
+    # local and slurm: the Dask dashboard, on loopback at a free port by default (reach it from
+    # another machine through `ssh -L`); ":0" any free port on every interface, null none
+    dashboard_address: Optional[str] = "127.0.0.1:0"
     jobqueue: Dict[str, Any] = field(default_factory=dict)   # slurm: dask-jobqueue's SLURMCluster kwargs
     kubernetes: Dict[str, Any] = field(default_factory=dict)  # kubernetes: name, image, resources, env
     adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
     lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
     lifetime_stagger_s: int = 240            # slurm: ... give or take this long
     blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
-    # TLS to the scheduler (address): distributed's Security from these PEM files
-    security: Dict[str, Any] = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
+    # Who may connect (docs: Operation, TLS). slurm, and local with worker processes: TLS with
+    # credentials made for the cluster alone, by default. ca_file, cert, key (PEM files): TLS with
+    # these instead, and for address a tls:// scheduler's. "none": no TLS (a warning names the risk)
+    security: Any = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
 
 
 @dataclass
