@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ import psutil
 import pytest
 
 from pipeline.engine import execute
+from pipeline.engine import security as tls
 from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
 from pipeline.results.tables import outcomes
@@ -306,13 +308,26 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
         assert len(out["results"]) == 3 and (out["results"]["status"] == "converged").all()
 
 
-def test_slurm_job_script(monkeypatch):
+def test_slurm_job_script(monkeypatch, tmp_path, caplog):
     pytest.importorskip("dask_jobqueue")
+    monkeypatch.chdir(tmp_path)       # the jobs' log directory (slurm-logs) is relative to it
     cfg = compose(["cluster=slurm", "cluster.jobqueue.queue=short", "cluster.jobqueue.account=proj7",
                    "cluster.jobqueue.walltime=02:00:00", "cluster.jobqueue.memory=8GB"])
     with slurm_cluster(validate(cfg).cluster) as slurm:
         script = slurm.job_script()
+        # TLS with credentials made for this cluster: in a 0700 directory of the log directory
+        # (on the file system the jobs share), each file 0600; the scheduler's dashboard on loopback.
+        credentials = list((tmp_path / "slurm-logs").glob(".svmbench-tls-*"))
+        assert len(credentials) == 1 and stat.S_IMODE(credentials[0].stat().st_mode) == 0o700
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in credentials[0].iterdir()}
+        assert modes == {"ca.pem": 0o600, "cert.pem": 0o600, "key.pem": 0o600}
+        assert slurm.scheduler_address.startswith("tls://")
+        assert slurm.scheduler.http_server.address == "127.0.0.1"
+    assert not credentials[0].exists()       # gone with the cluster
     lines = script.splitlines()
+    tls_args = (f"--protocol tls:// --tls-ca-file {credentials[0]}/ca.pem --tls-cert {credentials[0]}/cert.pem "
+                f"--tls-key {credentials[0]}/key.pem")
+    assert tls_args in script and "export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True" in lines, script
     for directive in ("#SBATCH -p short", "#SBATCH -A proj7", "#SBATCH -t 02:00:00", "#SBATCH --cpus-per-task=4"):
         assert directive in lines, (directive, script)
     assert any(line.startswith("#SBATCH --mem=") for line in lines)
@@ -329,6 +344,14 @@ def test_slurm_job_script(monkeypatch):
     assert "export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s" in lines
     with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
         probe_cluster(compose(["cluster=slurm", "cluster.jobqueue.walltime=00:05:00"]).cluster)
+    # cluster.security=none: plain tcp://, no credentials, and a warning naming the risk.
+    monkeypatch.setattr(tls, "_WARNED", set())
+    with slurm_cluster(validate(compose(["cluster=slurm", "cluster.security=none"])).cluster) as slurm:
+        assert slurm.scheduler_address.startswith("tcp://") and "--tls-" not in slurm.job_script()
+    assert not list((tmp_path / "slurm-logs").glob(".svmbench-tls-*"))
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith(
+        "warning: cluster.security=none: cluster=slurm runs without TLS: its scheduler listens on the login "
+        "node's network")]
 
 
 def test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run():
