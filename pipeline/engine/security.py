@@ -7,9 +7,9 @@ as it runs. The clusters svmbench starts are therefore their user's alone:
 
 - ``slurm``: the scheduler runs in the command's process on the login node and listens on its
   network for the compute nodes. It and its workers use TLS with credentials made for this
-  cluster (`temporary`: a key and a self-signed certificate that is also the cluster's CA,
-  distributed's `Security.temporary`), written mode 0600 in a 0700 directory on the file system
-  the jobs read (`credentials_dir`, `write`) and deleted when the cluster closes.
+  cluster (`temporary`: a key and a self-signed certificate that is also the cluster's CA),
+  written mode 0600 in a 0700 directory on the file system the jobs read (`credentials_dir`,
+  `write`) and deleted when the cluster closes.
 - the kept cluster (`svmbench cluster start`): the same, in its state directory (0700).
 - ``local``: on loopback; with worker processes (``cluster.processes=true``), whose scheduler
   listens on a loopback port any local user could reach, TLS with in-memory credentials too.
@@ -47,10 +47,34 @@ def mode(cluster) -> str:
 
 
 def temporary():
-    """distributed's Security with credentials made now, in memory (a 2048-bit RSA key, 20-200
-    ms), for every role, encryption required."""
+    """distributed's Security with credentials made now, in memory, for every role, encryption
+    required. As distributed's `Security.temporary`: one key, and a self-signed certificate that
+    is the cluster's CA too (whoever holds the key is one of this user's processes), but an ECDSA
+    P-256 key instead of a 2048-bit RSA one, whose prime search takes a random and, on a loaded
+    machine, long time (docs/benchmarks/sweep.md), where a SLURM or local cluster makes a key
+    each command; its handshakes are cheaper too."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
     from distributed.security import Security
-    return Security.temporary()
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "svmbench cluster")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))      # clocks of other nodes, a little behind
+            .not_valid_after(now + datetime.timedelta(days=365))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    pem_key = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    pem_cert = cert.public_bytes(serialization.Encoding.PEM).decode()
+    return Security(tls_ca_file=pem_cert, tls_client_cert=pem_cert, tls_client_key=pem_key,
+                    tls_scheduler_cert=pem_cert, tls_scheduler_key=pem_key, tls_worker_cert=pem_cert,
+                    tls_worker_key=pem_key, require_encryption=True)
 
 
 def from_files(files: dict) -> "Security":

@@ -252,38 +252,10 @@ def test_same_table_on_address_and_after_a_sequential_run_interrupted_then_resum
 
 
 def _certificates(tmp: Path) -> dict:
-    """A CA and one certificate it signs for 127.0.0.1 (scheduler, worker and client share it)."""
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-    import ipaddress
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    span = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
-
-    def cert(subject, key, issuer, issuer_key, ca):
-        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
-             .serial_number(x509.random_serial_number()).not_valid_before(span[0]).not_valid_after(span[1])
-             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-        if not ca:
-            b = b.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                critical=False)
-        return b.sign(issuer_key, hashes.SHA256())
-
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "svmbench test CA")])
-    ca = cert(ca_name, ca_key, ca_name, ca_key, True)
-    leaf = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key, ca_name, ca_key, False)
+    """A key and a certificate that is its own CA (scheduler, worker and client share them), as
+    files: what the pipeline makes for each cluster it starts (`security.temporary`)."""
     tmp.mkdir(exist_ok=True)
-    files = {"ca_file": tmp / "ca.pem", "cert": tmp / "cert.pem", "key": tmp / "key.pem"}
-    files["ca_file"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    files["cert"].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    files["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
-    return files
+    return tls.write(tls.temporary(), tmp)
 
 
 def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):

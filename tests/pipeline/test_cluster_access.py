@@ -120,6 +120,19 @@ def test_a_local_cluster_listens_on_loopback_only(processes):
         assert address.startswith("inproc://") and len(ports) == 1 + 2, opened     # dashboard, 2 worker HTTP servers
 
 
+def test_without_a_dashboard_the_scheduler_s_http_server_stays_on_loopback():
+    """cluster.dashboard_address=null: distributed still starts the scheduler's HTTP server
+    (health, metrics), given no address at port 8787 on every interface; here on loopback, and
+    the log names no dashboard."""
+    me = os.getpid()
+    before = listening(_tree(me))
+    cluster = validate(compose(["cluster=local", "cluster.n_workers=1", "cluster.dashboard_address=null"])).cluster
+    with open_client(cluster) as client:
+        opened = listening(_tree(me)) - before
+        assert dashboard_line(client, cluster) is None
+    assert len(opened) == 2 and all(_loopback(host) for host, _, _ in opened), opened    # scheduler's, worker's
+
+
 def test_a_plain_tcp_address_on_another_machine_is_warned_about_once(caplog, monkeypatch):
     monkeypatch.setattr(tls, "_WARNED", set())
     caplog.set_level(logging.WARNING, logger="svmbench")
