@@ -12,13 +12,13 @@ own (Ctrl-C in the terminal that started them does not reach them), waits for th
 warms their sandboxes for the solvers named (all registered ones by default: numba compiles them
 on a machine's first run, a minute or two, said as it goes). The scheduler ends itself after
 `--idle-timeout` without a task (Dask's own idle timeout), and its workers with it.
+Exit codes: 0, 2 for a cluster already running (start), none running (stop) or one that
+did not come up (start: its log is named).
 
 Only the user who started it can use it (a client of a scheduler runs code as that user): every
 process of it listens on loopback alone, and the scheduler, workers and nannies take TLS
 connections from holders of credentials made for this cluster, in its state directory (mode
 0600 in a 0700 directory: `pipeline.engine.security`); `--security none` is the explicit opt-out.
-Exit codes: 0, 2 for a cluster already running (start), none running (stop) or one that
-did not come up (start: its log is named).
 """
 from __future__ import annotations
 

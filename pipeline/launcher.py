@@ -28,14 +28,14 @@ close and interrupts itself the same way.
 What the launcher refuses, and the command then runs in its own process as without a launcher
 (one line on stderr says why): a fingerprint that differs (the source edited since `cluster
 start`, a package installed, another interpreter or BLAS setting). ``SVMBENCH_LAUNCHER=0`` skips
-the hand-off.
+the hand-off. Only a command line that names ``cluster=kept`` is handed off: a kept cluster
+chosen inside an experiment's yaml is only known once composed, after the imports.
 
 Only its user: a command runs with the launcher's uid, so a connection from another user would
 run code as this one. The socket is mode 0600 in the state directory (0700, refused if another
 user can write to it), and on every connection the launcher asks the kernel who connected
 (SO_PEERCRED) and refuses another uid; the command checks the launcher's uid the same way
-before it sends its environment and descriptors, so a socket another user placed gets nothing. Only a command line that names ``cluster=kept`` is handed off: a kept cluster
-chosen inside an experiment's yaml is only known once composed, after the imports.
+before it sends its environment and descriptors, so a socket another user placed gets nothing.
 
 The launcher holds no thread when it forks (a fork copies only the forking thread; a lock held
 by another would stay held in the child): it preloads in its main thread and checks that none

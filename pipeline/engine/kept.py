@@ -96,9 +96,10 @@ def kept_state() -> dict:
 
 def kept_security(state: dict, directory: Path | None = None):
     """distributed's Security for a client of the kept cluster of this state: its credentials in
-    the state directory; None for one started with `--security none`."""
+    the state directory; None for one started with `--security none` (or by a version without
+    TLS, whose state does not say)."""
     from .security import NONE, files_in, from_files
-    if state.get("security") == NONE:
+    if state.get("security", NONE) == NONE:
         return None
     return from_files(files_in(directory or state_dir()))
 

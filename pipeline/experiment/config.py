@@ -822,10 +822,12 @@ def _check_cluster_files(cl, fail) -> None:
     given = {k: sec.get(k) for k in ("ca_file", "cert", "key")}
     if not any(given.values()):
         return
-    if cl.kind == "kubernetes" or cl.kind == "address" and cl.address == "kept":
-        why = ("dask-kubernetes' operator starts its scheduler without TLS" if cl.kind == "kubernetes" else
-               "the kept cluster uses its own credentials, in its state directory")
-        fail("cluster.security", _plain(sec), f"not for cluster={'kubernetes' if cl.kind == 'kubernetes' else 'kept'}: {why}")
+    if cl.kind == "kubernetes":
+        fail("cluster.security", _plain(sec), "not for cluster=kubernetes: dask-kubernetes' operator starts its "
+                                              "scheduler without TLS")
+    if cl.kind == "address" and cl.address == "kept":
+        fail("cluster.security", _plain(sec), "not for cluster=kept: the kept cluster uses its own credentials, "
+                                              "in its state directory")
     for k, v in given.items():
         if not v:
             fail(f"cluster.security.{k}", v, "TLS needs ca_file, cert and key together")

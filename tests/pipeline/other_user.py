@@ -1,6 +1,7 @@
 """A probe that a test runs as another user (`setpriv --reuid=nobody`): what that user gets from
-a cluster's files and sockets. The standard library only (that user may not be able to run the
-venv's interpreter); one JSON line on stdout, each attempt's outcome "ok ..." or "refused: ...".
+a cluster's files and sockets. The standard library only, and pipeline/launcher.py, which
+imports nothing else (that user may not be able to run the venv's interpreter, nor import its
+packages); one JSON line on stdout, each attempt's outcome "ok ..." or "refused: ...".
 
     python other_user.py '{"read": [paths], "unix": path, "plain": "host:port",
                            "tls": "host:port", "tls_as": ["cert.pem", "key.pem"], "listen": path}'
@@ -15,10 +16,14 @@ venv's interpreter); one JSON line on stdout, each attempt's outcome "ok ..." or
   connection and count the bytes it sends before it closes ("ready" on stderr once listening).
 """
 import json
+import os
 import socket
 import ssl
 import struct
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from pipeline.launcher import _read_line as read_line  # noqa: E402 - the repository's, by path
 
 TIMEOUT_S = 10
 
@@ -43,13 +48,8 @@ def _unix(path):
             conn.sendall(struct.pack("!I", len(body)) + body)
         except OSError:
             pass      # a server that answered and closed before reading: its answer is still to be read
-        reply = b""
-        while not reply.endswith(b"\n"):
-            chunk = conn.recv(256)
-            if not chunk:
-                break
-            reply += chunk
-        return f"ok: {reply.decode().strip()}" if reply else "refused: closed"
+        reply = read_line(conn)
+        return f"ok: {reply}" if reply else "refused: closed"
     except OSError as exc:
         return f"refused: {type(exc).__name__}"
     finally:

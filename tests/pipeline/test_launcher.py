@@ -34,7 +34,7 @@ def served(tmp_path, store):
     """A launcher serving on tmp_path/state for as long as this test's process lives (the
     "scheduler" it watches); its output in tmp_path/launcher.log. The commands' store: `store`."""
     state = tmp_path / "state"
-    state.mkdir()
+    state.mkdir(mode=0o700)       # the launcher serves only from a directory its user alone can write to
     env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state), "SVMBENCH_STORE": str(store)}
     log = open(tmp_path / "launcher.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.launcher", str(state), str(os.getpid())],
