@@ -62,7 +62,33 @@ UNDERFIT = (0.1, 1e-4)        # Section I.B.1: C = 0.1, gamma = 1e-4 has no free
 TOL = 1e-13                   # the methods' tol on m - M (conf/experiment/bertini.yaml); theirs end at 5.6e-15 to 4.5e-13
 # The dated log of this study's rule changes (claims.RuleChange; README "Changes to the rules").
 CHANGES = (
-    RuleChange("2026-11-27", "", "WHAT", "WHY", "BEFORE", "AFTER"),
+    RuleChange(
+        "2026-11-27", "58ae3a13b31d8583",
+        # what changed
+        "the shared claim vocabulary; the levels of their unnamed data (Table I's best points and score, "
+        "Tables II-XII's accuracies, Figure 5's) not comparable on our stand-in (were judged within 2 pp); "
+        "'slightly worse at small C' judged at the methods' gamma 0.01, which Setup gives for theirs (was at "
+        "their 1e-3, a nearly constant kernel here), above 0 and at most 5 pp with a 95% interval over folds, "
+        "and 'the polynomial is more stable' its own finding; the under-fitting case split in two (no free "
+        "support vector; accuracy worse by more than 2.5 pp); where b is taken with no free support vector is "
+        "a choice of method, shown and no longer judged; 'about 1e-13' judged as every fold of every method "
+        "stopping on m - M <= 1e-13 before its cap (was m - M <= 1e-12, above the tolerance); the same "
+        "optimum to 1e-4 per fold; 'far more iterations' at least 10x; their best q: every other q's time "
+        "over theirs above 1.1x; proximal steps at some q; SVMlight 2-5x faster than SMO (was at least 2x); "
+        "qp slowest above 1.1x (was 1.5x); every timing verdict with its interval over the 5 folds, the "
+        "methods of a kernel run back to back in each fold",
+        # why
+        "a referee's read found the same words judged by different thresholds in different studies, rules "
+        "changed after their results were seen (a spread statistic moved from the range to the middle half), "
+        "data exclusions applied to some findings only, differences judged without their uncertainty, "
+        "comparisons of work not like for like, and findings that could not fail; every verdict now comes "
+        "from the shared claim vocabulary with a 95% interval, fixed as data before the run",
+        # the verdicts before
+        "1 best points holds, 2 small C differs, 3 no free SV differs, 4 bound-only b differs, 5 accuracy "
+        "holds, 6 KKT holds, 7 same optimum holds, 8 iterations holds, 9 best q differs, 10 proximal spikes "
+        "differs, 11 svmlight faster differs, 12 qp slowest holds, 13 one-vs-all holds",
+        # the verdicts after
+        "AFTER"),
 )
 
 
@@ -180,14 +206,14 @@ RULES = StudyRules(NAME, DATA, (
           "slightly worse", "validation accuracy at the best C minus at the smallest C (0.1), at the methods' "
           "gamma (0.01; Setup says why not their 1e-3)", "the Gaussian kernel", _FOLDS),
     Claim("poly_stable", "the polynomial kernel is more stable in terms of accuracy over C (Section I.B.1)",
-          "nearly equal", "validation accuracy at the smallest C (0.1) minus at the best C, at degree 2 (theirs)",
+          "nearly equal", "validation accuracy at the worst C of their grid minus at the best C, at degree 2 (theirs)",
           "the polynomial kernel", _FOLDS),
     Claim("no_free_sv", "C=0.1, gamma=1e-4: the solution has no free support vector, all of them at a bound "
           "(Section I.B.1)", "share", "the share of folds whose solution (smo at tol 1e-13) has no free support "
-          "vector", "C = 0.1, gamma = 1e-4", "exact", params=(("hi", 1.0), ("lo", 1.0))),
+          "vector", "the point C = 0.1, gamma = 1e-4", "exact", params=(("hi", 1.0), ("lo", 1.0))),
     Claim("underfit_low", "when all the support vectors are at bound, usually the accuracy is really low: "
           "under-fitting (Section I.B.1)", "worse", "validation accuracy at the best Gaussian point minus at "
-          "C = 0.1, gamma = 1e-4", "C = 0.1, gamma = 1e-4", _FOLDS),
+          "C = 0.1, gamma = 1e-4", "the point C = 0.1, gamma = 1e-4", _FOLDS),
     Claim("accuracy", "train 100%, validation ~99.4-99.6%, test 98.75% (Gaussian) and 99.25% (polynomial) for every "
           "method at Table I's point (Tables II, III, VII, VIII, XI, XII)", "nearly equal",
           "our accuracy minus theirs", "method, kernel and split (train, validation, test)", _FOLDS, scope=LEVEL),
@@ -263,14 +289,18 @@ def finding_small_C(grid, gamma: float = nan) -> Finding:
 
 
 def finding_poly_stable(grid) -> Finding:
+    """The polynomial's validation accuracy at its worst C over the grid against its best, at
+    their degree: the most it moves over C."""
     d = TABLE1["poly"][1]
     rows = grid[(grid["kernel"] == "poly") & np.isclose(grid["h"], d)]
     if rows.empty:
         return judge(RULES, RULES.claim("poly_stable"), [])
-    est, best = _drop(grid, "poly", d, float(rows["C"].min()))
-    est = None if est is None else Estimate(-est.value, -est.hi, -est.lo, est.n, est.how)
+    worst = float(rows.loc[rows["val"].idxmin(), "C"])
+    est, best = _drop(grid, "poly", d, worst)
+    est = None if est is None else Estimate(-est.value, -est.hi, -est.lo, est.n, est.how, est.exact)
     return judge(RULES, RULES.claim("poly_stable"), [Cell(MNIST, f"degree {fmt(d)}", est)] if est else [],
-                 f"C={fmt(float(rows['C'].min()))} against the best C={fmt(best)}")
+                 f"over their {len(rows)} C values the validation accuracy spans "
+                 f"{rows['val'].max() - rows['val'].min():.2f} pp (best C={best:g}, worst C={worst:g})")
 
 
 def finding_no_free_sv(check: pd.DataFrame | None) -> Finding:
@@ -301,10 +331,10 @@ def finding_underfit_low(grid) -> Finding:
     best = rbf.loc[rbf["val"].idxmax()]
     a, b = np.asarray(best.val_reps, float), _val_reps(grid, "rbf", C, g)
     n = min(len(a), len(b))
-    return judge(RULES, RULES.claim("underfit_low"), [Cell(MNIST, f"C={fmt(C)}, gamma={fmt(g)}",
+    return judge(RULES, RULES.claim("underfit_low"), [Cell(MNIST, f"C={C:g}, gamma={g:g}",
                                                            difference_over(a[:n] - b[:n], "folds"))],
                  f"validation {_one(grid, 'val', kernel='rbf', C=C, h=g):.2f}% against {best.val:.2f}% at the best "
-                 f"Gaussian point (C={fmt(best.C)}, gamma={fmt(best.h)})")
+                 f"Gaussian point (C={best.C:g}, gamma={best.h:g})")
 
 
 def finding_accuracy(methods) -> Finding:
@@ -732,14 +762,14 @@ def fig_time_vs_q(methods: pd.DataFrame):
                         label="fastest to slowest fold")
         for x, r in zip(q, reps):
             ax.plot(np.full(len(r), x), r, ".", color="tab:blue", alpha=0.5, markersize=3)
-        ax.plot(q, [np.median(r) for r in reps], "o-", color="tab:blue", markersize=4, label="median of the 5 folds")
+        ax.plot(q, [np.median(r) for r in reps], "o-", color="tab:blue", markersize=4, label="median over the folds")
         for r in rows.itertuples():
             if r.n_prox > 0:
                 ax.plot([r.q], [r.time_s], "rx", markersize=10, label="a proximal step taken")
             if r.converged < r.runs:
                 ax.annotate(r.statuses, (r.q, r.time_s), fontsize=6, textcoords="offset points", xytext=(4, 4))
         ax.axvline(BEST_Q[k][0], color="tab:green", linestyle="--", linewidth=1,
-                   label=f"their best q ({BEST_Q[k][0]}, Table VI)")
+                   label=f"their best q (Table VI: {BEST_Q['rbf'][0]} Gaussian, {BEST_Q['poly'][0]} polynomial)")
         _decorate(ax, f"{KERNEL_NAME[k]}, {point_text(methods, k)} (their Fig. {4 if k == 'rbf' else 2})",
                   "working-set size q", "fit time (s)", 0, logx=True, logy=True)
         ax.set_ylim(min(ys) / 1.3, max(ys) * 1.3)

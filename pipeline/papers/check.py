@@ -1,8 +1,8 @@
 """Do two regenerations agree? `python -m pipeline.papers.check [name ...]` (`make papers-check`)
 runs each fast study's experiment twice, full size (smoke=false), writes both reproductions into
 a temporary folder (never outputs/papers/), and compares their verdicts finding by finding. A
-verdict that flips between two runs on one machine rests on noise: its rule needs more repeats or
-a wider band, or it must say "undecided" (issue 29).
+verdict that flips between two runs on one machine rests on noise: its interval is too narrow for
+its repeats (pipeline/papers/claims.py), or the claim needs more of them.
 
 `--against DIR` runs each study once and compares it with the reproduction already in
 DIR/<name>/README.md (`--against outputs/papers`: the committed one, itself a full regeneration),

@@ -442,7 +442,8 @@ def judge(rules: StudyRules, claim: Claim, cells: list[Cell], ours: str = "", wh
         parts.append(f"not judged ({why_aside}; see 'Whose data'): {shown}{more}")
     said = "; ".join(p for p in parts if p)
     if claim.construction:
-        return Finding(text, said, BY_CONSTRUCTION, claim.construction, rule, claim.key)
+        return Finding(text, said, BY_CONSTRUCTION, "not counted as reproduced: it cannot fail here (the rule says why)",
+                       rule, claim.key)
     if not known:
         if aside:
             return Finding(text, said, NOT_COMPARABLE, "; ".join(sorted({_aside_reason(rules, c.dataset, claim)
@@ -472,8 +473,8 @@ def _cells_text(known: list, kind: Kind) -> str:
     counts = {v: sum(1 for _, x in known if x == v) for v in (HOLDS, DIFFERS, UNDECIDED)}
     if len(known) <= 4:
         return "; ".join(f"{c.label}: {show(c.estimate, kind.unit)}" for c, _ in known)
-    plural = {HOLDS: "hold", DIFFERS: "differ", UNDECIDED: "undecided"}
-    head = f"{len(known)} cells: " + ", ".join(f"{n} {plural[v]}" for v, n in counts.items() if n)
+    word = {HOLDS: ("holds", "hold"), DIFFERS: ("differs", "differ"), UNDECIDED: ("undecided", "undecided")}
+    head = f"{len(known)} cells: " + ", ".join(f"{n} {word[v][n != 1]}" for v, n in counts.items() if n)
     off = [(c, v) for c, v in known if v != HOLDS]
     shown = off[:4] if off else known[:2]
     tail = "; ".join(f"{c.label}: {show(c.estimate, kind.unit)}" + (f" ({v})" if v != HOLDS else "") for c, v in shown)
@@ -487,7 +488,7 @@ def _undecided_reason(known: list, kind: Kind, claim: Claim) -> str:
         return f"fewer than {MIN_REPEATS} repeats behind {', '.join(few[:3])}"
     straddle = [c.label for c, v in known if v == UNDECIDED]
     return (f"the 95% interval of {', '.join(straddle[:3])}{' and others' if len(straddle) > 3 else ''} covers an "
-            f"edge of the band ({kind.band_text(claim.p)}): the repeats cannot tell")
+            f"edge of the band ({kind.band_text(claim.p)}): the data cannot tell on which side it lies")
 
 
 def counts_line(found: list[Finding]) -> str:
@@ -496,9 +497,10 @@ def counts_line(found: list[Finding]) -> str:
     n = {v: sum(1 for f in found if f.verdict == v)
          for v in (HOLDS, DIFFERS, UNDECIDED, NOT_COMPARABLE, BY_CONSTRUCTION, NOT_CHECKED)}
     judged = n[HOLDS] + n[DIFFERS] + n[UNDECIDED]
-    return (f"Of {len(found)} findings, {judged} are judged: {n[HOLDS]} hold, {n[DIFFERS]} differ, {n[UNDECIDED]} are "
-            f"undecided. Not counted: {n[NOT_COMPARABLE]} not comparable (data that are not the paper's), "
-            f"{n[BY_CONSTRUCTION]} by construction (they cannot fail here), {n[NOT_CHECKED]} not checked.")
+    return (f"Of {len(found)} findings, {judged} are judged: {n[HOLDS]} {'holds' if n[HOLDS] == 1 else 'hold'}, "
+            f"{n[DIFFERS]} {'differs' if n[DIFFERS] == 1 else 'differ'}, {n[UNDECIDED]} undecided. Not counted: "
+            f"{n[NOT_COMPARABLE]} not comparable (a level of data that are not the paper's), {n[BY_CONSTRUCTION]} by "
+            f"construction (cannot fail here), {n[NOT_CHECKED]} not checked.")
 
 
 # ------------------------------------------------------------------------------ README sections
