@@ -794,3 +794,47 @@ def test_a_readme_says_what_the_store_fetched_and_built_and_how_long_the_run_too
     assert "downloads 9.0 MB of pinned wheels once (pkg-1.0.whl 9.0 MB" in text     # one wheel, counted once
     assert "builds 3.5 MB of datasets" in text and "a 2.0 MB, b 0.5 MB, c 1.0 MB" in text
     assert "5.0 min to fit its 10 tasks" in text and "6.0 min" in text and "on 2 cores at load average 3.0" in text
+
+
+# ------------------------------------------------------------------------------ papers-check
+def _readme(verdicts):
+    from pipeline.papers.claims import Finding
+    from pipeline.papers.common import findings_table
+    rows = [Finding(f"claim {i} (Table 1)", "o", v, "", "r") for i, v in enumerate(verdicts, 1)]
+    return "# R\n\n## Findings\n\n" + "\n".join(findings_table(rows))
+
+
+def test_papers_check_tells_a_contradiction_from_a_flip_at_an_edge():
+    from pipeline.papers.check import differences, is_edge, verdicts
+    first = verdicts(_readme(["holds", "undecided", "holds"]))
+    assert first == [(1, "claim 1 (Table 1)", "holds"), (2, "claim 2 (Table 1)", "undecided"),
+                     (3, "claim 3 (Table 1)", "holds")]
+    assert differences(first, first) == []
+    found = differences(first, verdicts(_readme(["differs", "holds", "not comparable"])))
+    assert [is_edge(line) for line in found] == [False, True, False]
+    assert found[0] == "finding 1 (claim 1 (Table 1)...): holds then differs (a contradiction)"
+    assert found[1].endswith("undecided then holds (at the edge of its band)")
+    assert differences(first, first[:1])[0] == "finding 2: only in the first run"
+
+
+def test_papers_check_against_a_written_reproduction_runs_once_and_fails_on_contradictions(tmp_path, monkeypatch,
+                                                                                           capsys):
+    from pipeline.papers import check as pc
+    (tmp_path / "troyan").mkdir()
+    (tmp_path / "troyan" / "README.md").write_text(_readme(["holds", "undecided"]))
+    calls, fresh = [], [(1, "claim 1 (Table 1)", "holds"), (2, "claim 2 (Table 1)", "holds")]
+    monkeypatch.setattr(pc, "regenerate", lambda name, *a, **k: calls.append(name) or fresh)
+    found = pc.check(["troyan"], log=lambda *_: None, against=tmp_path)
+    assert calls == ["troyan"] and found == {"troyan": ["finding 2 (claim 2 (Table 1)...): undecided then holds "
+                                                        "(at the edge of its band)"]}
+    # An edge flip passes, unless --strict; a contradiction fails.
+    assert pc.main(["--against", str(tmp_path), "troyan"]) == 0
+    assert pc.main(["--strict", "--against", str(tmp_path), "troyan"]) == 1
+    fresh[0] = (1, "claim 1 (Table 1)", "differs")
+    assert pc.main(["--against", str(tmp_path), "troyan"]) == 1
+    assert "1 verdicts contradict, 1 flip at the edge" in capsys.readouterr().out
+    # A study without a written README: one line, exit 2, before any run.
+    n = len(calls)
+    assert pc.main(["--against", str(tmp_path), "bertini"]) == 2 and len(calls) == n
+    assert "no README.md for bertini" in capsys.readouterr().err
+    assert pc.main(["--against"]) == 2
