@@ -73,7 +73,7 @@ CHANGES = (
         "outperformed on binary differs, 5 Newton almost equal on multiclass differs, 6 the 0.51 level not "
         "comparable, 7 4x per doubling undecided",
         # the verdicts after
-        "1 Pegasos nearly equal to GD undecided (diamonds, 2.2 pp), 2 Pegasos quicker holds, 3 Newton far "
+        "1 Pegasos nearly equal to GD undecided (diamonds), 2 Pegasos quicker holds, 3 Newton far "
         "slower differs, 4 Newton outperformed on binary differs, 5 Newton almost equal on multiclass "
         "differs, 6 the 0.51 level not comparable, 7 about 4x per doubling undecided"),
 )

@@ -68,7 +68,7 @@ CHANGES = (
         "differs",
         # the verdicts after
         "1 starts by construction, 2 Section 4.3's iterations holds, 3 the exact solver far slower differs "
-        "(like for like dcd visits 1.08x Pegasos's examples to 0.3% and 0.37x to 0.1%), 4 test error holds, 5 "
+        "(like for like, dcd visits about as many examples as Pegasos to 0.3% and fewer to 0.1%), 4 test error holds, 5 "
         "small k slows differs, 6 larger kT lower holds, 7 lazy t better differs, 8 lazy t still slower "
         "holds; all judged on the RCV1-like set, rotten_tomatoes shown beside"),
 )

@@ -84,7 +84,7 @@ CHANGES = (
         # the verdicts after
         "1 global minimum holds, 2 alpha-Maj over Maj undecided, 3 larger sets undecided, 4 ours over Maj "
         "holds, 5 alpha-Maj over 2Maj undecided, 6 2Maj over Maj undecided, 7 CD/GD stall holds, 8 GD's start "
-        "holds, 9 losses differs (Heart's coding); the regeneration ran at load average 7-11 on 2 cores"),
+        "holds, 9 losses differs (Heart's coding)"),
 )
 
 
