@@ -24,8 +24,8 @@ from ..report.common import fmt, markdown_table, styles
 from ..report.figures import _decorate, _log_ticks, _panels, c_gamma_heatmap, confusion_matrices, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
-from .claims import (LEVEL, STAND_IN, Cell, Claim, Estimate, Finding, RuleChange, StudyRules, changes_lines, data_lines,
-                     difference_over, exact, judge, ratio_over)
+from .claims import (LEVEL, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange, StudyRules,
+                     changes_lines, data_lines, difference_over, exact, judge, ratio_over)
 from .common import draw_figures, figure_lines, findings_table, save_figures, with_costs
 
 NAME = "bertini"
@@ -80,14 +80,7 @@ CHANGES = (
         "polynomial is more stable' compared the smallest C with the best, and the run showed the smallest C to "
         "be the best, a point against itself; it compares the worst C with the best now, with the same verdict "
         "(the accuracy is the same at every C)",
-        # why
-        "a referee's read found the same words judged by different thresholds in different studies, rules "
-        "changed after their results were seen (a spread statistic moved from the range to the middle half), "
-        "data exclusions applied to some findings only, differences judged without their uncertainty, "
-        "comparisons of work not like for like, and findings that could not fail; every verdict now comes "
-        "from the shared claim vocabulary with a 95% interval, fixed as data before the run. These rules were "
-        "written knowing the verdicts listed as before; they were fixed, with this digest, before the "
-        "regeneration whose verdicts are listed as after",
+        VOCABULARY_WHY,
         # the verdicts before
         "1 best points holds, 2 small C differs, 3 no free SV differs, 4 bound-only b differs, 5 accuracy "
         "holds, 6 KKT holds, 7 same optimum holds, 8 iterations holds, 9 best q differs, 10 proximal spikes "

@@ -289,6 +289,17 @@ class Claim:
                 "by_construction": bool(self.construction)}
 
 
+# Why every study's rules changed on 2026-11-27, when this vocabulary replaced the studies' own
+# comparisons (each study's first RuleChange).
+VOCABULARY_WHY = (
+    "a referee's read found the same words judged by different thresholds in different studies, rules changed "
+    "after their results were seen (a spread statistic moved from the range to the middle half), data exclusions "
+    "applied to some findings only, differences judged without their uncertainty, comparisons of work not like for "
+    "like, and findings that could not fail; every verdict now comes from the shared claim vocabulary with a 95% "
+    "interval, fixed as data before the run. These rules were written knowing the verdicts listed as before; they "
+    "were fixed, with this digest, before the regeneration whose verdicts are listed as after")
+
+
 @dataclass(frozen=True)
 class RuleChange:
     """A dated entry of a study's rule log: what changed, why, the verdicts before and after, and

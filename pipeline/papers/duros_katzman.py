@@ -23,8 +23,8 @@ from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, confusion_matrices
 from ..report.registry import ReportData, Skip
 from . import paper
-from .claims import (LEVEL, NEARLY_EQUAL_PP, STAND_IN, Cell, Claim, Estimate, Finding, RuleChange, StudyRules,
-                     changes_lines, data_lines, difference_over, judge, ratio_over)
+from .claims import (LEVEL, NEARLY_EQUAL_PP, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange,
+                     StudyRules, changes_lines, data_lines, difference_over, judge, ratio_over)
 from .common import draw_figures, figure_lines, findings_table, save_figures, with_costs
 
 NAME = "duros_katzman"
@@ -60,14 +60,7 @@ CHANGES = (
         "the levels, with its interval over the 5 folds (was the median successive ratio in 3-5x in every "
         "fold); every set declared a stand-in (the 0.51 level not comparable, as before); the fits run cold "
         "(Newton's C path was warm) and interleaved",
-        # why
-        "a referee's read found the same words judged by different thresholds in different studies, rules "
-        "changed after their results were seen (a spread statistic moved from the range to the middle half), "
-        "data exclusions applied to some findings only, differences judged without their uncertainty, "
-        "comparisons of work not like for like, and findings that could not fail; every verdict now comes "
-        "from the shared claim vocabulary with a 95% interval, fixed as data before the run. These rules were "
-        "written knowing the verdicts listed as before; they were fixed, with this digest, before the "
-        "regeneration whose verdicts are listed as after",
+        VOCABULARY_WHY,
         # the verdicts before
         "1 Pegasos nearly equal to GD holds, 2 Pegasos quicker holds, 3 Newton slower holds, 4 Newton "
         "outperformed on binary differs, 5 Newton almost equal on multiclass differs, 6 the 0.51 level not "

@@ -22,9 +22,9 @@ from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, _plt, figure_legend, w_change_per_pass
 from ..report.registry import ReportData, Skip
 from . import paper
-from .claims import (HOLDS, KINDS, LEVEL, STAND_IN, THEIRS, Cell, Claim, Estimate, Finding, RuleChange, StudyRules,
-                     cell_verdict, changes_lines, data_lines, difference_over, discordant_se, exact, judge, paired_rows,
-                     proportions, ratio_over)
+from .claims import (HOLDS, KINDS, LEVEL, STAND_IN, THEIRS, VOCABULARY_WHY, Cell, Claim, Estimate, Finding,
+                     RuleChange, StudyRules, cell_verdict, changes_lines, data_lines, difference_over, discordant_se,
+                     exact, judge, paired_rows, proportions, ratio_over)
 from .common import draw_figures, figure_lines, findings_table, save_figures, with_costs
 
 NAME = "roethel_brynda"
@@ -69,14 +69,7 @@ CHANGES = (
         "entries only; Figure 4 judged on the tracked active sets after passes 5, 10, 20 in 5 repeats (was "
         "the final alphas, a KKT consequence, now shown as by construction); the fits run cold and "
         "interleaved (dcd's C path was warm against LinearSVC's cold fits)",
-        # why
-        "a referee's read found the same words judged by different thresholds in different studies, rules "
-        "changed after their results were seen (a spread statistic moved from the range to the middle half), "
-        "data exclusions applied to some findings only, differences judged without their uncertainty, "
-        "comparisons of work not like for like, and findings that could not fail; every verdict now comes "
-        "from the shared claim vocabulary with a 95% interval, fixed as data before the run. These rules were "
-        "written knowing the verdicts listed as before; they were fixed, with this digest, before the "
-        "regeneration whose verdicts are listed as after",
+        VOCABULARY_WHY,
         # the verdicts before
         "1 matches LinearSVC holds, 2 shrinking same accuracy holds, 3 levels differs, 4 heart drop holds, 5 "
         "far slower differs, 6 shrinking not faster differs, 7 fewer passes holds, 8 w_change reached holds, "

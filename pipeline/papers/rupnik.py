@@ -24,8 +24,8 @@ from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks, figur
 from ..report.registry import ReportData, Skip
 from ..report.tables import to_targets
 from . import paper
-from .claims import (OTHER, STAND_IN, Cell, Claim, Estimate, Finding, RuleChange, StudyRules, changes_lines,
-                     difference_over, exact, judge, ratio_over)
+from .claims import (OTHER, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange, StudyRules,
+                     changes_lines, difference_over, exact, judge, ratio_over)
 from .common import draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
 
 NAME = "rupnik"
@@ -53,14 +53,7 @@ CHANGES = (
         "below' and lazy t's gain above 1.1x with their intervals (was 2x on one seed); 'only kT matters' "
         "(Shalev-Shwartz et al.'s, which the paper's Figure 4 contradicts) no longer a finding of the paper; "
         "the lazy-t claim split in its two parts",
-        # why
-        "a referee's read found the same words judged by different thresholds in different studies, rules "
-        "changed after their results were seen (a spread statistic moved from the range to the middle half), "
-        "data exclusions applied to some findings only, differences judged without their uncertainty, "
-        "comparisons of work not like for like, and findings that could not fail; every verdict now comes "
-        "from the shared claim vocabulary with a 95% interval, fixed as data before the run. These rules were "
-        "written knowing the verdicts listed as before; they were fixed, with this digest, before the "
-        "regeneration whose verdicts are listed as after",
+        VOCABULARY_WHY,
         # the verdicts before
         "on RCV1-like / rotten_tomatoes: starts holds / holds, 0.3% and 0.1% iterations holds / not "
         "comparable, exact solver slow holds / differs, test error holds / not comparable, small k slows "

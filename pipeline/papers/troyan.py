@@ -22,8 +22,8 @@ from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
-from .claims import (LEVEL, OTHER, SAME_REL, THEIRS, Cell, Claim, Finding, RuleChange, StudyRules, changes_lines,
-                     exact, judge, ratio_over)
+from .claims import (LEVEL, OTHER, SAME_REL, THEIRS, VOCABULARY_WHY, Cell, Claim, Finding, RuleChange, StudyRules,
+                     changes_lines, exact, judge, ratio_over)
 from .common import draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
 
 NAME = "troyan"
@@ -69,14 +69,7 @@ CHANGES = (
         "1e-4 in most cells (was L - L* above 1e-3); GD depends on its start: its spread over the starts "
         "above 1e-4 of L* on each dataset (was above 1e-3 on some dataset, a threshold the majorization "
         "family also passed)",
-        # why
-        "a referee's read found the same words judged by different thresholds in different studies, rules "
-        "changed after their results were seen (a spread statistic moved from the range to the middle half), "
-        "data exclusions applied to some findings only, differences judged without their uncertainty, "
-        "comparisons of work not like for like, and findings that could not fail; every verdict now comes "
-        "from the shared claim vocabulary with a 95% interval, fixed as data before the run. These rules were "
-        "written knowing the verdicts listed as before; they were fixed, with this digest, before the "
-        "regeneration whose verdicts are listed as after",
+        VOCABULARY_WHY,
         # the verdicts before
         "1 global minimum differs, 2 alpha-Maj over Maj holds, 3 larger sets differs, 4 ours over Maj holds, "
         "5 alpha-Maj over 2Maj undecided, 6 2Maj over Maj holds, 7 CD/GD stall holds, 8 GD's start holds, 9 "
