@@ -636,7 +636,9 @@ def readme(conv, st, kt, found, figs, skipped, setup: dict) -> str:
         "the rows: 700,000 of RCV1-like's 804,414, as theirs). RCV1's order is by date; our generator draws rows "
         "independently, so on it the ordered split is as good as a random one.",
         "- Iterations to a target are read off trace points spaced 30 per decade (every step up to 30, then 8% "
-        "apart), so they overstate by up to 8%. The findings rest on counts of work, one unit for both solvers: "
+        "apart), so they overstate by up to 8%, and seeds that reach a target at the same trace point give an "
+        "interval of no width: that 8% is the resolution, which the interval does not show. The findings rest "
+        "on counts of work, one unit for both solvers: "
         "the examples each visits (a Pegasos step reads k, a dcd pass all n), to the same target. Seconds are "
         "shown (solver seconds without the trace's own cost, one fit at a time on a shared 2-core machine) but "
         "judge nothing; their 9.2 s were on 2008 hardware.",
