@@ -38,17 +38,25 @@ class Section:
         return self.figures[0] if self.figures else None
 
 
-def load(run_dir: Path, baseline: str | None = None) -> ReportData:
-    """A run directory's tables (results, traces, models if kept) and options."""
+def load(run_dir: Path, baseline: str | None = None, target: float | None = None) -> ReportData:
+    """A run directory's tables (results, traces, models if kept, the timing fits if any) and
+    options (`baseline`, `target`: the run's report.* where not given)."""
+    from ..results.tables import TIMING_TABLE, TIMING_TRACES
     run_dir = Path(run_dir)
     res_path, tr_path = run_dir / "results.parquet", run_dir / "traces.parquet"
     for p in (res_path, tr_path):
         if not p.exists():
             raise FileNotFoundError(f"{p} not found: is {run_dir} a svmbench run directory?")
     models = run_dir / "models.parquet"
+    timing = [run_dir / TIMING_TABLE, run_dir / TIMING_TRACES]
+    timed = all(p.exists() for p in timing)
+    opts = report_options(run_dir)
     return ReportData(pd.read_parquet(res_path), pd.read_parquet(tr_path),
                       pd.read_parquet(models) if models.exists() else pd.DataFrame(),
-                      baseline=baseline if baseline is not None else config_baseline(run_dir), name=run_dir.name)
+                      baseline=baseline if baseline is not None else opts["baseline"], name=run_dir.name,
+                      timing=pd.read_parquet(timing[0]) if timed else pd.DataFrame(),
+                      timing_traces=pd.read_parquet(timing[1]) if timed else pd.DataFrame(),
+                      target=float(target if target is not None else opts["target"]))
 
 
 def config_baseline(run_dir: Path) -> str | None:
@@ -57,7 +65,7 @@ def config_baseline(run_dir: Path) -> str | None:
 
 
 # The report's options (`report.*` of the experiment, schema.REPORT_KEYS) and their defaults.
-REPORT_DEFAULTS = {"baseline": None, "formats": ["png"], "figures": True}
+REPORT_DEFAULTS = {"baseline": None, "formats": ["png"], "figures": True, "target": 1e-3}
 
 
 def report_options(run_dir: Path) -> dict:
@@ -467,16 +475,15 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
     key, and its point is to compare the jobs): `key` becomes `<job>/<task key>` in all three
     tables, so it still joins a fit to its trace and model."""
     from ..results.tables import write_parquet
-    frames = {"results": [], "traces": [], "models": []}
+    frames = {"results": [], "traces": [], "models": [], "timing": [], "timing_traces": []}
     varied = varied_overrides({d: _overrides(d) for d in job_dirs})
     for d in job_dirs:
         job = d.relative_to(sweep_dir).as_posix()
-        res = pd.read_parquet(d / "results.parquet")
-        res["job"] = job
-        res["job_overrides"] = varied[d]
-        own = {"results": res, "traces": pd.read_parquet(d / "traces.parquet")}
-        if (d / "models.parquet").exists():
-            own["models"] = pd.read_parquet(d / "models.parquet")
+        own = {name: pd.read_parquet(d / f"{name}.parquet") for name in frames if (d / f"{name}.parquet").exists()}
+        for name in ("results", "timing"):
+            if name in own:
+                own[name]["job"] = job
+                own[name]["job_overrides"] = varied[d]
         for name, df in own.items():
             df["key"] = job + "/" + df["key"].astype(str)
             frames[name].append(df)
@@ -484,6 +491,8 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
         if dfs:
             write_parquet(pd.concat([d for d in dfs if len(d)] or dfs[:1], ignore_index=True),
                           sweep_dir / f"{name}.parquet")
+        else:           # none of the jobs has it: an earlier gather's copy is not left to be read
+            (sweep_dir / f"{name}.parquet").unlink(missing_ok=True)
 
 
 def _overrides(job_dir: Path) -> list[str]:
