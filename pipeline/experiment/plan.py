@@ -605,8 +605,8 @@ def plan_lines(plan: "Plan", exp: Experiment) -> list[str]:
     every solver entry that shares no problem with the others (`shared_problem_notes`)."""
     out = []
     if plan.timing_fits:
-        out.append(f"timing: {plan.timing_fits} of these fits time the solvers on the problems they share, for the "
-                   f"report's speed comparisons: cold starts, densely traced (run.timing={exp.run.timing})")
+        out.append(f"timing fits: {plan.timing_fits} of these fits time the solvers on the problems they share, for "
+                   f"the report's speed comparisons: cold starts, densely traced (run.timing={exp.run.timing})")
     return out + [f"note: {line}" for line in plan.notes]
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 
 from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
-from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table, split_wide,
-                     swept_keys)
+from .common import (MAX_LINES, config_columns, count, fmt, has_lambda, html_table, keyed, markdown_table,
+                     split_wide, swept_keys)
 from .registry import ReportData, Skip, items
 
 DPI = 110
@@ -417,12 +417,13 @@ def preload(figures: bool = True) -> None:
 
 
 def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None,
-                 formats: list[str] | None = None, figures: bool | None = None) -> Path:
+                 formats: list[str] | None = None, figures: bool | None = None, target: float | None = None) -> Path:
     """Write report.md, report.html and figures/ from the run's Parquet tables. A Hydra multirun
     folder (job folders each with results.parquet) is gathered into one table first; `compare`
     adds a section putting another run's numbers beside this one's. `formats` (png, pdf) and
     `figures` (False: tables only, no figure nor interactive page) default to the run's
-    `report.formats` and `report.figures`."""
+    `report.formats` and `report.figures`; `target` (the (P - f*)/|f*| speed is timed to) to its
+    `report.target`."""
     run_dir = Path(run_dir)
     opts = report_options(run_dir)
     formats = list(opts["formats"] if formats is None else formats)
@@ -434,7 +435,7 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
             gather(run_dir, found)
             intro.append(f"Gathered from {count(len(found), 'job')} of a Hydra multirun: "
                          + ", ".join(p.relative_to(run_dir).as_posix() for p in found) + ".")
-    data = load(run_dir, baseline)
+    data = load(run_dir, baseline, target)
     intro.insert(0, summary_line(data.results))
     if has_lambda(data.results).any():
         intro.append("A configuration given by lambda is named by its lambda; its C in the tables and on the C "
@@ -442,6 +443,7 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
                      "each fold's training size n).")
     intro.append(f"Figures draw at most {MAX_LINES} lines per panel (the best by the figure's measure, as the "
                  "panel's title says); the tables list every configuration.")
+    intro += speed_intro(data)
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
     from .interactive import NAME, write_page
@@ -456,9 +458,31 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
         other = load(Path(compare))
         secs.append(Section("compare", f"Compared with {Path(compare).name}",
                             note="Configurations present in both runs, matched on dataset, solver entry, every "
-                                 "problem and parameter key and fold; medians over the matched folds, ratio: "
-                                 "other over this run.", table=compare_table(data, other)))
+                                 "problem and parameter key, start (a warm fit is matched with a warm one only) "
+                                 "and fold; medians over the matched folds, ratio: other over this run, on the "
+                                 "solver clock, each to its own stop.", table=compare_table(data, other)))
     return write(run_dir, f"svmbench report: {run_dir.name}", intro, secs, pdf="pdf" in formats)
+
+
+def speed_intro(data: ReportData) -> list[str]:
+    """What the report's speed comparisons show, said once at the top: the target, which fits they
+    read (the timing fits, cold; or the sweep's, each with its start) and which fits started warm."""
+    from .speed import target_of
+    fits = data.fits
+    if fits.empty or "f_star" not in fits.columns or not fits["f_star"].notna().any():
+        return []
+    warm = sorted(set(fits.loc[fits.get("start", pd.Series("cold", index=fits.index)) == "warm", "solver_entry"]))
+    where = (f" The sweep's fits of {', '.join(warm)} start warm along their C paths (`start`): they are compared "
+             f"for accuracy, never for speed." if warm else "")
+    if not data.timing.empty:
+        return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target) of "
+                f"{count(len(data.timing), 'timing fit')}: cold starts, traced at every due point (a library: a ladder "
+                f"of cold solves), on the call clock (the whole call from the fold's arrays to a model), one problem "
+                f"and one start per ratio." + where]
+    return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target), read from the sweep's "
+            f"own fits (this run has no timing fits: run.timing=false), whose traces may be thinned: a time to "
+            f"target is an upper bound; ratios only between fits of one start (warm with warm, cold with cold)."
+            + (f" Warm-started: {', '.join(warm)}." if warm else "")]
 
 
 # ------------------------------------------------------------------------------------ multirun
@@ -521,14 +545,18 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     both = pd.concat([a.fits.assign(_run="this"), b.fits.assign(_run="other")], ignore_index=True)
     if both.empty:
         return pd.DataFrame()
-    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + ["fold"]
+    # A fit is matched only with a fit of the same start: a warm run's C path is never put in a
+    # ratio with a cold run's fits (runs written before `start` was recorded count as cold).
+    both["start"] = both["start"].fillna("cold") if "start" in both.columns else "cold"
+    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + \
+        ["start", "fold"]
     both = keyed(both, cfg)
     common = both.groupby(cfg)["_run"].nunique()
     common = common[common == 2].index
     both = both.set_index(cfg).loc[lambda d: d.index.isin(common)].reset_index()
     if both.empty:
         return pd.DataFrame()
-    shown = swept_keys(pd.concat([a.results, b.results], ignore_index=True))
+    shown = swept_keys(pd.concat([a.results, b.results], ignore_index=True)) + ["start"]
     keys = [c for c in cfg if c != "fold"]
     agg = both.groupby(keys + ["_run"], sort=True).agg(
         folds=("fold", "count"), fit_time_s=("fit_time_s", "median"), test_accuracy=("test_accuracy", "mean"),
@@ -554,10 +582,17 @@ def main(argv=None, prog: str = "python -m pipeline.report") -> int:
                         help="also write every figure as PDF (default: the run's report.formats, else PNG only)")
     parser.add_argument("--baseline", metavar="ENTRY", help="solver entry that ratios are taken against "
                                                             "(default: the run's report.baseline, else the references)")
+    parser.add_argument("--target", type=float, metavar="EPS",
+                        help="the relative suboptimality (P - f*)/|f*| speed is timed to, in (0, 1) (default: the "
+                             "run's report.target, else 1e-3)")
     args = parser.parse_args(argv)
+    if args.target is not None and not 0 < args.target < 1:
+        print(f"error: --target={args.target!r}: must be a relative suboptimality in (0, 1), e.g. 1e-3", file=sys.stderr)
+        return 2
     try:
         formats = ["png", "pdf"] if args.pdf else None
-        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare, formats=formats)
+        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare, formats=formats,
+                            target=args.target)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

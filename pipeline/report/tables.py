@@ -316,7 +316,7 @@ def _never(v: float) -> object:
 
 @table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note=_target_note("`t_target_s`: the median over folds of the seconds until (P - f*)/|f*| first fell to the "
-                         "report's target (the heading above the table), `not reached` where the median fold never got "
+                         "report's target (said at the top of the report and under the table), `not reached` where the median fold never got "
                          "there (it stopped above the target, by its own rule or at its cap); `reached`: folds that "
                          "got there, of the folds whose f* is certain enough to tell; `ratio_vs_B`: t_target_s over "
                          "baseline B's on the same problem, from the same start and on the same clock (B's fastest "
@@ -375,37 +375,45 @@ def iterations_to_target(data: ReportData) -> pd.DataFrame:
 
 
 @table("methods", "Methods x datasets", needs=("f_star",), hint=F_STAR_HINT,
-       note="Per solver entry and dataset, against the baseline (report.baseline=<entry>, or the first reference "
-            "entry): `xR over n`, the geometric mean over the n problems both brought to the target of its time to "
-            "target over the baseline's (the rows of Time to target, same problem, start and clock), with how many "
-            "problems it did not reach that the baseline did; `no problem shared` where it solves none of the "
-            "baseline's problems (another loss, intercept or kernel): never ranked against it.")
+       note="Per solver entry and dataset, against its baseline (report.baseline=<entry>, or the first reference "
+            "entry that shares a problem with it): `xR over n`, the geometric mean over the n problems both brought "
+            "to the target of its time to target over the baseline's (the rows of Time to target: same problem, "
+            "start and clock), with how many problems it did not reach that the baseline did, and how many it "
+            "reached that the baseline did not; `no problem shared` "
+            "where it solves none of the baseline's problems (another loss, intercept, kernel or C): never ranked "
+            "against it.")
 def methods_table(data: ReportData) -> pd.DataFrame:
     rows, _ = _speed(data)
     bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
     if not bases:
         raise Skip("no baseline to take ratios against", hint="set `report.baseline=<solver entry>`")
-    base = bases[0]
     prob = problem_columns(rows)
-    base_reached = rows[(rows["solver_entry"] == base) & np.isfinite(rows["t_target_s"])]
-    reached_by_base = set(map(tuple, base_reached[prob].itertuples(index=False)))
-    cells = {}
-    for (ds, entry), grp in rows.groupby(["dataset", "solver_entry"], sort=True):
-        if entry == base:
-            cells[(entry, ds)] = "baseline"
-            continue
-        if not shares_problem(rows[rows["dataset"] == ds], prob, entry, base):
-            cells[(entry, ds)] = f"no problem shared with {base}"
-            continue
-        r = grp[f"ratio_vs_{base}"].dropna()
-        r = r[r > 0]
-        missed = sum(1 for row in grp.itertuples(index=False)
-                     if not np.isfinite(row.t_target_s) and tuple(getattr(row, c) for c in prob) in reached_by_base)
-        text = f"x{fmt(float(np.exp(np.log(r).mean())))} over {len(r)}" if len(r) else "no ratio"
-        cells[(entry, ds)] = text + (f"; {missed} not reached" if missed else "")
-    out = pd.Series(cells).unstack()
-    out.index.name = f"solver_entry (baseline: {base})"
-    return out.reset_index().fillna("")
+    out = []
+    for entry, mine in rows.groupby("solver_entry", sort=True):
+        base = next((b for b in bases if b != entry and shares_problem(rows, prob, entry, b)), None)
+        row = {"solver_entry": entry, "baseline": "(baseline)" if entry in bases else base or "-"}
+        for ds, grp in mine.groupby("dataset", sort=True):
+            if entry in bases:
+                row[ds] = "baseline"
+                continue
+            here = rows[rows["dataset"] == ds]
+            if base is None or not shares_problem(here, prob, entry, base):
+                row[ds] = f"no problem shared with {base or ', '.join(bases)}"
+                continue
+            reached_by_base = set(map(tuple, here.loc[(here["solver_entry"] == base) & np.isfinite(here["t_target_s"]),
+                                                      prob].itertuples(index=False)))
+            r = grp[f"ratio_vs_{base}"].dropna()
+            r = r[r > 0]
+            shared = set(map(tuple, here.loc[here["solver_entry"] == base, prob].itertuples(index=False)))
+            mine_ = [(tuple(getattr(row_, c) for c in prob), np.isfinite(row_.t_target_s))
+                     for row_ in grp.itertuples(index=False)]
+            missed = sum(1 for p, hit in mine_ if not hit and p in reached_by_base)
+            won = sum(1 for p, hit in mine_ if hit and p in shared - reached_by_base)
+            text = f"x{fmt(float(np.exp(np.log(r).mean())))} over {len(r)}" if len(r) else "no ratio"
+            row[ds] = text + (f"; {missed} not reached" if missed else "") + \
+                (f"; {won} reached where {base} did not" if won else "")
+        out.append(row)
+    return pd.DataFrame(out).fillna("")
 
 
 @table("failures", "Failures", needs=("status",), note="First line of each error; results.parquet's `error` holds the traceback.")
