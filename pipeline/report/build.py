@@ -18,6 +18,7 @@ from .figures import space_ticks
 from .common import (MAX_LINES, config_columns, count, fmt, has_lambda, html_table, keyed, markdown_table,
                      split_wide, swept_keys)
 from .registry import ReportData, Skip, items
+from .speed import speed_view
 
 DPI = 110
 
@@ -162,6 +163,7 @@ def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: in
             _JOB = ()
         return lambda: done
     data.trace_arrays()          # split once, before the fork: every process reads it
+    speed_view(data).trace_arrays()      # and the timing fits' (speed.py), which the figures draw
     _JOB = (data, fig_dir, formats)
     try:
         pool = mp.get_context("fork").Pool(processes)

@@ -39,6 +39,9 @@ class ReportData:
     timing_traces: pd.DataFrame = field(default_factory=pd.DataFrame)
     target: float | None = None          # report.target: the (P - f*)/|f*| speed is timed to (None: 1e-3)
     _arrays: dict | None = field(default=None, init=False, repr=False, compare=False)
+    # What several items derive alike, made once (speed.py: the speed rows and the view of the
+    # fits speed is read from).
+    cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def fits(self) -> pd.DataFrame:

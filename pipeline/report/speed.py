@@ -22,11 +22,12 @@ A time is compared with another only when both are
 - **on one problem**: every problem column equal (dataset, loss, intercept, kernel and its
   parameters, C): a ratio never crosses problems, and an entry that shares no problem with the
   baseline is said to share none;
-- **on one clock**: `CLOCK`, the whole call from the fold's arrays to a model: a library's fit
-  call as it is timed (scikit-learn checks and copies its input inside it), and our solver's
-  seconds plus `setup_s`, the seconds its problem took to build from the same arrays (what
-  SVMClassifier.fit does before the solver). A sweep fit (no setup_s) is on the solver's clock,
-  said so in `clock`.
+- **on one clock**: "call" (`CLOCKS`), the whole call from the fold's arrays to a model: a
+  library's fit call as it is timed (scikit-learn checks and copies its input inside it), and our
+  solver's seconds plus `setup_s`, the seconds its problem took to build from the same arrays
+  (what SVMClassifier.fit does before the solver); a timing fit counts the CPU seconds of its
+  process, so that a wait for a core on a busy machine is not charged to the solver. A sweep fit
+  (no setup_s) is on the solver's clock (wall seconds), said so in `clock`.
 
 These are plain functions of columns (results and traces tables in, a table out), so a paper's
 writer calls them as the report's tables do: `fit_times` (per fit), `speed_rows` (per problem and
@@ -45,8 +46,9 @@ TARGET = 1e-3
 
 # The clocks a time column can be on, by the name the tables give them.
 CLOCKS = {
-    "call": "the whole call from the fold's arrays to a model: a library's fit call (its input checks and "
-            "copies inside), our solver's seconds plus the seconds its problem took to build from the arrays",
+    "call": "the whole call from the fold's arrays to a model, in CPU seconds of the task's process (a wait "
+            "for a core on a busy machine is not counted): a library's fit call (its input checks and copies "
+            "inside), our solver's seconds plus the seconds its problem took to build from the arrays",
     "solver": "the solver's own seconds from a built problem to its model, trace points and certificates "
               "excluded (a library's: its whole fit call)",
     "task": "the task's seconds: loading the fold, the fit, its certificates and scores",
@@ -136,7 +138,13 @@ def speed_view(data):
     per problem, the timing fits, their seconds moved to the call clock (time_s and fit_time_s
     plus setup_s, which is then 0: `fit_times` of the view adds nothing again), else
     the sweep's fits, a warm-started configuration named `<entry> (warm start)`, so that a warm
-    line is never drawn unlabelled beside a cold one."""
+    line is never drawn unlabelled beside a cold one. Made once per report (kept on `data`)."""
+    if "speed_view" not in data.cache:
+        data.cache["speed_view"] = _speed_view(data)
+    return data.cache["speed_view"]
+
+
+def _speed_view(data):
     from .registry import ReportData
     fits, traces, _ = speed_fits(data)
     if "setup_s" in fits.columns:
@@ -181,11 +189,10 @@ def speed_rows(data, target: float | None = None, bases: list[str] | None = None
     out. `bases` default: none (`tables.baselines` gives the report's). Made once per report
     (kept on `data`): every speed table reads it."""
     target = target_of(data) if target is None else float(target)
-    cache = data.__dict__.setdefault("_speed_rows", {})
-    key = (target, tuple(bases or ()))
-    if key not in cache:
-        cache[key] = _speed_rows(data, target, list(bases or ()))
-    return cache[key].copy()
+    key = ("speed_rows", target, tuple(bases or ()))
+    if key not in data.cache:
+        data.cache[key] = _speed_rows(data, target, list(bases or ()))
+    return data.cache[key].copy()
 
 
 def _speed_rows(data, target: float, bases: list[str]) -> pd.DataFrame:

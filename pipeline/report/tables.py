@@ -316,20 +316,35 @@ def _never(v: float) -> object:
 
 @table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note=_target_note("`t_target_s`: the median over folds of the seconds until (P - f*)/|f*| first fell to the "
-                         "report's target (said at the top of the report and under the table), `not reached` where the median fold never got "
-                         "there (it stopped above the target, by its own rule or at its cap); `reached`: folds that "
-                         "got there, of the folds whose f* is certain enough to tell; `ratio_vs_B`: t_target_s over "
-                         "baseline B's on the same problem, from the same start and on the same clock (B's fastest "
-                         "configuration there), only where both reached the target; `own_stop_s`: the time to the "
-                         "solver's own stop, a different rule per solver, never put in a ratio; `rel_subopt`: the "
-                         "median (P - f*)/|f*| where the fits ended."),
+                         "report's target (said at the top of the report and under the table), `not reached` where "
+                         "the median fold never got there (it stopped above the target, by its own rule or at its "
+                         "cap); `reached`: folds that got there, of the folds whose f* is certain enough to tell; "
+                         "`ratio`: t_target_s over its `baseline`'s on the same problem, from the same start and on "
+                         "the same clock (the baseline's fastest configuration there), only where both reached the "
+                         "target; `own_stop_s`: the time to the solver's own stop, a different rule per solver, never "
+                         "put in a ratio; `rel_subopt`: the median (P - f*)/|f*| where the fits ended; `source`, "
+                         "`start` and `clock` are columns where rows differ in them, else said under the table."),
        lines=lambda data: target_lines(data))
 def time_to_target(data: ReportData) -> pd.DataFrame:
     rows, shown = _speed(data)
-    ratio = [c for c in rows.columns if c.startswith("ratio_vs_")]
-    out = rows[shown + ["source", "start", "clock", "reached", "t_target_s", *ratio, "own_stop_s", "rel_subopt"]].copy()
+    labels = [c for c in ("source", "start", "clock") if rows[c].nunique() > 1]     # one value: said under it
+    out = rows[shown + labels + ["reached", "t_target_s"]].copy()
+    out["baseline"], out["ratio"] = _own_ratio(rows)
+    out["own_stop_s"], out["rel_subopt"] = rows["own_stop_s"], rows["rel_subopt"]
     out["t_target_s"] = out["t_target_s"].map(_never)
     return out
+
+
+def _own_ratio(rows: pd.DataFrame) -> tuple[list, np.ndarray]:
+    """Per row, its baseline (the first of the report's that shares a problem with its entry) and
+    its ratio against it (`speed_rows`' `ratio_vs_<base>`): one column for every entry."""
+    bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
+    prob = problem_columns(rows)
+    of = {e: next((b for b in bases if shares_problem(rows, prob, e, b)), None) for e in set(rows["solver_entry"])}
+    of.update({b: b for b in bases})
+    names = [of[e] or "" for e in rows["solver_entry"]]
+    ratio = np.array([rows[f"ratio_vs_{b}"].iloc[i] if b else np.nan for i, b in enumerate(names)], dtype=float)
+    return names, ratio
 
 
 def target_lines(data: ReportData) -> list[str]:
@@ -341,6 +356,9 @@ def target_lines(data: ReportData) -> list[str]:
         return []
     prob = problem_columns(rows)
     out = [f"- Target: (P - f*)/|f*| <= {fmt(target_of(data))} (report.target)."]
+    same = [f"{c} `{rows[c].iloc[0]}`" for c in ("source", "start", "clock") if rows[c].nunique() == 1]
+    if same:
+        out.append(f"- Every row: {', '.join(same)} (see the note above the table).")
     for base in [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]:
         alone = [e for e in sorted(set(rows["solver_entry"])) if e != base and not shares_problem(rows, prob, e, base)]
         if alone:

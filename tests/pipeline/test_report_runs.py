@@ -149,7 +149,7 @@ def test_baseline_from_the_run_config_or_the_command_line(two_runs, tmp_path):
     (run_dir / "config.yaml").write_text("report:\n  baseline: dcd\n")
     assert report_main([str(run_dir)]) == 0
     md = (run_dir / "report.md").read_text()
-    assert "Ratios are taken against `dcd`" in md and "ratio_vs_dcd" in md
+    assert "Ratios are taken against `dcd`" in md and "| baseline | ratio |" in md
     assert report_main([str(run_dir), "--baseline", "nosuch"]) == 0     # the report says why, not a crash
     assert "report.baseline='nosuch' is not a solver entry" in (run_dir / "report.md").read_text()
 
