@@ -359,11 +359,16 @@ def target_lines(data: ReportData) -> list[str]:
     same = [f"{c} `{rows[c].iloc[0]}`" for c in ("source", "start", "clock") if rows[c].nunique() == 1]
     if same:
         out.append(f"- Every row: {', '.join(same)} (see the note above the table).")
-    for base in [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]:
-        alone = [e for e in sorted(set(rows["solver_entry"])) if e != base and not shares_problem(rows, prob, e, base)]
-        if alone:
-            out.append(f"- No problem in common with {base}: {', '.join(alone)} (another loss, intercept, kernel or "
-                       f"C): timed, never put in a ratio with it.")
+    bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
+    alone = [e for e in sorted(set(rows["solver_entry"]))
+             if e not in bases and not any(shares_problem(rows, prob, e, b) for b in bases)]
+    if bases and alone:
+        out.append(f"- No problem in common with a baseline ({', '.join(bases)}): {', '.join(alone)} (another loss, "
+                   f"intercept, kernel or C): timed, never put in a ratio.")
+    untimed = sorted(set(data.fits["solver_entry"]) - set(rows["solver_entry"]))
+    if untimed:
+        out.append(f"- Not timed: {', '.join(untimed)} (no certified f* for their problems: no other solver entry "
+                   f"fits them, so none was planned; run.log's plan says which key keeps them apart).")
     return out
 
 

@@ -153,7 +153,10 @@ def test_no_ratio_across_intercepts():
     # pegasos solves intercept=none: liblinear's regularized problem is another problem.
     assert t.loc["pegasos", "baseline"] == "" and math.isnan(t.loc["pegasos", "ratio"])
     lines = REG["time_to_target"].lines(_data(_problems()))
-    assert any("No problem in common with liblinear: pegasos, smo" in line for line in lines)
+    assert any("No problem in common with a baseline (liblinear): pegasos, smo" in line for line in lines)
+    # An entry alone on its problems has no f* (run.reference=auto): said untimed, not left out unsaid.
+    lone = pd.concat([_problems(), rows(folds({"solver_entry": "sgd", "loss": "squared_hinge", "f_star": np.nan}))])
+    assert any(line.startswith("- Not timed: sgd") for line in REG["time_to_target"].lines(_data(lone)))
 
 
 def test_ratios_against_a_named_baseline():
