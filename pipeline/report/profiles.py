@@ -161,6 +161,21 @@ def _budget_curve(t, it):
     return xs, fraction_within(it, xs)
 
 
+def _clock(data: ReportData) -> str:
+    """The clock a profile's times are on: the timing fits' call clock, or the sweep's solver clock
+    (a run without timing fits), or both where problems differ."""
+    fits = speed_view(data).results
+    timed = fits["setup_s"].notna() if "setup_s" in fits.columns else pd.Series(False, index=fits.index)
+    return "call clock" if timed.all() else "solver clock" if not timed.any() else "call clock, solver clock where untimed"
+
+
+def _warm_left_out(data: ReportData) -> str:
+    """The heading's line naming the warm-started configurations a profile leaves out (a sweep's,
+    where the run has no timing fits for their problems), or ""."""
+    warm = sorted({str(e) for e in speed_view(data).results["solver_entry"] if str(e).endswith(" (warm start)")})
+    return f"\nLeft out, started warm (no cold timing fit): {', '.join(warm)}" if warm else ""
+
+
 _READ = ("Each solver's line: the fraction of problems on which it reaches the target within tau times the "
          "fastest solver's seconds on that problem (median over folds); at tau = 1 how often it is fastest, at the "
          "right end how often it gets there at all (Dolan and Moré 2002). Problems are grouped by the solvers that "
@@ -174,7 +189,7 @@ def performance_profile(data: ReportData):
     return _profile_figure(_per_problem(data, "subopt"), "tau (time to target over the fastest solver's)",
                            "fraction of problems", _ratio_curve,
                            heading=f"Target: (P - f*)/|f*| <= {fmt(target_of(data))}; solved within tau x the fastest "
-                                   f"time (call clock, cold starts)")
+                                   f"time ({_clock(data)}, cold starts)" + _warm_left_out(data))
 
 
 @figure("performance_profile_gap", "Performance profile: duality gap", trace_needs=("primal", "gap"),
@@ -184,7 +199,7 @@ def performance_profile_gap(data: ReportData):
     return _profile_figure(_per_problem(data, "gap"), "tau (time to target over the fastest solver's)",
                            "fraction of problems", _ratio_curve,
                            heading=f"Target: (P - D)/|P| <= {fmt(target_of(data))}; solved within tau x the fastest "
-                                   f"time (call clock, cold starts)")
+                                   f"time ({_clock(data)}, cold starts)" + _warm_left_out(data))
 
 
 @figure("data_profile", "Data profile: suboptimality against passes over the data", needs=("f_star",),

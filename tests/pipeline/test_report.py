@@ -450,6 +450,8 @@ def test_a_warm_started_entry_and_a_cold_reference_are_never_in_one_ratio():
     assert "dcd (warm start)" in set(view.fits["solver_entry"])
     (_, times, _), = _per_problem(data, "subopt")
     assert "dcd (warm start)" not in times.columns
+    assert "Left out, started warm (no cold timing fit): dcd (warm start)" in \
+        REG["performance_profile"].fn(data)._suptitle.get_text()
     # With timing fits (cold, the run's default), the ratio is read from them, cold against cold.
     timed = _data(res, traces=traces_for(res, timed=True), timing=_timing(res.assign(fit_time_s=0.01)))
     t = time_to_target(timed).set_index(["solver_entry", "C"])
