@@ -62,6 +62,13 @@ SOURCES = {
 }
 
 
+def problem_key(df: pd.DataFrame) -> list[str]:
+    """The columns two rows must share to be one problem in one run: every problem column, and a
+    gathered multirun's job overrides (its jobs may differ where no column shows it, a dataset's
+    `max_rows`, and were measured in different runs)."""
+    return problem_columns(df) + (["job_overrides"] if "job_overrides" in df.columns else [])
+
+
 def target_of(data) -> float:
     """The target a report times solvers to: `report.target`, else `TARGET`."""
     return float(getattr(data, "target", None) or TARGET)
@@ -75,7 +82,7 @@ def speed_fits(data) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
     if timing is None or timing.empty:
         return sweep, data.traces, pd.Series("sweep", index=sweep.index)
     timing = timing[timing["status"] != "error"]
-    prob = problem_columns(sweep)
+    prob = problem_key(sweep)
     have = set(map(tuple, keyed(timing, prob)[prob].itertuples(index=False)))
     rest = sweep[[t not in have for t in map(tuple, keyed(sweep, prob)[prob].itertuples(index=False))]]
     fits = pd.concat([timing, rest], ignore_index=True)
@@ -222,7 +229,7 @@ def _speed_rows(data, target: float, bases: list[str]) -> pd.DataFrame:
     out.insert(out.columns.get_loc("t_target_s"), "reached",
                [f"{int(h)}/{int(t)}" if t else "-" for h, t in zip(out.pop("_hit"), out.pop("_told"))])
     for base in bases:
-        out[f"ratio_vs_{base}"] = ratios(out, prob, base)
+        out[f"ratio_vs_{base}"] = ratios(out, problem_key(out), base)
     return out
 
 

@@ -7,8 +7,8 @@ import pandas as pd
 from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, fmt, keyed, point_names,
                      problem_columns, short, swept_keys)
 from .registry import ReportData, Skip, table
-from .speed import (CLOCKS, SOURCES, TARGET, fit_times, headline, shares_problem, speed_fits, speed_rows, start_label,
-                    target_of)
+from .speed import (CLOCKS, SOURCES, TARGET, fit_times, headline, problem_key, shares_problem, speed_fits, speed_rows,
+                    start_label, target_of)
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
 
@@ -344,7 +344,7 @@ def _own_ratio(rows: pd.DataFrame) -> tuple[list, np.ndarray]:
     """Per row, its baseline (the first of the report's that shares a problem with its entry) and
     its ratio against it (`speed_rows`' `ratio_vs_<base>`): one column for every entry."""
     bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
-    prob = problem_columns(rows)
+    prob = problem_key(rows)
     of = {e: next((b for b in bases if shares_problem(rows, prob, e, b)), None) for e in set(rows["solver_entry"])}
     of.update({b: b for b in bases})
     names = [of[e] or "" for e in rows["solver_entry"]]
@@ -359,7 +359,7 @@ def target_lines(data: ReportData) -> list[str]:
         rows, _ = _speed(data)
     except Skip:
         return []
-    prob = problem_columns(rows)
+    prob = problem_key(rows)
     out = [f"- Target: (P - f*)/|f*| <= {fmt(target_of(data))} (report.target)."]
     same = [f"{c} `{rows[c].iloc[0]}`" for c in ("source", "start", "clock") if rows[c].nunique() == 1]
     if same:
@@ -415,7 +415,7 @@ def methods_table(data: ReportData) -> pd.DataFrame:
     bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
     if not bases:
         raise Skip("no baseline to take ratios against", hint="set `report.baseline=<solver entry>`")
-    prob = problem_columns(rows)
+    prob = problem_key(rows)
     out = []
     for entry, mine in rows.groupby("solver_entry", sort=True):
         base = next((b for b in bases if b != entry and shares_problem(rows, prob, entry, b)), None)

@@ -494,3 +494,16 @@ def test_the_headline_counts_certified_fits_apart_from_tolerance_reached_ones():
     assert (t["converged"], t["certified"], t["above_target"]) == (4, 2, 2)
     # A looser target certifies all four.
     assert status_lines(res, 0.1)[1].startswith("Certified against f*: 4 of the 4 fits")
+
+
+def test_a_gathered_multirun_puts_no_ratio_across_its_jobs():
+    """Two jobs of a multirun (max_rows=100 and 1000 of one dataset: no column tells them apart but
+    their overrides) each time dcd and liblinear: a ratio is taken within a job, never across."""
+    specs = []
+    for job, t in (("datasets.toy.max_rows=100", 0.01), ("datasets.toy.max_rows=1000", 0.1)):
+        specs += folds({"solver_entry": "dcd", "job_overrides": job, "fit_time_s": t})
+        specs += folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference",
+                        "job_overrides": job, "fit_time_s": 2 * t})
+    res = rows(specs)
+    t = time_to_target(_data(res, traces=traces_for(res, timed=True)))
+    assert t.loc[t["solver_entry"] == "dcd", "ratio"].tolist() == [pytest.approx(0.5)] * 2
