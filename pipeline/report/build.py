@@ -18,7 +18,7 @@ from .figures import space_ticks
 from .common import (MAX_LINES, config_columns, count, fmt, has_lambda, html_table, keyed, markdown_table,
                      split_wide, swept_keys)
 from .registry import ReportData, Skip, items
-from .speed import speed_view
+from .speed import speed_view, with_start
 
 DPI = 110
 
@@ -473,7 +473,7 @@ def speed_intro(data: ReportData) -> list[str]:
     fits = data.fits
     if fits.empty or "f_star" not in fits.columns or not fits["f_star"].notna().any():
         return []
-    warm = sorted(set(fits.loc[fits.get("start", pd.Series("cold", index=fits.index)) == "warm", "solver_entry"]))
+    warm = sorted(set(fits.loc[with_start(fits)["start"] == "warm", "solver_entry"]))
     where = (f" The sweep's fits of {', '.join(warm)} start warm along their C paths (`start`): they are compared "
              f"for accuracy, never for speed." if warm else "")
     if not data.timing.empty:
@@ -544,12 +544,13 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     """Per configuration both runs hold (dataset, entry, every problem and parameter key), over
     the folds both ran: median fit time, mean test accuracy, median suboptimality, converged
     folds, side by side, and the fit-time ratio other / this."""
-    both = pd.concat([a.fits.assign(_run="this"), b.fits.assign(_run="other")], ignore_index=True)
+    both = pd.concat([with_start(a.fits).assign(_run="this"), with_start(b.fits).assign(_run="other")],
+                     ignore_index=True)
     if both.empty:
         return pd.DataFrame()
     # A fit is matched only with a fit of the same start: a warm run's C path is never put in a
-    # ratio with a cold run's fits (runs written before `start` was recorded count as cold).
-    both["start"] = both["start"].fillna("cold") if "start" in both.columns else "cold"
+    # ratio with a cold run's fits (`with_start`: a run written before `start` was recorded says
+    # it by `warm_from`).
     cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + \
         ["start", "fold"]
     both = keyed(both, cfg)

@@ -69,6 +69,15 @@ def problem_key(df: pd.DataFrame) -> list[str]:
     return problem_columns(df) + (["job_overrides"] if "job_overrides" in df.columns else [])
 
 
+def with_start(fits: pd.DataFrame) -> pd.DataFrame:
+    """fits with a `start` column: the results' own, else (a results table written before it
+    was recorded) warm exactly where a fit names the point it started from (`warm_from`)."""
+    if "start" in fits.columns:
+        return fits
+    warm = fits["warm_from"].notna().to_numpy() if "warm_from" in fits.columns else np.zeros(len(fits), bool)
+    return fits.assign(start=np.where(warm, "warm", "cold"))
+
+
 def target_of(data) -> float:
     """The target a report times solvers to: `report.target`, else `TARGET`."""
     return float(getattr(data, "target", None) or TARGET)
@@ -161,10 +170,10 @@ def _speed_view(data):
         traces = traces.assign(time_s=traces["time_s"] + traces["key"].map(by_key).fillna(0.0).to_numpy())
         fits = fits.assign(fit_time_s=pd.to_numeric(fits["fit_time_s"], errors="coerce") + setup.fillna(0.0),
                            setup_s=setup.where(setup.isna(), 0.0))
-    if "start" in fits.columns:
-        warm = (fits["start"] == "warm").to_numpy()
-        fits = fits.assign(solver_entry=np.where(warm, fits["solver_entry"].astype(str) + " (warm start)",
-                                                 fits["solver_entry"].astype(str)))
+    fits = with_start(fits)
+    warm = (fits["start"] == "warm").to_numpy()
+    fits = fits.assign(solver_entry=np.where(warm, fits["solver_entry"].astype(str) + " (warm start)",
+                                             fits["solver_entry"].astype(str)))
     view = ReportData(fits.reset_index(drop=True), traces.reset_index(drop=True), data.models, baseline=data.baseline,
                       name=data.name, target=data.target)
     return view
@@ -204,7 +213,7 @@ def speed_rows(data, target: float | None = None, bases: list[str] | None = None
 
 def _speed_rows(data, target: float, bases: list[str]) -> pd.DataFrame:
     fits, traces, source = speed_fits(data)
-    fits = fits.assign(_source=source.to_numpy())
+    fits = with_start(fits).assign(_source=source.to_numpy())
     if "f_star" in fits.columns:
         fits = fits[fits["f_star"].notna()]
     if fits.empty:
@@ -215,8 +224,6 @@ def _speed_rows(data, target: float, bases: list[str]) -> pd.DataFrame:
     fits = keyed(fits, prob + own)
     for c in ("t_target_s", "it_target", "own_stop_s", "rel_subopt", "clock"):
         fits[f"_{c}"] = fits["key"].map(times[c]).to_numpy()
-    if "start" not in fits.columns:
-        fits["start"] = "cold"
     fits["_floored"] = np.maximum(fits["_rel_subopt"], certainty_floor(fits))
     fits["_told"] = fits["_t_target_s"].notna()
     fits["_hit"] = np.isfinite(fits["_t_target_s"])

@@ -8,7 +8,7 @@ from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_colum
                      problem_columns, short, swept_keys)
 from .registry import ReportData, Skip, table
 from .speed import (CLOCKS, SOURCES, TARGET, fit_times, headline, problem_key, shares_problem, speed_fits, speed_rows,
-                    start_label, target_of)
+                    start_label, target_of, with_start)
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
 
@@ -31,8 +31,7 @@ def cv_table(data: ReportData) -> pd.DataFrame:
     `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
     rank within the dataset x entry, train score, fit time and how many folds converged."""
     fits, keys, shown = _groups(data)
-    if "start" not in fits.columns:
-        fits = fits.assign(start="cold")
+    fits = with_start(fits)
     agg = fits.groupby(keys, sort=True, dropna=False).agg(
         mean_test_score=("test_accuracy", "mean"), std_test_score=("test_accuracy", "std"),
         mean_train_score=("train_accuracy", "mean"), mean_fit_time=("fit_time_s", "mean"),
@@ -69,8 +68,7 @@ def timing_table(data: ReportData) -> pd.DataFrame:
     fits = data.fits
     if fits.empty:
         raise Skip("no fit finished")
-    if "start" not in fits.columns:
-        fits = fits.assign(start="cold")
+    fits = with_start(fits)
     agg = dict(fits=("key", "count"), start=("start", start_label), solver_s_total=("fit_time_s", "sum"),
                solver_s_median=("fit_time_s", "median"), solver_s_max=("fit_time_s", "max"),
                n_iter_median=("n_iter", "median"))
@@ -384,9 +382,7 @@ def target_lines(data: ReportData) -> list[str]:
 def iterations_to_target(data: ReportData) -> pd.DataFrame:
     rows, shown = _speed(data)
     fits, traces, _ = speed_fits(data)
-    fits = fits[fits["f_star"].notna()]
-    if "start" not in fits.columns:
-        fits = fits.assign(start="cold")
+    fits = with_start(fits[fits["f_star"].notna()])
     prob = problem_columns(fits)
     own = [c for c in config_columns(fits) if c not in prob]
     fits = keyed(fits, prob + own)

@@ -507,3 +507,13 @@ def test_a_gathered_multirun_puts_no_ratio_across_its_jobs():
     res = rows(specs)
     t = time_to_target(_data(res, traces=traces_for(res, timed=True)))
     assert t.loc[t["solver_entry"] == "dcd", "ratio"].tolist() == [pytest.approx(0.5)] * 2
+
+
+def test_results_written_before_start_was_recorded_say_it_by_warm_from():
+    """A results table of an earlier version has no `start`: its warm points are those that name
+    the point they started from, and they are kept out of every ratio as a recorded start is."""
+    res = _warm_path()
+    res = res.assign(warm_from=np.where(res["start"] == "warm", "fit-earlier", None)).drop(columns="start")
+    t = time_to_target(_data(res, traces=traces_for(res, timed=True))).set_index(["solver_entry", "C"])
+    assert t.loc[("dcd", 1.0), "start"] == "warm" and math.isnan(t.loc[("dcd", 1.0), "ratio"])
+    assert t.loc[("dcd", 0.1), "ratio"] == pytest.approx(0.5)
