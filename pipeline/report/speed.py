@@ -144,8 +144,15 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
     final_in = final <= target
     t = np.where(traced, t, np.where(final_in, out["own_stop_s"].to_numpy(), np.nan))
     it = np.where(traced, it, np.where(final_in, pd.to_numeric(fits["n_iter"], errors="coerce").to_numpy(), np.nan))
-    out["t_target_s"] = np.where(ok, np.where(np.isnan(t), np.inf, t), np.nan)
-    out["it_target"] = np.where(ok, np.where(np.isnan(it), np.inf, it), np.nan)
+    # A ladder cut short (its budget spent, or its task killed: no rung at all) cannot tell that the
+    # target was never reached: the library might have got there on a later rung.
+    method = fits["timing_method"].to_numpy() if "timing_method" in fits.columns else np.full(len(fits), None)
+    cut = fits["info_ladder_cut"].fillna(False).astype(bool).to_numpy() if "info_ladder_cut" in fits.columns \
+        else np.zeros(len(fits), bool)
+    unknown = (method == "ladder") & (cut | ~traced)
+    never = np.where(unknown, np.nan, np.inf)
+    out["t_target_s"] = np.where(ok, np.where(np.isnan(t), never, t), np.nan)
+    out["it_target"] = np.where(ok, np.where(np.isnan(it), never, it), np.nan)
     return out
 
 

@@ -517,3 +517,18 @@ def test_results_written_before_start_was_recorded_say_it_by_warm_from():
     t = time_to_target(_data(res, traces=traces_for(res, timed=True))).set_index(["solver_entry", "C"])
     assert t.loc[("dcd", 1.0), "start"] == "warm" and math.isnan(t.loc[("dcd", 1.0), "ratio"])
     assert t.loc[("dcd", 0.1), "ratio"] == pytest.approx(0.5)
+
+
+def test_a_ladder_cut_short_is_not_said_never_to_reach_the_target():
+    """LIBLINEAR's ladder ran out of its budget before the target (`info_ladder_cut`): the report
+    cannot tell when it would have got there, so it says neither a time nor `not reached`."""
+    res = rows(folds({"solver_entry": "dcd"}) + folds({"solver_entry": "liblinear", "solver": "liblinear",
+                                                      "family": "reference", "rel_suboptimality": 0.05}))
+    timing = _timing(res).assign(timing_method=np.where(res["solver_entry"] == "liblinear", "ladder", "trace"),
+                                 info_ladder_cut=res["solver_entry"] == "liblinear")
+    tr = traces_for(timing, timed=True)
+    tr.loc[tr["key"].isin(timing.loc[timing["solver_entry"] == "liblinear", "key"]), "primal"] = 10.5
+    data = ReportData(res, traces_for(res), pd.DataFrame(), name="t", timing=timing, timing_traces=tr)
+    t = time_to_target(data).set_index("solver_entry")
+    assert t.loc["liblinear", "reached"] == "-" and t.loc["liblinear", "t_target_s"] != "not reached"
+    assert math.isnan(t.loc["liblinear", "t_target_s"]) and math.isnan(t.loc["dcd", "ratio"])
