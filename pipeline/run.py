@@ -39,7 +39,7 @@ from .engine.execute import (
     shared_client,
     warm_workers,
 )
-from .experiment.plan import build_plan
+from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import run_lock
 from .data.store import dataset_info, read_labels
@@ -267,6 +267,8 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
         say(f"removed {removed} partial shard files (temporary files of a run killed mid-write)")
     say(f"plan: {len(plan.fits)} fits and {len(plan.references)} reference solves over "
         f"{len(plan.datasets)} datasets (store: {root})")
+    for line in plan_lines(plan, exp):
+        say(line)
     fit_keys = list(plan.fits)
     keys = list(plan.references) + fit_keys
     say(_machine_line("start"))
@@ -384,6 +386,8 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
             f"(`python -m pipeline.data build {ds.builder}{flags}`); its tasks are not counted below")
     by_solver = fits.count_by("solver_entry") if plan else {}
     say(f"  fits: {len(fits)} ({', '.join(f'{k} {n}' for k, n in by_solver.items()) or 'none'})")
+    for line in plan_lines(plan, exp) if plan else []:
+        say(f"  {line}")
     ref_by = refs.count_by("solver") if plan else {}
     say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
         f"run.reference={exp.run.reference})")

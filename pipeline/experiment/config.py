@@ -28,6 +28,7 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     REPORT_FORMATS,
     REPORT_KEYS,
     SCALINGS,
+    TIMING_MODES,
     TASK_KEYS,
     ClusterConf,
     Config,
@@ -733,6 +734,8 @@ def validate(cfg: DictConfig) -> Experiment:
         fail("run.reference_tol", run.reference_tol, "must be > 0")
     if run.reference not in REFERENCE_MODES:
         fail("run.reference", run.reference, "must be auto, true or false")
+    if run.timing not in TIMING_MODES:
+        fail("run.timing", run.timing, "must be auto, true or false")
     if run.reference_max_iter < 1:
         fail("run.reference_max_iter", run.reference_max_iter, "must be >= 1")
     if run.reference_time_limit_s is not None and not run.reference_time_limit_s > 0:
@@ -756,6 +759,9 @@ def validate(cfg: DictConfig) -> Experiment:
     figures = (cfg.get("report") or {}).get("figures")
     if figures is not None and not isinstance(figures, bool):
         fail("report.figures", figures, "must be true or false")
+    target = (cfg.get("report") or {}).get("target")
+    if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
+        fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
     return _experiment(cfg)
 
 

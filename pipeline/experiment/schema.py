@@ -21,13 +21,18 @@ CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
+# Timing fits (`run.timing`): "auto" plans them for the problems two or more solver entries share,
+# true for every fit with a certified reference, false for none (docs/design/execution.md,
+# "Timing fits").
+TIMING_MODES = ("auto", True, False)
 
 
 # What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
 # against), `formats` (the figures' files: png always, pdf for papers when asked; drawing a PDF
-# costs as long again) and `figures` (false: tables only, no figure nor interactive page: a
-# sweep read through its tables, or a test that looks at none).
-REPORT_KEYS = ("baseline", "formats", "figures")
+# costs as long again), `figures` (false: tables only, no figure nor interactive page: a
+# sweep read through its tables, or a test that looks at none) and `target` (the relative
+# suboptimality (P - f*)/|f*| every speed table, ratio and profile times solvers to).
+REPORT_KEYS = ("baseline", "formats", "figures", "target")
 REPORT_FORMATS = ("png", "pdf")
 
 
@@ -126,6 +131,11 @@ class RunConf:
     reference_max_iter: int = 100_000        # ... and its iteration cap
     reference_time_limit_s: Optional[float] = 60.0   # per reference; a stop is flagged, not hidden
     warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
+    # Cold, densely traced timing fits beside the sweep, which the report's speed comparisons
+    # read (a reference library: a ladder of cold solves capped at 1, 2, 3, 4, 5, 6, 8, 10, ...
+    # iterations): "auto" for the problems two or more solver entries share, true for every fit
+    # with a certified reference, false none (speed is then compared only warm to warm, cold to cold).
+    timing: Any = "auto"
     chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
     progress: bool = True                    # a progress bar on a terminal
     dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
@@ -147,7 +157,7 @@ class Config:
     run: RunConf = field(default_factory=RunConf)             # how the run executes and records
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
-    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures
+    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures, target
     # Solver plugins imported for this run: .py files (their sha256 is in their fits' task keys;
     # the run ships them to the workers) or dotted modules installed on every machine.
     plugins: list = field(default_factory=list)
