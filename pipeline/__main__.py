@@ -68,7 +68,7 @@ def main(cfg: DictConfig) -> None:
     except Interrupted as exc:
         interrupted(str(exc))
     # Not sys.exit here: in a multirun it would end the sweep before its other jobs.
-    FAILED.append(out["failed"])
+    FAILED.append(out["failed"] or out.get("report_failed") is not None)
 
 
 def interrupted(message: str) -> None:

@@ -88,6 +88,30 @@ def swept_keys(results: pd.DataFrame) -> list[str]:
     return [c for c in cols if c in always or varying[c] > 1]
 
 
+def swept_keys_sql(data) -> list[str]:
+    """`swept_keys` of a ReportData's results, counted by the engine (registry.ReportData.swept):
+    the distinct keyed values of every configuration column within each dataset x entry."""
+    from .columnar import norm, q
+    from .registry import point_c
+    types = data.types("results")
+    results = data.frame_of("results")
+    cols = [c for c in config_columns(results) if c != "dataset"]
+    lam = LAMBDA in types and bool(data.engine.scalar(
+        f"SELECT count({norm(LAMBDA, types[LAMBDA])}) FROM {data.table('results')}"))
+    always = {"C"} | ({LAMBDA} if lam else set())
+    if data.count("results") == 0 or not cols:
+        return [c for c in cols if c in always]
+    rows = f"SELECT * REPLACE ({point_c(types)} AS \"C\") FROM {data.table('results')}" if "C" in types \
+        else f"SELECT * FROM {data.table('results')}"
+    counts = ", ".join(f"count(DISTINCT coalesce(CAST({norm(c, 'DOUBLE' if c == 'C' else types[c])} AS VARCHAR), '-'))"
+                       f" AS n{i}" for i, c in enumerate(cols))
+    most = ", ".join(f"max(n{i})" for i in range(len(cols)))
+    varying = data.engine.con.execute(
+        f"SELECT {most} FROM (SELECT {counts} FROM ({rows}) WHERE dataset IS NOT NULL AND solver_entry IS NOT NULL "
+        f"GROUP BY dataset, solver_entry)").fetchall()[0]
+    return [c for c, n in zip(cols, varying) if c in always or (n or 0) > 1]
+
+
 def budget_columns(results: pd.DataFrame) -> list[str]:
     return present(results, [f"param_{k}" for k in BUDGET_KEYS])
 
@@ -178,6 +202,17 @@ def certainty_floor(results: pd.DataFrame) -> pd.Series:
         rel = (pd.to_numeric(results["f_star_gap"], errors="coerce").abs()
                / pd.to_numeric(results["f_star"], errors="coerce").abs())
     return rel.fillna(SUBOPT_FLOOR).clip(lower=SUBOPT_FLOOR)
+
+
+def floor_sql(types: dict[str, str]) -> str:
+    """`certainty_floor` in SQL over a table with these columns."""
+    if "f_star_rel_gap" in types:
+        rel = "abs(num(f_star_rel_gap))"
+    elif "f_star_gap" in types and "f_star" in types:
+        rel = "nn(abs(num(f_star_gap)) / abs(num(f_star)))"
+    else:
+        rel = "NULL"
+    return f"greatest(coalesce({rel}, {SUBOPT_FLOOR!r}), {SUBOPT_FLOOR!r})"
 
 
 def fmt(v) -> str:

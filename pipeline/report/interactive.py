@@ -22,7 +22,7 @@ import html
 
 import numpy as np
 
-from .common import certainty_floor, config_columns, label, swept_keys
+from .common import certainty_floor, config_columns, label
 from .figures import START_KEYS, problem_title, problems, rel_gap, varying_problem_keys
 from .registry import ReportData
 
@@ -69,7 +69,7 @@ def build_figure(data: ReportData) -> dict | None:
     named, _ = varying_problem_keys(prob, found)
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
-    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
     by_key = data.trace_arrays()
     solvers = sorted({label(r, shown) for r in fits[line_keys].to_dict("records")})
     colour = {s: "rgb({:.0f},{:.0f},{:.0f})".format(*(255 * np.array(st["color"]))) for s, st in zip(solvers, styles(len(solvers)))}
@@ -174,10 +174,15 @@ def write_page(data: ReportData, path, title: str) -> bool:
     """Write the page (plotly.js inlined: ~4.5 MB, no network needed); False when there is nothing
     to show (no trace), in which case no page is written and a stale one is removed."""
     from pathlib import Path
+    from .figures import panel_data
+    from .registry import MAX_PROBLEMS
     from .speed import speed_view
     path = Path(path)
+    if data.n_problems() > MAX_PROBLEMS:
+        from .scaled import write_scaled_page
+        return write_scaled_page(data, path, title)
     # The fits the convergence figures draw: the timing fits (cold, dense) where the run has them.
-    fig = build_figure(speed_view(data))
+    fig = build_figure(panel_data(speed_view(data)))
     if fig is None:
         path.unlink(missing_ok=True)
         return False
