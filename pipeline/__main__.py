@@ -45,9 +45,15 @@ def refuse(exc: Exception, run_dir: Path | None = None) -> None:
     the way in (its .hydra/ and run.log) is removed, so a refused run leaves nothing behind."""
     what = "invalid configuration: " if isinstance(exc, ConfigError) else ""
     print(f"error: {what}{exc}", file=sys.stderr)
+    discard_unused(run_dir)
+    sys.exit(2)
+
+
+def discard_unused(run_dir: Path | None) -> None:
+    """Remove a run directory that holds nothing but what Hydra wrote on the way in (its .hydra/
+    and run.log): the run ended before it wrote anything of its own (before planning ended)."""
     if run_dir is not None and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "run.log"}:
         shutil.rmtree(run_dir, ignore_errors=True)
-    sys.exit(2)
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
@@ -67,6 +73,10 @@ def main(cfg: DictConfig) -> None:
         refuse(exc, run_dir)
     except Interrupted as exc:
         interrupted(str(exc))
+    except BaseException:
+        # A crash (its traceback follows) or Ctrl-C before the run wrote anything of its own.
+        discard_unused(run_dir)
+        raise
     # Not sys.exit here: in a multirun it would end the sweep before its other jobs.
     FAILED.append(out["failed"])
 

@@ -141,24 +141,37 @@ def _recv(fh):
     return pickle.loads(_read_exact(fh, size))
 
 
-def plugin_files() -> list[tuple[str, str | None]]:
-    """(module, file) of every module outside the solvers package that registered a solver in
-    this process (a plugin package, or a `dask worker --preload` script): the child imports
-    them too, so it knows the same solvers. A process that never imported `solvers` (a worker,
-    whose tasks run in its sandbox) has registered nothing: importing it here would only cost
-    the worker a second of imports (numba, sklearn) that delays its child's start."""
+def plugin_files() -> list[tuple[str, str | None, str | None]]:
+    """(module, file, sha256) of every module outside the solvers package that registered a
+    solver in this process (a plugin package, or a `dask worker --preload` script), the sha256
+    for a plugin file (`solvers.load_plugin`): the child loads them too, so it knows the same
+    solvers. A process that never imported `solvers` (a worker, whose tasks run in its sandbox)
+    has registered nothing: importing it here would only cost the worker a second of imports
+    (numba, sklearn) that delays its child's start."""
     solvers = sys.modules.get("solvers")
     if solvers is None:
         return []
+    from solvers.registry import plugin_of
     out = set()
     for name in solvers.solver_names():
         module = solvers.get_solver(name).fit.__module__
         if module.split(".")[0] != "solvers":
-            out.add((module, getattr(sys.modules.get(module), "__file__", None)))
+            plugin = plugin_of(name)
+            if plugin is not None and plugin.sha256 is not None:
+                out.add((module, plugin.source, plugin.sha256))
+            else:
+                out.add((module, getattr(sys.modules.get(module), "__file__", None), None))
     return sorted(out, key=str)
 
 
-def _import_plugin(module: str, path: str | None) -> None:
+def _import_plugin(module: str, path: str | None, sha256: str | None = None) -> None:
+    if sha256 is not None:
+        # A plugin file, loaded as the parent loaded it (by its content, `registry.ensure_plugin`):
+        # the same file the specs then ship is the same plugin, not a second registration. An
+        # importlib import of its module would register its solvers under another origin.
+        from solvers.registry import ensure_plugin
+        ensure_plugin(path, sha256)
+        return
     try:
         importlib.import_module(module)
     except ImportError:
@@ -536,13 +549,13 @@ def main() -> None:
             _send(out, ("result", fn()))
             continue
         if kind == "plugins":
-            for module, path in args[0]:
+            for plugin in args[0]:
                 # Ahead of the tasks, best effort: a file the parent loaded may be gone (edited,
                 # or a temporary one), and a fit of its solver carries the file's text and loads
                 # it itself (`tasks`, `registry.ensure_plugin`); a child that died here would
                 # take every other solver's fits with it.
-                with contextlib.suppress(ImportError, OSError):
-                    _import_plugin(module, path)
+                with contextlib.suppress(ImportError, OSError, ValueError):
+                    _import_plugin(*plugin)
             continue
         if kind == "warm":
             warm(*args)

@@ -219,6 +219,20 @@ def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_o
     assert "2 tasks:" in log and "report:" in log
 
 
+def test_a_run_that_fails_after_planning_ends_its_run_log_with_the_error(store, tmp_path):
+    """The run directory holds a shard that is not one (a torn copy): the resumed run stops
+    with ShardError once the directory is its own, and its run.log ends with the error's line,
+    the one `python -m pipeline` prints."""
+    from pipeline.results.shards import ShardError
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "fit-0.parquet").write_text("not parquet")
+    with pytest.raises(ShardError) as err:
+        _run(store, tmp_path, "solvers.pegasos.grid.C=[0.1]")
+    last = (tmp_path / "run.log").read_text().splitlines()[-1]
+    assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] error: (.*)", last).group(1) == str(err.value)
+    assert (tmp_path / "config.yaml").exists()
+
+
 # ------------------------------------------------------------------------------------ dry run
 def test_a_dry_run_plans_builds_nothing_and_names_a_missing_dataset(tmp_path, capsys):
     from pipeline.__main__ import preflight
