@@ -142,6 +142,27 @@ def test_ctrl_c_reaches_the_run_and_a_killed_command_interrupts_it(served):
     assert log.read_text().count("exited 130") == 2
 
 
+def test_an_edit_to_a_source_file_changes_the_fingerprint(tmp_path, monkeypatch):
+    """The launcher would run code imported before an edit: a file of the package edited in
+    place (same name, same size, other bytes) changes the fingerprint, as a file added does; an
+    unedited tree gives the same one. (The package folders are a copy here, not the checkout.)"""
+    package = tmp_path / "pipeline"
+    (package / "engine").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    source = package / "engine" / "execute.py"
+    source.write_text("TASK_S = 2.0\n")
+    monkeypatch.setattr(launcher, "_package_dirs", lambda: [str(package)])
+    before = launcher.fingerprint()
+    assert launcher.fingerprint() == before
+    stat = source.stat()
+    source.write_text("TASK_S = 9.0\n")
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))    # an editor's save, a moment later
+    assert source.stat().st_size == stat.st_size and launcher.fingerprint() != before
+    edited = launcher.fingerprint()
+    (package / "engine" / "new.py").write_text("")
+    assert launcher.fingerprint() != edited
+
+
 def test_the_launcher_ends_on_sigterm_and_removes_its_socket(served):
     """`svmbench cluster stop` sends SIGTERM: the launcher removes its socket and exits 0."""
     env, proc, log = served
