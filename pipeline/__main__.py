@@ -22,16 +22,23 @@ if __name__ == "__main__":
     from pipeline.launcher import hand_off, process_start
     hand_off(sys.argv[1:], process_start())
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
+try:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import DictConfig
 
-from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
-from pipeline.engine.execute import ClusterError
-from pipeline.launcher import process_start
-from pipeline.engine.runlock import LockError
-from pipeline.data.store import StoreError
+    from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
+    from pipeline.engine.execute import ClusterError
+    from pipeline.launcher import process_start
+    from pipeline.engine.runlock import LockError
+    from pipeline.data.store import StoreError
+except KeyboardInterrupt:
+    if __name__ != "__main__":
+        raise
+    # Ctrl-C during the command's imports (about 2 s of them): its one line and 130 too.
+    print("interrupted; run the same command to resume", file=sys.stderr)
+    sys.exit(130)
 
 register_schema()
 OVERRIDES: list[str] = []     # the command line as the user gave it (before prepare_overrides)
@@ -246,10 +253,17 @@ def command(argv: list[str], started: float | None = None) -> None:
         refuse(exc)
     except KeyboardInterrupt:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
-        interrupted("interrupted; run the same command to resume")
-    for sweep in sorted(SWEEPS):   # each job wrote its own report; the jobs side by side is one command away
-        print(f"multirun: {len(FAILED)} jobs in {sweep}; their combined report: python -m pipeline.report {sweep}")
-    finish(1 if any(FAILED) else 0)
+        interrupted(INTERRUPTED)
+    try:
+        for sweep in sorted(SWEEPS):   # each job wrote its own report; the jobs side by side is one command away
+            print(f"multirun: {len(FAILED)} jobs in {sweep}; their combined report: python -m pipeline.report {sweep}")
+        finish(1 if any(FAILED) else 0)
+    except KeyboardInterrupt:
+        # At the very end (the atexit handlers, the streams' flush): every Ctrl-C is exit 130.
+        interrupted(INTERRUPTED)
+
+
+INTERRUPTED = "interrupted; run the same command to resume"
 
 
 if __name__ == "__main__":

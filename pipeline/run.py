@@ -281,8 +281,25 @@ def _machine_line(when: str) -> str:
 def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing, client=None, warmup=None,
                 preload: threading.Thread | None = None, frames: bool = True) -> dict:
     """The run under its lock; held: [the plan], which is let go after execute (its templates and
-    columns, `plan.Specs`: 9 MB at 50,000 fits, 34 MB when it held a dict per spec)."""
-    plan = held.pop()
+    columns, `plan.Specs`: 9 MB at 50,000 fits, 34 MB when it held a dict per spec). Ctrl-C at
+    any moment of it, execute, tables or report, ends it with `Interrupted`, whose line counts
+    the plan's tasks on disk."""
+    fit_keys = list(held[0].fits)
+    keys = list(held[0].references) + fit_keys
+    try:
+        return _run_phases(exp, held, [fit_keys], keys, run_dir, say, timing, client, warmup, preload, frames)
+    except KeyboardInterrupt:
+        saved = len(finished_keys(run_dir) & set(keys))
+        msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
+        # Into run.log as well (the CLI prints it once, on stderr): the log says how the run ended.
+        log_line(run_dir, msg)
+        raise Interrupted(msg) from None
+
+
+def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, run_dir: Path, say, timing: Timing,
+                client, warmup, preload: threading.Thread | None, frames: bool) -> dict:
+    """`_run_locked`'s phases; held and held_fit_keys: [the plan], [its fit keys], let go on the way."""
+    plan, fit_keys = held.pop(), held_fit_keys.pop()
     root = exp.store_root
     (run_dir / "config.yaml").write_text(exp.to_yaml())
     removed = clean_partial_shards(run_dir)
@@ -290,17 +307,8 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
         say(f"removed {removed} partial shard files (temporary files of a run killed mid-write)")
     say(f"plan: {len(plan.fits)} fits and {len(plan.references)} reference solves over "
         f"{len(plan.datasets)} datasets (store: {root})")
-    fit_keys = list(plan.fits)
-    keys = list(plan.references) + fit_keys
     say(_machine_line("start"))
-    try:
-        summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
-    except KeyboardInterrupt:
-        saved = len(finished_keys(run_dir) & set(keys))
-        msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
-        # Into run.log as well (the CLI prints it once, on stderr): the log says how the run ended.
-        log_line(run_dir, msg)
-        raise Interrupted(msg) from None
+    summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
     timing.mark("execute")
     # What the tables and the closing lines need of the plan; the plan itself goes.
     references = list(plan.references)

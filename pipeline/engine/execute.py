@@ -458,11 +458,16 @@ def open_client(cluster):
         # tables and report) against its memory limit, and pause or spill for it. The limit
         # is the sandboxes' (`sandbox._memory_share`), which they enforce on their own child.
         config.update(IN_PROCESS_WORKER_MEMORY)
-    with _sigint_ignored(), dask.config.set(config):
-        local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=processes,
-                             memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
-                             silence_logs=logging.CRITICAL)
-    with local, Client(local) as client:
+    with contextlib.ExitStack() as stack:
+        # A Ctrl-C while it starts is raised once the cluster is whole and will be closed.
+        with _sigint_deferred():
+            with dask.config.set(config):
+                local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker),
+                                     processes=processes, memory_limit=cluster.memory_limit,
+                                     dashboard_address=cluster.dashboard_address, silence_logs=logging.CRITICAL,
+                                     **_worker_preload(processes))
+            stack.enter_context(local)
+            client = stack.enter_context(Client(local))
         try:
             yield client
         finally:
@@ -487,20 +492,40 @@ def _quiet_on_interrupt():
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
-    """Start worker processes with SIGINT ignored (they inherit it, and Python keeps an ignored
-    SIGINT): Ctrl-C reaches the whole process group, and only the client should act on it
-    (one line, exit 130) instead of every worker printing a KeyboardInterrupt traceback."""
+def _sigint_deferred():
+    """Hold a Ctrl-C that comes during the block and raise it (KeyboardInterrupt) as the block
+    ends: a LocalCluster is started inside, and entered into the `with` that closes it; a
+    KeyboardInterrupt in the middle of its start would leave it half made, unclosed.
+    Ctrl-C is never ignored meanwhile: the workers used to be started with SIGINT ignored in
+    this whole process, so that they inherited the ignore, and a Ctrl-C in those seconds was
+    lost (a resumed run opens its cluster after planning: interrupted there, it ran on and
+    exited 0). Worker processes now ignore it themselves (`_worker_preload`). A process that
+    ignores SIGINT (a background job of a non-interactive shell) keeps ignoring it."""
     import signal
     import threading
-    if threading.current_thread() is not threading.main_thread():
+    held = []
+    if threading.current_thread() is not threading.main_thread() or not callable(signal.getsignal(signal.SIGINT)):
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+    if held:
+        previous(signal.SIGINT, None)
+
+
+def _worker_preload(processes: bool) -> dict:
+    """For worker processes of their own (cluster.processes=true), their Dask preloads with
+    `pipeline.engine.sandbox` (its `dask_setup`: SIGINT ignored in the worker, so that Ctrl-C,
+    which reaches the whole process group, is the client's alone to act on: one line, exit 130,
+    no worker's KeyboardInterrupt traceback); a worker the nanny restarts gets it too. The
+    user's own preloads come first. Workers that are threads of this process need none."""
+    if not processes:
+        return {}
+    import dask
+    return {"preload": [*(dask.config.get("distributed.worker.preload") or []), "pipeline.engine.sandbox"]}
 
 
 # The cluster kept open by `keep_clusters` for the later runs of this process: (config, its
@@ -653,19 +678,22 @@ def _jobqueue_slurm():
     """dask-jobqueue's SLURMCluster, imported without its side effect on Ctrl-C: its runner
     module (0.9) sets SIGINT's handler to `sys.exit` as it is imported, which turned Ctrl-C on a
     cluster=slurm run into a bare SystemExit instead of the run's one line and exit code 130.
-    Python sets a handler only from the main thread, and so does that import: the first import
-    must happen there (`python -m pipeline` opens its cluster in the main thread)."""
+    Its call is refused while it imports (`signal.signal` set aside for the import), rather than
+    undone after it: a Ctrl-C in between would have met its handler and exited 0."""
     import signal
-    import threading
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGINT) if main else None
+    real = signal.signal
+
+    def keep_sigint(signum, handler):
+        # Refused for SIGINT while it imports: a Ctrl-C meanwhile would run its handler
+        # (a bare SystemExit, exit 0) instead of ours.
+        return signal.getsignal(signum) if signum == signal.SIGINT else real(signum, handler)
+    signal.signal = keep_sigint
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        signal.signal = real
     return SLURMCluster
 
 

@@ -545,6 +545,15 @@ def _memory_share() -> float | None:
     return MEMORY_FRACTION * limit / max(1, worker.state.nthreads) if limit else None
 
 
+def dask_setup(worker) -> None:
+    """This module as a Dask worker's preload (`execute._worker_preload`, cluster.processes=
+    true): the worker process ignores SIGINT, so that a Ctrl-C in the terminal, which reaches
+    the whole process group, is the client's alone to act on (one line, exit 130), not each
+    worker's to print a KeyboardInterrupt traceback. A worker the nanny restarts runs it too."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the thread that started it ends (a SIGKILLed
     worker must not leave a child spinning in a numba loop); then check the parent is alive."""

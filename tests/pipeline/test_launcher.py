@@ -135,11 +135,11 @@ def test_ctrl_c_reaches_the_run_and_a_killed_command_interrupts_it(served):
         time.sleep(0.05)
     child = _children(proc.pid)[0]
     killed.kill()
-    killed.communicate(timeout=10)
+    killed_err = killed.communicate(timeout=10)[1]
     while child in _children(proc.pid):
         assert time.monotonic() < deadline + 40, "the killed command's run went on"
         time.sleep(0.05)
-    assert log.read_text().count("exited 130") == 2
+    assert log.read_text().count("exited 130") == 2, log.read_text() + "\nERR:" + killed_err
 
 
 def test_an_edit_to_a_source_file_changes_the_fingerprint(tmp_path, monkeypatch):

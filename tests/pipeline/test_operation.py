@@ -41,10 +41,9 @@ def _start(store, run_dir, *overrides):
 
 
 def default_sigint():
-    """A child's SIGINT as a terminal gives it. While a test in this process starts a
-    LocalCluster, the main thread ignores SIGINT for a moment (execute._sigint_ignored, so the
-    workers inherit it); a child spawned from another thread then would inherit the ignore too,
-    and Python keeps an inherited ignore: that child (the CLI under test) ignored Ctrl-C."""
+    """A child's SIGINT as a terminal gives it, whatever this process's is (a test run as a
+    background job of a script starts with SIGINT ignored, and Python keeps an inherited ignore:
+    the CLI under test would ignore Ctrl-C)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
