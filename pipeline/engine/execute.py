@@ -13,9 +13,11 @@
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
   themselves), as one shard, ``shards/<first key>[.<generation>].parquet`` (`ShardWriter`: temp
-  file, one sync, rename), so an interrupted run loses only its unfinished tasks and a rerun
-  into the same run directory skips finished records. A file and a sync per fit could not keep
-  up with fits of a few ms (issue 10, scenario d).
+  file, one sync, rename), and a rerun into the same run directory skips finished records. A
+  file and a sync per fit could not keep up with fits of a few ms (issue 10, scenario d). The
+  records of fits that end while their task still runs come to the client on a Dask queue
+  (`RecordStream`) and are written within WRITE_S (`RecordSink`), so an interrupted run loses
+  only the fits that were running.
 - The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
   while it plans. The execute phase's clock starts once they are warm (`WarmUp`).
 - On Dask, each task runs in its worker thread's sandbox (`pipeline.engine.sandbox`): a spec past its

@@ -10,7 +10,9 @@ task, keeping the dataset and fold caches of `tasks` across tasks) and waits on 
 - the child writes the index of each spec and its start time into a page of memory both map
   (`_Slot`) before it runs it: no message and no system call per spec. The records of ended
   specs come over its stdout, at most every `FLUSH_S` and at the task's end, so the parent
-  wakes for them a few times a second at most, not once per fit;
+  wakes for them a few times a second at most, not once per fit; it passes each batch on to
+  the client at once, on the run's Dask queue (`run_sandboxed`'s stream), so that a fit that
+  ended is kept even if the task never does;
 - a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
   computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
   becomes a ``timeout`` row, and the task's other specs go on in a fresh child;

@@ -79,7 +79,23 @@ def _interrupted(code: int, err: str, run_dir: Path) -> None:
     "pipeline.__main__:finish",                         # the exit
 ])
 def test_ctrl_c_anywhere_in_a_sequential_run_is_one_line_and_130(store, tmp_path, point):
-    _interrupted(*_command(point, tmp_path, store, "cluster=sequential"), tmp_path)
+    run_dir = tmp_path / "run"
+    _interrupted(*_command(point, run_dir, store, "cluster=sequential"), run_dir)
+    # Before the run holds its lock it has nothing of its own: no folder is left (Hydra's is removed).
+    assert run_dir.exists() == (point not in ("pipeline.experiment.config:validate",
+                                              "pipeline.run:materialise_datasets", "pipeline.run:run_lock"))
+
+
+def test_a_run_that_crashes_before_planning_leaves_no_folder(store, tmp_path):
+    """Not only bad input (an `error:` line, exit 2): any exception before the run directory
+    holds anything of its own removes what Hydra wrote on the way in."""
+    run_dir = tmp_path / "run"
+    crash = INTERRUPT_AT.replace("os.kill(os.getpid(), signal.SIGINT)", "raise RuntimeError('a bug of ours')")
+    out = subprocess.run([sys.executable, "-c", crash, "pipeline.run:materialise_datasets", f"store.root={store}",
+                          *RUN, f"hydra.run.dir={run_dir}", "cluster=sequential"], cwd=ROOT, env=ENV,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "RuntimeError: a bug of ours" in out.stderr, out.stderr[-3000:]
+    assert not run_dir.exists()
 
 
 @pytest.mark.slow   # a LocalCluster started and stopped in each: about 8 s each at load 10 on 2 cores

@@ -65,6 +65,20 @@ def _saved(run_dir) -> int:
     return sum(len(read_shard(shard)) for shard in _shards(run_dir))
 
 
+def _interrupted_when(ready, store, run_dir, *overrides):
+    """(process, stdout, stderr) of the command sent SIGINT, to its process group as a terminal's
+    Ctrl-C is, once ready() holds."""
+    p = _start(store, run_dir, *overrides)
+    try:
+        _wait_for(ready)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return p, out, err
+
+
 def _run(store, run_dir, *overrides, echo=None):
     return run(compose([f"store.root={store}", "cluster=sequential", "run.progress=false", *SLOW, *overrides]),
                run_dir, echo=echo)
@@ -180,16 +194,10 @@ def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
 def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(store, tmp_path):
     # Fits of 1 s (SLOW's 0.5 s): after the first shard at least 15 s of the sweep are left, so the
     # signal surely lands inside execute, even on a loaded machine.
-    p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1", "solvers.pegasos.params.time_limit_s=1")
-    try:
-        # After the first shard the worker is inside its second task: the moment a worker without
-        # SIGINT ignored would print its KeyboardInterrupt traceback.
-        _wait_for(lambda: len(_shards(tmp_path)) >= 1)
-        os.killpg(p.pid, signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+    # After the first shard the worker is inside its second task: the moment a worker without
+    # SIGINT ignored would print its KeyboardInterrupt traceback.
+    p, out, err = _interrupted_when(lambda: len(_shards(tmp_path)) >= 1, store, tmp_path, "cluster=local",
+                                    "cluster.n_workers=1", "solvers.pegasos.params.time_limit_s=1")
     n = _saved(tmp_path)
     assert p.returncode == 130, err[-3000:]
     assert err.strip().splitlines() == [
@@ -215,15 +223,13 @@ def test_ctrl_c_mid_task_keeps_the_fits_it_finished_and_the_resume_runs_only_the
     of the client, its fits in a sandbox child): the fits that ended are saved, each once (the
     sandbox streams them to the client as they end: fits of half a second are each sent at
     once), the interrupted line counts them, and the resume runs exactly the others."""
-    p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1", *ONE_TASK)
-    try:
-        _wait_for(lambda: len(_records(tmp_path)) >= 3)
-        seen = len(_records(tmp_path))
-        os.killpg(p.pid, signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+    seen = [0]
+
+    def three_saved():
+        seen[0] = len(_records(tmp_path))
+        return seen[0] >= 3
+    p, out, err = _interrupted_when(three_saved, store, tmp_path, "cluster=local", "cluster.n_workers=1", *ONE_TASK)
+    seen = seen[0]
     saved = _records(tmp_path)
     assert p.returncode == 130, err[-3000:]
     assert 3 <= seen <= len(saved) < 12 and len(set(saved)) == len(saved), (seen, saved)
