@@ -182,7 +182,10 @@ class RecordSink:
     def __init__(self, shards: ShardWriter):
         self.shards = shards
         self.lock = threading.Lock()
-        self.taken: set[str] = set()           # keys whose record is written or held to write
+        # Keys of the tasks in flight whose record is written or held to write: a task's are let
+        # go when it ends (`ended`), after which a copy is refused by `specs` alone, so the sink
+        # holds a few tasks' keys, not a million fits'.
+        self.taken: set[str] = set()
         self.specs: dict[str, dict] = {}      # key -> spec, of the tasks sent and not yet ended
         self.failed = 0
         self.worker_rss = (0.0, 0.0, None)    # (task process, worker, solver) of the largest peak
@@ -205,14 +208,16 @@ class RecordSink:
             for u in units:
                 for spec in u:
                     self.specs.pop(spec["key"], None)
+                    self.taken.discard(spec["key"])
                     took = self._seconds.pop(spec["key"], None)
                     if took is not None:
                         seconds, n = seconds + took, n + 1
         return seconds, n
 
     def wanted(self, keys) -> bool:
-        """Whether any of these keys has no record yet (a batch worth unpickling)."""
-        return any(key not in self.taken for key in keys)
+        """Whether any of these keys is of a task in flight and has no record yet (a batch worth
+        unpickling)."""
+        return any(key in self.specs and key not in self.taken for key in keys)
 
     def add(self, records: list[dict]) -> int:
         """Take the records of keys this execute expects and has no record of, each with its

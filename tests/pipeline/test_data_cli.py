@@ -138,7 +138,7 @@ def test_a_libsvm_file_cut_off_mid_line_is_said_to_be_perhaps_truncated(tmp_path
     whole = "+1 1:0.5 2:1\n-1 3:2\n+1 2:1 4:3.25\n-1 1:1 5:2\n"
     (tmp_path / "whole.svm").write_text(whole)
     (tmp_path / "cut.svm").write_text(whole[:-5])          # "-1 1:1 5" lost ":2\n": "-1 1:1" parses
-    (tmp_path / "cut_in_value.svm").write_text(whole[:-3])  # "-1 1:1 5:" does not
+    (tmp_path / "cut_in_value.svm").write_text(whole[:-2])  # "-1 1:1 5:" does not
     code, out, err = run(capsys, "ingest", tmp_path / "whole.svm", "--name", "whole", "--store", tmp_path / "s")
     assert code == 0 and err == ""
     code, out, err = run(capsys, "ingest", tmp_path / "cut.svm", "--name", "cut", "--store", tmp_path / "s")
