@@ -423,7 +423,13 @@ def test_local_workers_are_threads_of_the_client_unless_processes_is_set():
     assert len(limits) == 1 and limits.pop() > 0       # the sandboxes' share comes from it
     with open_client(validate(compose([*cfg, "cluster.processes=true"])).cluster) as client:
         pids = set(client.run(os.getpid).values())
+        # Ctrl-C reaches the whole process group: a worker process ignores it (its preload,
+        # sandbox.dask_setup), and so does one its nanny restarts, so that only the client acts.
+        ignored = set(client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN).values())
+        client.restart(wait_for_workers=True)
+        ignored |= set(client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN).values())
     assert len(pids) == 2 and os.getpid() not in pids
+    assert ignored == {True}
 
 
 def test_ctrl_c_ends_a_fit_running_under_a_worker_thread_at_once(store, tmp_path):
