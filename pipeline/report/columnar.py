@@ -60,6 +60,8 @@ def lit(value) -> str:
 
 # Every engine of this process: a forked figure process gives each a connection of its own.
 _ENGINES: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+# A forked process's copies of its parent's connections, kept from their destructors (`reopen`).
+_INHERITED: list = []
 
 
 def reopen_all() -> None:
@@ -104,6 +106,10 @@ class Engine:
         """A connection of this process's own, in the state of the one it replaces: DuckDB's
         connection is not shared across fork, so a forked figure process replays the views."""
         con = self.connect(threads=threads)
+        # The inherited connection is never closed nor freed here: its destructor would wait on
+        # locks and threads of the parent's DuckDB that the fork did not copy (it hangs, or
+        # crashes). Kept referenced, it dies with the process (which ends by os._exit).
+        _INHERITED.append(self.con)
         for step in self.script:
             if step[0] == "sql":
                 con.execute(step[1])
