@@ -171,7 +171,7 @@ STATUS_ADVICE = {
             "solver's own test, not a certificate); `certified`: of the fits with a certified f*, those that end "
             "within the report's target (P - f*)/|f*|, and `above_target` those that do not, whatever their status. "
             "Every status other than `converged` is explained below.",
-       lines=lambda data: status_lines(data.results, target_of(data)))
+       lines=lambda data: status_lines(data, target_of(data)))
 def status_table(results, target: float | None = None) -> pd.DataFrame:
     """Fits per dataset x solver entry and status, every status that occurs as its own column;
     where the results have f*, how many are certified within the target and how many are above.
