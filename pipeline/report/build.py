@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, profiles, scaled, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, split_wide
 from .registry import MAX_PROBLEMS, ReportData, Skip, items
@@ -91,7 +91,7 @@ def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool =
     and `meanwhile()` if given (the interactive page), are made here while they draw. `log`
     gets progress lines once the report has taken REPORT_QUIET_S."""
     progress = Progress(log)
-    its = items()
+    its = [it for it in items() if it.applies(data)]
     wanted = [it for it in its if it.kind == "figure" and figures_ and it.missing(data) is None]
     if wanted:
         prepare(data)

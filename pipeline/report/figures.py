@@ -84,12 +84,21 @@ MAX_TICKS = 12      # value ticks on one axis (`_value_ticks`)
 def _value_ticks(ax, values):
     """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
     labels its minor ticks on top of each other); of values closer than a tenth of a decade (a
-    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick, and of
-    a long sweep (5,000 C values over four decades: 40 turned labels on top of each other) at
-    most about MAX_TICKS, spaced evenly in decades."""
+    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick. A sweep
+    of more than MAX_TICKS values has its ticks at round values (0.001, 0.01, ... on a log axis),
+    not at grid points no one chose (geomspace's 0.003199)."""
     from matplotlib.ticker import FixedLocator, NullLocator
     distinct = sorted(set(float(v) for v in values))
     positive = [v for v in distinct if v > 0]
+    if len(distinct) > MAX_TICKS:
+        # A dense sweep (geomspace of hundreds of C values): its values are no one's round
+        # numbers (0.003199, 0.01023): ticks at round values instead, as any axis has them.
+        if ax.get_xscale() == "log" and len(positive) == len(distinct):
+            _log_ticks(ax, x=True, y=False)
+        else:
+            from matplotlib.ticker import MaxNLocator
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+        return
     span = np.log10(positive[-1] / positive[0]) if len(positive) > 1 else 0.0
     gap = max(0.1, span / MAX_TICKS)
 
@@ -536,14 +545,14 @@ def chosen_problems(data: ReportData) -> dict[str, str]:
         if rows.empty:
             return
         # Largest first; of equal ones the first pid (the frame is sorted by pid: stable).
-        for r in rows.sort_values(col, ascending=False, kind="stable").head(n).itertuples(index=False):
-            why.setdefault(r._pid, []).append(text(r))
-    pick("acc", lambda r: f"best CV score ({fmt(float(r.acc))})")
-    pick("t", lambda r: f"slowest ({fmt(float(r.t))} s)")
-    pick("gap", lambda r: f"largest final gap ({fmt(float(r.gap))})")
+        for r in rows.sort_values(col, ascending=False, kind="stable").head(n).to_dict("records"):
+            why.setdefault(r["_pid"], []).append(text(r))
+    pick("acc", lambda r: f"best CV score ({fmt(float(r['acc']))})")
+    pick("t", lambda r: f"slowest ({fmt(float(r['t']))} s)")
+    pick("gap", lambda r: f"largest final gap ({fmt(float(r['gap']))})")
     room = min(MAX_UNCONVERGED, MAX_CHOSEN - len(why))
     if room > 0:
-        pick("bad", lambda r: f"not converged ({int(r.bad)}/{int(r.n)} fits)", room,
+        pick("bad", lambda r: f"not converged ({int(r['bad'])}/{int(r['n'])} fits)", room,
              (per["bad"] > 0) & ~per["_pid"].isin(list(why)))
     return {pid: "; ".join(reasons) for pid, reasons in why.items()}
 

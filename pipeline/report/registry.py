@@ -342,6 +342,11 @@ class Item:
     lines: Callable[[ReportData], list[str]] | None = None   # prose after a table (the status advice)
     hint: str = ""             # what a user sets to get the item when it is skipped (`run.reference=true`)
     top: tuple | None = None   # a table past build.MAX_TABLE_ROWS shows its rows of least (col, True) or largest (col, False) col
+    scale: bool = False        # a summary of a large sweep: drawn only past MAX_PROBLEMS problems, unlisted below
+
+    def applies(self, data: "ReportData") -> bool:
+        """Whether the item belongs in this run's report at all (a `scale` item: past MAX_PROBLEMS)."""
+        return not self.scale or data.n_problems() > MAX_PROBLEMS
 
     def missing(self, data: ReportData) -> str | None:
         """Why the item cannot be drawn from these tables (None: it can be tried): the engine
@@ -364,11 +369,13 @@ class Item:
 REGISTRY: list[Item] = []
 
 
-def _register(kind, name, title, needs=(), trace_needs=(), models=False, note="", lines=None, hint="", top=None):
+def _register(kind, name, title, needs=(), trace_needs=(), models=False, note="", lines=None, hint="", top=None,
+              scale=False):
     def deco(fn):
         if any(it.name == name for it in REGISTRY):
             raise ValueError(f"report item {name!r} registered twice")
-        REGISTRY.append(Item(name, title, kind, fn, tuple(needs), tuple(trace_needs), models, note, lines, hint, top))
+        REGISTRY.append(Item(name, title, kind, fn, tuple(needs), tuple(trace_needs), models, note, lines, hint, top,
+                             scale))
         return fn
     return deco
 
@@ -380,10 +387,10 @@ def table(name, title, needs=(), trace_needs=(), models=False, note="", lines=No
     return _register("table", name, title, needs, trace_needs, models, note, lines, hint, top)
 
 
-def figure(name, title, needs=(), trace_needs=(), models=False, note="", hint=""):
+def figure(name, title, needs=(), trace_needs=(), models=False, note="", hint="", scale=False):
     """Register a figure function (ReportData -> a matplotlib Figure, or a list of them: the pages
-    of a grid too large for one)."""
-    return _register("figure", name, title, needs, trace_needs, models, note, hint=hint)
+    of a grid too large for one); `scale`: a summary drawn only past MAX_PROBLEMS problems."""
+    return _register("figure", name, title, needs, trace_needs, models, note, hint=hint, scale=scale)
 
 
 def items(kind: str | None = None) -> list[Item]:
