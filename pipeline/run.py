@@ -147,7 +147,7 @@ class Timing:
         self.phases.append((phase, now - self.last))
         self.last = now
 
-    def line(self, summary=None, report_mb: float | None = None) -> str:
+    def line(self, summary=None, own_mb: float | None = None) -> str:
         """"timing: start 2.1 s (...), plan 0.4 s, warm-up wait 0.3 s (...), execute 13.6 s,
         tables 1.1 s, report 0.9 s; total 18.4 s before exit": the phases add up to the total.
         start is the command's own (interpreter, imports, Hydra composing the config) up to
@@ -172,9 +172,11 @@ class Timing:
         total = time.perf_counter() - self.t0 + (self.before or 0.0)
         import resource
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        # The report runs in a process of its own (a fork of this one: its peak counts the pages
-        # it shares with the command): its peak is said beside the command's.
-        report = f" (the report's process: {report_mb:.0f} MB)" if report_mb else ""
+        # The report runs in processes of its own (forks of this one, which waits meanwhile): the
+        # command's memory at its worst is its own peak plus the report's private pages at theirs
+        # (the pages a fork shares with the command are the command's, counted once).
+        report = (f", {peak + own_mb:.0f} MB with the report's processes' own memory at its peak ({own_mb:.0f} MB)"
+                  if own_mb else "")
         return (f"timing: {', '.join(parts)}; total {total:.1f} s before exit; client peak RSS {peak:.0f} MB over the "
                 f"run{report}")
 
@@ -358,7 +360,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if paper is not None:
         timing.mark("paper")
         say(f"paper: {paper}  ({time.perf_counter() - timing.t0:.1f} s)")
-    say(timing.line(summary, info.get("peak_mb")))
+    say(timing.line(summary, info.get("own_mb")))
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"

@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import figures, profiles, scaled, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
-from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, split_wide
+from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, md_text, split_wide
 from .registry import MAX_PROBLEMS, ReportData, Skip, items
 from .speed import speed_view
 
@@ -446,13 +446,14 @@ def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path,
     def figure(s, png):
         rel = png.relative_to(rel_to).as_posix()
         return f"![{s.title}]({rel})" + (f" ([PDF]({rel[:-4]}.pdf))" if pdf else "") + "\n"
-    body = _walk(secs, lambda s: f"## {s.title}\n", lambda n: n + "\n",
-                 lambda t: "\n".join(markdown_table(part) for part in split_wide(t)), lambda ls: "\n".join(ls) + "\n",
-                 figure)
+    # Every line of prose may hold a user's string (a dataset's name, a swept value): `md_text`.
+    body = _walk(secs, lambda s: f"## {md_text(s.title)}\n", lambda n: md_text(n) + "\n",
+                 lambda t: "\n".join(markdown_table(part) for part in split_wide(t)),
+                 lambda ls: "\n".join(map(md_text, ls)) + "\n", figure)
     skips = skip_lines(secs)
     if skips:
-        body += [f"## {SKIPPED_TITLE}\n", "\n".join(skips) + "\n"]
-    return "\n".join([f"# {title}\n", *[line + "\n" for line in intro], *body])
+        body += [f"## {SKIPPED_TITLE}\n", "\n".join(map(md_text, skips)) + "\n"]
+    return "\n".join([f"# {md_text(title)}\n", *[md_text(line) + "\n" for line in intro], *body])
 
 
 _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em}"

@@ -4,6 +4,7 @@ certainty floor of a suboptimality, and Markdown formatting."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -261,13 +262,23 @@ def split_wide(df: pd.DataFrame, max_cols: int = MAX_TABLE_COLUMNS) -> list[pd.D
     return [df[names + rest[i:i + step]] for i in range(0, len(rest), step)]
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def md_text(text: str) -> str:
+    """Text for Markdown, a user's string in it shown as text: a `<` that would open an HTML tag
+    (CommonMark's raw HTML: `<` then a letter, `/`, `!` or `?`) written as `&lt;`, so a dataset
+    named `<img src=x onerror=...>` is never markup in a viewer; `<=` and `< 1` stay as they are."""
+    return _TAG.sub("&lt;", str(text))
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     if df is None or df.empty:
         return "_(none)_\n"
-    cols = [short(str(c)) for c in df.columns]
+    cols = [md_text(short(str(c))).replace("|", "\\|") for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v).replace("|", "\\|").replace("\n", " ") for v in row) + " |")
+        lines.append("| " + " | ".join(md_text(fmt(v)).replace("|", "\\|").replace("\n", " ") for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 

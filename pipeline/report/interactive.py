@@ -49,6 +49,14 @@ def _metrics(data: ReportData) -> list[tuple[str, str]]:
     return out
 
 
+def _esc(v) -> str:
+    """A user's string (a dataset's or an entry's name, a swept value) as the page shows it: as
+    text. plotly draws its strings as a small HTML dialect (<b>, <a href>, <br>) and decodes
+    entities: escaped, a name like `<img src=x onerror=...>` is shown, never made an element, and
+    no string can close the <script> the figure's JSON sits in."""
+    return html.escape(str(v), quote=False)
+
+
 def _clean(a) -> list:
     """JSON-safe values: NaN and inf as null (a gap in the line), floats as plain floats."""
     return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float)]
@@ -71,7 +79,7 @@ def build_figure(data: ReportData) -> dict | None:
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
     shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
     by_key = data.trace_arrays()
-    solvers = sorted({label(r, shown) for r in fits[line_keys].to_dict("records")})
+    solvers = sorted({_esc(label(r, shown)) for r in fits[line_keys].to_dict("records")})
     colour = {s: "rgb({:.0f},{:.0f},{:.0f})".format(*(255 * np.array(st["color"]))) for s, st in zip(solvers, styles(len(solvers)))}
 
     fig = {"data": [], "layout": {}}
@@ -81,7 +89,7 @@ def build_figure(data: ReportData) -> dict | None:
     groups = fits.groupby(prob, sort=False, dropna=False)
     for p, key in enumerate(found):
         sub = groups.get_group(key if len(prob) > 1 else key[0])
-        titles.append(problem_title(dict(zip(prob, key)), named).replace("\n", " | "))
+        titles.append(_esc(problem_title(dict(zip(prob, key)), named).replace("\n", " | ")))
         for i, row in enumerate(sub.sort_values(line_keys + ["fold"]).to_dict("records")):
             full = by_key[row["key"]]
             order = np.argsort(full["iteration"], kind="stable")
@@ -99,7 +107,7 @@ def build_figure(data: ReportData) -> dict | None:
                 else:
                     ys[m] = np.asarray(tr[m], dtype=float) if m in tr else nan
             xs = {"time_s": np.asarray(tr["time_s"], dtype=float), "iteration": np.asarray(tr["iteration"], dtype=float)}
-            name = label(row, shown)
+            name = _esc(label(row, shown))
             fig["data"].append({
                 "type": "scatter", "x": _clean(xs["time_s"]), "y": _clean(ys[metrics[0][0]]), "mode": "lines+markers",
                 "name": name, "legendgroup": name,
@@ -109,7 +117,7 @@ def build_figure(data: ReportData) -> dict | None:
                 "marker": {"size": [0] * (n_pts - 1) + [7], "color": colour[name]},
                 # One legend entry per solver and problem: its folds follow it in and out.
                 "showlegend": (p, name) not in legend_shown,
-                "hovertemplate": f"{name} fold {row['fold']}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"})
+                "hovertemplate": f"{name} fold {_esc(row['fold'])}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"})
             legend_shown.add((p, name))
             traces.append((p, ys, xs, name))
 
@@ -125,7 +133,7 @@ def build_figure(data: ReportData) -> dict | None:
     for ds in datasets:
         mine = [p for p, k in enumerate(found) if k[prob.index("dataset")] == ds]
         # The dataset's first problem, and the problem menu narrowed to the dataset's problems.
-        dataset_buttons.append({"label": str(ds), "method": "update",
+        dataset_buttons.append({"label": _esc(ds), "method": "update",
                                 "args": [{"visible": visible({mine[0]})},
                                          {"title.text": titles[mine[0]], "updatemenus[1].buttons": [problem_buttons[p] for p in mine],
                                           "updatemenus[1].active": 0}]})

@@ -86,7 +86,7 @@ def summaries(data: ReportData, x: str) -> tuple[pd.DataFrame, list[str], list[s
     `_pid`; the line keys; the swept keys a label names) of the measures against swept key x."""
     from .figures import _line_keys
     line_keys, shown = _line_keys(data, x)
-    view = _numeric_view(data, [x] + [k for k in line_keys if k in data.swept()])
+    view = _numeric_view(data, [x])
     aggs = {}
     for col, centre, *_ in MEASURES:
         sql = _measure_sql(data, col, centre)
@@ -221,7 +221,7 @@ def _b64(a) -> str:
 
 def _esc(v) -> str:
     """A user's string as plotly and the page show it: as text, never markup."""
-    return html.escape(str(v), quote=True)
+    return html.escape(str(v), quote=False)
 
 
 def page_traces(data: ReportData, pids: list[str]) -> dict:
