@@ -271,7 +271,13 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
     keys = list(plan.references) + fit_keys
     say(_machine_line("start"))
     try:
-        summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
+        if exp.search_kind == "grid":
+            summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
+        else:   # rounds of plans into the same shards; the plan of them all from here on
+            from .search.driver import run_search
+            plan, summary = run_search(exp, run_dir, root, log=say, client=client, warmup=warmup)
+            fit_keys = list(plan.fits)
+            keys = list(plan.references) + fit_keys
     except KeyboardInterrupt:
         saved = len(finished_keys(run_dir) & set(keys))
         msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"

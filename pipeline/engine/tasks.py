@@ -421,7 +421,51 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
         n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
         C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
         info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.get("keep_model") else {}),
+        **_search_fields(spec, problem, fit, X_te, y_te),
     ), fit
+
+
+def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
+    """What a search reads of a fit (pipeline/search/): ``cv_bound``, the certificate of the CV
+    error bound on this fold's validation rows (solvers/cv_bounds.py), from the fit's dual point
+    (alpha, or the squared hinge's KKT map of w); ``state``, the model the next halving rung
+    starts from (`_state`)."""
+    out = {}
+    if spec.get("cv_bound") and X_te.shape[0]:
+        from solvers.cv_bounds import alpha_from_w, certificate
+        alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
+        out["cv_bound"] = certificate(problem, alpha, X_te, y_te).to_dict()
+    if spec.get("keep_state"):
+        out["state"] = _state(fit)
+    return out
+
+
+def _state(fit) -> dict:
+    """A fit's model as a warm start (`start_of`): alpha on its support (dual solvers), else w;
+    and b."""
+    if fit.alpha is not None:
+        sv = np.flatnonzero(fit.alpha)
+        return {"n": int(len(fit.alpha)), "support": sv.tolist(), "alpha": fit.alpha[sv].tolist(), "b": float(fit.b)}
+    return {"w": None if fit.w is None else np.asarray(fit.w, dtype=float).tolist(), "b": float(fit.b)}
+
+
+def start_of(spec: dict, warm_start=None):
+    """The warm start of a fit: a halving rung's spec carries its candidate's model of the rung
+    before, per fold (``warm_state``, outside its key); it replaces a C path's scaled start (the
+    same problem, partly solved, against a neighbour's) and joins a kernel path's (which seeds
+    from the last C where it has one, and keeps its cache)."""
+    state = (spec.get("warm_state") or {}).get(spec["fold"])
+    if state is None or spec["kind"] != "fit":
+        return warm_start
+    if "alpha" in state:
+        alpha = np.zeros(state["n"])
+        alpha[np.asarray(state["support"], dtype=np.int64)] = state["alpha"]
+        start = {"alpha": alpha}
+    elif state.get("w") is not None:
+        start = {"w": np.asarray(state["w"]), "b": state["b"]}
+    else:
+        return warm_start
+    return {**warm_start, **start} if warm_start is not None and "path" in warm_start else start
 
 
 def json_safe(v):
@@ -626,6 +670,11 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         else:
             start = _scaled_start(prev[1], prev[2], C) if prev else None
             seeded = start is not None
+        own = start_of(spec, start)
+        if own is not start and "path" not in own:     # a halving rung's own start, not the path's
+            start, seeded = own, False
+        else:
+            start = own
         _notify(notify, "start", spec["key"])
         record, fit = runner(spec, root, start)
         record["warm_from"] = prev[0] if seeded and prev else None
@@ -644,7 +693,9 @@ def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
             records.extend(run_path(unit, root, notify))
         else:
             _notify(notify, "start", unit[0]["key"])
-            records.append(_notify(notify, "record", run_spec(unit[0], root)))
+            spec = unit[0]
+            record = _run_fit(spec, root, start_of(spec))[0] if spec["kind"] == "fit" else run_spec(spec, root)
+            records.append(_notify(notify, "record", record))
     return records
 
 

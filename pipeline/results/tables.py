@@ -382,6 +382,11 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     if any("class_weight" in p for p in prob.values()):     # a column only where a sweep weighs classes
         out["class_weight"] = _derive(prob, lambda p: _class_weight(p["class_weight"]) if "class_weight" in p else nan, nan)
     out["warm_from"] = _column(field("warm_from"), n)
+    # A search's fits (pipeline/search/): the round (a halving rung) that asked for each.
+    search = spec("search")
+    if (search.codes >= 0).any():
+        optional["search_round"] = _derive(search, lambda s: s.get("round") if isinstance(s, dict) else math.nan,
+                                           math.nan)
     # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
     n_heldout = field("n_heldout")
     held = _truthy(n_heldout, n)

@@ -1,0 +1,247 @@
+"""A lower bound on the cross-validation error as a function of C, from finitely many approximate
+solutions (Shibagaki, Suzuki, Karasuyama and Takeuchi, "Regularization Path of Cross-Validation
+Error Lower Bounds", NeurIPS 2015, Sections 2-3).
+
+The problem is the L2-regularised primal of `objectives` with a linear kernel and no free
+intercept (intercept ``none``, or ``regularized``: the constant feature B joins x and its weight
+u joins w, b = B u),
+
+    P_C(w) = 1/2 ||w||^2 + C L(w),   L(w) = sum_i s_i loss(y_i w.x_i)   (convex in w),
+
+and its dual over alpha >= 0 (hinge: alpha_i <= C s_i), with v(alpha) = sum_i alpha_i y_i x_i
+(`objectives.dual_objective`). w*(C) is the exact solution at C.
+
+**Lemma (the ball).** Let alpha be dual feasible at C~, v = v(alpha), and G = P_C~(v) - D_C~(alpha)
+>= 0 its duality gap. Then for every C > 0, with rho = C / C~,
+
+    || w*(C) - (1 + rho)/2 v ||^2  <=  (1 - rho)^2 / 4 ||v||^2 + rho G.
+
+Proof. Fenchel duality gives G = 1/2 ||v - v||^2 + C~ F with F = L(v) + L*(u) - u.v >= 0 and
+u = -v / C~ (the Fenchel-Young gap of L at v; the dual's L* is a representation of L*'s value, so
+F is at most that): u is an F-subgradient of L at v. At C, -w*/C is a subgradient of L at w*.
+Adding L(w*) >= L(v) + u.(w* - v) - F and L(v) >= L(w*) - (w*/C).(v - w*) gives
+(w* + C u).(w* - v) <= C F, that is ||w* - (v - C u)/2||^2 <= ||(v + C u)/2||^2 + C F; with
+C u = -rho v and C F = rho G this is the ball. At rho = 1 its radius is sqrt(G); for G = 0 it is
+the ball with diameter [v, rho v] (the exact solution path's own ball).
+
+**Certainly misclassified.** A validation row (x_i, y_i) is misclassified by w*(C) whenever the
+largest margin over the ball is negative: (1 + rho)/2 y_i x_i.v + r(rho) ||x_i|| < 0. With
+t_i = y_i x_i.v / ||x_i|| < 0, N = ||v||^2, p = sqrt(N - G) and q = sqrt(t_i^2 - G), squaring
+turns this into (N - t^2) rho^2 - 2 (N + t^2 - 2 G) rho + (N - t^2) < 0, whose roots multiply to
+1: the row is certainly misclassified exactly for
+
+    rho in ((p - q) / (p + q), (p + q) / (p - q)),  i.e.  |log C - log C~| < 2 artanh(q / p),
+
+when t_i^2 > G (never otherwise). Each approximate solution thus gives each validation row an
+open interval of log C; the rows certainly misclassified at C are those whose interval from any
+solution on their fold contains log C, and the fold's error of w*(C) is at least their share.
+The lower bound on the CV error (the mean of the folds' errors) is the mean of those shares: a
+step function of log C, lower semicontinuous (open intervals), so its minimum over a closed
+range is attained at a breakpoint, an end of the range or between two breakpoints, where
+`LowerBound.minimum` looks.
+
+Rows with x_i = 0 and no intercept have w.x_i = 0 for every w: predicted -1 (f > 0 is +1, as
+the pipeline's accuracy counts it), so a positive one is misclassified at every C (`always`).
+
+Covered: the hinge and the squared hinge (any convex loss would do; these are the ones whose dual
+`objectives` states), intercepts none and regularized, sample weights, linear kernel. Not
+covered: a free intercept (b is not regularised: P is not strongly convex in it, and no ball
+follows) or ``basis`` (b set after training), kernels (the rows' norms are in feature space; not
+implemented), the Huber hinge (no dual here).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from .objectives import dual_box_i, dual_objective, intercept_coordinate, primal_objective
+from .problem import Problem
+
+LOSSES = ("hinge", "squared_hinge")
+INTERCEPTS = ("none", "regularized")
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What one approximate solution at C~ says about one validation fold (the lemma's inputs):
+    C~, N = ||v||^2 (the intercept coordinate included), the gap G, the fold's size, the
+    validation rows (positions in the fold) with t_i < 0 and their t_i, and how many rows are
+    misclassified whatever w is (`always`)."""
+
+    C: float
+    norm_sq: float
+    gap: float
+    n_val: int
+    rows: np.ndarray        # int64 positions among the fold's validation rows
+    t: np.ndarray           # y_i x_i.v / ||x_i|| < 0 of those rows
+    always: int = 0
+
+    def to_dict(self) -> dict:
+        """Plain JSON data (a shard record's field)."""
+        return {"C": float(self.C), "norm_sq": float(self.norm_sq), "gap": float(self.gap), "n_val": int(self.n_val),
+                "rows": self.rows.astype(np.int64).tolist(), "t": self.t.astype(np.float64).tolist(),
+                "always": int(self.always)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Certificate":
+        return cls(C=float(d["C"]), norm_sq=float(d["norm_sq"]), gap=float(d["gap"]), n_val=int(d["n_val"]),
+                   rows=np.asarray(d["rows"], dtype=np.int64), t=np.asarray(d["t"], dtype=np.float64),
+                   always=int(d.get("always", 0)))
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, lo, hi): the open interval of log C on which each row is certainly
+        misclassified (module docstring); rows with t_i^2 <= G have none and are left out. hi is
+        +inf where t_i^2 = N (x_i parallel to v)."""
+        N, G = self.norm_sq, self.gap
+        ok = self.t * self.t > G
+        rows, t2 = self.rows[ok], self.t[ok] ** 2
+        p = math.sqrt(max(N - G, 0.0))
+        q = np.sqrt(t2 - G)
+        # |t| <= ||v|| (Cauchy-Schwarz), so q <= p; rounding may put q a hair above.
+        ratio = np.minimum(q / p, 1.0) if p > 0 else np.ones_like(q)
+        with np.errstate(divide="ignore"):
+            half = 2.0 * np.arctanh(ratio)
+        centre = math.log(self.C)
+        return rows, centre - half, centre + half
+
+
+def certificate(problem: Problem, alpha: np.ndarray, X_val, y_val: np.ndarray) -> Certificate:
+    """The lemma's inputs from a dual-feasible alpha at the problem's C (the training fold's
+    problem) and the fold's validation rows. v = sum alpha_i y_i x_i is recomputed from alpha, and
+    G = P(v) - D(alpha) from v, so the certificate holds whatever the solver's own iterate was.
+    alpha is projected onto the dual's box first (it is what the gap is taken at)."""
+    if problem.loss not in LOSSES:
+        raise ValueError(f"loss={problem.loss!r}: the CV error bound covers {list(LOSSES)}")
+    if problem.intercept not in INTERCEPTS:
+        raise ValueError(f"intercept={problem.intercept!r}: the CV error bound covers {list(INTERCEPTS)} "
+                         f"(a free intercept is not regularised, so no ball contains the solution)")
+    if problem.kernel.name != "linear":
+        raise ValueError(f"kernel={problem.kernel.name!r}: the CV error bound covers the linear kernel")
+    _, U = dual_box_i(problem)
+    alpha = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, U)
+    ay = alpha * problem.y
+    v = np.asarray(problem.X.T @ ay).ravel()
+    c, _ = intercept_coordinate(problem)        # regularized: (B, 1); none: (0, 0)
+    u = c * float(ay.sum())
+    norm_sq = float(v @ v) + u * u
+    P = primal_objective(problem, v, c * u)
+    D = dual_objective(problem, alpha, norm_sq)
+    # P and D are sums of many terms: their difference is known to a few ulps of their size.
+    gap = max(P - D, 0.0) + 8.0 * np.finfo(float).eps * (abs(P) + abs(D))
+    f = np.asarray(X_val @ v).ravel() + c * u
+    norms = np.sqrt(_row_norms_sq(X_val) + c * c)
+    y_val = np.asarray(y_val, dtype=np.float64)
+    zero = norms == 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(zero, 0.0, y_val * f / np.where(zero, 1.0, norms))
+    neg = np.flatnonzero((t < 0) & ~zero)
+    return Certificate(C=float(problem.C), norm_sq=norm_sq, gap=float(gap), n_val=int(len(y_val)),
+                       rows=neg.astype(np.int64), t=t[neg], always=int(np.count_nonzero(zero & (y_val > 0))))
+
+
+def alpha_from_w(problem: Problem, w: np.ndarray, b: float) -> np.ndarray:
+    """The squared hinge's dual point of a primal model: alpha_i = 2 C_i (1 - y_i f_i)_+ (the KKT
+    map; exact at the optimum), for solvers that return w alone. The hinge has no such map (it
+    is not unique on the margin), so a primal hinge solver gives no certificate."""
+    if problem.loss != "squared_hinge":
+        raise ValueError("a dual point from w alone is defined for the squared hinge; the hinge needs the "
+                         "solver's alpha")
+    f = np.asarray(problem.X @ np.asarray(w, dtype=np.float64)).ravel() + b
+    return 2.0 * problem.C_i * np.maximum(1.0 - problem.y * f, 0.0)
+
+
+def _row_norms_sq(X) -> np.ndarray:
+    if sp.issparse(X):
+        X = X.tocsr()
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    X = np.asarray(X, dtype=np.float64)
+    return np.einsum("ij,ij->i", X, X)
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """The CV error lower bound as a step function of log C: `breaks` (sorted log C values where
+    it may change) and the bound's value strictly between consecutive breaks (`between`, one
+    shorter... see `at`). Built by `lower_bound`."""
+
+    folds: tuple            # per fold: (sorted lo, sorted hi, n_val, always) of the merged intervals
+
+    def at(self, C) -> np.ndarray:
+        """The bound at each C (array): the mean over folds of the share of rows whose merged
+        interval contains log C (open intervals: an end does not count)."""
+        x = np.log(np.atleast_1d(np.asarray(C, dtype=np.float64)))
+        total = np.zeros(x.shape)
+        for lo, hi, n_val, always in self.folds:
+            inside = np.searchsorted(lo, x, side="left") - np.searchsorted(hi, x, side="right")
+            total += (inside + always) / n_val
+        return total / max(len(self.folds), 1)
+
+    def breaks(self, C_min: float, C_max: float) -> np.ndarray:
+        """The log C values in [log C_min, log C_max] where the bound may change, with both ends."""
+        a, b = math.log(C_min), math.log(C_max)
+        ends = [np.concatenate([lo, hi]) for lo, hi, _, _ in self.folds]
+        x = np.concatenate([[a, b], *ends]) if ends else np.array([a, b])
+        x = np.unique(x[np.isfinite(x)])
+        return x[(x >= a) & (x <= b)]
+
+    def candidates(self, C_min: float, C_max: float) -> np.ndarray:
+        """Every log C where the bound's minimum over [C_min, C_max] may be: the breaks and the
+        midpoints between consecutive ones (a step function is constant between breaks)."""
+        x = self.breaks(C_min, C_max)
+        return np.sort(np.concatenate([x, (x[1:] + x[:-1]) / 2.0]))
+
+    def minimum(self, C_min: float, C_max: float) -> tuple[float, float]:
+        """(the bound's minimum over [C_min, C_max], a C where it is attained): exact, since the
+        bound is lower semicontinuous and constant between breaks."""
+        x = self.candidates(C_min, C_max)
+        values = self.at(np.exp(x))
+        i = int(np.argmin(values))
+        return float(values[i]), float(math.exp(x[i]))
+
+
+def lower_bound(folds: list[list[Certificate]]) -> LowerBound:
+    """The CV error lower bound from each fold's certificates (every fold needs at least one;
+    a fold's certificates all have its n_val). Per row, the intervals of its fold's solutions
+    are merged (union), so a row counts once wherever any solution certifies it."""
+    out = []
+    for certs in folds:
+        if not certs:
+            raise ValueError("every fold needs at least one certificate")
+        n_val = certs[0].n_val
+        parts = [c.intervals() for c in certs]
+        rows = np.concatenate([p[0] for p in parts])
+        lo = np.concatenate([p[1] for p in parts])
+        hi = np.concatenate([p[2] for p in parts])
+        lo, hi = _merge(rows, lo, hi)
+        out.append((np.sort(lo), np.sort(hi), n_val, max(c.always for c in certs)))
+    return LowerBound(tuple(out))
+
+
+def _merge(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of each row's open intervals as disjoint open intervals (lo, hi), all rows
+    together: two intervals of a row that overlap become one (touching ones stay two: the
+    point where they meet is in neither)."""
+    if not len(rows):
+        return lo, hi
+    order = np.lexsort((lo, rows))
+    return _merge_sorted(rows[order], lo[order], hi[order])
+
+
+@njit(cache=True)
+def _merge_sorted(rows, lo, hi):
+    out_lo = np.empty_like(lo)
+    out_hi = np.empty_like(hi)
+    k = 0
+    out_lo[0], out_hi[0] = lo[0], hi[0]
+    for i in range(1, len(rows)):
+        if rows[i] == rows[i - 1] and lo[i] < out_hi[k]:
+            if hi[i] > out_hi[k]:
+                out_hi[k] = hi[i]
+        else:
+            k += 1
+            out_lo[k], out_hi[k] = lo[i], hi[i]
+    return out_lo[:k + 1].copy(), out_hi[:k + 1].copy()
