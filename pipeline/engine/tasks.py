@@ -451,9 +451,9 @@ def _state(fit) -> dict:
 
 def start_of(spec: dict, warm_start=None):
     """The warm start of a fit: a halving rung's spec carries its candidate's model of the rung
-    before, per fold (``warm_state``, outside its key); it replaces a C path's scaled start (the
-    same problem, partly solved, against a neighbour's) and joins a kernel path's (which seeds
-    from the last C where it has one, and keeps its cache)."""
+    before, per fold (``warm_state``, outside its key); it replaces a C path's start, scaled
+    from a neighbouring C, and a kernel path's: the same problem partly solved is the closer
+    start (docs/benchmarks/search.md measures it)."""
     state = (spec.get("warm_state") or {}).get(spec["fold"])
     if state is None or spec["kind"] != "fit":
         return warm_start
@@ -465,7 +465,7 @@ def start_of(spec: dict, warm_start=None):
         start = {"w": np.asarray(state["w"]), "b": state["b"]}
     else:
         return warm_start
-    return {**warm_start, **start} if warm_start is not None and "path" in warm_start else start
+    return start
 
 
 def json_safe(v):
@@ -671,10 +671,8 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
             start = _scaled_start(prev[1], prev[2], C) if prev else None
             seeded = start is not None
         own = start_of(spec, start)
-        if own is not start and "path" not in own:     # a halving rung's own start, not the path's
+        if own is not start:      # a halving rung's own start, not the path's
             start, seeded = own, False
-        else:
-            start = own
         _notify(notify, "start", spec["key"])
         record, fit = runner(spec, root, start)
         record["warm_from"] = prev[0] if seeded and prev else None

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, profiles, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table, split_wide,
                      swept_keys)
@@ -48,7 +48,8 @@ def load(run_dir: Path, baseline: str | None = None) -> ReportData:
     models = run_dir / "models.parquet"
     return ReportData(pd.read_parquet(res_path), pd.read_parquet(tr_path),
                       pd.read_parquet(models) if models.exists() else pd.DataFrame(),
-                      baseline=baseline if baseline is not None else config_baseline(run_dir), name=run_dir.name)
+                      baseline=baseline if baseline is not None else config_baseline(run_dir), name=run_dir.name,
+                      run_dir=run_dir)
 
 
 def config_baseline(run_dir: Path) -> str | None:

@@ -110,8 +110,10 @@ class CertifiedSearch:
                            for C, (e, t) in sorted(d.errors.items())])
         if d.bound is not None:
             s = self.settings
-            x = d.bound.candidates(s.C_min, s.C_max)
-            out["bound"] = {"log_C": x.tolist(), "value": d.bound.at(np.exp(x)).tolist()}
+            # A step function: its value between consecutive breaks (at a break itself it may be
+            # lower, the ends of the open intervals; `bound_min` counts those).
+            x = d.bound.breaks(s.C_min, s.C_max)
+            out["bound"] = {"log_breaks": x.tolist(), "between": d.bound.at(np.exp((x[1:] + x[:-1]) / 2)).tolist()}
         return out
 
     def _round_of(self, C: float, tol: float) -> int:
@@ -160,7 +162,7 @@ class HalvingSearch:
 
     def cv_error(self, rung: int, c: int) -> float | None:
         errs = self.errors[rung].get(c, {})
-        return float(np.mean(list(errs.values()))) if len(errs) == self.n_folds else None
+        return float(np.mean(list(errs.values()))) if errs and len(errs) == self.n_folds else None
 
     def warm(self, point_index: int) -> dict:
         """The warm starts of a point of the current rung: its candidate's models per fold."""
