@@ -465,7 +465,7 @@ def start_of(spec: dict, warm_start=None):
         start = {"w": np.asarray(state["w"]), "b": state["b"]}
     else:
         return warm_start
-    return start
+    return {**start, "from": state.get("key")}       # the fit it starts from (the record's warm_from)
 
 
 def json_safe(v):
@@ -675,7 +675,7 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
             start, seeded = own, False
         _notify(notify, "start", spec["key"])
         record, fit = runner(spec, root, start)
-        record["warm_from"] = prev[0] if seeded and prev else None
+        record["warm_from"] = prev[0] if seeded and prev else (start or {}).get("from")
         records.append(_notify(notify, "record", record))
         prev = (spec["key"], fit, C) if fit is not None else None
     return records
@@ -692,7 +692,13 @@ def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
         else:
             _notify(notify, "start", unit[0]["key"])
             spec = unit[0]
-            record = _run_fit(spec, root, start_of(spec))[0] if spec["kind"] == "fit" else run_spec(spec, root)
+            if spec["kind"] == "fit":
+                start = start_of(spec)
+                record = _run_fit(spec, root, start)[0]
+                if start is not None:
+                    record["warm_from"] = start.get("from")
+            else:
+                record = run_spec(spec, root)
             records.append(_notify(notify, "record", record))
     return records
 

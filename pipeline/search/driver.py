@@ -43,7 +43,7 @@ class Records:
     read before (a shard is written once; a retried task's newer shard comes later in
     `shard_files`' order and replaces the record)."""
 
-    FIELDS = ("status", "test_accuracy", "n_iter", "cv_bound", "state")
+    FIELDS = ("key", "status", "test_accuracy", "n_iter", "cv_bound", "state")
 
     def __init__(self, run_dir: Path):
         self.run_dir, self.seen, self.by_key = Path(run_dir), set(), {}
@@ -177,8 +177,8 @@ class HalvingSearch:
         if record is None or record.get("status") == "error" or record.get("test_accuracy") is None:
             return
         self.errors[round_].setdefault(c, {})[fold] = 1.0 - record["test_accuracy"]
-        if record.get("state") is not None:
-            self.states[round_].setdefault(c, {})[fold] = record["state"]
+        if record.get("state") is not None:     # with its key: the next rung's fit names it (warm_from)
+            self.states[round_].setdefault(c, {})[fold] = {**record["state"], "key": record["key"]}
 
     def state(self) -> dict:
         rungs = []
