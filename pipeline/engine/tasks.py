@@ -543,6 +543,28 @@ def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes, X_ho=None, y_ho=()
     )
 
 
+def share_rows(y: np.ndarray, share: float, seed: int, fold: int) -> np.ndarray:
+    """The first ceil(share n) rows of one stratified random order of a training fold (at least
+    two): each class's rows take evenly spaced places in the order, so every prefix keeps the
+    classes' proportions, and a larger share's rows hold a smaller one's (a halving rung's
+    warm start keeps its alpha, the new rows' at 0). The order is fixed by the folds' seed
+    and the fold."""
+    rng = np.random.default_rng([int(seed), int(fold)])
+    place = np.empty(len(y))
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        place[idx] = (rng.permutation(len(idx)) + rng.random(len(idx))) / len(idx)
+    order = np.argsort(place, kind="stable")
+    return order[:min(len(y), max(2, math.ceil(share * len(y))))]
+
+
+def _padded(warm_start, n: int):
+    """A warm start's alpha of fewer rows (the last rung's share) with zeros for the rows added."""
+    if not warm_start or warm_start.get("alpha") is None or len(warm_start["alpha"]) >= n:
+        return warm_start
+    return {**warm_start, "alpha": np.r_[warm_start["alpha"], np.zeros(n - len(warm_start["alpha"]))]}
+
+
 def run_fit(spec: dict, root: str) -> dict:
     """Fit one (dataset, fold, solver, parameters) and return its result record and trace."""
     return _run_fit(spec, root)[0]
@@ -560,6 +582,11 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
         X_ho, y_ho = heldout_data(root, spec["data"], spec["fold"])
         if len(classes) == 2:
             rows = _train_problem(root, spec["data"], spec["fold"])
+            share = spec["budget"].get("train_fraction")
+            if share is not None:     # a halving rung on part of the training rows, in their stratified order
+                idx = share_rows(y_tr, share, spec["data"]["folds_seed"], spec["fold"])
+                X_tr, y_tr, rows = X_tr[idx], y_tr[idx], rows.subset(idx)
+                warm_start = _padded(warm_start, len(idx))
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho, rows)
             record.update(rec)
         else:

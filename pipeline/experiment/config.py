@@ -838,9 +838,11 @@ def _check_halving(cfg: DictConfig, se, fail) -> None:
     if se.resource not in HALVING_RESOURCES:
         fail("search.resource", se.resource, f"must be one of {list(HALVING_RESOURCES)}")
     m = se.min_resources
-    if m is not None and not (_positive_number(m) and (se.resource == "tol" or float(m).is_integer())):
-        fail("search.min_resources", m, "must be null, or the first rung's " +
-             ("max_iter: an integer >= 1" if se.resource == "max_iter" else "tol: a number > 0"))
+    allowed = {"max_iter": "max_iter: an integer >= 1", "tol": "tol: a number > 0",
+               "train_fraction": "share of the training rows: a number in (0, 1]"}
+    if m is not None and not (_positive_number(m) and (se.resource != "max_iter" or float(m).is_integer())
+                              and (se.resource != "train_fraction" or m <= 1)):
+        fail("search.min_resources", m, "must be null, or the first rung's " + allowed[se.resource])
     for key, sc in cfg.solvers.items():
         grid = _plain(sc.grid) or {}
         if se.resource in grid or se.resource in _zip_of(grid):

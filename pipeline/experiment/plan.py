@@ -44,7 +44,7 @@ import numpy as np
 
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
-from .schema import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS
+from .schema import BUDGET_KEYS, PROBLEM_KEYS, SUBSAMPLE_KEY, TASK_KEYS
 
 KEY_LENGTH = 16
 # budget.tol of a fit whose entry sets none (part of its key).
@@ -628,9 +628,11 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                     budget["time_limit_s"] = exp.run.timeout_s
                 if exp.run.time_repeats > 1:     # in the key (fit_time_s is measured otherwise); 1 keeps keys as they were
                     budget["time_repeats"] = int(exp.run.time_repeats)
+                if merged.get(SUBSAMPLE_KEY) is not None:     # a halving rung's share of the rows
+                    budget[SUBSAMPLE_KEY] = float(merged[SUBSAMPLE_KEY])
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
-                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
+                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS + (SUBSAMPLE_KEY,)}
                 template = {"kind": "fit", "data": data, "fold": _FOLD_MARK, "solver_entry": skey,
                             "solver": name, "solver_version": spec.version, "family": spec.family,
                             "problem": problem, "budget": budget, "solver_params": sparams,

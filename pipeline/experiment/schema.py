@@ -24,7 +24,10 @@ REFERENCE_MODES = ("auto", True, False)
 # How a sweep visits its grid (`SearchConf`): every point (grid), a C search with a certified CV
 # error (certified), or successive halving over the grid's points (halving).
 SEARCH_KINDS = ("grid", "certified", "halving")
-HALVING_RESOURCES = ("max_iter", "tol")
+HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
+# A halving rung's share of each training fold's rows (search.resource=train_fraction): in a fit's
+# budget, and so in its key, only when set.
+SUBSAMPLE_KEY = "train_fraction"
 
 
 # What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
@@ -114,9 +117,11 @@ class SearchConf:
     # each rung keeps the best 1/factor of the candidates and gives them factor times the
     # resource, warm-started from their last rung
     factor: float = 3.0
-    resource: str = "max_iter"               # halving: max_iter (the solver's passes) or tol
-    # halving: the first rung's resource (max_iter: passes; tol: the loosest tol); null: the
-    # last rung's divided (tol: multiplied) by factor per rung
+    # halving: max_iter (the solver's passes), tol, or train_fraction (the share of each training
+    # fold's rows, HalvingGridSearchCV's n_samples)
+    resource: str = "max_iter"
+    # halving: the first rung's resource (max_iter: passes; tol: the loosest tol; train_fraction:
+    # a share in (0, 1]); null: the last rung's divided (tol: multiplied) by factor per rung
     min_resources: Optional[float] = None
 
 

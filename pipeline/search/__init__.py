@@ -32,10 +32,13 @@ def first_points(search: dict, entry: dict, key: str) -> list[dict]:
 
 
 def last_resource(search: dict, entry: dict, key: str) -> float:
-    """The entry's own max_iter or tol: the last rung's resource unless min_resources says
-    otherwise (tol: the plan's default where the entry sets none; max_iter: its solver's)."""
+    """The entry's own max_iter or tol, or all of each training fold's rows: the last rung's
+    resource unless min_resources says otherwise (tol: the plan's default where the entry sets
+    none; max_iter: its solver's)."""
     import solvers
     from ..experiment.plan import DEFAULT_TOL
+    if search["resource"] == "train_fraction":
+        return 1.0
     given = (entry["params"] or {}).get(search["resource"])
     if given is not None:
         return float(given)

@@ -7,10 +7,12 @@ first (``n_possible_iterations``, when min_resources is given); rung i keeps
 ceil(n_{i-1} / f) candidates, the best by mean CV error, and gives each f times the resource of
 rung i - 1. What differs:
 
-- the resource is the solver's budget, not the rows: ``max_iter`` (passes, pair updates: the
-  solver's iterations) or ``tol`` (divided by f a rung); by default the last rung gets the
-  entry's own budget and the first that budget scaled back by f^(R-1), and min_resources
-  sets the first instead;
+- the resource is the solver's budget, ``max_iter`` (passes, pair updates: the solver's
+  iterations) or ``tol`` (divided by f a rung), or ``train_fraction``, the share of each
+  training fold's rows (scikit-learn's default resource, n_samples, as a share: the rows of a
+  rung are the first of one stratified order of the fold, so each rung's rows hold the last
+  rung's); by default the last rung gets the entry's own budget (all the rows) and the first
+  that scaled back by f^(R-1), and min_resources sets the first instead;
 - each candidate starts a rung from its own solution of the rung before (a warm start), so a
   rung's max_iter are iterations beyond where its last rung stopped;
 - every rung runs each candidate on every fold, as one round of keyed Dask tasks.
@@ -45,8 +47,9 @@ def schedule(n_candidates: int, factor: float, resource: str, last: float,
     """The rungs of a halving search over n candidates: each rung's number of candidates and
     resource (module docstring). `last`: the entry's own max_iter or tol."""
     R = n_rungs(n_candidates, factor)
+    grows = resource != "tol"           # max_iter and train_fraction grow a rung; tol shrinks
     if min_resources is not None:
-        span = (last / min_resources) if resource == "max_iter" else (min_resources / last)
+        span = (last / min_resources) if grows else (min_resources / last)
         R = max(1, min(R, n_rungs(max(int(span), 1) if resource == "max_iter" else span, factor)))
     counts = [n_candidates]
     for _ in range(R - 1):
@@ -55,9 +58,10 @@ def schedule(n_candidates: int, factor: float, resource: str, last: float,
     for i, n in enumerate(counts):
         if min_resources is None:
             scale = factor ** (R - 1 - i)
-            value = math.ceil(last / scale) if resource == "max_iter" else last * scale
+            value = {"max_iter": math.ceil(last / scale), "tol": last * scale}.get(resource, last / scale)
         else:
-            value = round(min_resources * factor ** i) if resource == "max_iter" else min_resources / factor ** i
+            value = {"max_iter": round(min_resources * factor ** i), "tol": min_resources / factor ** i}.get(
+                resource, min(min_resources * factor ** i, last))
         rungs.append(Rung(i, n, int(max(value, 1)) if resource == "max_iter" else float(f"{value:.12g}")))
     return rungs
 

@@ -186,7 +186,7 @@ def test_a_killed_search_resumes_without_refitting(store, certified, tmp_path):
     (["search=certified", "solvers=[smo]"], ["solvers.smo.params.intercept='free'", "covers ['none', 'regularized']"]),
     (["search=halving", "search.factor=1"], ["search.factor=1.0", "must be a number > 1"]),
     (["search=halving", "search.factor=0.5"], ["search.factor=0.5", "must be a number > 1"]),
-    (["search=halving", "search.resource=rows"], ["search.resource='rows'", "must be one of ['max_iter', 'tol']"]),
+    (["search=halving", "search.resource=rows"], ["search.resource='rows'", "must be one of ['max_iter', 'tol', 'train_fraction']"]),
     (["search=halving", "search.resource=tol", "solvers.dcd.grid.tol=[0.1,0.01]"],
      ["solvers.dcd.grid.tol=[0.1, 0.01]", "sets tol per rung"]),
     (["search=certified", "cv=none"], ["cv.kind='none'", "no validation rows"]),
