@@ -40,12 +40,15 @@ CONSTANTS = {
     "SCALINGS": "a dataset entry's `scale`",
     "REFERENCE_MODES": "`run.reference`",
     "REPORT_KEYS": "the `report` group's keys",
+    "SEARCH_KINDS": "`search.kind`",
+    "HALVING_RESOURCES": "`search.resource` of a halving search",
 }
 GROUP_TITLES = {
     "datasets": "Datasets (multi-select)",
     "solvers": "Solver entries (multi-select)",
     "cv": "Cross-validation",
     "cluster": "Clusters",
+    "search": "Searches (grid, certified C search, successive halving)",
     "experiment": "Experiments (`+experiment=NAME`)",
 }
 

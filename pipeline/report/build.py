@@ -49,7 +49,7 @@ def load(run_dir: Path, baseline: str | None = None) -> ReportData:
     return ReportData(pd.read_parquet(res_path), pd.read_parquet(tr_path),
                       pd.read_parquet(models) if models.exists() else pd.DataFrame(),
                       baseline=baseline if baseline is not None else config_baseline(run_dir), name=run_dir.name,
-                      run_dir=run_dir)
+                      search=search.state(run_dir))
 
 
 def config_baseline(run_dir: Path) -> str | None:

@@ -10,7 +10,6 @@ naming it); a function that finds its columns but nothing to show in them raises
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -35,7 +34,7 @@ class ReportData:
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     baseline: str | None = None          # report.baseline: the solver entry ratios are taken against
     name: str = ""
-    run_dir: Path | None = None          # where the tables came from (a search's search.json is there)
+    search: dict | None = None           # a search's state (the run's search.json; None: a grid's run)
     _arrays: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

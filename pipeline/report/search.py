@@ -1,8 +1,10 @@
 """The report's view of a search (`search.kind` certified or halving; pipeline/search/): how each
 search ended, the CV error lower bound against C with the points fitted (certified), and the
-rungs (halving). Read from the run directory's search.json, which the search writes after each
-round; a grid's run has none, and these items are left out with a hint."""
+rungs (halving). Read from the run directory's search.json (`ReportData.search`), which the
+search writes after each round; a grid's run has none, and these items are left out with a hint."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,9 +15,14 @@ from .registry import ReportData, Skip, figure, table
 HINT = "run a search (`search=certified` for a linear C, `search=halving` for any grid)"
 
 
-def _searches(data: ReportData, kind: str | None = None) -> list[dict]:
+def state(run_dir: Path) -> dict | None:
+    """The run's search.json (written by pipeline/search/driver.py), None for a grid's run."""
     from ..search.driver import read_state
-    state = read_state(data.run_dir) if data.run_dir is not None else None
+    return read_state(run_dir)
+
+
+def _searches(data: ReportData, kind: str | None = None) -> list[dict]:
+    state = data.search
     if not state:
         raise Skip("the run has no search.json (a grid's run)", HINT)
     found = [s for s in state["searches"] if kind is None or s["kind"] == kind]
