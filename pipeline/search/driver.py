@@ -25,15 +25,15 @@ from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+from solvers.cv_bounds import Certificate
 
 from ..experiment.config import ConfigError, grid_points
 from ..experiment.experiment import Experiment, freeze, thaw
 from ..experiment.plan import Plan, build_plan, concat_plans
-from ..results.shards import read_shard
+from ..results.shards import _json_default, read_shard
 from ..results.tables import shard_files
 from . import halving
 from .certified import FoldFit, Settings, decide
-from solvers.cv_bounds import Certificate
 
 STATE_FILE = "search.json"
 
@@ -345,14 +345,6 @@ def _write_state(run_dir: Path, exp: Experiment, searches: list) -> None:
     tmp = run_dir / f".{STATE_FILE}.tmp"
     tmp.write_text(json.dumps(data, indent=1, default=_json_default, allow_nan=True))
     tmp.replace(run_dir / STATE_FILE)
-
-
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
 
 
 def read_state(run_dir: Path) -> dict | None:
