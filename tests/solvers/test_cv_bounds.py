@@ -27,14 +27,14 @@ def _folds(n, k=3, seed=0):
     return [(np.sort(np.setdiff1d(order, part)), np.sort(part)) for part in np.array_split(order, k)]
 
 
-def _fit(X, y, C, loss, intercept, tol, solver="dcd", max_iter=100_000):
-    p = Problem(X, y, C=C, loss=loss, intercept=intercept)
+def _fit(X, y, C, loss, intercept, tol, solver="dcd", max_iter=100_000, sample_weight=None):
+    p = Problem(X, y, C=C, loss=loss, intercept=intercept, sample_weight=sample_weight)
     return p, solvers.fit(p, solver, budget=Budget(tol=tol, max_iter=max_iter))
 
 
-def _exact(X, y, C, loss, intercept):
+def _exact(X, y, C, loss, intercept, sample_weight=None):
     """A solution certified to rounding (smooth_newton's gap), as the exact w*(C)."""
-    p, fit = _fit(X, y, C, loss, intercept, 1e-12, "smooth_newton", 500)
+    p, fit = _fit(X, y, C, loss, intercept, 1e-12, "smooth_newton", 500, sample_weight)
     assert fit.gap <= 1e-9 * max(1.0, abs(fit.primal)), (C, fit.gap, fit.primal)
     return p, fit
 
@@ -46,16 +46,19 @@ def _augmented(p, fit):
     return np.r_[fit.w, u], B
 
 
-CASES = [("squared_hinge", "none"), ("squared_hinge", "regularized"), ("hinge", "none"), ("hinge", "regularized")]
+CASES = [("squared_hinge", "none", False), ("squared_hinge", "regularized", False), ("hinge", "none", False),
+         ("hinge", "regularized", False), ("squared_hinge", "none", True), ("hinge", "regularized", True)]
 
 
-@pytest.mark.parametrize("loss, intercept", CASES)
-def test_the_exact_solution_at_every_C_lies_in_the_ball_of_a_loose_one(loss, intercept):
+@pytest.mark.parametrize("loss, intercept, weighted", CASES)
+def test_the_exact_solution_at_every_C_lies_in_the_ball_of_a_loose_one(loss, intercept, weighted):
     """The lemma: ||w*(C) - (1 + rho)/2 v||^2 <= (1 - rho)^2/4 ||v||^2 + rho G, with v and G of a
-    loose fit at C~, for C from C~/100 to 100 C~ (v recomputed here from alpha, the slow way)."""
+    loose fit at C~, for C from C~/100 to 100 C~ (v recomputed here from alpha, the slow way);
+    with sample weights (a class weighted 3 times the other) too."""
     X, y = _data()
+    sw = np.where(y > 0, 3.0, 1.0) if weighted else None
     C0 = 0.3
-    p0, loose = _fit(X, y, C0, loss, intercept, tol=1.0)
+    p0, loose = _fit(X, y, C0, loss, intercept, tol=1.0, sample_weight=sw)
     cert = certificate(p0, loose.alpha, X[:5], y[:5])
     assert cert.gap > 1e-4            # loose indeed: the gap term matters
     B = p0.intercept_scaling if intercept == "regularized" else 0.0
@@ -65,7 +68,7 @@ def test_the_exact_solution_at_every_C_lies_in_the_ball_of_a_loose_one(loss, int
     assert math.isclose(float(v @ v), cert.norm_sq, rel_tol=1e-9)
     for C in np.geomspace(C0 / 100, C0 * 100, 13):
         rho = C / C0
-        w_star, _ = _augmented(*_exact(X, y, C, loss, intercept))
+        w_star, _ = _augmented(*_exact(X, y, C, loss, intercept, sw))
         lhs = float(np.sum((w_star - (1 + rho) / 2 * v) ** 2))
         rhs = (1 - rho) ** 2 / 4 * cert.norm_sq + rho * cert.gap
         assert lhs <= rhs * (1 + 1e-9) + 1e-12, (C, lhs, rhs)
