@@ -12,6 +12,7 @@ with ``status="error"`` and its traceback, and the sweep goes on.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib
 import json
@@ -441,19 +442,23 @@ def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
 
 
 def _state(fit) -> dict:
-    """A fit's model as a warm start (`start_of`): alpha on its support (dual solvers), else w;
-    and b."""
-    if fit.alpha is not None:
-        sv = np.flatnonzero(fit.alpha)
-        return {"n": int(len(fit.alpha)), "support": sv.tolist(), "alpha": fit.alpha[sv].tolist(), "b": float(fit.b)}
-    return {"w": None if fit.w is None else np.asarray(fit.w, dtype=float).tolist(), "b": float(fit.b)}
+    """A fit's model as a warm start (`start_of`): a linear model's w, as float32 in base64 (a
+    start needs no more digits, and a text of 47,236 features is a third of its JSON list), or
+    a kernel model's alpha on its support; and b."""
+    if fit.w is not None:
+        w = np.ascontiguousarray(fit.w, dtype="<f4")
+        return {"w64": base64.b64encode(w.tobytes()).decode("ascii"), "b": float(fit.b)}
+    sv = np.flatnonzero(fit.alpha)
+    return {"n": int(len(fit.alpha)), "support": sv.tolist(), "alpha": fit.alpha[sv].tolist(), "b": float(fit.b)}
 
 
 def start_of(spec: dict, warm_start=None):
-    """The warm start of a fit: a halving rung's spec carries its candidate's model of the rung
-    before, per fold (``warm_state``, outside its key); it replaces a C path's start, scaled
-    from a neighbouring C, and a kernel path's: the same problem partly solved is the closer
-    start (docs/benchmarks/search.md measures it)."""
+    """The warm start of a fit: a search's spec carries, per fold (``warm_state``, outside its
+    key), the model it starts from: a halving candidate's of the rung before, a certified
+    search's C's of the fitted C nearest it. It replaces a C path's start, scaled from a
+    neighbouring C, and a kernel path's: the same problem partly solved, or the nearest C's
+    solution, is the closer start. A linear model's w goes in as w (dcd maps it to the dual
+    point of this C, as its own C paths' starts do not need to)."""
     state = (spec.get("warm_state") or {}).get(spec["fold"])
     if state is None or spec["kind"] != "fit":
         return warm_start
@@ -461,8 +466,8 @@ def start_of(spec: dict, warm_start=None):
         alpha = np.zeros(state["n"])
         alpha[np.asarray(state["support"], dtype=np.int64)] = state["alpha"]
         start = {"alpha": alpha}
-    elif state.get("w") is not None:
-        start = {"w": np.asarray(state["w"]), "b": state["b"]}
+    elif state.get("w64") is not None:
+        start = {"w": np.frombuffer(base64.b64decode(state["w64"]), dtype="<f4").astype(np.float64), "b": state["b"]}
     else:
         return warm_start
     return {**start, "from": state.get("key")}       # the fit it starts from (the record's warm_from)

@@ -75,6 +75,7 @@ class CertifiedSearch:
         self.base_tol = float(thaw(entry.params).get("tol") or _default_tol())
         self.rounds: list[list[dict]] = []       # each round's points
         self.fits: list[FoldFit] = []
+        self.states: dict = {}                   # (C, tol, fold) -> the fit's model, with its key
         self.decision = None
         self.done = False
 
@@ -96,6 +97,19 @@ class CertifiedSearch:
         cert = Certificate.from_dict(record["cv_bound"]) if ok else None
         self.fits.append(FoldFit(C=float(point["C"]), tol=tol, fold=fold, error=error, certificate=cert,
                                  round=round_, status=(record or {}).get("status") or "error"))
+        if ok and record.get("state") is not None:
+            self.states[(float(point["C"]), tol, fold)] = {**record["state"], "key": record["key"]}
+
+    def warm(self, point: dict) -> dict:
+        """The warm starts of a point, per fold: the model of the fitted C nearest it in log C (a
+        refit's own C first, its tightest tol), so a new C starts where its neighbour ended."""
+        C = float(point["C"])
+        out = {}
+        for (C2, tol, fold), state in self.states.items():
+            rank = (abs(math.log(C2 / C)), tol, C2)
+            if fold not in out or rank < out[fold][0]:
+                out[fold] = (rank, state)
+        return {"warm_state": {fold: state for fold, (_, state) in out.items()}} if out else {}
 
     def state(self) -> dict:
         d = self.decision
@@ -297,9 +311,8 @@ def _round_plan(exp: Experiment, labels: dict, wanted: dict, round_: int) -> tup
     for dkey, entries in by_dataset.items():
         tails = {}
         for skey, (s, points) in entries.items():
-            if isinstance(s, HalvingSearch):
-                for i in range(len(points)):
-                    tails[(skey, i)] = s.warm(i)
+            for i, point in enumerate(points):
+                tails[(skey, i)] = s.warm(i) if isinstance(s, HalvingSearch) else s.warm(point)
         plan = _entry_plan(exp, labels, dkey, {k: v[1] for k, v in entries.items()}, round_, tails)
         n_folds = len(plan.datasets[dkey]["folds"])
         for skey, (s, _) in entries.items():
