@@ -51,6 +51,7 @@ implemented), the Huber hinge (no dual here).
 """
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import dataclass
 
@@ -79,18 +80,33 @@ class Certificate:
     rows: np.ndarray        # int64 positions among the fold's validation rows
     t: np.ndarray           # y_i x_i.v / ||x_i|| < 0 of those rows
     always: int = 0
+    # For the bound between two fits (`pair_intervals`): v rounded to float32 (v_32), and each
+    # stored row's y_i x_i.v_32 / ||x_i||; None where the record did not keep them.
+    v32: np.ndarray | None = None
+    t32: np.ndarray | None = None
 
     def to_dict(self) -> dict:
-        """Plain JSON data (a shard record's field)."""
-        return {"C": float(self.C), "norm_sq": float(self.norm_sq), "gap": float(self.gap), "n_val": int(self.n_val),
-                "rows": self.rows.astype(np.int64).tolist(), "t": self.t.astype(np.float64).tolist(),
-                "always": int(self.always)}
+        """Plain JSON data (a shard record's field; v_32 as base64 of its little-endian bytes)."""
+        out = {"C": float(self.C), "norm_sq": float(self.norm_sq), "gap": float(self.gap), "n_val": int(self.n_val),
+               "rows": self.rows.astype(np.int64).tolist(), "t": self.t.astype(np.float64).tolist(),
+               "always": int(self.always)}
+        if self.v32 is not None:
+            out["v32"] = base64.b64encode(np.ascontiguousarray(self.v32, dtype="<f4").tobytes()).decode("ascii")
+            out["t32"] = self.t32.astype(np.float64).tolist()
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "Certificate":
+        v32 = np.frombuffer(base64.b64decode(d["v32"]), dtype="<f4") if d.get("v32") else None
         return cls(C=float(d["C"]), norm_sq=float(d["norm_sq"]), gap=float(d["gap"]), n_val=int(d["n_val"]),
                    rows=np.asarray(d["rows"], dtype=np.int64), t=np.asarray(d["t"], dtype=np.float64),
-                   always=int(d.get("always", 0)))
+                   always=int(d.get("always", 0)), v32=v32,
+                   t32=np.asarray(d["t32"], dtype=np.float64) if v32 is not None else None)
+
+    def radius(self, rho) -> np.ndarray:
+        """The lemma's radius at C = rho C~: sqrt((1 - rho)^2/4 N + rho G)."""
+        rho = np.asarray(rho, dtype=np.float64)
+        return np.sqrt((1.0 - rho) ** 2 / 4.0 * self.norm_sq + rho * self.gap)
 
     def intervals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows, lo, hi): the open interval of log C on which each row is certainly
@@ -139,8 +155,13 @@ def certificate(problem: Problem, alpha: np.ndarray, X_val, y_val: np.ndarray) -
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(zero, 0.0, y_val * f / np.where(zero, 1.0, norms))
     neg = np.flatnonzero((t < 0) & ~zero)
+    # v rounded to float32, with the rows' margins on it computed here, exactly as a later
+    # bound between two fits reads them (`pair_intervals`).
+    v32 = np.r_[v, u].astype(np.float32)
+    f32 = np.asarray(X_val @ v32[:-1].astype(np.float64)).ravel() + c * float(v32[-1])
     return Certificate(C=float(problem.C), norm_sq=norm_sq, gap=float(gap), n_val=int(len(y_val)),
-                       rows=neg.astype(np.int64), t=t[neg], always=int(np.count_nonzero(zero & (y_val > 0))))
+                       rows=neg.astype(np.int64), t=t[neg], always=int(np.count_nonzero(zero & (y_val > 0))),
+                       v32=v32, t32=y_val[neg] * f32[neg] / norms[neg])
 
 
 def alpha_from_w(problem: Problem, w: np.ndarray, b: float) -> np.ndarray:
@@ -203,16 +224,110 @@ class LowerBound:
         return float(values[i]), float(math.exp(x[i]))
 
 
+# float32's unit roundoff: ||v_32 - v|| <= U32 ||v|| (each component rounded to nearest).
+U32 = 2.0 ** -24
+# Segments of log C a pair's balls are taken over, per unit of log C between the two fits.
+PAIR_PIECES_PER_LOG = 40
+
+
+def pair_intervals(left: Certificate, right: Certificate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, lo, hi): open intervals of log C between two fits (C_L < C_R, both with v_32)
+    over which a row is misclassified by every exact solution in *both* fits' balls.
+
+    For C between the fits, w*(C) lies in the intersection of the two balls of the lemma, and
+    where the solution path is nearly straight (a ray at small C, flat at large C) the two balls
+    only touch: the intersection is far smaller than either. Over a segment [C_a, C_b] of log C,
+    each fit's balls lie in one ball (`_segment_ball`: its centre at the segment's middle rho,
+    its radius the largest, the centre's travel and v_32's rounding added), and the largest
+    margin over the intersection of the two is, with s_j = a . m_j (a = y_i x_i / ||x_i||), d
+    the distance of the centres and their radii R_j: the maximiser of one ball if it lies in the
+    other (s_j + R_j), else the maximum over the circle where the spheres meet,
+    s_L + tau (a.u) + rho_c sqrt(1 - (a.u)^2), tau = (R_L^2 - R_R^2 + d^2) / (2 d),
+    rho_c^2 = R_L^2 - tau^2, u the unit vector between the centres. A row whose maximum is
+    negative over a segment is certified over all of it; each run of such segments is one
+    interval (its ends excluded: open, as the single fits' are)."""
+    if left.v32 is None or right.v32 is None or not left.C < right.C:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    rows, il, ir = np.intersect1d(left.rows, right.rows, assume_unique=True, return_indices=True)
+    if not len(rows):
+        return rows, np.zeros(0), np.zeros(0)
+    tL, tR = left.t32[il], right.t32[ir]
+    vL, vR = left.v32.astype(np.float64), right.v32.astype(np.float64)
+    # ||a_L v_L - a_R v_R||^2 from the difference (no cancellation where v_L and v_R are close).
+    diff = vL - vR
+    D, X, N_R = float(diff @ diff), float(diff @ vR), float(vR @ vR)
+    span = math.log(right.C / left.C)
+    pieces = max(8, math.ceil(PAIR_PIECES_PER_LOG * span))
+    edges = np.linspace(math.log(left.C), math.log(right.C), pieces + 1)
+    hit = np.zeros((len(rows), pieces), dtype=bool)
+    for k in range(pieces):
+        Ca, Cb = math.exp(edges[k]), math.exp(edges[k + 1])
+        aL, RL = _segment_ball(left, Ca, Cb, vL)
+        aR, RR = _segment_ball(right, Ca, Cb, vR)
+        d2 = aL * aL * D + (aL - aR) ** 2 * N_R + 2.0 * aL * (aL - aR) * X
+        sL, sR = aL * tL, aR * tR
+        best = intersection_max(sL, sR, RL, RR, d2)
+        # Rounding of the float64 arithmetic above, far below the terms' size.
+        slack = 1e-9 * (np.abs(sL) + np.abs(sR) + RL + RR)
+        hit[:, k] = best < -slack
+    padded = np.pad(hit, ((0, 0), (1, 1)))
+    change = np.diff(padded.astype(np.int8), axis=1)
+    r0, c0 = np.nonzero(change == 1)
+    r1, c1 = np.nonzero(change == -1)
+    return rows[r0], edges[c0], edges[c1]
+
+
+def intersection_max(sL, sR, RL: float, RR: float, d2: float) -> np.ndarray:
+    """max of a . w over B(m_L, R_L) and B(m_R, R_R) together (||a|| = 1), from s_j = a . m_j,
+    the radii and d2 = ||m_R - m_L||^2: the maximiser of one ball if it lies in the other, else
+    the maximum over the circle where the two spheres meet (`pair_intervals`); where the balls
+    are disjoint or one holds the other, the lesser of the two balls' maxima."""
+    sL, sR = np.asarray(sL, dtype=np.float64), np.asarray(sR, dtype=np.float64)
+    d = math.sqrt(max(d2, 0.0))
+    best = np.minimum(sL + RL, sR + RR)          # each ball alone
+    if not (0 < d < RL + RR and d > abs(RL - RR)):
+        return best
+    gap = sR - sL                                # a . (m_R - m_L)
+    au = gap / d
+    tau = (RL * RL - RR * RR + d2) / (2.0 * d)
+    rc = math.sqrt(max(RL * RL - tau * tau, 0.0))
+    circle = sL + tau * au + rc * np.sqrt(np.maximum(1.0 - au * au, 0.0))
+    in_R = d2 - 2.0 * RL * gap + RL * RL <= RR * RR     # ||m_L + R_L a - m_R|| <= R_R
+    in_L = d2 + 2.0 * RR * gap + RR * RR <= RL * RL     # ||m_R + R_R a - m_L|| <= R_L
+    return np.where(in_R, sL + RL, np.where(in_L, sR + RR, np.minimum(circle, best)))
+
+
+def _segment_ball(cert: Certificate, Ca: float, Cb: float, v32: np.ndarray) -> tuple[float, float]:
+    """(centre scale a, radius R) of one ball B(a v_32, R) holding the lemma's balls of every C in
+    [Ca, Cb]: centred at the middle rho, its radius the largest of the ends' (the radius is the
+    norm of an affine function of rho, so convex), the centre's travel (rho_b - rho_a)/4 ||v_32||
+    and v_32's rounding a(rho_b) U32 ||v|| added."""
+    ra, rb = Ca / cert.C, Cb / cert.C
+    a = (1.0 + (ra + rb) / 2.0) / 2.0
+    norm = math.sqrt(cert.norm_sq)
+    travel = (rb - ra) / 4.0 * float(np.linalg.norm(v32))
+    R = travel + float(np.max(cert.radius([ra, rb]))) + (1.0 + rb) / 2.0 * U32 * norm * (1.0 + 1e-6)
+    return a, R
+
+
 def lower_bound(folds: list[list[Certificate]]) -> LowerBound:
     """The CV error lower bound from each fold's certificates (every fold needs at least one;
     a fold's certificates all have its n_val). Per row, the intervals of its fold's solutions
-    are merged (union), so a row counts once wherever any solution certifies it."""
+    are merged (union), so a row counts once wherever any solution certifies it: each fit's own,
+    and between each two neighbouring C values fitted (the least gap at each), the pair's
+    (`pair_intervals`)."""
     out = []
     for certs in folds:
         if not certs:
             raise ValueError("every fold needs at least one certificate")
         n_val = certs[0].n_val
         parts = [c.intervals() for c in certs]
+        tightest = {}
+        for c in certs:
+            if c.v32 is not None and (c.C not in tightest or c.gap < tightest[c.C].gap):
+                tightest[c.C] = c
+        ordered = [tightest[C] for C in sorted(tightest)]
+        parts += [pair_intervals(a, b) for a, b in zip(ordered, ordered[1:])]
         rows = np.concatenate([p[0] for p in parts])
         lo = np.concatenate([p[1] for p in parts])
         hi = np.concatenate([p[2] for p in parts])

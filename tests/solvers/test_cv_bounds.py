@@ -168,3 +168,75 @@ def test_the_bound_is_never_above_the_exact_cv_error(loss, intercept, sparse):
     small = fitted[:3]
     at_fitted = bound.at(small)
     assert (at_fitted >= _cv_errors(X, y, folds, small, loss, intercept) - 0.05).all(), at_fitted
+
+
+def test_the_largest_margin_over_two_balls_is_the_numeric_maximum():
+    """`intersection_max` against scipy's SLSQP maximising a . w over two balls in R^3, from
+    several starts: never below it (the bound stays a bound) and no more than rounding above."""
+    from scipy.optimize import minimize
+    from solvers.cv_bounds import intersection_max
+    rng = np.random.default_rng(4)
+    checked = 0
+    for _ in range(150):
+        mL, mR = rng.normal(size=3), 0.7 * rng.normal(size=3)
+        RL, RR = rng.uniform(0.3, 2.0), rng.uniform(0.3, 2.0)
+        a = rng.normal(size=3)
+        a /= np.linalg.norm(a)
+        if np.linalg.norm(mR - mL) >= RL + RR:
+            continue
+        cons = [{"type": "ineq", "fun": lambda w: RL ** 2 - np.sum((w - mL) ** 2)},
+                {"type": "ineq", "fun": lambda w: RR ** 2 - np.sum((w - mR) ** 2)}]
+        best = -np.inf
+        for start in [mL + s * (mR - mL) for s in np.linspace(0.0, 1.0, 5)]:
+            res = minimize(lambda w: -a @ w, start, constraints=cons, method="SLSQP",
+                           options={"ftol": 1e-13, "maxiter": 500})
+            if all(c["fun"](res.x) >= -1e-9 for c in cons):
+                best = max(best, float(a @ res.x))
+        got = float(intersection_max(a @ mL, a @ mR, RL, RR, float(np.sum((mR - mL) ** 2))))
+        assert best - 1e-7 <= got <= best + 1e-6, (got, best)
+        checked += 1
+    assert checked > 100
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_each_segment_ball_holds_the_exact_solutions_of_its_segment(loss):
+    """The ball `pair_intervals` takes over a segment [C_a, C_b] of log C (`_segment_ball`) holds
+    the lemma's ball of every C of the segment (its ends included: centre distance plus radius,
+    with v's rounding to float32), and so w*(C), for coarse segments of a loose fit."""
+    from solvers.cv_bounds import _segment_ball
+    X, y = _data()
+    C0 = 0.3
+    p0, loose = _fit(X, y, C0, loss, "none", tol=0.5)
+    cert = certificate(p0, loose.alpha, X[:5], y[:5])
+    v32 = cert.v32.astype(np.float64)
+    for Ca, Cb in [(0.3, 0.9), (0.9, 3.0), (0.05, 0.3), (3.0, 30.0)]:
+        a, R = _segment_ball(cert, Ca, Cb, v32)
+        for C in np.geomspace(Ca, Cb, 5):
+            rho = C / C0
+            reach = abs((1 + rho) / 2 - a) * np.linalg.norm(v32) + float(cert.radius(rho)) \
+                + (1 + rho) / 2 * 2.0 ** -24 * math.sqrt(cert.norm_sq)
+            assert reach <= R * (1 + 1e-12), (Ca, Cb, C, reach, R)
+            p, fit = _exact(X, y, C, loss, "none")
+            w = np.r_[fit.w, 0.0]
+            assert np.linalg.norm(w - a * v32) <= R, (Ca, Cb, C, np.linalg.norm(w - a * v32), R)
+
+
+def test_two_neighbouring_fits_bound_more_than_each_alone_and_never_too_much():
+    """Between two fits the bound with their pair (`pair_intervals`) is higher than with each
+    fit alone at some C, and never above the exact CV error."""
+    import dataclasses
+    X, y = _data(n=240, d=8, seed=5)
+    folds = _folds(len(y))
+    fitted = [0.05, 0.5, 5.0]
+    certs = [[] for _ in folds]
+    for C in fitted:
+        for k, (tr, va) in enumerate(folds):
+            p, fit = _fit(X[tr], y[tr], C, "squared_hinge", "none", tol=1e-4)
+            certs[k].append(certificate(p, fit.alpha, X[va], y[va]))
+    alone = lower_bound([[dataclasses.replace(c, v32=None, t32=None) for c in f] for f in certs])
+    paired = lower_bound(certs)
+    Cs = np.geomspace(0.05, 5.0, 41)
+    a, b = alone.at(Cs), paired.at(Cs)
+    assert (b >= a).all() and (b > a + 0.02).any(), list(zip(Cs, a, b))
+    exact = _cv_errors(X, y, folds, Cs, "squared_hinge", "none")
+    assert (b <= exact + 1e-12).all(), list(zip(Cs[b > exact], b[b > exact], exact[b > exact]))
