@@ -644,11 +644,12 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                 if exp.run.keep_models:   # only when asked, so default keys stay as they were
                     template["keep_model"] = True
                 # What a search reads of each fit (pipeline/search/): the certificate of the CV
-                # error bound (certified), and the model a later round warm-starts from. In
-                # the key: the records of a grid's fits lack them.
+                # error bound (certified; its v is also the model a later round starts from),
+                # or the model the next halving rung starts from. In the key: the records of a
+                # grid's fits lack them.
                 if exp.search_kind == "certified":
                     template["cv_bound"] = True
-                if exp.search_kind in ("certified", "halving"):
+                elif exp.search_kind == "halving":
                     template["keep_state"] = True
                 if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
                     template["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}

@@ -72,7 +72,11 @@ class CertifiedSearch:
         self.dkey, self.skey, self.n_folds = dkey, skey, n_folds      # n_folds: set by its first round
         self.settings = Settings.of(exp.search)
         entry = exp.solvers[skey]
-        self.base_tol = float(thaw(entry.params).get("tol") or _default_tol())
+        params = thaw(entry.params)
+        self.base_tol = float(params.get("tol") or _default_tol())
+        import solvers
+        intercept = params.get("intercept", solvers.get_solver(entry.solver).intercepts[0])
+        self.B = float(params.get("intercept_scaling", 1.0)) if intercept == "regularized" else 0.0
         self.rounds: list[list[dict]] = []       # each round's points
         self.fits: list[FoldFit] = []
         self.states: dict = {}                   # (C, tol, fold) -> the fit's model, with its key
@@ -97,8 +101,11 @@ class CertifiedSearch:
         cert = Certificate.from_dict(record["cv_bound"]) if ok else None
         self.fits.append(FoldFit(C=float(point["C"]), tol=tol, fold=fold, error=error, certificate=cert,
                                  round=round_, status=(record or {}).get("status") or "error"))
-        if ok and record.get("state") is not None:
-            self.states[(float(point["C"]), tol, fold)] = {**record["state"], "key": record["key"]}
+        if ok and record["cv_bound"].get("v32"):
+            # The certificate's v (float32, the intercept's coordinate u last): a linear model
+            # w = v, b = B u, the start of the C values fitted after it.
+            self.states[(float(point["C"]), tol, fold)] = {
+                "w64": _drop_last(record["cv_bound"]["v32"]), "b": self.B * float(cert.v32[-1]), "key": record["key"]}
 
     def warm(self, point: dict) -> dict:
         """The warm starts of a point, per fold: the model of the fitted C nearest it in log C (a
@@ -210,6 +217,13 @@ class HalvingSearch:
                 "factor": float(self.search.factor), "min_resources": self.search.min_resources,
                 "schedule": [dataclasses.asdict(r) for r in self.rungs], "rungs": rungs, "done": self.done,
                 "best": best}
+
+
+def _drop_last(b64: str) -> str:
+    """A base64 float32 vector without its last entry."""
+    import base64
+    raw = base64.b64decode(b64)
+    return base64.b64encode(raw[:-4]).decode("ascii")
 
 
 def _strip(point: dict, resource: str) -> dict:
