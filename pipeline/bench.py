@@ -65,8 +65,9 @@ The datasets are built into the store before anything is timed (`prebuild`).
     python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
---set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
-smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``.
+--set adds Hydra overrides to every run of scenarios f and hs (ours and the anchors alike), e.g.
+a smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``, or another
+data shape: ``--only hs --set datasets.mnist_1v7.builder=mnist_3v8``.
 """
 from __future__ import annotations
 
@@ -468,20 +469,20 @@ HALVING_ANCHOR = KERNEL_ANCHOR.replace("from sklearn.model_selection import Grid
                   "best_score": float(gs.best_score_)}))""")
 
 
-def scenario_hs(work: Path, reps: int) -> list[dict]:
+def scenario_hs(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
     from .search.driver import read_state
     rows = []
     for r in range(reps):
-        ours = run_ours([], work, f"hs{r}", experiment=SEARCH_KERNEL)
+        ours = run_ours([*extra], work, f"hs{r}", experiment=SEARCH_KERNEL)
         state = read_state(work / f"hs{r}")["searches"][0]
         res = pd.read_parquet(work / f"hs{r}" / "results.parquet")
-        full = run_ours([], work, f"hs-full{r}", experiment=KERNEL_GRID)
+        full = run_ours([*extra], work, f"hs-full{r}", experiment=KERNEL_GRID)
         grid = pd.read_parquet(work / f"hs-full{r}" / "results.parquet")
         err = (1.0 - grid.set_index(["C", "gamma"])["test_accuracy"]).groupby(level=[0, 1])
         mean, se = err.mean(), err.std() / np.sqrt(err.size())
         best = mean.idxmin()
         pick = (state["best"]["point"]["C"], state["best"]["point"]["gamma"])
-        hgs = run_anchor([], script=HALVING_ANCHOR)
+        hgs = run_anchor([*extra], script=HALVING_ANCHOR)
         rows.append({"scenario": "hs", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
                      "ours_execute_s": ours["execute_s"], "ours_fits": len(res), "ours_passes": int(res["n_iter"].sum()),
                      "ours_rungs": " -> ".join(f"{x['n_candidates']}@{x['resource']:.3g}" for x in state["rungs"]),
@@ -712,14 +713,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--libsvm-rows", default="5000,20000", help="row counts of scenario libsvm")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Hydra override added to every run of scenario f (ours and the anchor)")
+                    help="a Hydra override added to every run of scenarios f and hs (ours and the anchors)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
                "g": scenario_g, "h": scenario_h, "k": scenario_k, "u": lambda work, reps: scenario_u(reps, args.full),
-               "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": scenario_hs,
+               "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": lambda work, reps: scenario_hs(work, reps, args.set),
                "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:

@@ -129,7 +129,7 @@ def search_bound(data: ReportData):
     for ax, s in zip(axes.ravel(), found):
         edges = np.exp(np.asarray(s["bound"]["log_breaks"]))
         lb = np.asarray(s["bound"]["between"])
-        ax.stairs(lb, edges, color="0.2", linewidth=1.0, label="lower bound of the CV error")
+        ax.stairs(lb, edges, baseline=None, color="0.2", linewidth=1.0, label="lower bound of the CV error")
         errors = pd.DataFrame(s["errors"])
         n_rounds = max(len(s["rounds"]), 1)
         cmap = matplotlib.colormaps["viridis"]
