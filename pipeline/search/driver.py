@@ -16,6 +16,7 @@ each search's rounds, its CV errors, its bound (certified) or rungs (halving), a
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import json
@@ -25,6 +26,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+
+import solvers
 from solvers.cv_bounds import Certificate
 
 from ..experiment.config import ConfigError, grid_points
@@ -33,7 +36,7 @@ from ..experiment.plan import Plan, build_plan, concat_plans
 from ..results.shards import _json_default, read_shard
 from ..results.tables import shard_files
 from . import halving
-from .certified import FoldFit, Settings, decide
+from .certified import FoldFit, Settings, decide, first_points
 
 STATE_FILE = "search.json"
 
@@ -59,8 +62,9 @@ class Records:
                 if rec.get("kind") == "fit":
                     self.by_key[rec["key"]] = {k: rec.get(k) for k in self.FIELDS}
 
-    def get(self, key: str) -> dict | None:
-        return self.by_key.get(key)
+    def take(self, key: str) -> dict | None:
+        """A key's record, handed over (each fit is read by its search once)."""
+        return self.by_key.pop(key, None)
 
 
 class CertifiedSearch:
@@ -74,25 +78,20 @@ class CertifiedSearch:
         entry = exp.solvers[skey]
         params = thaw(entry.params)
         self.base_tol = float(params.get("tol") or _default_tol())
-        import solvers
         intercept = params.get("intercept", solvers.get_solver(entry.solver).intercepts[0])
         self.B = float(params.get("intercept_scaling", 1.0)) if intercept == "regularized" else 0.0
         self.rounds: list[list[dict]] = []       # each round's points
         self.fits: list[FoldFit] = []
-        self.states: dict = {}                   # (C, tol, fold) -> the fit's model, with its key
+        self.states: dict = {}                   # (C, tol, fold) -> (its certificate, its key)
         self.decision = None
         self.done = False
 
     def next_points(self) -> list[dict]:
         if not self.rounds:
-            return [dict(p) for p in thaw(self._first())]
+            return first_points(self.settings)
         self.decision = decide(self.settings, self.fits, self.n_folds, len(self.rounds))
         self.done = self.decision.done
         return [] if self.done else self.decision.points
-
-    def _first(self):
-        from .certified import first_points
-        return first_points(self.settings)
 
     def take(self, round_: int, point: dict, fold: int, record: dict | None) -> None:
         tol = float(point.get("tol", self.base_tol))
@@ -101,11 +100,8 @@ class CertifiedSearch:
         cert = Certificate.from_dict(record["cv_bound"]) if ok else None
         self.fits.append(FoldFit(C=float(point["C"]), tol=tol, fold=fold, error=error, certificate=cert,
                                  round=round_, status=(record or {}).get("status") or "error"))
-        if ok and record["cv_bound"].get("v32"):
-            # The certificate's v (float32, the intercept's coordinate u last): a linear model
-            # w = v, b = B u, the start of the C values fitted after it.
-            self.states[(float(point["C"]), tol, fold)] = {
-                "w64": _drop_last(record["cv_bound"]["v32"]), "b": self.B * float(cert.v32[-1]), "key": record["key"]}
+        if ok and cert.v32 is not None:
+            self.states[(float(point["C"]), tol, fold)] = (cert, record["key"])
 
     def warm(self, point: dict) -> dict:
         """The warm starts of a point, per fold: the model of the fitted C nearest it in log C (a
@@ -116,7 +112,11 @@ class CertifiedSearch:
             rank = (abs(math.log(C2 / C)), tol, C2)
             if fold not in out or rank < out[fold][0]:
                 out[fold] = (rank, state)
-        return {"warm_state": {fold: state for fold, (_, state) in out.items()}} if out else {}
+        # The certificate's v (float32, the intercept's coordinate u last) as a linear model:
+        # w = v, b = B u (`tasks.start_of`).
+        return {"warm_state": {fold: {"w64": base64.b64encode(cert.v32[:-1].astype("<f4").tobytes()).decode("ascii"),
+                                      "b": self.B * float(cert.v32[-1]), "key": key}
+                               for fold, (_, (cert, key)) in out.items()}} if out else {}
 
     def state(self) -> dict:
         d = self.decision
@@ -219,13 +219,6 @@ class HalvingSearch:
                 "best": best}
 
 
-def _drop_last(b64: str) -> str:
-    """A base64 float32 vector without its last entry."""
-    import base64
-    raw = base64.b64decode(b64)
-    return base64.b64encode(raw[:-4]).decode("ascii")
-
-
 def _strip(point: dict, resource: str) -> dict:
     return {k: v for k, v in point.items() if k != resource}
 
@@ -293,7 +286,7 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
             plans.append(plan)
             records.update()
             for key, (s, point, fold) in owners.items():
-                s.take(round_, point, fold, records.get(key))
+                s.take(round_, point, fold, records.take(key))
             round_ += 1
     for s in searches:
         line = _closing_line(s)
