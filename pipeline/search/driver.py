@@ -333,15 +333,16 @@ def _round_plan(exp: Experiment, labels: dict, wanted: dict, round_: int) -> tup
 
 def _summary(parts: list, Summary):
     """The rounds' execute summaries as one (counts and seconds summed; the first round's
-    cluster start and warm-up; the largest memory)."""
+    cluster start and warm-up; the largest memory; the workers' loads of the last round that
+    ran any, which count from the cluster's warm-up, so hold every round's)."""
     first = next((p for p in parts if p.startup_s is not None), parts[0])
     worker = max((p.worker_rss_mb for p in parts if p.worker_rss_mb), key=lambda m: m[0] + m[1], default=None)
-    loads = [p.loads for p in parts if p.loads]
+    loads = [p.loads for p in parts if p.loads][-1:]
     return Summary(total=sum(p.total for p in parts), done=sum(p.done for p in parts),
                    skipped=sum(p.skipped for p in parts), failed=sum(p.failed for p in parts),
                    wall_s=sum(p.wall_s for p in parts), dashboard=first.dashboard,
                    tasks=sum(p.tasks for p in parts), client_rss_mb=max(p.client_rss_mb for p in parts),
-                   loads={k: sum(x[k] for x in loads) for k in loads[0]} if loads else None,
+                   loads=loads[0] if loads else None,
                    worker_rss_mb=worker, csr_mb=max((p.csr_mb or 0.0 for p in parts), default=None) or None,
                    startup_s=first.startup_s, startup_wait_s=first.startup_wait_s,
                    threads_of_client=first.threads_of_client)
