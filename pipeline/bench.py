@@ -480,8 +480,8 @@ def scenario_hs(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
         grid = pd.read_parquet(work / f"hs-full{r}" / "results.parquet")
         err = (1.0 - grid.set_index(["C", "gamma"])["test_accuracy"]).groupby(level=[0, 1])
         mean, se = err.mean(), err.std() / np.sqrt(err.size())
-        best = mean.idxmin()
-        pick = (state["best"]["point"]["C"], state["best"]["point"]["gamma"])
+        best = tuple(float(x) for x in mean.idxmin())
+        pick = (float(state["best"]["point"]["C"]), float(state["best"]["point"]["gamma"]))
         hgs = run_anchor([*extra], script=HALVING_ANCHOR)
         rows.append({"scenario": "hs", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
                      "ours_execute_s": ours["execute_s"], "ours_fits": len(res), "ours_passes": int(res["n_iter"].sum()),

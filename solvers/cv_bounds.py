@@ -255,21 +255,19 @@ def pair_intervals(left: Certificate, right: Certificate) -> tuple[np.ndarray, n
     vL, vR = left.v32.astype(np.float64), right.v32.astype(np.float64)
     # ||a_L v_L - a_R v_R||^2 from the difference (no cancellation where v_L and v_R are close).
     diff = vL - vR
-    D, X, N_R = float(diff @ diff), float(diff @ vR), float(vR @ vR)
+    D, X, N_R, N_L = (_dot(p, q) for p, q in ((diff, diff), (diff, vR), (vR, vR), (vL, vL)))
+    normL, normR = math.sqrt(N_L), math.sqrt(N_R)
     span = math.log(right.C / left.C)
     pieces = max(8, math.ceil(PAIR_PIECES_PER_LOG * span))
     edges = np.linspace(math.log(left.C), math.log(right.C), pieces + 1)
-    hit = np.zeros((len(rows), pieces), dtype=bool)
-    for k in range(pieces):
-        Ca, Cb = math.exp(edges[k]), math.exp(edges[k + 1])
-        aL, RL = _segment_ball(left, Ca, Cb, vL)
-        aR, RR = _segment_ball(right, Ca, Cb, vR)
-        d2 = aL * aL * D + (aL - aR) ** 2 * N_R + 2.0 * aL * (aL - aR) * X
-        sL, sR = aL * tL, aR * tR
-        best = intersection_max(sL, sR, RL, RR, d2)
-        # Rounding of the float64 arithmetic above, far below the terms' size.
-        slack = 1e-9 * (np.abs(sL) + np.abs(sR) + RL + RR)
-        hit[:, k] = best < -slack
+    Ca, Cb = np.exp(edges[:-1]), np.exp(edges[1:])
+    aL, RL = _segment_ball(left, Ca, Cb, normL)
+    aR, RR = _segment_ball(right, Ca, Cb, normR)
+    d2 = aL * aL * D + (aL - aR) ** 2 * N_R + 2.0 * aL * (aL - aR) * X
+    sL, sR = tL[:, None] * aL, tR[:, None] * aR          # rows x segments
+    best = intersection_max(sL, sR, RL, RR, d2)
+    # Rounding of the float64 arithmetic above, far below the terms' size.
+    hit = best < -1e-9 * (np.abs(sL) + np.abs(sR) + RL + RR)
     padded = np.pad(hit, ((0, 0), (1, 1)))
     change = np.diff(padded.astype(np.int8), axis=1)
     r0, c0 = np.nonzero(change == 1)
@@ -277,46 +275,57 @@ def pair_intervals(left: Certificate, right: Certificate) -> tuple[np.ndarray, n
     return rows[r0], edges[c0], edges[c1]
 
 
-def intersection_max(sL, sR, RL: float, RR: float, d2: float) -> np.ndarray:
+def _dot(p: np.ndarray, q: np.ndarray) -> float:
+    """p . q without BLAS: a search decides in the client process, whose BLAS may run threads
+    that wait on a loaded machine far longer than the product takes alone."""
+    return float(np.einsum("i,i->", p, q))
+
+
+def intersection_max(sL, sR, RL, RR, d2) -> np.ndarray:
     """max of a . w over B(m_L, R_L) and B(m_R, R_R) together (||a|| = 1), from s_j = a . m_j,
-    the radii and d2 = ||m_R - m_L||^2: the maximiser of one ball if it lies in the other, else
-    the maximum over the circle where the two spheres meet (`pair_intervals`); where the balls
-    are disjoint or one holds the other, the lesser of the two balls' maxima."""
+    the radii and d2 = ||m_R - m_L||^2 (arrays broadcast): the maximiser of one ball if it lies
+    in the other, else the maximum over the circle where the two spheres meet
+    (`pair_intervals`); where the balls are disjoint or one holds the other, the lesser of the
+    two balls' maxima."""
     sL, sR = np.asarray(sL, dtype=np.float64), np.asarray(sR, dtype=np.float64)
-    d = math.sqrt(max(d2, 0.0))
+    RL, RR, d2 = (np.asarray(v, dtype=np.float64) for v in (RL, RR, d2))
+    d = np.sqrt(np.maximum(d2, 0.0))
     best = np.minimum(sL + RL, sR + RR)          # each ball alone
-    if not (0 < d < RL + RR and d > abs(RL - RR)):
-        return best
+    meet = (d > 0) & (d < RL + RR) & (d > np.abs(RL - RR))
+    safe = np.where(meet, d, 1.0)
     gap = sR - sL                                # a . (m_R - m_L)
-    au = gap / d
-    tau = (RL * RL - RR * RR + d2) / (2.0 * d)
-    rc = math.sqrt(max(RL * RL - tau * tau, 0.0))
+    au = gap / safe
+    tau = (RL * RL - RR * RR + d2) / (2.0 * safe)
+    rc = np.sqrt(np.maximum(RL * RL - tau * tau, 0.0))
     circle = sL + tau * au + rc * np.sqrt(np.maximum(1.0 - au * au, 0.0))
     in_R = d2 - 2.0 * RL * gap + RL * RL <= RR * RR     # ||m_L + R_L a - m_R|| <= R_R
     in_L = d2 + 2.0 * RR * gap + RR * RR <= RL * RL     # ||m_R + R_R a - m_L|| <= R_L
-    return np.where(in_R, sL + RL, np.where(in_L, sR + RR, np.minimum(circle, best)))
+    both = np.where(in_R, sL + RL, np.where(in_L, sR + RR, np.minimum(circle, best)))
+    return np.where(meet, both, best)
 
 
-def _segment_ball(cert: Certificate, Ca: float, Cb: float, v32: np.ndarray) -> tuple[float, float]:
+def _segment_ball(cert: Certificate, Ca, Cb, norm32: float):
     """(centre scale a, radius R) of one ball B(a v_32, R) holding the lemma's balls of every C in
     [Ca, Cb]: centred at the middle rho, its radius the largest of the ends' (the radius is the
     norm of an affine function of rho, so convex), the centre's travel (rho_b - rho_a)/4 ||v_32||
-    and v_32's rounding a(rho_b) U32 ||v|| added."""
-    ra, rb = Ca / cert.C, Cb / cert.C
+    and v_32's rounding a(rho_b) U32 ||v|| added (norm32: ||v_32||)."""
+    ra, rb = np.asarray(Ca) / cert.C, np.asarray(Cb) / cert.C
     a = (1.0 + (ra + rb) / 2.0) / 2.0
     norm = math.sqrt(cert.norm_sq)
-    travel = (rb - ra) / 4.0 * float(np.linalg.norm(v32))
-    R = travel + float(np.max(cert.radius([ra, rb]))) + (1.0 + rb) / 2.0 * U32 * norm * (1.0 + 1e-6)
+    travel = (rb - ra) / 4.0 * norm32
+    R = travel + np.maximum(cert.radius(ra), cert.radius(rb)) + (1.0 + rb) / 2.0 * U32 * norm * (1.0 + 1e-6)
     return a, R
 
 
-def lower_bound(folds: list[list[Certificate]]) -> LowerBound:
+def lower_bound(folds: list[list[Certificate]], pairs: dict | None = None) -> LowerBound:
     """The CV error lower bound from each fold's certificates (every fold needs at least one;
     a fold's certificates all have its n_val). Per row, the intervals of its fold's solutions
     are merged (union), so a row counts once wherever any solution certifies it: each fit's own,
     and between each two neighbouring C values fitted (the least gap at each), the pair's
-    (`pair_intervals`)."""
+    (`pair_intervals`). pairs: a dict the caller keeps across calls with the same certificate
+    objects (a search's rounds): each pair's intervals are computed once."""
     out = []
+    pairs = {} if pairs is None else pairs
     for certs in folds:
         if not certs:
             raise ValueError("every fold needs at least one certificate")
@@ -327,7 +336,11 @@ def lower_bound(folds: list[list[Certificate]]) -> LowerBound:
             if c.v32 is not None and (c.C not in tightest or c.gap < tightest[c.C].gap):
                 tightest[c.C] = c
         ordered = [tightest[C] for C in sorted(tightest)]
-        parts += [pair_intervals(a, b) for a, b in zip(ordered, ordered[1:])]
+        for a, b in zip(ordered, ordered[1:]):
+            key = (id(a), id(b))
+            if key not in pairs:
+                pairs[key] = (a, b, pair_intervals(a, b))     # a and b held: their ids stay theirs
+            parts.append(pairs[key][2])
         rows = np.concatenate([p[0] for p in parts])
         lo = np.concatenate([p[1] for p in parts])
         hi = np.concatenate([p[2] for p in parts])

@@ -112,8 +112,9 @@ def cv_errors(fits: list[FoldFit], n_folds: int) -> dict:
     return out
 
 
-def decide(s: Settings, fits: list[FoldFit], n_folds: int, rounds_done: int) -> Decision:
-    """The next round (or the end) from every fit so far; `rounds_done` rounds have run."""
+def decide(s: Settings, fits: list[FoldFit], n_folds: int, rounds_done: int, pairs: dict | None = None) -> Decision:
+    """The next round (or the end) from every fit so far; `rounds_done` rounds have run. pairs:
+    `cv_bounds.lower_bound`'s cache, kept by the caller across rounds."""
     errors = cv_errors(fits, n_folds)
     nan = math.nan
     if not errors:
@@ -123,7 +124,7 @@ def decide(s: Settings, fits: list[FoldFit], n_folds: int, rounds_done: int) -> 
     best_C = min(errors, key=lambda C: (errors[C][0], C))
     best = errors[best_C][0]
     certs = [[f.certificate for f in fits if f.fold == k and f.certificate is not None] for k in range(n_folds)]
-    bound = lower_bound(certs)
+    bound = lower_bound(certs, pairs)
     low, low_C = bound.minimum(s.C_min, s.C_max)
     decision = Decision([], False, False, best_C, best, low, low_C, "", errors, bound)
     if best - low <= s.epsilon:

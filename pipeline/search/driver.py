@@ -83,13 +83,14 @@ class CertifiedSearch:
         self.rounds: list[list[dict]] = []       # each round's points
         self.fits: list[FoldFit] = []
         self.states: dict = {}                   # (C, tol, fold) -> (its certificate, its key)
+        self.pairs: dict = {}                    # the bound's pairs of fits, computed once
         self.decision = None
         self.done = False
 
     def next_points(self) -> list[dict]:
         if not self.rounds:
             return first_points(self.settings)
-        self.decision = decide(self.settings, self.fits, self.n_folds, len(self.rounds))
+        self.decision = decide(self.settings, self.fits, self.n_folds, len(self.rounds), self.pairs)
         self.done = self.decision.done
         return [] if self.done else self.decision.points
 

@@ -210,7 +210,7 @@ def test_each_segment_ball_holds_the_exact_solutions_of_its_segment(loss):
     cert = certificate(p0, loose.alpha, X[:5], y[:5])
     v32 = cert.v32.astype(np.float64)
     for Ca, Cb in [(0.3, 0.9), (0.9, 3.0), (0.05, 0.3), (3.0, 30.0)]:
-        a, R = _segment_ball(cert, Ca, Cb, v32)
+        a, R = (float(x) for x in _segment_ball(cert, Ca, Cb, float(np.linalg.norm(v32))))
         for C in np.geomspace(Ca, Cb, 5):
             rho = C / C0
             reach = abs((1 + rho) / 2 - a) * np.linalg.norm(v32) + float(cert.radius(rho)) \
