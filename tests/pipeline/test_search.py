@@ -143,6 +143,7 @@ def _shards(run_dir):
     return [p for p in d.iterdir() if not p.name.startswith(".")] if d.exists() else []
 
 
+@pytest.mark.slow      # a `python -m pipeline` process, then the search again in this one
 def test_a_killed_search_resumes_without_refitting(store, certified, tmp_path):
     """`python -m pipeline` killed (SIGKILL) after some of the search's shards, then run again:
     every fit has one record (none was refitted) and the search asks for exactly the points of
