@@ -40,6 +40,11 @@ step function of log C, lower semicontinuous (open intervals), so its minimum ov
 range is attained at a breakpoint, an end of the range or between two breakpoints, where
 `LowerBound.minimum` looks.
 
+**Between two fits** (`pair_intervals`): for C between two neighbouring fitted values, w*(C) lies
+in both fits' balls, whose intersection is far smaller than either where the solution path is
+nearly straight; over segments of log C, a row whose largest margin over the intersection is
+negative is certified too (`intersection_max`, the closed form; docs/design/search.md).
+
 Rows with x_i = 0 and no intercept have w.x_i = 0 for every w: predicted -1 (f > 0 is +1, as
 the pipeline's accuracy counts it), so a positive one is misclassified at every C (`always`).
 
@@ -185,9 +190,9 @@ def _row_norms_sq(X) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LowerBound:
-    """The CV error lower bound as a step function of log C: `breaks` (sorted log C values where
-    it may change) and the bound's value strictly between consecutive breaks (`between`, one
-    shorter... see `at`). Built by `lower_bound`."""
+    """The CV error lower bound as a step function of log C, from each fold's merged open
+    intervals: its value at any C (`at`), where it may change (`breaks`) and its minimum over a
+    range (`minimum`). Built by `lower_bound`."""
 
     folds: tuple            # per fold: (sorted lo, sorted hi, n_val, always) of the merged intervals
 
