@@ -319,6 +319,10 @@ def _round_plan(exp: Experiment, labels: dict, wanted: dict, round_: int) -> tup
     for dkey, entries in by_dataset.items():
         tails = {}
         for skey, (s, points) in entries.items():
+            # Warm starts where the run wants them and the solver takes one (a reference
+            # solver, LIBLINEAR or LIBSVM through scikit-learn, refuses a start).
+            if not (exp.run.warm_start and solvers.get_solver(exp.solvers[skey].solver).warm_start):
+                continue
             for i, point in enumerate(points):
                 tails[(skey, i)] = s.warm(i) if isinstance(s, HalvingSearch) else s.warm(point)
         plan = _entry_plan(exp, labels, dkey, {k: v[1] for k, v in entries.items()}, round_, tails)

@@ -118,6 +118,16 @@ def test_halving_promotes_the_best_of_each_rung_and_ends_on_the_grids_best(store
     assert set(later["warm_from"]) <= set(first.index) | set(res.loc[res["search_round"] == 1, "key"])
 
 
+def test_halving_a_solver_that_takes_no_warm_start_runs_every_rung_cold(store, tmp_path):
+    """LIBLINEAR through scikit-learn refuses a warm start: its rungs run cold, none fails."""
+    out = run(compose([f"store.root={store}", "cluster=sequential", "datasets=[breast_cancer]", "solvers=[liblinear]",
+                       "solvers.liblinear.grid.C=[0.01,0.1,1,10]", "cv.folds=3", "search=halving", "search.factor=2",
+                       "search.resource=tol", "run.trace=false", "run.progress=false"]), tmp_path)
+    res = out["results"]
+    assert list(res.groupby("search_round").size()) == [12, 6, 3]
+    assert (res["status"] != "error").all() and res["warm_from"].isna().all()
+
+
 def test_halvings_schedule_is_halving_grid_search_cvs():
     """Candidates and resources per rung as scikit-learn's HalvingGridSearchCV makes them
     (n_candidates_, n_resources_), with a parameter as the resource."""
