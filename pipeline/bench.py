@@ -40,9 +40,10 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
      grid, tol and cache size (its fit call alone).
   k  the fixed cost of a command (issue 30, point 3; conf/experiment/bench_fixed.yaml: 10 fits
-     of milliseconds): the whole command on a fresh local cluster and on a kept one
-     (`svmbench cluster start`, cluster=kept), there by its launcher and by itself
-     (SVMBENCH_LAUNCHER=0), split by its timing line's phases.
+     of milliseconds): the whole command on a fresh local cluster and on kept ones
+     (`svmbench cluster start`, cluster=kept), with TLS (the default) and plain tcp:// (`--security
+     none`) in turn, there by its launcher and by itself (SVMBENCH_LAUNCHER=0), split by its
+     timing line's phases.
   cs  the certified C search (conf/experiment/bench_search_linear.yaml: scenario e's sparse text, C
      in [1e-3, 1e3], epsilon 0.5 points of CV error) against a dense 200-point grid over the same
      range (the same command with search=grid: the check of the chosen C) and LIBLINEAR's own
@@ -645,19 +646,21 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
 
 
 @contextlib.contextmanager
-def kept_cluster(warm: list[str]):
+def kept_cluster(warm: list[str], security: str = "tls"):
     """A kept cluster (`pipeline.cluster`) for the commands run inside, warmed for these
     solvers, its state in a directory of its own (SVMBENCH_CLUSTER_DIR, which the commands
-    inherit); stopped after."""
+    inherit, or `fixed_cost_row`'s state); stopped after. Yields its state directory.
+    security: "tls" (its default) or "none" (plain tcp://)."""
     from . import cluster
     with tempfile.TemporaryDirectory(prefix="svmbench-kept-") as state:
         before = os.environ.get("SVMBENCH_CLUSTER_DIR")
         os.environ["SVMBENCH_CLUSTER_DIR"] = state
         try:
-            cluster.start(warm=warm, log=lambda line: print(line, flush=True))
+            cluster.start(warm=warm, log=lambda line: print(line, flush=True), security=security)
             try:
-                yield
+                yield state
             finally:
+                os.environ["SVMBENCH_CLUSTER_DIR"] = state      # a kept cluster opened inside restored another
                 cluster.stop()
         finally:
             if before is None:
@@ -666,37 +669,46 @@ def kept_cluster(warm: list[str]):
                 os.environ["SVMBENCH_CLUSTER_DIR"] = before
 
 
-def fixed_cost_row(cluster: str, work: Path, tag: str, launcher: bool = True) -> dict:
+def fixed_cost_row(cluster: str, work: Path, tag: str, launcher: bool = True, state: str | None = None,
+                   security: str | None = None) -> dict:
     """One whole `python -m pipeline +experiment=bench_fixed cluster=CLUSTER` command, waited
     for directly (no CPU sampling: its wall is seconds), and its timing line's phases; `exit_s`
     is the whole command's wall less the line's total (the cluster's closing, the interpreter's
     exit). The command's start before `run` is the line's `start` (from the process's start).
-    launcher=False: a kept cluster's command runs by itself, not in its launcher's child."""
+    launcher=False: a kept cluster's command runs by itself, not in its launcher's child; state:
+    the kept cluster's state directory (default: $SVMBENCH_CLUSTER_DIR), security its kind (a column)."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_fixed", f"hydra.run.dir={run_dir}", f"cluster={cluster}"]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
-                   env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0"})
+                   env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0",
+                        **({"SVMBENCH_CLUSTER_DIR": state} if state else {})})
     wall = time.perf_counter() - t0
     line = _line((run_dir / "run.log").read_text(), "timing: ")
     phases = {phase.strip(): float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", line)}
     total = float(re.search(r"total ([\d.]+) s before exit", line).group(1))
     by = "launcher" if "by the kept cluster's launcher" in line else "itself"
-    return {"cluster": cluster, "run_by": by, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
+    return {"cluster": cluster, "security": security or "", "run_by": by, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
             if k in ("start", "plan", "warm-up wait", "execute", "tables", "report")}, "exit_s": wall - total}
 
 
 def scenario_k(work: Path, reps: int) -> list[dict]:
     """The fixed cost of a command (issue 30, point 3): bench_fixed's 10 fits, `reps` times on a
-    fresh local cluster, then `reps` times on a kept cluster started (and warmed for dcd) before
-    them and stopped after, each rep there run by the launcher and by itself in turn."""
+    fresh local cluster, then `reps` times on two kept clusters started (and warmed for dcd)
+    before them and stopped after, one with TLS (the default) and one plain tcp:// (`cluster
+    start --security none`), each rep run on both in turn, by the launcher and by itself: what
+    TLS costs a command, beside the same command without."""
     rows = [{"rep": r, **fixed_cost_row("local", work, f"k-local-{r}")} for r in range(reps)]
-    with kept_cluster(["dcd"]):
-        fixed_cost_row("kept", work, "k-kept-first")    # the sandboxes' first task: its datasets read
+    with kept_cluster(["dcd"]) as with_tls, kept_cluster(["dcd"], security="none") as plain:
+        kinds = (("tls", with_tls), ("none", plain))
+        for security, state in kinds:    # the sandboxes' first task: its datasets read
+            fixed_cost_row("kept", work, f"k-kept-first-{security}", state=state)
         for r in range(reps):
-            rows.append({"rep": r, **fixed_cost_row("kept", work, f"k-kept-{r}")})
-            rows.append({"rep": r, **fixed_cost_row("kept", work, f"k-kept-self-{r}", launcher=False)})
+            for security, state in kinds:
+                for launcher in (True, False):
+                    tag = f"k-kept-{security}-{'launcher' if launcher else 'self'}-{r}"
+                    rows.append({"rep": r, **fixed_cost_row("kept", work, tag, launcher, state, security)})
     return rows
 
 

@@ -257,7 +257,20 @@ def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:
         # sklearn costs about a second and most fits converge (every worker imports solvers).
         from sklearn.exceptions import ConvergenceWarning
 
-        warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=3)
+        warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """warnings.warn's stacklevel, from `finish`, of the first frame outside this package: the
+    user's own line (`clf.fit(X, y)`, `solvers.fit(...)`), however deep the estimator, the
+    multiclass wrapper and the driver call (Python 3.12's skip_file_prefixes, by hand)."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(2), 2       # 1: finish itself
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _everything_ignored() -> bool:

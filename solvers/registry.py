@@ -139,12 +139,18 @@ _REGISTRY: dict[str, SolverSpec] = {}
 _ORIGINS: dict[str, str] = {}
 _WARM: set[str] = set()
 # The origin given to `register` calls made while a plugin loads (a module that registers on
-# import); None: the caller's own, from the fit function's module.
-_LOADING: list[str] = []
+# import), with a file plugin's sha256 and the names it registers; empty: the caller's own, from
+# the fit function's module.
+_LOADING: list[tuple[str, str | None, list[str]]] = []
+# The sha256 of the file each registered solver came from (a file plugin's bytes), where known:
+# what makes two registrations of one name one plugin (`register`).
+_SOURCES: dict[str, str] = {}
 # Entry points of the group `ENTRY_POINT_GROUP` loaded so far in this process, by "dist:name".
 _LOADED_ENTRY_POINTS: set[str] = set()
 _DISCOVERED = False
-# File and module plugins loaded in this process, by resolved path or dotted name.
+# File and module plugins loaded in this process: a file by the sha256 of its bytes (the same
+# file reached by two roads, its path and the copy a run ships to a worker, is one plugin), a
+# module by its dotted name.
 _PLUGINS: dict[str, "Plugin"] = {}
 
 ENTRY_POINT_GROUP = "svmbench.solvers"
@@ -160,21 +166,46 @@ def register(spec: SolverSpec, *, origin: str | None = None) -> SolverSpec:
 
     origin: where it came from, shown by ``python -m solvers list``; by default the plugin being
     loaded (`load_plugin`, an entry point), else the fit function's module. The same name from
-    the same origin replaces the earlier spec (a plugin file loaded again after an edit); from two
-    different origins it is refused, naming both, since which one a sweep ran would depend on
-    import order.
+    the same origin replaces the earlier spec (a plugin file loaded again after an edit). From
+    the same file's bytes by another road (a worker's `--preload` of the file the run also ships,
+    or the file imported by hand and then named in ``plugins=``) it is the same plugin: the first
+    registration stays. From two different sources it is refused, naming both, since which one a
+    sweep ran would depend on import order.
     """
     if not isinstance(spec, SolverSpec):
         raise SolverError(f"register() takes a SolverSpec, got {type(spec).__name__}")
-    origin = origin or (_LOADING[-1] if _LOADING else _default_origin(spec))
+    loading, sha, names = _LOADING[-1] if _LOADING else (None, None, [])
+    origin = origin or loading or _default_origin(spec)
+    names.append(spec.name)
     if spec.name in _REGISTRY and _REGISTRY[spec.name].fit is not spec.fit:
         before = _ORIGINS.get(spec.name, "?")
         if before != origin:
+            first = _SOURCES.get(spec.name) or _module_sha256(_REGISTRY[spec.name])
+            if first is not None and first == (sha or _module_sha256(spec)):
+                return _REGISTRY[spec.name]
             raise SolverError(f"solver {spec.name!r} is registered twice: by {before} and by {origin}")
         _WARM.discard(spec.name)
     _REGISTRY[spec.name] = spec
     _ORIGINS[spec.name] = origin
+    if sha is not None:
+        _SOURCES[spec.name] = sha
+    else:
+        _SOURCES.pop(spec.name, None)
     return spec
+
+
+def _module_sha256(spec: SolverSpec) -> str | None:
+    """The sha256 of the file that defines the spec's fit function (its module's ``__file__``),
+    or None (no such file): what identifies a registration made outside `load_plugin`."""
+    import hashlib
+    import sys
+
+    path = getattr(sys.modules.get(getattr(spec.fit, "__module__", None) or ""), "__file__", None)
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except (OSError, TypeError):
+        return None
 
 
 def origin(name: str) -> str:
@@ -217,24 +248,29 @@ def import_error(what: str, exc: BaseException, own: str | None, error: type = S
     import os
     import traceback
 
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+    frames = [(f.filename, f.lineno) for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith("<frozen") and os.path.abspath(f.filename) != os.path.abspath(__file__)]
-    mine = [f for f in frames if own and os.path.abspath(f.filename).startswith(own)]
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        # A file that does not compile raised before any of its lines ran: where it failed is
+        # the error's own file and line, not a frame of the traceback (the import machinery's).
+        frames.append((exc.filename, exc.lineno))
+    mine = [f for f in frames if own and os.path.abspath(f[0]).startswith(own)]
     where = (mine or frames or [None])[-1]
     last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-    at = f" ({where.filename}:{where.lineno})" if where is not None else ""
+    at = f" ({where[0]}:{where[1]})" if where is not None else ""
     return error(f"{what} failed to import: {last}{at}")
 
 
-def _registered_during(origin: str, load: Callable[[], Any]) -> tuple[Any, list[str]]:
-    """load() with `register` calls attributed to origin; (its value, the names it registered)."""
-    before = {n: s for n, s in _REGISTRY.items()}
-    _LOADING.append(origin)
+def _registered_during(origin: str, load: Callable[[], Any], sha: str | None = None) -> tuple[Any, list[str]]:
+    """load() with `register` calls attributed to origin (and a file's sha256); (its value, the
+    names it registered)."""
+    names: list[str] = []
+    _LOADING.append((origin, sha, names))
     try:
         value = load()
     finally:
         _LOADING.pop()
-    return value, sorted(n for n, s in _REGISTRY.items() if before.get(n) is not s)
+    return value, sorted(set(names))
 
 
 def _register_object(obj, origin: str) -> list[str]:
@@ -434,8 +470,8 @@ def load_plugin(source: str) -> Plugin:
     SolverSpecs) gets the origin ``file <path>`` or ``module <name>``. A file is imported under a
     module name made of its stem and content hash, the same in every process that loads the same
     bytes (the pipeline's workers, where its functions are unpickled by reference). Loading the
-    same file or module again returns the first result; an edited file is imported anew and
-    replaces its solvers.
+    same module, or a file of the same bytes from any path, again returns the first result: a
+    file is one plugin by its content; an edited file is imported anew and replaces its solvers.
 
     Raises SolverError for a file that does not exist, or a plugin that fails to import (its
     exception's last line and file:line).
@@ -455,7 +491,9 @@ def load_plugin(source: str) -> Plugin:
         with open(path, "rb") as fh:
             data = fh.read()
         sha = hashlib.sha256(data).hexdigest()
-        key = f"{path}@{sha}"
+        # By content: the same bytes at another path (the copy a run ships to a worker, beside
+        # the file itself) are the plugin already loaded, not a second one.
+        key = f"sha256:{sha}"
         if key in _PLUGINS:
             return _PLUGINS[key]
         stem = "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
@@ -492,8 +530,9 @@ def load_plugin(source: str) -> Plugin:
             except Exception as exc:
                 raise import_error(f"plugin module {source}", exc, module_dir(source)) from exc
 
-    module, names = _registered_during(where, load)
-    names += [n for n in _register_object(getattr(module, "SOLVERS", None) or (), where) if n not in names]
+    module, names = _registered_during(where, load, sha)
+    names += [n for n in _registered_during(where, lambda: _register_object(getattr(module, "SOLVERS", None) or (), where),
+                                            sha)[1] if n not in names]
     plugin = Plugin(source=path if is_file else source, names=tuple(sorted(names)), sha256=sha)
     _PLUGINS[key] = plugin
     return plugin

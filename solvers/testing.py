@@ -604,13 +604,31 @@ def smoke_check(name: str, cache_dir=None) -> bool:
     return True
 
 
-def check_solver(name: str, *, tol: float = 1e-8, accuracy: float = 1e-6, params: dict | None = None) -> list[str]:
+class CheckReport(list):
+    """`check_solver`'s result when every check passed: the notes of the checks that could not
+    be exercised (a list, as before), printed as a sentence that says the solver passed."""
+
+    def __init__(self, name: str, notes: list[str]):
+        super().__init__(notes)
+        self.name = name
+
+    def __str__(self) -> str:
+        if not self:
+            return f"check_solver({self.name!r}): all {len(CHECKS)} checks passed"
+        return (f"check_solver({self.name!r}): {len(CHECKS) - len(self)} checks passed, none failed, "
+                f"{len(self)} not exercised:\n" + "\n".join(f"  {note}" for note in self))
+
+    __repr__ = __str__
+
+
+def check_solver(name: str, *, tol: float = 1e-8, accuracy: float = 1e-6, params: dict | None = None) -> CheckReport:
     """Run every check on the named solver; raise one SolverCheckError listing each that failed.
 
     tol: the tolerance of the tight fits; accuracy: how close to f* (relative) a fit that says
     ``converged`` at that tol must be (what the solver's stated stopping criterion guarantees; a
     stochastic method's may be loose); params: extra solver parameters for the fits.
-    Returns the notes of checks that could not be exercised."""
+    Returns the notes of checks that could not be exercised, a list whose printout says that
+    every check passed (`CheckReport`)."""
     failures, notes = [], []
     for check, run in solver_checks(name, tol=tol, accuracy=accuracy, params=params):
         try:
@@ -622,4 +640,4 @@ def check_solver(name: str, *, tol: float = 1e-8, accuracy: float = 1e-6, params
                 notes.append(f"{check}: {note}")
     if failures:
         raise SolverCheckError(f"{len(failures)} of {len(CHECKS)} checks failed:\n" + "\n".join(failures))
-    return notes
+    return CheckReport(name, notes)

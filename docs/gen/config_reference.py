@@ -39,6 +39,7 @@ CONSTANTS = {
     "CLUSTER_KINDS": "`cluster.kind`",
     "SCALINGS": "a dataset entry's `scale`",
     "REFERENCE_MODES": "`run.reference`",
+    "TIMING_MODES": "`run.timing`",
     "REPORT_KEYS": "the `report` group's keys",
     "SEARCH_KINDS": "`search.kind`",
     "HALVING_RESOURCES": "`search.resource` of a halving search",

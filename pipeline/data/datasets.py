@@ -61,7 +61,7 @@ import scipy.sparse as sp
 
 from pipeline.data import generators, package_data, store
 from pipeline.data.store import StoreError
-from pipeline.data.userfiles import INGEST_FORMATS, infer_format, read_csv, read_libsvm, read_parquet
+from pipeline.data.userfiles import INGEST_FORMATS, IngestWarning, infer_format, read_csv, read_libsvm, read_parquet  # noqa: F401 - IngestWarning: its readers' warning
 
 __all__ = [
     "BUILDERS",

@@ -750,6 +750,8 @@ def _open_entry(root, name: str):
     try:
         source = _fs_open(data_file)
     except OSError as exc:
+        if not _fs_isfile(data_file):
+            raise _data_missing_error(name, path, meta) from None
         raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
     with source:
         try:
@@ -1170,10 +1172,21 @@ def _missing_error(root, name: str) -> StoreError:
 
 
 def _exists_error(root, name: str) -> DatasetExistsError:
+    # The API's spelling; the command line says --force (pipeline/data/cli.py).
     return DatasetExistsError(
-        f"dataset {name!r} already exists in store {_fs_root(root)}; pass overwrite=True "
-        f"(on the command line: --force) to replace it"
+        f"dataset {name!r} already exists in store {_fs_root(root)}; pass overwrite=True to replace it"
     )
+
+
+def _data_missing_error(name: str, path, meta: dict) -> StoreError:
+    """An entry whose meta.json is there but not its data (deleted by hand, or a copy cut
+    short): what to do about it, not the file system's "no such file"."""
+    source = (meta.get("source") or {}).get("file")
+    again = (f"ingest it again: `python -m pipeline.data ingest {source} --name {name} --force`" if source else
+             f"build it again: `python -m pipeline.data remove {name}`, and a run builds it on first use "
+             f"(or `python -m pipeline.data build {name}`)")
+    return StoreError(f"dataset {name!r} at {path}: its {DATA_FILE} is missing, though its {META_FILE} is there "
+                      f"(deleted, or a copy cut short); {again}")
 
 
 def _svmbench_version() -> str:

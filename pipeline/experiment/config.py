@@ -30,6 +30,7 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     REPORT_KEYS,
     SCALINGS,
     SEARCH_KINDS,
+    TIMING_MODES,
     TASK_KEYS,
     ClusterConf,
     Config,
@@ -212,10 +213,28 @@ def _free_key(key: str) -> bool:
                for pat in FREE_KEYS)
 
 
+# An override whose value is a grid range as an experiment's YAML writes it, unquoted: Hydra's
+# override grammar reads `name(...)` as a call of one of its own functions (range, choice, ...).
+UNQUOTED_RANGE = re.compile(r"^[+~]*([\w.\-]+)=\s*((?:geomspace|linspace)\(.*\))\s*$")
+
+
+def check_ranges_quoted(overrides: list[str]) -> None:
+    """A grid range typed on the command line as the YAML shows it (grid.C=geomspace(0.01,30,16))
+    is refused with the quoting that works, before Hydra's "Unknown function 'geomspace'"."""
+    for text in overrides:
+        match = UNQUOTED_RANGE.match(text)
+        if match:
+            key, value = match.groups()
+            raise ConfigError(f"{key}={value}: on the command line a range must be quoted twice, once for the shell "
+                              f"and once for Hydra, which otherwise reads {value.partition('(')[0]}(...) as a function "
+                              f"of its own: {key}=\"'{value}'\" (in an experiment's YAML it is written as it is)")
+
+
 def prepare_overrides(overrides: list[str]) -> list[str]:
     """What `compose` and `python -m pipeline` do before Hydra composes: refuse unknown group
     options, offer the store's entries as datasets, and let free mappings take new keys."""
     overrides = list(overrides)
+    check_ranges_quoted(overrides)
     check_override_keys(overrides)
     register_store_entries(store_root_of(overrides))
     # Plugins on the command line or in the selected experiment yaml are imported first, so that
@@ -680,7 +699,13 @@ def validate(cfg: DictConfig) -> Experiment:
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
             merged = {**base, **point}
             where = f"solvers.{key}"
-            _check_problem_keys(where, merged, LOSSES, INTERCEPTS, spec, fail)
+
+            def fail_typed(name, value, why, where=where, point=point, key=key, sc=sc):
+                # Named as the user set it (grid.C, solvers.dcd.grid.C, solvers.dcd.params.C),
+                # not as the merged point holds it.
+                own = name[len(where) + 1:] if name.startswith(where + ".") else None
+                fail(_typed_key(cfg, key, sc, own, point) if own and "." not in own else name, value, why)
+            _check_problem_keys(where, merged, LOSSES, INTERCEPTS, spec, fail_typed)
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
@@ -737,6 +762,8 @@ def validate(cfg: DictConfig) -> Experiment:
         fail("run.reference_tol", run.reference_tol, "must be > 0")
     if run.reference not in REFERENCE_MODES:
         fail("run.reference", run.reference, "must be auto, true or false")
+    if run.timing not in TIMING_MODES:
+        fail("run.timing", run.timing, "must be auto, true or false")
     if run.reference_max_iter < 1:
         fail("run.reference_max_iter", run.reference_max_iter, "must be >= 1")
     if run.reference_time_limit_s is not None and not run.reference_time_limit_s > 0:
@@ -761,6 +788,9 @@ def validate(cfg: DictConfig) -> Experiment:
     figures = (cfg.get("report") or {}).get("figures")
     if figures is not None and not isinstance(figures, bool):
         fail("report.figures", figures, "must be true or false")
+    target = (cfg.get("report") or {}).get("target")
+    if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
+        fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
     return _experiment(cfg)
 
 
@@ -908,11 +938,22 @@ def smoke(cfg: DictConfig) -> DictConfig:
 
 
 def _check_cluster_files(cl, fail) -> None:
-    """cluster.security: the three PEM files together, each readable, before any connection."""
-    sec = cl.security or {}
+    """cluster.security: "none", or the three PEM files together, each readable, before any
+    connection; not for the kept cluster (its own, in its state directory) nor kubernetes."""
+    sec = cl.security
+    if sec == "none":
+        return
+    if not isinstance(sec, (dict, DictConfig)) or set(sec) - {"ca_file", "cert", "key"}:
+        fail("cluster.security", _plain(sec), "must be none, or ca_file, cert and key (PEM files)")
     given = {k: sec.get(k) for k in ("ca_file", "cert", "key")}
     if not any(given.values()):
         return
+    if cl.kind == "kubernetes":
+        fail("cluster.security", _plain(sec), "not for cluster=kubernetes: dask-kubernetes' operator starts its "
+                                              "scheduler without TLS")
+    if cl.kind == "address" and cl.address == "kept":
+        fail("cluster.security", _plain(sec), "not for cluster=kept: the kept cluster uses its own credentials, "
+                                              "in its state directory")
     for k, v in given.items():
         if not v:
             fail(f"cluster.security.{k}", v, "TLS needs ca_file, cert and key together")
@@ -955,6 +996,20 @@ def _smoke_plugin(where: str, name: str) -> None:
         smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
     except SolverCheckError as exc:
         raise ConfigError(f"{where}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
+
+
+def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:
+    """The key a solver entry's value of `key` was set by: the shared top-level grid (`grid.C`,
+    `grid.zip.C`), the entry's grid (`solvers.dcd.grid.C`, `...grid.zip.C`) or its params."""
+    if key in point:
+        shared = _plain(cfg.get("grid")) or {}
+        if key in shared and takes_key(sc, entry, key):
+            return f"grid.{key}"
+        if key in (shared.get("zip") or {}) and takes_key(sc, entry, key):
+            return f"grid.zip.{key}"
+        zipped = (_plain(sc.get("grid")) or {}).get("zip") or {}
+        return f"solvers.{entry}.grid.{'zip.' if key in zipped else ''}{key}"
+    return f"solvers.{entry}.params.{key}"
 
 
 def _check_problem_keys(where, p, losses, intercepts, spec, fail):

@@ -483,6 +483,9 @@ class Plan:
     fits: Specs
     references: Specs
     datasets: dict        # entry key -> {name, fingerprint, n_rows, n_features, classes, folds, heldout}
+    # What the run says with the plan, before any fit: solver entries that share no problem.
+    notes: tuple = ()
+    timing_fits: int = 0  # of the fits, the timing fits (`timing_template`)
 
     def __len__(self):
         return len(self.fits)
@@ -659,8 +662,129 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                     tail.update(tail_of(dkey, skey, index))
                 n_folds = min(len(folds), sc.folds or len(folds))
                 fits.add(template, tail, *_by_fold(template, n_folds, "fit-", paths, texts))
+    notes = tuple(shared_problem_notes(fits.templates, exp))
+    n_timing = _add_timing_fits(fits, datasets, exp.run, paths, texts)
     fits, refs = _attach_references(fits, datasets, exp.run, paths, texts)
-    return Plan(fits=fits, references=refs, datasets=datasets)
+    return Plan(fits=fits, references=refs, datasets=datasets, notes=notes, timing_fits=n_timing)
+
+
+# ------------------------------------------------------------------------ timing fits
+def plan_lines(plan: "Plan", exp: Experiment) -> list[str]:
+    """What the run says of its plan before any fit: how many of its fits are timing fits, and
+    every solver entry that shares no problem with the others (`shared_problem_notes`)."""
+    out = []
+    if plan.timing_fits:
+        out.append(f"timing fits: {plan.timing_fits} of these fits time the solvers on the problems they share, for "
+                   f"the report's speed comparisons: cold starts, densely traced (run.timing={exp.run.timing})")
+    return out + [f"note: {line}" for line in plan.notes]
+
+
+def problem_text(template: dict) -> str:
+    """What makes two fits' problems one (the dataset entry's rows and settings, and every
+    problem key): the same text, the same problem; fits of different texts are never compared."""
+    return canonical_json({"data": template["data"], "problem": template["problem"]})
+
+
+def compared_problems(templates: list) -> set:
+    """The problems (`problem_text`) that two or more solver entries fit: the ones a report
+    compares solvers on, and the only ones `run.reference=auto` and `run.timing=auto` pay for."""
+    entries: dict = {}
+    for t in templates:
+        entries.setdefault(problem_text(t), set()).add(t["solver_entry"])
+    return {p for p, e in entries.items() if len(e) >= 2}
+
+
+def timing_template(template: dict) -> dict:
+    """The timing fit of a fit template: the same problem, solver, parameters and budget, started
+    cold and traced at every due point (the recorder's overhead budget off: recording pauses the
+    solver's clock, so a dense trace costs wall time, not solver time). A reference library
+    (family "reference": one call, no trace) is timed by a ladder of cold solves capped at 1, 2,
+    3, ... iterations (tasks.run_ladder). The `timing` field is in the key, so a timing fit never
+    shares a key with a sweep fit, and the keys of existing specs are unchanged."""
+    out = {k: v for k, v in template.items() if k != "keep_model"}
+    trace = {**template["trace"], "enabled": True, "max_overhead": None}
+    out.update(warm_start=False, trace=trace,
+               timing={"method": "ladder" if template["family"] == "reference" else "trace",
+                       "per_decade": int(trace["per_decade"])})
+    return out
+
+
+def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, texts: dict) -> int:
+    """Add a timing fit (`timing_template`) for each binary fit template whose problem gets a
+    certified f* and is compared (`run.timing`: auto, the problems two or more entries share;
+    true, every problem with a reference; false, none). Returns how many timing fits were added."""
+    if run.timing is False or run.reference is False:
+        return 0
+    compared = compared_problems(fits.templates)
+    counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates)).tolist()
+    added = 0
+    for template, tail, rows in list(zip(fits.templates, fits.tails, counts)):
+        info = datasets[template["data"]["entry"]]
+        shared = problem_text(template) in compared
+        if len(info["classes"]) != 2 or not rows or not (shared or (run.timing is True and run.reference is True)):
+            continue
+        if reference_solver(template["problem"], info["n_features"]) is None:
+            continue
+        timed = timing_template(template)
+        fits.add(timed, tail, *_by_fold(timed, rows, "fit-", paths, texts))
+        added += rows
+    return added
+
+
+def shared_problem_notes(templates: list, exp: Experiment) -> list[str]:
+    """One line per solver entry that shares no problem with any other selected entry, naming
+    the key and the value that would make them comparable (`grid.loss='[hinge]'`): the report
+    ranks an entry only against entries on the same problem, so such an entry is never timed
+    against the others. Said before any fit (`run.py` prints it with the plan)."""
+    import solvers
+
+    if len({t["solver_entry"] for t in templates}) < 2:
+        return []
+    problems: dict = {}          # entry -> its problem texts; entry -> its problems
+    of_entry: dict = {}
+    for t in templates:
+        problems.setdefault(t["solver_entry"], set()).add(problem_text(t))
+        of_entry.setdefault(t["solver_entry"], []).append(t)
+    out = []
+    for entry, mine in problems.items():
+        others = [e for e in problems if e != entry]
+        if any(mine & problems[e] for e in others):
+            continue
+        out.append(_no_shared_problem(entry, others, of_entry, exp, solvers))
+    return out
+
+
+_CATEGORICAL = ("kernel", "loss", "intercept")
+
+
+def _no_shared_problem(entry: str, others: list, of_entry: dict, exp: Experiment, solvers) -> str:
+    """The line of `shared_problem_notes` for one entry: which key keeps it apart and what to set."""
+    def values(e, key):
+        return sorted({str(t["problem"].get(key)) for t in of_entry[e]})
+
+    def takes(e, key):
+        spec = solvers.get_solver(exp.solvers[e].solver)
+        return {"kernel": spec.kernels, "loss": spec.losses, "intercept": spec.intercepts}[key]
+
+    head = f"solvers.{entry} shares no problem with {', '.join(others)}"
+    for key in _CATEGORICAL:
+        mine = set(values(entry, key))
+        theirs = set().union(*(values(e, key) for e in others))
+        if mine & theirs:
+            continue
+        common = set(takes(entry, key)).intersection(*(takes(e, key) for e in others))
+        fix = (f"set grid.{key}='[{sorted(common)[0]}]' (a {key} all of them take) to compare them"
+               if common else f"no {key} is taken by all of them: compare {entry} with solvers of its {key}")
+        return (f"{head} ({key}: {entry} solves {', '.join(sorted(mine))}, they solve {', '.join(sorted(theirs))}): "
+                f"the report times it apart from them and puts it in no ratio; {fix}.")
+    # Loss, intercept and kernel meet: a numeric key (C, gamma, ...) or a dataset keeps them apart.
+    numeric = [k for k in ("C", "lambda", "gamma", "degree", "coef0", "huber_k", "intercept_scaling")
+               if set(values(entry, k)) != set().union(*(values(e, k) for e in others))]
+    key = numeric[0] if numeric else "datasets"
+    fix = (f"set one sweep for all, e.g. grid.{key}='[{','.join(values(entry, key))}]'"
+           if numeric and "None" not in values(entry, key) else "run them on the same datasets")
+    return (f"{head} (they differ in {key}): the report times it apart from them and puts it in no ratio; "
+            f"{fix}.")
 
 
 class _SpecColumns:

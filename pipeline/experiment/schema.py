@@ -29,12 +29,18 @@ HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
 # budget, and so in its key, only when set.
 SUBSAMPLE_KEY = "train_fraction"
 
+# Timing fits (`run.timing`): "auto" plans them for the problems two or more solver entries share,
+# true for every fit with a certified reference, false for none (docs/design/execution.md,
+# "Timing fits").
+TIMING_MODES = ("auto", True, False)
+
 
 # What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
 # against), `formats` (the figures' files: png always, pdf for papers when asked; drawing a PDF
-# costs as long again) and `figures` (false: tables only, no figure nor interactive page: a
-# sweep read through its tables, or a test that looks at none).
-REPORT_KEYS = ("baseline", "formats", "figures")
+# costs as long again), `figures` (false: tables only, no figure nor interactive page: a
+# sweep read through its tables, or a test that looks at none) and `target` (the relative
+# suboptimality (P - f*)/|f*| every speed table, ratio and profile times solvers to).
+REPORT_KEYS = ("baseline", "formats", "figures", "target")
 REPORT_FORMATS = ("png", "pdf")
 
 
@@ -85,15 +91,19 @@ class ClusterConf:
     processes: bool = False
     address: Optional[str] = None            # address: tcp://host:8786
     memory_limit: str = "auto"               # local: per worker ("auto": the machine's memory shared out)
-    dashboard_address: Optional[str] = ":0"  # local: the Dask dashboard (":0" any free port, null none)
+    # local and slurm: the Dask dashboard, on loopback at a free port by default (reach it from
+    # another machine through `ssh -L`); ":0" any free port on every interface, null none
+    dashboard_address: Optional[str] = "127.0.0.1:0"
     jobqueue: Dict[str, Any] = field(default_factory=dict)   # slurm: dask-jobqueue's SLURMCluster kwargs
     kubernetes: Dict[str, Any] = field(default_factory=dict)  # kubernetes: name, image, resources, env
     adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
     lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
     lifetime_stagger_s: int = 240            # slurm: ... give or take this long
     blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
-    # TLS to the scheduler (address): distributed's Security from these PEM files
-    security: Dict[str, Any] = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
+    # Who may connect (docs: Operation, TLS). slurm, and local with worker processes: TLS with
+    # credentials made for the cluster alone, by default. ca_file, cert, key (PEM files): TLS with
+    # these instead, and for address a tls:// scheduler's. "none": no TLS (a warning names the risk)
+    security: Any = field(default_factory=lambda: {"ca_file": None, "cert": None, "key": None})
 
 
 @dataclass
@@ -158,6 +168,11 @@ class RunConf:
     reference_max_iter: int = 100_000        # ... and its iteration cap
     reference_time_limit_s: Optional[float] = 60.0   # per reference; a stop is flagged, not hidden
     warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
+    # Cold, densely traced timing fits beside the sweep, which the report's speed comparisons
+    # read (a reference library: a ladder of cold solves capped at 1, 2, 3, 4, 5, 6, 8, 10, ...
+    # iterations): "auto" for the problems two or more solver entries share, true for every fit
+    # with a certified reference, false none (speed is then compared only warm to warm, cold to cold).
+    timing: Any = "auto"
     chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
     progress: bool = True                    # a progress bar on a terminal
     dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
@@ -180,7 +195,7 @@ class Config:
     search: SearchConf = field(default_factory=SearchConf)    # grid, certified C search, or halving
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
-    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures
+    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures, target
     # Solver plugins imported for this run: .py files (their sha256 is in their fits' task keys;
     # the run ships them to the workers) or dotted modules installed on every machine.
     plugins: list = field(default_factory=list)

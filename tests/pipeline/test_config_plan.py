@@ -29,8 +29,8 @@ def test_unknown_solver_group_option_lists_choices(tmp_path):
 
 
 @pytest.mark.parametrize("override, match", [
-    ("solvers.dcd.grid.C=[1,-2]", r"solvers.dcd.C=-2: must be a number > 0"),
-    ("solvers.dcd.params.loss=log", r"solvers.dcd.loss='log'"),
+    ("solvers.dcd.grid.C=[1,-2]", r"solvers.dcd.grid.C=-2: must be a number > 0"),
+    ("solvers.dcd.params.loss=log", r"solvers.dcd.params.loss='log'"),
     ("+solvers.dcd.params.shrink=true", r"no parameter 'shrink'"),
     ("solvers.dcd.params.stop=never", r"dcd.stop='never'"),
     ("solvers.dcd.params.intercept=free", r"intercept='free': solver 'dcd' takes"),

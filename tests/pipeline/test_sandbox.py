@@ -112,7 +112,7 @@ def test_the_worker_passes_the_childs_records_on_without_unpickling_them(store, 
         blobs = box.run_pickled(real.dumps([[s] for s in specs]), str(store), {})
     finally:
         box.close()
-    assert not decoded and all(isinstance(b, bytes) for b in blobs)
+    assert not decoded and all(isinstance(b, bytes) for _, b in blobs)
     assert sorted(r["key"] for r in sandbox.records_of(blobs)) == sorted(s["key"] for s in specs)
 
 

@@ -227,7 +227,7 @@ def test_list_info_exists_remove(tmp_path):
 
 def test_overwrite_is_atomic_and_leaves_no_debris(tmp_path):
     store.write_dataset(tmp_path, "d", np.ones((3, 2)), [1, 1, 1], source={})
-    with pytest.raises(store.DatasetExistsError, match="--force"):
+    with pytest.raises(store.DatasetExistsError, match="pass overwrite=True to replace it"):
         store.write_dataset(tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={})
     assert store.read_dataset(tmp_path, "d").X.shape == (3, 2)
     meta = store.write_dataset(
