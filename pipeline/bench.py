@@ -152,8 +152,7 @@ def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "benc
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0",
-                        **({"SVMBENCH_CLUSTER_DIR": state} if state else {})})
+                            env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0"})
     cpu = _cpu_by_role(proc)
     wall = time.perf_counter() - t0
     if proc.returncode:
