@@ -44,6 +44,17 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      (`svmbench cluster start`, cluster=kept), with TLS (the default) and plain tcp:// (`--security
      none`) in turn, there by its launcher and by itself (SVMBENCH_LAUNCHER=0), split by its
      timing line's phases.
+  cs  the certified C search (conf/experiment/bench_search_linear.yaml: scenario e's sparse text, C
+     in [1e-3, 1e3], epsilon 0.5 points of CV error) against a dense 200-point grid over the same
+     range (the same command with search=grid: the check of the chosen C) and LIBLINEAR's own
+     ``train -C -v 5 -s 2 -c 0.001`` (its C search from 0.001 up, to its own cap of 1024),
+     whole command against whole command (LIBLINEAR: its train call on a prebuilt problem); the
+     fits and passes each spent, and the search's guarantee reached or not.
+  hs  successive halving over scenario f's kernel grid (conf/experiment/bench_search_kernel.yaml:
+     factor 3, each rung on a share of the training rows) against the full grid
+     (bench_kernel_grid) and HalvingGridSearchCV(StandardScaler + SVC, factor=3, n_jobs=2) on
+     the same rows, folds, grid, tol and cache size (its fit call); the chosen (C, gamma)'s CV
+     error against the full grid's best and its standard error over the folds.
   libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
      (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
      MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
@@ -52,11 +63,12 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
---set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
-smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``.
+--set adds Hydra overrides to every run of scenarios f and hs (ours and the anchors alike), e.g.
+a smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``, or another
+data shape: ``--only hs --set datasets.mnist_1v7.builder=mnist_3v8``.
 """
 from __future__ import annotations
 
@@ -380,6 +392,114 @@ def scenario_e(work: Path, reps: int) -> list[dict]:
     return rows
 
 
+SEARCH_LINEAR = "bench_search_linear"
+SEARCH_KERNEL = "bench_search_kernel"
+DENSE_GRID = ["search=grid", "solvers.dcd.grid.C='geomspace(0.001, 1000, 200)'"]
+
+# LIBLINEAR's own C search on the rows our search reads (its own 5 folds: -v draws them), from
+# C = 0.001 (-c) doubling to its cap, 1024; its lines "log2c= ... rate= ..." count the C values.
+LIBLINEAR_C_SEARCH = SWEEP_DATA.replace("bench_sweep", SEARCH_LINEAR) + r"""
+from liblinear.liblinearutil import problem, train
+
+prob = problem(np.asarray(y, dtype=float), X)
+t0 = time.perf_counter()
+best_C, _, best_accuracy = train(prob, "-C -v 5 -s 2 -c 0.001")
+print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_accuracy}))
+"""
+
+
+def _search_outcome(run_dir: Path) -> dict:
+    """What a search's search.json says of its (one) search, and the fits' passes and CV errors."""
+    from .search.driver import read_state
+    res = pd.read_parquet(run_dir / "results.parquet")
+    cv = 1.0 - res.groupby("C")["test_accuracy"].mean()
+    out = {"fits": len(res), "passes": int(res["n_iter"].sum()), "best_C": float(cv.idxmin()),
+           "best_cv_error": float(cv.min()), "cv": cv}
+    state = read_state(run_dir)
+    if state:
+        s = state["searches"][0]
+        out.update(rounds=len(s.get("rounds") or s.get("rungs") or []), certified=s.get("certified"),
+                   bound_min=s.get("bound_min"), reason=s.get("reason"))
+    return out
+
+
+def scenario_cs(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours([], work, f"cs{r}", experiment=SEARCH_LINEAR)
+        mine = _search_outcome(work / f"cs{r}")
+        dense = run_ours(DENSE_GRID, work, f"cs-dense{r}", experiment=SEARCH_LINEAR)
+        grid = _search_outcome(work / f"cs-dense{r}")
+        proc = subprocess.run([sys.executable, "-c", LIBLINEAR_C_SEARCH, json.dumps([])], check=True,
+                              capture_output=True, text=True)
+        ll = json.loads(proc.stdout.strip().splitlines()[-1])
+        ll_Cs = sum(1 for line in proc.stdout.splitlines() if line.startswith("log2c="))
+        # The search's chosen C scored on the dense grid's fits: the grid C nearest it.
+        nearest = grid["cv"].index[np.argmin(np.abs(np.log(grid["cv"].index / mine["best_C"])))]
+        rows.append({"scenario": "cs", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
+                     "ours_execute_s": ours["execute_s"], "ours_fits": mine["fits"], "ours_passes": mine["passes"],
+                     "ours_rounds": mine.get("rounds"), "certified": mine.get("certified"),
+                     "ours_best_C": mine["best_C"], "ours_best_cv_error": mine["best_cv_error"],
+                     "bound_min": mine.get("bound_min"),
+                     "dense_wall_s": dense["wall_s"], "dense_fits": grid["fits"], "dense_passes": grid["passes"],
+                     "dense_best_C": grid["best_C"], "dense_best_cv_error": grid["best_cv_error"],
+                     "dense_cv_error_at_ours": float(grid["cv"][nearest]),
+                     "liblinear_s": ll["fit_s"], "liblinear_fits": 5 * ll_Cs, "liblinear_best_C": ll["best_C"],
+                     "liblinear_cv_error": 1.0 - ll["cv_accuracy"],
+                     "ratio_vs_dense": ours["wall_s"] / dense["wall_s"], "ratio_vs_liblinear": ours["wall_s"] / ll["fit_s"],
+                     "within_epsilon": mine["best_cv_error"] - grid["best_cv_error"] <= 0.005,
+                     "reason": mine.get("reason")})
+        print(rows[-1], flush=True)
+    return rows
+
+
+# HalvingGridSearchCV(SVC) over the kernel grid's rows, folds and grid (KERNEL_ANCHOR's setup),
+# factor 3, its default resource (n_samples, min_resources="exhaust").
+HALVING_ANCHOR = KERNEL_ANCHOR.replace("from sklearn.model_selection import GridSearchCV",
+                                       "from sklearn.experimental import enable_halving_search_cv  # noqa: F401\n"
+                                       "from sklearn.model_selection import HalvingGridSearchCV").replace(
+    """gs = GridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                  n_jobs=int(sys.argv[2]), refit=False)""",
+    """gs = HalvingGridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                         factor=3, random_state=0, n_jobs=int(sys.argv[2]), refit=False)""").replace(
+    """print(json.dumps({"fit_s": fit_s, "fits": len(gs.cv_results_["params"]) * len(folds),
+                  "test_accuracy": float(np.mean(gs.cv_results_["mean_test_score"]))}))""",
+    """print(json.dumps({"fit_s": fit_s, "fits": int(sum(gs.n_candidates_)) * len(folds),
+                  "n_candidates": [int(n) for n in gs.n_candidates_], "n_resources": [int(n) for n in gs.n_resources_],
+                  "best_C": gs.best_params_["svc__C"], "best_gamma": gs.best_params_["svc__gamma"],
+                  "best_score": float(gs.best_score_)}))""")
+
+
+def scenario_hs(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
+    from .search.driver import read_state
+    rows = []
+    for r in range(reps):
+        ours = run_ours([*extra], work, f"hs{r}", experiment=SEARCH_KERNEL)
+        state = read_state(work / f"hs{r}")["searches"][0]
+        res = pd.read_parquet(work / f"hs{r}" / "results.parquet")
+        full = run_ours([*extra], work, f"hs-full{r}", experiment=KERNEL_GRID)
+        grid = pd.read_parquet(work / f"hs-full{r}" / "results.parquet")
+        err = (1.0 - grid.set_index(["C", "gamma"])["test_accuracy"]).groupby(level=[0, 1])
+        mean, se = err.mean(), err.std() / np.sqrt(err.size())
+        best = tuple(float(x) for x in mean.idxmin())
+        pick = (float(state["best"]["point"]["C"]), float(state["best"]["point"]["gamma"]))
+        hgs = run_anchor([*extra], script=HALVING_ANCHOR)
+        rows.append({"scenario": "hs", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
+                     "ours_execute_s": ours["execute_s"], "ours_fits": len(res), "ours_passes": int(res["n_iter"].sum()),
+                     "ours_rungs": " -> ".join(f"{x['n_candidates']}@{x['resource']:.3g}" for x in state["rungs"]),
+                     "ours_pick": str(pick), "ours_pick_full_grid_cv_error": float(mean[pick]),
+                     "full_wall_s": full["wall_s"], "full_fits": len(grid), "full_passes": int(grid["n_iter"].sum()),
+                     "full_best": str(best), "full_best_cv_error": float(mean[best]), "full_best_se": float(se[best]),
+                     "within_one_se": float(mean[pick]) <= float(mean[best] + se[best]),
+                     "hgs_fit_s": hgs["fit_s"], "hgs_fits": hgs["fits"],
+                     "hgs_rungs": " -> ".join(f"{n}@{m}" for n, m in zip(hgs["n_candidates"], hgs["n_resources"])),
+                     "hgs_pick": str((hgs["best_C"], hgs["best_gamma"])),
+                     "hgs_pick_full_grid_cv_error": float(mean.get((hgs["best_C"], hgs["best_gamma"]), np.nan)),
+                     "ratio_vs_full": ours["wall_s"] / full["wall_s"], "ratio_vs_hgs": ours["wall_s"] / hgs["fit_s"]})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def _upstream_data(full: bool):
     """(X, y) of scenario u: rcv1_like at 80k rows (bench_linear's shape), or the store's rcv1_full."""
     import numpy as np
@@ -605,20 +725,22 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--libsvm-rows", default="5000,20000", help="row counts of scenario libsvm")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Hydra override added to every run of scenario f (ours and the anchor)")
+                    help="a Hydra override added to every run of scenarios f and hs (ours and the anchors)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
                "g": scenario_g, "h": scenario_h, "k": scenario_k, "u": lambda work, reps: scenario_u(reps, args.full),
-               "f": lambda work, reps: scenario_f(work, reps, args.set),
+               "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": lambda work, reps: scenario_hs(work, reps, args.set),
                "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            if name == "f":
+            if name in ("f", "hs"):
                 prebuild(args.set, KERNEL_GRID)
+            elif name == "cs":
+                prebuild([], SEARCH_LINEAR)
             elif name not in ("u", "libsvm"):
                 prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "k": "bench_fixed"}.get(name, "bench_sweep"))
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))

@@ -44,9 +44,11 @@ import numpy as np
 
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
-from .schema import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS
+from .schema import BUDGET_KEYS, PROBLEM_KEYS, SUBSAMPLE_KEY, TASK_KEYS
 
 KEY_LENGTH = 16
+# budget.tol of a fit whose entry sets none (part of its key).
+DEFAULT_TOL = 1e-4
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
 # Only registered solvers are used; with none, f* is unknown (NaN) and said so in the report.
 # Hook: dcd certifies the hinge slowly at large C; the certifying primal solver for linear hinge
@@ -489,6 +491,59 @@ class Plan:
         return len(self.fits)
 
 
+def concat_plans(plans: list[Plan]) -> Plan:
+    """One plan of several (a search's rounds, or one round's datasets), in order: their specs'
+    columns joined, a key met again (a reference two rounds share) kept once, first come."""
+    if len(plans) == 1:
+        return plans[0]
+    refs, ref_rows = _concat_specs([p.references for p in plans], "ref-")
+    offsets = np.cumsum([0] + [len(p.references) for p in plans])[:-1]
+    fits, _ = _concat_specs([p.fits for p in plans], "fit-", (refs, ref_rows, offsets))
+    datasets = {}
+    for p in plans:
+        datasets.update(p.datasets)
+    return Plan(fits=fits, references=refs, datasets=datasets)
+
+
+def _concat_specs(parts: list[Specs], prefix: str, references=None) -> tuple[Specs, np.ndarray]:
+    """(`Specs` joined column by column, each joined row's row among the kept ones): a key met
+    again is kept once, at its first row. references: (the joined references, their rows'
+    map, each part's offset into them), for fits: their reference rows follow the map."""
+    templates, tails, paths = [], [], []
+    cols = {"template": [], "fold": [], "digest": [], "path": [], "reference": []}
+    for i, s in enumerate(parts):
+        cols["template"].append(s._template + len(templates))
+        cols["fold"].append(s._fold)
+        cols["digest"].append(s._digest)
+        cols["path"].append(np.where(s._path >= 0, s._path + len(paths), -1))
+        if references is not None:
+            ref = s._reference if s._reference is not None else np.full(len(s._digest), -1, np.int64)
+            cols["reference"].append(np.where(ref >= 0, ref + references[2][i], -1))
+        templates += s._templates
+        tails += s._tails
+        paths += s._paths
+    joined = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
+    digest = joined["digest"].astype(np.uint64)
+    n = len(digest)
+    order = np.argsort(digest, kind="stable")
+    ordered = digest[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]] if n else np.zeros(0, bool)
+    first_of = np.empty(n, dtype=np.int64)
+    first_of[order] = order[np.flatnonzero(starts)[np.cumsum(starts) - 1]] if n else order
+    keep = np.unique(first_of)
+    rank = np.full(n, -1, dtype=np.int64)
+    rank[keep] = np.arange(len(keep))
+    reference, refs = None, None
+    if references is not None:
+        refs, ref_rows, _ = references
+        joined_ref = joined["reference"][keep]
+        reference = (np.where(joined_ref >= 0, ref_rows[np.maximum(joined_ref, 0)], -1) if len(ref_rows)
+                     else np.full(len(keep), -1, dtype=np.int64))
+    out = Specs(prefix, templates, tails, joined["template"][keep], joined["fold"][keep], digest[keep],
+                joined["path"][keep], paths, reference, refs)
+    return out, rank[first_of]
+
+
 def _problem_params(merged: dict, spec) -> dict:
     p = {k: merged[k] for k in PROBLEM_KEYS if k in merged}
     if p.get("class_weight") is None:      # unweighted stays out of the key, as before the key existed
@@ -519,11 +574,13 @@ def _problem_params(merged: dict, spec) -> dict:
     return p
 
 
-def build_plan(exp: Experiment, labels: dict) -> Plan:
+def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
     """The folds and the solver x grid x fold product as fit and reference specs.
 
     labels: dataset entry -> (meta, y), as `run.materialise_datasets` returns (pure: the plan
-    depends on the experiment and on the datasets only through their fingerprints and labels)."""
+    depends on the experiment and on the datasets only through their fingerprints and labels).
+    tail_of(dataset entry, solver entry, index of the point in its entry's points) -> fields its
+    fit specs carry outside their keys (a search's round, a warm start: pipeline/search/)."""
     import solvers
 
     if not isinstance(exp, Experiment):
@@ -561,7 +618,7 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
             plugin, plugin_text = _plugin_of(name)
             base = thaw(sc.params)
             ds_problem = thaw(ds.problem)
-            for point in thaw(sc.points):
+            for index, point in enumerate(thaw(sc.points)):
                 # A dataset's own problem keys (a paper's lambda per dataset) replace the grid's.
                 merged, point = apply_dataset_problem(base, point, ds_problem)
                 problem = _problem_params(merged, spec)
@@ -569,14 +626,16 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                     raise ConfigError(f"solvers.{skey}: class_weight on datasets.{dkey} ({len(classes)} classes): "
                                       "class weights are for binary problems here (labels -1 and 1)")
                 budget = {k: merged.get(k) for k in BUDGET_KEYS}
-                budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)
+                budget["tol"] = float(budget["tol"] if budget["tol"] is not None else DEFAULT_TOL)
                 if budget["time_limit_s"] is None:
                     budget["time_limit_s"] = exp.run.timeout_s
                 if exp.run.time_repeats > 1:     # in the key (fit_time_s is measured otherwise); 1 keeps keys as they were
                     budget["time_repeats"] = int(exp.run.time_repeats)
+                if merged.get(SUBSAMPLE_KEY) is not None:     # a halving rung's share of the rows
+                    budget[SUBSAMPLE_KEY] = float(merged[SUBSAMPLE_KEY])
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
-                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
+                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS + (SUBSAMPLE_KEY,)}
                 template = {"kind": "fit", "data": data, "fold": _FOLD_MARK, "solver_entry": skey,
                             "solver": name, "solver_version": spec.version, "family": spec.family,
                             "problem": problem, "budget": budget, "solver_params": sparams,
@@ -587,10 +646,20 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                                                and "lambda" not in problem and len(classes) == 2)}
                 if exp.run.keep_models:   # only when asked, so default keys stay as they were
                     template["keep_model"] = True
+                # What a search reads of each fit (pipeline/search/): the certificate of the CV
+                # error bound (certified; its v is also the model a later round starts from),
+                # or the model the next halving rung starts from. In the key: the records of a
+                # grid's fits lack them.
+                if exp.search_kind == "certified":
+                    template["cv_bound"] = True
+                elif exp.search_kind == "halving":
+                    template["keep_state"] = True
                 if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
                     template["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}
                 # The plugin's text is shipped with the spec, outside its key.
                 tail = {"plugin_text": plugin_text} if plugin_text is not None else {}
+                if tail_of is not None:
+                    tail.update(tail_of(dkey, skey, index))
                 n_folds = min(len(folds), sc.folds or len(folds))
                 fits.add(template, tail, *_by_fold(template, n_folds, "fit-", paths, texts))
     notes = tuple(shared_problem_notes(fits.templates, exp))

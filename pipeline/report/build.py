@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, profiles, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import (MAX_LINES, config_columns, count, fmt, has_lambda, html_table, keyed, markdown_table,
                      split_wide, swept_keys)
@@ -57,7 +57,8 @@ def load(run_dir: Path, baseline: str | None = None, target: float | None = None
                       baseline=baseline if baseline is not None else opts["baseline"], name=run_dir.name,
                       timing=pd.read_parquet(timing[0]) if timed else pd.DataFrame(),
                       timing_traces=pd.read_parquet(timing[1]) if timed else pd.DataFrame(),
-                      target=float(target if target is not None else opts["target"]))
+                      target=float(target if target is not None else opts["target"]),
+                      search=search.state(run_dir))
 
 
 def config_baseline(run_dir: Path) -> str | None:

@@ -34,6 +34,7 @@ class ReportData:
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     baseline: str | None = None          # report.baseline: the solver entry ratios are taken against
     name: str = ""
+    search: dict | None = None           # a search's state (the run's search.json; None: a grid's run)
     # The timing fits (timing.parquet, timing_traces.parquet): what speed is read from (speed.py).
     timing: pd.DataFrame = field(default_factory=pd.DataFrame)
     timing_traces: pd.DataFrame = field(default_factory=pd.DataFrame)

@@ -401,6 +401,11 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     if (timing.codes >= 0).any():
         optional["timing_method"] = _derive(timing, lambda t: t["method"] if t else None)
         optional["setup_s"] = _column(field("setup_s"), n, nan)
+    # A search's fits (pipeline/search/): the round (a halving rung) that asked for each.
+    search = spec("search")
+    if (search.codes >= 0).any():
+        optional["search_round"] = _derive(search, lambda s: s.get("round") if isinstance(s, dict) else math.nan,
+                                           math.nan)
     # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
     n_heldout = field("n_heldout")
     held = _truthy(n_heldout, n)
