@@ -46,13 +46,21 @@ def shard_files(run_dir: Path) -> list[Path]:
     shards = Path(run_dir) / "shards"
     if not shards.is_dir():
         return []
-    files = [p for p in shards.iterdir() if not p.name.startswith(".") and p.suffix in SHARD_SUFFIXES]
-    return sorted(files, key=lambda p: (shard_generation(p), p.name))
+    files = [p for p in shards.iterdir() if not p.name.startswith(".")]
+    earlier = sorted(p for p in files if p.suffix in EARLIER_SUFFIXES)
+    if earlier:
+        # Read around, their tasks would be computed again beside them, and the rows they hold
+        # would leave the tables without a word.
+        raise ShardError(f"{earlier[0]}: a shard in the JSON layout of an earlier svmbench ({len(earlier)} such files "
+                         f"in {shards}), which this one does not read; delete them to compute their tasks again, "
+                         f"or run in a new folder")
+    return sorted((p for p in files if p.suffix == SHARD_SUFFIX), key=lambda p: (shard_generation(p), p.name))
 
 
-# ".parquet": a task's records as columns (`results.shards`); ".jsonl": a task's records, one per
-# line, and ".json": one record (the earlier layouts, still read).
-SHARD_SUFFIXES = (".parquet", ".jsonl", ".json")
+# A task's records as columns (`results.shards`).
+SHARD_SUFFIX = ".parquet"
+# The earlier layouts: one JSON record per line (".jsonl"), one record (".json").
+EARLIER_SUFFIXES = (".jsonl", ".json")
 
 
 def shard_generation(path: Path) -> int:
