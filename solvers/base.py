@@ -190,6 +190,26 @@ class Recorder:
         """True once the solver's own seconds exceed the budget's time limit."""
         return budget.time_limit_s is not None and self.seconds() > budget.time_limit_s
 
+    def after(self, k: int, point, budget: "Budget", *, diverged: bool = False, converged: bool = False,
+              notes: dict | None = None) -> str | None:
+        """The tail every driver's iteration k ends with, in one order: the trace point if due
+        (point() as `record` takes it, with `notes` noted first), then the status that ends the
+        loop: "diverged" (a non-finite iterate; first, since NaN fails every convergence rule
+        too), "converged" (the driver's own rule), "timeout" (the budget's time limit on the
+        solver's own clock); None to go on. A driver writes ``if (end := recorder.after(...)):
+        status = end; break``."""
+        if self.due(k):
+            if notes:
+                self.note(**notes)
+            self.record(k, point)
+        if diverged:
+            return "diverged"
+        if converged:
+            return "converged"
+        if self.out_of_time(budget):
+            return "timeout"
+        return None
+
     def certify(self, fn):
         """fn(), the driver's final certificate (a pass over the data, as a point is), with the
         clock paused and its time counted as the recorder's: the closing point is recorded

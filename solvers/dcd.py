@@ -838,18 +838,10 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         if track and it in track:
             # A after the pass: index[:state[3]] (a recheck restores the count, not the order).
             active_at.append([it, np.sort(index[:state[3]]).astype(np.int64).tolist()])
-        # The trace's w_change is the last pass's (measured when a point could be due).
-        if recorder.due(it):
-            recorder.note(w_change=fstate[2], n_active=int(state[3]))
-            recorder.record(it, certificates)
-        if code == 2:
-            status = "diverged"
-            break
-        if code == 1:
-            status = "converged"
-            break
-        if recorder.out_of_time(budget):
-            status = "timeout"
+        # The trace's w_change is the last pass's.
+        if end := recorder.after(it, certificates, budget, diverged=code == 2, converged=code == 1,
+                                 notes={"w_change": fstate[2], "n_active": int(state[3])}):
+            status = end
             break
     active = int(state[0])
     n_updates = int(state[1])

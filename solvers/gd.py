@@ -143,16 +143,9 @@ def fit_gd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         wsq = float(w @ w)
         it += 1
         P_old, P = P, P_new
-        if recorder.due(it):
-            recorder.record(it, certificates)
-        if not math.isfinite(P):
-            status = "diverged"
-            break
-        if stop == "rel_decrease" and abs(P_old - P) <= tol * max(abs(P_old), 1e-300):
-            status = "converged"
-            break
-        if recorder.out_of_time(budget):
-            status = "timeout"
+        if end := recorder.after(it, certificates, budget, diverged=not math.isfinite(P),
+                                 converged=stop == "rel_decrease" and abs(P_old - P) <= tol * max(abs(P_old), 1e-300)):
+            status = end
             break
 
     fit_time = recorder.seconds()

@@ -319,13 +319,11 @@ def fit_pegasos(problem: Problem, *, budget: Budget, recorder: Recorder, warm_st
                                average, v, st, Pa, viol)
         pos += chunk.size
         it += taken
-        if not np.isfinite(st).all():
+        if not np.isfinite(st).all():      # before its trace point, which would read a non-finite w
             status = "diverged"
             break
-        if recorder.due(it):
-            recorder.record(it, trace_point)
-        if recorder.out_of_time(budget):
-            status = "timeout"
+        if end := recorder.after(it, trace_point, budget):
+            status = end
             break
     fit_time = recorder.seconds()
     w, b = current_w()
