@@ -618,7 +618,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
         warm_start = {"w": warm_start.w, "b": warm_start.b, "alpha": warm_start.alpha}
     recorder = recorder if recorder is not None else Recorder(enabled=False)
     # JIT compilation (or loading numba's cache) happens once per process, before the solver's
-    # clock starts, so that the first fit of a process is timed like the others (issue 10).
+    # clock starts, so that the first fit of a process is timed like the others.
     warm(spec)
     # duros_katzman's "basis": solve without intercept, then set b from the margin violators.
     basis = problem.intercept == "basis"
