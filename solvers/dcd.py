@@ -38,15 +38,15 @@ cap, the recorder's next scheduled point or, under a time limit, about 0.05 s: o
 pass costs microseconds, less than the interpreter work around it. The pass order is a
 Fisher-Yates shuffle of the active set from a splitmix64 generator seeded by ``random_state``.
 
-Memory. A pass visits rows in a random order, so each step's per-row numbers and the
-start of its row are reads the hardware cannot predict: at RCV1's size, where the CSR is far
-larger than the caches, each is a miss to memory. The numbers a step reads, y_i, Qbar_ii, diag_i and U_i, sit in
-one 32-byte record of a table aligned to cache lines (`_row_table`; five arrays cost five
-misses, LIBLINEAR's three), and the pass asks for the records, alpha_i and indptr 16 steps
-ahead and the rows' data and column indices 6 steps ahead (`_prefetch_rows`, LLVM's prefetch
-hint), where the CSR outgrows the caches. The iterates are bit for bit those without; what the
-prefetch buys against LIBLINEAR's ``train`` is measured by ``python -m pipeline.bench --only u``
-(the Linear solvers benchmark, "dcd against upstream LIBLINEAR").
+Memory. A pass visits rows in a random order, so each step's per-row numbers and the start of
+its row are reads the hardware cannot predict: at RCV1's size, where the CSR is far larger than
+the caches, each is a miss to memory. The numbers a step reads, y_i, Qbar_ii, diag_i and U_i,
+sit in one 32-byte record of a table aligned to cache lines (`_row_table`; five arrays cost five
+misses, LIBLINEAR's three), and the pass asks for the records, alpha_i and indptr 16 steps ahead
+and the rows' data and column indices 6 steps ahead (`_prefetch_rows`, LLVM's prefetch hint),
+where the CSR outgrows the caches. The iterates are bit for bit those without; what the prefetch
+buys against LIBLINEAR's ``train`` is measured by ``python -m pipeline.bench --only u`` (the
+Linear solvers benchmark, "dcd against upstream LIBLINEAR").
 
 Warm starts along a C path (``warm_start={"alpha": ..., "ray": True}``, `_ray_step`): the
 previous point's alpha is moved to the dual's minimiser along its ray before the first pass,
@@ -91,19 +91,18 @@ rounding; ||w_k+1 - w_k|| (the w_change rule, the trace) is built from the pass'
 
 When it pays, in units of one sparse nonzero visited, with a dense multiply-add costing 1/R of
 one (R = `_GRAM_DENSE_SPEED`, measured on sets of a few hundred rows; the timings are in the
-Linear solvers benchmark, "Older measurements behind dcd's constants"): a sparse pass costs 2 |A| nnz_A, a Gram pass
-|A|^2 / R, so a pass saves where |A| < 2 R nnz_A; entering costs |A| nnz_A per row of Qbar_AA not
-yet held, plus G_A from w. Qbar depends on X alone, so the rows of the last E are kept and
-reused after a recheck (on MNIST about one set's worth of rows is computed in a whole solve,
-not one per entry). The
-mode is entered by ski rental: once the saving passed up since the last entry covers the cost of
-entering, which spends at most twice what the best choice knowing the future would. It never
-engages where A is large (text: rcv1_like's active sets are thousands, its rows 76 nonzeros),
-nor on short solves, nor without shrinking (every pass is then full). The rechecks stay: each
-costs a full pass, many passes of a small shrunken set, and at the pass cap they leave the full
-set's spread orders of magnitude below LIBLINEAR's, which never rechecks there (Linear solvers
-benchmark, "dcd against LinearSVC, the whole call").
-"""
+Linear solvers benchmark, "Older measurements from the solvers' comments"): a sparse pass costs
+2 |A| nnz_A, a Gram pass |A|^2 / R, so a pass saves where |A| < 2 R nnz_A; entering costs |A|
+nnz_A per row of Qbar_AA not yet held, plus G_A from w. Qbar depends on X alone, so the rows of
+the last E are kept and reused after a recheck (on MNIST about one set's worth of rows is
+computed in a whole solve, not one per entry). The mode is entered by ski rental: once the
+saving passed up since the last entry covers the cost of entering, which spends at most twice
+what the best choice knowing the future would. It never engages where A is large (text:
+rcv1_like's active sets are thousands, its rows 76 nonzeros), nor on short solves, nor without
+shrinking (every pass is then full). The rechecks stay: each costs a full pass, many passes of a
+small shrunken set, and at the pass cap they leave the full set's spread orders of magnitude
+below LIBLINEAR's, which never rechecks there (Linear solvers benchmark, "dcd against LinearSVC,
+the whole call"). """
 from __future__ import annotations
 
 import math
@@ -135,7 +134,7 @@ _INF = np.inf
 # touches more data, a full pass costing many passes of a small shrunken set; where no rule
 # reaches tol within the cap, the rechecks touch somewhat more data and leave a full-set spread
 # orders of magnitude smaller. The counts are in the Linear solvers benchmark ("dcd against
-# LinearSVC, the whole call", Passes, and "Older measurements behind dcd's constants").
+# LinearSVC, the whole call", Passes, and "Older measurements from the solvers' comments").
 _RECHECK_DROP = 100.0
 # Gram mode (module docstring): how many elements of a dense row update cost as much as one
 # sparse nonzero visited (a gathered read or a scattered add), and the largest set it runs on.
@@ -155,7 +154,7 @@ _PF_NEAR = 6
 _PF_LINES = 16
 # Prefetching pays only where the rows miss the caches: below this much CSR (data and indices)
 # the hints are instructions spent for nothing and slow a small solve down (Linear solvers
-# benchmark, "Older measurements behind dcd's constants").
+# benchmark, "Older measurements from the solvers' comments").
 _PREFETCH_BYTES = 4 << 20
 
 
