@@ -183,8 +183,9 @@ def _prefetch_rows(data, indices, indptr, rinfo, alpha, index, s, active):
     """Ask for what the pass reads _PF_FAR and _PF_NEAR steps ahead. A pass visits rows in a
     random order, so each row's record, alpha_i, indptr entry and the start of its data are
     cache misses that the hardware cannot predict (at RCV1's size the CSR and the records are
-    far larger than the caches); asked for early, they arrive while the rows before are being worked.
-    Shrinking may swap another row into a prefetched slot: a wasted hint, not an error."""
+    far larger than the caches); asked for early, they arrive while the rows before are being
+    worked. Shrinking may swap another row into a prefetched slot: a wasted hint, not an
+    error."""
     if s + _PF_FAR < active:
         j = index[s + _PF_FAR]
         _prefetch(rinfo, _ROW * j)
