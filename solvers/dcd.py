@@ -213,7 +213,8 @@ def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
     from Gs[loc[i]] and a step d on alpha_i adds d Qbar[E, i] (row loc[i] of Q, m long) to Gs,
     where the sparse pass computes G_i from w (a dot over x_i) and adds d y_i x_i to w. Q = None
     compiles the sparse pass alone (numba prunes the `Q is None` branches of a None argument):
-    one pass with a run-time test per step was 2-5% slower on heart's and banknote's short rows.
+    one pass with a run-time test per step was measurably slower on short rows (heart's,
+    banknote's), where the test is a large share of a step.
 
     Returns (active, PGmax_new, PGmin_new, finite): finite is False once a step wrote a
     non-finite alpha (the divergence check, O(1) per step instead of O(n) per pass)."""
@@ -475,8 +476,8 @@ def _gram_gain(indptr, index, active, loc, cap, dense_speed):
     2 |A| nnz_A; a Gram pass adds one dense row of |A| per step, |A|^2 / dense_speed; entering
     computes the rows not cached, |A| sparse dots each, and G_A from w, one dot per row.
     `cap` (`_gram_arrays`) bounds |A| where even the longest rows could not make it pay, so
-    the O(|A|) count below runs only where it might (on heart's 205 rows of 13 it cost 10%
-    of a pass)."""
+    the O(|A|) count below runs only where it might (on a small dense problem it is a
+    visible share of a pass)."""
     if active == 0 or active > cap or dense_speed <= 0.0:
         return 0.0, 0.0
     nnz = 0

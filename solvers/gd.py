@@ -204,7 +204,8 @@ register(SolverSpec(
     kernels=("linear",),
     warm_start=True,
     default_max_iter=10000,
-    # ||grad P|| <= 1e-3 ||grad P(0)||: 1e-5 left 47% of a default sweep at max_iter (README).
+    # ||grad P|| <= 1e-3 ||grad P(0)||: with Armijo's step 1e-5 left much of a default sweep at
+    # max_iter (the solvers guide's table; Defaults that converge, "gd alone").
     default_tol=1e-3,
     version="3",        # 2: traces carry the caller's extras (the test error); 3: step="bb" is the default
     description="full-batch gradient descent on the squared-hinge primal (duros_katzman 4.1)",
