@@ -102,7 +102,8 @@ rcv1_like's active sets are thousands, its rows 76 nonzeros), nor on short solve
 shrinking (every pass is then full). The rechecks stay: each costs a full pass, many passes of a
 small shrunken set, and at the pass cap they leave the full set's spread orders of magnitude
 below LIBLINEAR's, which never rechecks there (Linear solvers benchmark, "dcd against LinearSVC,
-the whole call"). """
+the whole call").
+"""
 from __future__ import annotations
 
 import math

@@ -405,7 +405,7 @@ class _Check:
             # which says the limit was seen, up to 20 x the limit + 1 s: iterations are not all
             # alike (svmmaj's 10th here, its active-set finish, costs hundreds of its plain
             # iterations, more on a loaded machine), and one iteration is never cut (qp's first
-            # IPM step on 400 rows alone can pass the limit several times over). qp's polish
+            # IPM step on 400 rows alone can pass the limit many times over). qp's polish
             # after a timeout, which this caught, overran by many times the limit.
             allowed = limit + 0.25 + 2.0 * res.fit_time_s / max(res.n_iter, 1)
             what = "ignored"

@@ -137,7 +137,7 @@ def shuffle_splits(y: np.ndarray, rounds: int, test_size: float, seed: int) -> l
     """StratifiedShuffleSplit(rounds, test_size=test_size, random_state=seed)'s rounds, sorted:
     the same random draws in the same order, so the same rows, with each round built from
     arrays. scikit-learn builds a round's rows as Python lists, slow for many rounds of many rows
-    (the sweep benchmark's scenario (c): The sweep benchmark, "What is left"), and the client's
+    (scenario (c)'s 250 rounds: The sweep benchmark, "What is left"), and the client's
     planning and every worker's first task paid it.
     Anything outside the plain case (a class of one row, a test size that is not a fraction, a
     scikit-learn without `_approximate_mode`) goes to scikit-learn itself, errors included."""
@@ -330,10 +330,10 @@ class Specs(Mapping):
     def rows(self, keys) -> np.ndarray:
         """The rows of many keys at once, -1 where a key is not one this plan made: `_row`'s
         checks and binary search, vectorised (a resumed run looks up every finished key, and at
-        a million keys one Python-level search each was most of the resume's skip list: The
-        sweep benchmark, "Large sweeps"). The 16 hex digits after the prefix are
-        read as code points through a table that knows only 0-9 and a-f, as `_row`'s round trip
-        through f"{digest:016x}" accepts only those."""
+        a million keys one Python-level search each made a resume's skip list slow: The sweep
+        benchmark, "Large sweeps"). The 16 hex digits after the prefix are read as code points
+        through a table that knows only 0-9 and a-f, as `_row`'s round trip through
+        f"{digest:016x}" accepts only those."""
         keys = [k if isinstance(k, str) else "" for k in keys]
         out = np.full(len(keys), -1, dtype=np.int64)
         n = len(self._prefix)
@@ -917,16 +917,16 @@ _FOLD_MARK = "\x00fold\x00"
 def _by_fold(template: dict, n_folds: int, prefix: str, paths: dict | None = None,
              texts: dict | None = None) -> tuple[bytes, list]:
     """The keys and path keys of the template's spec for each fold 0..n_folds-1, keyed as `_finish`
-    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits
-    after the prefix), joined, and its path key (or None). The
-    specs of one grid point differ only in their fold, so their canonical JSON (and that of their
-    C path) is made once, with a mark where the fold goes, and each fold's text is the mark
-    replaced by the fold's number (as json.dumps writes an int). Only the sha256 is per spec:
-    planning normalised and serialised each spec twice, the plan's largest cost per fit at
-    scenario (g)'s 50,000 fits (The sweep benchmark, "Large sweeps"). The points of one C path share their path text, so
-    `paths` (text -> each fold's path key) hashes it once per fold, not once per point; `texts`
-    holds the canonical text of the sub-dicts the specs share (`_canonical_shared`). A
-    template whose text holds the mark elsewhere (a parameter's value) is keyed spec by spec."""
+    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits after
+    the prefix), joined, and its path key (or None). The specs of one grid point differ only in
+    their fold, so their canonical JSON (and that of their C path) is made once, with a mark where
+    the fold goes, and each fold's text is the mark replaced by the fold's number (as json.dumps
+    writes an int). Only the sha256 is per spec: planning normalised and serialised each spec twice,
+    the plan's largest cost per fit at scenario (g)'s 50,000 fits (The sweep benchmark, "Large
+    sweeps"). The points of one C path share their path text, so `paths` (text -> each fold's path
+    key) hashes it once per fold, not once per point; `texts` holds the canonical text of the
+    sub-dicts the specs share (`_canonical_shared`). A template whose text holds the mark elsewhere
+    (a parameter's value) is keyed spec by spec."""
     mark = json.dumps(_FOLD_MARK)
     texts = {} if texts is None else texts
     head, *tail = _canonical_shared(template, texts).split(mark)
