@@ -1,5 +1,5 @@
-"""`python -m pipeline.bench`: the sweep benchmark (issue 10, point 7), ours beside its anchor
-in one run, as one table of ratios.
+"""`python -m pipeline.bench`: the sweep benchmark, ours beside its anchor in one run, as one
+table of ratios (docs/benchmarks/sweep.md reads them).
 
 Every measurement is a whole command a user waits for, run as a subprocess from a cold start:
 ``python -m pipeline +experiment=bench_sweep ...`` (Python start, Hydra, planning, the Dask
@@ -10,25 +10,26 @@ Ours and the anchor alternate, so machine load drifts through both alike.
 Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   a  8 C x 5 folds, squared hinge, tol 0.1, 100k rows: ours against GridSearchCV, n_jobs=2.
   b  200 fits, 4 C x 50 random splits of 100k rows (50 warm C paths), on 1 and on 2 workers:
-     sized so the fits (a minute or two on one worker) outweigh the command's fixed costs;
-     beside the speedup, where it goes: the fits' own scaling (summed fit time, 1 over 2
-     workers), the CPU seconds of the task processes, of the client (with scheduler and
-     nannies) and of the Dask workers, the workers' imbalance; and GridSearchCV's own speedup on the
-     same 200 fits, n_jobs=1 against 2 (what two processes get on this machine).
-  c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
-     against the summed fit times over the workers.
+     sized so the fits outweigh the command's fixed costs; beside the speedup, where it goes:
+     the fits' own scaling (summed fit time, 1 over 2 workers), the CPU seconds of the task
+     processes, of the client (with scheduler and nannies) and of the Dask workers, the workers'
+     imbalance; and GridSearchCV's own speedup on the same 200 fits, n_jobs=1 against 2 (what
+     two processes get on this machine).
+  c  2000 short fits (8 C x 250 random splits of 26k rows, folds sized so a fit takes tens of
+     milliseconds, not a few), cold: execute phase against the summed fit times over the
+     workers: what the engine adds around a short fit.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
-  e  8 C x 5 folds on sparse text (issue 30, point 1): rcv1_like at RCV1's shape (100k rows,
-     47,236 features, 76 nonzeros a row), squared hinge, tol 0.1, no intercept, C 0.01..30:
-     ours against GridSearchCV(LinearSVC, n_jobs=2), and beside it LIBLINEAR's own
-     warm-started parameter search, ``train -C -v 5 -s 2`` (liblinear-official, the `bench`
-     extra), timed around ``train`` on a prebuilt problem.
-  u  dcd against upstream LIBLINEAR (issue 30, point 6): one solve at C = 1, eps 0.1, no bias,
-     squared hinge (-s 1) and hinge (-s 3), on rcv1_like at 80k rows and at RCV1's size (804,414
-     rows, conf/datasets/rcv1_full.yaml; ``--full``), timed whole call against whole call in
-     alternation in one process: ``solvers.fit(Problem(X, y, ...), "dcd")`` (checks, copies,
-     the certificates) against ``train(prob, "-s 1 -c 1 -e 0.1")`` on a prebuilt ``prob``
-     (which favours LIBLINEAR), with both primal objectives.
+  e  8 C x 5 folds on sparse text, the shape a linear SVM is mostly used on: rcv1_like at RCV1's
+     shape (100k rows, 47,236 features, 76 nonzeros a row), squared hinge, tol 0.1, no
+     intercept, C 0.01..30: ours against GridSearchCV(LinearSVC, n_jobs=2), and beside it
+     LIBLINEAR's own warm-started parameter search, ``train -C -v 5 -s 2`` (liblinear-official,
+     the `bench` extra), timed around ``train`` on a prebuilt problem.
+  u  dcd against upstream LIBLINEAR, solver against solver without the pipeline around it: one
+     solve at C = 1, eps 0.1, no bias, squared hinge (-s 1) and hinge (-s 3), on rcv1_like at
+     80k rows and at RCV1's size (804,414 rows, conf/datasets/rcv1_full.yaml; ``--full``), timed
+     whole call against whole call in alternation in one process: ``solvers.fit(Problem(X, y,
+     ...), "dcd")`` (checks, copies, the certificates) against ``train(prob, "-s 1 -c 1 -e
+     0.1")`` on a prebuilt ``prob`` (which favours LIBLINEAR), with both primal objectives.
   g  50,000 tiny fits (conf/experiment/bench_large.yaml: 5,000 C values x 10 folds of dcd on
      toy_blobs, no references): the whole command against its own execute phase (goal <= 2x),
      the dry run (compose and plan), the tables, the shards' bytes a fit (goal <= 200) and the
@@ -39,11 +40,11 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
      against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
      grid, tol and cache size (its fit call alone).
-  k  the fixed cost of a command (issue 30, point 3; conf/experiment/bench_fixed.yaml: 10 fits
-     of milliseconds): the whole command on a fresh local cluster and on kept ones
-     (`svmbench cluster start`, cluster=kept), with TLS (the default) and plain tcp:// (`--security
-     none`) in turn, there by its launcher and by itself (SVMBENCH_LAUNCHER=0), split by its
-     timing line's phases.
+  k  the fixed cost of a command, what a user waits for beyond the fits themselves
+     (conf/experiment/bench_fixed.yaml: 10 fits of milliseconds): the whole command on a fresh
+     local cluster and on kept ones (`svmbench cluster start`, cluster=kept), with TLS (the
+     default) and plain tcp:// (`--security none`) in turn, there by its launcher and by itself
+     (SVMBENCH_LAUNCHER=0), split by its timing line's phases.
   cs  the certified C search (conf/experiment/bench_search_linear.yaml: scenario e's sparse text, C
      in [1e-3, 1e3], epsilon 0.5 points of CV error) against a dense 200-point grid over the same
      range (the same command with search=grid: the check of the chosen C) and LIBLINEAR's own
@@ -93,15 +94,16 @@ A_CS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 50.0]
 SMALL = ["datasets.rcv1_like.params.n_samples=26000"]
 SCENARIOS = {
     # 50 paths of 4 points: 25 tasks per worker, so the last task leaves little imbalance (25
-    # paths of 8 left one worker 13 of them: at most 1.92x). The experiment's 100k rows: the
-    # fits (a minute or two on one worker), not a command's fixed costs of about 7 s (Python,
-    # Hydra, the cluster and its warm-up, tables, report), must dominate for 1.8x: at 20k rows
-    # (11 s of fits) no speedup of the fits could have got the whole command there.
+    # paths of 8 left one worker 13 of them: at most 25/13 = 1.92x). The experiment's 100k
+    # rows: the fits, not a command's fixed costs (Python, Hydra, the cluster and its warm-up,
+    # tables, report), must dominate for 1.8x; at 20k rows the fits were too short for any
+    # speedup of them to get the whole command there (The sweep benchmark, "How to read it").
     "b": ["cv=repeated", "cv.rounds=50", "cv.test_size=0.2", "solvers.dcd.grid.C=[0.01,0.1,1,10]"],
-    # 20,800 training rows: dcd version 5's fits take about 55 ms each idle (version 4's took 56 ms
-    # on 16,000 rows, version 5's 31 ms there; 3.9 ms on the 3,200 rows used before that).
+    # 20,800 training rows, so that dcd's fits are tens of milliseconds, the short fits a sweep
+    # is made of; dcd got faster twice and the folds grew with it (The sweep benchmark, "How to
+    # read it" and "What is left").
     "c": SMALL + ["cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
-    # RCV1's shape (bench_linear's), no intercept, C up to 30 (issue 30, point 1).
+    # RCV1's shape (bench_linear's), no intercept, C up to 30.
     "e": ["++datasets.rcv1_like.params.n_features=47236", "++datasets.rcv1_like.params.mean_nnz=76.0",
           "++datasets.rcv1_like.params.margin=0.5", "solvers.dcd.params.intercept=none",
           "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30]"],
@@ -111,8 +113,8 @@ SCENARIOS = {
 }
 
 
-# How often `_cpu_by_role` reads the command's processes' CPU times (a few ms of our own CPU per
-# second; a task process's last half second before it exits is lost, against minutes of fits).
+# How often `_cpu_by_role` reads the command's processes' CPU times (cheap in our own CPU; a
+# task process's last SAMPLE_S before it exits is lost, against minutes of fits).
 SAMPLE_S = 0.5
 
 
@@ -142,7 +144,7 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
                         roles[p.pid] = _role(p, proc.pid)
                     cpu[p.pid] = sum(p.cpu_times()[:2])
         # Waited on, not slept: the command's wall is read as soon as it ends, not up to
-        # SAMPLE_S later (half a second of a 10 s command).
+        # SAMPLE_S later (a visible share of a short command's wall).
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=SAMPLE_S)
     totals = {f"cpu_{r}_s": sum(c for pid, c in cpu.items() if roles[pid] == r) for r in ("client", "worker", "task")}
@@ -694,11 +696,11 @@ def fixed_cost_row(cluster: str, work: Path, tag: str, launcher: bool = True, st
 
 
 def scenario_k(work: Path, reps: int) -> list[dict]:
-    """The fixed cost of a command (issue 30, point 3): bench_fixed's 10 fits, `reps` times on a
-    fresh local cluster, then `reps` times on two kept clusters started (and warmed for dcd)
-    before them and stopped after, one with TLS (the default) and one plain tcp:// (`cluster
-    start --security none`), each rep run on both in turn, by the launcher and by itself: what
-    TLS costs a command, beside the same command without."""
+    """The fixed cost of a command: bench_fixed's 10 fits, `reps` times on a fresh local cluster,
+    then `reps` times on two kept clusters started (and warmed for dcd) before them and stopped
+    after, one with TLS (the default) and one plain tcp:// (`cluster start --security none`), each
+    rep run on both in turn, by the launcher and by itself: what TLS costs a command, beside the
+    same command without."""
     rows = [{"rep": r, **fixed_cost_row("local", work, f"k-local-{r}")} for r in range(reps)]
     with kept_cluster(["dcd"]) as with_tls, kept_cluster(["dcd"], security="none") as plain:
         kinds = (("tls", with_tls), ("none", plain))

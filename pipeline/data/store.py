@@ -712,8 +712,9 @@ def read_labels(root: str | os.PathLike, name: str, *, verify: bool = True) -> n
 
     With ``verify``, every row is read a batch at a time and fed to the content fingerprint,
     which is checked as :func:`read_dataset` checks it: the same guarantee for about the
-    memory of one batch instead of the whole matrix (a planning client needs only the labels:
-    holding a 61M-entry matrix for them cost it 1.1 GB). Without, only the ``y`` column is
+    memory of one batch instead of the whole matrix (a planning client needs only the labels,
+    and holding an RCV1-sized matrix for them made the client as large as a worker: Linear
+    solvers benchmark, "Full RCV1 size: time and memory"). Without, only the ``y`` column is
     read.
     """
     with _open_entry(root, name) as (pf, meta, data_file, path):
@@ -756,7 +757,7 @@ def _open_entry(root, name: str):
         try:
             # A buffered stream reads a column chunk piece by piece instead of whole. Pre-buffering
             # (coalesced reads of whole column chunks) pays on an object store, where each read
-            # is a round trip; locally it only holds a row group's chunks (~35 MB on RCV1).
+            # is a round trip; locally it only holds a row group's whole chunks in memory.
             pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=not data_file.local)
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
@@ -851,7 +852,8 @@ def _normalise_rows(rows: Any, n_rows: int, name: str) -> np.ndarray:
 
 
 #: Rows decoded at a time. Decoding a whole 65,536-row group of RCV1-sized rows at once makes
-#: pyarrow hold ~250 MB of buffers for 62 MB of data; batches of this size hold ~110 MB.
+#: pyarrow hold buffers several times the size of the data it decodes; batches of this size
+#: hold less than half as much (Linear solvers benchmark, "Full RCV1 size: time and memory").
 _READ_BATCH_ROWS = 8192
 
 

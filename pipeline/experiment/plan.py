@@ -136,8 +136,9 @@ def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.
 def shuffle_splits(y: np.ndarray, rounds: int, test_size: float, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """StratifiedShuffleSplit(rounds, test_size=test_size, random_state=seed)'s rounds, sorted:
     the same random draws in the same order, so the same rows, with each round built from
-    arrays. scikit-learn builds a round's rows as Python lists: 1.3 s for scenario (c)'s 250
-    rounds of 26,000 rows, which the client's planning and every worker's first task paid.
+    arrays. scikit-learn builds a round's rows as Python lists, slow for many rounds of many rows
+    (scenario (c)'s 250 rounds: The sweep benchmark, "What is left"), and the client's
+    planning and every worker's first task paid it.
     Anything outside the plain case (a class of one row, a test size that is not a fraction, a
     scikit-learn without `_approximate_mode`) goes to scikit-learn itself, errors included."""
     from sklearn.model_selection import StratifiedShuffleSplit
@@ -198,9 +199,9 @@ def _kfold(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndar
     """StratifiedKFold(folds, shuffle, random_state=seed)'s folds, sorted, without importing
     scikit-learn: its `_make_test_folds`, step for step (the same draws from the same
     RandomState, so the same rows; tests/pipeline/test_folds.py holds it to scikit-learn's own).
-    The import (scipy.stats, pandas-free but about half a second) was the only thing a binary
-    k-fold plan and a worker's sandbox needed scikit-learn for, and both are on the path from
-    command to first task (issue 30, point 3).
+    The import (scipy.stats, pandas-free but slow) was the only thing a binary k-fold plan and a
+    worker's sandbox needed scikit-learn for, and both are on the path from command to first
+    task, a command's fixed cost (The sweep benchmark, "The fixed cost of a command").
 
     Each class's rows go to the folds in blocks, the fold sizes of a class taken round robin
     over the sorted labels (so fold sizes differ by at most one, class by class); with shuffle
@@ -269,8 +270,8 @@ class Specs(Mapping):
     """Run specs by key, read-only, stored as columns: each spec is a shared template (what the
     specs of one grid point have in common) and its own fold, key, C path and reference, so a
     plan holds no dict per spec. A spec is made when it is read (``specs[key]``, ``values()``,
-    ``items()``), a new dict equal to the one the plan held before (issue 30, scenario h: at
-    1,000,000 fits, one dict a spec was most of a dry run's 958 MB).
+    ``items()``), a new dict equal to the one the plan held before: at a million fits, one dict
+    a spec was most of a dry run's memory (The sweep benchmark, "Large sweeps", scenario (h)).
 
     The key is ``prefix`` and the first 8 bytes of its sha256 in hex (`spec_key`), kept as one
     uint64; the seed is derived from it (`seed_from_key`). Order is the plan's: templates in the
@@ -328,10 +329,11 @@ class Specs(Mapping):
 
     def rows(self, keys) -> np.ndarray:
         """The rows of many keys at once, -1 where a key is not one this plan made: `_row`'s
-        checks and binary search, vectorised (a resumed run looks up every finished key: at
-        1,000,000 keys one search each took about 5 s). The 16 hex digits after the prefix are
-        read as code points through a table that knows only 0-9 and a-f, as `_row`'s round trip
-        through f"{digest:016x}" accepts only those."""
+        checks and binary search, vectorised (a resumed run looks up every finished key, and at
+        a million keys one Python-level search each made a resume's skip list slow: The sweep
+        benchmark, "Large sweeps"). The 16 hex digits after the prefix are read as code points
+        through a table that knows only 0-9 and a-f, as `_row`'s round trip through
+        f"{digest:016x}" accepts only those."""
         keys = [k if isinstance(k, str) else "" for k in keys]
         out = np.full(len(keys), -1, dtype=np.int64)
         n = len(self._prefix)
@@ -404,7 +406,7 @@ class Specs(Mapping):
     def reference_of(self, keys: list | None = None) -> dict:
         """Key -> its reference's key (None without one), for every spec. keys: these specs' keys
         in order (`list(specs)`) when the caller holds them already: the dict then shares their
-        strings instead of making them again (66 MB less at 1,000,000 fits)."""
+        strings instead of making them again (a million keys' strings, not made twice)."""
         keys = self if keys is None else keys
         if self._reference is None:
             return dict.fromkeys(keys)
@@ -858,9 +860,10 @@ def _trace_spec(run) -> dict:
     return out
 
 
-# smooth_newton's direct Newton systems are dense in the features: up to here it certifies in
-# seconds (a9a-like, 123 features: 0.4-1.7 s where dcd ends uncertified after 3-13 s); on
-# thousands of sparse features dcd is the faster certifier (README, smooth_newton's benchmark).
+# smooth_newton's direct Newton systems are dense in the features: up to here (its Cholesky
+# limit) it certifies a large-C hinge that dcd leaves uncertified at its pass cap; on thousands
+# of sparse features dcd is the faster certifier (Linear solvers benchmark, "Certified hinge
+# solves: smooth_newton").
 SMOOTH_NEWTON_MAX_FEATURES = 2047
 
 
@@ -914,16 +917,16 @@ _FOLD_MARK = "\x00fold\x00"
 def _by_fold(template: dict, n_folds: int, prefix: str, paths: dict | None = None,
              texts: dict | None = None) -> tuple[bytes, list]:
     """The keys and path keys of the template's spec for each fold 0..n_folds-1, keyed as `_finish`
-    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits
-    after the prefix), joined, and its path key (or None). The
-    specs of one grid point differ only in their fold, so their canonical JSON (and that of their
-    C path) is made once, with a mark where the fold goes, and each fold's text is the mark
-    replaced by the fold's number (as json.dumps writes an int). Only the sha256 is per spec:
-    planning 50,000 fits of 5,000 C values x 10 folds normalised and serialised each spec twice,
-    0.6 ms a fit (issue 30, scenario g). The points of one C path share their path text, so
-    `paths` (text -> each fold's path key) hashes it once per fold, not once per point; `texts`
-    holds the canonical text of the sub-dicts the specs share (`_canonical_shared`). A
-    template whose text holds the mark elsewhere (a parameter's value) is keyed spec by spec."""
+    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits after
+    the prefix), joined, and its path key (or None). The specs of one grid point differ only in
+    their fold, so their canonical JSON (and that of their C path) is made once, with a mark where
+    the fold goes, and each fold's text is the mark replaced by the fold's number (as json.dumps
+    writes an int). Only the sha256 is per spec: planning normalised and serialised each spec twice,
+    the plan's largest cost per fit at scenario (g)'s 50,000 fits (The sweep benchmark, "Large
+    sweeps"). The points of one C path share their path text, so `paths` (text -> each fold's path
+    key) hashes it once per fold, not once per point; `texts` holds the canonical text of the
+    sub-dicts the specs share (`_canonical_shared`). A template whose text holds the mark elsewhere
+    (a parameter's value) is keyed spec by spec."""
     mark = json.dumps(_FOLD_MARK)
     texts = {} if texts is None else texts
     head, *tail = _canonical_shared(template, texts).split(mark)

@@ -3,11 +3,11 @@
 A record is a flat dict of the task's results (status, certificates, timings, the ``env_*``
 columns of where it ran) with a few nested values (the trace, the solver's info, a kept model,
 confusion matrices) and the spec that produced it (``record["spec"]``, so that a shard describes
-itself). Written one JSON object per line, a record repeated its whole spec and environment:
-about 2 KB a fit, 97 MB for 50,000 tiny fits, parsed again in full by every read (issue 30,
-scenario g). As columns, what the records of a task share (the dataset, the solver, the budget,
-the environment) is one dictionary entry per column, and a reader that wants the keys and
-statuses alone (a rerun's skip list) reads those columns only.
+itself). Written one JSON object per line, a record repeated its whole spec and environment,
+many times the bytes of its results, parsed again in full by every read (The sweep benchmark,
+"Large sweeps", scenario (g)'s shard bytes a fit). As columns, what the records of a task share
+(the dataset, the solver, the budget, the environment) is one dictionary entry per column, and a
+reader that wants the keys and statuses alone (a rerun's skip list) reads those columns only.
 
 - A scalar field whose values are all of one type (bool, int, float or str) is a column of that
   type; a field a record lacks is null there (read back: the record lacks it again).

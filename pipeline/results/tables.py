@@ -619,9 +619,9 @@ def _system_pool():
     """Arrow allocates from the C library's malloc while the tables are made, and what the
     shards' columns let go is given back to the system as they go (`_release`): Arrow's
     default pool (mimalloc) keeps it for Arrow's later use, while the results' numpy columns
-    come from malloc. At 1,000,000 fits write_tables peaked 250 MB higher with mimalloc
-    (+1133 MB against +883 MB, for a table of 764 MB), and 590 MB higher with malloc and no
-    release (malloc's arenas keep what is freed in them)."""
+    come from malloc, so at a million fits write_tables peaked a good part of a table higher
+    with mimalloc, and higher still with malloc and no release (malloc's arenas keep what is
+    freed in them): the sweep benchmark's "Older measurements from the pipeline's comments"."""
     before = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
     try:
