@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
+import functools
 import importlib
 import json
 import math
@@ -357,6 +359,17 @@ def _accuracy(y, f) -> float:
     return int(np.count_nonzero((f > 0) == (y > 0))) / len(y)
 
 
+# Who hears that the running spec's solver starts (`run_task`'s notify, as ("solving", key)): a
+# sandbox counts the spec's hard limit from there, not from its start (`sandbox._Slot`).
+_SOLVING: contextvars.ContextVar = contextvars.ContextVar("svmbench_solving", default=None)
+
+
+def _solver_starts() -> None:
+    hook = _SOLVING.get()
+    if hook is not None:
+        hook()
+
+
 _STATUS_RANK = {"converged": 0, "budget": 1, "stalled": 2, "max_iter": 3, "timeout": 4, "diverged": 5}
 
 
@@ -397,6 +410,7 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     def solve(budget=budget, enabled=spec["trace"]["enabled"]):
         rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock,
                                extras=extras, max_overhead=spec["trace"].get("max_overhead", 0.05))
+        _solver_starts()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # non-convergence is the status column
             return solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
@@ -699,6 +713,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
         budget = solvers.Budget(max_iter=b["max_iter"], tol=b["tol"], time_limit_s=b.get("time_limit_s"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            _solver_starts()
             fit = solvers.fit(problem, spec["solver"], budget=budget, warm_start=warm_start, **params)
         # f* is certified: the dual bounds it from below, so f* lies in [P - gap, P]. A solve
         # that stopped short (status max_iter/timeout) keeps its status: results flag that f*.
@@ -780,7 +795,7 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         own = start_of(spec, start)
         if own is not start:      # a halving rung's own start, not the path's
             start, seeded = own, False
-        _notify(notify, "start", spec["key"])
+        _start(notify, spec["key"])
         record, fit = runner(spec, root, start)
         if seeded and prev:
             record.update(warm_from=prev[0], start="warm",
@@ -818,7 +833,7 @@ def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
         if len(unit) > 1:
             records.extend(run_path(unit, root, notify))
         else:
-            _notify(notify, "start", unit[0]["key"])
+            _start(notify, unit[0]["key"])
             spec = unit[0]
             start = start_of(spec) if spec["kind"] == "fit" else None
             if start is None:
@@ -828,6 +843,12 @@ def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
                 record.update(warm_from=start.get("from"), start="warm", start_from=_search_start(start))
             records.append(_notify(notify, "record", record))
     return records
+
+
+def _start(notify, key: str) -> None:
+    """notify hears that spec `key` starts, and, once its solver starts, ("solving", key)."""
+    _notify(notify, "start", key)
+    _SOLVING.set(None if notify is None else functools.partial(notify, "solving", key))
 
 
 def _notify(notify, what: str, payload):
