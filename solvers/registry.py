@@ -562,7 +562,7 @@ def _warmup_problems(spec: SolverSpec):
 def default_warmup(spec: SolverSpec) -> None:
     """Run the solver on tiny problems (`_warmup_problems`), with its default parameters and,
     one at a time, each other option of its string parameters (which select kernels/paths), so
-    that numba compilation -- seconds on a cold cache, tens of ms to load a warm one -- and
+    that numba compilation -- seconds on a cold cache, far less to load a warm one -- and
     other first-call costs happen here and not inside the first timed fit."""
     import warnings
 
@@ -593,8 +593,8 @@ def warm(spec: SolverSpec) -> None:
 
 def warm_all() -> list[str]:
     """Every registered solver's warmup (compiles numba's kernels into its on-disk cache). `make
-    test` runs it once before the suite, so no test pays a cold compile (tens of seconds for the
-    kernel duals on a fresh clone) inside its own time."""
+    test` runs it once before the suite, so no test pays a cold compile (the kernel duals' are
+    the longest, on a fresh clone) inside its own time."""
     names = [n for n in solver_names() if not n.startswith("_")]
     for name in names:
         warm(get_solver(name))
@@ -618,7 +618,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
         warm_start = {"w": warm_start.w, "b": warm_start.b, "alpha": warm_start.alpha}
     recorder = recorder if recorder is not None else Recorder(enabled=False)
     # JIT compilation (or loading numba's cache) happens once per process, before the solver's
-    # clock starts, so that the first fit of a process is timed like the others (issue 10).
+    # clock starts, so that the first fit of a process is timed like the others.
     warm(spec)
     # duros_katzman's "basis": solve without intercept, then set b from the margin violators.
     basis = problem.intercept == "basis"

@@ -41,12 +41,15 @@ CONSTANTS = {
     "REFERENCE_MODES": "`run.reference`",
     "TIMING_MODES": "`run.timing`",
     "REPORT_KEYS": "the `report` group's keys",
+    "SEARCH_KINDS": "`search.kind`",
+    "HALVING_RESOURCES": "`search.resource` of a halving search",
 }
 GROUP_TITLES = {
     "datasets": "Datasets (multi-select)",
     "solvers": "Solver entries (multi-select)",
     "cv": "Cross-validation",
     "cluster": "Clusters",
+    "search": "Searches (grid, certified C search, successive halving)",
     "experiment": "Experiments (`+experiment=NAME`)",
 }
 

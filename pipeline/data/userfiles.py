@@ -77,7 +77,7 @@ def _validate_libsvm(path: Path, zero_based: str) -> bool:
 
     Each line's syntax is checked by one compiled regex; the order of the feature indices is
     checked with numpy for a batch of lines at a time, since converting and comparing
-    indices one by one in Python would dominate the cost (about 4x slower). Together this
+    indices one by one in Python would dominate the cost. Together this
     runs at roughly the speed of scikit-learn's C loader.
     """
     saw_zero = False

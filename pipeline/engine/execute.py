@@ -349,8 +349,14 @@ def _sync_file(path: Path) -> None:
         os.close(fd)
 
 
+# Spec fields that travel to the workers only: a file plugin's text (its sha256 names it) and a
+# halving rung's warm starts (the rung before's models, in their own records).
+TRANSPORT_ONLY = ("plugin_text", "warm_state")
+
+
 def _without_plugin_text(spec: dict) -> dict:
-    return {k: v for k, v in spec.items() if k != "plugin_text"} if "plugin_text" in spec else spec
+    return {k: v for k, v in spec.items() if k not in TRANSPORT_ONLY} \
+        if any(k in spec for k in TRANSPORT_ONLY) else spec
 
 
 def finished_keys(run_dir: Path) -> set[str]:

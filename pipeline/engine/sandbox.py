@@ -50,6 +50,10 @@ POLL_S = 0.1                 # how often the waiting thread checks the clock and
 # message wakes the waiting thread, a context switch on the cores the fits need, and short fits
 # end hundreds of times a second. A child that dies loses at most this much of finished work,
 # which its successor runs again.
+# A spec's preparation before its solver starts (reading its data, importing its plugin,
+# compiling) is bounded apart from its solver's hard limit, by this or that limit if longer: a
+# hung read is ended, a slow one on a busy machine is not charged to the solver.
+PREPARE_LIMIT_S = 600.0
 FLUSH_S = 0.5
 READ_BYTES = 1 << 20         # at most this much of the child's messages per read
 # The pipes' kernel buffers (Linux's default is 64 kB; 1 MB is its default most for a user).
@@ -72,8 +76,9 @@ class _Slot:
     descriptor). The child writes it before each spec: two aligned 8-byte stores, the time
     first, so a reader that sees the new index sees its time; no message, no system call. The
     parent reads it when it wakes (every POLL_S: the spec's hard limit and memory) and when the
-    child dies (whose spec it was). One message per spec cost the child a pickle and a write and
-    the parent a wake-up per fit: with fits of a millisecond, a tenth of the cores' time.
+    child dies (whose spec it was). One message per spec would cost the child a pickle and a
+    write and the parent a wake-up per fit, a real share of the cores' time with fits of a
+    millisecond.
 
     Each field is one 8-byte store and one 8-byte load, through memoryviews cast to int64 and
     double (CPython copies a single item with one `memcpy` of its size). `struct.pack_into`,
@@ -81,15 +86,22 @@ class _Slot:
     read while the child wrote could see the start as 0.0, i.e. the spec as running since the
     machine booted, and killed a fit of milliseconds as past its hard limit: 5 and 7 of
     1,000,000 fits in two runs of scenario (h) ("killed after 0.0 s"; tests/pipeline/
-    test_sandbox.py reads the slot while a child writes it)."""
+    test_sandbox.py reads the slot while a child writes it).
 
-    SIZE = 16
+    The child also notes when the spec's solver starts (`solving`, 0.0 until then): the spec's
+    hard limit counts from there, so that reading its data or loading its plugin in a fresh
+    child on a busy machine is not charged to the solver (it has a limit of its own,
+    PREPARE_LIMIT_S).
+    """
+
+    SIZE = 24
 
     def __init__(self, fd: int):
         self.fd = fd
         self._map = mmap.mmap(fd, self.SIZE)
         self._view = memoryview(self._map)
-        self._index, self._started = self._view[:8].cast("q"), self._view[8:].cast("d")
+        self._index, self._started = self._view[:8].cast("q"), self._view[8:16].cast("d")
+        self._solving = self._view[16:].cast("d")
 
     @classmethod
     def create(cls) -> _Slot:
@@ -102,14 +114,24 @@ class _Slot:
         return cls(fd)
 
     def write(self, index: int, started: float = 0.0) -> None:
+        self._solving[0] = 0.0
         self._started[0] = started
         self._index[0] = index
 
-    def read(self) -> tuple[int, float]:
-        return self._index[0], self._started[0]
+    def solving(self, when: float) -> None:
+        """The running spec's solver starts (its first, for a spec of several binary problems)."""
+        if self._solving[0] == 0.0:
+            self._solving[0] = when
+
+    def read(self) -> tuple[int, float, float]:
+        """(index, started, solving): solving read first, so that a new spec's index and start are
+        never paired with the solver start of the spec before it."""
+        solving = self._solving[0]
+        index, started = self._index[0], self._started[0]
+        return index, started, solving
 
     def close(self) -> None:
-        for view in (self._index, self._started, self._view):     # an exported view keeps the map open
+        for view in (self._index, self._started, self._solving, self._view):     # an exported view keeps the map open
             view.release()
         self._map.close()
         os.close(self.fd)
@@ -353,11 +375,12 @@ class Sandbox:
         with self.busy:
             return self._run(payload, root, limits, retries, memory_limit, on_records)
 
-    def _running(self, specs: list[dict], ended: set) -> tuple[dict, float] | None:
-        """(spec, started) that the slot names, unless its record came already (between specs)."""
-        index, started = self._slot.read()
+    def _running(self, specs: list[dict], ended: set) -> tuple[dict, float, float] | None:
+        """(spec, started, solving) that the slot names, unless its record came already (between
+        specs); solving 0.0 while its solver has not started."""
+        index, started, solving = self._slot.read()
         if 0 <= index < len(specs) and specs[index]["key"] not in ended:
-            return specs[index], started
+            return specs[index], started, (solving if solving >= started else 0.0)
         return None
 
     def _watch(self, specs, ended, limits, memory_limit) -> None:
@@ -366,7 +389,8 @@ class Sandbox:
         if now is None:
             return
         limit = limits.get(now[0]["key"])
-        if limit and time.monotonic() > now[1] + limit:
+        # From the solver's start; before it, the spec's preparation has a limit of its own.
+        if limit and time.monotonic() > (now[2] or now[1]) + (limit if now[2] else max(limit, PREPARE_LIMIT_S)):
             raise _Ended("ran past its hard time limit", timeout=True)
         if memory_limit is not None:
             rss = _rss(self.proc.pid)
@@ -407,15 +431,21 @@ class Sandbox:
                 now = self._running(specs, ended) if self._slot is not None else None
                 self.close()
                 # The spec the slot names; dead between specs (at start-up): the next one due.
-                spec, started = now or (next(s for s in specs if s["key"] not in ended), None)
+                spec, started, solving = now or (next(s for s in specs if s["key"] not in ended), None, 0.0)
                 elapsed = time.monotonic() - started if started else 0.0
                 record = None
-                if end.timeout:
+                if end.timeout and solving:
                     record = _ended_record(
                         spec, "timeout", elapsed,
-                        f"killed after {elapsed:.1f} s: the solver did not stop at its time limit "
-                        f"(hard limit {limits[spec['key']]:.1f} s = time limit x problems + grace); "
-                        f"its process was replaced")
+                        f"killed {time.monotonic() - solving:.1f} s after its solver started: the solver did not "
+                        f"stop at its time limit (hard limit {limits[spec['key']]:.1f} s = time limit x problems "
+                        f"+ grace); its process was replaced")
+                elif end.timeout:
+                    record = _ended_record(
+                        spec, "timeout", elapsed,
+                        f"killed after {elapsed:.1f} s before its solver started (reading its data, loading its "
+                        f"solver): past the limit of "
+                        f"{max(limits[spec['key']], PREPARE_LIMIT_S):.1f} s on a fit's preparation; its process was replaced")
                 else:
                     n = attempts[spec["key"]] = attempts.get(spec["key"], 0) + 1
                     if n > retries:
@@ -622,6 +652,9 @@ def _child_task(units, root, slot: _Slot, out, run_task) -> None:
         if what == "start":
             # Before the spec runs: a death or a kill from now on is this spec's.
             slot.write(index[payload], time.monotonic())
+            return
+        if what == "solving":
+            slot.solving(time.monotonic())
             return
         ended.append(payload)
         now = time.monotonic()

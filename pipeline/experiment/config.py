@@ -18,16 +18,18 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..installation import CONF_DIR   # the checkout's conf/, or the wheel's pipeline/conf/
-from .experiment import CV, Cluster, DatasetEntry, Experiment, Run, SolverEntry, freeze, section
+from .experiment import CV, Cluster, DatasetEntry, Experiment, Run, Search, SolverEntry, freeze, section
 from .schema import (  # noqa: F401  (the schema's names are part of this module's interface)
     BUDGET_KEYS,
     CLUSTER_KINDS,
     CV_KINDS,
+    HALVING_RESOURCES,
     PROBLEM_KEYS,
     REFERENCE_MODES,
     REPORT_FORMATS,
     REPORT_KEYS,
     SCALINGS,
+    SEARCH_KINDS,
     TIMING_MODES,
     TASK_KEYS,
     ClusterConf,
@@ -36,6 +38,7 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     CVConf,
     DatasetConf,
     RunConf,
+    SearchConf,
     SolverConf,
     StoreConf,
 )
@@ -47,7 +50,7 @@ def register_schema() -> None:
     ConfigStore.instance().store(name="base_config", node=Config)
 
 
-GROUPS = ("datasets", "solvers", "cv", "cluster", "experiment")
+GROUPS = ("datasets", "solvers", "cv", "cluster", "search", "experiment")
 # Overrides of these mappings may name any key: a plain `solvers.smo.grid.gamma=[0.1,1]` is sent
 # to Hydra as `++...` (add or replace), and `validate` checks the key against what the solver
 # or builder declares. Hydra's struct mode would otherwise demand `+` for keys a yaml lacks.
@@ -164,7 +167,7 @@ def check_group_choices(overrides: list[str]) -> None:
                 raise ConfigError(f"{group}={v!r}: no such option; available: {', '.join(valid)}")
 
 
-SECTIONS = {"cv": "CVConf", "cluster": "ClusterConf", "store": "StoreConf", "run": "RunConf"}
+SECTIONS = {"cv": "CVConf", "cluster": "ClusterConf", "store": "StoreConf", "run": "RunConf", "search": "SearchConf"}
 
 
 def check_override_keys(overrides: list[str]) -> None:
@@ -622,7 +625,8 @@ def validate(cfg: DictConfig) -> Experiment:
     from ..data.datasets import dataset_names, get_builder
 
     refuse_unknown_keys(cfg, Config, "")
-    for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf)):
+    for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf),
+                          ("search", SearchConf)):
         refuse_unknown_keys(cfg.get(group), schema, group)
     for key in cfg.get("report") or {}:
         if key not in REPORT_KEYS:
@@ -773,6 +777,7 @@ def validate(cfg: DictConfig) -> Experiment:
              "its time the fastest)")
     if run.trace_overhead is not None and not 0 < run.trace_overhead <= 1:
         fail("run.trace_overhead", run.trace_overhead, "must be in (0, 1] or null")
+    _check_search(cfg, fail)
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
@@ -789,6 +794,92 @@ def validate(cfg: DictConfig) -> Experiment:
     return _experiment(cfg)
 
 
+def _check_search(cfg: DictConfig, fail) -> None:
+    """search: its kind, its settings, and that each solver entry is one the search covers
+    (pipeline/search/; docs/guide/search.md)."""
+    se = cfg.search
+    if se.kind not in SEARCH_KINDS:
+        fail("search.kind", se.kind, f"must be one of {list(SEARCH_KINDS)}")
+    if se.kind == "grid":
+        return
+    if cfg.cv.kind == "none":
+        fail("cv.kind", cfg.cv.kind, f"search.kind={se.kind} compares validation errors, and cv=none has no "
+             f"validation rows: use kfold, holdout, repeated, ordered or kfold_test")
+    if se.kind == "certified":
+        _check_certified(cfg, se, fail)
+    else:
+        _check_halving(cfg, se, fail)
+
+
+def _check_certified(cfg: DictConfig, se, fail) -> None:
+    import solvers
+    from solvers.cv_bounds import INTERCEPTS as BOUND_INTERCEPTS, LOSSES as BOUND_LOSSES
+    from ..search.certified import HINGE_DUAL_SOLVERS
+    if not _positive_number(se.C_min):
+        fail("search.C_min", se.C_min, "must be a number > 0")
+    if not (_positive_number(se.C_max) and se.C_max > se.C_min):
+        fail("search.C_min", se.C_min, f"must be < search.C_max={se.C_max!r}: the search's range is [C_min, C_max]")
+    if not (isinstance(se.epsilon, (int, float)) and 0 < se.epsilon < 1):
+        fail("search.epsilon", se.epsilon, "must be in (0, 1): a share of the validation rows (0.005 is half a "
+                                           "point of CV error)")
+    for key, low in (("initial", 1), ("per_round", 1), ("max_rounds", 0)):
+        if getattr(se, key) < low:
+            fail(f"search.{key}", getattr(se, key), f"must be an integer >= {low}")
+    if not 0 < se.refine < 1:
+        fail("search.refine", se.refine, "must be in (0, 1): a refit's tol is the last one's times refine")
+    if not _positive_number(se.min_tol):
+        fail("search.min_tol", se.min_tol, "must be a number > 0")
+    for dkey, ds in cfg.datasets.items():
+        for k in _replaced_by(_plain(ds.problem) or {}) & {"C", "lambda"}:
+            fail(f"datasets.{dkey}.problem.{k}", _plain(ds.problem).get(k), "search.kind=certified searches C on "
+                 "every dataset: a dataset's own C or lambda would replace it")
+    for key, sc in cfg.solvers.items():
+        name = sc.solver or key
+        spec = solvers.get_solver(name)
+        params = _plain(sc.params) or {}
+        where = f"solvers.{key}"
+        for point in grid_points(sc.grid, f"{where}.grid"):
+            for k in point:
+                if k != "C":
+                    fail(f"{where}.grid.{k}", _plain(sc.grid).get(k, _zip_of(_plain(sc.grid)).get(k)),
+                         f"search.kind=certified searches C alone: set {k} in {where}.params")
+        if "lambda" in params:
+            fail(f"{where}.params.lambda", params["lambda"], "search.kind=certified searches C: give the problem by C")
+        loss = params.get("loss", "hinge")
+        if loss not in BOUND_LOSSES:
+            fail(f"{where}.params.loss", loss, f"the certified search's CV error bound covers {list(BOUND_LOSSES)} "
+                 f"(L2-regularised, with a dual; docs/guide/search.md)")
+        intercept = params.get("intercept", spec.intercepts[0])
+        if intercept not in BOUND_INTERCEPTS:
+            fail(f"{where}.params.intercept", intercept, f"the certified search's CV error bound covers "
+                 f"{list(BOUND_INTERCEPTS)} (a free intercept is not regularised: no ball holds the solution)")
+        if params.get("kernel", "linear") != "linear" or "linear" not in spec.kernels:
+            fail(f"{where}.params.kernel", params.get("kernel", "linear"),
+                 "the certified search's CV error bound covers the linear kernel (kernel grids: search=halving)")
+        if loss == "hinge" and name not in HINGE_DUAL_SOLVERS:
+            fail(f"{where}.solver", name, f"on the hinge the certified search needs the solver's dual point: "
+                 f"{', '.join(HINGE_DUAL_SOLVERS)} (or loss=squared_hinge, whose dual point any solver's w gives)")
+
+
+def _check_halving(cfg: DictConfig, se, fail) -> None:
+    if isinstance(se.factor, bool) or not isinstance(se.factor, (int, float)) or not se.factor > 1:
+        fail("search.factor", se.factor, "must be a number > 1: each rung keeps the best 1/factor of its "
+                                         "candidates (HalvingGridSearchCV's factor)")
+    if se.resource not in HALVING_RESOURCES:
+        fail("search.resource", se.resource, f"must be one of {list(HALVING_RESOURCES)}")
+    m = se.min_resources
+    allowed = {"max_iter": "max_iter: an integer >= 1", "tol": "tol: a number > 0",
+               "train_fraction": "share of the training rows: a number in (0, 1]"}
+    if m is not None and not (_positive_number(m) and (se.resource != "max_iter" or float(m).is_integer())
+                              and (se.resource != "train_fraction" or m <= 1)):
+        fail("search.min_resources", m, "must be null, or the first rung's " + allowed[se.resource])
+    for key, sc in cfg.solvers.items():
+        grid = _plain(sc.grid) or {}
+        if se.resource in grid or se.resource in _zip_of(grid):
+            fail(f"solvers.{key}.grid.{se.resource}", grid.get(se.resource, _zip_of(grid).get(se.resource)),
+                 f"search.kind=halving sets {se.resource} per rung (search.resource): sweep other keys")
+
+
 def _experiment(cfg: DictConfig) -> Experiment:
     """The typed, frozen experiment of a validated (typed) config, with smoke's reductions."""
     composed = freeze(_plain(cfg))
@@ -799,9 +890,10 @@ def _experiment(cfg: DictConfig) -> Experiment:
                                   scale=ds["scale"], max_rows=ds["max_rows"], positive=ds["positive"],
                                   problem=freeze(ds["problem"] or {}))
                 for key, ds in plain["datasets"].items()}
+    from ..search import first_points
     entries = {key: SolverEntry(key=key, solver=sc["solver"] or key, params=freeze(sc["params"] or {}),
                                 grid=freeze(sc["grid"] or {}),
-                                points=freeze(grid_points(sc["grid"], f"solvers.{key}.grid")),
+                                points=freeze(first_points(plain["search"], sc, key)),
                                 datasets=None if sc["datasets"] is None else tuple(sc["datasets"]),
                                 folds=sc["folds"])
                for key, sc in plain["solvers"].items()}
@@ -810,7 +902,8 @@ def _experiment(cfg: DictConfig) -> Experiment:
                       run=section(Run, plain["run"]), store_root=root, seed=plain["seed"],
                       smoke=plain["smoke"], report=freeze(plain.get("report") or {}),
                       paper=plain.get("paper"), composed=composed,
-                      plugins=freeze(load_plugins(plain.get("plugins") or [])))
+                      plugins=freeze(load_plugins(plain.get("plugins") or [])),
+                      search=section(Search, plain["search"]))
 
 
 def smoke(cfg: DictConfig) -> DictConfig:
@@ -830,6 +923,9 @@ def smoke(cfg: DictConfig) -> DictConfig:
     cfg.run.time_repeats = 1
     if cfg.cv.kind in ("kfold", "kfold_test"):
         cfg.cv.folds = 2
+    # A search's first round and one more: what a smoke run checks is that it runs.
+    cfg.search.initial = min(int(cfg.search.initial), 3)
+    cfg.search.max_rounds = min(int(cfg.search.max_rounds), 1)
     if cfg.cv.kind == "repeated":
         cfg.cv.rounds = min(cfg.cv.rounds, 2)
     for sc in cfg.solvers.values():

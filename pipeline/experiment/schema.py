@@ -21,6 +21,14 @@ CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
+# How a sweep visits its grid (`SearchConf`): every point (grid), a C search with a certified CV
+# error (certified), or successive halving over the grid's points (halving).
+SEARCH_KINDS = ("grid", "certified", "halving")
+HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
+# A halving rung's share of each training fold's rows (search.resource=train_fraction): in a fit's
+# budget, and so in its key, only when set.
+SUBSAMPLE_KEY = "train_fraction"
+
 # Timing fits (`run.timing`): "auto" plans them for the problems two or more solver entries share,
 # true for every fit with a certified reference, false for none (docs/design/execution.md,
 # "Timing fits").
@@ -99,6 +107,35 @@ class ClusterConf:
 
 
 @dataclass
+class SearchConf:
+    """How each (dataset, solver entry) sweep is searched (pipeline/search/; docs/guide/search.md)."""
+    kind: str = "grid"                       # grid (every point), certified or halving
+    # certified: C over [C_min, C_max] until the best CV error found is within epsilon (a share
+    # of the rows: 0.005 is half a point) of a lower bound on the CV error at every C in the range
+    # (Shibagaki et al. 2015); the entry's own C values are not used.
+    C_min: float = 1.0e-3
+    C_max: float = 1.0e3
+    epsilon: float = 0.01
+    initial: int = 5                         # certified: log-spaced C values of the first round
+    per_round: int = 2                       # certified: new C values a round (their folds run in parallel)
+    max_rounds: int = 20                     # certified: rounds after the first before it stops uncertified
+    # certified: a C whose own bound is more than epsilon/2 below its CV error is fitted again at
+    # tol x refine (its duality gap hides its rows), down to min_tol
+    refine: float = 0.1
+    min_tol: float = 1.0e-6
+    # halving: successive halving over the entry's grid (scikit-learn's HalvingGridSearchCV):
+    # each rung keeps the best 1/factor of the candidates and gives them factor times the
+    # resource, warm-started from their last rung
+    factor: float = 3.0
+    # halving: max_iter (the solver's passes), tol, or train_fraction (the share of each training
+    # fold's rows, HalvingGridSearchCV's n_samples)
+    resource: str = "max_iter"
+    # halving: the first rung's resource (max_iter: passes; tol: the loosest tol; train_fraction:
+    # a share in (0, 1]); null: the last rung's divided (tol: multiplied) by factor per rung
+    min_resources: Optional[float] = None
+
+
+@dataclass
 class StoreConf:
     root: Optional[str] = None               # default: $SVMBENCH_STORE or the user cache dir
 
@@ -155,6 +192,7 @@ class Config:
     cluster: ClusterConf = field(default_factory=ClusterConf)  # where tasks run
     store: StoreConf = field(default_factory=StoreConf)       # the dataset store
     run: RunConf = field(default_factory=RunConf)             # how the run executes and records
+    search: SearchConf = field(default_factory=SearchConf)    # grid, certified C search, or halving
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
     report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures, target

@@ -550,7 +550,8 @@ def fig_test_error(data: ReportData):
         ax.axvline(AT_IT, color="0.5", linestyle=":", linewidth=0.9, label=f"{AT_IT} iterations")
         _decorate(ax, _name(ds) + ("; not the paper's problem" if RULES.status(ds) == OTHER else ""), "iteration t",
                   "test error (%)", n + 1, logx=True)
-        # The whole curve from t = 1 (a cap at 3x the exact error hid the first 40 iterations).
+        # The whole curve from t = 1 (a cap at a multiple of the exact error hid the early
+        # iterations, where the curves differ most).
         ax.set_ylim(0.0, ax.get_ylim()[1])
     fig.suptitle("Figure 3: test error against iterations (ordered split)", fontsize=9)
     return fig

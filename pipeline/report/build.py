@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, scaled, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, md_text, split_wide
 from .registry import MAX_PROBLEMS, ReportData, Skip, items
@@ -51,7 +51,8 @@ def load(run_dir: Path, baseline: str | None = None, target: float | None = None
             raise FileNotFoundError(f"{p} not found: is {run_dir} a svmbench run directory?")
     opts = report_options(run_dir)
     return ReportData.open(run_dir, baseline=baseline if baseline is not None else opts["baseline"],
-                           target=float(target if target is not None else opts["target"]), memory_mb=memory_mb)
+                           target=float(target if target is not None else opts["target"]), memory_mb=memory_mb,
+                           search=search.state(run_dir))
 
 
 def config_baseline(run_dir: Path) -> str | None:

@@ -92,7 +92,7 @@ def swept_keys(results: pd.DataFrame) -> list[str]:
 def swept_keys_sql(data) -> list[str]:
     """`swept_keys` of a ReportData's results, counted by the engine (registry.ReportData.swept):
     the distinct keyed values of every configuration column within each dataset x entry."""
-    from .columnar import norm, q
+    from .columnar import norm
     from .registry import point_c
     types = data.types("results")
     results = data.frame_of("results")

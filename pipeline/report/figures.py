@@ -309,8 +309,8 @@ def nan_quantiles(vals: np.ndarray, qs) -> list[np.ndarray]:
     n = (~np.isnan(v)).sum(axis=0)
     cols = np.arange(v.shape[1])
     out = []
-    for q in qs:
-        pos = q * np.maximum(n - 1, 0)
+    for frac in qs:
+        pos = frac * np.maximum(n - 1, 0)
         lo = np.floor(pos).astype(int)
         hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
         a, b = v[lo, cols], v[hi, cols]

@@ -69,7 +69,8 @@ class ReportData:
                  models: pd.DataFrame | None = None, baseline: str | None = None, name: str = "",
                  timing: pd.DataFrame | None = None, timing_traces: pd.DataFrame | None = None,
                  target: float | None = None, *, engine: Engine | None = None, small: bool = True,
-                 names: dict | None = None, parent: "ReportData | None" = None, root: "ReportData | None" = None):
+                 names: dict | None = None, parent: "ReportData | None" = None, root: "ReportData | None" = None,
+                 search: dict | None = None):
         self._frames = None
         if engine is None:
             self._frames = {"results": results if results is not None else pd.DataFrame(), "traces": traces,
@@ -78,6 +79,7 @@ class ReportData:
         self.engine = engine
         self.baseline = baseline            # report.baseline: the solver entry ratios are taken against
         self.name = name
+        self.search = search                # a search's state (the run's search.json; None: a grid's run)
         self.target = target                # report.target: the (P - f*)/|f*| speed is timed to (None: 1e-3)
         self.small = small                  # frames may be read whole (made from frames, or a subset)
         self._names = dict(names or {})     # logical table -> the engine's view (a speed view's)
@@ -91,18 +93,18 @@ class ReportData:
 
     @classmethod
     def open(cls, run_dir, baseline: str | None = None, target: float | None = None, name: str | None = None,
-             memory_mb: int | None = None) -> "ReportData":
+             memory_mb: int | None = None, search: dict | None = None) -> "ReportData":
         """A run directory's tables, read where they lie: only summaries and subsets of them."""
         from pathlib import Path
         return cls(engine=Engine.files(Path(run_dir), memory_mb), small=False, baseline=baseline,
-                   name=Path(run_dir).name if name is None else name, target=target)
+                   name=Path(run_dir).name if name is None else name, target=target, search=search)
 
     def view(self, names: dict, small: bool | None = None) -> "ReportData":
         """This data with some logical tables standing for other views of the same engine (a
         name mapped to None: the view has no such table)."""
         return ReportData(engine=self.engine, small=self.small if small is None else small,
                           names={**self._names, **names}, baseline=self.baseline, name=self.name, target=self.target,
-                          root=self.root)
+                          root=self.root, search=self.search)
 
     # ------------------------------------------------------------------------------ the contract
     def table(self, name: str) -> str:
@@ -247,7 +249,8 @@ class ReportData:
             con.unregister("_chosen")
         sub = ReportData(frames.get("results"), frames.get("traces", pd.DataFrame()), frames.get("models"),
                          baseline=self.baseline, name=self.name, timing=frames.get("timing"),
-                         timing_traces=frames.get("timing_traces"), target=self.target, parent=self, root=self.root)
+                         timing_traces=frames.get("timing_traces"), target=self.target, parent=self, root=self.root,
+                         search=self.search)
         return sub
 
     # ------------------------------------------------------------------- frames of small data only

@@ -232,7 +232,7 @@ def page_traces(data: ReportData, pids: list[str]) -> dict:
         return {"lines": [], "metric": ""}
     types_t = data.types("traces")
     fits = data.table("fits")
-    from .figures import START_KEYS, _line_keys
+    from .figures import START_KEYS
     from .common import config_columns
     cfg = [c for c in config_columns(data.frame_of("fits")) if c not in START_KEYS]
     first = data.engine.view(

@@ -434,7 +434,7 @@ def iterations_to_target(data: ReportData) -> pd.DataFrame:
     its = [data.engine.view(f"SELECT key AS _k, _it_target FROM {q(timed_fits(data, eps))}") for eps in TARGETS]
     icols = [f"it_{eps:g}" for eps in TARGETS]
     joined = data.engine.view(
-        f"SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}" for j, c in enumerate(icols))
+        "SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}" for j, c in enumerate(icols))
         + f" FROM {q(timed_fits(data, TARGETS[0]))} f "
         + " ".join(f"JOIN {q(v)} i{j} ON f.key = i{j}._k" for j, v in enumerate(its)))
     d = data.view({"_its": joined})

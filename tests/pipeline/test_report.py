@@ -61,12 +61,12 @@ from .report_data import confusion, default_run, folds, rows, traces_for
 REG = {it.name: it for it in REGISTRY}
 
 
-def _data(results, baseline=None, traces=None, models=None, timing=None, target=None):
+def _data(results, baseline=None, traces=None, models=None, timing=None, target=None, search=None):
     return ReportData(results, traces_for(results) if traces is None else traces,
                       pd.DataFrame() if models is None else models, baseline=baseline, name="t",
                       timing=pd.DataFrame() if timing is None else timing,
                       timing_traces=pd.DataFrame() if timing is None else traces_for(timing, timed=True),
-                      target=target)
+                      target=target, search=search)
 
 
 def test_best_params_keep_C_when_only_C_is_swept():
@@ -215,11 +215,37 @@ def _rich(small=False):
     for size, ds in ((100, "toy"), (1000, "big")):
         specs += folds({"solver_entry": "dcd", "dataset": ds, "n_train": size, "fit_time_s": size * 1e-5}, n)
     specs += folds({"solver_entry": "dcd", "dataset": "iris", "f_star": np.nan, "confusion_test": confusion(1)}, n)
+    # A certified search of dcd on toy (two rounds) and a halving search of smo on toy (two rungs).
+    for r, C in ((0, 0.1), (0, 10.0), (1, 1.0)):
+        specs += folds({"solver_entry": "dcd", "C": C, "search_round": r, "test_accuracy": 0.9 - abs(np.log10(C)) / 20}, n)
     res = rows(specs)
     res["confusion_test"] = res["confusion_test"].where(res["confusion_test"].notna(), None)
     models = pd.DataFrame([{"key": "k000", "b": 0.0, "w": None, "support": [0, 1], "alpha": [0.5, 0.5],
                             "X": [[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]], "y": [1.0, -1.0, 1.0]}])
-    return _data(res, models=models)
+    return _data(res, models=models, search=SEARCH)
+
+
+# search.json of the two searches of `_rich` (pipeline/search/driver.py writes it).
+SEARCH = {"kind": "certified", "searches": [
+    {"dataset": "toy", "solver_entry": "dcd", "kind": "certified", "done": True, "certified": False,
+     "settings": {"C_min": 0.01, "C_max": 100.0, "epsilon": 0.01},
+     "rounds": [{"round": 0, "points": [{"C": 0.1}, {"C": 10.0}]}, {"round": 1, "points": [{"C": 1.0}]}],
+     "reason": "not certified: max_rounds=1 reached", "best_C": 1.0, "best_error": 0.1, "bound_min": 0.02,
+     "bound_min_C": 50.0, "errors": [{"C": 0.1, "cv_error": 0.15, "tol": 0.1, "round": 0},
+                                     {"C": 1.0, "cv_error": 0.1, "tol": 0.1, "round": 1},
+                                     {"C": 10.0, "cv_error": 0.15, "tol": 0.1, "round": 0}],
+     "bound": {"log_breaks": np.log([0.01, 0.08, 0.12, 0.9, 1.1, 8.0, 12.0, 100.0]).tolist(),
+               "between": [0.05, 0.14, 0.06, 0.09, 0.06, 0.14, 0.02]}},
+    {"dataset": "toy", "solver_entry": "smo", "kind": "halving", "resource": "tol", "factor": 3.0,
+     "min_resources": None, "done": True, "schedule": [{"index": 0, "n_candidates": 4, "resource": 0.003},
+                                                      {"index": 1, "n_candidates": 2, "resource": 0.001}],
+     "rungs": [{"rung": 0, "resource": 0.003, "n_candidates": 4,
+                "candidates": [{"point": {"C": C, "gamma": g}, "cv_error": 0.1 + C / 100 + g}
+                               for C in (0.1, 1.0) for g in (0.1, 1.0)]},
+               {"rung": 1, "resource": 0.001, "n_candidates": 2,
+                "candidates": [{"point": {"C": 0.1, "gamma": 0.1}, "cv_error": 0.2},
+                               {"point": {"C": 1.0, "gamma": 0.1}, "cv_error": 0.21}]}],
+     "best": {"point": {"C": 0.1, "gamma": 0.1}, "cv_error": 0.2}}]}
 
 
 @pytest.mark.parametrize("name", [it.name for it in items("figure")])

@@ -249,29 +249,18 @@ def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path, monkeypatch
 
 
 def test_the_newest_generation_wins_whatever_the_names(tmp_path):
-    """`<key>.<generation>.jsonl`: a later execute's shard wins over an earlier one's for a key
+    """`<key>.<generation>.parquet`: a later execute's shard wins over an earlier one's for a key
     both hold, even where its name sorts first."""
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    (shards / "fit-b.jsonl").write_text(json.dumps({"key": "fit-b", "status": "error", "error": "old"}) + "\n"
-                                        + json.dumps({"key": "fit-c", "status": "converged"}) + "\n")
-    (shards / "fit-a.1.jsonl").write_text(json.dumps({"key": "fit-b", "status": "converged"}) + "\n")
+    shard_dir = tmp_path / "shards"
+    shard_dir.mkdir()
+    shards.write([{"key": "fit-b", "status": "error", "error": "old"}, {"key": "fit-c", "status": "converged"}],
+                 shard_dir / "fit-b.parquet")
+    shards.write([{"key": "fit-b", "status": "converged"}], shard_dir / "fit-a.1.parquet")
     assert [r["status"] for r in read_shards(tmp_path)] == ["converged", "converged"]
     assert execute.error_keys(tmp_path, {"fit-b", "fit-c"}) == set()
     assert execute.finished_keys(tmp_path) == {"fit-b", "fit-c"}
     # The next execute writes generation 2, above every generation on disk.
     assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.parquet"
-
-
-def test_a_shard_line_that_is_not_a_record_is_named_by_file_and_line(tmp_path):
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    (shards / "fit-a.jsonl").write_text(json.dumps({"key": "fit-a", "status": "converged"}) + '\n{"status": "conv\n')
-    with pytest.raises(ShardError, match=r"fit-a\.jsonl, line 2: not a valid shard record"):
-        execute.finished_keys(tmp_path)
-    (shards / "fit-a.jsonl").write_text(json.dumps({"status": "converged"}) + "\n")
-    with pytest.raises(ShardError, match=r"line 1: not a valid shard record \(not an object with a 'key'\)"):
-        read_shards(tmp_path)
 
 
 def test_a_parquet_shard_gives_back_exactly_the_records_written(tmp_path):
@@ -311,20 +300,20 @@ def test_a_torn_parquet_shard_is_named_and_not_read_as_records(tmp_path):
         read_shards(tmp_path)
 
 
-def test_a_run_of_the_earlier_json_layout_still_reports_and_resumes(tmp_path, monkeypatch):
-    """A run dir whose shards are JSON lines (written before shards were Parquet): its tables are
-    built from them, and a rerun skips what they hold and writes its new tasks as Parquet."""
+def test_a_run_of_the_earlier_json_layout_is_refused_and_left_as_it_was(tmp_path, monkeypatch):
+    """A run dir whose shards are JSON lines (written before shards were Parquet) is refused in
+    one line naming them, before any task runs: read around, its tasks would run again beside
+    them and their rows leave the tables. The folder is left exactly as it was."""
     monkeypatch.setattr(execute, "WRITE_S", 1e9)     # a shard per task, however long its first fit
     args = _sweep_args(tmp_path / "store")
     run_dir = tmp_path / "run"
-    first = run(compose(args), run_dir)
+    run(compose(args), run_dir)
     old = sorted((run_dir / "shards").glob("*.parquet"))
-    for path in old[:2]:      # two tasks as the earlier layout wrote them; the others never ran
+    for path in old[:2]:      # two tasks as the earlier layout wrote them
         path.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in shards.read_shard(path)))
-    for path in old:
         path.unlink()
-    again = run(compose(args), run_dir)
-    assert again["summary"].skipped == 6 and again["summary"].done == 6
-    cols = [c for c in first["results"].columns if c not in ("fit_time_s", "task_time_s") and not c.startswith("env_")]
-    pd.testing.assert_frame_equal(again["results"][cols], first["results"][cols])
-    assert sorted(p.suffix for p in (run_dir / "shards").iterdir()) == [".jsonl"] * 2 + [".parquet"] * 2
+    before = {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "run.log"}
+    with pytest.raises(ShardError, match=r"\.jsonl: a shard in the JSON layout of an earlier svmbench \(2 such files "
+                                         r"in .*\), which this one does not read; delete them"):
+        run(compose(args), run_dir)
+    assert {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "run.log"} == before
