@@ -36,6 +36,8 @@ TRACE_SCHEMA = {"key": "VARCHAR", "iteration": "BIGINT", "time_s": "DOUBLE", "pr
 # The engine's buffer pool (MB) and threads: aggregates past it spill to temporary files, so a
 # report's memory does not grow with the run; two threads leave the figure processes their cores.
 MEMORY_MB = 256
+# Fits up to which the tables derived for several queries are made once (`Engine.view(keep=True)`).
+MATERIALISE_ROWS = 200_000
 THREADS = 2
 
 
@@ -81,6 +83,7 @@ class Engine:
         self._columns: dict[str, dict[str, str]] = {}
         self._present: dict[str, set[str]] = {}
         self._views = 0
+        self._small: bool | None = None
         # What made this connection's state, in order (("sql", text) or ("arrow", name, table)):
         # a forked figure process replays it on a connection of its own (`reopen`).
         self.script = list(script or [])
@@ -192,12 +195,27 @@ class Engine:
         return column in self.present(table)
 
     # ----------------------------------------------------------------------------------- queries
-    def view(self, sql: str, name: str | None = None) -> str:
-        """A temporary view of a query (a name of its own unless given); returns its name."""
+    def small(self) -> bool:
+        """Whether the run is small enough (at most MATERIALISE_ROWS fits) that a derived table read
+        by several queries is kept whole rather than computed again by each (`view(keep=True)`)."""
+        if self._small is None:
+            self._small = "results" in self.tables and \
+                int(self.scalar("SELECT count(*) FROM results") or 0) <= MATERIALISE_ROWS
+        return self._small
+
+    def view(self, sql: str, name: str | None = None, keep: bool = False) -> str:
+        """A temporary view of a query (a name of its own unless given); returns its name. `keep`:
+        a table many queries read (the speed views, each target's times) is made once, a temporary
+        table, on a small run: DuckDB computes a view again for every query that names it, and the
+        speed tables name each one several times over. On a large run it stays a view, read from the
+        files as it is asked (a temporary table of every fit would hold them all)."""
         if name is None:
             self._views += 1
             name = f"_view_{self._views}"
-        self.run(f"CREATE OR REPLACE TEMP VIEW {q(name)} AS {sql}")
+        if keep and self.small():
+            self.run(f"CREATE OR REPLACE TEMP TABLE {q(name)} AS {sql}")
+        else:
+            self.run(f"CREATE OR REPLACE TEMP VIEW {q(name)} AS {sql}")
         self.tables.add(name)
         self._columns.pop(name, None)
         self._present.pop(name, None)

@@ -211,7 +211,7 @@ def _speed_views(data) -> tuple[str, str, str]:
     else:
         union = f"SELECT *, 'sweep' AS _source, 1 AS _part FROM {data.table('fits')}"
         trace_union = f"SELECT * FROM {data.table('traces')}"
-    base = eng.view(f"SELECT * FROM ({union})")
+    base = eng.view(f"SELECT * FROM ({union})", keep=True)
     types = eng.types(base)
     start = start_sql(types)
     if "setup_s" in types:
@@ -219,14 +219,14 @@ def _speed_views(data) -> tuple[str, str, str]:
                  f"CASE WHEN num(setup_s) IS NULL THEN NULL ELSE 0.0 END AS setup_s) FROM {q(base)}")
         setup = f"SELECT key AS _k, coalesce(num(setup_s), 0.0) AS _setup FROM {q(base)}"
         traces = eng.view(f"SELECT t.* REPLACE (t.time_s + coalesce(s._setup, 0.0) AS time_s) FROM ({trace_union}) t "
-                          f"LEFT JOIN ({setup}) s ON t.key = s._k")
+                          f"LEFT JOIN ({setup}) s ON t.key = s._k", keep=True)
     else:
         clock = f"SELECT * FROM {q(base)}"
-        traces = eng.view(trace_union)
+        traces = eng.view(trace_union, keep=True)
     order = ", ".join(c for c in ("_part", '"dataset"', '"solver_entry"', '"C"', '"fold"', '"key"')
                       if c.strip('"') in types)
     own = eng.view(f"SELECT * REPLACE ({start} AS \"start\") FROM ({clock}) ORDER BY {order}"
-                   if "start" in types else f"SELECT *, {start} AS \"start\" FROM ({clock}) ORDER BY {order}")
+                   if "start" in types else f"SELECT *, {start} AS \"start\" FROM ({clock}) ORDER BY {order}", keep=True)
     fits = eng.view(f"SELECT * REPLACE (CASE WHEN \"start\" = 'warm' THEN solver_entry || ' (warm start)' "
                     f"ELSE solver_entry END AS solver_entry) FROM {q(own)}")
     data.cache["speed_views"] = (fits, traces, own)
@@ -316,7 +316,8 @@ def timed_fits(data, target: float, measure: str = "subopt", own: bool = True) -
         src = own_view if own else fits
         times = fit_times_sql(view, target, measure, f"SELECT * FROM {q(src)}")
         cols = ", ".join(f"t.{c} AS _{c}" for c in ("t_target_s", "it_target", "own_stop_s", "rel_subopt", "clock"))
-        data.cache[key] = data.engine.view(f"SELECT f.*, {cols} FROM {q(src)} f JOIN ({times}) t ON f.key = t.key")
+        data.cache[key] = data.engine.view(f"SELECT f.*, {cols} FROM {q(src)} f JOIN ({times}) t ON f.key = t.key",
+                                           keep=True)
     return data.cache[key]
 
 
