@@ -10,7 +10,6 @@
 """
 import hashlib
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report.build import ReportFailed, build_bounded, build_report, sections
+from pipeline.report.build import ReportFailed, build_bounded, sections
 from pipeline.report.registry import ReportData
 
 from .report_data import folds, rows, traces_for
@@ -66,6 +65,7 @@ MAX_FIGURE_FILES = 30
 PEAK_MB = 700
 
 
+@pytest.mark.slow      # a whole report of 6,000 fits in a subprocess: 10-30 s on 2 loaded cores
 def test_a_report_over_thousands_of_problems_is_bounded(tmp_path):
     """3,000 problems (C values) x 2 folds, rebuilt by `python -m pipeline.report` in a subprocess
     of its own: at most MAX_FIGURE_FILES figure files, the interactive page under 8 MB, and the
@@ -100,7 +100,7 @@ def test_no_figure_is_left_open(tmp_path):
     Skip: drawn here, in this process (processes=1), pyplot holds no figure afterwards."""
     import matplotlib.pyplot as plt
     plt.close("all")
-    res, tr = _sweep(40, gamma=(0.1, 1.0))
+    res, tr = _sweep(13, gamma=(0.1, 1.0))          # 26 problems: the summaries of a large sweep too
     data = ReportData(res, tr, name="t")
     secs = sections(data, tmp_path / "figures", processes=1)
     assert any(s.figures for s in secs)
@@ -196,3 +196,31 @@ def test_summaries_equal_a_pandas_oracle_digit_for_digit(tmp_path, seed, where):
     for c in want.columns[len(keys):]:
         g, w = got[c].to_numpy(float), want[c].to_numpy(float)
         assert np.array_equal(g, w, equal_nan=True), (c, g, w)
+
+
+def test_a_run_whose_report_fails_keeps_its_results_and_resumes(tmp_path, caplog):
+    """A real run whose report fails (its figures folder is a file): the command returns with the
+    report marked failed and one line in the log naming the rebuild command; results.parquet is
+    whole; the same command again runs no fit (all kept) and writes the report."""
+    import logging
+    from pipeline.experiment.config import compose
+    from pipeline.run import run
+    cfg = compose([f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60",
+                   "cv.folds=2", "run.progress=false", "run.reference=false", "cluster=sequential",
+                   "solvers=[dcd]", "solvers.dcd.grid.C=[0.1,1]"])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "figures").write_text("not a folder")
+    with caplog.at_level(logging.INFO, logger="svmbench"):
+        out = run(cfg, run_dir)
+    assert out["report_failed"] is not None and out["failed"] == 0
+    failed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("report failed: ")]
+    assert len(failed) == 1 and f"python -m pipeline.report {run_dir}" in failed[0]
+    assert len(pd.read_parquet(run_dir / "results.parquet")) == 4 and not (run_dir / "report.md").exists()
+    (run_dir / "figures").unlink()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="svmbench"):
+        again = run(cfg, run_dir)
+    assert again["report_failed"] is None and (run_dir / "report.md").exists()
+    assert any("0 run, 4 skipped" in r.getMessage() for r in caplog.records)
+    assert any(r.getMessage().startswith("report: summarised 4 fits") for r in caplog.records)
