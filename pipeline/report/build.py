@@ -228,6 +228,16 @@ def _child() -> None:
     reopen_all()
 
 
+def _freeze() -> None:
+    """Before a fork: every object alive moves to the collector's permanent generation
+    (`gc.freeze`), so that a child's collections do not write the header of every object it
+    inherited, each write a private copy of a page it shared with its parent: a forked figure
+    process's memory of its own is then what it draws, not a copy of its parent's heap."""
+    import gc
+    gc.collect()
+    gc.freeze()
+
+
 def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: int | None = None):
     """Start drawing the figure items; returns a function that waits for them (saying how far
     along they are to a `Progress`) and gives {name: (pages, skipped reason, hint)}. In at most
@@ -251,6 +261,7 @@ def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: in
     try:
         # The processes are forked here, in this thread, while no query runs: a process forked
         # later by the pool's own thread (maxtasksperchild) could copy the engine's locks held.
+        _freeze()
         pool = mp.get_context("fork").Pool(processes, initializer=_child)
     finally:
         _JOB = ()                # the children have their copy
@@ -767,6 +778,7 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         except (Skip, OSError, ValueError, RuntimeError, MemoryError) as exc:
             raise ReportFailed(f"report failed: {_first_line(exc)}; the results are whole; {rebuild}") from None
     r, w = os.pipe()
+    _freeze()
     pid = os.fork()
     if pid == 0:                        # the report's process
         os.close(r)

@@ -37,7 +37,7 @@ TRACE_SCHEMA = {"key": "VARCHAR", "iteration": "BIGINT", "time_s": "DOUBLE", "pr
 # report's memory does not grow with the run; two threads leave the figure processes their cores.
 MEMORY_MB = 256
 # Fits up to which the tables derived for several queries are made once (`Engine.view(keep=True)`).
-MATERIALISE_ROWS = 200_000
+MATERIALISE_ROWS = 20_000
 THREADS = 2
 
 

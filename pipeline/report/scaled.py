@@ -31,6 +31,8 @@ MEASURES = (
     ("n_iter", "median", "median", "iterations (passes for dcd)", True),
     ("_rel_gap", "median", "median", "final (P - D) / |P|", True),
 )
+# A measure in a panel's title.
+SHORT = {"test_accuracy": "test accuracy", "fit_time_s": "fit time", "n_iter": "iterations", "_rel_gap": "final gap"}
 # Swept keys drawn against (the first few, in the order `data.swept` gives them).
 MAX_KEYS = 3
 # Datasets drawn in one summary figure (a row of panels each); the rest are named as left out.
@@ -153,7 +155,7 @@ def sweep_summary(data: ReportData):
                 vals = pd.concat([g[[f"{col}_lo", f"{col}_hi"]] for g in lines]).to_numpy(float) if lines else np.array([])
                 vals = vals[np.isfinite(vals)]
                 log = logy and vals.size and vals.min() > 0 and vals.max() / vals.min() > 10
-                title = f"{ds}: {centre} {ylabel.split(' (')[0]}"
+                title = f"{ds}: {centre} {SHORT[col]}"
                 _decorate(ax, panel_title(title, cut), _axis_label(x), ylabel, len(lines) if j == 0 else 0,
                           logx=bool((rows[x] > 0).all()), logy=log)
                 if ax.get_legend() is not None and j > 0:
@@ -208,7 +210,7 @@ def sweep_map(data: ReportData):
                 ax.set_yscale("log")
             ax.set_xlabel(_axis_label(x))
             ax.set_ylabel(_axis_label(y))
-            ax.set_title(f"{ds}, {entry}: {centre} {what.split(' (')[0]}" + (" (log10)" if logc else ""), fontsize=9)
+            ax.set_title(f"{ds}, {entry}: {centre} {SHORT[col]}" + (" (log10)" if logc else ""), fontsize=9)
             ax.figure.colorbar(mesh, ax=ax)
     return fig
 
@@ -279,7 +281,9 @@ def page_data(data: ReportData) -> dict:
     keys = swept_numeric(data)
     pids = [str(p) for p in data.sql(f"SELECT DISTINCT {data.pid('fits')} AS p FROM {data.table('fits')} ORDER BY p")["p"]]
     index = {p: i for i, p in enumerate(pids)}
-    out = {"keys": [], "problems": [_esc(p) for p in pids], "measures": []}
+    # A problem's name as the page shows it: its keys' values, the missing ones ("-") left out.
+    out = {"keys": [], "problems": [_esc(" | ".join(v for v in p.split(" | ") if v != "-")) for p in pids],
+           "measures": []}
     for x in keys:
         rows, line_keys, shown = summaries(data, x)
         measures = [m for m in MEASURES if m[0] in rows.columns and rows[m[0]].notna().any()]
@@ -308,6 +312,8 @@ def page_data(data: ReportData) -> dict:
 _SCRIPT = r"""
 (function () {
   const D = JSON.parse(document.getElementById('svmbench-data').textContent);
+  // A line and its band in one colour (plotly's own cycle would give the band another).
+  const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
   const f32 = s => { const b = atob(s), u = new Uint8Array(b.length);
                      for (let i = 0; i < b.length; i++) u[i] = b.charCodeAt(i);
                      return Array.from(new Float32Array(u.buffer), v => Number.isFinite(v) ? v : null); };
@@ -323,11 +329,13 @@ _SCRIPT = r"""
     if (!D.keys.length) return;
     const k = D.keys[+$('key').value], m = D.measures[+$('measure').value], data = [];
     k.lines.forEach((l, i) => {
-      const x = f32(l.x), lo = f32(l[m.col + '_lo']), hi = f32(l[m.col + '_hi']);
-      data.push({x: x, y: lo, mode: 'lines', line: {width: 0}, showlegend: false, hoverinfo: 'skip', legendgroup: 'g' + i});
-      data.push({x: x, y: hi, mode: 'lines', line: {width: 0}, fill: 'tonexty', showlegend: false, hoverinfo: 'skip',
+      const x = f32(l.x), lo = f32(l[m.col + '_lo']), hi = f32(l[m.col + '_hi']), c = COLOURS[i % COLOURS.length];
+      data.push({x: x, y: lo, mode: 'lines', line: {width: 0, color: c}, showlegend: false, hoverinfo: 'skip',
                  legendgroup: 'g' + i});
-      data.push({x: x, y: f32(l[m.col]), mode: 'lines+markers', marker: {size: 3}, name: l.name, legendgroup: 'g' + i,
+      data.push({x: x, y: hi, mode: 'lines', line: {width: 0, color: c}, fill: 'tonexty', fillcolor: c + '33',
+                 showlegend: false, hoverinfo: 'skip', legendgroup: 'g' + i});
+      data.push({x: x, y: f32(l[m.col]), mode: 'lines+markers', marker: {size: 3, color: c}, line: {color: c},
+                 name: l.name, legendgroup: 'g' + i,
                  customdata: l.p, hovertemplate: '%{x:.4g}: %{y:.4g} (click: its traces)<extra>' + l.name + '</extra>'});
     });
     Plotly.react('summary', data, {title: {text: m.label + ' against ' + k.key}, height: 520,
