@@ -620,7 +620,6 @@ def validate(cfg: DictConfig) -> Experiment:
     """Check every setting before any work starts and return the typed, frozen experiment that
     every later stage takes (`experiment.Experiment`). Raises ConfigError naming key and value."""
     import solvers
-    from solvers.problem import INTERCEPTS, LOSSES
 
     from ..data.datasets import dataset_names, get_builder
 
@@ -705,7 +704,7 @@ def validate(cfg: DictConfig) -> Experiment:
                 # not as the merged point holds it.
                 own = name[len(where) + 1:] if name.startswith(where + ".") else None
                 fail(_typed_key(cfg, key, sc, own, point) if own and "." not in own else name, value, why)
-            _check_problem_keys(where, merged, LOSSES, INTERCEPTS, spec, fail_typed)
+            _check_problem_keys(where, merged, spec, fail_typed)
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
@@ -717,7 +716,7 @@ def validate(cfg: DictConfig) -> Experiment:
                 if problem:
                     on_dataset, _ = apply_dataset_problem(base, point, problem)
                     try:
-                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, LOSSES, INTERCEPTS, spec, fail)
+                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, spec, fail)
                     except ConfigError as exc:
                         raise ConfigError(f"{exc} (with solver entry {key!r})") from None
     cv = cfg.cv
@@ -1012,8 +1011,11 @@ def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:
     return f"solvers.{entry}.params.{key}"
 
 
-def _check_problem_keys(where, p, losses, intercepts, spec, fail):
-    C = p.get("C", 1.0)
+def _check_problem_keys(where, p, spec, fail):
+    """The problem, budget and task keys of one merged grid point: each value against the
+    solvers' table (`solvers.params`: the ranges `Problem` and `SVMClassifier` check, with their
+    words), then what this solver takes of them, and lambda, the pipeline's form of C."""
+    from solvers.params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS
     if "lambda" in p:
         lam = p["lambda"]
         if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not lam > 0:
@@ -1023,26 +1025,18 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
         conv = p.get("lambda_convention")
         if conv not in ("pegasos", "svmmaj"):
             fail(f"{where}.lambda_convention", conv, "lambda needs lambda_convention: pegasos or svmmaj")
-    else:
-        if isinstance(C, str) and C in ("inf", "Infinity"):
-            C = math.inf
-        if not isinstance(C, (int, float)) or isinstance(C, bool) or not C > 0:
-            fail(f"{where}.C", C, "must be a number > 0")
-    loss = p.get("loss", "hinge")
-    if loss not in losses:
-        fail(f"{where}.loss", loss, f"must be one of {list(losses)}")
-    if loss not in spec.losses:
-        fail(f"{where}.loss", loss, f"solver {spec.name!r} takes {list(spec.losses)}")
-    intercept = p.get("intercept", spec.intercepts[0])
-    if intercept not in intercepts:
-        fail(f"{where}.intercept", intercept, f"must be one of {list(intercepts)}")
-    if intercept not in spec.intercepts:
-        fail(f"{where}.intercept", intercept, f"solver {spec.name!r} takes {list(spec.intercepts)}")
-    kernel = p.get("kernel", "linear")
-    if kernel not in ("linear", "rbf", "poly"):
-        fail(f"{where}.kernel", kernel, "must be one of ['linear', 'rbf', 'poly']")
-    if kernel not in spec.kernels:
-        fail(f"{where}.kernel", kernel, f"solver {spec.name!r} takes {list(spec.kernels)}")
+    for table in (PROBLEM_PARAMS, BUDGET_PARAMS, TASK_PARAMS):
+        for key, param in table.items():
+            if key in p:
+                value = math.inf if key == "C" and p[key] in ("inf", "Infinity") else p[key]
+                why = param.reason(value)
+                if why is not None:
+                    fail(f"{where}.{key}", value, why)
+    defaults = {"loss": "hinge", "intercept": spec.intercepts[0], "kernel": "linear"}
+    for key, default in defaults.items():
+        why = PROBLEM_PARAMS[key].solver_reason(spec, p.get(key, default))
+        if why is not None:
+            fail(f"{where}.{key}", p.get(key, default), why)
     if list(spec.kernels) == ["linear"]:
         # A kernel parameter would be dropped from the problem without a word (linear problems
         # have none), so a sweep over it would run the same fits again under other names.
@@ -1050,54 +1044,30 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
             if k in p:
                 fail(f"{where}.{k}", p[k], f"solver {spec.name!r} is linear-only (kernels: ['linear']): "
                      f"it takes no kernel parameter")
-    gamma = p.get("gamma", "scale")
-    if not (gamma in ("scale", "auto") or (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and gamma > 0)):
-        fail(f"{where}.gamma", gamma, "must be 'scale', 'auto' or a number > 0")
-    degree = p.get("degree", 3)
-    if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
-        fail(f"{where}.degree", degree, "must be an integer >= 1")
-    tol = p.get("tol", 1e-4)
-    if not isinstance(tol, (int, float)) or not tol > 0:
-        fail(f"{where}.tol", tol, "must be a number > 0")
-    mi = p.get("max_iter")
-    if mi is not None and (not isinstance(mi, int) or isinstance(mi, bool) or mi < 1):
-        fail(f"{where}.max_iter", mi, "must be an integer >= 1 or null")
-    for key, none_ok in (("intercept_scaling", False), ("huber_k", False), ("time_limit_s", True)):
-        v = p.get(key)
-        if key in p and not (none_ok and v is None) and not _positive_number(v):
-            fail(f"{where}.{key}", v, "must be a number > 0" + (" or null" if none_ok else ""))
-    coef0 = p.get("coef0", 0.0)
-    if not isinstance(coef0, (int, float)) or isinstance(coef0, bool) or not math.isfinite(coef0):
-        fail(f"{where}.coef0", coef0, "must be a finite number")
     _check_class_weight(where, p.get("class_weight"), spec, fail)
-    mc = p.get("multi_class", "ovr")
-    if mc not in ("ovr", "ovo", "ordinal"):
-        fail(f"{where}.multi_class", mc, "must be one of ['ovr', 'ovo', 'ordinal']")
 
 
 def _check_class_weight(where, cw, spec, fail) -> None:
-    """class_weight: null, "balanced" (n / (2 n_class), as scikit-learn's) or {-1: w, 1: w} with
-    weights > 0, for a solver that weighs rows (each row's loss term times its class's weight:
-    a box C w_y in the dual solvers, `Problem.sample_weight`)."""
-    if cw is None:
+    """class_weight (its values checked with the table's): the labels of a binary problem, and
+    a solver that weighs rows (each row's loss term times its class's weight: a box C w_y in the
+    dual solvers, `Problem.sample_weight`)."""
+    if not isinstance(cw, dict):
+        if cw is not None and not spec.sample_weight:
+            _refuse_weights(where, cw, spec, fail)
         return
-    if isinstance(cw, str):
-        if cw != "balanced":
-            fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
-    elif isinstance(cw, dict):
-        for label, w in cw.items():
-            if str(label) not in ("-1", "1", "-1.0", "1.0"):
-                fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
-                     "(datasets.<entry>.positive says which becomes 1)")
-            if not _positive_number(w):
-                fail(f"{where}.class_weight", cw, f"the weight of label {label} must be a number > 0")
-    else:
-        fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
+    for label in cw:
+        if str(label) not in ("-1", "1", "-1.0", "1.0"):
+            fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
+                 "(datasets.<entry>.positive says which becomes 1)")
     if not spec.sample_weight:
-        import solvers
-        weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
-        fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
-             f"{', '.join(weighing)}")
+        _refuse_weights(where, cw, spec, fail)
+
+
+def _refuse_weights(where, cw, spec, fail) -> None:
+    import solvers
+    weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
+    fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
+         f"{', '.join(weighing)}")
 
 
 def _positive_number(v) -> bool:

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from solvers.params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS
+
 # Problem-level keys of a solver entry (they define the optimisation problem), budget keys,
-# and bookkeeping keys; everything else in params/grid is a solver parameter checked against
-# the solver's own declaration in the registry.
-PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma", "degree", "coef0",
-                "huber_k", "lambda", "lambda_convention", "class_weight")
-BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
-TASK_KEYS = ("multi_class",)
+# and task keys: the solvers' table (solvers/params.py, whose ranges `config.validate` checks),
+# and lambda with its convention, a paper's way to give C. Everything else in params/grid is a
+# solver parameter checked against the solver's own declaration in the registry.
+PROBLEM_KEYS = (*PROBLEM_PARAMS, "lambda", "lambda_convention")
+BUDGET_KEYS = tuple(BUDGET_PARAMS)
+TASK_KEYS = tuple(TASK_PARAMS)
 CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
