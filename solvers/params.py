@@ -95,10 +95,12 @@ class Param:
     # ------------------------------------------------------------------ checks
     def reason(self, value) -> str | None:
         """Why `value` is refused ("must be ..."), or None if it is allowed."""
-        if value is None:
-            return None if self.none_ok else f"must be {self.allowed()}"
+        if value is None and self.none_ok:
+            return None
         if self.rule is not None:
             return self.rule(value)
+        if value is None:
+            return f"must be {self.allowed()}"
         if self.kind == "bool":
             ok = isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1))
             return None if ok else f"must be {self.allowed()}"

@@ -719,63 +719,14 @@ def validate(cfg: DictConfig) -> Experiment:
                         _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, spec, fail)
                     except ConfigError as exc:
                         raise ConfigError(f"{exc} (with solver entry {key!r})") from None
-    cv = cfg.cv
-    if cv.kind not in CV_KINDS:
-        fail("cv.kind", cv.kind, f"must be one of {list(CV_KINDS)}")
-    if cv.kind == "kfold" and cv.folds < 2:
-        fail("cv.folds", cv.folds, "k-fold needs at least 2 folds")
-    if cv.kind == "kfold_test" and cv.folds < 2:
-        fail("cv.folds", cv.folds, "kfold_test runs k-fold on the rows left after the test set: at least 2 folds")
-    if cv.kind in ("holdout", "repeated", "kfold_test") and not 0 < cv.test_size < 1:
-        fail("cv.test_size", cv.test_size, "must be in (0, 1)")
-    if cv.kind == "ordered":
-        n_train = cv.n_train
-        is_int = isinstance(n_train, int) and not isinstance(n_train, bool)
-        if not (is_int and n_train >= 1 or isinstance(n_train, float) and 0 < n_train < 1):
-            fail("cv.n_train", n_train, "an ordered split needs the training rows: an integer >= 1 (the "
-                 "first n_train rows) or a fraction in (0, 1) of the rows")
-    if cv.kind == "repeated" and cv.rounds < 1:
-        fail("cv.rounds", cv.rounds, "must be >= 1")
+    for name, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf)):
+        check_section(name, cfg[name], schema, fail)
     cl = cfg.cluster
-    if cl.kind not in CLUSTER_KINDS:
-        fail("cluster.kind", cl.kind, f"must be one of {list(CLUSTER_KINDS)}")
     if cl.kind == "address" and not cl.address:
         fail("cluster.address", cl.address, "cluster=address needs cluster.address=tcp://host:port")
-    if cl.n_workers is not None and cl.n_workers < 1:
-        fail("cluster.n_workers", cl.n_workers, "must be >= 1")
-    if cl.threads_per_worker < 1:
-        fail("cluster.threads_per_worker", cl.threads_per_worker, "must be >= 1")
-    if cl.blas_threads < 1:
-        fail("cluster.blas_threads", cl.blas_threads, "must be >= 1")
     _check_cluster_files(cl, fail)
     if not 0 <= int(cl.adapt.get("minimum", 0)) <= int(cl.adapt.get("maximum", 0)):
         fail("cluster.adapt", _plain(cl.adapt), "needs 0 <= minimum <= maximum")
-    run = cfg.run
-    if run.timeout_s is not None and not run.timeout_s > 0:
-        fail("run.timeout_s", run.timeout_s, "must be > 0 or null")
-    if run.timeout_grace_s < 0:
-        fail("run.timeout_grace_s", run.timeout_grace_s, "must be >= 0")
-    if run.retries < 0:
-        fail("run.retries", run.retries, "must be >= 0")
-    if not run.reference_tol > 0:
-        fail("run.reference_tol", run.reference_tol, "must be > 0")
-    if run.reference not in REFERENCE_MODES:
-        fail("run.reference", run.reference, "must be auto, true or false")
-    if run.timing not in TIMING_MODES:
-        fail("run.timing", run.timing, "must be auto, true or false")
-    if run.reference_max_iter < 1:
-        fail("run.reference_max_iter", run.reference_max_iter, "must be >= 1")
-    if run.reference_time_limit_s is not None and not run.reference_time_limit_s > 0:
-        fail("run.reference_time_limit_s", run.reference_time_limit_s, "must be > 0 or null")
-    if run.chunk != "auto" and not (isinstance(run.chunk, int) and not isinstance(run.chunk, bool) and run.chunk >= 1):
-        fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
-    if run.trace_per_decade < 1:
-        fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
-    if run.time_repeats < 1:     # an integer: the typed schema refused anything else when composing
-        fail("run.time_repeats", run.time_repeats, "must be an integer >= 1 (each fit solved that many times, "
-             "its time the fastest)")
-    if run.trace_overhead is not None and not 0 < run.trace_overhead <= 1:
-        fail("run.trace_overhead", run.trace_overhead, "must be in (0, 1] or null")
     _check_search(cfg, fail)
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
@@ -791,6 +742,21 @@ def validate(cfg: DictConfig) -> Experiment:
     if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
         fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
     return _experiment(cfg)
+
+
+def check_section(where: str, node, schema: type, fail) -> None:
+    """Each field of a section (cv, cluster, run, search) against the rule declared beside it in
+    the schema (`schema.allowed`), in the fields' order, for the section's kind."""
+    kind = node.get("kind")
+    for f in dataclasses.fields(schema):
+        param, when = f.metadata.get("allowed"), f.metadata.get("when")
+        if param is None or (when is not None and kind not in when):
+            continue
+        value = _plain(node.get(f.name))
+        why = param.reason(value)
+        if why is not None:
+            own = when.get(kind) if isinstance(when, dict) else None
+            fail(f"{where}.{f.name}", value, own or f.metadata["why"] or why)
 
 
 def _check_search(cfg: DictConfig, fail) -> None:
