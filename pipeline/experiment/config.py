@@ -645,25 +645,17 @@ def validate(cfg: DictConfig) -> Experiment:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
-    from ..data.store import StoreError, dataset_path, list_datasets
-    stored = None
+    from ..data.store import StoreError, dataset_path
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
-            # Not a builder: an entry already in the store (e.g. ingested) is fine too, if its
-            # name stays inside the store (`../x` or `a/b` would reach past the root).
+            # Not a builder: an entry of the store (e.g. ingested), whose name must stay inside
+            # the store (`../x` or `a/b` would reach past the root). Whether the store holds it
+            # is the store's to say, when the datasets are materialised (`run.materialise_datasets`).
             try:
                 dataset_path(store_root(cfg), builder)
             except StoreError as exc:
                 fail(f"datasets.{key}.builder", builder, f"not a store entry name ({exc}); a name must not leave the store")
-            if stored is None:
-                try:
-                    stored = sorted(m["name"] for m in list_datasets(store_root(cfg)))
-                except Exception:  # an unreadable store is reported by the plan with its path
-                    stored = []
-            if builder not in stored:
-                fail(f"datasets.{key}.builder", builder,
-                     f"unknown dataset; builders: {', '.join(builders)}; in the store: {', '.join(stored) or '(none)'}")
             if ds.params:   # a store entry is used as it is: parameters would be ignored
                 fail(f"datasets.{key}.params", _plain(ds.params),
                      f"{builder!r} is a store entry, not a builder: it takes no parameters")
@@ -677,7 +669,7 @@ def validate(cfg: DictConfig) -> Experiment:
         if ds.max_rows is not None and ds.max_rows < 4:
             fail(f"datasets.{key}.max_rows", ds.max_rows, "must be >= 4 or null")
         _check_dataset_problem(key, _plain(ds.problem) or {}, fail)
-    load_plugins(_plain(cfg.get("plugins")) or [])
+    plugins = load_plugins(_plain(cfg.get("plugins")) or [])
     names = solvers.solver_names()
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
@@ -692,7 +684,6 @@ def validate(cfg: DictConfig) -> Experiment:
         if sc.datasets is not None and not sc.datasets:
             fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
-        _smoke_plugin(f"solvers.{key}", name)
         if sc.folds is not None and sc.folds < 1:
             fail(f"solvers.{key}.folds", sc.folds, "must be >= 1 or null (every fold)")
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
@@ -741,7 +732,7 @@ def validate(cfg: DictConfig) -> Experiment:
     target = (cfg.get("report") or {}).get("target")
     if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
         fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
-    return _experiment(cfg)
+    return _experiment(cfg, plugins)
 
 
 def check_section(where: str, node, schema: type, fail) -> None:
@@ -845,7 +836,7 @@ def _check_halving(cfg: DictConfig, se, fail) -> None:
                  f"search.kind=halving sets {se.resource} per rung (search.resource): sweep other keys")
 
 
-def _experiment(cfg: DictConfig) -> Experiment:
+def _experiment(cfg: DictConfig, plugins: tuple) -> Experiment:
     """The typed, frozen experiment of a validated (typed) config, with smoke's reductions."""
     composed = freeze(_plain(cfg))
     root = store_root(cfg)
@@ -867,7 +858,7 @@ def _experiment(cfg: DictConfig) -> Experiment:
                       run=section(Run, plain["run"]), store_root=root, seed=plain["seed"],
                       smoke=plain["smoke"], report=freeze(plain.get("report") or {}),
                       paper=plain.get("paper"), composed=composed,
-                      plugins=freeze(load_plugins(plain.get("plugins") or [])),
+                      plugins=freeze(plugins),
                       search=section(Search, plain["search"]))
 
 
@@ -945,22 +936,25 @@ def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
                     f"{', '.join(TASK_KEYS)}")
 
 
-def _smoke_plugin(where: str, name: str) -> None:
-    """A plugin solver's smoke fits (`solvers.testing.smoke_check`: one per declared loss on a
-    small conformance problem, certificates checked; a pass is remembered under the plugin's
-    sha256 in the user's cache directory): a fit that raises or certifies wrongly is refused
-    here, naming the solver and the check, and not discovered as an error row per fit once the
-    run has started. Built-in solvers pass the whole check in the test suite, and one registered
-    by the caller's own `register` is the caller's."""
+def check_plugin_solvers(exp: Experiment) -> None:
+    """Each plugin solver an entry runs passes its smoke fits (`solvers.testing.smoke_check`: one
+    per declared loss on a small conformance problem, certificates checked; a pass is remembered
+    under the plugin's sha256 in the user's cache directory), before any task: a fit that raises
+    or certifies wrongly is refused naming the entry, the solver and the check, and not
+    discovered as an error row per fit once the run has started. Built-in solvers pass the whole
+    check in the test suite, and one registered by the caller's own `register` is the caller's.
+    Not part of `validate`, which only reads the config: planning calls it (`run.materialise_datasets`)."""
     from solvers.registry import is_plugin, origin
-    if not is_plugin(name):
+    entries = [(key, e.solver) for key, e in exp.solvers.items() if is_plugin(e.solver)]
+    if not entries:
         return
     from solvers.testing import SolverCheckError, smoke_check
     from ..data.store import user_cache_dir
-    try:
-        smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
-    except SolverCheckError as exc:
-        raise ConfigError(f"{where}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
+    for key, name in entries:
+        try:
+            smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
+        except SolverCheckError as exc:
+            raise ConfigError(f"solvers.{key}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
 
 
 def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:
