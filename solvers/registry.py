@@ -7,7 +7,6 @@ estimator or from a sweep, gets the same kind of message naming the solver, the 
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable

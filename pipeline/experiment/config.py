@@ -754,8 +754,7 @@ def _check_search(cfg: DictConfig, fail) -> None:
     """search: its kind, its settings, and that each solver entry is one the search covers
     (pipeline/search/; docs/guide/search.md)."""
     se = cfg.search
-    if se.kind not in SEARCH_KINDS:
-        fail("search.kind", se.kind, f"must be one of {list(SEARCH_KINDS)}")
+    check_section("search", se, SearchConf, fail)
     if se.kind == "grid":
         return
     if cfg.cv.kind == "none":
@@ -771,20 +770,8 @@ def _check_certified(cfg: DictConfig, se, fail) -> None:
     import solvers
     from solvers.cv_bounds import INTERCEPTS as BOUND_INTERCEPTS, LOSSES as BOUND_LOSSES
     from ..search.certified import HINGE_DUAL_SOLVERS
-    if not _positive_number(se.C_min):
-        fail("search.C_min", se.C_min, "must be a number > 0")
     if not (_positive_number(se.C_max) and se.C_max > se.C_min):
         fail("search.C_min", se.C_min, f"must be < search.C_max={se.C_max!r}: the search's range is [C_min, C_max]")
-    if not (isinstance(se.epsilon, (int, float)) and 0 < se.epsilon < 1):
-        fail("search.epsilon", se.epsilon, "must be in (0, 1): a share of the validation rows (0.005 is half a "
-                                           "point of CV error)")
-    for key, low in (("initial", 1), ("per_round", 1), ("max_rounds", 0)):
-        if getattr(se, key) < low:
-            fail(f"search.{key}", getattr(se, key), f"must be an integer >= {low}")
-    if not 0 < se.refine < 1:
-        fail("search.refine", se.refine, "must be in (0, 1): a refit's tol is the last one's times refine")
-    if not _positive_number(se.min_tol):
-        fail("search.min_tol", se.min_tol, "must be a number > 0")
     for dkey, ds in cfg.datasets.items():
         for k in _replaced_by(_plain(ds.problem) or {}) & {"C", "lambda"}:
             fail(f"datasets.{dkey}.problem.{k}", _plain(ds.problem).get(k), "search.kind=certified searches C on "
@@ -818,11 +805,6 @@ def _check_certified(cfg: DictConfig, se, fail) -> None:
 
 
 def _check_halving(cfg: DictConfig, se, fail) -> None:
-    if isinstance(se.factor, bool) or not isinstance(se.factor, (int, float)) or not se.factor > 1:
-        fail("search.factor", se.factor, "must be a number > 1: each rung keeps the best 1/factor of its "
-                                         "candidates (HalvingGridSearchCV's factor)")
-    if se.resource not in HALVING_RESOURCES:
-        fail("search.resource", se.resource, f"must be one of {list(HALVING_RESOURCES)}")
     m = se.min_resources
     allowed = {"max_iter": "max_iter: an integer >= 1", "tol": "tol: a number > 0",
                "train_fraction": "share of the training rows: a number in (0, 1]"}

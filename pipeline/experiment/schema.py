@@ -151,27 +151,34 @@ class ClusterConf:
 @dataclass
 class SearchConf:
     """How each (dataset, solver entry) sweep is searched (pipeline/search/; docs/guide/search.md)."""
-    kind: str = "grid"                       # grid (every point), certified or halving
+    kind: str = allowed("grid", kind="str", options=SEARCH_KINDS)   # grid (every point), certified or halving
     # certified: C over [C_min, C_max] until the best CV error found is within epsilon (a share
     # of the rows: 0.005 is half a point) of a lower bound on the CV error at every C in the range
     # (Shibagaki et al. 2015); the entry's own C values are not used.
-    C_min: float = 1.0e-3
+    C_min: float = allowed(1.0e-3, low=0.0, open_low=True, finite=True, when=("certified",))
     C_max: float = 1.0e3
-    epsilon: float = 0.01
-    initial: int = 5                         # certified: log-spaced C values of the first round
-    per_round: int = 2                       # certified: new C values a round (their folds run in parallel)
-    max_rounds: int = 20                     # certified: rounds after the first before it stops uncertified
+    epsilon: float = allowed(0.01, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+                             why="must be in (0, 1): a share of the validation rows (0.005 is half a point of CV error)")
+    # certified: log-spaced C values of the first round
+    initial: int = allowed(5, kind="int", low=1, when=("certified",))
+    # certified: new C values a round (their folds run in parallel)
+    per_round: int = allowed(2, kind="int", low=1, when=("certified",))
+    # certified: rounds after the first before it stops uncertified
+    max_rounds: int = allowed(20, kind="int", low=0, when=("certified",))
     # certified: a C whose own bound is more than epsilon/2 below its CV error is fitted again at
     # tol x refine (its duality gap hides its rows), down to min_tol
-    refine: float = 0.1
-    min_tol: float = 1.0e-6
+    refine: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+                            why="must be in (0, 1): a refit's tol is the last one's times refine")
+    min_tol: float = allowed(1.0e-6, low=0.0, open_low=True, finite=True, when=("certified",))
     # halving: successive halving over the entry's grid (scikit-learn's HalvingGridSearchCV):
     # each rung keeps the best 1/factor of the candidates and gives them factor times the
     # resource, warm-started from their last rung
-    factor: float = 3.0
+    factor: float = allowed(3.0, low=1.0, open_low=True, when=("halving",),
+                            why="must be a number > 1: each rung keeps the best 1/factor of its candidates "
+                                "(HalvingGridSearchCV's factor)")
     # halving: max_iter (the solver's passes), tol, or train_fraction (the share of each training
     # fold's rows, HalvingGridSearchCV's n_samples)
-    resource: str = "max_iter"
+    resource: str = allowed("max_iter", kind="str", options=HALVING_RESOURCES, when=("halving",))
     # halving: the first rung's resource (max_iter: passes; tol: the loosest tol; train_fraction:
     # a share in (0, 1]); null: the last rung's divided (tol: multiplied) by factor per rung
     min_resources: Optional[float] = None
