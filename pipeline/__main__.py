@@ -45,6 +45,7 @@ OVERRIDES: list[str] = []     # the command line as the user gave it (before pre
 FAILED: list[int] = []        # failed task counts of the runs of this process (one per multirun job)
 SWEEPS: set[str] = set()      # a multirun's sweep dir, for the command that gathers its jobs' report
 STARTED: list[float] = []     # when this process started (time.time()), for the first run's timing line
+VALIDATED: list = []          # a single run's Experiment, validated once by `preflight`, for `main` to run
 
 
 def refuse(exc: Exception, run_dir: Path | None = None) -> None:
@@ -74,8 +75,12 @@ def main(cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         SWEEPS.add(hydra_cfg.sweep.dir)
     try:
-        check_composed(cfg, OVERRIDES)
-        out = run(cfg, run_dir, started=STARTED.pop() if STARTED else None, frames=False)
+        if VALIDATED:      # a single run: composed, checked and validated once, by `preflight`
+            experiment = VALIDATED.pop()
+        else:              # a multirun's job: Hydra composed it; `run` validates it
+            check_composed(cfg, OVERRIDES)
+            experiment = cfg
+        out = run(experiment, run_dir, started=STARTED.pop() if STARTED else None, frames=False)
     except (ConfigError, StoreError, LockError, ClusterError, ShardError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:
@@ -213,6 +218,7 @@ def run_single(overrides: list[str]) -> None:
 
     hydra_app, cfg = _compose_run(prepare_overrides(overrides))
     checked = preflight(overrides, cfg)
+    VALIDATED[:] = [checked[0]]
     start_ahead(*checked)     # the cluster starts and warms while Hydra sets up the run
     try:
         def job():

@@ -1,11 +1,12 @@
-"""`run(cfg)`: one experiment from composed config to report, the function behind
+"""`run(experiment)`: one experiment from its validated config to report, the function behind
 `python -m pipeline` (a Hydra shim) and the one tests call directly.
 
-    validate -> materialise datasets (built on first use) -> plan (pure) -> execute (shards)
-    -> results -> report
+    validate -> materialise datasets (plugin smoke fits, store entries, built on first use)
+    -> plan (pure) -> execute (shards) -> results -> report
 
-The composed DictConfig is read once, by `config.validate`; every step after it takes the typed,
-frozen `Experiment` it returns (pipeline/experiment/experiment.py).
+The composed DictConfig is read once, by `config.validate` (pure: it reads no store and fits
+nothing); every step after it takes the typed, frozen `Experiment` it returns
+(pipeline/experiment/experiment.py).
 
 with the Dask cluster started, and its workers warmed, while the datasets are materialised and
 the plan is made (`_plan_while_starting`; DESIGN.md, "Warm-up").
@@ -22,7 +23,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .data import store
-from .experiment.config import ConfigError, validate
+from .experiment.config import ConfigError, check_plugin_solvers, validate
 from .experiment.experiment import Experiment, thaw
 from .data.datasets import check_writable, dataset_names, ensure_dataset, store_name
 from .engine.execute import (
@@ -55,6 +56,8 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
     planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
     run) an entry the store lacks is left out and named in `missing_datasets` instead."""
     root = exp.store_root
+    if build:
+        check_plugin_solvers(exp)     # a plugin's smoke fits, before its first task
     out = {}
     for dkey, ds in exp.datasets.items():
         builder = ds.builder
@@ -66,6 +69,10 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
                 check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
             meta = ensure_dataset(root, builder, params)
         else:   # a store entry of the user's (ingested), used as it is
+            if not store.exists(root, builder):
+                stored = sorted(m["name"] for m in store.list_datasets(root))
+                raise ConfigError(f"datasets.{dkey}.builder={builder!r}: unknown dataset; builders: "
+                                  f"{', '.join(dataset_names())}; in the store: {', '.join(stored) or '(none)'}")
             meta = dataset_info(root, builder)
         out[dkey] = (meta, read_labels(root, meta["name"]))
     return out
@@ -76,8 +83,11 @@ def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
     return [k for k in exp.datasets if k not in materialised]
 
 
-def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None, frames: bool = True) -> dict:
-    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict with
+def run(experiment: Experiment | DictConfig, run_dir: str | Path, echo=None, started: float | None = None,
+        frames: bool = True) -> dict:
+    """Run the experiment into run_dir (resuming if it has shards): the typed `Experiment` that
+    `config.validate` returned (`python -m pipeline` validates once, before Hydra makes the run
+    dir), or a composed DictConfig, which is validated here first. Returns a summary dict with
     the ``results`` and ``traces`` frames; frames=False leaves them out, and lets them go before
     the report reads the tables (`python -m pipeline`, which does not use them). With
     run.dry_run=true: the plan, and nothing is run or written. started: when the command began
@@ -93,7 +103,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None =
         if echo is not None:
             echo(msg)
 
-    exp = validate(cfg)
+    exp = experiment if isinstance(experiment, Experiment) else validate(experiment)
     check_paper(exp)
     if exp.run.dry_run:
         return dry_run(exp, run_dir, say)
