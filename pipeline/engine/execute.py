@@ -46,9 +46,7 @@ from ..experiment.plan import Plan, made
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
 from . import security as tls
-from .kept import KEPT
-from .kept import connection as kept_connection
-from .kept import resolve as resolve_address
+from .kept import KEPT, alive, kept_security, not_yours, read_state, state_dir
 from .sandbox import FLUSH_S, call_in_sandboxes, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 
@@ -623,6 +621,45 @@ def _connect(address: str, sec):
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ClusterError(f"cluster.address={address}: could not connect to a Dask scheduler "
                            f"within {CONNECT_TIMEOUT_S} s: {first}") from None
+
+
+# ---- the kept cluster (`pipeline.kept`), reached through its state directory (`pipeline.engine.kept`)
+def checked_state_dir() -> Path:
+    """`state_dir`, or ClusterError if it exists but is not this user's alone
+    (`security.not_private`): its state would not be what this user's `cluster start` wrote."""
+    directory = state_dir()
+    why = tls.not_private(directory) if directory.is_dir() else None
+    if why is not None:
+        raise ClusterError(not_yours(directory, why))
+    return directory
+
+
+def kept_address() -> str:
+    """The kept cluster's scheduler address, or ClusterError saying how to start one."""
+    return kept_state()["address"]
+
+
+def kept_state() -> dict:
+    """The running kept cluster's state (cluster.json), or ClusterError saying how to start one."""
+    where = checked_state_dir()
+    state = read_state(where)
+    if state is None or not alive(int(state["scheduler_pid"])):
+        why = ("none was started" if state is None else
+               f"its scheduler (pid {state['scheduler_pid']}) has ended: idle for {state['idle_timeout']}, or stopped")
+        raise ClusterError(f"cluster=kept: no kept cluster is running ({why}; state in {where}); start one with "
+                           f"`svmbench cluster start` (or `python -m pipeline.kept start`), or use cluster=local")
+    return state
+
+
+def kept_connection() -> tuple[str, object]:
+    """(address, Security or None) of the kept cluster, for cluster.address `KEPT`."""
+    state = kept_state()
+    return state["address"], kept_security(state)
+
+
+def resolve_address(address: str) -> str:
+    """cluster.address as given, or the kept cluster's when it is `KEPT`."""
+    return kept_address() if address == KEPT else address
 
 
 def address_security(cluster) -> tuple[str, object]:

@@ -3,7 +3,7 @@ whatever it was doing (composing, planning, taking the lock, starting the cluste
 checking the workers, the fits, the tables, the report, the last line, the exit), and a command
 that starts with SIGINT ignored (a background job of a non-interactive shell) keeps ignoring it.
 
-Each case is a real `python -m pipeline` command (`pipeline.__main__.command`) in a process of
+Each case is a real `python -m pipeline` command (`pipeline.command.command`) in a process of
 its own, where one function of the run sends the process SIGINT as it is entered, once: the
 signal lands at that point, every time, instead of at a moment a timer hopes for."""
 import os
@@ -39,7 +39,7 @@ def hooked(*args, **kwargs):
     return real(*args, **kwargs)
 
 setattr(owner, name, hooked)
-from pipeline.__main__ import command
+from pipeline.command import command
 command(argv)
 """
 
@@ -76,7 +76,7 @@ def _interrupted(code: int, err: str, run_dir: Path) -> None:
     "pipeline.run:write_tables",                        # the tables
     "pipeline.report:build_report",                     # the report
     "pipeline.run:Timing.line",                         # the closing line
-    "pipeline.__main__:finish",                         # the exit
+    "pipeline.command:finish",                         # the exit
 ])
 def test_ctrl_c_anywhere_in_a_sequential_run_is_one_line_and_130(store, tmp_path, point):
     run_dir = tmp_path / "run"

@@ -145,7 +145,7 @@ def test_the_cli_ends_with_its_exit_handlers_run_and_no_interpreter_teardown(mon
     import atexit
     import logging
 
-    from pipeline import __main__ as cli
+    from pipeline import command as cli
     calls = []
 
     class Exited(Exception):
