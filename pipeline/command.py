@@ -24,7 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
-from pipeline.engine.execute import ClusterError
+from pipeline.engine.clusters import ClusterError
 from pipeline.engine.rss import process_start
 from pipeline.engine.runlock import LockError
 from pipeline.data.store import StoreError
@@ -229,7 +229,7 @@ def command(argv: list[str], started: float | None = None) -> None:
     try:
         check()
         single = len(OVERRIDES) == len(sys.argv) - 1    # no Hydra flag (-m, --cfg, --config-name, ...)
-        from pipeline.engine.execute import keep_clusters
+        from pipeline.engine.clusters import keep_clusters
         with keep_clusters():   # the jobs of a multirun share one Dask cluster
             if single:
                 run_single(OVERRIDES)

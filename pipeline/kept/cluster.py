@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from ..engine import security as tls
-from ..engine.execute import ClusterError, checked_state_dir
+from ..engine.clusters import checked_state_dir, ClusterError
 from ..engine.kept import alive, kept_security, not_yours, read_state, state_dir
 from .handoff import SOCKET
 
@@ -53,7 +53,8 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
     directory; "none": plain tcp:// on loopback, which any local user can reach (warned)."""
     from distributed import Client
 
-    from ..engine.execute import LOOPBACK, quiet_dask_env, warm_workers
+    from ..engine.clusters import LOOPBACK, quiet_dask_env
+    from ..engine.warmup import warm_workers
     directory = state_dir()
     why = tls.private_dir(directory)
     if why is not None:

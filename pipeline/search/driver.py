@@ -249,7 +249,10 @@ def _searches(exp: Experiment, labels: dict) -> list:
 def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None, warmup=None):
     """Every round of every search of the experiment, executed into run_dir; returns (the plan of
     all rounds, joined: what the tables take, and a `Summary` of all rounds)."""
-    from ..engine.execute import Summary, WarmUp, execute, finished_in_plan, shared_client, task_modules
+    from ..engine.clusters import shared_client
+    from ..engine.execute import execute, Summary
+    from ..engine.sink import finished_in_plan
+    from ..engine.warmup import task_modules, WarmUp
     from ..run import materialise_datasets
 
     run_dir = Path(run_dir)

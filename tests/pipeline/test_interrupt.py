@@ -101,9 +101,9 @@ def test_a_run_that_crashes_before_planning_leaves_no_folder(store, tmp_path):
 @pytest.mark.slow   # a LocalCluster started and stopped in each: about 8 s each at load 10 on 2 cores
 @pytest.mark.parametrize("point", [
     "distributed:LocalCluster.__init__",                # starting the cluster
-    "pipeline.engine.execute:WarmUp.wait",              # waiting for the workers' warm-up
+    "pipeline.engine.warmup:WarmUp.wait",              # waiting for the workers' warm-up
     "pipeline.engine.execute:check_worker_plugins",     # checking the workers before any task
-    "pipeline.engine.execute:RecordSink.flush",         # the fits: the first records written
+    "pipeline.engine.sink:RecordSink.flush",         # the fits: the first records written
 ])
 def test_ctrl_c_anywhere_on_a_local_cluster_is_one_line_and_130(store, tmp_path, point):
     _interrupted(*_command(point, tmp_path, store, "cluster=local", "cluster.n_workers=1"), tmp_path)
@@ -128,7 +128,7 @@ def test_a_command_that_starts_with_sigint_ignored_keeps_ignoring_it(store, tmp_
     """A background job of a non-interactive shell (`cmd &` in a script) starts with SIGINT
     ignored, as Unix intends, so that the terminal's Ctrl-C is not its: the run goes on through
     the signal, here sent as its cluster starts and as it writes its records, and ends 0."""
-    for point in ("distributed:LocalCluster.__init__", "pipeline.engine.execute:RecordSink.flush"):
+    for point in ("distributed:LocalCluster.__init__", "pipeline.engine.sink:RecordSink.flush"):
         run_dir = tmp_path / point.rpartition(":")[2]
         code, err = _command(point, run_dir, store, "cluster=local", "cluster.n_workers=1", ignore_sigint=True)
         assert code == 0, err[-3000:]

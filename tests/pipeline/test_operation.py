@@ -56,7 +56,7 @@ def _wait_for(predicate, timeout=60.0):
 
 def _shards(run_dir):
     # One file per task; these sweeps of 20 single fits run one fit per task under
-    # cluster=sequential, and on Dask several once the pace is known (execute.paced_chunk).
+    # cluster=sequential, and on Dask several once the pace is known (cutting.paced_chunk).
     return sorted((Path(run_dir) / "shards").glob("*.parquet"))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import solvers
 from pipeline.experiment.config import compose
-from pipeline.engine.execute import finished_keys
+from pipeline.engine.sink import finished_keys
 from pipeline.results.tables import read_shards
 from pipeline.run import run
 
