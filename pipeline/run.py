@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from .data import store
 from .experiment.config import ConfigError, validate
 from .experiment.experiment import Experiment, thaw
-from .data.datasets import check_writable, dataset_names, ensure_dataset, store_name
+from .engine.materialise import materialise_datasets, missing_datasets
 from .engine.clusters import ClusterError, probe_cluster, shared_client
 from .engine.execute import error_keys, execute, failure_lines, Interrupted
 from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
@@ -33,36 +33,8 @@ from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import LockError, run_lock
 from .results.shards import ShardError
-from .data.store import dataset_info, read_labels
 
 log = logging.getLogger("svmbench")
-
-
-def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
-    """Each dataset entry of the experiment -> (meta, labels), building a built-in dataset the store
-    lacks (or holds with other parameters) and reading its labels (a verified read). The one step of
-    planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
-    run) an entry the store lacks is left out and named in `missing_datasets` instead."""
-    root = exp.store_root
-    out = {}
-    for dkey, ds in exp.datasets.items():
-        builder = ds.builder
-        params = thaw(ds.params)
-        if builder in dataset_names():
-            if not store.exists(root, store_name(builder, params)):
-                if not build:
-                    continue
-                check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
-            meta = ensure_dataset(root, builder, params)
-        else:   # a store entry of the user's (ingested), used as it is
-            meta = dataset_info(root, builder)
-        out[dkey] = (meta, read_labels(root, meta["name"]))
-    return out
-
-
-def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
-    """The dataset entries a dry run did not materialise (built-ins the store lacks)."""
-    return [k for k in exp.datasets if k not in materialised]
 
 
 def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None, frames: bool = True) -> dict:
