@@ -73,7 +73,7 @@ def test_every_fold_is_scored_on_the_heldout_rows(tmp_path):
     tasks.clear_caches()
     X_tr, _, _, _, _ = tasks.fold_data(str(tmp_path / "store"), spec["data"], 1)
     X_ho, y_ho = tasks.heldout_data(str(tmp_path / "store"), spec["data"], 1)
-    raw = tasks._split(str(tmp_path / "store"), spec["data"])
+    raw = tasks.split_data(str(tmp_path / "store"), spec["data"])
     train = plan.datasets["toy_blobs"]["folds"][1][0]
     Xr = raw[0].X.toarray() if hasattr(raw[0].X, "toarray") else raw[0].X
     mu, sd = Xr[train].mean(axis=0), Xr[train].std(axis=0)

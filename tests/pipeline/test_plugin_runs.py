@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine.execute import ClusterError
+from pipeline.engine.clusters import ClusterError
 from pipeline.experiment.config import ConfigError, compose, validate
 from pipeline.run import run
 

@@ -20,7 +20,7 @@ def counted(cfg):
     return real(cfg)
 config.validate = run.validate = counted
 atexit.register(lambda: print(f"validate calls: {len(calls)}", file=sys.stderr))
-from pipeline.__main__ import command
+from pipeline.command import command
 command(sys.argv[1:])
 """
 
