@@ -6,7 +6,8 @@ rtol 1e-7 as LIBSVM's dense and sparse fits agree, for every kernel solver and k
 multiclass, and every sparse input a user passes: csr_matrix, csr_array, lil (converted to CSR on
 entry) and CSR with unsorted indices. Below the estimator, the mechanism: the kernel values a
 solver sees are the same floats for either storage (solvers/kernels.py, "one summation order"),
-so a fit takes the same path, the same iterations, to the same alpha.
+so a fit takes the same path, the same iterations, to the same alpha. The linear dual coordinate
+descent (dcd) walks the CSR of X's nonzeros for either storage and is held to the same.
 """
 import warnings
 
@@ -224,3 +225,21 @@ def test_cached_columns_are_one_float(rows, kernel):
         cols = [_prefix_col(p, n - 3, c.state, c.data, c.ker)[:n - 3] for c in caches]
         np.testing.assert_array_equal(cols[0], cols[1])
 
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_dcd_takes_one_path_for_every_storage(loss):
+    """The linear dual coordinate descent walks CSR rows whatever X's storage (a dense X through
+    the CSR of its nonzeros): its pass order (seeded) and each dot product, two partial sums that
+    alternate over a row's stored entries, are the same for every input, a CSR that stores zeros
+    included (Problem drops them), so w is the same bit for bit; and the fit is certified (the
+    projected-gradient spread below tol, the duality gap >= 0)."""
+    X, y, _ = _data("cancer")
+    y = np.where(y == 1, 1.0, -1.0)
+    fits = [fit(Problem(Xf, y, C=0.5, loss=loss, intercept="regularized"), "dcd", budget=Budget(tol=1e-4), random_state=3)
+            for Xf in [X, *(make(X) for make in ALL_CONTAINERS.values())]]
+    a = fits[0]
+    assert a.status == "converged" and a.gap >= -1e-12 * abs(a.primal)
+    for b in fits[1:]:
+        assert b.n_iter == a.n_iter and b.info["n_updates"] == a.info["n_updates"]
+        np.testing.assert_array_equal(b.w, a.w)
+        np.testing.assert_array_equal(b.alpha, a.alpha)
