@@ -85,9 +85,10 @@ def resolve_gamma(gamma, X) -> float:
 # a zero sum, which no kernel value or update can tell). A dense loop in this order cannot be
 # vectorised along the features, so the dense kernels vectorise across rows instead: smo's cache
 # keeps its rows in panels (`_panels`), svmlight's reads four rows at a time (`_row_dots`).
-# LIBSVM does the same with one loop for both storages (svm.cpp's Kernel::dot). BLAS's products
-# (`kernel_block`) sum in blocks of its own choice; they are kept for the blocks computed outside
-# the solvers' loops and made storage-independent by densifying (`_dot`).
+# LIBSVM's dot (svm.cpp's Kernel::dot, over sparse nodes or, in scikit-learn's dense build, over
+# all features) sums in this order too. BLAS's products (`kernel_block`) sum in blocks of its own
+# choice; they are kept for the blocks computed outside the solvers' loops and made
+# storage-independent by densifying (`_dot`).
 
 
 def canonical_csr(X):
@@ -106,9 +107,9 @@ def canonical_csr(X):
 
 @njit(cache=True, nogil=True)
 def _csr_row_sums(data, indptr, shift, square):
-    """Per row, the sum over its nonzero values v (in storage order: sorted indices) of v - shift,
-    or of (v - shift)^2 when square; and the number of nonzeros. Explicit zeros are skipped, as
-    `_dense_row_sums` skips zeros."""
+    """Per row, the sum over its nonzero values v, in storage order, of v - shift, or of
+    (v - shift)^2 when square; and the number of nonzeros. Stored zeros are skipped, so a dense
+    row read as a CSR row that stores every column (`_row_sums`) gives the same floats."""
     n = indptr.shape[0] - 1
     out = np.empty(n)
     nnz = 0
@@ -124,98 +125,35 @@ def _csr_row_sums(data, indptr, shift, square):
     return out, nnz
 
 
-@njit(cache=True, nogil=True)
-def _dense_row_sums(X, shift, square):
-    """`_csr_row_sums` of a dense X: the same sums in the same order, so the same floats."""
-    n, d = X.shape
-    out = np.empty(n)
-    nnz = 0
-    for i in range(n):
-        s = 0.0
-        for f in range(d):
-            v = X[i, f]
-            if v != 0.0:
-                t = v - shift
-                s += t * t if square else t
-                nnz += 1
-        out[i] = s
-    return out, nnz
+def _row_sums(X, shift=0.0, square=False):
+    """`_csr_row_sums` of X, dense (each row read as a CSR row that stores all its columns, in
+    order) or sparse (sorted indices): per-row sums in feature order, the same floats for either
+    storage, and the number of nonzeros."""
+    if sp.issparse(X):
+        X = canonical_csr(X)
+        return _csr_row_sums(X.data, X.indptr, shift, square)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return _csr_row_sums(X.reshape(-1), np.arange(X.shape[0] + 1) * X.shape[1], shift, square)
 
 
 def _variance(X) -> float:
     """The variance of all n d entries of X (zeros included), two-pass as numpy's var: the mean,
-    then the mean squared deviation, each a sum of per-row sums in feature order over the nonzeros
-    (`_csr_row_sums`) with the zeros' share added in one term, (n d - nnz) mean^2. The per-row
-    sums and their total (numpy's sum of the same vector) are the same floats for either storage."""
-    if sp.issparse(X):
-        X = canonical_csr(X)
-
-        def sums(shift, square):
-            return _csr_row_sums(X.data, X.indptr, shift, square)
-    else:
-        X = np.ascontiguousarray(X, dtype=np.float64)
-
-        def sums(shift, square):
-            return _dense_row_sums(X, shift, square)
+    then the mean squared deviation, each a sum of per-row sums over the nonzeros (`_row_sums`)
+    with the zeros' share added in one term, (n d - nnz) mean^2. The per-row sums and their total
+    (numpy's sum of the same vector) are the same floats for either storage."""
     N = X.shape[0] * X.shape[1]
     if N == 0:
         return 0.0
-    rows, _ = sums(0.0, False)
+    rows, _ = _row_sums(X)
     mean = float(rows.sum()) / N
-    rows, nnz = sums(mean, True)
+    rows, nnz = _row_sums(X, mean, True)
     return (float(rows.sum()) + (N - nnz) * mean * mean) / N
-
-
-@njit(cache=True, nogil=True)
-def _dense_row_norms(X):
-    """||x_i||^2 in feature order for each row of a dense X, four rows at a time (four
-    independent sums; a single sum in this order waits on each addition)."""
-    n, d = X.shape
-    out = np.empty(n)
-    i = 0
-    while i + 4 <= n:
-        s0 = s1 = s2 = s3 = 0.0
-        for f in range(d):
-            a = X[i, f]
-            b = X[i + 1, f]
-            c = X[i + 2, f]
-            e = X[i + 3, f]
-            s0 += a * a
-            s1 += b * b
-            s2 += c * c
-            s3 += e * e
-        out[i] = s0
-        out[i + 1] = s1
-        out[i + 2] = s2
-        out[i + 3] = s3
-        i += 4
-    for k in range(i, n):
-        s = 0.0
-        for f in range(d):
-            s += X[k, f] * X[k, f]
-        out[k] = s
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _csr_row_norms(data, indptr):
-    n = indptr.shape[0] - 1
-    out = np.empty(n)
-    for i in range(n):
-        s = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * data[p]
-        out[i] = s
-    return out
 
 
 def row_norms_sq(X) -> np.ndarray:
     """||x_i||^2 for each row, dense or CSR, without densifying, summed in feature order (the
     same floats for either storage)."""
-    if sp.issparse(X):
-        X = canonical_csr(X)
-        return _csr_row_norms(X.data, X.indptr)
-    return _dense_row_norms(np.ascontiguousarray(X, dtype=np.float64))
+    return _row_sums(X, 0.0, True)[0]
 
 
 @njit(cache=True, nogil=True)
@@ -306,7 +244,7 @@ def _dot(X, Z) -> np.ndarray:
     Made dense, a CSR operand is the very array a dense caller passes, so the product is the same
     BLAS call with the same floats; K(X, X) densifies X once, so that it is numpy's symmetric
     product (syrk) for a CSR X as for a dense one. A product left sparse sums each entry in
-    feature order over sorted indices (`canonical_csr`), BLAS in blocks: above
+    feature order over sorted indices (`canonical_csr`), where BLAS sums in blocks: above
     DENSE_OPERAND_BYTES the two storages agree to rounding only."""
     same = X is Z
     X = _densified(canonical_csr(X) if sp.issparse(X) else X)
