@@ -194,31 +194,35 @@ PANEL = 32
 
 
 def _panels(X) -> np.ndarray:
-    """A dense X as panels of PANEL rows, P[b, f, r] = X[b PANEL + r, f] (rows past n are 0):
+    """A dense X as panels of PANEL rows, P[b, f, r] = X[b PANEL + r, f] (rows past n are 0, and
+    X without columns has one column of zeros, so that every panel has a first feature):
     within a panel a feature's PANEL values are contiguous, so `_panel_dots` sums PANEL rows in
     feature order with vector loads and operations, streaming through memory as a row-major
     product does (faster than BLAS's gemv on MNIST's rows: docs/benchmarks/kernel.md)."""
     n, d = X.shape
     nb = -(-n // PANEL)
-    P = np.zeros((nb, d, PANEL))
+    P = np.zeros((nb, max(d, 1), PANEL))
     full = n // PANEL
-    P[:full] = X[:full * PANEL].reshape(full, PANEL, d).transpose(0, 2, 1)
+    P[:full, :d] = X[:full * PANEL].reshape(full, PANEL, d).transpose(0, 2, 1)
     if full < nb:
-        P[full, :, :n - full * PANEL] = X[full * PANEL:].T
+        P[full, :d, :n - full * PANEL] = X[full * PANEL:].T
     return P
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _panel_dots(P, b, x, acc):
-    """acc[r] = x . (row r of panel b) for the PANEL rows of panel b, each in feature order."""
+def _panel_dots(P, b, x, acc, at):
+    """acc[at + r] = x . (row r of panel b) for the PANEL rows of panel b, each in feature order
+    (the first term added to 0 as it is read: one pass less over acc)."""
     Pb = P[b]
+    v = x[0]
+    col = Pb[0]
     for r in range(PANEL):
-        acc[r] = 0.0
-    for f in range(Pb.shape[0]):
+        acc[at + r] = 0.0 + col[r] * v
+    for f in range(1, Pb.shape[0]):
         v = x[f]
         col = Pb[f]
         for r in range(PANEL):
-            acc[r] += col[r] * v
+            acc[at + r] += col[r] * v
 
 
 #: The largest sparse operand (as dense float64 bytes) `_dot` makes dense for its product.
@@ -600,14 +604,16 @@ def _fill_prefix(p, start, stop, out, data, ker):
     if dense:
         d = P.shape[1]
         xp = scratch[:d]
-        acc = scratch[d:]
+        dots = scratch[d:]
         for f in range(d):
             xp[f] = P[p // PANEL, f, p % PANEL]
-        for b in range(start // PANEL, (stop - 1) // PANEL + 1):
-            _panel_dots(P, b, xp, acc)
-            base = b * PANEL
-            for k in range(max(start, base), min(stop, base + PANEL)):
-                out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, acc[k - base], npp, xn[k])
+        # the dot products first, then the transform in one loop over [start, stop)
+        b0 = start // PANEL
+        for b in range(b0, (stop - 1) // PANEL + 1):
+            _panel_dots(P, b, xp, dots, (b - b0) * PANEL)
+        at = b0 * PANEL
+        for k in range(start, stop):
+            out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k - at], npp, xn[k])
         return
     r = perm[p]
     for q in range(indptr[r], indptr[r + 1]):
@@ -706,13 +712,14 @@ class PrefixQColumnCache(QColumnCache):
             np.zeros(4, np.int64),                    # n_used, hits, misses, kernel evaluations
         )
         yp, xn = self.y.copy(), self.x_norms.copy()
-        # scratch: x_p scattered (CSR), or x_p and one panel's dot products (dense)
+        # scratch: x_p scattered (CSR), or x_p and the dot products of a column (dense)
         if sp.issparse(X):
             data = (False, np.empty((0, 0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
                     np.zeros(X.shape[1]))
         else:
-            data = (True, _panels(np.asarray(X, dtype=np.float64)), np.empty(0), np.empty(0, np.int32),
-                    np.zeros(1, np.int32), xn, yp, self.perm, np.zeros(X.shape[1] + PANEL))
+            P = _panels(np.asarray(X, dtype=np.float64))
+            data = (True, P, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32), xn, yp, self.perm,
+                    np.zeros(P.shape[1] + P.shape[0] * PANEL))
         return state, data
 
     _hits_at, _misses_at = _P_HITS, _P_MISSES
@@ -721,7 +728,7 @@ class PrefixQColumnCache(QColumnCache):
         """The dense rows in position order (row perm[k] of X at position k), read back from the
         panels: what the numba loops see."""
         P = self.data[1]
-        return P.transpose(0, 2, 1).reshape(-1, P.shape[1])[:self.n]
+        return P.transpose(0, 2, 1).reshape(-1, P.shape[1])[:self.n, :self.X.shape[1]]
 
     @property
     def kernel_evaluations(self) -> int:
