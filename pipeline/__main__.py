@@ -22,22 +22,30 @@ if __name__ == "__main__":
     from pipeline.launcher import hand_off, process_start
     hand_off(sys.argv[1:], process_start())
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
-from omegaconf import DictConfig
+try:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import DictConfig
 
-from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
-from pipeline.engine.execute import ClusterError
-from pipeline.launcher import process_start
-from pipeline.engine.runlock import LockError
-from pipeline.data.store import StoreError
+    from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
+    from pipeline.engine.execute import ClusterError
+    from pipeline.launcher import process_start
+    from pipeline.engine.runlock import LockError
+    from pipeline.data.store import StoreError
+except KeyboardInterrupt:
+    if __name__ != "__main__":
+        raise
+    # Ctrl-C during the command's imports (about 2 s of them): its one line and 130 too.
+    print("interrupted; run the same command to resume", file=sys.stderr)
+    sys.exit(130)
 
 register_schema()
 OVERRIDES: list[str] = []     # the command line as the user gave it (before prepare_overrides)
 FAILED: list[int] = []        # failed task counts of the runs of this process (one per multirun job)
 SWEEPS: set[str] = set()      # a multirun's sweep dir, for the command that gathers its jobs' report
 STARTED: list[float] = []     # when this process started (time.time()), for the first run's timing line
+VALIDATED: list = []          # a single run's Experiment, validated once by `preflight`, for `main` to run
 
 
 def refuse(exc: Exception, run_dir: Path | None = None) -> None:
@@ -45,9 +53,15 @@ def refuse(exc: Exception, run_dir: Path | None = None) -> None:
     the way in (its .hydra/ and run.log) is removed, so a refused run leaves nothing behind."""
     what = "invalid configuration: " if isinstance(exc, ConfigError) else ""
     print(f"error: {what}{exc}", file=sys.stderr)
+    discard_unused(run_dir)
+    sys.exit(2)
+
+
+def discard_unused(run_dir: Path | None) -> None:
+    """Remove a run directory that holds nothing but what Hydra wrote on the way in (its .hydra/
+    and run.log): the run ended before it wrote anything of its own (before planning ended)."""
     if run_dir is not None and run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "run.log"}:
         shutil.rmtree(run_dir, ignore_errors=True)
-    sys.exit(2)
 
 
 @hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")
@@ -61,12 +75,20 @@ def main(cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         SWEEPS.add(hydra_cfg.sweep.dir)
     try:
-        check_composed(cfg, OVERRIDES)
-        out = run(cfg, run_dir, started=STARTED.pop() if STARTED else None, frames=False)
+        if VALIDATED:      # a single run: composed, checked and validated once, by `preflight`
+            experiment = VALIDATED.pop()
+        else:              # a multirun's job: Hydra composed it; `run` validates it
+            check_composed(cfg, OVERRIDES)
+            experiment = cfg
+        out = run(experiment, run_dir, started=STARTED.pop() if STARTED else None, frames=False)
     except (ConfigError, StoreError, LockError, ClusterError, ShardError) as exc:
         refuse(exc, run_dir)
     except Interrupted as exc:
         interrupted(str(exc))
+    except BaseException:
+        # A crash (its traceback follows) or Ctrl-C before the run wrote anything of its own.
+        discard_unused(run_dir)
+        raise
     # Not sys.exit here: in a multirun it would end the sweep before its other jobs.
     FAILED.append(out["failed"])
 
@@ -196,6 +218,7 @@ def run_single(overrides: list[str]) -> None:
 
     hydra_app, cfg = _compose_run(prepare_overrides(overrides))
     checked = preflight(overrides, cfg)
+    VALIDATED[:] = [checked[0]]
     start_ahead(*checked)     # the cluster starts and warms while Hydra sets up the run
     try:
         def job():
@@ -236,10 +259,17 @@ def command(argv: list[str], started: float | None = None) -> None:
         refuse(exc)
     except KeyboardInterrupt:
         # Outside the tasks (composing, planning, building a dataset, the report): one line too.
-        interrupted("interrupted; run the same command to resume")
-    for sweep in sorted(SWEEPS):   # each job wrote its own report; the jobs side by side is one command away
-        print(f"multirun: {len(FAILED)} jobs in {sweep}; their combined report: python -m pipeline.report {sweep}")
-    finish(1 if any(FAILED) else 0)
+        interrupted(INTERRUPTED)
+    try:
+        for sweep in sorted(SWEEPS):   # each job wrote its own report; the jobs side by side is one command away
+            print(f"multirun: {len(FAILED)} jobs in {sweep}; their combined report: python -m pipeline.report {sweep}")
+        finish(1 if any(FAILED) else 0)
+    except KeyboardInterrupt:
+        # At the very end (the atexit handlers, the streams' flush): every Ctrl-C is exit 130.
+        interrupted(INTERRUPTED)
+
+
+INTERRUPTED = "interrupted; run the same command to resume"
 
 
 if __name__ == "__main__":

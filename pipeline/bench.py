@@ -1,5 +1,5 @@
-"""`python -m pipeline.bench`: the sweep benchmark (issue 10, point 7), ours beside its anchor
-in one run, as one table of ratios.
+"""`python -m pipeline.bench`: the sweep benchmark, ours beside its anchor in one run, as one
+table of ratios (docs/benchmarks/sweep.md reads them).
 
 Every measurement is a whole command a user waits for, run as a subprocess from a cold start:
 ``python -m pipeline +experiment=bench_sweep ...`` (Python start, Hydra, planning, the Dask
@@ -10,25 +10,26 @@ Ours and the anchor alternate, so machine load drifts through both alike.
 Scenarios (each an override of conf/experiment/bench_sweep.yaml):
   a  8 C x 5 folds, squared hinge, tol 0.1, 100k rows: ours against GridSearchCV, n_jobs=2.
   b  200 fits, 4 C x 50 random splits of 100k rows (50 warm C paths), on 1 and on 2 workers:
-     sized so the fits (a minute or two on one worker) outweigh the command's fixed costs;
-     beside the speedup, where it goes: the fits' own scaling (summed fit time, 1 over 2
-     workers), the CPU seconds of the task processes, of the client (with scheduler and
-     nannies) and of the Dask workers, the workers' imbalance; and GridSearchCV's own speedup on the
-     same 200 fits, n_jobs=1 against 2 (what two processes get on this machine).
-  c  2000 fits of about 50 ms (8 C x 250 random splits of 26k rows), cold: execute phase
-     against the summed fit times over the workers.
+     sized so the fits outweigh the command's fixed costs; beside the speedup, where it goes:
+     the fits' own scaling (summed fit time, 1 over 2 workers), the CPU seconds of the task
+     processes, of the client (with scheduler and nannies) and of the Dask workers, the workers'
+     imbalance; and GridSearchCV's own speedup on the same 200 fits, n_jobs=1 against 2 (what
+     two processes get on this machine).
+  c  2000 short fits (8 C x 250 random splits of 26k rows, folds sized so a fit takes tens of
+     milliseconds, not a few), cold: execute phase against the summed fit times over the
+     workers: what the engine adds around a short fit.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
-  e  8 C x 5 folds on sparse text (issue 30, point 1): rcv1_like at RCV1's shape (100k rows,
-     47,236 features, 76 nonzeros a row), squared hinge, tol 0.1, no intercept, C 0.01..30:
-     ours against GridSearchCV(LinearSVC, n_jobs=2), and beside it LIBLINEAR's own
-     warm-started parameter search, ``train -C -v 5 -s 2`` (liblinear-official, the `bench`
-     extra), timed around ``train`` on a prebuilt problem.
-  u  dcd against upstream LIBLINEAR (issue 30, point 6): one solve at C = 1, eps 0.1, no bias,
-     squared hinge (-s 1) and hinge (-s 3), on rcv1_like at 80k rows and at RCV1's size (804,414
-     rows, conf/datasets/rcv1_full.yaml; ``--full``), timed whole call against whole call in
-     alternation in one process: ``solvers.fit(Problem(X, y, ...), "dcd")`` (checks, copies,
-     the certificates) against ``train(prob, "-s 1 -c 1 -e 0.1")`` on a prebuilt ``prob``
-     (which favours LIBLINEAR), with both primal objectives.
+  e  8 C x 5 folds on sparse text, the shape a linear SVM is mostly used on: rcv1_like at RCV1's
+     shape (100k rows, 47,236 features, 76 nonzeros a row), squared hinge, tol 0.1, no
+     intercept, C 0.01..30: ours against GridSearchCV(LinearSVC, n_jobs=2), and beside it
+     LIBLINEAR's own warm-started parameter search, ``train -C -v 5 -s 2`` (liblinear-official,
+     the `bench` extra), timed around ``train`` on a prebuilt problem.
+  u  dcd against upstream LIBLINEAR, solver against solver without the pipeline around it: one
+     solve at C = 1, eps 0.1, no bias, squared hinge (-s 1) and hinge (-s 3), on rcv1_like at
+     80k rows and at RCV1's size (804,414 rows, conf/datasets/rcv1_full.yaml; ``--full``), timed
+     whole call against whole call in alternation in one process: ``solvers.fit(Problem(X, y,
+     ...), "dcd")`` (checks, copies, the certificates) against ``train(prob, "-s 1 -c 1 -e
+     0.1")`` on a prebuilt ``prob`` (which favours LIBLINEAR), with both primal objectives.
   g  50,000 tiny fits (conf/experiment/bench_large.yaml: 5,000 C values x 10 folds of dcd on
      toy_blobs, no references): the whole command against its own execute phase (goal <= 2x),
      the dry run (compose and plan), the tables, the shards' bytes a fit (goal <= 200) and the
@@ -39,10 +40,22 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
      against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
      grid, tol and cache size (its fit call alone).
-  k  the fixed cost of a command (issue 30, point 3; conf/experiment/bench_fixed.yaml: 10 fits
-     of milliseconds): the whole command on a fresh local cluster and on a kept one
-     (`svmbench cluster start`, cluster=kept), there by its launcher and by itself
+  k  the fixed cost of a command, what a user waits for beyond the fits themselves
+     (conf/experiment/bench_fixed.yaml: 10 fits of milliseconds): the whole command on a fresh
+     local cluster and on kept ones (`svmbench cluster start`, cluster=kept), with TLS (the
+     default) and plain tcp:// (`--security none`) in turn, there by its launcher and by itself
      (SVMBENCH_LAUNCHER=0), split by its timing line's phases.
+  cs  the certified C search (conf/experiment/bench_search_linear.yaml: scenario e's sparse text, C
+     in [1e-3, 1e3], epsilon 0.5 points of CV error) against a dense 200-point grid over the same
+     range (the same command with search=grid: the check of the chosen C) and LIBLINEAR's own
+     ``train -C -v 5 -s 2 -c 0.001`` (its C search from 0.001 up, to its own cap of 1024),
+     whole command against whole command (LIBLINEAR: its train call on a prebuilt problem); the
+     fits and passes each spent, and the search's guarantee reached or not.
+  hs  successive halving over scenario f's kernel grid (conf/experiment/bench_search_kernel.yaml:
+     factor 3, each rung on a share of the training rows) against the full grid
+     (bench_kernel_grid) and HalvingGridSearchCV(StandardScaler + SVC, factor=3, n_jobs=2) on
+     the same rows, folds, grid, tol and cache size (its fit call); the chosen (C, gamma)'s CV
+     error against the full grid's best and its standard error over the folds.
   libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
      (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
      MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
@@ -51,11 +64,12 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
---set adds Hydra overrides to every run of scenario f (ours and the anchor alike), e.g. a
-smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``.
+--set adds Hydra overrides to every run of scenarios f and hs (ours and the anchors alike), e.g.
+a smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``, or another
+data shape: ``--only hs --set datasets.mnist_1v7.builder=mnist_3v8``.
 """
 from __future__ import annotations
 
@@ -80,15 +94,16 @@ A_CS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 50.0]
 SMALL = ["datasets.rcv1_like.params.n_samples=26000"]
 SCENARIOS = {
     # 50 paths of 4 points: 25 tasks per worker, so the last task leaves little imbalance (25
-    # paths of 8 left one worker 13 of them: at most 1.92x). The experiment's 100k rows: the
-    # fits (a minute or two on one worker), not a command's fixed costs of about 7 s (Python,
-    # Hydra, the cluster and its warm-up, tables, report), must dominate for 1.8x: at 20k rows
-    # (11 s of fits) no speedup of the fits could have got the whole command there.
+    # paths of 8 left one worker 13 of them: at most 25/13 = 1.92x). The experiment's 100k
+    # rows: the fits, not a command's fixed costs (Python, Hydra, the cluster and its warm-up,
+    # tables, report), must dominate for 1.8x; at 20k rows the fits were too short for any
+    # speedup of them to get the whole command there (The sweep benchmark, "How to read it").
     "b": ["cv=repeated", "cv.rounds=50", "cv.test_size=0.2", "solvers.dcd.grid.C=[0.01,0.1,1,10]"],
-    # 20,800 training rows: dcd version 5's fits take about 55 ms each idle (version 4's took 56 ms
-    # on 16,000 rows, version 5's 31 ms there; 3.9 ms on the 3,200 rows used before that).
+    # 20,800 training rows, so that dcd's fits are tens of milliseconds, the short fits a sweep
+    # is made of; dcd got faster twice and the folds grew with it (The sweep benchmark, "How to
+    # read it" and "What is left").
     "c": SMALL + ["cv=repeated", "cv.rounds=250", "cv.test_size=0.2", "run.warm_start=false"],
-    # RCV1's shape (bench_linear's), no intercept, C up to 30 (issue 30, point 1).
+    # RCV1's shape (bench_linear's), no intercept, C up to 30.
     "e": ["++datasets.rcv1_like.params.n_features=47236", "++datasets.rcv1_like.params.mean_nnz=76.0",
           "++datasets.rcv1_like.params.margin=0.5", "solvers.dcd.params.intercept=none",
           "solvers.dcd.grid.C=[0.01,0.03,0.1,0.3,1,3,10,30]"],
@@ -98,8 +113,8 @@ SCENARIOS = {
 }
 
 
-# How often `_cpu_by_role` reads the command's processes' CPU times (a few ms of our own CPU per
-# second; a task process's last half second before it exits is lost, against minutes of fits).
+# How often `_cpu_by_role` reads the command's processes' CPU times (cheap in our own CPU; a
+# task process's last SAMPLE_S before it exits is lost, against minutes of fits).
 SAMPLE_S = 0.5
 
 
@@ -129,7 +144,7 @@ def _cpu_by_role(proc: subprocess.Popen) -> dict:
                         roles[p.pid] = _role(p, proc.pid)
                     cpu[p.pid] = sum(p.cpu_times()[:2])
         # Waited on, not slept: the command's wall is read as soon as it ends, not up to
-        # SAMPLE_S later (half a second of a 10 s command).
+        # SAMPLE_S later (a visible share of a short command's wall).
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=SAMPLE_S)
     totals = {f"cpu_{r}_s": sum(c for pid, c in cpu.items() if roles[pid] == r) for r in ("client", "worker", "task")}
@@ -379,6 +394,114 @@ def scenario_e(work: Path, reps: int) -> list[dict]:
     return rows
 
 
+SEARCH_LINEAR = "bench_search_linear"
+SEARCH_KERNEL = "bench_search_kernel"
+DENSE_GRID = ["search=grid", "solvers.dcd.grid.C='geomspace(0.001, 1000, 200)'"]
+
+# LIBLINEAR's own C search on the rows our search reads (its own 5 folds: -v draws them), from
+# C = 0.001 (-c) doubling to its cap, 1024; its lines "log2c= ... rate= ..." count the C values.
+LIBLINEAR_C_SEARCH = SWEEP_DATA.replace("bench_sweep", SEARCH_LINEAR) + r"""
+from liblinear.liblinearutil import problem, train
+
+prob = problem(np.asarray(y, dtype=float), X)
+t0 = time.perf_counter()
+best_C, _, best_accuracy = train(prob, "-C -v 5 -s 2 -c 0.001")
+print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accuracy": best_accuracy}))
+"""
+
+
+def _search_outcome(run_dir: Path) -> dict:
+    """What a search's search.json says of its (one) search, and the fits' passes and CV errors."""
+    from .search.driver import read_state
+    res = pd.read_parquet(run_dir / "results.parquet")
+    cv = 1.0 - res.groupby("C")["test_accuracy"].mean()
+    out = {"fits": len(res), "passes": int(res["n_iter"].sum()), "best_C": float(cv.idxmin()),
+           "best_cv_error": float(cv.min()), "cv": cv}
+    state = read_state(run_dir)
+    if state:
+        s = state["searches"][0]
+        out.update(rounds=len(s.get("rounds") or s.get("rungs") or []), certified=s.get("certified"),
+                   bound_min=s.get("bound_min"), reason=s.get("reason"))
+    return out
+
+
+def scenario_cs(work: Path, reps: int) -> list[dict]:
+    rows = []
+    for r in range(reps):
+        ours = run_ours([], work, f"cs{r}", experiment=SEARCH_LINEAR)
+        mine = _search_outcome(work / f"cs{r}")
+        dense = run_ours(DENSE_GRID, work, f"cs-dense{r}", experiment=SEARCH_LINEAR)
+        grid = _search_outcome(work / f"cs-dense{r}")
+        proc = subprocess.run([sys.executable, "-c", LIBLINEAR_C_SEARCH, json.dumps([])], check=True,
+                              capture_output=True, text=True)
+        ll = json.loads(proc.stdout.strip().splitlines()[-1])
+        ll_Cs = sum(1 for line in proc.stdout.splitlines() if line.startswith("log2c="))
+        # The search's chosen C scored on the dense grid's fits: the grid C nearest it.
+        nearest = grid["cv"].index[np.argmin(np.abs(np.log(grid["cv"].index / mine["best_C"])))]
+        rows.append({"scenario": "cs", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
+                     "ours_execute_s": ours["execute_s"], "ours_fits": mine["fits"], "ours_passes": mine["passes"],
+                     "ours_rounds": mine.get("rounds"), "certified": mine.get("certified"),
+                     "ours_best_C": mine["best_C"], "ours_best_cv_error": mine["best_cv_error"],
+                     "bound_min": mine.get("bound_min"),
+                     "dense_wall_s": dense["wall_s"], "dense_fits": grid["fits"], "dense_passes": grid["passes"],
+                     "dense_best_C": grid["best_C"], "dense_best_cv_error": grid["best_cv_error"],
+                     "dense_cv_error_at_ours": float(grid["cv"][nearest]),
+                     "liblinear_s": ll["fit_s"], "liblinear_fits": 5 * ll_Cs, "liblinear_best_C": ll["best_C"],
+                     "liblinear_cv_error": 1.0 - ll["cv_accuracy"],
+                     "ratio_vs_dense": ours["wall_s"] / dense["wall_s"], "ratio_vs_liblinear": ours["wall_s"] / ll["fit_s"],
+                     "within_epsilon": mine["best_cv_error"] - grid["best_cv_error"] <= 0.005,
+                     "reason": mine.get("reason")})
+        print(rows[-1], flush=True)
+    return rows
+
+
+# HalvingGridSearchCV(SVC) over the kernel grid's rows, folds and grid (KERNEL_ANCHOR's setup),
+# factor 3, its default resource (n_samples, min_resources="exhaust").
+HALVING_ANCHOR = KERNEL_ANCHOR.replace("from sklearn.model_selection import GridSearchCV",
+                                       "from sklearn.experimental import enable_halving_search_cv  # noqa: F401\n"
+                                       "from sklearn.model_selection import HalvingGridSearchCV").replace(
+    """gs = GridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                  n_jobs=int(sys.argv[2]), refit=False)""",
+    """gs = HalvingGridSearchCV(est, {"svc__C": list(grid["C"]), "svc__gamma": list(grid["gamma"])}, cv=folds,
+                         factor=3, random_state=0, n_jobs=int(sys.argv[2]), refit=False)""").replace(
+    """print(json.dumps({"fit_s": fit_s, "fits": len(gs.cv_results_["params"]) * len(folds),
+                  "test_accuracy": float(np.mean(gs.cv_results_["mean_test_score"]))}))""",
+    """print(json.dumps({"fit_s": fit_s, "fits": int(sum(gs.n_candidates_)) * len(folds),
+                  "n_candidates": [int(n) for n in gs.n_candidates_], "n_resources": [int(n) for n in gs.n_resources_],
+                  "best_C": gs.best_params_["svc__C"], "best_gamma": gs.best_params_["svc__gamma"],
+                  "best_score": float(gs.best_score_)}))""")
+
+
+def scenario_hs(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
+    from .search.driver import read_state
+    rows = []
+    for r in range(reps):
+        ours = run_ours([*extra], work, f"hs{r}", experiment=SEARCH_KERNEL)
+        state = read_state(work / f"hs{r}")["searches"][0]
+        res = pd.read_parquet(work / f"hs{r}" / "results.parquet")
+        full = run_ours([*extra], work, f"hs-full{r}", experiment=KERNEL_GRID)
+        grid = pd.read_parquet(work / f"hs-full{r}" / "results.parquet")
+        err = (1.0 - grid.set_index(["C", "gamma"])["test_accuracy"]).groupby(level=[0, 1])
+        mean, se = err.mean(), err.std() / np.sqrt(err.size())
+        best = tuple(float(x) for x in mean.idxmin())
+        pick = (float(state["best"]["point"]["C"]), float(state["best"]["point"]["gamma"]))
+        hgs = run_anchor([*extra], script=HALVING_ANCHOR)
+        rows.append({"scenario": "hs", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
+                     "ours_execute_s": ours["execute_s"], "ours_fits": len(res), "ours_passes": int(res["n_iter"].sum()),
+                     "ours_rungs": " -> ".join(f"{x['n_candidates']}@{x['resource']:.3g}" for x in state["rungs"]),
+                     "ours_pick": str(pick), "ours_pick_full_grid_cv_error": float(mean[pick]),
+                     "full_wall_s": full["wall_s"], "full_fits": len(grid), "full_passes": int(grid["n_iter"].sum()),
+                     "full_best": str(best), "full_best_cv_error": float(mean[best]), "full_best_se": float(se[best]),
+                     "within_one_se": float(mean[pick]) <= float(mean[best] + se[best]),
+                     "hgs_fit_s": hgs["fit_s"], "hgs_fits": hgs["fits"],
+                     "hgs_rungs": " -> ".join(f"{n}@{m}" for n, m in zip(hgs["n_candidates"], hgs["n_resources"])),
+                     "hgs_pick": str((hgs["best_C"], hgs["best_gamma"])),
+                     "hgs_pick_full_grid_cv_error": float(mean.get((hgs["best_C"], hgs["best_gamma"]), np.nan)),
+                     "ratio_vs_full": ours["wall_s"] / full["wall_s"], "ratio_vs_hgs": ours["wall_s"] / hgs["fit_s"]})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def _upstream_data(full: bool):
     """(X, y) of scenario u: rcv1_like at 80k rows (bench_linear's shape), or the store's rcv1_full."""
     import numpy as np
@@ -525,19 +648,21 @@ def scenario_d(work: Path, reps: int) -> list[dict]:
 
 
 @contextlib.contextmanager
-def kept_cluster(warm: list[str]):
+def kept_cluster(warm: list[str], security: str = "tls"):
     """A kept cluster (`pipeline.cluster`) for the commands run inside, warmed for these
     solvers, its state in a directory of its own (SVMBENCH_CLUSTER_DIR, which the commands
-    inherit); stopped after."""
+    inherit, or `fixed_cost_row`'s state); stopped after. Yields its state directory.
+    security: "tls" (its default) or "none" (plain tcp://)."""
     from . import cluster
     with tempfile.TemporaryDirectory(prefix="svmbench-kept-") as state:
         before = os.environ.get("SVMBENCH_CLUSTER_DIR")
         os.environ["SVMBENCH_CLUSTER_DIR"] = state
         try:
-            cluster.start(warm=warm, log=lambda line: print(line, flush=True))
+            cluster.start(warm=warm, log=lambda line: print(line, flush=True), security=security)
             try:
-                yield
+                yield state
             finally:
+                os.environ["SVMBENCH_CLUSTER_DIR"] = state      # a kept cluster opened inside restored another
                 cluster.stop()
         finally:
             if before is None:
@@ -546,37 +671,46 @@ def kept_cluster(warm: list[str]):
                 os.environ["SVMBENCH_CLUSTER_DIR"] = before
 
 
-def fixed_cost_row(cluster: str, work: Path, tag: str, launcher: bool = True) -> dict:
+def fixed_cost_row(cluster: str, work: Path, tag: str, launcher: bool = True, state: str | None = None,
+                   security: str | None = None) -> dict:
     """One whole `python -m pipeline +experiment=bench_fixed cluster=CLUSTER` command, waited
     for directly (no CPU sampling: its wall is seconds), and its timing line's phases; `exit_s`
     is the whole command's wall less the line's total (the cluster's closing, the interpreter's
     exit). The command's start before `run` is the line's `start` (from the process's start).
-    launcher=False: a kept cluster's command runs by itself, not in its launcher's child."""
+    launcher=False: a kept cluster's command runs by itself, not in its launcher's child; state:
+    the kept cluster's state directory (default: $SVMBENCH_CLUSTER_DIR), security its kind (a column)."""
     run_dir = work / tag
     cmd = [sys.executable, "-m", "pipeline", "+experiment=bench_fixed", f"hydra.run.dir={run_dir}", f"cluster={cluster}"]
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
-                   env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0"})
+                   env={**os.environ, "SVMBENCH_LAUNCHER": "1" if launcher else "0",
+                        **({"SVMBENCH_CLUSTER_DIR": state} if state else {})})
     wall = time.perf_counter() - t0
     line = _line((run_dir / "run.log").read_text(), "timing: ")
     phases = {phase.strip(): float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", line)}
     total = float(re.search(r"total ([\d.]+) s before exit", line).group(1))
     by = "launcher" if "by the kept cluster's launcher" in line else "itself"
-    return {"cluster": cluster, "run_by": by, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
+    return {"cluster": cluster, "security": security or "", "run_by": by, "load": load, "wall_s": wall, **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items()
             if k in ("start", "plan", "warm-up wait", "execute", "tables", "report")}, "exit_s": wall - total}
 
 
 def scenario_k(work: Path, reps: int) -> list[dict]:
-    """The fixed cost of a command (issue 30, point 3): bench_fixed's 10 fits, `reps` times on a
-    fresh local cluster, then `reps` times on a kept cluster started (and warmed for dcd) before
-    them and stopped after, each rep there run by the launcher and by itself in turn."""
+    """The fixed cost of a command: bench_fixed's 10 fits, `reps` times on a fresh local cluster,
+    then `reps` times on two kept clusters started (and warmed for dcd) before them and stopped
+    after, one with TLS (the default) and one plain tcp:// (`cluster start --security none`), each
+    rep run on both in turn, by the launcher and by itself: what TLS costs a command, beside the
+    same command without."""
     rows = [{"rep": r, **fixed_cost_row("local", work, f"k-local-{r}")} for r in range(reps)]
-    with kept_cluster(["dcd"]):
-        fixed_cost_row("kept", work, "k-kept-first")    # the sandboxes' first task: its datasets read
+    with kept_cluster(["dcd"]) as with_tls, kept_cluster(["dcd"], security="none") as plain:
+        kinds = (("tls", with_tls), ("none", plain))
+        for security, state in kinds:    # the sandboxes' first task: its datasets read
+            fixed_cost_row("kept", work, f"k-kept-first-{security}", state=state)
         for r in range(reps):
-            rows.append({"rep": r, **fixed_cost_row("kept", work, f"k-kept-{r}")})
-            rows.append({"rep": r, **fixed_cost_row("kept", work, f"k-kept-self-{r}", launcher=False)})
+            for security, state in kinds:
+                for launcher in (True, False):
+                    tag = f"k-kept-{security}-{'launcher' if launcher else 'self'}-{r}"
+                    rows.append({"rep": r, **fixed_cost_row("kept", work, tag, launcher, state, security)})
     return rows
 
 
@@ -593,20 +727,22 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--libsvm-rows", default="5000,20000", help="row counts of scenario libsvm")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a Hydra override added to every run of scenario f (ours and the anchor)")
+                    help="a Hydra override added to every run of scenarios f and hs (ours and the anchors)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
                "g": scenario_g, "h": scenario_h, "k": scenario_k, "u": lambda work, reps: scenario_u(reps, args.full),
-               "f": lambda work, reps: scenario_f(work, reps, args.set),
+               "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": lambda work, reps: scenario_hs(work, reps, args.set),
                "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
-            if name == "f":
+            if name in ("f", "hs"):
                 prebuild(args.set, KERNEL_GRID)
+            elif name == "cs":
+                prebuild([], SEARCH_LINEAR)
             elif name not in ("u", "libsvm"):
                 prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "k": "bench_fixed"}.get(name, "bench_sweep"))
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))

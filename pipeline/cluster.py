@@ -1,7 +1,7 @@
 """`svmbench cluster start|status|stop` (= `python -m pipeline.cluster ...`): a local Dask
 cluster kept between commands, which `cluster=kept` runs on (pipeline/engine/kept.py says why).
 
-    svmbench cluster start [--workers N] [--idle-timeout 1h] [--warm dcd,smo | --warm all]
+    svmbench cluster start [--workers N] [--idle-timeout 1h] [--warm dcd,smo | --warm all] [--security none]
     svmbench run 'solvers=[dcd]' cluster=kept        # no cluster start, no warm-up
     svmbench cluster status
     svmbench cluster stop
@@ -14,6 +14,11 @@ on a machine's first run, a minute or two, said as it goes). The scheduler ends 
 `--idle-timeout` without a task (Dask's own idle timeout), and its workers with it.
 Exit codes: 0, 2 for a cluster already running (start), none running (stop) or one that
 did not come up (start: its log is named).
+
+Only the user who started it can use it (a client of a scheduler runs code as that user): every
+process of it listens on loopback alone, and the scheduler, workers and nannies take TLS
+connections from holders of credentials made for this cluster, in its state directory (mode
+0600 in a 0700 directory: `pipeline.engine.security`); `--security none` is the explicit opt-out.
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-from .engine.kept import alive, read_state, state_dir
+from .engine import security as tls
+from .engine.kept import alive, checked_state_dir, kept_security, not_yours, read_state, state_dir
 from .launcher import SOCKET
 
 START_TIMEOUT_S = 120       # for the scheduler and its workers to come up
@@ -38,47 +44,65 @@ class KeptError(RuntimeError):
 
 
 def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] | None = None,
-          blas_threads: int = 1, memory_limit: str = "auto", log=print, launcher: bool = True) -> dict:
+          blas_threads: int = 1, memory_limit: str = "auto", log=print, launcher: bool = True,
+          security: str = "tls", dashboard_address: str = "127.0.0.1:0") -> dict:
     """Start the kept cluster and warm its workers for `warm` (None: every registered solver),
     and its launcher (pipeline/launcher.py) unless `launcher` is false; returns its state
-    (what cluster.json holds)."""
+    (what cluster.json holds). security "tls": TLS with credentials made for it in its state
+    directory; "none": plain tcp:// on loopback, which any local user can reach (warned)."""
     from distributed import Client
 
-    from .engine.execute import quiet_dask_env, warm_workers
+    from .engine.execute import LOOPBACK, quiet_dask_env, warm_workers
     directory = state_dir()
+    why = tls.private_dir(directory)
+    if why is not None:
+        raise KeptError(not_yours(directory, why))
     state = read_state(directory)
     if state is not None and alive(int(state["scheduler_pid"])):
         raise KeptError(f"a kept cluster is running already at {state['address']} (pid {state['scheduler_pid']}); "
                         f"`svmbench cluster stop` ends it")
-    directory.mkdir(parents=True, exist_ok=True)
     scheduler_file = directory / "scheduler.json"
-    for stale in (scheduler_file, directory / "cluster.json", directory / SOCKET):
+    for stale in _state_files(directory):
         stale.unlink(missing_ok=True)
     n = workers or os.cpu_count() or 1
     env = {**os.environ, **quiet_dask_env()}
+    if security == tls.NONE:
+        log("warning: --security none: the kept cluster runs without TLS: its scheduler and workers on 127.0.0.1 "
+            "accept any local user's connection, who can then run code as you until it ends")
+        credentials = []
+    else:
+        files = tls.write(tls.temporary(), directory)
+        credentials = ["--tls-ca-file", str(files["ca_file"]), "--tls-cert", str(files["cert"]),
+                       "--tls-key", str(files["key"])]
+        env["DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION"] = "True"     # no plain tcp:// peer either way
     started = time.perf_counter()
     with open(directory / "cluster.log", "ab") as out:
         def spawn(*args, environ=env):
             # A session of its own: the terminal's Ctrl-C and its closing do not reach the cluster.
             return subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=environ,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        # Loopback only: the scheduler, its dashboard, each worker and its nanny, and each worker's
+        # HTTP server (its /metrics: `dask worker` opens it on every interface, dashboard or not).
+        # The workers take tls:// from the scheduler's address.
         scheduler = spawn("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                          "--dashboard-address", ":0", "--scheduler-file", str(scheduler_file),
-                          "--idle-timeout", idle_timeout)
+                          "--protocol", "tcp" if security == tls.NONE else "tls",
+                          "--dashboard-address", dashboard_address, "--scheduler-file", str(scheduler_file),
+                          "--idle-timeout", idle_timeout, *credentials)
         worker = spawn("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file), "--nworkers", str(n),
-                       "--nthreads", "1", "--memory-limit", memory_limit, "--no-dashboard")
+                       "--host", "127.0.0.1", "--nthreads", "1", "--memory-limit", memory_limit, "--no-dashboard",
+                       "--dashboard-address", LOOPBACK, *credentials)
         # The launcher (pipeline/launcher.py) imports beside the workers' start and warm-up,
         # in this command's environment: its children run commands as they would run themselves.
         server = spawn("pipeline.launcher", str(directory), str(scheduler.pid), environ=os.environ) \
             if launcher else None
     try:
         address = _wait_for_file(scheduler_file, scheduler, directory)
-        with Client(address, timeout="30s") as client:
+        state = {"address": address, "scheduler_pid": scheduler.pid, "worker_pid": worker.pid,
+                 "launcher_pid": server.pid if server else None, "workers": n,
+                 "idle_timeout": idle_timeout, "blas_threads": blas_threads, "security": security,
+                 "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        with Client(address, timeout="30s", security=kept_security(state, directory)) as client:
             client.wait_for_workers(n, timeout=START_TIMEOUT_S)
-            state = {"address": address, "scheduler_pid": scheduler.pid, "worker_pid": worker.pid,
-                     "launcher_pid": server.pid if server else None, "workers": n,
-                     "idle_timeout": idle_timeout, "blas_threads": blas_threads,
-                     "started": time.strftime("%Y-%m-%d %H:%M:%S")}
             (directory / "cluster.json").write_text(json.dumps(state, indent=1) + "\n")
             log(f"kept cluster: scheduler {address} and {n} workers up in {time.perf_counter() - started:.1f} s "
                 f"(state and log in {directory})")
@@ -101,10 +125,16 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
                 f"without a task)")
     except BaseException:
         _end(scheduler.pid, worker.pid, *([server.pid] if server else []))
-        for path in (scheduler_file, directory / "cluster.json", directory / SOCKET):
+        for path in _state_files(directory):
             path.unlink(missing_ok=True)
         raise
     return state
+
+
+def _state_files(directory: Path) -> list[Path]:
+    """The files of a kept cluster's state that end with it (not its log): a stale one is never
+    read as the next cluster's."""
+    return [directory / name for name in ("scheduler.json", "cluster.json", SOCKET, *tls.FILES.values())]
 
 
 def _wait_for_file(path: Path, scheduler: subprocess.Popen, directory: Path) -> str:
@@ -139,12 +169,13 @@ def _all_solvers() -> list[str]:
 
 def status() -> dict | None:
     """The running kept cluster's state with its workers now, or None."""
-    state = read_state()
+    directory = _checked()
+    state = read_state(directory)
     if state is None or not alive(int(state["scheduler_pid"])):
         return None
     from distributed import Client
     try:
-        with Client(state["address"], timeout="10s") as client:
+        with Client(state["address"], timeout="10s", security=kept_security(state, directory)) as client:
             state["workers_now"] = len(client.scheduler_info()["workers"])
     except (OSError, TimeoutError) as exc:
         raise KeptError(f"the kept cluster's scheduler (pid {state['scheduler_pid']}, {state['address']}) does not "
@@ -156,24 +187,34 @@ def status() -> dict | None:
 def stop() -> dict:
     """Shut the kept cluster down (its scheduler closes its workers), killing what has not ended
     within STOP_TIMEOUT_S; its state files go. KeptError when none runs."""
-    directory = state_dir()
+    directory = _checked()
     state = read_state(directory)
     if state is None or not alive(int(state["scheduler_pid"])):
-        for name in ("scheduler.json", "cluster.json", SOCKET):
-            (directory / name).unlink(missing_ok=True)
+        for path in _state_files(directory):
+            path.unlink(missing_ok=True)
         if state is not None:     # the scheduler gone, its workers or launcher not yet
             _end(*(int(state[k]) for k in ("worker_pid", "launcher_pid") if state.get(k) and alive(int(state[k]))))
         raise KeptError("no kept cluster is running (`svmbench cluster start` starts one)")
     from distributed import Client
     try:
-        with Client(state["address"], timeout="10s") as client:
+        with Client(state["address"], timeout="10s", security=kept_security(state, directory)) as client:
             client.shutdown()
     except (OSError, TimeoutError):
         pass     # killed below
     _end(int(state["scheduler_pid"]), int(state["worker_pid"]), *_launcher(state))
-    for name in ("scheduler.json", "cluster.json", SOCKET):
-        (directory / name).unlink(missing_ok=True)
+    for path in _state_files(directory):
+        path.unlink(missing_ok=True)
     return state
+
+
+def _checked() -> Path:
+    """The state directory, or KeptError if another user can write to it (`checked_state_dir`):
+    `stop` would otherwise kill the processes a cluster.json placed there names."""
+    from .engine.execute import ClusterError
+    try:
+        return checked_state_dir()
+    except ClusterError as exc:
+        raise KeptError(str(exc)) from None
 
 
 def _launcher(state: dict) -> list[int]:
@@ -217,6 +258,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.cluster"
     up.add_argument("--memory-limit", default="auto", help="per worker, Dask's form (default: the machine's memory shared out)")
     up.add_argument("--no-launcher", action="store_true",
                     help="no launcher: commands with cluster=kept do their own imports (saves its ~250 MB)")
+    up.add_argument("--security", choices=("tls", tls.NONE), default="tls",
+                    help="tls (default): only holders of the credentials made for it, in its state directory, "
+                         "connect; none: plain tcp://, which any local user can reach")
+    up.add_argument("--dashboard-address", default="127.0.0.1:0",
+                    help="the scheduler's dashboard (default: loopback, a free port; reach it with ssh -L)")
     sub.add_parser("status", help="the kept cluster's address, workers and settings")
     sub.add_parser("stop", help="end the kept cluster")
     args = parser.parse_args(argv)
@@ -229,7 +275,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m pipeline.cluster"
                 unknown = sorted(set(warm) - set(names()))
                 if unknown:
                     raise KeptError(f"--warm: no such solver {', '.join(unknown)}; registered: {', '.join(sorted(names()))}")
-            start(args.workers, args.idle_timeout, warm, args.blas_threads, args.memory_limit, launcher=not args.no_launcher)
+            start(args.workers, args.idle_timeout, warm, args.blas_threads, args.memory_limit, launcher=not args.no_launcher,
+                  security=args.security, dashboard_address=args.dashboard_address)
         elif args.action == "status":
             state = status()
             if state is None:

@@ -31,6 +31,12 @@ start`, a package installed, another interpreter or BLAS setting). ``SVMBENCH_LA
 the hand-off. Only a command line that names ``cluster=kept`` is handed off: a kept cluster
 chosen inside an experiment's yaml is only known once composed, after the imports.
 
+Only its user: a command runs with the launcher's uid, so a connection from another user would
+run code as this one. The socket is mode 0600 in the state directory (0700, refused if another
+user can write to it), and on every connection the launcher asks the kernel who connected
+(SO_PEERCRED) and refuses another uid; the command checks the launcher's uid the same way
+before it sends its environment and descriptors, so a socket another user placed gets nothing.
+
 The launcher holds no thread when it forks (a fork copies only the forking thread; a lock held
 by another would stay held in the child): it preloads in its main thread and checks that none
 was left running; it serves in one thread, with SIGCHLD written to a self-pipe
@@ -119,6 +125,15 @@ def socket_path():
     return state_dir() / SOCKET
 
 
+def peer(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a connected Unix socket, as the kernel
+    recorded them when it connected (SO_PEERCRED, Linux); None where the system gives none."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
+
+
 def _read_line(sock: socket.socket) -> str:
     """One reply line ('' at end of file)."""
     data = b""
@@ -141,39 +156,66 @@ def hand_off(argv: list[str], started: float) -> None:
     if not path.exists():
         return
     fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
+    # A signal this command ignores (SIGINT in a background job of a non-interactive shell) is
+    # not handed on, and the child ignores it too; the others are held from here until the
+    # launcher answers, then forwarded to its child, or, if the command runs here after all,
+    # acted on here: a Ctrl-C in the moment of the hand-off is neither lost nor a traceback.
+    ignored = [int(sig) for sig in HANDED_SIGNALS if signal.getsignal(sig) is signal.SIG_IGN]
+    held, child = [], []
+
+    def forward(signum, frame):
+        if not child:
+            held.append(signum)
+            return
+        try:
+            os.kill(child[0], signum)
+        except ProcessLookupError:
+            pass
+    previous = {sig: signal.signal(sig, forward) for sig in HANDED_SIGNALS if int(sig) not in ignored}
     request = json.dumps({"argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "env": dict(os.environ),
-                          "path": sys.path, "started": started, "fds": fds, "fingerprint": fingerprint()}).encode()
+                          "path": sys.path, "started": started, "fds": fds, "fingerprint": fingerprint(),
+                          "ignored": ignored}).encode()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(REPLY_TIMEOUT_S)     # a launcher that does not answer (stopped, swapped out)
     try:
         conn.connect(str(path))
+        ours = peer(conn)
+        if ours is None or ours[1] != os.geteuid():
+            conn.close()     # not this user's launcher: it gets neither the environment nor the streams
+            return
         socket.send_fds(conn, [struct.pack("!I", len(request)) + request], fds)
         reply = _read_line(conn)
     except OSError:
-        conn.close()
-        return     # a socket left by a launcher that has ended, or one that did not answer: run here
-    conn.settimeout(None)
+        reply = ""     # a socket left by a launcher that has ended, or one that did not answer: run here
     if not reply.startswith("ok "):
         conn.close()
         if reply.startswith("no "):
             print(f"note: the kept cluster's launcher does not run this command ({reply[3:]}); it runs here, "
                   f"with its own imports", file=sys.stderr)
+        _run_here(previous, held)
         return
-    pid = int(reply.split()[1])
-
-    def forward(signum, frame):
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-    for sig in HANDED_SIGNALS:
-        signal.signal(sig, forward)
+    conn.settimeout(None)
+    child.append(int(reply.split()[1]))
+    for signum in held:
+        forward(signum, None)
     line = _read_line(conn)      # the signals above interrupt it, then it resumes (PEP 475)
     if line.startswith("exit "):
         os._exit(int(line.split()[1]))
-    print(f"error: the kept cluster's launcher ended while running this command (pid {pid}); "
+    print(f"error: the kept cluster's launcher ended while running this command (pid {child[0]}); "
           f"its log: {path.parent / 'cluster.log'}", file=sys.stderr)
     os._exit(1)
+
+
+def _run_here(previous: dict, held: list) -> None:
+    """The command runs in its own process after all: its signals' handlers as they were, and
+    one that came meanwhile acted on as it would have been (Ctrl-C: the interrupted line, 130)."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+    for signum in held:
+        if signum == signal.SIGINT:
+            print("interrupted; run the same command to resume", file=sys.stderr)
+            os._exit(130)
+        signal.raise_signal(signum)
 
 
 def _is_open(fd: int) -> bool:
@@ -202,6 +244,12 @@ def serve(directory, scheduler_pid: int) -> None:
     import threading
     from pathlib import Path
     from .engine.kept import alive
+    from .engine.security import not_private
+    if not hasattr(socket, "SO_PEERCRED"):
+        raise SystemExit("launcher: this system does not say who connects to a Unix socket (SO_PEERCRED); not serving")
+    why = not_private(directory)
+    if why is not None:
+        raise SystemExit(f"launcher: its directory {directory} is not its user's alone ({why}); not serving")
     own = os.getpid()
     fp = fingerprint()
     preload()
@@ -213,6 +261,7 @@ def serve(directory, scheduler_pid: int) -> None:
     tmp.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(tmp))
+    os.chmod(tmp, 0o600)         # its user alone may connect (the directory is 0700 too)
     listener.listen(16)
     inode = tmp.stat().st_ino
     os.replace(tmp, path)        # the socket appears when it accepts
@@ -234,6 +283,8 @@ def serve(directory, scheduler_pid: int) -> None:
                     conn, _ = listener.accept()
                 except OSError:
                     conn = None
+                if conn is not None and not _same_user(conn):
+                    conn = None
                 if conn is not None:
                     pid = _take(conn, fp, (listener, wake_r, wake_w, running))
                     if pid is not None:
@@ -245,6 +296,21 @@ def serve(directory, scheduler_pid: int) -> None:
             if with_ours:
                 path.unlink()
             listener.close()
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the process that connected runs as this launcher's user; if not, it is told so
+    and the connection closed (its child would run the command as this user)."""
+    pid, uid = peer(conn)
+    if uid == os.geteuid():
+        return True
+    print(f"launcher: refused a connection from uid {uid} (pid {pid}): it serves uid {os.geteuid()} alone", flush=True)
+    try:
+        conn.sendall(b"no this launcher serves the user who started it alone\n")
+    except OSError:
+        pass
+    conn.close()
+    return False
 
 
 def _reap(running: dict) -> None:
@@ -329,14 +395,18 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
     """Become the command: its descriptors, directory, environment, argv and sys.path, the
     signals of a new process; run it; exit with its status (never return)."""
     code = 1
+    held = []
     try:
         listener, wake_r, wake_w, others = close_in_child
         signal.set_wakeup_fd(-1)
         for other in others.values():      # the other commands' sockets: theirs, not this run's
             other.close()
+        ignored = set(request.get("ignored", ()))
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(sig, signal.SIG_IGN if int(sig) in ignored else signal.SIG_DFL)
+        # Held until the command runs (below): a Ctrl-C forwarded now, or this child's own when
+        # its command was killed at once (`_watch`), would otherwise end it before its try.
+        signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
         listener.close()
         os.close(wake_r)
         os.close(wake_w)
@@ -356,6 +426,9 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
         gone = _watch(conn)
         from pipeline import __main__ as entry
         try:
+            signal.signal(signal.SIGINT, _sigint_handler(int(signal.SIGINT) in ignored, gone))
+            if held and (int(signal.SIGINT) not in ignored or gone.is_set()):
+                entry.interrupted(entry.INTERRUPTED)      # before the command's first line: its line, 130
             entry.command(request["argv"], started=request["started"])
             code = 0
         except SystemExit as exc:
@@ -379,6 +452,19 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+def _sigint_handler(ignored: bool, gone):
+    """SIGINT in the child as in the command's own process: a KeyboardInterrupt; where the
+    command ignores SIGINT (a background job), ignored, but for this child's own when its
+    command was killed (`_watch`), which must still stop the run."""
+    if not ignored:
+        return signal.default_int_handler
+
+    def handler(signum, frame):
+        if gone.is_set():
+            raise KeyboardInterrupt
+    return handler
 
 
 def _streams() -> None:

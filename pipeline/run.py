@@ -1,11 +1,12 @@
-"""`run(cfg)`: one experiment from composed config to report, the function behind
+"""`run(experiment)`: one experiment from its validated config to report, the function behind
 `python -m pipeline` (a Hydra shim) and the one tests call directly.
 
-    validate -> materialise datasets (built on first use) -> plan (pure) -> execute (shards)
-    -> results -> report
+    validate -> materialise datasets (plugin smoke fits, store entries, built on first use)
+    -> plan (pure) -> execute (shards) -> results -> report
 
-The composed DictConfig is read once, by `config.validate`; every step after it takes the typed,
-frozen `Experiment` it returns (pipeline/experiment/experiment.py).
+The composed DictConfig is read once, by `config.validate` (pure: it reads no store and fits
+nothing); every step after it takes the typed, frozen `Experiment` it returns
+(pipeline/experiment/experiment.py).
 
 with the Dask cluster started, and its workers warmed, while the datasets are materialised and
 the plan is made (`_plan_while_starting`; DESIGN.md, "Warm-up").
@@ -22,10 +23,11 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .data import store
-from .experiment.config import ConfigError, validate
+from .experiment.config import ConfigError, check_plugin_solvers, validate
 from .experiment.experiment import Experiment, thaw
 from .data.datasets import check_writable, dataset_names, ensure_dataset, store_name
 from .engine.execute import (
+    ClusterError,
     Interrupted,
     clean_partial_shards,
     error_keys,
@@ -39,9 +41,10 @@ from .engine.execute import (
     shared_client,
     warm_workers,
 )
-from .experiment.plan import build_plan
+from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
-from .engine.runlock import run_lock
+from .engine.runlock import LockError, run_lock
+from .results.shards import ShardError
 from .data.store import dataset_info, read_labels
 
 log = logging.getLogger("svmbench")
@@ -53,6 +56,8 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
     planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
     run) an entry the store lacks is left out and named in `missing_datasets` instead."""
     root = exp.store_root
+    if build:
+        check_plugin_solvers(exp)     # a plugin's smoke fits, before its first task
     out = {}
     for dkey, ds in exp.datasets.items():
         builder = ds.builder
@@ -64,6 +69,10 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
                 check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
             meta = ensure_dataset(root, builder, params)
         else:   # a store entry of the user's (ingested), used as it is
+            if not store.exists(root, builder):
+                stored = sorted(m["name"] for m in store.list_datasets(root))
+                raise ConfigError(f"datasets.{dkey}.builder={builder!r}: unknown dataset; builders: "
+                                  f"{', '.join(dataset_names())}; in the store: {', '.join(stored) or '(none)'}")
             meta = dataset_info(root, builder)
         out[dkey] = (meta, read_labels(root, meta["name"]))
     return out
@@ -74,8 +83,11 @@ def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
     return [k for k in exp.datasets if k not in materialised]
 
 
-def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None, frames: bool = True) -> dict:
-    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict with
+def run(experiment: Experiment | DictConfig, run_dir: str | Path, echo=None, started: float | None = None,
+        frames: bool = True) -> dict:
+    """Run the experiment into run_dir (resuming if it has shards): the typed `Experiment` that
+    `config.validate` returned (`python -m pipeline` validates once, before Hydra makes the run
+    dir), or a composed DictConfig, which is validated here first. Returns a summary dict with
     the ``results`` and ``traces`` frames; frames=False leaves them out, and lets them go before
     the report reads the tables (`python -m pipeline`, which does not use them). With
     run.dry_run=true: the plan, and nothing is run or written. started: when the command began
@@ -91,7 +103,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None =
         if echo is not None:
             echo(msg)
 
-    exp = validate(cfg)
+    exp = experiment if isinstance(experiment, Experiment) else validate(experiment)
     check_paper(exp)
     if exp.run.dry_run:
         return dry_run(exp, run_dir, say)
@@ -108,7 +120,28 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None =
             # Handed over, not kept here: `_run_locked` lets the plan go after execute.
             held = [plan]
             del plan
-            return _run_locked(exp, held, run_dir, say, timing, client, warmup, preload, frames)
+            try:
+                return _run_locked(exp, held, run_dir, say, timing, client, warmup, preload, frames)
+            except Exception as exc:
+                # The log says how the run ended, as for Ctrl-C; the caller prints the line.
+                log_line(run_dir, error_line(exc))
+                raise
+
+
+def error_line(exc: BaseException) -> str:
+    """The one line for an error that ends a run (what `python -m pipeline` prints)."""
+    if isinstance(exc, ConfigError):
+        return f"error: invalid configuration: {exc}"
+    ours = (store.StoreError, ClusterError, LockError, ShardError)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"error: {exc}" if isinstance(exc, ours) else f"error: {type(exc).__name__}: {first}"
+
+
+def log_line(run_dir: Path, line: str) -> None:
+    """Append one line to run.log directly, not through the logger, whose console handler
+    would print it a second time beside the command's own line on stderr."""
+    with contextlib.suppress(OSError), open(Path(run_dir) / "run.log", "a") as fh:
+        fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {line}\n")
 
 
 class Timing:
@@ -258,8 +291,25 @@ def _machine_line(when: str) -> str:
 def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing, client=None, warmup=None,
                 preload: threading.Thread | None = None, frames: bool = True) -> dict:
     """The run under its lock; held: [the plan], which is let go after execute (its templates and
-    columns, `plan.Specs`: 9 MB at 50,000 fits, 34 MB when it held a dict per spec)."""
-    plan = held.pop()
+    columns, `plan.Specs`: 9 MB at 50,000 fits, 34 MB when it held a dict per spec). Ctrl-C at
+    any moment of it, execute, tables or report, ends it with `Interrupted`, whose line counts
+    the plan's tasks on disk."""
+    fit_keys = list(held[0].fits)
+    keys = list(held[0].references) + fit_keys
+    try:
+        return _run_phases(exp, held, [fit_keys], keys, run_dir, say, timing, client, warmup, preload, frames)
+    except KeyboardInterrupt:
+        saved = len(finished_keys(run_dir) & set(keys))
+        msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
+        # Into run.log as well (the CLI prints it once, on stderr): the log says how the run ended.
+        log_line(run_dir, msg)
+        raise Interrupted(msg) from None
+
+
+def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, run_dir: Path, say, timing: Timing,
+                client, warmup, preload: threading.Thread | None, frames: bool) -> dict:
+    """`_run_locked`'s phases; held and held_fit_keys: [the plan], [its fit keys], let go on the way."""
+    plan, fit_keys = held.pop(), held_fit_keys.pop()
     root = exp.store_root
     (run_dir / "config.yaml").write_text(exp.to_yaml())
     removed = clean_partial_shards(run_dir)
@@ -267,19 +317,17 @@ def _run_locked(exp: Experiment, held: list, run_dir: Path, say, timing: Timing,
         say(f"removed {removed} partial shard files (temporary files of a run killed mid-write)")
     say(f"plan: {len(plan.fits)} fits and {len(plan.references)} reference solves over "
         f"{len(plan.datasets)} datasets (store: {root})")
-    fit_keys = list(plan.fits)
-    keys = list(plan.references) + fit_keys
+    for line in plan_lines(plan, exp):
+        say(line)
     say(_machine_line("start"))
-    try:
+    if exp.search_kind == "grid":
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
-    except KeyboardInterrupt:
-        saved = len(finished_keys(run_dir) & set(keys))
-        msg = f"interrupted: {saved} of {len(keys)} tasks saved in {run_dir}; run the same command to resume"
-        # Into run.log as well (the CLI prints it once, on stderr): the log says how the run ended.
-        # Written directly, not through the logger, whose console handler would print it twice.
-        with open(run_dir / "run.log", "a") as fh:
-            fh.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}\n")
-        raise Interrupted(msg) from None
+    else:   # rounds of plans into the same shards; the plan of them all from here on
+        from .search.driver import run_search
+        plan, summary = run_search(exp, run_dir, root, log=say, client=client, warmup=warmup)
+        fit_keys = list(plan.fits)
+        # In place: the tables read these keys, and an interrupt's line counts them.
+        keys[:] = list(plan.references) + fit_keys
     timing.mark("execute")
     # What the tables and the closing lines need of the plan; the plan itself goes.
     references = list(plan.references)
@@ -384,6 +432,8 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
             f"(`python -m pipeline.data build {ds.builder}{flags}`); its tasks are not counted below")
     by_solver = fits.count_by("solver_entry") if plan else {}
     say(f"  fits: {len(fits)} ({', '.join(f'{k} {n}' for k, n in by_solver.items()) or 'none'})")
+    for line in plan_lines(plan, exp) if plan else []:
+        say(f"  {line}")
     ref_by = refs.count_by("solver") if plan else {}
     say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
         f"run.reference={exp.run.reference})")

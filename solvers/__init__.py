@@ -3,25 +3,14 @@
     from solvers import SVMClassifier           # scikit-learn estimator over every solver
     from solvers import Problem, fit, Budget    # the functional core the pipeline calls
 """
-import importlib
-
 from .base import Budget, Fit, Recorder, STATUSES
 from .kernels import Kernel
 from .problem import Problem, ProblemError
 from .registry import (Param, Plugin, SolverError, SolverSpec, fit, get_solver, load_plugin, origin, register,
                        solver_names, warm_all)
 
-# Importing a solver module registers it. Modules still being written are skipped only when the
-# module itself is absent; any error inside an existing module propagates.
-_SOLVER_MODULES = ("dcd", "gd", "newton", "pegasos", "references", "qp", "svmlight", "smo",
-                   "majorization", "cpm", "smooth_newton")
-for _name in _SOLVER_MODULES:
-    try:
-        importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"{__name__}.{_name}":
-            raise
-
+# Importing a solver module registers it.
+from . import dcd, gd, newton, pegasos, references, qp, svmlight, smo, majorization, cpm, smooth_newton  # noqa: F401
 
 
 def __getattr__(name):

@@ -65,8 +65,9 @@ class Fit:
     # solver noted (Recorder.note) and what the caller's extras computed from the model.
     trace_extra: list = field(default_factory=list)
     # X w on the training rows, where the solver computed it for its closing certificate (dcd):
-    # `Problem.decision(fit)` adds b to it instead of computing the product once more, a tenth
-    # of the work outside a 30 ms fit's clock in a sweep (README, "Benchmarks", scenario c).
+    # `Problem.decision(fit)` adds b to it instead of computing the product once more, a good
+    # part of the work outside a short fit's clock in a sweep (The sweep benchmark, "What is
+    # left", scenario (c)'s pieces).
     # Without b, so that an intercept set after the solve (basis) cannot leave it stale.
     train_Xw: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -88,18 +89,18 @@ class Recorder:
     ``per_decade`` points per decade), ``record(k, fn)`` calls ``fn() -> (primal, dual, gap)``
     with the clock paused. ``seconds()`` is the solver's time so far, recorder time excluded.
 
-    The recorder keeps its own cost within ``max_overhead`` (default 5%) of the solver's seconds:
-    a trace point is a full objective, a pass over the data, while a solver's iteration may cost
-    far less (a Pegasos step is one row), so a fixed 10 points per decade can cost more than the
-    solve itself (issue 10: 0.88 s of trace against 0.09 s of solving, one Pegasos epoch on 80k
-    rows). A due point is deferred while the recorder's time so far plus the last point's cost
-    would exceed ``max_overhead`` x the solver's seconds, and taken at the first due check that
-    can afford it. The closing point is always taken, and the final certificate it records counts
-    as the recorder's time (`certify`), so room for it is kept from the start: a due point must
-    leave the share enough for one more point of its cost, and the budget holds for the whole
-    call, not only the loop. Before any point is timed its cost is the driver's estimate
-    (`expect_point_cost`), or unknown: then the first point is taken blind. ``max_overhead=None``
-    records every due point. ``clock`` is injectable for tests.
+    The recorder keeps its own cost within ``max_overhead`` (default 5%) of the solver's seconds: a
+    trace point is a full objective, a pass over the data, while a solver's iteration may cost far
+    less (a Pegasos step is one row), so a fixed 10 points per decade can cost many times the solve
+    itself (a one-epoch Pegasos solve spent most of its call tracing: Linear solvers benchmark,
+    "Older measurements from the solvers' comments"). A due point is deferred while the recorder's
+    time so far plus the last point's cost would exceed ``max_overhead`` x the solver's seconds, and
+    taken at the first due check that can afford it. The closing point is always taken, and the
+    final certificate it records counts as the recorder's time (`certify`), so room for it is kept
+    from the start: a due point must leave the share enough for one more point of its cost, and the
+    budget holds for the whole call, not only the loop. Before any point is timed its cost is the
+    driver's estimate (`expect_point_cost`), or unknown: then the first point is taken blind.
+    ``max_overhead=None`` records every due point. ``clock`` is injectable for tests.
     """
 
     def __init__(self, per_decade: int = 10, enabled: bool = True, max_points: int = 10_000, extras=None,
@@ -190,6 +191,26 @@ class Recorder:
         """True once the solver's own seconds exceed the budget's time limit."""
         return budget.time_limit_s is not None and self.seconds() > budget.time_limit_s
 
+    def after(self, k: int, point, budget: "Budget", *, diverged: bool = False, converged: bool = False,
+              notes: dict | None = None) -> str | None:
+        """The tail every driver's iteration k ends with, in one order: the trace point if due
+        (point() as `record` takes it, with `notes` noted first), then the status that ends the
+        loop: "diverged" (a non-finite iterate; first, since NaN fails every convergence rule
+        too), "converged" (the driver's own rule), "timeout" (the budget's time limit on the
+        solver's own clock); None to go on. A driver writes ``if (end := recorder.after(...)):
+        status = end; break``."""
+        if self.due(k):
+            if notes:
+                self.note(**notes)
+            self.record(k, point)
+        if diverged:
+            return "diverged"
+        if converged:
+            return "converged"
+        if self.out_of_time(budget):
+            return "timeout"
+        return None
+
     def certify(self, fn):
         """fn(), the driver's final certificate (a pass over the data, as a point is), with the
         clock paused and its time counted as the recorder's: the closing point is recorded
@@ -257,15 +278,29 @@ def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:
         # sklearn costs about a second and most fits converge (every worker imports solvers).
         from sklearn.exceptions import ConvergenceWarning
 
-        warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=3)
+        warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """warnings.warn's stacklevel, from `finish`, of the first frame outside this package: the
+    user's own line (`clf.fit(X, y)`, `solvers.fit(...)`), however deep the estimator, the
+    multiclass wrapper and the driver call (Python 3.12's skip_file_prefixes, by hand)."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(2), 2       # 1: finish itself
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _everything_ignored() -> bool:
     """An ignore-all filter in front (`warnings.simplefilter("ignore")`, as the pipeline's tasks
     and the solvers' warmups set around their fits): a warning of any category would be
-    dropped, so scikit-learn's class is not imported for it. That import (about a second) would
-    otherwise fall inside the clock of a process's first fit that stops early, and was half of
-    a sandbox's warm-up, whose tiny fits all stop at their 5 iterations (issue 30, point 3)."""
+    dropped, so scikit-learn's class is not imported for it. That import (much of scikit-learn)
+    would otherwise fall inside the clock of a process's first fit that stops early, and was a
+    large part of a sandbox's warm-up, whose tiny fits all stop at their 5 iterations: a cost
+    paid before a command's first task (The sweep benchmark, "The fixed cost of a command")."""
     first = warnings.filters[0] if warnings.filters else None
     return first is not None and first[0] == "ignore" and first[1] is None and first[2] is Warning \
         and first[3] is None and first[4] == 0
@@ -273,10 +308,11 @@ def _everything_ignored() -> bool:
 
 def import_optimize() -> None:
     """scipy.optimize (its lsq_linear, for the rare bounded least-squares steps of cpm and
-    smooth_newton), imported by their fit functions instead of with their modules: it was
-    0.2 s of every process's `import solvers` (the client's and each sandbox's, on the way to
-    a command's first task: issue 30, point 3), and is now paid by those solvers' warmups,
-    before any timed fit (`registry.fit` warms a solver first)."""
+    smooth_newton), imported by their fit functions instead of with their modules: it was a
+    visible part of every process's `import solvers` (the client's and each sandbox's, on the
+    way to a command's first task: The sweep benchmark, "The fixed cost of a command"), and is
+    now paid by those solvers' warmups, before any timed fit (`registry.fit` warms a solver
+    first)."""
     import scipy.optimize  # noqa: F401
 
 

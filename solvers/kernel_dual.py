@@ -33,7 +33,7 @@ from .kernels import QColumnCache, kernel_block
 from .objectives import dual_objective, kkt_violation_equality, primal_from_decision
 from .problem import Problem
 
-#: The problem settings the kernel dual solvers take (bertini's dual, issue 4).
+#: The problem settings the kernel dual solvers take (bertini's dual: hinge, free intercept).
 LOSSES = ("hinge",)
 INTERCEPTS = ("free",)
 KERNELS = ("linear", "rbf", "poly")
@@ -165,10 +165,10 @@ def path_seed(alpha: np.ndarray, G: np.ndarray, G_bar: np.ndarray, y: np.ndarray
       already bounded no variable (the separable end of a path) it is the new solution;
 
     whichever has the lower dual objective f(c alpha) = c^2/2 alpha' Q alpha - c e' alpha
-    (alpha' Q alpha = alpha' (G + e)). On breast cancer and digits 1 vs 7 (rbf, gamma 0.05, 0.5
-    and 5, C from 0.1 to 100 by about 3, tol 1e-3) the pair updates after the first point summed
-    0.96x of cold starts for c = s alone, 0.67x for c = 1 alone (but 1.37x on one path) and
-    0.58x for the choice (never above 1.03x of cold).
+    (alpha' Q alpha = alpha' (G + e)). Neither seed alone wins on every path; taking the better
+    of the two never did much worse than a cold start and, summed over paths, saved the most
+    pair updates (Kernel and majorization solvers benchmark, "Older measurements from the
+    solvers' comments").
 
     G and G_bar scale with alpha: G(c alpha) = c (G + e) - e; G_bar = sum_{alpha_j = C_j} C_j Q_j
     is s G_bar for c = s (the same bounded set) and 0 for c = 1 < s (nothing at the larger bound).

@@ -45,13 +45,14 @@ n p^2 time and p^2 memory per iteration. Then the system is solved by Jacobi-pre
 conjugate gradients on the operator v -> Z'(A(Zv)) + lambda Pen v (two
 sparse products, O(nnz), per CG step), started from the current v; CG from x0 lowers the
 majorizer at every step, so even a truncated solve keeps the sandwich inequality and L never
-increases, but a truncated solve is a poor step: on rcv1_like (1,600 x 5,001, issue 10) the
-kink weights a_i ~ 1 / delta made every solve use all 200 CG steps, and SVM-Maj ran into a 60 s
-limit at C = 1 after 1,476 iterations (relative gap 8e-5). So once CG's cg_maxiter steps fall
-short of its tolerance, and n <= 5000 (`KERNEL_MAX_ROWS`), the run switches to the exact solve
-in the n-space (Woodbury, `_NormalSolver._solve_kernel`): K = Zp Zp' once, one n x n Cholesky
-of lambda I + A^(1/2) K A^(1/2) per iteration; there C = 1 certifies in about 50 iterations.
-At small C CG keeps solving the system in a few steps, cheaper than the n x n factorisation.
+increases, but a truncated solve is a poor step: on rcv1_like (text, p in the thousands) the
+kink weights a_i ~ 1 / delta made every solve use all of CG's steps, and SVM-Maj ran into its
+time limit at C = 1 with the gap still open (Defaults that converge, "svmmaj alone"). So once
+CG's cg_maxiter steps fall short of its tolerance, and n <= 5000 (`KERNEL_MAX_ROWS`), the run
+switches to the exact solve in the n-space (Woodbury, `_NormalSolver._solve_kernel`): K = Zp Zp'
+once, one n x n Cholesky of lambda I + A^(1/2) K A^(1/2) per iteration; there the same fit
+certifies in a few dozen iterations. At small C CG keeps solving the system in a few steps,
+cheaper than the n x n factorisation.
 
 Updates: SVM-Maj takes v+ (the majorizer's minimiser); the relaxed update 2 v+ - v (from the
 iteration ``relax_from`` on; 20 is our default, the papers say only "from a certain iteration")
@@ -249,8 +250,9 @@ def kkt_finish(problem, Z, pen, v, m, *, eps=1e-6, rounds=10, max_rows=KKT_MAX_R
     Majorization converges linearly and slows down near the kink: a point whose margin should
     be exactly 1 gets the weight 1 / (4 max(|1 - m|, delta)) and moves by about its distance to
     the kink per iteration, and once |1 - m| ~ delta the guard's O(delta) failure to majorize
-    stops every step (issue 10: 12 of 75 default fits `stalled` 1e-5 to 1e-4 above f*, with a
-    dual estimate that could not show it). The sets, though, are right long before the digits.
+    stops every step (without this finish a sixth of the default sweep's svmmaj fits ended
+    `stalled` close above f*, with a dual estimate that could not show it: Defaults that
+    converge, "svmmaj alone"). The sets, though, are right long before the digits.
     The primal-dual active set method (Hintermueller, Ito & Kunisch, SIAM J. Optim. 13 (2003))
     takes F = {|m_i - 1| <= eps}, `below` = {m_i < 1 - eps}, solves the KKT system of these sets
     (`_kkt_on_sets`), moves each row whose answer contradicts its set (alpha_F < 0 above,
@@ -334,7 +336,8 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         # alpha m+) (2 lambda C = 1), the majorizer's stand-in for the dual variables; the
         # certificate projects it onto the dual's feasible set. For the absolute hinge that
         # estimate is first order in the distance to the optimum, and near the kink it is poor
-        # (issue 10: relative gaps 1e-4 to 6e-4 at points 1e-5 to 1e-4 above f*); the active
+        # (its gaps read an order of magnitude above the points' true distance to f*: Defaults
+        # that converge, "svmmaj alone"); the active
         # set's alpha (`kkt_finish`) is alpha* once the sets are right. The larger D is kept.
         # Computed only when asked (the certificate checks).
         if state["last"] is None:
@@ -466,8 +469,8 @@ def fit_alpha_maj(problem: Problem, *, budget: Budget, recorder: Recorder, warm_
     descent rests on the majorizer being an upper bound, keeps delta); a step without progress
     is retried with delta. ``delta_step=0`` is troyan's Algorithm 3 as printed (fixed delta).
     ``init``/``init_seed``: the start, zero or seeded random (`solvers.cpm.initial_v`).
-    In our runs (see the report of issue 5) the widened guard cut the iterations to 1e-6 of the
-    optimum by 1.5-8x on most problems."""
+    The widened guard cuts the iterations to a given accuracy on most problems (Kernel and
+    majorization solvers benchmark, "Older measurements from the solvers' comments")."""
     if not delta > 0:
         raise ValueError(f"delta={delta!r} must be > 0")
     if not delta_step >= 0:

@@ -250,17 +250,11 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
         sv_new = np.flatnonzero(y * f < 1.0)
         same = np.array_equal(sv_new, sv)
         sv = sv_new
-        if recorder.due(it):
-            recorder.record(it, certificates)
-        if not math.isfinite(P):
-            status = "diverged"
-            break
         # Chapelle's rule: the sv set no longer changes; plus the decrement / relative decrease.
-        if same and (P_old - P) <= tol * max(abs(P), 1e-300) and decrement <= tol * max(abs(P), 1e-300):
-            status = "converged"
-            break
-        if recorder.out_of_time(budget):
-            status = "timeout"
+        if end := recorder.after(it, certificates, budget, diverged=not math.isfinite(P),
+                                 converged=same and (P_old - P) <= tol * max(abs(P), 1e-300)
+                                 and decrement <= tol * max(abs(P), 1e-300)):
+            status = end
             break
     fit_time = recorder.close(it, certificates)
     cert = linear_certificates(problem, w, c * u, f)

@@ -7,74 +7,17 @@ estimator or from a sweep, gets the same kind of message naming the solver, the 
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable
 
 from .base import Budget, Fit, Recorder
 from .objectives import basis_intercept
+from .params import Param, SolverError  # noqa: F401  (declared there, used by every solver module)
 from .problem import Problem
 
 
-class SolverError(ValueError):
-    """A solver name, parameter or problem setting that the solver cannot take."""
-
-
 _MISSING = object()
-
-
-@dataclass(frozen=True)
-class Param:
-    """One solver parameter: default, type and allowed range or options.
-
-    kind: "int", "float", "bool", "str" or "any". ``low``/``high`` bound numbers
-    (``open_low``/``open_high`` exclude the bound); ``options`` lists allowed strings;
-    ``none_ok`` allows None.
-    """
-
-    default: Any
-    kind: str = "float"
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-    open_high: bool = False
-    options: tuple | None = None
-    none_ok: bool = False
-    doc: str = ""
-
-    def check(self, where: str, value):
-        if value is None:
-            if self.none_ok:
-                return None
-            raise SolverError(f"{where}=None is not allowed")
-        if self.kind == "bool":
-            if isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
-                return bool(value)
-            raise SolverError(f"{where}={value!r} must be true or false")
-        if self.kind == "str":
-            if not isinstance(value, str) or (self.options and value not in self.options):
-                raise SolverError(f"{where}={value!r} must be one of {list(self.options or [])}")
-            return value
-        if self.kind in ("int", "float"):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise SolverError(f"{where}={value!r} must be a number")
-            if self.kind == "int":
-                if isinstance(value, float) and not value.is_integer():
-                    raise SolverError(f"{where}={value!r} must be an integer")
-                value = int(value)
-            else:
-                value = float(value)
-                if math.isnan(value):
-                    raise SolverError(f"{where}=nan is not allowed")
-            if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
-                op = ">" if self.open_low else ">="
-                raise SolverError(f"{where}={value!r} must be {op} {self.low}")
-            if self.high is not None and (value > self.high or (self.open_high and value == self.high)):
-                op = "<" if self.open_high else "<="
-                raise SolverError(f"{where}={value!r} must be {op} {self.high}")
-            return value
-        return value
 
 
 @dataclass(frozen=True)
@@ -139,12 +82,18 @@ _REGISTRY: dict[str, SolverSpec] = {}
 _ORIGINS: dict[str, str] = {}
 _WARM: set[str] = set()
 # The origin given to `register` calls made while a plugin loads (a module that registers on
-# import); None: the caller's own, from the fit function's module.
-_LOADING: list[str] = []
+# import), with a file plugin's sha256 and the names it registers; empty: the caller's own, from
+# the fit function's module.
+_LOADING: list[tuple[str, str | None, list[str]]] = []
+# The sha256 of the file each registered solver came from (a file plugin's bytes), where known:
+# what makes two registrations of one name one plugin (`register`).
+_SOURCES: dict[str, str] = {}
 # Entry points of the group `ENTRY_POINT_GROUP` loaded so far in this process, by "dist:name".
 _LOADED_ENTRY_POINTS: set[str] = set()
 _DISCOVERED = False
-# File and module plugins loaded in this process, by resolved path or dotted name.
+# File and module plugins loaded in this process: a file by the sha256 of its bytes (the same
+# file reached by two roads, its path and the copy a run ships to a worker, is one plugin), a
+# module by its dotted name.
 _PLUGINS: dict[str, "Plugin"] = {}
 
 ENTRY_POINT_GROUP = "svmbench.solvers"
@@ -160,21 +109,46 @@ def register(spec: SolverSpec, *, origin: str | None = None) -> SolverSpec:
 
     origin: where it came from, shown by ``python -m solvers list``; by default the plugin being
     loaded (`load_plugin`, an entry point), else the fit function's module. The same name from
-    the same origin replaces the earlier spec (a plugin file loaded again after an edit); from two
-    different origins it is refused, naming both, since which one a sweep ran would depend on
-    import order.
+    the same origin replaces the earlier spec (a plugin file loaded again after an edit). From
+    the same file's bytes by another road (a worker's `--preload` of the file the run also ships,
+    or the file imported by hand and then named in ``plugins=``) it is the same plugin: the first
+    registration stays. From two different sources it is refused, naming both, since which one a
+    sweep ran would depend on import order.
     """
     if not isinstance(spec, SolverSpec):
         raise SolverError(f"register() takes a SolverSpec, got {type(spec).__name__}")
-    origin = origin or (_LOADING[-1] if _LOADING else _default_origin(spec))
+    loading, sha, names = _LOADING[-1] if _LOADING else (None, None, [])
+    origin = origin or loading or _default_origin(spec)
+    names.append(spec.name)
     if spec.name in _REGISTRY and _REGISTRY[spec.name].fit is not spec.fit:
         before = _ORIGINS.get(spec.name, "?")
         if before != origin:
+            first = _SOURCES.get(spec.name) or _module_sha256(_REGISTRY[spec.name])
+            if first is not None and first == (sha or _module_sha256(spec)):
+                return _REGISTRY[spec.name]
             raise SolverError(f"solver {spec.name!r} is registered twice: by {before} and by {origin}")
         _WARM.discard(spec.name)
     _REGISTRY[spec.name] = spec
     _ORIGINS[spec.name] = origin
+    if sha is not None:
+        _SOURCES[spec.name] = sha
+    else:
+        _SOURCES.pop(spec.name, None)
     return spec
+
+
+def _module_sha256(spec: SolverSpec) -> str | None:
+    """The sha256 of the file that defines the spec's fit function (its module's ``__file__``),
+    or None (no such file): what identifies a registration made outside `load_plugin`."""
+    import hashlib
+    import sys
+
+    path = getattr(sys.modules.get(getattr(spec.fit, "__module__", None) or ""), "__file__", None)
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except (OSError, TypeError):
+        return None
 
 
 def origin(name: str) -> str:
@@ -217,24 +191,29 @@ def import_error(what: str, exc: BaseException, own: str | None, error: type = S
     import os
     import traceback
 
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+    frames = [(f.filename, f.lineno) for f in traceback.extract_tb(exc.__traceback__)
               if not f.filename.startswith("<frozen") and os.path.abspath(f.filename) != os.path.abspath(__file__)]
-    mine = [f for f in frames if own and os.path.abspath(f.filename).startswith(own)]
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        # A file that does not compile raised before any of its lines ran: where it failed is
+        # the error's own file and line, not a frame of the traceback (the import machinery's).
+        frames.append((exc.filename, exc.lineno))
+    mine = [f for f in frames if own and os.path.abspath(f[0]).startswith(own)]
     where = (mine or frames or [None])[-1]
     last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-    at = f" ({where.filename}:{where.lineno})" if where is not None else ""
+    at = f" ({where[0]}:{where[1]})" if where is not None else ""
     return error(f"{what} failed to import: {last}{at}")
 
 
-def _registered_during(origin: str, load: Callable[[], Any]) -> tuple[Any, list[str]]:
-    """load() with `register` calls attributed to origin; (its value, the names it registered)."""
-    before = {n: s for n, s in _REGISTRY.items()}
-    _LOADING.append(origin)
+def _registered_during(origin: str, load: Callable[[], Any], sha: str | None = None) -> tuple[Any, list[str]]:
+    """load() with `register` calls attributed to origin (and a file's sha256); (its value, the
+    names it registered)."""
+    names: list[str] = []
+    _LOADING.append((origin, sha, names))
     try:
         value = load()
     finally:
         _LOADING.pop()
-    return value, sorted(n for n, s in _REGISTRY.items() if before.get(n) is not s)
+    return value, sorted(set(names))
 
 
 def _register_object(obj, origin: str) -> list[str]:
@@ -434,8 +413,8 @@ def load_plugin(source: str) -> Plugin:
     SolverSpecs) gets the origin ``file <path>`` or ``module <name>``. A file is imported under a
     module name made of its stem and content hash, the same in every process that loads the same
     bytes (the pipeline's workers, where its functions are unpickled by reference). Loading the
-    same file or module again returns the first result; an edited file is imported anew and
-    replaces its solvers.
+    same module, or a file of the same bytes from any path, again returns the first result: a
+    file is one plugin by its content; an edited file is imported anew and replaces its solvers.
 
     Raises SolverError for a file that does not exist, or a plugin that fails to import (its
     exception's last line and file:line).
@@ -455,7 +434,9 @@ def load_plugin(source: str) -> Plugin:
         with open(path, "rb") as fh:
             data = fh.read()
         sha = hashlib.sha256(data).hexdigest()
-        key = f"{path}@{sha}"
+        # By content: the same bytes at another path (the copy a run ships to a worker, beside
+        # the file itself) are the plugin already loaded, not a second one.
+        key = f"sha256:{sha}"
         if key in _PLUGINS:
             return _PLUGINS[key]
         stem = "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3])
@@ -492,8 +473,9 @@ def load_plugin(source: str) -> Plugin:
             except Exception as exc:
                 raise import_error(f"plugin module {source}", exc, module_dir(source)) from exc
 
-    module, names = _registered_during(where, load)
-    names += [n for n in _register_object(getattr(module, "SOLVERS", None) or (), where) if n not in names]
+    module, names = _registered_during(where, load, sha)
+    names += [n for n in _registered_during(where, lambda: _register_object(getattr(module, "SOLVERS", None) or (), where),
+                                            sha)[1] if n not in names]
     plugin = Plugin(source=path if is_file else source, names=tuple(sorted(names)), sha256=sha)
     _PLUGINS[key] = plugin
     return plugin
@@ -523,7 +505,7 @@ def _warmup_problems(spec: SolverSpec):
 def default_warmup(spec: SolverSpec) -> None:
     """Run the solver on tiny problems (`_warmup_problems`), with its default parameters and,
     one at a time, each other option of its string parameters (which select kernels/paths), so
-    that numba compilation -- seconds on a cold cache, tens of ms to load a warm one -- and
+    that numba compilation -- seconds on a cold cache, far less to load a warm one -- and
     other first-call costs happen here and not inside the first timed fit."""
     import warnings
 
@@ -554,8 +536,8 @@ def warm(spec: SolverSpec) -> None:
 
 def warm_all() -> list[str]:
     """Every registered solver's warmup (compiles numba's kernels into its on-disk cache). `make
-    test` runs it once before the suite, so no test pays a cold compile (tens of seconds for the
-    kernel duals on a fresh clone) inside its own time."""
+    test` runs it once before the suite, so no test pays a cold compile (the kernel duals' are
+    the longest, on a fresh clone) inside its own time."""
     names = [n for n in solver_names() if not n.startswith("_")]
     for name in names:
         warm(get_solver(name))
@@ -579,7 +561,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
         warm_start = {"w": warm_start.w, "b": warm_start.b, "alpha": warm_start.alpha}
     recorder = recorder if recorder is not None else Recorder(enabled=False)
     # JIT compilation (or loading numba's cache) happens once per process, before the solver's
-    # clock starts, so that the first fit of a process is timed like the others (issue 10).
+    # clock starts, so that the first fit of a process is timed like the others.
     warm(spec)
     # duros_katzman's "basis": solve without intercept, then set b from the margin violators.
     basis = problem.intercept == "basis"

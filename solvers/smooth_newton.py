@@ -153,8 +153,8 @@ def _identify(problem, Z, S, L, max_rows):
     y = problem.y
     nS = int(S.sum())
     # The margin set of a hinge optimum has about dim points (more only with duplicated rows);
-    # a stage whose S is far larger is not near it yet, and its lstsq would be wasted
-    # (measured on the a9a-like set: thousands of rows at mu >= 0.1, 107 at the optimum).
+    # a stage whose S is far larger is not near it yet, and its lstsq would be wasted (on the
+    # a9a-like set S holds many times dim rows while mu is large, about dim at the optimum).
     # Its cost is the SVD of the dense |S| x dim Z_S (|S| dim min(|S|, dim) flops), so it is
     # also capped at max_rows rows and 2e7 entries (160 MB).
     if nS == 0 or nS > min(4 * Z.dim + 100, max_rows) or nS * Z.dim > 20_000_000:

@@ -134,8 +134,8 @@ def _bounds_cached(loss, intercept, kernel, C, data_key) -> tuple[float, float]:
 
     data = _data(*data_key)
     # One BLAS thread: on 40 x 40 products a second one only waits for the first, and on a
-    # loaded machine (2 cores, load 14) that made the 84 L-BFGS-B steps of one hinge reference
-    # cost 0.65 s of CPU against 0.011 s.
+    # loaded machine that waiting made one hinge reference's L-BFGS-B steps cost tens of times
+    # the CPU of the steps themselves.
     with threadpool_limits(limits=1, user_api="blas"):
         return reference_bounds(_problem((loss, intercept, kernel), C=C, data=data))
 
@@ -403,10 +403,10 @@ class _Check:
             # The time is checked between iterations, so one iteration may run past the limit:
             # another status than "timeout" is allowed two average iterations past it; "timeout",
             # which says the limit was seen, up to 20 x the limit + 1 s: iterations are not all
-            # alike (svmmaj's 10th here, its active-set finish, took 0.35-0.9 s against 2 ms for
-            # each of the nine before it, and more than 1.5 s at load average 8 on 2 cores), and
-            # one iteration is never cut (qp's first IPM step on 400 rows took 1.5 s there). qp's
-            # polish after a timeout, which this caught, overran by 6 s and more.
+            # alike (svmmaj's 10th here, its active-set finish, costs hundreds of its plain
+            # iterations, more on a loaded machine), and one iteration is never cut (qp's first
+            # IPM step on 400 rows alone can pass the limit many times over). qp's polish
+            # after a timeout, which this caught, overran by many times the limit.
             allowed = limit + 0.25 + 2.0 * res.fit_time_s / max(res.n_iter, 1)
             what = "ignored"
             if res.status == "timeout":
@@ -563,12 +563,12 @@ def smoke_check(name: str, cache_dir=None) -> bool:
     error row at a time. Raises SolverCheckError naming the solver and the check, as
     `check_solver` would.
 
-    The first check of a solver in a process loads its numba kernels (for the example plugin
-    0.3 s of CPU, 0.9 s wall at load average 14 on 2 cores; numba's first compile on a machine,
-    seconds) and solves the references (milliseconds, on one BLAS thread). A pass is therefore
-    remembered in the process (by spec) and, with `cache_dir`, on disk under the sha256 of the
-    plugin's source (`registry.plugin_sha256`), so a later run of the same plugin pays nothing:
-    an edit is checked again. Returns whether the fits ran (False: a remembered pass)."""
+    The first check of a solver in a process loads its numba kernels (from numba's cache, or
+    compiles them, far slower, the first time on a machine) and solves the references
+    (milliseconds, on one BLAS thread). A pass is therefore remembered in the process (by spec)
+    and, with `cache_dir`, on disk under the sha256 of the plugin's source
+    (`registry.plugin_sha256`), so a later run of the same plugin pays nothing: an edit is
+    checked again. Returns whether the fits ran (False: a remembered pass)."""
     import hashlib
     import os
     import sys
@@ -604,13 +604,31 @@ def smoke_check(name: str, cache_dir=None) -> bool:
     return True
 
 
-def check_solver(name: str, *, tol: float = 1e-8, accuracy: float = 1e-6, params: dict | None = None) -> list[str]:
+class CheckReport(list):
+    """`check_solver`'s result when every check passed: the notes of the checks that could not
+    be exercised (a list, as before), printed as a sentence that says the solver passed."""
+
+    def __init__(self, name: str, notes: list[str]):
+        super().__init__(notes)
+        self.name = name
+
+    def __str__(self) -> str:
+        if not self:
+            return f"check_solver({self.name!r}): all {len(CHECKS)} checks passed"
+        return (f"check_solver({self.name!r}): {len(CHECKS) - len(self)} checks passed, none failed, "
+                f"{len(self)} not exercised:\n" + "\n".join(f"  {note}" for note in self))
+
+    __repr__ = __str__
+
+
+def check_solver(name: str, *, tol: float = 1e-8, accuracy: float = 1e-6, params: dict | None = None) -> CheckReport:
     """Run every check on the named solver; raise one SolverCheckError listing each that failed.
 
     tol: the tolerance of the tight fits; accuracy: how close to f* (relative) a fit that says
     ``converged`` at that tol must be (what the solver's stated stopping criterion guarantees; a
     stochastic method's may be loose); params: extra solver parameters for the fits.
-    Returns the notes of checks that could not be exercised."""
+    Returns the notes of checks that could not be exercised, a list whose printout says that
+    every check passed (`CheckReport`)."""
     failures, notes = [], []
     for check, run in solver_checks(name, tol=tol, accuracy=accuracy, params=params):
         try:
@@ -622,4 +640,4 @@ def check_solver(name: str, *, tol: float = 1e-8, accuracy: float = 1e-6, params
                 notes.append(f"{check}: {note}")
     if failures:
         raise SolverCheckError(f"{len(failures)} of {len(CHECKS)} checks failed:\n" + "\n".join(failures))
-    return notes
+    return CheckReport(name, notes)

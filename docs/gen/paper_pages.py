@@ -1,9 +1,13 @@
-"""Put each committed paper reproduction into the site, at build time.
+"""Put each committed paper reproduction into the site, at build time, and the rules they are
+judged by.
 
 Run by mkdocs-gen-files (mkdocs.yml). ``outputs/papers/<name>/README.md`` and its PNG figures
 are written by the reproduction's writer (``make papers``) and committed; the site shows that
 file as it is, under ``papers/<name>/``, so no number of a reproduction is ever copied into a
-hand-written page (they would drift apart on the next ``make papers``).
+hand-written page (they would drift apart on the next ``make papers``). ``papers/rules.md`` is
+written here from the code itself (pipeline/papers/claims.py and each study's ``RULES``): the
+claim vocabulary with its thresholds, and each study's claims, data declaration and rule log,
+so the page cannot say other than what the verdicts are computed by.
 """
 from __future__ import annotations
 
@@ -15,8 +19,39 @@ ROOT = Path(__file__).resolve().parents[2]
 PAPERS = ROOT / "outputs" / "papers"
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_page() -> str:
+    import importlib
+
+    from pipeline.papers import PAPERS as WRITERS
+    from pipeline.papers import claims
+    out = ["<!-- Generated from pipeline/papers/claims.py and each study's RULES by docs/gen/paper_pages.py. -->",
+           "# The claim vocabulary and each study's rules\n",
+           "Every finding of every reproduction is judged by one of these kinds, with the threshold below, the "
+           f"same in every study. A measured statistic carries its {100 * claims.CONFIDENCE:.0f}% interval "
+           "(a ratio: the geometric mean over independent repeats with Student's t on its logarithms; an accuracy "
+           "difference: over paired folds, or from the test rows); the verdict is **holds** when the interval "
+           "lies inside the band, **differs** when it lies outside, **undecided** when it straddles an edge or "
+           f"rests on fewer than {claims.MIN_REPEATS} repeats. How the overview reads them: "
+           "[Paper reproductions](index.md).\n", *claims.vocabulary_table(), ""]
+    for name in sorted(WRITERS):
+        rules = importlib.import_module(f"pipeline.papers.{name}").RULES
+        out += [f"## {name}\n", f"Rules digest `{rules.digest()}`; the reproduction: [{name}]({name}/index.md).\n",
+                "| dataset | whose | why |", "|---|---|---|",
+                *[f"| {d} | {s} | {w} |" for d, s, w in rules.data], "",
+                "| claim | the paper | rule |", "|---|---|---|",
+                *[f"| `{c.key}` | {_cell(c.paper)} | {_cell(c.rule_text())} |" for c in rules.claims], "",
+                "Rule log:\n", *[f"- {c.date} (`{c.digest}`): {c.what}" for c in rules.changes], ""]
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
-    summary = ["* [Overview](index.md)"]
+    summary = ["* [Overview](index.md)", "* [Claim vocabulary and rules](rules.md)"]
+    with mkdocs_gen_files.open("papers/rules.md", "w") as f:
+        f.write(rules_page())
     for folder in sorted(p for p in PAPERS.iterdir() if (p / "README.md").is_file()):
         name = folder.name
         with mkdocs_gen_files.open(f"papers/{name}/index.md", "w") as f:

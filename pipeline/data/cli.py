@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -236,18 +237,31 @@ def _cmd_ingest(args, root: str) -> int:
     if args.no_header and (args.format or _format_or_none(args.path)) != "csv":
         raise ValueError(f"--no-header is for CSV files; {args.path} is not one (--format csv if it is)")
     _refuse_empty_input(args.path, args.format, header=not args.no_header)
-    meta = datasets.ingest_file(
-        root,
-        args.path,
-        args.name,
-        format=args.format,
-        label=args.label,
-        header=not args.no_header,
-        zero_based=args.zero_based,
-        overwrite=args.force,
-        license=args.license,
-        citation=args.citation,
-    )
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", datasets.IngestWarning)
+        try:
+            meta = datasets.ingest_file(
+                root,
+                args.path,
+                args.name,
+                format=args.format,
+                label=args.label,
+                header=not args.no_header,
+                zero_based=args.zero_based,
+                overwrite=args.force,
+                license=args.license,
+                citation=args.citation,
+            )
+        except store.DatasetExistsError:
+            # In the spelling of this command line, not the API's (overwrite=True).
+            raise store.DatasetExistsError(f"dataset {args.name!r} already exists in store {root}; "
+                                           f"pass --force to replace it") from None
+        finally:
+            for warning in said:     # one line each, as the errors are
+                if issubclass(warning.category, datasets.IngestWarning):
+                    print(f"warning: {warning.message}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     print(f"ingested {meta['source']['file']} as {meta['name']}: {_shape_line(meta)}")
     print(f"  at {store.dataset_path(root, meta['name'])}")
     return 0

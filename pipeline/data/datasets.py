@@ -61,7 +61,7 @@ import scipy.sparse as sp
 
 from pipeline.data import generators, package_data, store
 from pipeline.data.store import StoreError
-from pipeline.data.userfiles import INGEST_FORMATS, infer_format, read_csv, read_libsvm, read_parquet
+from pipeline.data.userfiles import INGEST_FORMATS, IngestWarning, infer_format, read_csv, read_libsvm, read_parquet  # noqa: F401 - IngestWarning: its readers' warning
 
 __all__ = [
     "BUILDERS",
@@ -507,9 +507,10 @@ def discover_builders() -> None:
     process: each entry point's object is a `Builder`, or a callable returning one or a list
     of them. A name a built-in or another entry point already has is refused, naming both; an
     entry point that fails to import is one StoreError with its last line and file:line."""
-    # Scanning every installed distribution's metadata costs 0.1-0.3 s, and config validation
-    # asks for the names several times per command: the scan is done once per process (as the
-    # solvers' entry points are), marked by _SCANNED in _DISCOVERED; a failed load is retried.
+    # Scanning every installed distribution's metadata is slow (it reads every package's metadata
+    # files), and config validation asks for the names several times per command: the scan is done
+    # once per process (as the solvers' entry points are), marked by _SCANNED in _DISCOVERED; a
+    # failed load is retried.
     if _SCANNED in _DISCOVERED:
         return
     from importlib.metadata import entry_points

@@ -58,7 +58,6 @@ import scipy.sparse as sp
 from .cache import user_cache_dir  # noqa: F401  (store.user_cache_dir, as before)
 from .store_csr import (
     _Fingerprinter,
-    _fingerprint_v1,
     _indptr_dtype,
     _make_csr,
     _row_group_digest,
@@ -110,8 +109,8 @@ DATA_FILE = "data.parquet"
 META_FILE = "meta.json"
 
 #: Bumped when the layout of ``data.parquet``/``meta.json`` changes incompatibly. Version 2
-#: changed the fingerprint to a streamable form and added per-row-group digests; entries of
-#: version 1 are still read and verified with the version 1 fingerprint.
+#: changed the fingerprint to a streamable form and added per-row-group digests; an entry of
+#: version 1 is refused with the command that rebuilds it (`_format_error`).
 FORMAT_VERSION = 2
 
 #: Rows per Parquet row group unless the caller says otherwise: large enough that Parquet's
@@ -713,8 +712,9 @@ def read_labels(root: str | os.PathLike, name: str, *, verify: bool = True) -> n
 
     With ``verify``, every row is read a batch at a time and fed to the content fingerprint,
     which is checked as :func:`read_dataset` checks it: the same guarantee for about the
-    memory of one batch instead of the whole matrix (a planning client needs only the labels:
-    holding a 61M-entry matrix for them cost it 1.1 GB). Without, only the ``y`` column is
+    memory of one batch instead of the whole matrix (a planning client needs only the labels,
+    and holding an RCV1-sized matrix for them made the client as large as a worker: Linear
+    solvers benchmark, "Full RCV1 size: time and memory"). Without, only the ``y`` column is
     read.
     """
     with _open_entry(root, name) as (pf, meta, data_file, path):
@@ -724,8 +724,6 @@ def read_labels(root: str | os.PathLike, name: str, *, verify: bool = True) -> n
             except (OSError, pa.ArrowException) as exc:
                 raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
             return np.asarray(column.to_numpy(), dtype=np.float64).copy()
-        if int(meta.get("format_version", 1)) < 2:   # its fingerprint needs the whole matrix
-            return _read_entry(pf, meta, True, None, data_file, name, path).y
         group_rows, _, _ = _layout(pf, meta, name, path)
         n_features = int(meta["n_features"])
         fp = _Fingerprinter(n_features)
@@ -746,16 +744,20 @@ def _open_entry(root, name: str):
     """(Parquet file, meta, data file, entry path) of an entry, open for reading."""
     meta = dataset_info(root, name)
     path = _entry(root, name)
+    if int(meta.get("format_version", 1)) < FORMAT_VERSION:
+        raise _format_error(name, path, meta)
     data_file = path / DATA_FILE
     try:
         source = _fs_open(data_file)
     except OSError as exc:
+        if not _fs_isfile(data_file):
+            raise _data_missing_error(name, path, meta) from None
         raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
     with source:
         try:
             # A buffered stream reads a column chunk piece by piece instead of whole. Pre-buffering
             # (coalesced reads of whole column chunks) pays on an object store, where each read
-            # is a round trip; locally it only holds a row group's chunks (~35 MB on RCV1).
+            # is a round trip; locally it only holds a row group's whole chunks in memory.
             pf = pq.ParquetFile(source, buffer_size=1 << 20, pre_buffer=not data_file.local)
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
@@ -798,7 +800,6 @@ def _check_fingerprint(computed: str, meta: dict, name: str, path: _Loc) -> None
 def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: str, path: _Loc):
     """The body of :func:`read_dataset`, given the open Parquet file."""
     n_features = int(meta["n_features"])
-    legacy = int(meta.get("format_version", 1)) < 2
     group_rows, starts, digests = _layout(pf, meta, name, path)
     if rows is not None:
         rows = _normalise_rows(rows, int(meta["n_rows"]), name)
@@ -809,7 +810,7 @@ def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: 
 
     X, y, fp = _read_all(pf, group_rows, n_features, int(meta["nnz"]), data_file, name, path)
     if verify:
-        _check_fingerprint(_fingerprint_v1(X, y) if legacy else fp.hexdigest(), meta, name, path)
+        _check_fingerprint(fp.hexdigest(), meta, name, path)
     if rows is not None:
         X, y = X[rows], y[rows]
     return Dataset(X=X, y=y, meta=meta)
@@ -851,7 +852,8 @@ def _normalise_rows(rows: Any, n_rows: int, name: str) -> np.ndarray:
 
 
 #: Rows decoded at a time. Decoding a whole 65,536-row group of RCV1-sized rows at once makes
-#: pyarrow hold ~250 MB of buffers for 62 MB of data; batches of this size hold ~110 MB.
+#: pyarrow hold buffers several times the size of the data it decodes; batches of this size
+#: hold less than half as much (Linear solvers benchmark, "Full RCV1 size: time and memory").
 _READ_BATCH_ROWS = 8192
 
 
@@ -1170,10 +1172,32 @@ def _missing_error(root, name: str) -> StoreError:
 
 
 def _exists_error(root, name: str) -> DatasetExistsError:
+    # The API's spelling; the command line says --force (pipeline/data/cli.py).
     return DatasetExistsError(
-        f"dataset {name!r} already exists in store {_fs_root(root)}; pass overwrite=True "
-        f"(on the command line: --force) to replace it"
+        f"dataset {name!r} already exists in store {_fs_root(root)}; pass overwrite=True to replace it"
     )
+
+
+def _data_missing_error(name: str, path, meta: dict) -> StoreError:
+    """An entry whose meta.json is there but not its data (deleted by hand, or a copy cut
+    short): what to do about it, not the file system's "no such file"."""
+    return StoreError(f"dataset {name!r} at {path}: its {DATA_FILE} is missing, though its {META_FILE} is there "
+                      f"(deleted, or a copy cut short); {_again(name, meta)}")
+
+
+def _format_error(name: str, path, meta: dict) -> StoreError:
+    """An entry an earlier svmbench wrote in a layout this one no longer reads."""
+    version = meta.get("format_version", 1)
+    return StoreError(f"dataset {name!r} at {path}: store format {version}, written by an earlier svmbench "
+                      f"(this one reads format {FORMAT_VERSION}); {_again(name, meta)}")
+
+
+def _again(name: str, meta: dict) -> str:
+    """The command that writes an entry anew: ingest for a user's file, build otherwise."""
+    source = (meta.get("source") or {}).get("file")
+    return (f"ingest it again: `python -m pipeline.data ingest {source} --name {name} --force`" if source else
+            f"build it again: `python -m pipeline.data remove {name}`, and a run builds it on first use "
+            f"(or `python -m pipeline.data build {name}`)")
 
 
 def _svmbench_version() -> str:

@@ -19,7 +19,6 @@ import scipy.sparse as sp
 
 # Prefixes of the fingerprinted byte streams: changing the canonical serialisation must change
 # every fingerprint, so the version is part of the hashed bytes.
-_FINGERPRINT_TAG_V1 = b"svmbench-dataset-fingerprint-v1\x00"
 _FINGERPRINT_TAG = b"svmbench-dataset-fingerprint-v2\x00"
 _ROW_GROUP_TAG = b"svmbench-row-group-v2\x00"
 
@@ -146,17 +145,6 @@ def _fingerprint_canonical(X: sp.csr_matrix, y: np.ndarray) -> str:
     fp = _Fingerprinter(X.shape[1])
     fp.update(X, y)
     return fp.hexdigest()
-
-
-def _fingerprint_v1(X: sp.csr_matrix, y: np.ndarray) -> str:
-    """The version 1 fingerprint (totals first, then the arrays), for entries written by it."""
-    n_rows, n_features = X.shape
-    h = hashlib.sha256()
-    h.update(_FINGERPRINT_TAG_V1)
-    h.update(struct.pack("<qqq", n_rows, n_features, X.nnz))
-    for arr, dtype in ((X.indptr, "<i8"), (X.indices, "<i4"), (X.data, "<f8"), (y, "<f8")):
-        h.update(_le_bytes(arr, dtype))
-    return h.hexdigest()
 
 
 def _row_group_digest(X: sp.csr_matrix, y: np.ndarray) -> str:

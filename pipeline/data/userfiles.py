@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,11 @@ import scipy.sparse as sp
 
 from pipeline.data import store
 
-__all__ = ["INGEST_FORMATS", "infer_format", "read_csv", "read_libsvm", "read_parquet"]
+__all__ = ["INGEST_FORMATS", "IngestWarning", "infer_format", "read_csv", "read_libsvm", "read_parquet"]
+
+
+class IngestWarning(UserWarning):
+    """A file that reads, but perhaps not as its author meant (one cut short): ingested, and said."""
 
 INGEST_FORMATS = ("libsvm", "svmlight", "csv", "parquet")
 
@@ -72,30 +77,42 @@ def _validate_libsvm(path: Path, zero_based: str) -> bool:
 
     Each line's syntax is checked by one compiled regex; the order of the feature indices is
     checked with numpy for a batch of lines at a time, since converting and comparing
-    indices one by one in Python would dominate the cost (about 4x slower). Together this
+    indices one by one in Python would dominate the cost. Together this
     runs at roughly the speed of scikit-learn's C loader.
     """
     saw_zero = False
+    last = None      # (line number, line) of the last data line, if the file ends without a newline
     with open(path, "rb") as fh:
         batch: list[tuple[int, bytes]] = []
         for lineno, raw in enumerate(fh, start=1):
             line = raw.split(b"#", 1)[0].rstrip(b"\r\n")
             if not line.strip():
                 continue
+            cut = not raw.endswith(b"\n")      # only the file's last line can lack one
             match = _LINE_RE.fullmatch(line)
             if match is None:
-                raise ValueError(f"{path}:{lineno}: {_diagnose_libsvm(line)}")
+                raise ValueError(f"{path}:{lineno}: {_diagnose_libsvm(line)}{_CUT_SHORT if cut else ''}")
+            if cut:
+                last = lineno
             batch.append((lineno, match.group(1)))
             if len(batch) == _VALIDATE_BATCH:
                 saw_zero |= _check_index_order(path, batch, zero_based)
                 batch = []
         saw_zero |= _check_index_order(path, batch, zero_based)
+    if last is not None:
+        # LIBSVM files end each line with a newline, the last one too: a file that stops
+        # inside its last line was most likely cut short (a download or copy interrupted),
+        # and that line, which still parses, may have lost features, and the lines after it.
+        warnings.warn(f"{path}:{last}: the file ends inside this line, with no newline after it: it may be "
+                      f"truncated (a download or copy cut short); compare it with its source", IngestWarning,
+                      stacklevel=3)
     if zero_based == "auto":
         return saw_zero  # sklearn's heuristic: any index 0 means zero-based
     return zero_based == "true"
 
 
 _VALIDATE_BATCH = 8192
+_CUT_SHORT = " (the file's last line, with no newline after it: the file may be truncated)"
 
 
 def _check_index_order(path: Path, batch: list[tuple[int, bytes]], zero_based: str) -> bool:

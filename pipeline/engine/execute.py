@@ -13,9 +13,11 @@
 - Tasks are submitted under their first spec's key and gathered with ``as_completed``. The
   client writes each task's records, each with the spec that produced it (so shards describe
   themselves), as one shard, ``shards/<first key>[.<generation>].parquet`` (`ShardWriter`: temp
-  file, one sync, rename), so an interrupted run loses only its unfinished tasks and a rerun
-  into the same run directory skips finished records. A file and a sync per fit could not keep
-  up with fits of a few ms (issue 10, scenario d).
+  file, one sync, rename), and a rerun into the same run directory skips finished records. A
+  file and a sync per fit could not keep up with fits of a few ms (issue 10, scenario d). The
+  records of fits that end while their task still runs come to the client on a Dask queue
+  (`RecordStream`) and are written within WRITE_S (`RecordSink`), so an interrupted run loses
+  only the fits that were running.
 - The cluster is usually open already, its workers warming (`warm_workers`): run.py starts it
   while it plans. The execute phase's clock starts once they are warm (`WarmUp`).
 - On Dask, each task runs in its worker thread's sandbox (`pipeline.engine.sandbox`): a spec past its
@@ -33,6 +35,7 @@ import math
 import os
 import pickle
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -42,8 +45,11 @@ from ..experiment.experiment import Experiment, as_dict, thaw
 from ..experiment.plan import Plan, made
 from ..results import shards as shard_format
 from ..results.tables import iter_statuses, shard_files, shard_generation
+from . import security as tls
+from .kept import KEPT
+from .kept import connection as kept_connection
 from .kept import resolve as resolve_address
-from .sandbox import call_in_sandboxes, records_of, run_sandboxed, warm_sandboxed
+from .sandbox import FLUSH_S, call_in_sandboxes, run_sandboxed, warm_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 
 # Tasks per worker that run.chunk=auto cuts before the sweep's pace is known (and everywhere
@@ -73,6 +79,13 @@ IN_FLIGHT = 3
 # shorter units shrink towards the end (`paced_chunk`), so a held one costs little, and they
 # keep three in flight: the client's round trip between tasks would cost them more.
 LONG_UNIT_S = 0.5
+# The client writes the records it holds as one shard when a task ends, and once the oldest is
+# this old (`RecordSink`): a fit's record is on disk within WRITE_S of reaching the client, and a
+# task shorter than WRITE_S is one shard, as before. A shard per batch a sandbox sends (every
+# FLUSH_S per worker thread) made a sweep of tiny fits many times more files than Dask tasks,
+# each with its Parquet footer: more bytes a fit and slower tables (the sweep benchmark's
+# scenario (g)).
+WRITE_S = 2.0
 
 
 def in_flight(workers: int, unit_s: float | None) -> int:
@@ -156,6 +169,147 @@ class ShardWriter:
         return path
 
 
+class RecordSink:
+    """Where the records of one `execute` go: shards (`ShardWriter`), each record with the spec
+    that produced it, each key once, whichever way its record came first: a task's result, or
+    the records its sandbox sent while the task still ran (`RecordStream`; under
+    cluster=sequential, the task's own notify). A record is the client's as soon as it comes
+    (`add`), and on disk when its task ends or within WRITE_S, whichever is first (`flush`):
+    the records that came meanwhile are one shard, and all of them when the execute ends,
+    however it ends (Ctrl-C, an error). So Ctrl-C or a killed worker (SIGKILL, a job's
+    walltime) loses only the fits that were running (and at most FLUSH_S of those that had
+    just ended, still in their sandbox), and a killed client at most WRITE_S more; the next run
+    into the directory computes exactly the rest. Thread-safe: the stream's thread and the main
+    thread both add and flush."""
+
+    def __init__(self, shards: ShardWriter):
+        self.shards = shards
+        self.lock = threading.Lock()
+        # Keys of the tasks in flight whose record is written or held to write: a task's are let
+        # go when it ends (`ended`), after which a copy is refused by `specs` alone, so the sink
+        # holds a few tasks' keys, not a million fits'.
+        self.taken: set[str] = set()
+        self.specs: dict[str, dict] = {}      # key -> spec, of the tasks sent and not yet ended
+        self.failed = 0
+        self.worker_rss = (0.0, 0.0, None)    # (task process, worker, solver) of the largest peak
+        self.bar = None
+        self._held: list[dict] = []            # records to write, oldest first
+        self._since: float | None = None       # when the oldest of them came
+        self._seconds: dict[str, float] = {}   # key -> its task seconds, of the tasks not yet ended
+
+    def expect(self, units: list[list[dict]]) -> None:
+        """A task's specs, before it is sent: its records may come from then on."""
+        with self.lock:
+            self.specs.update((spec["key"], spec) for u in units for spec in u)
+
+    def ended(self, units: list[list[dict]]) -> tuple[float, int]:
+        """A task has ended and its records are added: what comes of it later is a copy.
+        Returns (the seconds its specs took, how many have a record), whichever way their
+        records came: the sweep's pace (`execute`)."""
+        seconds, n = 0.0, 0
+        with self.lock:
+            for u in units:
+                for spec in u:
+                    self.specs.pop(spec["key"], None)
+                    self.taken.discard(spec["key"])
+                    took = self._seconds.pop(spec["key"], None)
+                    if took is not None:
+                        seconds, n = seconds + took, n + 1
+        return seconds, n
+
+    def wanted(self, keys) -> bool:
+        """Whether any of these keys is of a task in flight and has no record yet (a batch worth
+        unpickling)."""
+        return any(key in self.specs and key not in self.taken for key in keys)
+
+    def add(self, records: list[dict]) -> int:
+        """Take the records of keys this execute expects and has no record of, each with its
+        spec, to write (`flush`); returns how many."""
+        with self.lock:
+            batch = [{**r, "spec": _without_plugin_text(self.specs[r["key"]])} for r in records
+                     if r["key"] not in self.taken and r["key"] in self.specs]
+            if not batch:
+                return 0
+            if not self._held:
+                self._since = time.monotonic()
+            self._held += batch
+            self.taken.update(r["key"] for r in batch)
+            self._seconds.update((r["key"], r.get("task_time_s") or 0.0) for r in batch)
+            self.failed += sum(r["status"] == "error" for r in batch)
+            self.worker_rss = max(
+                [self.worker_rss, *((r["env_peak_rss_mb"], _measured(r.get("env_worker_peak_rss_mb")),
+                                     r["spec"]["solver"]) for r in batch if r.get("env_peak_rss_mb"))],
+                key=lambda m: m[0] + m[1])
+            if self.bar is not None:
+                if self.failed:
+                    self.bar.set_postfix(failed=self.failed, refresh=False)
+                self.bar.update(len(batch))
+            return len(batch)
+
+    def flush(self, force: bool = False) -> None:
+        """Write the records held as one shard, if the oldest is WRITE_S old (or force). A write
+        that fails (Ctrl-C in it, a full disk) gives them back, so that the next flush writes
+        them: under the same name (their first key), should the failed one have been renamed
+        into place already, so no key is ever in two shards of one execute."""
+        with self.lock:
+            if not self._held or not force and time.monotonic() - self._since < WRITE_S:
+                return
+            batch, since, self._held = self._held, self._since, []
+        try:
+            self.shards.write(batch)
+        except BaseException:
+            with self.lock:
+                self._held, self._since = batch + self._held, since
+            raise
+
+
+class RecordStream:
+    """The records that running tasks' sandboxes send (`sandbox.run_sandboxed`'s stream: each
+    batch the child sends every FLUSH_S), taken from a Dask queue on the scheduler by a thread
+    of the client and handed to the sink (`RecordSink`). A queue, not Dask's events: the
+    scheduler hands each batch over once and keeps nothing, where an event topic and the
+    batched streams it travels through each keep their last 1,000 messages, which at a sweep of
+    tiny fits is most of its records, in the scheduler's and every worker's memory."""
+
+    def __init__(self, client, sink: RecordSink):
+        from distributed import Queue
+        self.sink = sink
+        self.queue = Queue(f"svmbench-records-{uuid.uuid4().hex}", client=client)
+        self.name = self.queue.name
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="svmbench-record-stream", daemon=True)
+        self._thread.start()
+
+    def _take(self, timeout: float | None) -> list:
+        """The batches on the queue: waiting up to timeout for the first (None: not waiting)."""
+        first = [] if timeout is None else [self.queue.get(timeout=timeout, callback_timeout=timeout + 10)]
+        return first + self.queue.get(batch=True, callback_timeout=10)
+
+    def _add(self, batches: list) -> None:
+        records = [r for keys, blob in batches if self.sink.wanted(keys) for r in pickle.loads(blob)]
+        self.sink.add(records)
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._add(self._take(FLUSH_S))
+            except TimeoutError:
+                pass
+            except Exception:  # noqa: BLE001 - the client closing: `close` takes what is left
+                return
+            self.sink.flush()
+
+    def close(self) -> None:
+        """Stop the thread, then take what is still on the queue (after Ctrl-C too: what the
+        tasks sent until now), and let the queue go; the sink writes it (`execute`)."""
+        self._stop.set()
+        self._thread.join()
+        with contextlib.suppress(Exception):
+            self._add(self._take(None))
+        with contextlib.suppress(Exception):
+            self.queue.close()
+
+
 def write_shard(run_dir: Path, records: list[dict] | dict) -> Path:
     """One shard of these records (one record, or a task's list), as the next `execute` would."""
     return ShardWriter(run_dir).write(records if isinstance(records, list) else [records])
@@ -195,8 +349,14 @@ def _sync_file(path: Path) -> None:
         os.close(fd)
 
 
+# Spec fields that travel to the workers only: a file plugin's text (its sha256 names it) and a
+# halving rung's warm starts (the rung before's models, in their own records).
+TRANSPORT_ONLY = ("plugin_text", "warm_state")
+
+
 def _without_plugin_text(spec: dict) -> dict:
-    return {k: v for k, v in spec.items() if k != "plugin_text"} if "plugin_text" in spec else spec
+    return {k: v for k, v in spec.items() if k not in TRANSPORT_ONLY} \
+        if any(k in spec for k in TRANSPORT_ONLY) else spec
 
 
 def finished_keys(run_dir: Path) -> set[str]:
@@ -276,7 +436,7 @@ def open_client(cluster):
     # Dask's INFO lines (workers starting and stopping, comms closing) are not the run's story.
     logging.getLogger("distributed").setLevel(logging.WARNING)
     if kind == "address":
-        with _connect(resolve_address(cluster.address), security(cluster)) as client:
+        with _connect(*address_security(cluster)) as client:
             yield client
         return
     if kind == "slurm":
@@ -290,13 +450,13 @@ def open_client(cluster):
         with dask.config.set(durations), \
                 slurm_cluster(cluster) as managed:
             managed.adapt(**_adapt_range(kind, cluster))
-            with Client(managed, security=security(cluster)) as client:
+            with Client(managed, security=managed.security) as client:
                 yield client
         return
     if kind == "kubernetes":
         with kubernetes_cluster(cluster) as managed:
             managed.adapt(**_adapt_range(kind, cluster))
-            with Client(managed, security=security(cluster)) as client:
+            with Client(managed) as client:
                 yield client
         return
     import dask
@@ -314,11 +474,16 @@ def open_client(cluster):
         # tables and report) against its memory limit, and pause or spill for it. The limit
         # is the sandboxes' (`sandbox._memory_share`), which they enforce on their own child.
         config.update(IN_PROCESS_WORKER_MEMORY)
-    with _sigint_ignored(), dask.config.set(config):
-        local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker), processes=processes,
-                             memory_limit=cluster.memory_limit, dashboard_address=cluster.dashboard_address,
-                             silence_logs=logging.CRITICAL)
-    with local, Client(local) as client:
+    with contextlib.ExitStack() as stack:
+        # A Ctrl-C while it starts is raised once the cluster is whole and will be closed.
+        with _sigint_deferred():
+            with dask.config.set(config):
+                local = LocalCluster(n_workers=n, threads_per_worker=int(cluster.threads_per_worker),
+                                     processes=processes, memory_limit=cluster.memory_limit,
+                                     silence_logs=logging.CRITICAL, **_local_listening(cluster),
+                                     **_worker_preload(processes))
+            stack.enter_context(local)
+            client = stack.enter_context(Client(local, security=local.security))
         try:
             yield client
         finally:
@@ -343,20 +508,40 @@ def _quiet_on_interrupt():
 
 
 @contextlib.contextmanager
-def _sigint_ignored():
-    """Start worker processes with SIGINT ignored (they inherit it, and Python keeps an ignored
-    SIGINT): Ctrl-C reaches the whole process group, and only the client should act on it
-    (one line, exit 130) instead of every worker printing a KeyboardInterrupt traceback."""
+def _sigint_deferred():
+    """Hold a Ctrl-C that comes during the block and raise it (KeyboardInterrupt) as the block
+    ends: a LocalCluster is started inside, and entered into the `with` that closes it; a
+    KeyboardInterrupt in the middle of its start would leave it half made, unclosed.
+    Ctrl-C is never ignored meanwhile: the workers used to be started with SIGINT ignored in
+    this whole process, so that they inherited the ignore, and a Ctrl-C in those seconds was
+    lost (a resumed run opens its cluster after planning: interrupted there, it ran on and
+    exited 0). Worker processes now ignore it themselves (`_worker_preload`). A process that
+    ignores SIGINT (a background job of a non-interactive shell) keeps ignoring it."""
     import signal
     import threading
-    if threading.current_thread() is not threading.main_thread():
+    held = []
+    if threading.current_thread() is not threading.main_thread() or not callable(signal.getsignal(signal.SIGINT)):
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+    if held:
+        previous(signal.SIGINT, None)
+
+
+def _worker_preload(processes: bool) -> dict:
+    """For worker processes of their own (cluster.processes=true), their Dask preloads with
+    `pipeline.engine.sandbox` (its `dask_setup`: SIGINT ignored in the worker, so that Ctrl-C,
+    which reaches the whole process group, is the client's alone to act on: one line, exit 130,
+    no worker's KeyboardInterrupt traceback); a worker the nanny restarts gets it too. The
+    user's own preloads come first. Workers that are threads of this process need none."""
+    if not processes:
+        return {}
+    import dask
+    return {"preload": [*(dask.config.get("distributed.worker.preload") or []), "pipeline.engine.sandbox"]}
 
 
 # The cluster kept open by `keep_clusters` for the later runs of this process: (config, its
@@ -440,14 +625,65 @@ def _connect(address: str, sec):
                            f"within {CONNECT_TIMEOUT_S} s: {first}") from None
 
 
-def security(cluster):
-    """distributed's Security from cluster.security (CA, certificate and key files), or None."""
-    conf = cluster.security
-    if not conf or not conf.get("ca_file"):
+def address_security(cluster) -> tuple[str, object]:
+    """(address, distributed's Security or None) for cluster=address: the kept cluster's own
+    (its state directory's credentials), else cluster.security's files; a plain tcp:// address
+    on another machine is warned about once (`security.warn_plain_address`)."""
+    if cluster.address == KEPT:
+        return kept_connection()
+    if tls.mode(cluster) == "files":
+        return cluster.address, tls.from_files(cluster.security)
+    tls.warn_plain_address(cluster.address)
+    return cluster.address, None
+
+
+# Where the listening sockets of a cluster started here go that no one outside needs: the
+# scheduler's HTTP server (its dashboard) by default, and an in-process worker's HTTP server
+# (its /metrics), which distributed would otherwise open on every interface.
+LOOPBACK = "127.0.0.1:0"
+
+
+def _local_listening(cluster) -> dict:
+    """LocalCluster's arguments for where it listens and who may connect: the scheduler, the
+    workers and their nannies on loopback (LocalCluster's default host; threads of this process
+    use inproc:// and open no port but their HTTP servers'), the dashboard at
+    cluster.dashboard_address (loopback unless named otherwise), and, with worker processes,
+    TLS (cluster.security's files, else credentials made for this cluster, in memory): their
+    scheduler listens on a loopback port that every local user can reach."""
+    dashboard = cluster.dashboard_address
+    args = {"dashboard_address": dashboard or LOOPBACK,
+            # null: no dashboard, but the scheduler's HTTP server (health, metrics) on loopback
+            "scheduler_kwargs": {"dashboard": dashboard is not None}}
+    if not cluster.processes:
+        args["worker_dashboard_address"] = LOOPBACK
+    elif tls.mode(cluster) == tls.NONE:
+        tls.warn_none("local")
+    else:
+        args["security"] = tls.from_files(cluster.security) if tls.mode(cluster) == "files" else tls.temporary()
+    return args
+
+
+def dashboard_line(client, cluster) -> str | None:
+    """The run log's dashboard line: where it is, and, on loopback, how to reach it from another
+    machine (an SSH tunnel); None without one."""
+    import socket
+    from urllib.parse import urlsplit
+    scheduler = getattr(getattr(client, "cluster", None), "scheduler", None)
+    server = getattr(scheduler, "http_server", None)       # a scheduler in this process (local, slurm)
+    if server is not None:
+        if cluster.dashboard_address is None:
+            return None
+        host = getattr(server, "address", None)
+        link = f"http://{host if host not in (None, '', '0.0.0.0', '::') else socket.gethostname()}:{server.port}/status"
+    else:
+        link = client.dashboard_link
+    if not link:
         return None
-    from distributed.security import Security
-    return Security(tls_ca_file=conf["ca_file"], tls_client_cert=conf["cert"], tls_client_key=conf["key"],
-                    require_encryption=True)
+    parts = urlsplit(link)
+    if not tls.is_loopback(parts.hostname):
+        return f"dask dashboard: {link}"
+    return (f"dask dashboard: {link} (on this machine's loopback only; from another machine: "
+            f"`ssh -L {parts.port}:127.0.0.1:{parts.port} {socket.gethostname()}`, then http://localhost:{parts.port}/status)")
 
 
 def _adapt_range(kind: str, cluster) -> dict:
@@ -484,13 +720,18 @@ def _lifetime_s(cluster) -> int:
     return lifetime
 
 
+@contextlib.contextmanager
 def slurm_cluster(cluster):
-    """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it).
+    """dask-jobqueue's SLURMCluster for cluster=slurm (not yet scaled: `open_client` adapts it),
+    open for the block (`with slurm_cluster(exp.cluster) as c: print(c.job_script())`).
 
     Each worker retires (`--lifetime`) `lifetime_margin_s` before the job's walltime, give or take
     `lifetime_stagger_s` (so the workers of a job do not all leave at once), and adaptive scaling
     submits new jobs: SLURM's kill at walltime would instead meet running tasks, lost with their
-    worker and counted against `allowed-failures`."""
+    worker and counted against `allowed-failures`.
+
+    The scheduler, in this process, listens on the login node's network for the jobs' workers:
+    TLS by default (`_slurm_security`), its dashboard on loopback (cluster.dashboard_address)."""
     SLURMCluster = _jobqueue_slurm()
     jq = thaw(cluster.jobqueue)
     # The job's workers run this process's python, so the venv the client plans with (svmbench,
@@ -502,26 +743,58 @@ def slurm_cluster(cluster):
                                "--lifetime", f"{lifetime}s", "--lifetime-stagger", f"{int(cluster.lifetime_stagger_s)}s"]
     jq["job_script_prologue"] = [*jq.get("job_script_prologue", []), *_thread_exports(cluster),
                                  *(f"export {k}={v}" for k, v in quiet_dask_env().items())]
-    return SLURMCluster(**{k: v for k, v in jq.items() if v is not None})
+    dashboard = cluster.dashboard_address
+    jq["scheduler_options"] = {"dashboard_address": dashboard or LOOPBACK, "dashboard": dashboard is not None,
+                               **(jq.get("scheduler_options") or {})}
+    with _slurm_security(cluster, jq) as sec:
+        if sec is not None:
+            # dask-jobqueue: the scheduler on tls://, and each worker's --protocol tls:// and
+            # --tls-ca-file, --tls-cert, --tls-key (the files' paths) in the job script.
+            jq["security"] = sec
+            jq["job_script_prologue"].append("export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True")
+        with SLURMCluster(**{k: v for k, v in jq.items() if v is not None}) as managed:
+            yield managed
+
+
+@contextlib.contextmanager
+def _slurm_security(cluster, jq: dict):
+    """The Security of a SLURM cluster for the block: cluster.security's files, none for
+    cluster.security=none (warned about), else credentials made for this cluster alone
+    (`security.credentials_dir`), in a 0700 directory under the jobs' shared file system
+    (cluster.jobqueue.shared_temp_directory, else the log directory the jobs write to, else the
+    working directory), deleted when the cluster closes."""
+    kind = tls.mode(cluster)
+    if kind == tls.NONE:
+        tls.warn_none("slurm")
+        yield None
+    elif kind == "files":
+        yield tls.from_files(cluster.security)
+    else:
+        shared = jq.get("shared_temp_directory") or jq.get("log_directory") or os.getcwd()
+        with tls.credentials_dir(Path(shared)) as (sec, _):
+            yield sec
 
 
 def _jobqueue_slurm():
     """dask-jobqueue's SLURMCluster, imported without its side effect on Ctrl-C: its runner
     module (0.9) sets SIGINT's handler to `sys.exit` as it is imported, which turned Ctrl-C on a
     cluster=slurm run into a bare SystemExit instead of the run's one line and exit code 130.
-    Python sets a handler only from the main thread, and so does that import: the first import
-    must happen there (`python -m pipeline` opens its cluster in the main thread)."""
+    Its call is refused while it imports (`signal.signal` set aside for the import), rather than
+    undone after it: a Ctrl-C in between would have met its handler and exited 0."""
     import signal
-    import threading
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGINT) if main else None
+    real = signal.signal
+
+    def keep_sigint(signum, handler):
+        # Refused for SIGINT while it imports: a Ctrl-C meanwhile would run its handler
+        # (a bare SystemExit, exit 0) instead of ours.
+        return signal.getsignal(signum) if signum == signal.SIGINT else real(signum, handler)
+    signal.signal = keep_sigint
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise ClusterError("cluster=slurm needs dask-jobqueue: pip install 'svmbench[slurm]'") from None
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        signal.signal = real
     return SLURMCluster
 
 
@@ -536,6 +809,9 @@ def kubernetes_cluster(cluster):
         from dask_kubernetes.operator import KubeCluster
     except ImportError:
         raise ClusterError("cluster=kubernetes needs dask-kubernetes: pip install 'svmbench[kubernetes]'") from None
+    tls.warn_once(("kubernetes",), "warning: cluster=kubernetes: dask-kubernetes' operator starts its scheduler "
+                  "without TLS: any pod that reaches its service can run code as the workers' user; restrict it "
+                  "with a Kubernetes NetworkPolicy (docs: Clusters, Kubernetes)")
     k = thaw(cluster.kubernetes)
     from .sandbox import THREAD_VARS
     env = {**{v: str(cluster.blas_threads) for v in THREAD_VARS}, **quiet_dask_env(), **(k.get("env") or {})}
@@ -987,52 +1263,38 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     skipped = total - len(todo)
     if skipped:
         log(f"resuming: {skipped} of {total} tasks already have shards in {run_dir}/shards; skipping them")
-    failed = 0
     dashboard = None
     cluster = exp.cluster if todo else dataclasses.replace(exp.cluster, kind="sequential")
     threads_of_client = cluster.kind == "local" and not cluster.processes
     n_tasks = 0
     loads = None
-    worker_rss = (0.0, 0.0, None)
     started = time.perf_counter()
+    sink = RecordSink(ShardWriter(run_dir))
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
-    with opened as client, _quiet_on_interrupt(), contextlib.ExitStack() as stack:
+    # However the phase ends (Ctrl-C, an error), the records the client holds are written last.
+    with _finally(sink.flush, True), opened as client, _quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
             warmup = WarmUp([], started=started, planned=started)
             warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads), task_modules(exp, plan))
         chunk = exp.run.chunk
-        shards = ShardWriter(run_dir)
-
-        def finish(units, records):
-            nonlocal failed, worker_rss
-            by_key = {r["key"]: r for r in records}
-            solver = {spec["key"]: spec["solver"] for u in units for spec in u}
-            worker_rss = max([worker_rss, *((r["env_peak_rss_mb"], _measured(r.get("env_worker_peak_rss_mb")),
-                                              solver[r["key"]]) for r in records if r.get("env_peak_rss_mb"))],
-                             key=lambda m: m[0] + m[1])
-            # A file plugin's text travels with its specs to the workers; its sha256 (in the key and
-            # in spec["plugin"]) already names it, so a shard does not store the file once a fit.
-            batch = [{**by_key[spec["key"]], "spec": _without_plugin_text(spec)} for u in units for spec in u]
-            failed += sum(r["status"] == "error" for r in batch)
-            shards.write(batch)
-            if failed:
-                bar.set_postfix(failed=failed, refresh=False)
-            bar.update(len(batch))
 
         if client is None:
             before = _worker_loads(None) if todo else None
             t0 = time.perf_counter()
-            bar = _progress(len(todo), bool(exp.run.progress))
+            bar = sink.bar = _progress(len(todo), bool(exp.run.progress))
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
                 for units in make_tasks(make_units(todo, interleave=bool(exp.run.interleave)), 1, chunk):
                     units = made(units)
-                    finish(units, run_task(units, root))
+                    sink.expect(units)
+                    run_task(units, root, notify=_flushed(sink))
+                    sink.ended(units)
+                    sink.flush(force=True)
                     n_tasks += 1
         else:
             from distributed import as_completed
-            dashboard = client.dashboard_link
+            dashboard = dashboard_line(client, cluster)
             if dashboard:
-                log(f"dask dashboard: {dashboard}")
+                log(dashboard)
             workers = _n_workers(client, cluster)
             cutter = TaskCutter(make_units(todo, workers, bool(exp.run.interleave)))
             first = first_chunk(cutter.left, workers, chunk)
@@ -1053,11 +1315,14 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
 
             # A few tasks per worker thread at a time, so each next one is cut knowing the pace.
             pending = as_completed()
+            # The records of ended fits, streamed while their tasks run, written as they come.
+            stream = stack.enter_context(contextlib.closing(RecordStream(client, sink)))
 
             def submit(task):
                 units, payload, task_limits = task
+                sink.expect(units)
                 fut = client.submit(run_sandboxed, payload, root, task_limits, int(exp.run.retries),
-                                    int(cluster.blas_threads), key=units[0][0]["key"],
+                                    int(cluster.blas_threads), stream.name, key=units[0][0]["key"],
                                     retries=int(exp.run.retries), pure=False)
                 futures[fut] = units
                 pending.add(fut)
@@ -1075,14 +1340,15 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             t0 = time.perf_counter()
             for task in first_wave:
                 submit(task)
-            bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
+            bar = sink.bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
             for fut in pending:
                 units = futures.pop(fut)
                 if pace is not None:
                     refill()    # before this task's records and shard: the workers' queues first
                 try:
                     blobs, worker_peak = fut.result()
-                    records = records_of(blobs)
+                    # The batches the stream has written already are not unpickled again.
+                    records = [r for keys, blob in blobs if sink.wanted(keys) for r in pickle.loads(blob)]
                     # The worker's own peak, beside its sandbox's; none where the worker is a
                     # thread of this process (its peak is the client's, in the closing line).
                     worker_peak = math.nan if threads_of_client else worker_peak
@@ -1094,15 +1360,18 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                                          f"retried {exp.run.retries} times)"} for u in units for spec in u]
                 fut.release()
                 n_tasks += 1
-                seconds = sum(r.get("task_time_s") or 0.0 for r in records)
+                sink.add(records)
+                # The pace: this task's seconds per spec, over its records however they came (most
+                # of a long task's by the stream, before it ended).
+                seconds, n = sink.ended(units)
                 if seconds > 0:
-                    pace, unit_s = seconds / len(records), seconds / len(units)
+                    pace, unit_s = seconds / n, seconds / len(units)
                 if time.monotonic() - counted > 1.0:     # workers join and leave (adaptive clusters)
                     workers, counted = _n_workers(client, cluster), time.monotonic()
                 # The pace and unit length this task gave decide the next cuts and how many are
                 # in flight: the first task back sets both (the refill above waited for it).
                 refill()
-                finish(units, records)
+                sink.flush(force=True)     # a task's end writes what is held, as ever
         wall = time.perf_counter() - t0
         bar.close()
         if todo:
@@ -1111,12 +1380,33 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             before = warmup.loads() if client is not None else before
             loads = {k: after[k] - before[k] for k in after}
     import resource
-    return Summary(total=total, done=len(todo), skipped=skipped, failed=failed,
+    worker_rss = sink.worker_rss
+    return Summary(total=total, done=len(todo), skipped=skipped, failed=sink.failed,
                    wall_s=wall, dashboard=dashboard, tasks=n_tasks, loads=loads,
                    client_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                    worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),
                    startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None,
                    threads_of_client=None if client is None else threads_of_client)
+
+
+@contextlib.contextmanager
+def _finally(fn, *args):
+    """fn(*args) when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        fn(*args)
+
+
+def _flushed(sink: RecordSink):
+    """A task's notify under cluster=sequential (`tasks.run_task`): each spec's record is the
+    sink's as it ends (and on disk within WRITE_S), so a long task in this process keeps what
+    it finished."""
+    def notify(what, payload):
+        if what == "record":
+            sink.add([payload])
+            sink.flush()
+    return notify
 
 
 def _measured(mb: float | None) -> float:

@@ -10,7 +10,9 @@ task, keeping the dataset and fold caches of `tasks` across tasks) and waits on 
 - the child writes the index of each spec and its start time into a page of memory both map
   (`_Slot`) before it runs it: no message and no system call per spec. The records of ended
   specs come over its stdout, at most every `FLUSH_S` and at the task's end, so the parent
-  wakes for them a few times a second at most, not once per fit;
+  wakes for them a few times a second at most, not once per fit; it passes each batch on to
+  the client at once, on the run's Dask queue (`run_sandboxed`'s stream), so that a fit that
+  ended is kept even if the task never does;
 - a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
   computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
   becomes a ``timeout`` row, and the task's other specs go on in a fresh child;
@@ -48,6 +50,10 @@ POLL_S = 0.1                 # how often the waiting thread checks the clock and
 # message wakes the waiting thread, a context switch on the cores the fits need, and short fits
 # end hundreds of times a second. A child that dies loses at most this much of finished work,
 # which its successor runs again.
+# A spec's preparation before its solver starts (reading its data, importing its plugin,
+# compiling) is bounded apart from its solver's hard limit, by this or that limit if longer: a
+# hung read is ended, a slow one on a busy machine is not charged to the solver.
+PREPARE_LIMIT_S = 600.0
 FLUSH_S = 0.5
 READ_BYTES = 1 << 20         # at most this much of the child's messages per read
 # The pipes' kernel buffers (Linux's default is 64 kB; 1 MB is its default most for a user).
@@ -57,6 +63,9 @@ READ_BYTES = 1 << 20         # at most this much of the child's messages per rea
 # most of it the pickling). A task's specs go the other way.
 PIPE_BYTES = 1 << 20
 MEMORY_FRACTION = 0.95       # of the worker's share, as distributed's nanny terminates at 95%
+# A streamed batch of records (`_streamer`) waits at most this long for the scheduler: past it,
+# the batch is left to the task's result, and the task goes on.
+STREAM_TIMEOUT_S = 10
 _HEADER = struct.Struct("<Q")
 
 
@@ -67,8 +76,9 @@ class _Slot:
     descriptor). The child writes it before each spec: two aligned 8-byte stores, the time
     first, so a reader that sees the new index sees its time; no message, no system call. The
     parent reads it when it wakes (every POLL_S: the spec's hard limit and memory) and when the
-    child dies (whose spec it was). One message per spec cost the child a pickle and a write and
-    the parent a wake-up per fit: with fits of a millisecond, a tenth of the cores' time.
+    child dies (whose spec it was). One message per spec would cost the child a pickle and a
+    write and the parent a wake-up per fit, a real share of the cores' time with fits of a
+    millisecond.
 
     Each field is one 8-byte store and one 8-byte load, through memoryviews cast to int64 and
     double (CPython copies a single item with one `memcpy` of its size). `struct.pack_into`,
@@ -76,15 +86,22 @@ class _Slot:
     read while the child wrote could see the start as 0.0, i.e. the spec as running since the
     machine booted, and killed a fit of milliseconds as past its hard limit: 5 and 7 of
     1,000,000 fits in two runs of scenario (h) ("killed after 0.0 s"; tests/pipeline/
-    test_sandbox.py reads the slot while a child writes it)."""
+    test_sandbox.py reads the slot while a child writes it).
 
-    SIZE = 16
+    The child also notes when the spec's solver starts (`solving`, 0.0 until then): the spec's
+    hard limit counts from there, so that reading its data or loading its plugin in a fresh
+    child on a busy machine is not charged to the solver (it has a limit of its own,
+    PREPARE_LIMIT_S).
+    """
+
+    SIZE = 24
 
     def __init__(self, fd: int):
         self.fd = fd
         self._map = mmap.mmap(fd, self.SIZE)
         self._view = memoryview(self._map)
-        self._index, self._started = self._view[:8].cast("q"), self._view[8:].cast("d")
+        self._index, self._started = self._view[:8].cast("q"), self._view[8:16].cast("d")
+        self._solving = self._view[16:].cast("d")
 
     @classmethod
     def create(cls) -> _Slot:
@@ -97,14 +114,24 @@ class _Slot:
         return cls(fd)
 
     def write(self, index: int, started: float = 0.0) -> None:
+        self._solving[0] = 0.0
         self._started[0] = started
         self._index[0] = index
 
-    def read(self) -> tuple[int, float]:
-        return self._index[0], self._started[0]
+    def solving(self, when: float) -> None:
+        """The running spec's solver starts (its first, for a spec of several binary problems)."""
+        if self._solving[0] == 0.0:
+            self._solving[0] = when
+
+    def read(self) -> tuple[int, float, float]:
+        """(index, started, solving): solving read first, so that a new spec's index and start are
+        never paired with the solver start of the spec before it."""
+        solving = self._solving[0]
+        index, started = self._index[0], self._started[0]
+        return index, started, solving
 
     def close(self) -> None:
-        for view in (self._index, self._started, self._view):     # an exported view keeps the map open
+        for view in (self._index, self._started, self._solving, self._view):     # an exported view keeps the map open
             view.release()
         self._map.close()
         os.close(self.fd)
@@ -141,24 +168,37 @@ def _recv(fh):
     return pickle.loads(_read_exact(fh, size))
 
 
-def plugin_files() -> list[tuple[str, str | None]]:
-    """(module, file) of every module outside the solvers package that registered a solver in
-    this process (a plugin package, or a `dask worker --preload` script): the child imports
-    them too, so it knows the same solvers. A process that never imported `solvers` (a worker,
-    whose tasks run in its sandbox) has registered nothing: importing it here would only cost
-    the worker a second of imports (numba, sklearn) that delays its child's start."""
+def plugin_files() -> list[tuple[str, str | None, str | None]]:
+    """(module, file, sha256) of every module outside the solvers package that registered a
+    solver in this process (a plugin package, or a `dask worker --preload` script), the sha256
+    for a plugin file (`solvers.load_plugin`): the child loads them too, so it knows the same
+    solvers. A process that never imported `solvers` (a worker, whose tasks run in its sandbox)
+    has registered nothing: importing it here would only cost the worker a second of imports
+    (numba, sklearn) that delays its child's start."""
     solvers = sys.modules.get("solvers")
     if solvers is None:
         return []
+    from solvers.registry import plugin_of
     out = set()
     for name in solvers.solver_names():
         module = solvers.get_solver(name).fit.__module__
         if module.split(".")[0] != "solvers":
-            out.add((module, getattr(sys.modules.get(module), "__file__", None)))
+            plugin = plugin_of(name)
+            if plugin is not None and plugin.sha256 is not None:
+                out.add((module, plugin.source, plugin.sha256))
+            else:
+                out.add((module, getattr(sys.modules.get(module), "__file__", None), None))
     return sorted(out, key=str)
 
 
-def _import_plugin(module: str, path: str | None) -> None:
+def _import_plugin(module: str, path: str | None, sha256: str | None = None) -> None:
+    if sha256 is not None:
+        # A plugin file, loaded as the parent loaded it (by its content, `registry.ensure_plugin`):
+        # the same file the specs then ship is the same plugin, not a second registration. An
+        # importlib import of its module would register its solvers under another origin.
+        from solvers.registry import ensure_plugin
+        ensure_plugin(path, sha256)
+        return
     try:
         importlib.import_module(module)
     except ImportError:
@@ -313,28 +353,34 @@ class Sandbox:
                 watch()
 
     def run(self, units: list[list[dict]], root: str, limits: dict, retries: int = 1,
-            memory_limit: float | None = None) -> list[dict]:
+            memory_limit: float | None = None, on_records=None) -> list[dict]:
         """The records of every spec of the task, in order; limits: spec key -> hard seconds."""
         by_key = {r["key"]: r for r in records_of(self.run_pickled(
-            pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL), root, limits, retries, memory_limit))}
+            pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL), root, limits, retries, memory_limit, on_records))}
         return [by_key[s["key"]] for u in units for s in u]
 
     def run_pickled(self, payload: bytes, root: str, limits: dict, retries: int = 1,
-                    memory_limit: float | None = None) -> list[bytes]:
+                    memory_limit: float | None = None, on_records=None) -> list[tuple[list[str], bytes]]:
         """`run` for units that come pickled (a Dask task's argument) and records that go on
-        pickled: a list of pickled lists of records, each spec's record in one of them
-        (`records_of`). The payload goes to the child as it is, before this thread unpickles it
-        for its own bookkeeping; the child's records are passed on as the child pickled them.
+        pickled: a list of (keys, pickled list of their records), each spec's record in one of
+        them (`records_of`). The payload goes to the child as it is, before this thread unpickles
+        it for its own bookkeeping; the child's records are passed on as the child pickled them.
         Pickling and unpickling them here again sat between a task's end and the next one's
-        start: 20 ms for a task of 2,000 fits (scenario (d)), on cores the fits share."""
-        with self.busy:
-            return self._run(payload, root, limits, retries, memory_limit)
+        start: 20 ms for a task of 2,000 fits (scenario (d)), on cores the fits share.
 
-    def _running(self, specs: list[dict], ended: set) -> tuple[dict, float] | None:
-        """(spec, started) that the slot names, unless its record came already (between specs)."""
-        index, started = self._slot.read()
+        on_records(keys, blob), if given, hears each batch of records as it comes while the task
+        runs (the child sends the records of ended specs every FLUSH_S; a spec that timed out or
+        whose process died, as it ends), but not the task's last batch, which comes with the
+        result: `execute.RecordStream` makes them durable before the task ends."""
+        with self.busy:
+            return self._run(payload, root, limits, retries, memory_limit, on_records)
+
+    def _running(self, specs: list[dict], ended: set) -> tuple[dict, float, float] | None:
+        """(spec, started, solving) that the slot names, unless its record came already (between
+        specs); solving 0.0 while its solver has not started."""
+        index, started, solving = self._slot.read()
         if 0 <= index < len(specs) and specs[index]["key"] not in ended:
-            return specs[index], started
+            return specs[index], started, (solving if solving >= started else 0.0)
         return None
 
     def _watch(self, specs, ended, limits, memory_limit) -> None:
@@ -343,7 +389,8 @@ class Sandbox:
         if now is None:
             return
         limit = limits.get(now[0]["key"])
-        if limit and time.monotonic() > now[1] + limit:
+        # From the solver's start; before it, the spec's preparation has a limit of its own.
+        if limit and time.monotonic() > (now[2] or now[1]) + (limit if now[2] else max(limit, PREPARE_LIMIT_S)):
             raise _Ended("ran past its hard time limit", timeout=True)
         if memory_limit is not None:
             rss = _rss(self.proc.pid)
@@ -352,8 +399,8 @@ class Sandbox:
                              f"{memory_limit / 2**20:.0f} MB (the worker's memory limit per thread), "
                              f"and was killed")
 
-    def _run(self, payload, root, limits, retries, memory_limit) -> list[bytes]:
-        blobs: list[bytes] = []
+    def _run(self, payload, root, limits, retries, memory_limit, on_records=None) -> list[tuple[list[str], bytes]]:
+        blobs: list[tuple[list[str], bytes]] = []
         ended: set[str] = set()          # keys with a record, in the blobs
         attempts: dict[str, int] = {}
         todo = None                      # the units left to run; None: all, as in the payload
@@ -369,9 +416,11 @@ class Sandbox:
                 while True:
                     kind, keys, blob = self._next(watch)
                     ended.update(keys)
-                    blobs.append(blob)
+                    blobs.append((keys, blob))
                     if kind == "done":
                         break
+                    if on_records is not None:
+                        on_records(keys, blob)
                 todo = []
             except _Ended as end:
                 if self.stopping:
@@ -382,15 +431,21 @@ class Sandbox:
                 now = self._running(specs, ended) if self._slot is not None else None
                 self.close()
                 # The spec the slot names; dead between specs (at start-up): the next one due.
-                spec, started = now or (next(s for s in specs if s["key"] not in ended), None)
+                spec, started, solving = now or (next(s for s in specs if s["key"] not in ended), None, 0.0)
                 elapsed = time.monotonic() - started if started else 0.0
                 record = None
-                if end.timeout:
+                if end.timeout and solving:
                     record = _ended_record(
                         spec, "timeout", elapsed,
-                        f"killed after {elapsed:.1f} s: the solver did not stop at its time limit "
-                        f"(hard limit {limits[spec['key']]:.1f} s = time limit x problems + grace); "
-                        f"its process was replaced")
+                        f"killed {time.monotonic() - solving:.1f} s after its solver started: the solver did not "
+                        f"stop at its time limit (hard limit {limits[spec['key']]:.1f} s = time limit x problems "
+                        f"+ grace); its process was replaced")
+                elif end.timeout:
+                    record = _ended_record(
+                        spec, "timeout", elapsed,
+                        f"killed after {elapsed:.1f} s before its solver started (reading its data, loading its "
+                        f"solver): past the limit of "
+                        f"{max(limits[spec['key']], PREPARE_LIMIT_S):.1f} s on a fit's preparation; its process was replaced")
                 else:
                     n = attempts[spec["key"]] = attempts.get(spec["key"], 0) + 1
                     if n > retries:
@@ -399,7 +454,9 @@ class Sandbox:
                             f"task ({n} attempt{'s' * (n > 1)}, run.retries={retries})")
                 if record is not None:
                     ended.add(spec["key"])
-                    blobs.append(pickle.dumps([record], protocol=pickle.HIGHEST_PROTOCOL))
+                    blobs.append(([spec["key"]], pickle.dumps([record], protocol=pickle.HIGHEST_PROTOCOL)))
+                    if on_records is not None:
+                        on_records(*blobs[-1])
                 todo = [r for r in ([s for s in u if s["key"] not in ended] for u in todo) if r]
         return blobs
 
@@ -408,9 +465,9 @@ class SandboxStopped(RuntimeError):
     """A sandbox's worker closed while a task ran in it (`stop_sandboxes`)."""
 
 
-def records_of(blobs: list[bytes]) -> list[dict]:
-    """The records in `Sandbox.run_pickled`'s blobs."""
-    return [record for blob in blobs for record in pickle.loads(blob)]
+def records_of(blobs: list[tuple[list[str], bytes]]) -> list[dict]:
+    """The records in `Sandbox.run_pickled`'s (keys, blob) pairs."""
+    return [record for _, blob in blobs for record in pickle.loads(blob)]
 
 
 def _ended_record(spec: dict, status: str, elapsed: float, why: str) -> dict:
@@ -471,13 +528,36 @@ def _worker_address() -> str | None:
         return None
 
 
-def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int) -> tuple[list[bytes], float]:
+def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: int,
+                  stream: str | None = None) -> tuple[list[tuple[list[str], bytes]], float]:
     """The Dask task body: `tasks.run_task` in this worker thread's sandbox; the units come and
     the records go pickled (`execute.execute` says why; `Sandbox.run_pickled`), with the
-    worker's own peak RSS, which the client records beside the sandbox's (env_peak_rss_mb)."""
-    blobs = _thread_box(threads).run_pickled(units, root, limits, retries, _memory_share())
+    worker's own peak RSS, which the client records beside the sandbox's (env_peak_rss_mb).
+    stream: the client's Dask queue (`execute.RecordStream`) that each batch of records goes to
+    as the task runs, so that a fit that ended is the client's before the task ends."""
+    blobs = _thread_box(threads).run_pickled(units, root, limits, retries, _memory_share(), _streamer(stream))
     from .rss import peak_rss_mb
     return blobs, peak_rss_mb()
+
+
+def _streamer(name: str | None):
+    """on_records for `Sandbox.run_pickled` that puts each batch (keys, blob) on the client's
+    Dask queue `name`, through the scheduler, or None (no queue, or not on a Dask worker).
+    Best effort: the task's result carries every record anyway; a put that fails (the client
+    gone, its queue closed) only leaves that batch to the result."""
+    if name is None:
+        return None
+    try:
+        from distributed import get_client
+        client = get_client()
+    except (ImportError, ValueError):
+        return None
+
+    def put(keys: list[str], blob: bytes) -> None:
+        with contextlib.suppress(Exception):
+            client.sync(client.scheduler.queue_put, name=name, data=[keys, blob], timeout=None,
+                        callback_timeout=STREAM_TIMEOUT_S)
+    return put
 
 
 def warm_sandboxed(solver_names: list[str], threads: int, modules: list[str] = ()) -> dict | None:
@@ -495,6 +575,15 @@ def _memory_share() -> float | None:
         return None
     limit = worker.memory_manager.memory_limit
     return MEMORY_FRACTION * limit / max(1, worker.state.nthreads) if limit else None
+
+
+def dask_setup(worker) -> None:
+    """This module as a Dask worker's preload (`execute._worker_preload`, cluster.processes=
+    true): the worker process ignores SIGINT, so that a Ctrl-C in the terminal, which reaches
+    the whole process group, is the client's alone to act on (one line, exit 130), not each
+    worker's to print a KeyboardInterrupt traceback. A worker the nanny restarts runs it too."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _die_with_parent() -> None:
@@ -536,13 +625,13 @@ def main() -> None:
             _send(out, ("result", fn()))
             continue
         if kind == "plugins":
-            for module, path in args[0]:
+            for plugin in args[0]:
                 # Ahead of the tasks, best effort: a file the parent loaded may be gone (edited,
                 # or a temporary one), and a fit of its solver carries the file's text and loads
                 # it itself (`tasks`, `registry.ensure_plugin`); a child that died here would
                 # take every other solver's fits with it.
-                with contextlib.suppress(ImportError, OSError):
-                    _import_plugin(module, path)
+                with contextlib.suppress(ImportError, OSError, ValueError):
+                    _import_plugin(*plugin)
             continue
         if kind == "warm":
             warm(*args)
@@ -563,6 +652,9 @@ def _child_task(units, root, slot: _Slot, out, run_task) -> None:
         if what == "start":
             # Before the spec runs: a death or a kill from now on is this spec's.
             slot.write(index[payload], time.monotonic())
+            return
+        if what == "solving":
+            slot.solving(time.monotonic())
             return
         ended.append(payload)
         now = time.monotonic()

@@ -12,7 +12,10 @@ with ``status="error"`` and its traceback, and the sweep goes on.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
+import contextvars
+import functools
 import importlib
 import json
 import math
@@ -356,15 +359,44 @@ def _accuracy(y, f) -> float:
     return int(np.count_nonzero((f > 0) == (y > 0))) / len(y)
 
 
+# Who hears that the running spec's solver starts (`run_task`'s notify, as ("solving", key)): a
+# sandbox counts the spec's hard limit from there, not from its start (`sandbox._Slot`).
+_SOLVING: contextvars.ContextVar = contextvars.ContextVar("svmbench_solving", default=None)
+
+
+def _solver_starts() -> None:
+    hook = _SOLVING.get()
+    if hook is not None:
+        hook()
+
+
 _STATUS_RANK = {"converged": 0, "budget": 1, "stalled": 2, "max_iter": 3, "timeout": 4, "diverged": 5}
 
 
 def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, rows=None):
     """One binary problem of the spec, solved: (problem, fit). With the test rows, the trace can
-    carry the test error at each point (run.trace_test_error); `rows`: as `_problem` takes it."""
+    carry the test error at each point (run.trace_test_error); `rows`: as `_problem` takes it.
+
+    A timing fit (the spec's `timing`, plan.timing_template) builds its problem from the fold's
+    arrays, timed (`info["setup_s"]`: what an estimator's fit does before its solver, so that our
+    solvers' time is the whole call, as a library's fit call is; 0 for a library, whose own call
+    checks its input inside its time), and a reference library's is a ladder (`_ladder`)."""
     import solvers
 
-    problem = _problem(spec["problem"], X, y, rows)
+    timing = spec.get("timing")
+    # A timing fit is timed in the CPU seconds of its process, not the wall's: on a shared
+    # machine a millisecond fit can wait for a core longer than it runs (measured in
+    # docs/benchmarks/fairness.md), and the wait is the machine's, not the solver's. Every solver
+    # here runs in its task's process (LIBLINEAR and LIBSVM inside scikit-learn's call); one that
+    # used k threads would be charged the k threads' seconds.
+    clock = time.process_time if timing is not None else time.perf_counter
+    setup_s = 0.0
+    if timing is not None and timing["method"] != "ladder":
+        t0 = clock()
+        problem = _problem(spec["problem"], X, y)
+        setup_s = clock() - t0
+    else:
+        problem = _problem(spec["problem"], X, y, rows)
     params = dict(spec["solver_params"])
     if "random_state" in solvers.get_solver(spec["solver"]).params and params.get("random_state") is None:
         params["random_state"] = spec["seed"]
@@ -375,26 +407,79 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
         # Test error of the solver's current model at each trace point (clock paused).
         extras["test_error"] = lambda m: 1.0 - _accuracy(y_test, problem.decision(m, X_test))
 
-    def solve():
-        rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=spec["trace"]["enabled"],
+    def solve(budget=budget, enabled=spec["trace"]["enabled"]):
+        rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock,
                                extras=extras, max_overhead=spec["trace"].get("max_overhead", 0.05))
+        _solver_starts()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # non-convergence is the status column
             return solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
 
-    fit = solve()
-    repeats = int(b.get("time_repeats", 1))
-    if repeats > 1:
-        # run.time_repeats: the same solve again (same start and seed: the same iterates), the
-        # fastest kept, its trace with it; every time in info, so the spread stays visible.
-        times = [float(fit.fit_time_s)]
-        for _ in range(repeats - 1):
-            again = solve()
-            times.append(float(again.fit_time_s))
-            if again.fit_time_s < fit.fit_time_s:
-                fit = again
-        fit.info["fit_time_s_repeats"] = times
+    def fastest(budget=budget, enabled=spec["trace"]["enabled"]):
+        fit = solve(budget, enabled)
+        repeats = int(b.get("time_repeats", 1))
+        if repeats > 1:
+            # run.time_repeats: the same solve again (same start and seed: the same iterates), the
+            # fastest kept, its trace with it; every time in info, so the spread stays visible.
+            times = [float(fit.fit_time_s)]
+            for _ in range(repeats - 1):
+                again = solve(budget, enabled)
+                times.append(float(again.fit_time_s))
+                if again.fit_time_s < fit.fit_time_s:
+                    fit = again
+            fit.info["fit_time_s_repeats"] = times
+        return fit
+
+    fit = _ladder(fastest, budget, int(timing["per_decade"])) if timing is not None and \
+        timing["method"] == "ladder" else fastest()
+    if timing is not None:
+        fit.info["setup_s"] = setup_s      # the record's own column (`_binary_record`)
     return problem, fit
+
+
+# A ladder's rungs end at its solver's own stop; past this many a ladder is cut (a million
+# iterations at 10 rungs a decade) and says so.
+MAX_RUNGS = 60
+
+
+def _ladder(solve, budget, per_decade: int):
+    """A library that runs as one call (LIBLINEAR, LIBSVM and SGD through scikit-learn) has no
+    trace to read a time to target from, and its time to its own stop is not one. So it is timed
+    as benchopt times a black box: a ladder of cold solves capped at k = 1, 2, 3, ... iterations,
+    k growing by 10^(1/per_decade) as the recorder's points do (the same grid, so that a time to
+    target is read at the same resolution on both sides), each solve timed alone (its whole call).
+    The rungs are the fit's trace: (iterations, that solve's seconds, P, D, gap); the fit returned
+    is the last rung, which stopped by the solver's own test (or at its cap or time limit), so its
+    status, iterations and time are those of the plain fit. Same start and seed each time: rung k's
+    model is the k-th iterate of the full solve."""
+    from solvers import Budget
+
+    cap = budget.max_iter
+    rungs, spent, k = [], 0.0, 1
+    # The rungs, their certificates and the calls' own costs all run inside one task, which the
+    # sandbox kills at the fit's time limit (and a grace): the ladder stops at half of it, cut
+    # (`ladder_cut`: the report then cannot tell whether the target was reached after it).
+    started = time.perf_counter()
+    while True:
+        k = min(k, cap) if cap is not None else k
+        fit = solve(Budget(max_iter=k, tol=budget.tol, time_limit_s=budget.time_limit_s), False)
+        spent += float(fit.fit_time_s)
+        rungs.append((int(fit.n_iter), float(fit.fit_time_s), float(fit.primal), float(fit.dual), float(fit.gap)))
+        done = fit.status != "max_iter" or (cap is not None and k >= cap)
+        late = budget.time_limit_s is not None and time.perf_counter() - started > budget.time_limit_s / 2
+        if done or len(rungs) >= MAX_RUNGS or late:
+            break
+        k = max(k + 1, int(math.ceil(k * 10 ** (1.0 / per_decade) - 1e-9)))
+    # A solve capped at k' > k passes through the k-th iterate before it ends: each rung's
+    # seconds bound the time to every earlier iterate too, so the time of rung k is the least of
+    # its own and every later rung's (a rung slowed by the machine is bounded by a later one,
+    # and the trace's seconds grow with k, as a trace's do).
+    times = np.minimum.accumulate(np.array([r[1] for r in rungs])[::-1])[::-1]
+    fit.trace = [(k, float(t), P, D, gap) for (k, _, P, D, gap), t in zip(rungs, times)]
+    fit.trace_extra = [{} for _ in rungs]
+    fit.info.update(ladder_rungs=len(rungs), ladder_s=spent, ladder_cut=not done,
+                    ladder_times=[r[1] for r in rungs])
+    return fit
 
 
 def _heldout_columns(y_ho, predicted) -> dict:
@@ -406,6 +491,7 @@ def _heldout_columns(y_ho, predicted) -> dict:
 
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
+    setup = fit.info.pop("setup_s", None)
     f_tr = problem.decision(fit)
     # A kernel path keeps the test rows' kernel columns for its later fits (KernelPath.decision).
     path = (warm_start or {}).get("path")
@@ -421,7 +507,56 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
         n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
         C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
         info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.get("keep_model") else {}),
+        **_search_fields(spec, problem, fit, X_te, y_te),
+        **({"setup_s": setup} if setup is not None else {}),
     ), fit
+
+
+def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
+    """What a search reads of a fit (pipeline/search/): ``cv_bound``, the certificate of the CV
+    error bound on this fold's validation rows (solvers/cv_bounds.py), from the fit's dual point
+    (alpha, or the squared hinge's KKT map of w); ``state``, the model the next halving rung
+    starts from (`_state`)."""
+    out = {}
+    if spec.get("cv_bound") and X_te.shape[0]:
+        from solvers.cv_bounds import alpha_from_w, certificate
+        alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
+        out["cv_bound"] = certificate(problem, alpha, X_te, y_te).to_dict()
+    if spec.get("keep_state"):
+        out["state"] = _state(fit)
+    return out
+
+
+def _state(fit) -> dict:
+    """A fit's model as a warm start (`start_of`): a linear model's w, as float32 in base64 (a
+    start needs no more digits, and a text of 47,236 features is a third of its JSON list), or
+    a kernel model's alpha on its support; and b."""
+    if fit.w is not None:
+        w = np.ascontiguousarray(fit.w, dtype="<f4")
+        return {"w64": base64.b64encode(w.tobytes()).decode("ascii"), "b": float(fit.b)}
+    sv = np.flatnonzero(fit.alpha)
+    return {"n": int(len(fit.alpha)), "support": sv.tolist(), "alpha": fit.alpha[sv].tolist(), "b": float(fit.b)}
+
+
+def start_of(spec: dict, warm_start=None):
+    """The warm start of a fit: a search's spec carries, per fold (``warm_state``, outside its
+    key), the model it starts from: a halving candidate's of the rung before, a certified
+    search's C's of the fitted C nearest it. It replaces a C path's start, scaled from a
+    neighbouring C, and a kernel path's: the same problem partly solved, or the nearest C's
+    solution, is the closer start. A linear model's w goes in as w (dcd maps it to the dual
+    point of this C, as its own C paths' starts do not need to)."""
+    state = (spec.get("warm_state") or {}).get(spec["fold"])
+    if state is None or spec["kind"] != "fit":
+        return warm_start
+    if "alpha" in state:
+        alpha = np.zeros(state["n"])
+        alpha[np.asarray(state["support"], dtype=np.int64)] = state["alpha"]
+        start = {"alpha": alpha}
+    elif state.get("w64") is not None:
+        start = {"w": np.frombuffer(base64.b64decode(state["w64"]), dtype="<f4").astype(np.float64), "b": state["b"]}
+    else:
+        return warm_start
+    return {**start, "from": state.get("key")}       # the fit it starts from (the record's warm_from)
 
 
 def json_safe(v):
@@ -499,6 +634,28 @@ def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes, X_ho=None, y_ho=()
     )
 
 
+def share_rows(y: np.ndarray, share: float, seed: int, fold: int) -> np.ndarray:
+    """The first ceil(share n) rows of one stratified random order of a training fold (at least
+    two): each class's rows take evenly spaced places in the order, so every prefix keeps the
+    classes' proportions, and a larger share's rows hold a smaller one's (a halving rung's
+    warm start keeps its alpha, the new rows' at 0). The order is fixed by the folds' seed
+    and the fold."""
+    rng = np.random.default_rng([int(seed), int(fold)])
+    place = np.empty(len(y))
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        place[idx] = (rng.permutation(len(idx)) + rng.random(len(idx))) / len(idx)
+    order = np.argsort(place, kind="stable")
+    return order[:min(len(y), max(2, math.ceil(share * len(y))))]
+
+
+def _padded(warm_start, n: int):
+    """A warm start's alpha of fewer rows (the last rung's share) with zeros for the rows added."""
+    if not warm_start or warm_start.get("alpha") is None or len(warm_start["alpha"]) >= n:
+        return warm_start
+    return {**warm_start, "alpha": np.r_[warm_start["alpha"], np.zeros(n - len(warm_start["alpha"]))]}
+
+
 def run_fit(spec: dict, root: str) -> dict:
     """Fit one (dataset, fold, solver, parameters) and return its result record and trace."""
     return _run_fit(spec, root)[0]
@@ -516,6 +673,11 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
         X_ho, y_ho = heldout_data(root, spec["data"], spec["fold"])
         if len(classes) == 2:
             rows = _train_problem(root, spec["data"], spec["fold"])
+            share = spec["budget"].get("train_fraction")
+            if share is not None:     # a halving rung on part of the training rows, in their stratified order
+                idx = share_rows(y_tr, share, spec["data"]["folds_seed"], spec["fold"])
+                X_tr, y_tr, rows = X_tr[idx], y_tr[idx], rows.subset(idx)
+                warm_start = _padded(warm_start, len(idx))
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho, rows)
             record.update(rec)
         else:
@@ -551,6 +713,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
         budget = solvers.Budget(max_iter=b["max_iter"], tol=b["tol"], time_limit_s=b.get("time_limit_s"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            _solver_starts()
             fit = solvers.fit(problem, spec["solver"], budget=budget, warm_start=warm_start, **params)
         # f* is certified: the dual bounds it from below, so f* lies in [P - gap, P]. A solve
         # that stopped short (status max_iter/timeout) keeps its status: results flag that f*.
@@ -565,7 +728,10 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
 
 
 def run_spec(spec: dict, root: str) -> dict:
-    return run_reference(spec, root) if spec["kind"] == "reference" else run_fit(spec, root)
+    """One spec on its own: it starts cold (`start`; a C path's points are `run_path`'s)."""
+    record = run_reference(spec, root) if spec["kind"] == "reference" else run_fit(spec, root)
+    record.update(start="cold", start_from=None)
+    return record
 
 
 def ensure_plugin(spec: dict) -> None:
@@ -626,12 +792,36 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         else:
             start = _scaled_start(prev[1], prev[2], C) if prev else None
             seeded = start is not None
-        _notify(notify, "start", spec["key"])
+        own = start_of(spec, start)
+        if own is not start:      # a halving rung's own start, not the path's
+            start, seeded = own, False
+        _start(notify, spec["key"])
         record, fit = runner(spec, root, start)
-        record["warm_from"] = prev[0] if seeded and prev else None
+        if seeded and prev:
+            record.update(warm_from=prev[0], start="warm",
+                          start_from=_start_from(start, prev[2], C, kernel_path is not None))
+        elif start is not None and start.get("from"):     # a search's start: the model of the fit it names
+            record.update(warm_from=start["from"], start="warm",
+                          start_from=_search_start(start))
+        else:
+            record.update(warm_from=None, start="cold", start_from=None)
         records.append(_notify(notify, "record", record))
         prev = (spec["key"], fit, C) if fit is not None else None
     return records
+
+
+def _start_from(start: dict, C_from: float, C_to: float, kernel: bool) -> str:
+    """What a warm-started point started from, in words (the results' `start_from`)."""
+    if kernel:
+        return f"C={C_from:g}: its alpha scaled by {C_to / C_from:g} and its kernel cache"
+    if "alpha" in start:
+        return f"C={C_from:g}: its alpha scaled by {C_to / C_from:g}" + (", then along that ray" if start.get("ray") else "")
+    return f"C={C_from:g}: its w and b"
+
+
+def _search_start(start: dict) -> str:
+    """What a search's fit started from, in words (the results' `start_from`; `start_of`)."""
+    return "its warm_from fit: its " + ("alpha" if "alpha" in start else "w and b")
 
 
 def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
@@ -643,9 +833,22 @@ def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
         if len(unit) > 1:
             records.extend(run_path(unit, root, notify))
         else:
-            _notify(notify, "start", unit[0]["key"])
-            records.append(_notify(notify, "record", run_spec(unit[0], root)))
+            _start(notify, unit[0]["key"])
+            spec = unit[0]
+            start = start_of(spec) if spec["kind"] == "fit" else None
+            if start is None:
+                record = run_spec(spec, root)
+            else:       # a search's fit, warm from the model of the fit it names
+                record = _run_fit(spec, root, start)[0]
+                record.update(warm_from=start.get("from"), start="warm", start_from=_search_start(start))
+            records.append(_notify(notify, "record", record))
     return records
+
+
+def _start(notify, key: str) -> None:
+    """notify hears that spec `key` starts, and, once its solver starts, ("solving", key)."""
+    _notify(notify, "start", key)
+    _SOLVING.set(None if notify is None else functools.partial(notify, "solving", key))
 
 
 def _notify(notify, what: str, payload):

@@ -18,16 +18,19 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..installation import CONF_DIR   # the checkout's conf/, or the wheel's pipeline/conf/
-from .experiment import CV, Cluster, DatasetEntry, Experiment, Run, SolverEntry, freeze, section
+from .experiment import CV, Cluster, DatasetEntry, Experiment, Run, Search, SolverEntry, freeze, section
 from .schema import (  # noqa: F401  (the schema's names are part of this module's interface)
     BUDGET_KEYS,
     CLUSTER_KINDS,
     CV_KINDS,
+    HALVING_RESOURCES,
     PROBLEM_KEYS,
     REFERENCE_MODES,
     REPORT_FORMATS,
     REPORT_KEYS,
     SCALINGS,
+    SEARCH_KINDS,
+    TIMING_MODES,
     TASK_KEYS,
     ClusterConf,
     Config,
@@ -35,6 +38,7 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     CVConf,
     DatasetConf,
     RunConf,
+    SearchConf,
     SolverConf,
     StoreConf,
 )
@@ -46,7 +50,7 @@ def register_schema() -> None:
     ConfigStore.instance().store(name="base_config", node=Config)
 
 
-GROUPS = ("datasets", "solvers", "cv", "cluster", "experiment")
+GROUPS = ("datasets", "solvers", "cv", "cluster", "search", "experiment")
 # Overrides of these mappings may name any key: a plain `solvers.smo.grid.gamma=[0.1,1]` is sent
 # to Hydra as `++...` (add or replace), and `validate` checks the key against what the solver
 # or builder declares. Hydra's struct mode would otherwise demand `+` for keys a yaml lacks.
@@ -163,7 +167,7 @@ def check_group_choices(overrides: list[str]) -> None:
                 raise ConfigError(f"{group}={v!r}: no such option; available: {', '.join(valid)}")
 
 
-SECTIONS = {"cv": "CVConf", "cluster": "ClusterConf", "store": "StoreConf", "run": "RunConf"}
+SECTIONS = {"cv": "CVConf", "cluster": "ClusterConf", "store": "StoreConf", "run": "RunConf", "search": "SearchConf"}
 
 
 def check_override_keys(overrides: list[str]) -> None:
@@ -209,10 +213,28 @@ def _free_key(key: str) -> bool:
                for pat in FREE_KEYS)
 
 
+# An override whose value is a grid range as an experiment's YAML writes it, unquoted: Hydra's
+# override grammar reads `name(...)` as a call of one of its own functions (range, choice, ...).
+UNQUOTED_RANGE = re.compile(r"^[+~]*([\w.\-]+)=\s*((?:geomspace|linspace)\(.*\))\s*$")
+
+
+def check_ranges_quoted(overrides: list[str]) -> None:
+    """A grid range typed on the command line as the YAML shows it (grid.C=geomspace(0.01,30,16))
+    is refused with the quoting that works, before Hydra's "Unknown function 'geomspace'"."""
+    for text in overrides:
+        match = UNQUOTED_RANGE.match(text)
+        if match:
+            key, value = match.groups()
+            raise ConfigError(f"{key}={value}: on the command line a range must be quoted twice, once for the shell "
+                              f"and once for Hydra, which otherwise reads {value.partition('(')[0]}(...) as a function "
+                              f"of its own: {key}=\"'{value}'\" (in an experiment's YAML it is written as it is)")
+
+
 def prepare_overrides(overrides: list[str]) -> list[str]:
     """What `compose` and `python -m pipeline` do before Hydra composes: refuse unknown group
     options, offer the store's entries as datasets, and let free mappings take new keys."""
     overrides = list(overrides)
+    check_ranges_quoted(overrides)
     check_override_keys(overrides)
     register_store_entries(store_root_of(overrides))
     # Plugins on the command line or in the selected experiment yaml are imported first, so that
@@ -598,12 +620,12 @@ def validate(cfg: DictConfig) -> Experiment:
     """Check every setting before any work starts and return the typed, frozen experiment that
     every later stage takes (`experiment.Experiment`). Raises ConfigError naming key and value."""
     import solvers
-    from solvers.problem import INTERCEPTS, LOSSES
 
     from ..data.datasets import dataset_names, get_builder
 
     refuse_unknown_keys(cfg, Config, "")
-    for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf)):
+    for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf),
+                          ("search", SearchConf)):
         refuse_unknown_keys(cfg.get(group), schema, group)
     for key in cfg.get("report") or {}:
         if key not in REPORT_KEYS:
@@ -623,25 +645,17 @@ def validate(cfg: DictConfig) -> Experiment:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
-    from ..data.store import StoreError, dataset_path, list_datasets
-    stored = None
+    from ..data.store import StoreError, dataset_path
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
-            # Not a builder: an entry already in the store (e.g. ingested) is fine too, if its
-            # name stays inside the store (`../x` or `a/b` would reach past the root).
+            # Not a builder: an entry of the store (e.g. ingested), whose name must stay inside
+            # the store (`../x` or `a/b` would reach past the root). Whether the store holds it
+            # is the store's to say, when the datasets are materialised (`run.materialise_datasets`).
             try:
                 dataset_path(store_root(cfg), builder)
             except StoreError as exc:
                 fail(f"datasets.{key}.builder", builder, f"not a store entry name ({exc}); a name must not leave the store")
-            if stored is None:
-                try:
-                    stored = sorted(m["name"] for m in list_datasets(store_root(cfg)))
-                except Exception:  # an unreadable store is reported by the plan with its path
-                    stored = []
-            if builder not in stored:
-                fail(f"datasets.{key}.builder", builder,
-                     f"unknown dataset; builders: {', '.join(builders)}; in the store: {', '.join(stored) or '(none)'}")
             if ds.params:   # a store entry is used as it is: parameters would be ignored
                 fail(f"datasets.{key}.params", _plain(ds.params),
                      f"{builder!r} is a store entry, not a builder: it takes no parameters")
@@ -655,7 +669,7 @@ def validate(cfg: DictConfig) -> Experiment:
         if ds.max_rows is not None and ds.max_rows < 4:
             fail(f"datasets.{key}.max_rows", ds.max_rows, "must be >= 4 or null")
         _check_dataset_problem(key, _plain(ds.problem) or {}, fail)
-    load_plugins(_plain(cfg.get("plugins")) or [])
+    plugins = load_plugins(_plain(cfg.get("plugins")) or [])
     names = solvers.solver_names()
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
@@ -670,13 +684,18 @@ def validate(cfg: DictConfig) -> Experiment:
         if sc.datasets is not None and not sc.datasets:
             fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
-        _smoke_plugin(f"solvers.{key}", name)
         if sc.folds is not None and sc.folds < 1:
             fail(f"solvers.{key}.folds", sc.folds, "must be >= 1 or null (every fold)")
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
             merged = {**base, **point}
             where = f"solvers.{key}"
-            _check_problem_keys(where, merged, LOSSES, INTERCEPTS, spec, fail)
+
+            def fail_typed(name, value, why, where=where, point=point, key=key, sc=sc):
+                # Named as the user set it (grid.C, solvers.dcd.grid.C, solvers.dcd.params.C),
+                # not as the merged point holds it.
+                own = name[len(where) + 1:] if name.startswith(where + ".") else None
+                fail(_typed_key(cfg, key, sc, own, point) if own and "." not in own else name, value, why)
+            _check_problem_keys(where, merged, spec, fail_typed)
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
@@ -688,64 +707,18 @@ def validate(cfg: DictConfig) -> Experiment:
                 if problem:
                     on_dataset, _ = apply_dataset_problem(base, point, problem)
                     try:
-                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, LOSSES, INTERCEPTS, spec, fail)
+                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, spec, fail)
                     except ConfigError as exc:
                         raise ConfigError(f"{exc} (with solver entry {key!r})") from None
-    cv = cfg.cv
-    if cv.kind not in CV_KINDS:
-        fail("cv.kind", cv.kind, f"must be one of {list(CV_KINDS)}")
-    if cv.kind == "kfold" and cv.folds < 2:
-        fail("cv.folds", cv.folds, "k-fold needs at least 2 folds")
-    if cv.kind == "kfold_test" and cv.folds < 2:
-        fail("cv.folds", cv.folds, "kfold_test runs k-fold on the rows left after the test set: at least 2 folds")
-    if cv.kind in ("holdout", "repeated", "kfold_test") and not 0 < cv.test_size < 1:
-        fail("cv.test_size", cv.test_size, "must be in (0, 1)")
-    if cv.kind == "ordered":
-        n_train = cv.n_train
-        is_int = isinstance(n_train, int) and not isinstance(n_train, bool)
-        if not (is_int and n_train >= 1 or isinstance(n_train, float) and 0 < n_train < 1):
-            fail("cv.n_train", n_train, "an ordered split needs the training rows: an integer >= 1 (the "
-                 "first n_train rows) or a fraction in (0, 1) of the rows")
-    if cv.kind == "repeated" and cv.rounds < 1:
-        fail("cv.rounds", cv.rounds, "must be >= 1")
+    for name, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf)):
+        check_section(name, cfg[name], schema, fail)
     cl = cfg.cluster
-    if cl.kind not in CLUSTER_KINDS:
-        fail("cluster.kind", cl.kind, f"must be one of {list(CLUSTER_KINDS)}")
     if cl.kind == "address" and not cl.address:
         fail("cluster.address", cl.address, "cluster=address needs cluster.address=tcp://host:port")
-    if cl.n_workers is not None and cl.n_workers < 1:
-        fail("cluster.n_workers", cl.n_workers, "must be >= 1")
-    if cl.threads_per_worker < 1:
-        fail("cluster.threads_per_worker", cl.threads_per_worker, "must be >= 1")
-    if cl.blas_threads < 1:
-        fail("cluster.blas_threads", cl.blas_threads, "must be >= 1")
     _check_cluster_files(cl, fail)
     if not 0 <= int(cl.adapt.get("minimum", 0)) <= int(cl.adapt.get("maximum", 0)):
         fail("cluster.adapt", _plain(cl.adapt), "needs 0 <= minimum <= maximum")
-    run = cfg.run
-    if run.timeout_s is not None and not run.timeout_s > 0:
-        fail("run.timeout_s", run.timeout_s, "must be > 0 or null")
-    if run.timeout_grace_s < 0:
-        fail("run.timeout_grace_s", run.timeout_grace_s, "must be >= 0")
-    if run.retries < 0:
-        fail("run.retries", run.retries, "must be >= 0")
-    if not run.reference_tol > 0:
-        fail("run.reference_tol", run.reference_tol, "must be > 0")
-    if run.reference not in REFERENCE_MODES:
-        fail("run.reference", run.reference, "must be auto, true or false")
-    if run.reference_max_iter < 1:
-        fail("run.reference_max_iter", run.reference_max_iter, "must be >= 1")
-    if run.reference_time_limit_s is not None and not run.reference_time_limit_s > 0:
-        fail("run.reference_time_limit_s", run.reference_time_limit_s, "must be > 0 or null")
-    if run.chunk != "auto" and not (isinstance(run.chunk, int) and not isinstance(run.chunk, bool) and run.chunk >= 1):
-        fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
-    if run.trace_per_decade < 1:
-        fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
-    if run.time_repeats < 1:     # an integer: the typed schema refused anything else when composing
-        fail("run.time_repeats", run.time_repeats, "must be an integer >= 1 (each fit solved that many times, "
-             "its time the fastest)")
-    if run.trace_overhead is not None and not 0 < run.trace_overhead <= 1:
-        fail("run.trace_overhead", run.trace_overhead, "must be in (0, 1] or null")
+    _check_search(cfg, fail)
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
@@ -756,10 +729,96 @@ def validate(cfg: DictConfig) -> Experiment:
     figures = (cfg.get("report") or {}).get("figures")
     if figures is not None and not isinstance(figures, bool):
         fail("report.figures", figures, "must be true or false")
-    return _experiment(cfg)
+    target = (cfg.get("report") or {}).get("target")
+    if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
+        fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
+    return _experiment(cfg, plugins)
 
 
-def _experiment(cfg: DictConfig) -> Experiment:
+def check_section(where: str, node, schema: type, fail) -> None:
+    """Each field of a section (cv, cluster, run, search) against the rule declared beside it in
+    the schema (`schema.allowed`), in the fields' order, for the section's kind."""
+    kind = node.get("kind")
+    for f in dataclasses.fields(schema):
+        param, when = f.metadata.get("allowed"), f.metadata.get("when")
+        if param is None or (when is not None and kind not in when):
+            continue
+        value = _plain(node.get(f.name))
+        why = param.reason(value)
+        if why is not None:
+            own = when.get(kind) if isinstance(when, dict) else None
+            fail(f"{where}.{f.name}", value, own or f.metadata["why"] or why)
+
+
+def _check_search(cfg: DictConfig, fail) -> None:
+    """search: its kind, its settings, and that each solver entry is one the search covers
+    (pipeline/search/; docs/guide/search.md)."""
+    se = cfg.search
+    check_section("search", se, SearchConf, fail)
+    if se.kind == "grid":
+        return
+    if cfg.cv.kind == "none":
+        fail("cv.kind", cfg.cv.kind, f"search.kind={se.kind} compares validation errors, and cv=none has no "
+             f"validation rows: use kfold, holdout, repeated, ordered or kfold_test")
+    if se.kind == "certified":
+        _check_certified(cfg, se, fail)
+    else:
+        _check_halving(cfg, se, fail)
+
+
+def _check_certified(cfg: DictConfig, se, fail) -> None:
+    import solvers
+    from solvers.cv_bounds import INTERCEPTS as BOUND_INTERCEPTS, LOSSES as BOUND_LOSSES
+    from ..search.certified import HINGE_DUAL_SOLVERS
+    if not (_positive_number(se.C_max) and se.C_max > se.C_min):
+        fail("search.C_min", se.C_min, f"must be < search.C_max={se.C_max!r}: the search's range is [C_min, C_max]")
+    for dkey, ds in cfg.datasets.items():
+        for k in _replaced_by(_plain(ds.problem) or {}) & {"C", "lambda"}:
+            fail(f"datasets.{dkey}.problem.{k}", _plain(ds.problem).get(k), "search.kind=certified searches C on "
+                 "every dataset: a dataset's own C or lambda would replace it")
+    for key, sc in cfg.solvers.items():
+        name = sc.solver or key
+        spec = solvers.get_solver(name)
+        params = _plain(sc.params) or {}
+        where = f"solvers.{key}"
+        for point in grid_points(sc.grid, f"{where}.grid"):
+            for k in point:
+                if k != "C":
+                    fail(f"{where}.grid.{k}", _plain(sc.grid).get(k, _zip_of(_plain(sc.grid)).get(k)),
+                         f"search.kind=certified searches C alone: set {k} in {where}.params")
+        if "lambda" in params:
+            fail(f"{where}.params.lambda", params["lambda"], "search.kind=certified searches C: give the problem by C")
+        loss = params.get("loss", "hinge")
+        if loss not in BOUND_LOSSES:
+            fail(f"{where}.params.loss", loss, f"the certified search's CV error bound covers {list(BOUND_LOSSES)} "
+                 f"(L2-regularised, with a dual; docs/guide/search.md)")
+        intercept = params.get("intercept", spec.intercepts[0])
+        if intercept not in BOUND_INTERCEPTS:
+            fail(f"{where}.params.intercept", intercept, f"the certified search's CV error bound covers "
+                 f"{list(BOUND_INTERCEPTS)} (a free intercept is not regularised: no ball holds the solution)")
+        if params.get("kernel", "linear") != "linear" or "linear" not in spec.kernels:
+            fail(f"{where}.params.kernel", params.get("kernel", "linear"),
+                 "the certified search's CV error bound covers the linear kernel (kernel grids: search=halving)")
+        if loss == "hinge" and name not in HINGE_DUAL_SOLVERS:
+            fail(f"{where}.solver", name, f"on the hinge the certified search needs the solver's dual point: "
+                 f"{', '.join(HINGE_DUAL_SOLVERS)} (or loss=squared_hinge, whose dual point any solver's w gives)")
+
+
+def _check_halving(cfg: DictConfig, se, fail) -> None:
+    m = se.min_resources
+    allowed = {"max_iter": "max_iter: an integer >= 1", "tol": "tol: a number > 0",
+               "train_fraction": "share of the training rows: a number in (0, 1]"}
+    if m is not None and not (_positive_number(m) and (se.resource != "max_iter" or float(m).is_integer())
+                              and (se.resource != "train_fraction" or m <= 1)):
+        fail("search.min_resources", m, "must be null, or the first rung's " + allowed[se.resource])
+    for key, sc in cfg.solvers.items():
+        grid = _plain(sc.grid) or {}
+        if se.resource in grid or se.resource in _zip_of(grid):
+            fail(f"solvers.{key}.grid.{se.resource}", grid.get(se.resource, _zip_of(grid).get(se.resource)),
+                 f"search.kind=halving sets {se.resource} per rung (search.resource): sweep other keys")
+
+
+def _experiment(cfg: DictConfig, plugins: tuple) -> Experiment:
     """The typed, frozen experiment of a validated (typed) config, with smoke's reductions."""
     composed = freeze(_plain(cfg))
     root = store_root(cfg)
@@ -769,9 +828,10 @@ def _experiment(cfg: DictConfig) -> Experiment:
                                   scale=ds["scale"], max_rows=ds["max_rows"], positive=ds["positive"],
                                   problem=freeze(ds["problem"] or {}))
                 for key, ds in plain["datasets"].items()}
+    from ..search import first_points
     entries = {key: SolverEntry(key=key, solver=sc["solver"] or key, params=freeze(sc["params"] or {}),
                                 grid=freeze(sc["grid"] or {}),
-                                points=freeze(grid_points(sc["grid"], f"solvers.{key}.grid")),
+                                points=freeze(first_points(plain["search"], sc, key)),
                                 datasets=None if sc["datasets"] is None else tuple(sc["datasets"]),
                                 folds=sc["folds"])
                for key, sc in plain["solvers"].items()}
@@ -780,7 +840,8 @@ def _experiment(cfg: DictConfig) -> Experiment:
                       run=section(Run, plain["run"]), store_root=root, seed=plain["seed"],
                       smoke=plain["smoke"], report=freeze(plain.get("report") or {}),
                       paper=plain.get("paper"), composed=composed,
-                      plugins=freeze(load_plugins(plain.get("plugins") or [])))
+                      plugins=freeze(plugins),
+                      search=section(Search, plain["search"]))
 
 
 def smoke(cfg: DictConfig) -> DictConfig:
@@ -800,6 +861,9 @@ def smoke(cfg: DictConfig) -> DictConfig:
     cfg.run.time_repeats = 1
     if cfg.cv.kind in ("kfold", "kfold_test"):
         cfg.cv.folds = 2
+    # A search's first round and one more: what a smoke run checks is that it runs.
+    cfg.search.initial = min(int(cfg.search.initial), 3)
+    cfg.search.max_rounds = min(int(cfg.search.max_rounds), 1)
     if cfg.cv.kind == "repeated":
         cfg.cv.rounds = min(cfg.cv.rounds, 2)
     for sc in cfg.solvers.values():
@@ -812,11 +876,22 @@ def smoke(cfg: DictConfig) -> DictConfig:
 
 
 def _check_cluster_files(cl, fail) -> None:
-    """cluster.security: the three PEM files together, each readable, before any connection."""
-    sec = cl.security or {}
+    """cluster.security: "none", or the three PEM files together, each readable, before any
+    connection; not for the kept cluster (its own, in its state directory) nor kubernetes."""
+    sec = cl.security
+    if sec == "none":
+        return
+    if not isinstance(sec, (dict, DictConfig)) or set(sec) - {"ca_file", "cert", "key"}:
+        fail("cluster.security", _plain(sec), "must be none, or ca_file, cert and key (PEM files)")
     given = {k: sec.get(k) for k in ("ca_file", "cert", "key")}
     if not any(given.values()):
         return
+    if cl.kind == "kubernetes":
+        fail("cluster.security", _plain(sec), "not for cluster=kubernetes: dask-kubernetes' operator starts its "
+                                              "scheduler without TLS")
+    if cl.kind == "address" and cl.address == "kept":
+        fail("cluster.security", _plain(sec), "not for cluster=kept: the kept cluster uses its own credentials, "
+                                              "in its state directory")
     for k, v in given.items():
         if not v:
             fail(f"cluster.security.{k}", v, "TLS needs ca_file, cert and key together")
@@ -843,26 +918,46 @@ def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
                     f"{', '.join(TASK_KEYS)}")
 
 
-def _smoke_plugin(where: str, name: str) -> None:
-    """A plugin solver's smoke fits (`solvers.testing.smoke_check`: one per declared loss on a
-    small conformance problem, certificates checked; a pass is remembered under the plugin's
-    sha256 in the user's cache directory): a fit that raises or certifies wrongly is refused
-    here, naming the solver and the check, and not discovered as an error row per fit once the
-    run has started. Built-in solvers pass the whole check in the test suite, and one registered
-    by the caller's own `register` is the caller's."""
+def check_plugin_solvers(exp: Experiment) -> None:
+    """Each plugin solver an entry runs passes its smoke fits (`solvers.testing.smoke_check`: one
+    per declared loss on a small conformance problem, certificates checked; a pass is remembered
+    under the plugin's sha256 in the user's cache directory), before any task: a fit that raises
+    or certifies wrongly is refused naming the entry, the solver and the check, and not
+    discovered as an error row per fit once the run has started. Built-in solvers pass the whole
+    check in the test suite, and one registered by the caller's own `register` is the caller's.
+    Not part of `validate`, which only reads the config: planning calls it (`run.materialise_datasets`)."""
     from solvers.registry import is_plugin, origin
-    if not is_plugin(name):
+    entries = [(key, e.solver) for key, e in exp.solvers.items() if is_plugin(e.solver)]
+    if not entries:
         return
     from solvers.testing import SolverCheckError, smoke_check
     from ..data.store import user_cache_dir
-    try:
-        smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
-    except SolverCheckError as exc:
-        raise ConfigError(f"{where}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
+    for key, name in entries:
+        try:
+            smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
+        except SolverCheckError as exc:
+            raise ConfigError(f"solvers.{key}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
 
 
-def _check_problem_keys(where, p, losses, intercepts, spec, fail):
-    C = p.get("C", 1.0)
+def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:
+    """The key a solver entry's value of `key` was set by: the shared top-level grid (`grid.C`,
+    `grid.zip.C`), the entry's grid (`solvers.dcd.grid.C`, `...grid.zip.C`) or its params."""
+    if key in point:
+        shared = _plain(cfg.get("grid")) or {}
+        if key in shared and takes_key(sc, entry, key):
+            return f"grid.{key}"
+        if key in (shared.get("zip") or {}) and takes_key(sc, entry, key):
+            return f"grid.zip.{key}"
+        zipped = (_plain(sc.get("grid")) or {}).get("zip") or {}
+        return f"solvers.{entry}.grid.{'zip.' if key in zipped else ''}{key}"
+    return f"solvers.{entry}.params.{key}"
+
+
+def _check_problem_keys(where, p, spec, fail):
+    """The problem, budget and task keys of one merged grid point: each value against the
+    solvers' table (`solvers.params`: the ranges `Problem` and `SVMClassifier` check, with their
+    words), then what this solver takes of them, and lambda, the pipeline's form of C."""
+    from solvers.params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS
     if "lambda" in p:
         lam = p["lambda"]
         if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not lam > 0:
@@ -872,26 +967,18 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
         conv = p.get("lambda_convention")
         if conv not in ("pegasos", "svmmaj"):
             fail(f"{where}.lambda_convention", conv, "lambda needs lambda_convention: pegasos or svmmaj")
-    else:
-        if isinstance(C, str) and C in ("inf", "Infinity"):
-            C = math.inf
-        if not isinstance(C, (int, float)) or isinstance(C, bool) or not C > 0:
-            fail(f"{where}.C", C, "must be a number > 0")
-    loss = p.get("loss", "hinge")
-    if loss not in losses:
-        fail(f"{where}.loss", loss, f"must be one of {list(losses)}")
-    if loss not in spec.losses:
-        fail(f"{where}.loss", loss, f"solver {spec.name!r} takes {list(spec.losses)}")
-    intercept = p.get("intercept", spec.intercepts[0])
-    if intercept not in intercepts:
-        fail(f"{where}.intercept", intercept, f"must be one of {list(intercepts)}")
-    if intercept not in spec.intercepts:
-        fail(f"{where}.intercept", intercept, f"solver {spec.name!r} takes {list(spec.intercepts)}")
-    kernel = p.get("kernel", "linear")
-    if kernel not in ("linear", "rbf", "poly"):
-        fail(f"{where}.kernel", kernel, "must be one of ['linear', 'rbf', 'poly']")
-    if kernel not in spec.kernels:
-        fail(f"{where}.kernel", kernel, f"solver {spec.name!r} takes {list(spec.kernels)}")
+    for table in (PROBLEM_PARAMS, BUDGET_PARAMS, TASK_PARAMS):
+        for key, param in table.items():
+            if key in p:
+                value = math.inf if key == "C" and p[key] in ("inf", "Infinity") else p[key]
+                why = param.reason(value)
+                if why is not None:
+                    fail(f"{where}.{key}", value, why)
+    defaults = {"loss": "hinge", "intercept": spec.intercepts[0], "kernel": "linear"}
+    for key, default in defaults.items():
+        why = PROBLEM_PARAMS[key].solver_reason(spec, p.get(key, default))
+        if why is not None:
+            fail(f"{where}.{key}", p.get(key, default), why)
     if list(spec.kernels) == ["linear"]:
         # A kernel parameter would be dropped from the problem without a word (linear problems
         # have none), so a sweep over it would run the same fits again under other names.
@@ -899,54 +986,30 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
             if k in p:
                 fail(f"{where}.{k}", p[k], f"solver {spec.name!r} is linear-only (kernels: ['linear']): "
                      f"it takes no kernel parameter")
-    gamma = p.get("gamma", "scale")
-    if not (gamma in ("scale", "auto") or (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and gamma > 0)):
-        fail(f"{where}.gamma", gamma, "must be 'scale', 'auto' or a number > 0")
-    degree = p.get("degree", 3)
-    if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
-        fail(f"{where}.degree", degree, "must be an integer >= 1")
-    tol = p.get("tol", 1e-4)
-    if not isinstance(tol, (int, float)) or not tol > 0:
-        fail(f"{where}.tol", tol, "must be a number > 0")
-    mi = p.get("max_iter")
-    if mi is not None and (not isinstance(mi, int) or isinstance(mi, bool) or mi < 1):
-        fail(f"{where}.max_iter", mi, "must be an integer >= 1 or null")
-    for key, none_ok in (("intercept_scaling", False), ("huber_k", False), ("time_limit_s", True)):
-        v = p.get(key)
-        if key in p and not (none_ok and v is None) and not _positive_number(v):
-            fail(f"{where}.{key}", v, "must be a number > 0" + (" or null" if none_ok else ""))
-    coef0 = p.get("coef0", 0.0)
-    if not isinstance(coef0, (int, float)) or isinstance(coef0, bool) or not math.isfinite(coef0):
-        fail(f"{where}.coef0", coef0, "must be a finite number")
     _check_class_weight(where, p.get("class_weight"), spec, fail)
-    mc = p.get("multi_class", "ovr")
-    if mc not in ("ovr", "ovo", "ordinal"):
-        fail(f"{where}.multi_class", mc, "must be one of ['ovr', 'ovo', 'ordinal']")
 
 
 def _check_class_weight(where, cw, spec, fail) -> None:
-    """class_weight: null, "balanced" (n / (2 n_class), as scikit-learn's) or {-1: w, 1: w} with
-    weights > 0, for a solver that weighs rows (each row's loss term times its class's weight:
-    a box C w_y in the dual solvers, `Problem.sample_weight`)."""
-    if cw is None:
+    """class_weight (its values checked with the table's): the labels of a binary problem, and
+    a solver that weighs rows (each row's loss term times its class's weight: a box C w_y in the
+    dual solvers, `Problem.sample_weight`)."""
+    if not isinstance(cw, dict):
+        if cw is not None and not spec.sample_weight:
+            _refuse_weights(where, cw, spec, fail)
         return
-    if isinstance(cw, str):
-        if cw != "balanced":
-            fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
-    elif isinstance(cw, dict):
-        for label, w in cw.items():
-            if str(label) not in ("-1", "1", "-1.0", "1.0"):
-                fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
-                     "(datasets.<entry>.positive says which becomes 1)")
-            if not _positive_number(w):
-                fail(f"{where}.class_weight", cw, f"the weight of label {label} must be a number > 0")
-    else:
-        fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
+    for label in cw:
+        if str(label) not in ("-1", "1", "-1.0", "1.0"):
+            fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
+                 "(datasets.<entry>.positive says which becomes 1)")
     if not spec.sample_weight:
-        import solvers
-        weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
-        fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
-             f"{', '.join(weighing)}")
+        _refuse_weights(where, cw, spec, fail)
+
+
+def _refuse_weights(where, cw, spec, fail) -> None:
+    import solvers
+    weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
+    fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
+         f"{', '.join(weighing)}")
 
 
 def _positive_number(v) -> bool:

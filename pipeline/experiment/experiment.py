@@ -11,7 +11,8 @@ What the Experiment resolves that the composed config leaves open:
 - each dataset entry's builder (default: the entry's key) and each solver entry's solver;
 - the shared top-level `grid` applied to the entries that take its keys, pegasos's `lam` moved
   into the problem (`config.typed`), and `smoke=true`'s reductions (`config.smoke`);
-- each solver entry's grid as its points (`SolverEntry.points`, product and zip expanded);
+- each solver entry's grid as its points (`SolverEntry.points`, product and zip expanded), or
+  under a search (`search.kind` certified or halving) its first round's points;
 - the store root (config, else ``$SVMBENCH_STORE``, else the user cache dir).
 
 The cv, cluster and run sections are frozen copies of the schema's sections (`schema.CVConf`,
@@ -26,7 +27,7 @@ from typing import Any, Mapping
 
 from omegaconf import OmegaConf
 
-from .schema import ClusterConf, CVConf, RunConf
+from .schema import ClusterConf, CVConf, RunConf, SearchConf
 
 
 def freeze(value):
@@ -59,6 +60,7 @@ def _frozen_section(schema: type, doc: str) -> type:
 CV = _frozen_section(CVConf, "The cross-validation scheme (fields and defaults: `schema.CVConf`).")
 Cluster = _frozen_section(ClusterConf, "Where tasks run (fields and defaults: `schema.ClusterConf`).")
 Run = _frozen_section(RunConf, "How the run executes and records (fields and defaults: `schema.RunConf`).")
+Search = _frozen_section(SearchConf, "How each sweep is searched (fields and defaults: `schema.SearchConf`).")
 
 
 def section(cls: type, values: Mapping):
@@ -104,9 +106,9 @@ class Experiment:
     name: str
     datasets: Mapping[str, DatasetEntry]
     solvers: Mapping[str, SolverEntry]
-    cv: Any                         # CV
-    cluster: Any                    # Cluster
-    run: Any                        # Run
+    cv: CV
+    cluster: Cluster
+    run: Run
     store_root: str
     seed: int
     smoke: bool
@@ -116,6 +118,14 @@ class Experiment:
     composed: Mapping[str, Any]
     # The plugins it loaded (`solvers.load_plugin`), each {source, sha256 (files), names}.
     plugins: tuple = ()
+    # How each (dataset, solver entry) sweep is searched (Search; None: the grid, every point).
+    # Under a search, each entry's `points` are its first round's (pipeline/search/).
+    search: Search | None = None
+
+    @property
+    def search_kind(self) -> str:
+        """grid, certified or halving."""
+        return "grid" if self.search is None else self.search.kind
 
     def to_yaml(self) -> str:
         """The run dir's config.yaml: the validated config as the user composed it."""

@@ -44,9 +44,11 @@ import numpy as np
 
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
-from .schema import BUDGET_KEYS, PROBLEM_KEYS, TASK_KEYS
+from .schema import BUDGET_KEYS, PROBLEM_KEYS, SUBSAMPLE_KEY, TASK_KEYS
 
 KEY_LENGTH = 16
+# budget.tol of a fit whose entry sets none (part of its key).
+DEFAULT_TOL = 1e-4
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
 # Only registered solvers are used; with none, f* is unknown (NaN) and said so in the report.
 # Hook: dcd certifies the hinge slowly at large C; the certifying primal solver for linear hinge
@@ -134,8 +136,9 @@ def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.
 def shuffle_splits(y: np.ndarray, rounds: int, test_size: float, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """StratifiedShuffleSplit(rounds, test_size=test_size, random_state=seed)'s rounds, sorted:
     the same random draws in the same order, so the same rows, with each round built from
-    arrays. scikit-learn builds a round's rows as Python lists: 1.3 s for scenario (c)'s 250
-    rounds of 26,000 rows, which the client's planning and every worker's first task paid.
+    arrays. scikit-learn builds a round's rows as Python lists, slow for many rounds of many rows
+    (scenario (c)'s 250 rounds: The sweep benchmark, "What is left"), and the client's
+    planning and every worker's first task paid it.
     Anything outside the plain case (a class of one row, a test size that is not a fraction, a
     scikit-learn without `_approximate_mode`) goes to scikit-learn itself, errors included."""
     from sklearn.model_selection import StratifiedShuffleSplit
@@ -196,9 +199,9 @@ def _kfold(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndar
     """StratifiedKFold(folds, shuffle, random_state=seed)'s folds, sorted, without importing
     scikit-learn: its `_make_test_folds`, step for step (the same draws from the same
     RandomState, so the same rows; tests/pipeline/test_folds.py holds it to scikit-learn's own).
-    The import (scipy.stats, pandas-free but about half a second) was the only thing a binary
-    k-fold plan and a worker's sandbox needed scikit-learn for, and both are on the path from
-    command to first task (issue 30, point 3).
+    The import (scipy.stats, pandas-free but slow) was the only thing a binary k-fold plan and a
+    worker's sandbox needed scikit-learn for, and both are on the path from command to first
+    task, a command's fixed cost (The sweep benchmark, "The fixed cost of a command").
 
     Each class's rows go to the folds in blocks, the fold sizes of a class taken round robin
     over the sorted labels (so fold sizes differ by at most one, class by class); with shuffle
@@ -267,8 +270,8 @@ class Specs(Mapping):
     """Run specs by key, read-only, stored as columns: each spec is a shared template (what the
     specs of one grid point have in common) and its own fold, key, C path and reference, so a
     plan holds no dict per spec. A spec is made when it is read (``specs[key]``, ``values()``,
-    ``items()``), a new dict equal to the one the plan held before (issue 30, scenario h: at
-    1,000,000 fits, one dict a spec was most of a dry run's 958 MB).
+    ``items()``), a new dict equal to the one the plan held before: at a million fits, one dict
+    a spec was most of a dry run's memory (The sweep benchmark, "Large sweeps", scenario (h)).
 
     The key is ``prefix`` and the first 8 bytes of its sha256 in hex (`spec_key`), kept as one
     uint64; the seed is derived from it (`seed_from_key`). Order is the plan's: templates in the
@@ -326,10 +329,11 @@ class Specs(Mapping):
 
     def rows(self, keys) -> np.ndarray:
         """The rows of many keys at once, -1 where a key is not one this plan made: `_row`'s
-        checks and binary search, vectorised (a resumed run looks up every finished key: at
-        1,000,000 keys one search each took about 5 s). The 16 hex digits after the prefix are
-        read as code points through a table that knows only 0-9 and a-f, as `_row`'s round trip
-        through f"{digest:016x}" accepts only those."""
+        checks and binary search, vectorised (a resumed run looks up every finished key, and at
+        a million keys one Python-level search each made a resume's skip list slow: The sweep
+        benchmark, "Large sweeps"). The 16 hex digits after the prefix are read as code points
+        through a table that knows only 0-9 and a-f, as `_row`'s round trip through
+        f"{digest:016x}" accepts only those."""
         keys = [k if isinstance(k, str) else "" for k in keys]
         out = np.full(len(keys), -1, dtype=np.int64)
         n = len(self._prefix)
@@ -402,7 +406,7 @@ class Specs(Mapping):
     def reference_of(self, keys: list | None = None) -> dict:
         """Key -> its reference's key (None without one), for every spec. keys: these specs' keys
         in order (`list(specs)`) when the caller holds them already: the dict then shares their
-        strings instead of making them again (66 MB less at 1,000,000 fits)."""
+        strings instead of making them again (a million keys' strings, not made twice)."""
         keys = self if keys is None else keys
         if self._reference is None:
             return dict.fromkeys(keys)
@@ -481,9 +485,65 @@ class Plan:
     fits: Specs
     references: Specs
     datasets: dict        # entry key -> {name, fingerprint, n_rows, n_features, classes, folds, heldout}
+    # What the run says with the plan, before any fit: solver entries that share no problem.
+    notes: tuple = ()
+    timing_fits: int = 0  # of the fits, the timing fits (`timing_template`)
 
     def __len__(self):
         return len(self.fits)
+
+
+def concat_plans(plans: list[Plan]) -> Plan:
+    """One plan of several (a search's rounds, or one round's datasets), in order: their specs'
+    columns joined, a key met again (a reference two rounds share) kept once, first come."""
+    if len(plans) == 1:
+        return plans[0]
+    refs, ref_rows = _concat_specs([p.references for p in plans], "ref-")
+    offsets = np.cumsum([0] + [len(p.references) for p in plans])[:-1]
+    fits, _ = _concat_specs([p.fits for p in plans], "fit-", (refs, ref_rows, offsets))
+    datasets = {}
+    for p in plans:
+        datasets.update(p.datasets)
+    return Plan(fits=fits, references=refs, datasets=datasets)
+
+
+def _concat_specs(parts: list[Specs], prefix: str, references=None) -> tuple[Specs, np.ndarray]:
+    """(`Specs` joined column by column, each joined row's row among the kept ones): a key met
+    again is kept once, at its first row. references: (the joined references, their rows'
+    map, each part's offset into them), for fits: their reference rows follow the map."""
+    templates, tails, paths = [], [], []
+    cols = {"template": [], "fold": [], "digest": [], "path": [], "reference": []}
+    for i, s in enumerate(parts):
+        cols["template"].append(s._template + len(templates))
+        cols["fold"].append(s._fold)
+        cols["digest"].append(s._digest)
+        cols["path"].append(np.where(s._path >= 0, s._path + len(paths), -1))
+        if references is not None:
+            ref = s._reference if s._reference is not None else np.full(len(s._digest), -1, np.int64)
+            cols["reference"].append(np.where(ref >= 0, ref + references[2][i], -1))
+        templates += s._templates
+        tails += s._tails
+        paths += s._paths
+    joined = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
+    digest = joined["digest"].astype(np.uint64)
+    n = len(digest)
+    order = np.argsort(digest, kind="stable")
+    ordered = digest[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]] if n else np.zeros(0, bool)
+    first_of = np.empty(n, dtype=np.int64)
+    first_of[order] = order[np.flatnonzero(starts)[np.cumsum(starts) - 1]] if n else order
+    keep = np.unique(first_of)
+    rank = np.full(n, -1, dtype=np.int64)
+    rank[keep] = np.arange(len(keep))
+    reference, refs = None, None
+    if references is not None:
+        refs, ref_rows, _ = references
+        joined_ref = joined["reference"][keep]
+        reference = (np.where(joined_ref >= 0, ref_rows[np.maximum(joined_ref, 0)], -1) if len(ref_rows)
+                     else np.full(len(keep), -1, dtype=np.int64))
+    out = Specs(prefix, templates, tails, joined["template"][keep], joined["fold"][keep], digest[keep],
+                joined["path"][keep], paths, reference, refs)
+    return out, rank[first_of]
 
 
 def _problem_params(merged: dict, spec) -> dict:
@@ -516,11 +576,13 @@ def _problem_params(merged: dict, spec) -> dict:
     return p
 
 
-def build_plan(exp: Experiment, labels: dict) -> Plan:
+def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
     """The folds and the solver x grid x fold product as fit and reference specs.
 
     labels: dataset entry -> (meta, y), as `run.materialise_datasets` returns (pure: the plan
-    depends on the experiment and on the datasets only through their fingerprints and labels)."""
+    depends on the experiment and on the datasets only through their fingerprints and labels).
+    tail_of(dataset entry, solver entry, index of the point in its entry's points) -> fields its
+    fit specs carry outside their keys (a search's round, a warm start: pipeline/search/)."""
     import solvers
 
     if not isinstance(exp, Experiment):
@@ -558,7 +620,7 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
             plugin, plugin_text = _plugin_of(name)
             base = thaw(sc.params)
             ds_problem = thaw(ds.problem)
-            for point in thaw(sc.points):
+            for index, point in enumerate(thaw(sc.points)):
                 # A dataset's own problem keys (a paper's lambda per dataset) replace the grid's.
                 merged, point = apply_dataset_problem(base, point, ds_problem)
                 problem = _problem_params(merged, spec)
@@ -566,14 +628,16 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                     raise ConfigError(f"solvers.{skey}: class_weight on datasets.{dkey} ({len(classes)} classes): "
                                       "class weights are for binary problems here (labels -1 and 1)")
                 budget = {k: merged.get(k) for k in BUDGET_KEYS}
-                budget["tol"] = float(budget["tol"] if budget["tol"] is not None else 1e-4)
+                budget["tol"] = float(budget["tol"] if budget["tol"] is not None else DEFAULT_TOL)
                 if budget["time_limit_s"] is None:
                     budget["time_limit_s"] = exp.run.timeout_s
                 if exp.run.time_repeats > 1:     # in the key (fit_time_s is measured otherwise); 1 keeps keys as they were
                     budget["time_repeats"] = int(exp.run.time_repeats)
+                if merged.get(SUBSAMPLE_KEY) is not None:     # a halving rung's share of the rows
+                    budget[SUBSAMPLE_KEY] = float(merged[SUBSAMPLE_KEY])
                 task = {k: merged[k] for k in TASK_KEYS if k in merged}
                 sparams = {k: v for k, v in merged.items()
-                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS}
+                           if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS + (SUBSAMPLE_KEY,)}
                 template = {"kind": "fit", "data": data, "fold": _FOLD_MARK, "solver_entry": skey,
                             "solver": name, "solver_version": spec.version, "family": spec.family,
                             "problem": problem, "budget": budget, "solver_params": sparams,
@@ -584,14 +648,145 @@ def build_plan(exp: Experiment, labels: dict) -> Plan:
                                                and "lambda" not in problem and len(classes) == 2)}
                 if exp.run.keep_models:   # only when asked, so default keys stay as they were
                     template["keep_model"] = True
+                # What a search reads of each fit (pipeline/search/): the certificate of the CV
+                # error bound (certified; its v is also the model a later round starts from),
+                # or the model the next halving rung starts from. In the key: the records of a
+                # grid's fits lack them.
+                if exp.search_kind == "certified":
+                    template["cv_bound"] = True
+                elif exp.search_kind == "halving":
+                    template["keep_state"] = True
                 if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
                     template["plugin"] = {"source": plugin.source, "sha256": plugin.sha256}
                 # The plugin's text is shipped with the spec, outside its key.
                 tail = {"plugin_text": plugin_text} if plugin_text is not None else {}
+                if tail_of is not None:
+                    tail.update(tail_of(dkey, skey, index))
                 n_folds = min(len(folds), sc.folds or len(folds))
                 fits.add(template, tail, *_by_fold(template, n_folds, "fit-", paths, texts))
+    notes = tuple(shared_problem_notes(fits.templates, exp))
+    n_timing = _add_timing_fits(fits, datasets, exp.run, paths, texts)
     fits, refs = _attach_references(fits, datasets, exp.run, paths, texts)
-    return Plan(fits=fits, references=refs, datasets=datasets)
+    return Plan(fits=fits, references=refs, datasets=datasets, notes=notes, timing_fits=n_timing)
+
+
+# ------------------------------------------------------------------------ timing fits
+def plan_lines(plan: "Plan", exp: Experiment) -> list[str]:
+    """What the run says of its plan before any fit: how many of its fits are timing fits, and
+    every solver entry that shares no problem with the others (`shared_problem_notes`)."""
+    out = []
+    if plan.timing_fits:
+        out.append(f"timing fits: {plan.timing_fits} of these fits time the solvers on the problems they share, for "
+                   f"the report's speed comparisons: cold starts, densely traced (run.timing={exp.run.timing})")
+    return out + [f"note: {line}" for line in plan.notes]
+
+
+def problem_text(template: dict) -> str:
+    """What makes two fits' problems one (the dataset entry's rows and settings, and every
+    problem key): the same text, the same problem; fits of different texts are never compared."""
+    return canonical_json({"data": template["data"], "problem": template["problem"]})
+
+
+def compared_problems(templates: list) -> set:
+    """The problems (`problem_text`) that two or more solver entries fit: the ones a report
+    compares solvers on, and the only ones `run.reference=auto` and `run.timing=auto` pay for."""
+    entries: dict = {}
+    for t in templates:
+        entries.setdefault(problem_text(t), set()).add(t["solver_entry"])
+    return {p for p, e in entries.items() if len(e) >= 2}
+
+
+def timing_template(template: dict) -> dict:
+    """The timing fit of a fit template: the same problem, solver, parameters and budget, started
+    cold and traced at every due point (the recorder's overhead budget off: recording pauses the
+    solver's clock, so a dense trace costs wall time, not solver time). A reference library
+    (family "reference": one call, no trace) is timed by a ladder of cold solves capped at 1, 2,
+    3, ... iterations (tasks.run_ladder). The `timing` field is in the key, so a timing fit never
+    shares a key with a sweep fit, and the keys of existing specs are unchanged."""
+    out = {k: v for k, v in template.items() if k != "keep_model"}
+    trace = {**template["trace"], "enabled": True, "max_overhead": None}
+    out.update(warm_start=False, trace=trace,
+               timing={"method": "ladder" if template["family"] == "reference" else "trace",
+                       "per_decade": int(trace["per_decade"])})
+    return out
+
+
+def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, texts: dict) -> int:
+    """Add a timing fit (`timing_template`) for each binary fit template whose problem gets a
+    certified f* and is compared (`run.timing`: auto, the problems two or more entries share;
+    true, every problem with a reference; false, none). Returns how many timing fits were added."""
+    if run.timing is False or run.reference is False:
+        return 0
+    compared = compared_problems(fits.templates)
+    counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates)).tolist()
+    added = 0
+    for template, tail, rows in list(zip(fits.templates, fits.tails, counts)):
+        info = datasets[template["data"]["entry"]]
+        shared = problem_text(template) in compared
+        if len(info["classes"]) != 2 or not rows or not (shared or (run.timing is True and run.reference is True)):
+            continue
+        if reference_solver(template["problem"], info["n_features"]) is None:
+            continue
+        timed = timing_template(template)
+        fits.add(timed, tail, *_by_fold(timed, rows, "fit-", paths, texts))
+        added += rows
+    return added
+
+
+def shared_problem_notes(templates: list, exp: Experiment) -> list[str]:
+    """One line per solver entry that shares no problem with any other selected entry, naming
+    the key and the value that would make them comparable (`grid.loss='[hinge]'`): the report
+    ranks an entry only against entries on the same problem, so such an entry is never timed
+    against the others. Said before any fit (`run.py` prints it with the plan)."""
+    import solvers
+
+    if len({t["solver_entry"] for t in templates}) < 2:
+        return []
+    problems: dict = {}          # entry -> its problem texts; entry -> its problems
+    of_entry: dict = {}
+    for t in templates:
+        problems.setdefault(t["solver_entry"], set()).add(problem_text(t))
+        of_entry.setdefault(t["solver_entry"], []).append(t)
+    out = []
+    for entry, mine in problems.items():
+        others = [e for e in problems if e != entry]
+        if any(mine & problems[e] for e in others):
+            continue
+        out.append(_no_shared_problem(entry, others, of_entry, exp, solvers))
+    return out
+
+
+_CATEGORICAL = ("kernel", "loss", "intercept")
+
+
+def _no_shared_problem(entry: str, others: list, of_entry: dict, exp: Experiment, solvers) -> str:
+    """The line of `shared_problem_notes` for one entry: which key keeps it apart and what to set."""
+    def values(e, key):
+        return sorted({str(t["problem"].get(key)) for t in of_entry[e]})
+
+    def takes(e, key):
+        spec = solvers.get_solver(exp.solvers[e].solver)
+        return {"kernel": spec.kernels, "loss": spec.losses, "intercept": spec.intercepts}[key]
+
+    head = f"solvers.{entry} shares no problem with {', '.join(others)}"
+    for key in _CATEGORICAL:
+        mine = set(values(entry, key))
+        theirs = set().union(*(values(e, key) for e in others))
+        if mine & theirs:
+            continue
+        common = set(takes(entry, key)).intersection(*(takes(e, key) for e in others))
+        fix = (f"set grid.{key}='[{sorted(common)[0]}]' (a {key} all of them take) to compare them"
+               if common else f"no {key} is taken by all of them: compare {entry} with solvers of its {key}")
+        return (f"{head} ({key}: {entry} solves {', '.join(sorted(mine))}, they solve {', '.join(sorted(theirs))}): "
+                f"the report times it apart from them and puts it in no ratio; {fix}.")
+    # Loss, intercept and kernel meet: a numeric key (C, gamma, ...) or a dataset keeps them apart.
+    numeric = [k for k in ("C", "lambda", "gamma", "degree", "coef0", "huber_k", "intercept_scaling")
+               if set(values(entry, k)) != set().union(*(values(e, k) for e in others))]
+    key = numeric[0] if numeric else "datasets"
+    fix = (f"set one sweep for all, e.g. grid.{key}='[{','.join(values(entry, key))}]'"
+           if numeric and "None" not in values(entry, key) else "run them on the same datasets")
+    return (f"{head} (they differ in {key}): the report times it apart from them and puts it in no ratio; "
+            f"{fix}.")
 
 
 class _SpecColumns:
@@ -665,9 +860,10 @@ def _trace_spec(run) -> dict:
     return out
 
 
-# smooth_newton's direct Newton systems are dense in the features: up to here it certifies in
-# seconds (a9a-like, 123 features: 0.4-1.7 s where dcd ends uncertified after 3-13 s); on
-# thousands of sparse features dcd is the faster certifier (README, smooth_newton's benchmark).
+# smooth_newton's direct Newton systems are dense in the features: up to here (its Cholesky
+# limit) it certifies a large-C hinge that dcd leaves uncertified at its pass cap; on thousands
+# of sparse features dcd is the faster certifier (Linear solvers benchmark, "Certified hinge
+# solves: smooth_newton").
 SMOOTH_NEWTON_MAX_FEATURES = 2047
 
 
@@ -721,16 +917,16 @@ _FOLD_MARK = "\x00fold\x00"
 def _by_fold(template: dict, n_folds: int, prefix: str, paths: dict | None = None,
              texts: dict | None = None) -> tuple[bytes, list]:
     """The keys and path keys of the template's spec for each fold 0..n_folds-1, keyed as `_finish`
-    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits
-    after the prefix), joined, and its path key (or None). The
-    specs of one grid point differ only in their fold, so their canonical JSON (and that of their
-    C path) is made once, with a mark where the fold goes, and each fold's text is the mark
-    replaced by the fold's number (as json.dumps writes an int). Only the sha256 is per spec:
-    planning 50,000 fits of 5,000 C values x 10 folds normalised and serialised each spec twice,
-    0.6 ms a fit (issue 30, scenario g). The points of one C path share their path text, so
-    `paths` (text -> each fold's path key) hashes it once per fold, not once per point; `texts`
-    holds the canonical text of the sub-dicts the specs share (`_canonical_shared`). A
-    template whose text holds the mark elsewhere (a parameter's value) is keyed spec by spec."""
+    keys it, in bulk: the key of each as the first 8 bytes of its sha256 (its 16 hex digits after
+    the prefix), joined, and its path key (or None). The specs of one grid point differ only in
+    their fold, so their canonical JSON (and that of their C path) is made once, with a mark where
+    the fold goes, and each fold's text is the mark replaced by the fold's number (as json.dumps
+    writes an int). Only the sha256 is per spec: planning normalised and serialised each spec twice,
+    the plan's largest cost per fit at scenario (g)'s 50,000 fits (The sweep benchmark, "Large
+    sweeps"). The points of one C path share their path text, so `paths` (text -> each fold's path
+    key) hashes it once per fold, not once per point; `texts` holds the canonical text of the
+    sub-dicts the specs share (`_canonical_shared`). A template whose text holds the mark elsewhere
+    (a parameter's value) is keyed spec by spec."""
     mark = json.dumps(_FOLD_MARK)
     texts = {} if texts is None else texts
     head, *tail = _canonical_shared(template, texts).split(mark)

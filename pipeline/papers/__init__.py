@@ -3,8 +3,9 @@
 An experiment config that names `paper: <name>` (conf/experiment/<name>.yaml) makes `run.py`
 call the writer after the report. A writer reads the run's Parquet tables (and, for figures of
 the data themselves, the store) and writes `README.md` and PNG figures: its tables beside the
-paper's own numbers, and each of the paper's findings marked **holds** or **differs** with the
-reason. The folder is `outputs/papers/<name>/` of the checkout (committed), or of the current
+paper's own numbers, and each of the paper's findings with its verdict, judged by the shared
+claim vocabulary (`claims.py`: one statistic, band and 95% interval per kind of claim) from the
+study's rules, which it declares as data. The folder is `outputs/papers/<name>/` of the checkout (committed), or of the current
 directory when svmbench is installed from a wheel (`pipeline.installation`); under `smoke=true`
 it is `<run_dir>/papers/<name>/`, so a smoke run never overwrites the committed reproduction.
 """

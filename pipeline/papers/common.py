@@ -1,120 +1,18 @@
-"""What every reproduction's writer shares: a finding (the paper's claim, our numbers, the
-verdict and why), the findings table, and the figures section (draw each figure, or say why it
-was not drawn). The study-specific parts (the paper's numbers, the summary table, the findings
-themselves) stay in pipeline/papers/<name>.py."""
+"""What every reproduction's writer shares besides the claim vocabulary (pipeline/papers/claims.py):
+the findings table, the figures section (draw each figure, or say why it was not drawn), the
+smoke stamp and what a run cost. The study-specific parts (the paper's numbers, the summary
+tables, the numbers each claim is judged on) stay in pipeline/papers/<name>.py."""
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
-
-import numpy as np
+from typing import Callable
 
 from ..report.build import save_figure
 from ..report.common import markdown_table
 from ..report.registry import Skip
-
-
-# The verdicts a finding can carry. "not comparable": the claim is about data we do not have (a
-# level of their corpus, their toy generator), so our number is shown but judges nothing;
-# "undecided": a timing claim whose repeats straddle the rule's threshold (`timing_verdict`).
-HOLDS, DIFFERS, NOT_CHECKED, NOT_COMPARABLE, UNDECIDED = (
-    "holds", "differs", "not checked", "not comparable", "undecided")
-
-
-@dataclass
-class Finding:
-    claim: str           # what the paper says (with its table or figure)
-    ours: str            # what our run shows, in numbers
-    holds: bool | None   # None: no verdict (cells missing, data not comparable, or undecided: see `status`)
-    why: str = ""        # the reason, when it differs (or why it cannot be told)
-    rule: str = ""       # the test the verdict comes from, with its tolerance in the paper's terms
-    status: str = ""     # NOT_COMPARABLE or UNDECIDED when holds is None for that reason
-
-    @property
-    def verdict(self) -> str:
-        if self.holds is None:
-            return self.status or NOT_CHECKED
-        return HOLDS if self.holds else DIFFERS
-
-
-def not_comparable(claim: str, ours: str, why: str, rule: str = "") -> Finding:
-    """A finding about data we do not have: our number is shown, no verdict is drawn from it."""
-    return Finding(claim, ours, None, why, rule, NOT_COMPARABLE)
-
-
-def within(a: float, b: float, tol: float) -> bool:
-    """Two-sided "about equal": |a - b| <= tol (a claim of equality fails either way)."""
-    return bool(abs(a - b) <= tol + 1e-12)
-
-
-MIN_REPEATS = 5      # a timing verdict rests on at least this many repeats
-# From this many repeats on, the spread a verdict must not straddle is the middle half of the
-# repeats (25th to 75th percentile), not their range: the range of many noisy samples grows with
-# their count, and a verdict on it flips on one tail sample between two regenerations (troyan's
-# 15 timed solves of millisecond fits did). Five repeats keep their range: their quartiles would
-# rest on one or two samples.
-QUARTILES_FROM = 10
-
-
-def spread(samples: Sequence[float]) -> tuple[float, float, float]:
-    """(median, low, high) of repeated measurements: the median and the spread a verdict must
-    not straddle, the min-max range (or, from QUARTILES_FROM repeats on, the quartiles)."""
-    x = np.asarray([v for v in samples if np.isfinite(v)], dtype=float)
-    if not x.size:
-        return (np.nan, np.nan, np.nan)
-    if x.size >= QUARTILES_FROM:
-        lo, hi = np.percentile(x, [25, 75])
-        return float(np.median(x)), float(lo), float(hi)
-    return float(np.median(x)), float(x.min()), float(x.max())
-
-
-def timing_verdict(samples: Sequence[float], lo: float = -np.inf, hi: float = np.inf,
-                   min_repeats: int = MIN_REPEATS) -> str:
-    """The verdict of a timing rule "lo <= ratio <= hi" on repeated ratios: HOLDS when the
-    repeats' spread (`spread`: their range, or their middle half from QUARTILES_FROM repeats on)
-    is inside the band, DIFFERS when it is outside the band on one side, UNDECIDED when it
-    straddles a threshold or the repeats are fewer than `min_repeats` (a median of three can flip
-    on a rerun)."""
-    x = np.asarray([v for v in samples if np.isfinite(v)], dtype=float)
-    if x.size < min_repeats:
-        return UNDECIDED
-    _, a, b = spread(x)
-    if lo <= a and b <= hi:
-        return HOLDS
-    if b < lo or a > hi:
-        return DIFFERS
-    return UNDECIDED
-
-
-def timed_finding(claim: str, ours: str, samples, lo: float, hi: float, rule: str,
-                  why_differs: str = "", min_repeats: int = MIN_REPEATS) -> Finding:
-    """A finding whose verdict is `timing_verdict` of the repeated ratios; `ours` gets the median
-    and the range appended. `samples` is one list of ratios, or a dict name -> list for a claim
-    that must hold in each (a kernel, a dataset): DIFFERS if any group differs, else UNDECIDED
-    if any is undecided, else HOLDS."""
-    groups = samples if isinstance(samples, dict) else {"": samples}
-    verdicts, said, straddle = {}, [], []
-    for name, xs in groups.items():
-        verdicts[name] = timing_verdict(xs, lo, hi, min_repeats)
-        med, a, b = spread(xs)
-        n = sum(1 for v in xs if np.isfinite(v))
-        what = "middle half" if n >= QUARTILES_FROM else "range"
-        said.append(f"{name + ': ' if name else ''}over {n} repeats median {med:.3g}x, {what} {a:.3g}x-{b:.3g}x")
-        if verdicts[name] == UNDECIDED:
-            straddle.append(f"{name + ': ' if name else ''}" + (
-                f"fewer than {min_repeats} repeats" if n < min_repeats else
-                f"the repeats' {'middle half' if n >= QUARTILES_FROM else 'range'} {a:.3g}x-{b:.3g}x covers "
-                "the rule's threshold"))
-    ours = f"{ours}; " + "; ".join(said)
-    found = list(verdicts.values())
-    if DIFFERS in found:
-        return Finding(claim, ours, False, why_differs, rule)
-    if UNDECIDED in found:
-        return Finding(claim, ours, None, "; ".join(straddle), rule, UNDECIDED)
-    return Finding(claim, ours, True, "", rule)
+from .claims import Finding, counts_line
 
 
 def findings_table(found: list[Finding]) -> list[str]:
@@ -123,7 +21,7 @@ def findings_table(found: list[Finding]) -> list[str]:
     for i, f in enumerate(found, 1):
         cells = [c.replace("|", "\\|") for c in (f.claim, f.rule, f.ours, f.why)]
         out.append(f"| {i} | {cells[0]} | {cells[1]} | {cells[2]} | **{f.verdict}** | {cells[3]} |")
-    return out
+    return out + ["", counts_line(found)]
 
 
 def draw_figures(makers: dict[str, Callable[[], object]]) -> dict:
@@ -171,12 +69,14 @@ def table_lines(title: str, note: str, table) -> list[str]:
     return [f"## {title}\n", note + "\n", markdown_table(table)]
 
 
-def header_lines(name: str, citation: str, fits, found: list[Finding]) -> list[str]:
-    """The top of a reproduction's README: title, the study, how it was written, the findings."""
+def header_lines(name: str, citation: str, fits, found: list[Finding], rules=None) -> list[str]:
+    """The top of a reproduction's README: title, the study, how it was written, the findings,
+    and (with the study's `claims.StudyRules`) whose data each dataset is."""
+    from .claims import data_lines
     return [f"# Reproduction: {name}\n",
             f"{citation} Written by `python -m pipeline +experiment={name}` (`make papers`) from the run's "
             f"tables; regenerate rather than edit. This run: {fits} fits.\n",
-            "## Findings\n", *findings_table(found)]
+            "## Findings\n", *findings_table(found), "", *(data_lines(rules) if rules is not None else [])]
 
 
 SMOKE_STAMP = "**SMOKE RUN: reduced sizes and caps, verdicts not meaningful.**"

@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, profiles, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
-from .common import (MAX_LINES, config_columns, count, has_lambda, html_table, keyed, markdown_table, split_wide,
-                     swept_keys)
+from .common import (MAX_LINES, config_columns, count, fmt, has_lambda, html_table, keyed, markdown_table,
+                     split_wide, swept_keys)
 from .registry import ReportData, Skip, items
+from .speed import speed_view, with_start
 
 DPI = 110
 
@@ -38,17 +39,26 @@ class Section:
         return self.figures[0] if self.figures else None
 
 
-def load(run_dir: Path, baseline: str | None = None) -> ReportData:
-    """A run directory's tables (results, traces, models if kept) and options."""
+def load(run_dir: Path, baseline: str | None = None, target: float | None = None) -> ReportData:
+    """A run directory's tables (results, traces, models if kept, the timing fits if any) and
+    options (`baseline`, `target`: the run's report.* where not given)."""
+    from ..results.tables import TIMING_TABLE, TIMING_TRACES
     run_dir = Path(run_dir)
     res_path, tr_path = run_dir / "results.parquet", run_dir / "traces.parquet"
     for p in (res_path, tr_path):
         if not p.exists():
             raise FileNotFoundError(f"{p} not found: is {run_dir} a svmbench run directory?")
     models = run_dir / "models.parquet"
+    timing = [run_dir / TIMING_TABLE, run_dir / TIMING_TRACES]
+    timed = all(p.exists() for p in timing)
+    opts = report_options(run_dir)
     return ReportData(pd.read_parquet(res_path), pd.read_parquet(tr_path),
                       pd.read_parquet(models) if models.exists() else pd.DataFrame(),
-                      baseline=baseline if baseline is not None else config_baseline(run_dir), name=run_dir.name)
+                      baseline=baseline if baseline is not None else opts["baseline"], name=run_dir.name,
+                      timing=pd.read_parquet(timing[0]) if timed else pd.DataFrame(),
+                      timing_traces=pd.read_parquet(timing[1]) if timed else pd.DataFrame(),
+                      target=float(target if target is not None else opts["target"]),
+                      search=search.state(run_dir))
 
 
 def config_baseline(run_dir: Path) -> str | None:
@@ -57,7 +67,7 @@ def config_baseline(run_dir: Path) -> str | None:
 
 
 # The report's options (`report.*` of the experiment, schema.REPORT_KEYS) and their defaults.
-REPORT_DEFAULTS = {"baseline": None, "formats": ["png"], "figures": True}
+REPORT_DEFAULTS = {"baseline": None, "formats": ["png"], "figures": True, "target": 1e-3}
 
 
 def report_options(run_dir: Path) -> dict:
@@ -154,6 +164,7 @@ def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: in
             _JOB = ()
         return lambda: done
     data.trace_arrays()          # split once, before the fork: every process reads it
+    speed_view(data).trace_arrays()      # and the timing fits' (speed.py), which the figures draw
     _JOB = (data, fig_dir, formats)
     try:
         pool = mp.get_context("fork").Pool(processes)
@@ -409,12 +420,13 @@ def preload(figures: bool = True) -> None:
 
 
 def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None,
-                 formats: list[str] | None = None, figures: bool | None = None) -> Path:
+                 formats: list[str] | None = None, figures: bool | None = None, target: float | None = None) -> Path:
     """Write report.md, report.html and figures/ from the run's Parquet tables. A Hydra multirun
     folder (job folders each with results.parquet) is gathered into one table first; `compare`
     adds a section putting another run's numbers beside this one's. `formats` (png, pdf) and
     `figures` (False: tables only, no figure nor interactive page) default to the run's
-    `report.formats` and `report.figures`."""
+    `report.formats` and `report.figures`; `target` (the (P - f*)/|f*| speed is timed to) to its
+    `report.target`."""
     run_dir = Path(run_dir)
     opts = report_options(run_dir)
     formats = list(opts["formats"] if formats is None else formats)
@@ -426,7 +438,7 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
             gather(run_dir, found)
             intro.append(f"Gathered from {count(len(found), 'job')} of a Hydra multirun: "
                          + ", ".join(p.relative_to(run_dir).as_posix() for p in found) + ".")
-    data = load(run_dir, baseline)
+    data = load(run_dir, baseline, target)
     intro.insert(0, summary_line(data.results))
     if has_lambda(data.results).any():
         intro.append("A configuration given by lambda is named by its lambda; its C in the tables and on the C "
@@ -434,6 +446,7 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
                      "each fold's training size n).")
     intro.append(f"Figures draw at most {MAX_LINES} lines per panel (the best by the figure's measure, as the "
                  "panel's title says); the tables list every configuration.")
+    intro += speed_intro(data)
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
     from .interactive import NAME, write_page
@@ -448,9 +461,31 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
         other = load(Path(compare))
         secs.append(Section("compare", f"Compared with {Path(compare).name}",
                             note="Configurations present in both runs, matched on dataset, solver entry, every "
-                                 "problem and parameter key and fold; medians over the matched folds, ratio: "
-                                 "other over this run.", table=compare_table(data, other)))
+                                 "problem and parameter key, start (a warm fit is matched with a warm one only) "
+                                 "and fold; medians over the matched folds, ratio: other over this run, on the "
+                                 "solver clock, each to its own stop.", table=compare_table(data, other)))
     return write(run_dir, f"svmbench report: {run_dir.name}", intro, secs, pdf="pdf" in formats)
+
+
+def speed_intro(data: ReportData) -> list[str]:
+    """What the report's speed comparisons show, said once at the top: the target, which fits they
+    read (the timing fits, cold; or the sweep's, each with its start) and which fits started warm."""
+    from .speed import target_of
+    fits = data.fits
+    if fits.empty or "f_star" not in fits.columns or not fits["f_star"].notna().any():
+        return []
+    warm = sorted(set(fits.loc[with_start(fits)["start"] == "warm", "solver_entry"]))
+    where = (f" The sweep's fits of {', '.join(warm)} start warm along their C paths (`start`): they are compared "
+             f"for accuracy, never for speed." if warm else "")
+    if not data.timing.empty:
+        return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target) of "
+                f"{count(len(data.timing), 'timing fit')}: cold starts, traced at every due point (a library: a ladder "
+                f"of cold solves), on the call clock (the whole call from the fold's arrays to a model), one problem "
+                f"and one start per ratio." + where]
+    return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target), read from the sweep's "
+            f"own fits (this run has no timing fits: run.timing=false), whose traces may be thinned: a time to "
+            f"target is an upper bound; ratios only between fits of one start (warm with warm, cold with cold)."
+            + (f" Warm-started: {', '.join(warm)}." if warm else "")]
 
 
 # ------------------------------------------------------------------------------------ multirun
@@ -467,16 +502,15 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
     key, and its point is to compare the jobs): `key` becomes `<job>/<task key>` in all three
     tables, so it still joins a fit to its trace and model."""
     from ..results.tables import write_parquet
-    frames = {"results": [], "traces": [], "models": []}
+    frames = {"results": [], "traces": [], "models": [], "timing": [], "timing_traces": []}
     varied = varied_overrides({d: _overrides(d) for d in job_dirs})
     for d in job_dirs:
         job = d.relative_to(sweep_dir).as_posix()
-        res = pd.read_parquet(d / "results.parquet")
-        res["job"] = job
-        res["job_overrides"] = varied[d]
-        own = {"results": res, "traces": pd.read_parquet(d / "traces.parquet")}
-        if (d / "models.parquet").exists():
-            own["models"] = pd.read_parquet(d / "models.parquet")
+        own = {name: pd.read_parquet(d / f"{name}.parquet") for name in frames if (d / f"{name}.parquet").exists()}
+        for name in ("results", "timing"):
+            if name in own:
+                own[name]["job"] = job
+                own[name]["job_overrides"] = varied[d]
         for name, df in own.items():
             df["key"] = job + "/" + df["key"].astype(str)
             frames[name].append(df)
@@ -484,6 +518,8 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
         if dfs:
             write_parquet(pd.concat([d for d in dfs if len(d)] or dfs[:1], ignore_index=True),
                           sweep_dir / f"{name}.parquet")
+        else:           # none of the jobs has it: an earlier gather's copy is not left to be read
+            (sweep_dir / f"{name}.parquet").unlink(missing_ok=True)
 
 
 def _overrides(job_dir: Path) -> list[str]:
@@ -509,17 +545,22 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     """Per configuration both runs hold (dataset, entry, every problem and parameter key), over
     the folds both ran: median fit time, mean test accuracy, median suboptimality, converged
     folds, side by side, and the fit-time ratio other / this."""
-    both = pd.concat([a.fits.assign(_run="this"), b.fits.assign(_run="other")], ignore_index=True)
+    both = pd.concat([with_start(a.fits).assign(_run="this"), with_start(b.fits).assign(_run="other")],
+                     ignore_index=True)
     if both.empty:
         return pd.DataFrame()
-    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + ["fold"]
+    # A fit is matched only with a fit of the same start: a warm run's C path is never put in a
+    # ratio with a cold run's fits (`with_start`: a run written before `start` was recorded says
+    # it by `warm_from`).
+    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + \
+        ["start", "fold"]
     both = keyed(both, cfg)
     common = both.groupby(cfg)["_run"].nunique()
     common = common[common == 2].index
     both = both.set_index(cfg).loc[lambda d: d.index.isin(common)].reset_index()
     if both.empty:
         return pd.DataFrame()
-    shown = swept_keys(pd.concat([a.results, b.results], ignore_index=True))
+    shown = swept_keys(pd.concat([a.results, b.results], ignore_index=True)) + ["start"]
     keys = [c for c in cfg if c != "fold"]
     agg = both.groupby(keys + ["_run"], sort=True).agg(
         folds=("fold", "count"), fit_time_s=("fit_time_s", "median"), test_accuracy=("test_accuracy", "mean"),
@@ -545,10 +586,17 @@ def main(argv=None, prog: str = "python -m pipeline.report") -> int:
                         help="also write every figure as PDF (default: the run's report.formats, else PNG only)")
     parser.add_argument("--baseline", metavar="ENTRY", help="solver entry that ratios are taken against "
                                                             "(default: the run's report.baseline, else the references)")
+    parser.add_argument("--target", type=float, metavar="EPS",
+                        help="the relative suboptimality (P - f*)/|f*| speed is timed to, in (0, 1) (default: the "
+                             "run's report.target, else 1e-3)")
     args = parser.parse_args(argv)
+    if args.target is not None and not 0 < args.target < 1:
+        print(f"error: --target={args.target!r}: must be a relative suboptimality in (0, 1), e.g. 1e-3", file=sys.stderr)
+        return 2
     try:
         formats = ["png", "pdf"] if args.pdf else None
-        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare, formats=formats)
+        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare, formats=formats,
+                            target=args.target)
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -202,7 +202,7 @@ def count(n: int, noun: str) -> str:
 # A table wider than this many columns is split into parts of at most this many, each repeating
 # the columns that name its rows: the 21-column time-to-target table ran off the page.
 MAX_TABLE_COLUMNS = 11
-_ROW_NAMES = {"dataset", "solver_entry", "job_overrides", "fold"}
+_ROW_NAMES = {"dataset", "solver_entry", "job_overrides", "fold", "start"}
 
 
 def row_name_columns(df: pd.DataFrame) -> list[str]:

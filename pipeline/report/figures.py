@@ -12,6 +12,7 @@ import pandas as pd
 from .common import (F_STAR_HINT, LAMBDA, MAX_LINES, MISSING, certainty_floor, config_columns, fmt, key_value, keyed, label,
                      present, problem_columns, short, styles, swept_keys)
 from .registry import ReportData, Skip, figure
+from .speed import fit_times, speed_view, target_of
 
 
 def _plt():
@@ -564,32 +565,39 @@ def _with_f_star(data):
 
 
 _BAND = "median over folds (and random starts), band: their middle half (25%-75%)"
+# What the convergence figures that put solvers side by side draw (speed.speed_view).
+_FITS = ("Drawn from the timing fits where the run has them (cold starts, traced at every due point; a library "
+         "by a ladder of cold solves), their seconds on the call clock (the whole call from the fold's arrays to a "
+         "model); else from the sweep's fits, on the solver's clock, a warm-started configuration named "
+         "`(warm start)`.")
+_TIME = "seconds (call clock)"
 
 
 @figure("suboptimality_vs_time", "Suboptimality against time", needs=("f_star",), trace_needs=("primal",),
         hint=F_STAR_HINT,
-        note=f"(P - f*)/|f*| against solver seconds, one panel per problem, a line per solver: {_BAND}; the "
+        note=f"(P - f*)/|f*| against seconds, one panel per problem, a line per solver: {_BAND}; the "
              "dotted line is the certainty of f* (the coarsest relative gap of the problem's reference solves), "
-             "below which nothing is shown.")
+             "below which nothing is shown. " + _FITS)
 def suboptimality_vs_time(data: ReportData):
-    return _trace_figure(data, _subopt, "time_s", "solver time (s)", "(P - f*) / |f*|", fits=_with_f_star(data),
-                         floor=True)
+    view = speed_view(data)
+    return _trace_figure(view, _subopt, "time_s", _TIME, "(P - f*) / |f*|", fits=_with_f_star(view), floor=True)
 
 
 @figure("suboptimality_vs_iterations", "Suboptimality against iterations", needs=("f_star",),
         trace_needs=("primal",), hint=F_STAR_HINT, note="As above against the solver's own iterations (a pass for coordinate descent, "
-                                      "a pair update for SMO: not one unit across solvers).")
+                                      "a pair update for SMO: not one unit across solvers), from the same fits.")
 def suboptimality_vs_iterations(data: ReportData):
-    return _trace_figure(data, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(data),
+    view = speed_view(data)
+    return _trace_figure(view, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(view),
                          floor=True)
 
 
 @figure("test_error_vs_iterations", "Test error against iterations", trace_needs=("test_error",),
         hint="set `run.trace_test_error=true`",
         note=f"Test error of the solver's current model at each trace point (run.trace_test_error=true), one "
-             f"panel per problem: {_BAND}.")
+             f"panel per problem: {_BAND}. " + _FITS)
 def test_error_vs_iterations(data: ReportData):
-    return _trace_figure(data, lambda tr, row: np.asarray(tr["test_error"], dtype=float), "iteration", "iteration",
+    return _trace_figure(speed_view(data), lambda tr, row: np.asarray(tr["test_error"], dtype=float), "iteration", "iteration",
                          "test error", log_y=False)
 
 
@@ -616,18 +624,18 @@ _GAP_HINT = ("run a solver that certifies its iterates (dcd, smo, svmlight, newt
 
 
 @figure("gap_vs_time", "Relative duality gap against time", trace_needs=("primal", "gap"), hint=_GAP_HINT,
-        note=f"(P - D)/|P| against solver seconds, one panel per problem, a line per solver that certifies a gap: "
+        note=f"(P - D)/|P| against seconds, one panel per problem, a line per solver that certifies a gap: "
              f"{_BAND}. It bounds the relative suboptimality from above (P - P* <= P - D) and needs no f*, so a "
-             "single-solver sweep shows how it converged. A reference solver's point is its final model only, its "
-             "D rebuilt from w (see Certificates): an upper bound that may be loose.")
+             "single-solver sweep shows how it converged. A library's D is rebuilt from w (see Certificates): an "
+             "upper bound that may be loose. " + _FITS)
 def gap_vs_time(data: ReportData):
-    return _trace_figure(data, rel_gap, "time_s", "solver time (s)", "(P - D) / |P|")
+    return _trace_figure(speed_view(data), rel_gap, "time_s", _TIME, "(P - D) / |P|")
 
 
 @figure("gap_vs_iterations", "Relative duality gap against iterations", trace_needs=("primal", "gap"),
-        hint=_GAP_HINT, note="As above against the solver's own iterations.")
+        hint=_GAP_HINT, note="As above against the solver's own iterations, from the same fits.")
 def gap_vs_iterations(data: ReportData):
-    return _trace_figure(data, rel_gap, "iteration", "iteration", "(P - D) / |P|")
+    return _trace_figure(speed_view(data), rel_gap, "iteration", "iteration", "(P - D) / |P|")
 
 
 @figure("objective_random_starts", "Objective against iterations over random starts",
@@ -782,14 +790,26 @@ def time_vs_q(data: ReportData):
 
 
 @figure("time_vs_n", "Time against n", needs=("n_train", "fit_time_s"),
-        note="Median fit time over folds against the number of training rows, one panel per problem (its keys "
-             "but the dataset), a colour per solver configuration; a point per dataset (its name under its n), "
-             "a line only through the sizes of one dataset (its max_rows in a multirun), never across datasets.",
+        note="Median over folds of the seconds to the report's target (P - f*)/|f*| where the problems have a "
+             "certified f* (a point left out where the median fold never got there), else to each solver's own "
+             "stop (said on the axis), against the number of training rows, one panel per problem (its keys but "
+             "the dataset), a colour per solver configuration; a point per dataset (its name under its n), a line "
+             "only through the sizes of one dataset (its max_rows in a multirun), never across datasets. " + _FITS,
         hint="run on datasets of several sizes, or one dataset at several `max_rows` (a multirun)")
 def time_vs_n(data: ReportData):
-    fits = data.fits[data.fits["n_train"].notna() & data.fits["fit_time_s"].notna()]
+    view = speed_view(data)
+    fits = view.fits[view.fits["n_train"].notna() & view.fits["fit_time_s"].notna()]
     if fits.empty:
         raise Skip("no finished fit")
+    target = target_of(data)
+    if "f_star" in fits.columns and fits["f_star"].notna().any():
+        t = fit_times(fits, view.traces, target).set_index("key")["t_target_s"]
+        fits = fits.assign(_t=fits["key"].map(t).to_numpy())
+        fits = fits[fits["_t"].notna()]
+        ylabel = f"seconds to (P - f*)/|f*| <= {fmt(target)}"
+    else:
+        fits = fits.assign(_t=fits["fit_time_s"])
+        ylabel = "seconds to own stop"
     fits, prob, _ = problems(fits)
     kind = [c for c in prob if c != "dataset"]
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
@@ -798,7 +818,8 @@ def time_vs_n(data: ReportData):
     # its median over the folds (which differ by a row or two: no sweep of n).
     size = ["dataset"] + (["job"] if "job" in fits.columns else [])
     pts = fits.groupby(kind + line_keys + size, sort=False, dropna=False).agg(
-        n=("n_train", "median"), t=("fit_time_s", "median"), first=("key", "first")).reset_index()
+        n=("n_train", "median"), t=("_t", "median"), first=("key", "first")).reset_index()
+    pts = pts[np.isfinite(pts["t"])]
     if pts["n"].nunique() < 2:
         raise Skip("every fit ran on one size of data")
     found = sorted({tuple(r) for r in pts[kind].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
@@ -822,7 +843,7 @@ def time_vs_n(data: ReportData):
                         linestyle=st["linestyle"] if len(one) > 1 else "none", label=lab if i == 0 else None)
         ts = sub["t"][sub["t"] > 0]
         log = len(ts) > 0 and ts.max() / ts.min() > 10          # under a decade, log labels one tick
-        _decorate(ax, title, "training rows n", "fit time (s)", 0, logx=True, logy=log)
+        _decorate(ax, title, "training rows n", ylabel, 0, logx=True, logy=log)
         _value_ticks(ax, sub["n"])
         # Each tick names its dataset(s): a reader sees which point is which data.
         names = sub.groupby("n")["dataset"].agg(lambda d: "\n".join(sorted(set(map(str, d)))))
@@ -831,7 +852,7 @@ def time_vs_n(data: ReportData):
         if log:
             _log_ticks(ax, x=False, y=True)
 
-    return small_multiples(panels, draw_panel, "fit time against n", {}, fixed)
+    return small_multiples(panels, draw_panel, f"{ylabel} against n", {}, fixed)
 
 
 @figure("pegasos_k_vs_T", "k against T at fixed kT (pegasos)", needs=("param_k", "info_T", "primal_objective"),

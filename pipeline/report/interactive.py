@@ -6,7 +6,7 @@ Controls, all plotly's own (updatemenus and the legend, no JavaScript of ours):
 - dataset: shows that dataset's first problem and puts its problems in the problem menu;
 - problem: one problem (dataset and every problem key, as the report's panels);
 - metric: (P - f*)/|f*|, the relative duality gap (P - D)/|P|, test error (those the run has);
-- x: solver seconds or iterations; x and y axes: log or linear;
+- x: seconds (the call clock of the timing fits, where the run has them) or iterations; x and y axes: log or linear;
 - solvers: a click on a legend entry hides or shows that solver (all its folds).
 
 How it works: one trace per fit (a fold of one solver configuration on one problem), holding its
@@ -133,7 +133,7 @@ def build_figure(data: ReportData) -> dict | None:
                        "args": [{"y": [_clean(t[1][m]) for t in traces]}, {"yaxis.title.text": axis}]}
                       for m, axis in metrics]
     x_buttons = [{"label": lab, "method": "update", "args": [{"x": [_clean(t[2][c]) for t in traces]}, {"xaxis.title.text": lab}]}
-                 for c, lab in (("time_s", "solver time (s)"), ("iteration", "iteration"))]
+                 for c, lab in (("time_s", "seconds"), ("iteration", "iteration"))]
     def scale_buttons(ax):
         return [{"label": f"{ax} {kind}", "method": "relayout", "args": [{f"{ax}axis.type": kind}]}
                 for kind in ("log", "linear")]
@@ -154,7 +154,7 @@ def build_figure(data: ReportData) -> dict | None:
         annotations=[{"text": t, "x": x, "y": 1.22, "xref": "paper", "yref": "paper", "showarrow": False,
                       "xanchor": "left", "font": {"size": 11}}
                      for t, x in (("dataset", 0.0), ("problem", 0.16), ("metric", 0.50), ("x", 0.66))],
-        xaxis={"type": "log", "title": {"text": "solver time (s)"}},
+        xaxis={"type": "log", "title": {"text": "seconds"}},
         yaxis={"type": "log" if metrics[0][0] != "test_error" else "linear", "title": {"text": metrics[0][1]}},
         legend={"title": {"text": "solver (click: hide / show)"}, "groupclick": "togglegroup"},
         margin={"t": 150}, height=640)
@@ -174,8 +174,10 @@ def write_page(data: ReportData, path, title: str) -> bool:
     """Write the page (plotly.js inlined: ~4.5 MB, no network needed); False when there is nothing
     to show (no trace), in which case no page is written and a stale one is removed."""
     from pathlib import Path
+    from .speed import speed_view
     path = Path(path)
-    fig = build_figure(data)
+    # The fits the convergence figures draw: the timing fits (cold, dense) where the run has them.
+    fig = build_figure(speed_view(data))
     if fig is None:
         path.unlink(missing_ok=True)
         return False
@@ -184,7 +186,10 @@ def write_page(data: ReportData, path, title: str) -> bool:
     body = pio.to_html(fig, full_html=False, include_plotlyjs=True, div_id="svmbench-traces", validate=False,
                        config={"displaylogo": False, "responsive": True})
     note = ("One line per fold; the menus choose the dataset, the problem, the metric and the x axis; a click on "
-            "a solver in the legend hides or shows it. Suboptimality is never shown finer than the certainty of f*.")
+            "a solver in the legend hides or shows it. Suboptimality is never shown finer than the certainty of f*. "
+            "The lines are the timing fits where the run has them (cold starts, densely traced, their seconds on the "
+            "call clock: the whole call from the fold's arrays to a model), else the sweep's fits (solver seconds; a "
+            "warm-started one named `(warm start)`).")
     path.write_text(f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title></head>"
                     f"<body style='font-family:sans-serif'><h2>{html.escape(title)}</h2><p>{html.escape(note)}</p>"
                     f"{body}</body></html>\n")

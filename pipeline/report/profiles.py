@@ -1,10 +1,11 @@
 """Performance profiles (Dolan and Moré, Math. Programming 91, 2002) and data profiles (Moré
 and Wild, SIAM J. Optim. 20, 2009): how optimisation papers compare solvers over many problems.
 
-For problems p and solvers s, let t_{p,s} be the solver seconds s needs on p until its measure
-(the relative suboptimality (P - f*)/|f*|, or the relative duality gap (P - D)/|P|) first falls
-to a target: the median over the folds of each fold's time, infinite where the fold never gets
-there. The performance ratio is r_{p,s} = t_{p,s} / min_s t_{p,s} (Dolan and Moré eq. 1), and
+For problems p and solvers s, let t_{p,s} be the seconds s needs on p until its measure (the
+relative suboptimality (P - f*)/|f*|, or the relative duality gap (P - D)/|P|) first falls to the
+report's target (report.target, default 1e-3): the median over the folds of each fold's time,
+infinite where the fold never gets there. The times are those of every speed table (speed.py):
+the timing fits, cold, on the call clock. The performance ratio is r_{p,s} = t_{p,s} / min_s t_{p,s} (Dolan and Moré eq. 1), and
 
     rho_s(tau) = |{p : r_{p,s} <= tau}| / |P|           (eq. 2)
 
@@ -32,9 +33,8 @@ import pandas as pd
 from .common import F_STAR_HINT, certainty_floor, config_columns, count, fmt, label, swept_keys
 from .figures import START_KEYS, _decorate, _panels, figure_legend, problems
 from .registry import ReportData, Skip, figure
-from .tables import to_targets
+from .speed import fit_times, speed_view, target_of
 
-TARGET = 1e-3      # the target of the suboptimality and gap profiles: a thousandth of |f*| (or |P|)
 
 # Solvers whose trace `iteration` is one pass over the training rows (their own docstrings):
 # dcd, Algorithm 1 of Hsieh et al. 2008, one pass over the (active) variables; LIBLINEAR's dual
@@ -69,19 +69,27 @@ def fraction_within(values: pd.DataFrame, xs) -> pd.DataFrame:
     return pd.DataFrame({s: (v[:, [j]] <= xs[None, :]).mean(axis=0) for j, s in enumerate(values.columns)}, index=xs)
 
 
-def _per_problem(data: ReportData, measure: str, fits: pd.DataFrame | None = None):
+def _per_problem(data: ReportData, measure: str, keep=None):
     """([(group title, times, iterations)], labels of the solvers): per group of problems run by
     one set of solver configurations (two at least), the medians over folds of each fold's
-    seconds and iterations to TARGET, a row per problem and a column per solver. `fits`: those
-    of data.results to count (default all)."""
-    fits = data.results if fits is None else fits
+    seconds (call clock) and iterations to the target, a row per problem and a column per solver,
+    from the fits speed is read from (speed.speed_view: the timing fits, cold). A warm-started
+    configuration (a sweep's, where the run has no timing fits) is left out: its time is not put
+    against a cold one. `keep(fits) -> mask`: the fits to count (default all)."""
+    view = speed_view(data)
+    target = target_of(data)
+    fits = view.results
+    fits = fits[~fits["solver_entry"].astype(str).str.endswith(" (warm start)")]
+    if keep is not None:
+        fits = fits[keep(fits)]
     if measure == "subopt":
         fits = fits[fits["f_star"].notna()]
         # A problem whose f* is known more coarsely than the target cannot tell who reached it.
-        fits = fits[certainty_floor(fits) <= TARGET]
+        fits = fits[certainty_floor(fits) <= target]
         if fits.empty:
-            raise Skip(f"no problem has an f* certain to {fmt(TARGET)}")
-    hit = to_targets(fits[fits["status"] != "error"], data.traces, (TARGET,), measure).set_index("key")
+            raise Skip(f"no problem has an f* certain to {fmt(target)}")
+    hit = fit_times(fits[fits["status"] != "error"], view.traces, target, measure).set_index("key")
+    hit = hit.rename(columns={"t_target_s": "t", "it_target": "it"})
     fits, prob, found = problems(fits)
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
@@ -90,7 +98,7 @@ def _per_problem(data: ReportData, measure: str, fits: pd.DataFrame | None = Non
     fits = fits.assign(_solver=[label(r, shown) for r in fits[line_keys].to_dict("records")],
                        _pid=[pid[tuple(p)] for p in fits[prob].itertuples(index=False)])
     for col in ("t", "it"):
-        fits[col] = fits["key"].map(hit[f"{col}_{TARGET:g}"]).fillna(np.inf).to_numpy()
+        fits[col] = fits["key"].map(hit[col]).fillna(np.inf).to_numpy()
     med = fits.groupby(["_pid", "_solver"], sort=False)[["t", "it"]].median()
     groups: dict[tuple, list[int]] = {}
     for i, g in fits.groupby("_pid", sort=True)["_solver"]:
@@ -153,6 +161,21 @@ def _budget_curve(t, it):
     return xs, fraction_within(it, xs)
 
 
+def _clock(data: ReportData) -> str:
+    """The clock a profile's times are on: the timing fits' call clock, or the sweep's solver clock
+    (a run without timing fits), or both where problems differ."""
+    fits = speed_view(data).results
+    timed = fits["setup_s"].notna() if "setup_s" in fits.columns else pd.Series(False, index=fits.index)
+    return "call clock" if timed.all() else "solver clock" if not timed.any() else "call clock, solver clock where untimed"
+
+
+def _warm_left_out(data: ReportData) -> str:
+    """The heading's line naming the warm-started configurations a profile leaves out (a sweep's,
+    where the run has no timing fits for their problems), or ""."""
+    warm = sorted({str(e) for e in speed_view(data).results["solver_entry"] if str(e).endswith(" (warm start)")})
+    return f"\nLeft out, started warm (no cold timing fit): {', '.join(warm)}" if warm else ""
+
+
 _READ = ("Each solver's line: the fraction of problems on which it reaches the target within tau times the "
          "fastest solver's seconds on that problem (median over folds); at tau = 1 how often it is fastest, at the "
          "right end how often it gets there at all (Dolan and Moré 2002). Problems are grouped by the solvers that "
@@ -161,25 +184,27 @@ _READ = ("Each solver's line: the fraction of problems on which it reaches the t
 
 @figure("performance_profile", "Performance profile: suboptimality", needs=("f_star",), trace_needs=("primal",),
         hint=F_STAR_HINT,
-        note=f"Target (P - f*)/|f*| <= {fmt(TARGET)}. " + _READ)
+        note="Target (P - f*)/|f*| <= the report's target (report.target, the heading above the panels). " + _READ)
 def performance_profile(data: ReportData):
     return _profile_figure(_per_problem(data, "subopt"), "tau (time to target over the fastest solver's)",
                            "fraction of problems", _ratio_curve,
-                           heading=f"Target: (P - f*)/|f*| <= {fmt(TARGET)}; solved within tau x the fastest time")
+                           heading=f"Target: (P - f*)/|f*| <= {fmt(target_of(data))}; solved within tau x the fastest "
+                                   f"time ({_clock(data)}, cold starts)" + _warm_left_out(data))
 
 
 @figure("performance_profile_gap", "Performance profile: duality gap", trace_needs=("primal", "gap"),
         hint="run solvers that certify a duality gap (see Relative duality gap against time)",
-        note=f"Target (P - D)/|P| <= {fmt(TARGET)}: needs no f*. " + _READ)
+        note="Target (P - D)/|P| <= the report's target: needs no f*. " + _READ)
 def performance_profile_gap(data: ReportData):
     return _profile_figure(_per_problem(data, "gap"), "tau (time to target over the fastest solver's)",
                            "fraction of problems", _ratio_curve,
-                           heading=f"Target: (P - D)/|P| <= {fmt(TARGET)}; solved within tau x the fastest time")
+                           heading=f"Target: (P - D)/|P| <= {fmt(target_of(data))}; solved within tau x the fastest "
+                                   f"time ({_clock(data)}, cold starts)" + _warm_left_out(data))
 
 
 @figure("data_profile", "Data profile: suboptimality against passes over the data", needs=("f_star",),
         trace_needs=("primal",), hint=F_STAR_HINT,
-        note=f"The fraction of problems each solver brings to (P - f*)/|f*| <= {fmt(TARGET)} within kappa passes over "
+        note="The fraction of problems each solver brings to the report's target (P - f*)/|f*| within kappa passes over "
              "the training rows (median over folds; Moré and Wild 2009, passes for their simplex gradients). Only "
              f"solvers whose iterations are passes are drawn ({', '.join(PASS_SOLVERS)}); the others are named "
              "above the figure, not put on this axis in their own units.")
@@ -189,10 +214,10 @@ def data_profile(data: ReportData):
     if not passes.any():
         raise Skip(f"no solver counts passes over the data (drawn: {', '.join(PASS_SOLVERS)}; this run: "
                    f"{', '.join(left)})", hint=f"run {' or '.join(PASS_SOLVERS)} beside the others")
-    heading = f"Target: (P - f*)/|f*| <= {fmt(TARGET)}; solved within kappa passes over the data"
+    heading = f"Target: (P - f*)/|f*| <= {fmt(target_of(data))}; solved within kappa passes over the data"
     if left:
         heading += (f"\nLeft out: {', '.join(left)} (their iterations are not passes over the data: "
                     "SMO pair updates, Newton or minibatch steps)")
-    return _profile_figure(_per_problem(data, "subopt", data.results[passes]),
+    return _profile_figure(_per_problem(data, "subopt", counts_passes),
                            "kappa (passes over the training data)", "fraction of problems", _budget_curve,
                            log_base=10, heading=heading)

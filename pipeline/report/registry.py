@@ -34,7 +34,15 @@ class ReportData:
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     baseline: str | None = None          # report.baseline: the solver entry ratios are taken against
     name: str = ""
+    search: dict | None = None           # a search's state (the run's search.json; None: a grid's run)
+    # The timing fits (timing.parquet, timing_traces.parquet): what speed is read from (speed.py).
+    timing: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timing_traces: pd.DataFrame = field(default_factory=pd.DataFrame)
+    target: float | None = None          # report.target: the (P - f*)/|f*| speed is timed to (None: 1e-3)
     _arrays: dict | None = field(default=None, init=False, repr=False, compare=False)
+    # What several items derive alike, made once (speed.py: the speed rows and the view of the
+    # fits speed is read from).
+    cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def fits(self) -> pd.DataFrame:

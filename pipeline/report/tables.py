@@ -4,12 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (F_STAR_HINT, LAMBDA, MISSING, budget_columns, certainty_floor, config_columns, fmt, keyed,
-                     point_names, problem_columns, short, swept_keys)
+from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, fmt, keyed, point_names,
+                     problem_columns, short, swept_keys)
 from .registry import ReportData, Skip, table
+from .speed import (CLOCKS, SOURCES, TARGET, fit_times, headline, problem_key, shares_problem, speed_fits, speed_rows,
+                    start_label, target_of, with_start)
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
-RATIO_TARGETS = (1e-3, 1e-4)
 
 
 def _groups(data: ReportData):
@@ -30,20 +31,23 @@ def cv_table(data: ReportData) -> pd.DataFrame:
     `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
     rank within the dataset x entry, train score, fit time and how many folds converged."""
     fits, keys, shown = _groups(data)
+    fits = with_start(fits)
     agg = fits.groupby(keys, sort=True, dropna=False).agg(
         mean_test_score=("test_accuracy", "mean"), std_test_score=("test_accuracy", "std"),
         mean_train_score=("train_accuracy", "mean"), mean_fit_time=("fit_time_s", "mean"),
         std_fit_time=("fit_time_s", "std"), mean_n_iter=("n_iter", "mean"),
-        converged_folds=("status", _converged)).reset_index()
+        converged_folds=("status", _converged), start=("start", start_label)).reset_index()
     agg["rank_test_score"] = agg.groupby(["dataset", "solver_entry"])["mean_test_score"].rank(
         ascending=False, method="min").astype("Int64")
     return agg[["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "rank_test_score",
-                "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds"]]
+                "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds", "start"]]
 
 
 table("cv_results", "Cross-validation", needs=("test_accuracy",),
       note="Per configuration, over folds (scikit-learn's `cv_results_`): test score = accuracy; rank within "
-           "the dataset and solver; `converged_folds`: folds whose fit reached its tolerance, of all folds.")(cv_table)
+           "the dataset and solver; `converged_folds`: folds whose fit reached its own tolerance, of all folds; "
+           "`mean_fit_time`: the solver's seconds to its own stop, started as `start` says (`warm`: from the "
+           "previous C's solution on its C path). Not a speed comparison: see Time to target.")(cv_table)
 
 
 @table("best_params", "Best parameters per dataset and solver", needs=("test_accuracy",),
@@ -57,16 +61,19 @@ def best_params(data: ReportData) -> pd.DataFrame:
 
 
 @table("timing", "Timing", needs=("fit_time_s",),
-       note="Solver seconds (recorder time excluded) and task seconds (data loading and certificates included).")
+       note=f"Where the sweep's seconds went, each fit to its own stop, started as `start` counts: "
+            f"`solver_s_*` on the solver clock ({CLOCKS['solver']}), `task_s_total` on the task clock "
+            f"({CLOCKS['task']}). Not a speed comparison (stops and starts differ): see Time to target.")
 def timing_table(data: ReportData) -> pd.DataFrame:
     fits = data.fits
     if fits.empty:
         raise Skip("no fit finished")
-    agg = dict(fits=("key", "count"), fit_time_s_total=("fit_time_s", "sum"),
-               fit_time_s_median=("fit_time_s", "median"), fit_time_s_max=("fit_time_s", "max"),
+    fits = with_start(fits)
+    agg = dict(fits=("key", "count"), start=("start", start_label), solver_s_total=("fit_time_s", "sum"),
+               solver_s_median=("fit_time_s", "median"), solver_s_max=("fit_time_s", "max"),
                n_iter_median=("n_iter", "median"))
     if "task_time_s" in fits.columns:
-        agg["task_time_s_total"] = ("task_time_s", "sum")
+        agg["task_s_total"] = ("task_time_s", "sum")
     return fits.groupby(["dataset", "solver_entry"], sort=True).agg(**agg).reset_index()
 
 
@@ -155,11 +162,17 @@ STATUS_ADVICE = {
 
 
 @table("status", "Status", needs=("status",),
-       note="Fits per dataset and solver entry by status; every status other than `converged` is explained below.",
-       lines=lambda data: status_lines(data.results))
-def status_table(results) -> pd.DataFrame:
-    """Fits per dataset x solver entry and status, every status that occurs as its own column."""
-    results = results.results if isinstance(results, ReportData) else results
+       note="Fits per dataset and solver entry by status (`converged`: reached its own stopping tolerance, the "
+            "solver's own test, not a certificate); `certified`: of the fits with a certified f*, those that end "
+            "within the report's target (P - f*)/|f*|, and `above_target` those that do not, whatever their status. "
+            "Every status other than `converged` is explained below.",
+       lines=lambda data: status_lines(data.results, target_of(data)))
+def status_table(results, target: float | None = None) -> pd.DataFrame:
+    """Fits per dataset x solver entry and status, every status that occurs as its own column;
+    where the results have f*, how many are certified within the target and how many are above."""
+    if isinstance(results, ReportData):
+        target = target_of(results) if target is None else target
+        results = results.results
     if results.empty:
         return pd.DataFrame()
     t = results.groupby(["dataset", "solver_entry", "status"]).size().unstack("status", fill_value=0)
@@ -167,18 +180,26 @@ def status_table(results) -> pd.DataFrame:
     t = t[[c for c in order if c in t.columns]]
     t.insert(0, "fits", t.sum(axis=1))
     t.columns.name = None
+    if "f_star" in results.columns and results["f_star"].notna().any():
+        rel = np.maximum(pd.to_numeric(results["rel_suboptimality"], errors="coerce"), certainty_floor(results))
+        told = results["f_star"].notna() & (results["status"] != "error")
+        eps = TARGET if target is None else target
+        marks = results.assign(certified=told & (rel <= eps), above_target=told & (rel > eps))
+        t = t.join(marks.groupby(["dataset", "solver_entry"])[["certified", "above_target"]].sum())
     return t.reset_index()
 
 
-def status_lines(results: pd.DataFrame) -> list[str]:
-    """Every non-converged status in plain words: which fits, at which C (or lambda), and what to
-    change."""
+def status_lines(results: pd.DataFrame, target: float | None = None) -> list[str]:
+    """The headline (`speed.headline`: fits that reached their own tolerance apart from those
+    certified within the target of f*), then every non-converged status in plain words: which
+    fits, at which C (or lambda), and what to change."""
     if results.empty:
         return []
+    lines = headline(results, TARGET if target is None else target)
     bad = results[results["status"] != "converged"]
     if bad.empty:
-        return [f"All {len(results)} fits converged (reached their tolerance)."] + reference_lines(results)
-    lines = [f"{len(results) - len(bad)} of {len(results)} fits converged; the others:"]
+        return lines + reference_lines(results)
+    lines.append(f"The {len(bad)} fits that did not reach their own tolerance:")
     others = [c for c in swept_keys(results) if c not in ("C", LAMBDA)]
     for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
         mine = results[(results["dataset"] == ds) & (results["solver_entry"] == entry)]
@@ -226,8 +247,11 @@ def _rel_gap(trace: pd.DataFrame) -> pd.Series:
 
 def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS, measure: str = "subopt") -> pd.DataFrame:
     """Per fit, the solver seconds `t_<eps>` and the iteration `it_<eps>` at which the measure
-    first falls to each target, from its trace; a fit without a trace (the references run as one
-    call) reaches a target at its fit time and iteration count if its final model is within it.
+    first falls to each target, from its own trace; a fit without a trace (the references run as
+    one call) reaches a target at its fit time and iteration count if its final model is within it.
+    The fits are read as they are, each on its own start and stop: the report's speed tables read
+    `speed.fit_times` of the timing fits instead (cold, dense, one clock); this stays for a paper's
+    writer that reads a study's own fits at several targets.
     `subopt`: (P - f*)/|f*|, a target finer than the fit's f* certainty never reached (it could not
     be told); `gap`: the relative duality gap (P - D)/|P|, which needs no f*."""
     if measure == "subopt":
@@ -266,92 +290,154 @@ def baselines(data: ReportData) -> list[str]:
     return sorted(set(data.results.loc[data.results["family"] == "reference", "solver_entry"]))
 
 
-def _to_target_rows(data: ReportData):
-    """Fits with their times/iterations to target, grouped by the WHOLE problem (every problem
-    column) and the entry's own non-budget parameters: the rows of the to-target tables."""
+def _speed(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
+    """speed.speed_rows against the report's baselines, and the columns shown before its own:
+    every problem key that differs between rows, the entry and its swept keys."""
     fits = data.fits
-    if fits.empty or not fits["f_star"].notna().any():
+    if fits.empty or "f_star" not in fits.columns or not fits["f_star"].notna().any():
         raise Skip("no fit has a certified f*")
-    fits = fits[fits["f_star"].notna()]
-    prob = problem_columns(fits)
-    own = [c for c in config_columns(fits) if c not in prob and c not in budget_columns(fits)]
-    fits = keyed(fits.merge(to_targets(fits, data.traces), on="key", how="left"), prob + own)
-    keys = prob + ["solver_entry"] + own
-    # Shown: every problem key that differs between rows (the problem is the row's identity) and
-    # the entry's swept keys; an entry's fixed parameters are in the key but named by the entry.
+    rows = speed_rows(data, bases=baselines(data))
+    if rows.empty:
+        raise Skip("no fit has a certified f*")
+    prob = problem_columns(rows)
     swept = swept_keys(data.results)
-    shown = [c for c in keys if c in ("dataset", "solver_entry", "C") or c in swept
-             or (c in prob and fits[c].nunique() > 1)]
-    return fits, prob, keys, shown
+    own = [c for c in rows.columns if c.startswith("param_") or c == "job_overrides"]
+    shown = [c for c in prob + ["solver_entry"] + own if c in ("dataset", "solver_entry", "C") or c in swept
+             or (c in prob and rows[c].nunique() > 1)]
+    return rows, shown
 
 
-def _ratios(agg: pd.DataFrame, prob, cols, bases) -> pd.DataFrame:
-    """`ratio_<col>_vs_<base>`: each row's value over the base entry's on the same problem (the
-    base's least over its own configurations, e.g. a tol sweep); NaN where the base did not solve
-    that problem (pegasos without intercept has no LIBLINEAR `regularized` counterpart)."""
-    for base in bases:
-        ref = agg[agg["solver_entry"] == base].groupby(prob)[cols].min()
-        idx = pd.MultiIndex.from_frame(agg[prob]) if len(prob) > 1 else pd.Index(agg[prob[0]])
-        for col in cols:
-            agg[f"ratio_{col}_vs_{base}"] = agg[col].to_numpy() / ref[col].reindex(idx).to_numpy()
-    return agg
+def _target_note(what: str) -> str:
+    return (f"One row per whole problem (every problem key) and solver configuration; {what} Times are on the call "
+            f"clock ({CLOCKS['call']}) and read from the {SOURCES['timing']}, or, where `source` says `sweep`, from "
+            f"{SOURCES['sweep']}.")
+
+
+def _never(v: float) -> object:
+    return "not reached" if v == np.inf else v
 
 
 @table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
-       note="One row per whole problem (every problem key) and solver configuration. `fit_time_s`, `n_iter`, "
-            "`rel_subopt`: medians over folds; `t_eps`: the least solver seconds any fold (or a tol sweep's "
-            "first tol) needed until (P - f*)/|f*| <= eps (empty: never, or finer than f*'s certainty); "
-            "`ratio_X_vs_B`: that over baseline B's on the same problem.")
+       note=_target_note("`t_target_s`: the median over folds of the seconds until (P - f*)/|f*| first fell to the "
+                         "report's target (said at the top of the report and under the table), `not reached` where "
+                         "the median fold never got there (it stopped above the target, by its own rule or at its "
+                         "cap); `reached`: folds that got there, of the folds whose f* is certain enough to tell; "
+                         "`ratio`: t_target_s over its `baseline`'s on the same problem, from the same start and on "
+                         "the same clock (the baseline's fastest configuration there), only where both reached the "
+                         "target; `own_stop_s`: the time to the solver's own stop, a different rule per solver, never "
+                         "put in a ratio; `rel_subopt`: the median (P - f*)/|f*| where the fits ended; `source`, "
+                         "`start` and `clock` are columns where rows differ in them, else said under the table."),
+       lines=lambda data: target_lines(data))
 def time_to_target(data: ReportData) -> pd.DataFrame:
-    fits, prob, keys, shown = _to_target_rows(data)
-    tcols = [f"t_{eps:g}" for eps in TARGETS]
-    fits = fits.assign(_rel=np.maximum(fits["rel_suboptimality"], certainty_floor(fits).to_numpy()))
-    agg = fits.groupby(keys, sort=True, dropna=False).agg(
-        runs=("key", "count"), fit_time_s=("fit_time_s", "median"), n_iter=("n_iter", "median"),
-        rel_subopt=("_rel", "median"), **{c: (c, "min") for c in tcols}).reset_index()
-    agg = _ratios(agg, prob, ["fit_time_s"] + [f"t_{eps:g}" for eps in RATIO_TARGETS], baselines(data))
-    return agg[shown + [c for c in agg.columns if c not in keys]]
+    rows, shown = _speed(data)
+    labels = [c for c in ("source", "start", "clock") if rows[c].nunique() > 1]     # one value: said under it
+    out = rows[shown + labels + ["reached", "t_target_s"]].copy()
+    out["baseline"], out["ratio"] = _own_ratio(rows)
+    out["own_stop_s"], out["rel_subopt"] = rows["own_stop_s"], rows["rel_subopt"]
+    out["t_target_s"] = out["t_target_s"].map(_never)
+    return out
+
+
+def _own_ratio(rows: pd.DataFrame) -> tuple[list, np.ndarray]:
+    """Per row, its baseline (the first of the report's that shares a problem with its entry) and
+    its ratio against it (`speed_rows`' `ratio_vs_<base>`): one column for every entry."""
+    bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
+    prob = problem_key(rows)
+    of = {e: next((b for b in bases if shares_problem(rows, prob, e, b)), None) for e in set(rows["solver_entry"])}
+    of.update({b: b for b in bases})
+    names = [of[e] or "" for e in rows["solver_entry"]]
+    ratio = np.array([rows[f"ratio_vs_{b}"].iloc[i] if b else np.nan for i, b in enumerate(names)], dtype=float)
+    return names, ratio
+
+
+def target_lines(data: ReportData) -> list[str]:
+    """The target the table times to, and, per entry without a problem in common with a baseline,
+    that it is in no ratio (it solves other problems: another loss, intercept or kernel)."""
+    try:
+        rows, _ = _speed(data)
+    except Skip:
+        return []
+    prob = problem_key(rows)
+    out = [f"- Target: (P - f*)/|f*| <= {fmt(target_of(data))} (report.target)."]
+    same = [f"{c} `{rows[c].iloc[0]}`" for c in ("source", "start", "clock") if rows[c].nunique() == 1]
+    if same:
+        out.append(f"- Every row: {', '.join(same)} (see the note above the table).")
+    bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
+    alone = [e for e in sorted(set(rows["solver_entry"]))
+             if e not in bases and not any(shares_problem(rows, prob, e, b) for b in bases)]
+    if bases and alone:
+        out.append(f"- No problem in common with a baseline ({', '.join(bases)}): {', '.join(alone)} (another loss, "
+                   f"intercept, kernel or C): timed, never put in a ratio.")
+    untimed = sorted(set(data.fits["solver_entry"]) - set(rows["solver_entry"]))
+    if untimed:
+        out.append(f"- Not timed: {', '.join(untimed)} (no certified f* for their problems: no other solver entry "
+                   f"fits them, so none was planned; run.log's plan says which key keeps them apart).")
+    return out
 
 
 @table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
-       note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers); "
-            "`it_eps`: the fewest iterations any fold needed.")
+       note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers), from the "
+            "same fits; `it_eps`: the median over folds of the iterations until (P - f*)/|f*| <= eps (`not reached` "
+            "where the median fold never got there; empty where f* is not certain to eps).")
 def iterations_to_target(data: ReportData) -> pd.DataFrame:
-    fits, prob, keys, shown = _to_target_rows(data)
+    rows, shown = _speed(data)
+    fits, traces, _ = speed_fits(data)
+    fits = with_start(fits[fits["f_star"].notna()])
+    prob = problem_columns(fits)
+    own = [c for c in config_columns(fits) if c not in prob]
+    fits = keyed(fits, prob + own)
+    keys = prob + ["solver_entry"] + own
+    for eps in TARGETS:
+        fits[f"it_{eps:g}"] = fits["key"].map(fit_times(fits, traces, eps).set_index("key")["it_target"]).to_numpy()
     icols = [f"it_{eps:g}" for eps in TARGETS]
     agg = fits.groupby(keys, sort=True, dropna=False).agg(
-        runs=("key", "count"), n_iter=("n_iter", "median"), **{c: (c, "min") for c in icols}).reset_index()
-    return agg[shown + ["runs", "n_iter", *icols]]
+        runs=("key", "count"), start=("start", start_label), n_iter=("n_iter", "median"),
+        **{c: (c, lambda v: float(np.median(v.dropna())) if v.notna().any() else np.nan) for c in icols}).reset_index()
+    for c in icols:
+        agg[c] = agg[c].map(_never)
+    return agg[[c for c in shown if c in agg.columns] + ["runs", "start", "n_iter", *icols]]
 
 
-@table("methods", "Methods x datasets", needs=("fit_time_s",),
-       note="Median fit time of each solver entry on each dataset; with a baseline (report.baseline=<entry>, "
-            "or the reference entries), `xR (n)`: the geometric mean over the n problems both solved of its "
-            "median time over the baseline's on the same problem.")
+@table("methods", "Methods x datasets", needs=("f_star",), hint=F_STAR_HINT,
+       note="Per solver entry and dataset, against its baseline (report.baseline=<entry>, or the first reference "
+            "entry that shares a problem with it): `xR over n`, the geometric mean over the n problems both brought "
+            "to the target of its time to target over the baseline's (the rows of Time to target: same problem, "
+            "start and clock), with how many problems it did not reach that the baseline did, and how many it "
+            "reached that the baseline did not; `no problem shared` "
+            "where it solves none of the baseline's problems (another loss, intercept, kernel or C): never ranked "
+            "against it.")
 def methods_table(data: ReportData) -> pd.DataFrame:
-    fits = data.fits
-    if fits.empty:
-        raise Skip("no fit finished")
-    prob = problem_columns(fits)
-    fits = keyed(fits, prob)
-    per_problem = fits.groupby(prob + ["solver_entry"], sort=True)["fit_time_s"].median().reset_index()
-    bases = baselines(data)
-    base = bases[0] if bases else None
-    if base is not None:
-        ref = per_problem[per_problem["solver_entry"] == base].set_index(prob)["fit_time_s"]
-        per_problem["ratio"] = per_problem["fit_time_s"].to_numpy() / ref.reindex(
-            pd.MultiIndex.from_frame(per_problem[prob]) if len(prob) > 1 else per_problem[prob[0]]).to_numpy()
-    cells = {}
-    for (ds, entry), grp in per_problem.groupby(["dataset", "solver_entry"], sort=True):
-        text = f"{fmt(float(fits[(fits['dataset'] == ds) & (fits['solver_entry'] == entry)]['fit_time_s'].median()))} s"
-        if base is not None:
-            r = grp["ratio"].dropna()
+    rows, _ = _speed(data)
+    bases = [c[len("ratio_vs_"):] for c in rows.columns if c.startswith("ratio_vs_")]
+    if not bases:
+        raise Skip("no baseline to take ratios against", hint="set `report.baseline=<solver entry>`")
+    prob = problem_key(rows)
+    out = []
+    for entry, mine in rows.groupby("solver_entry", sort=True):
+        base = next((b for b in bases if b != entry and shares_problem(rows, prob, entry, b)), None)
+        row = {"solver_entry": entry, "baseline": "(baseline)" if entry in bases else base or "-"}
+        for ds, grp in mine.groupby("dataset", sort=True):
+            if entry in bases:
+                row[ds] = "baseline"
+                continue
+            here = rows[rows["dataset"] == ds]
+            if base is None or not shares_problem(here, prob, entry, base):
+                row[ds] = f"no problem shared with {base or ', '.join(bases)}"
+                continue
+            reached_by_base = set(map(tuple, here.loc[(here["solver_entry"] == base) & np.isfinite(here["t_target_s"]),
+                                                      prob].itertuples(index=False)))
+            r = grp[f"ratio_vs_{base}"].dropna()
             r = r[r > 0]
-            text += f" (x{fmt(float(np.exp(np.log(r).mean())))}, {len(r)})" if len(r) else " (no shared problem)"
-        cells[(entry, ds)] = text
-    out = pd.Series(cells).unstack()
-    out.index.name = "solver_entry" if base is None else f"solver_entry (baseline: {base})"
-    return out.reset_index().fillna("")
+            shared = set(map(tuple, here.loc[here["solver_entry"] == base, prob].itertuples(index=False)))
+            mine_ = [(tuple(getattr(row_, c) for c in prob), np.isfinite(row_.t_target_s))
+                     for row_ in grp.itertuples(index=False)]
+            missed = sum(1 for p, hit in mine_ if not hit and p in reached_by_base)
+            won = sum(1 for p, hit in mine_ if hit and p in shared - reached_by_base)
+            text = f"x{fmt(float(np.exp(np.log(r).mean())))} over {len(r)}" if len(r) else "no ratio"
+            row[ds] = text + (f"; {missed} not reached" if missed else "") + \
+                (f"; {won} reached where {base} did not" if won else "")
+        out.append(row)
+    return pd.DataFrame(out).fillna("")
 
 
 @table("failures", "Failures", needs=("status",), note="First line of each error; results.parquet's `error` holds the traceback.")

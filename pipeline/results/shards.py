@@ -3,11 +3,11 @@
 A record is a flat dict of the task's results (status, certificates, timings, the ``env_*``
 columns of where it ran) with a few nested values (the trace, the solver's info, a kept model,
 confusion matrices) and the spec that produced it (``record["spec"]``, so that a shard describes
-itself). Written one JSON object per line, a record repeated its whole spec and environment:
-about 2 KB a fit, 97 MB for 50,000 tiny fits, parsed again in full by every read (issue 30,
-scenario g). As columns, what the records of a task share (the dataset, the solver, the budget,
-the environment) is one dictionary entry per column, and a reader that wants the keys and
-statuses alone (a rerun's skip list) reads those columns only.
+itself). Written one JSON object per line, a record repeated its whole spec and environment,
+many times the bytes of its results, parsed again in full by every read (The sweep benchmark,
+"Large sweeps", scenario (g)'s shard bytes a fit). As columns, what the records of a task share
+(the dataset, the solver, the budget, the environment) is one dictionary entry per column, and a
+reader that wants the keys and statuses alone (a rerun's skip list) reads those columns only.
 
 - A scalar field whose values are all of one type (bool, int, float or str) is a column of that
   type; a field a record lacks is null there (read back: the record lacks it again).
@@ -17,8 +17,8 @@ statuses alone (a rerun's skip list) reads those columns only.
 - The spec's fields are ``spec.<field>`` columns of JSON text, but for its key, which is the
   record's own.
 
-`read_shard` also reads the earlier layout (``.jsonl``: one JSON record per line; ``.json``: one
-record), so the runs written before keep their reports and resume as before.
+A run folder holding shards of the earlier JSON layout (``.jsonl``, ``.json``) is refused in one
+line by `results.tables.shard_files`, which names them; nothing here reads them.
 """
 from __future__ import annotations
 
@@ -161,34 +161,14 @@ def _parquet(path: Path, columns=None, dictionary=False):
 
 
 def read_shard(path: Path) -> list[dict]:
-    """Every record of one shard file, in the order written: Parquet, or the earlier JSON lines."""
-    path = Path(path)
-    if path.suffix == ".parquet":
-        return decode(_parquet(path))
-    records = []
-    # "\n" only: str.splitlines would also split at characters JSON leaves in strings.
-    for n, line in enumerate(path.read_text().split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            record = exc
-        if not isinstance(record, dict) or "key" not in record:
-            why = record if isinstance(record, Exception) else "not an object with a 'key'"
-            raise ShardError(f"{path}, line {n}: not a valid shard record ({why}); "
-                             f"delete the file to recompute its tasks")
-        records.append(record)
-    return records
+    """Every record of one shard file, in the order written."""
+    return decode(_parquet(Path(path)))
 
 
 def read_statuses(path: Path) -> list[tuple[str, str | None, str | None]]:
     """(key, status, error) of each record of one shard file: a Parquet shard's three columns
     alone, not its records (a rerun's skip list reads every shard)."""
-    path = Path(path)
-    if path.suffix != ".parquet":
-        return [(r["key"], r.get("status"), r.get("error")) for r in read_shard(path)]
-    table = _parquet(path, ("key", "status", "error"))
+    table = _parquet(Path(path), ("key", "status", "error"))
     names = set(table.column_names)
     meta = table.schema.metadata or {}
     json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
@@ -204,17 +184,7 @@ def read_table(path: Path):
     """(table, JSON columns) of one shard file: its records as an Arrow table, every string
     column but the key dictionary-encoded (a sweep's records repeat their spec's texts: read as
     one entry per distinct text and an index per record, not a string per record), and the names of
-    the columns that hold JSON text. A shard of the earlier JSON layout is read as its records,
-    then encoded as a Parquet shard would hold them."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    path = Path(path)
-    if path.suffix == ".parquet":
-        table = _parquet(path, dictionary=True)
-    else:
-        table = encode(read_shard(path))
-        for i, name in enumerate(table.column_names):
-            if table.column(name).type == pa.string() and name != "key":
-                table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
+    the columns that hold JSON text."""
+    table = _parquet(Path(path), dictionary=True)
     meta = table.schema.metadata or {}
     return table, frozenset(json.loads(meta.get(JSON_KEY, b"[]")))

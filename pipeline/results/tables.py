@@ -29,8 +29,12 @@ RESULT_COLUMNS = [
     "fold", "seed", "status", "error", "n_iter", "fit_time_s", "primal_objective", "dual_objective",
     "duality_gap", "kkt_violation", "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test",
     "f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap", "rel_suboptimality",
-    "rel_suboptimality_floored", "warm_from", "task_time_s",
+    "rel_suboptimality_floored", "warm_from", "start", "start_from", "task_time_s",
 ]
+# A timing fit's own columns (timing.parquet; plan.timing_template): how it was timed ("trace",
+# a dense trace; "ladder", cold solves capped at 1, 2, 3, ... iterations) and the seconds its
+# problem took to build from the fold's arrays (0 for a library, whose call does that inside).
+TIMING_FIT_COLUMNS = ["timing_method", "setup_s"]
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 
 
@@ -42,13 +46,21 @@ def shard_files(run_dir: Path) -> list[Path]:
     shards = Path(run_dir) / "shards"
     if not shards.is_dir():
         return []
-    files = [p for p in shards.iterdir() if not p.name.startswith(".") and p.suffix in SHARD_SUFFIXES]
-    return sorted(files, key=lambda p: (shard_generation(p), p.name))
+    files = [p for p in shards.iterdir() if not p.name.startswith(".")]
+    earlier = sorted(p for p in files if p.suffix in EARLIER_SUFFIXES)
+    if earlier:
+        # Read around, their tasks would be computed again beside them, and the rows they hold
+        # would leave the tables without a word.
+        raise ShardError(f"{earlier[0]}: a shard in the JSON layout of an earlier svmbench ({len(earlier)} such files "
+                         f"in {shards}), which this one does not read; delete them to compute their tasks again, "
+                         f"or run in a new folder")
+    return sorted((p for p in files if p.suffix == SHARD_SUFFIX), key=lambda p: (shard_generation(p), p.name))
 
 
-# ".parquet": a task's records as columns (`results.shards`); ".jsonl": a task's records, one per
-# line, and ".json": one record (the earlier layouts, still read).
-SHARD_SUFFIXES = (".parquet", ".jsonl", ".json")
+# A task's records as columns (`results.shards`).
+SHARD_SUFFIX = ".parquet"
+# The earlier layouts: one JSON record per line (".jsonl"), one record (".json").
+EARLIER_SUFFIXES = (".jsonl", ".json")
 
 
 def shard_generation(path: Path) -> int:
@@ -88,7 +100,8 @@ _RECORD_COLUMNS = ("n_iter", "fit_time_s", "primal_objective", "dual_objective",
 # loss, kernel...) is not repeated as param_<name>.
 _BASE_COLUMNS = frozenset(["key", "dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version",
                            "family", "loss", "kernel", "intercept", "C", "lambda_pegasos", "lambda_svmmaj", "gamma",
-                           "degree", "coef0", "fold", "seed", "status", "error", "warm_from", *_RECORD_COLUMNS,
+                           "degree", "coef0", "fold", "seed", "status", "error", "warm_from", "start", "start_from",
+                           *TIMING_FIT_COLUMNS, *_RECORD_COLUMNS,
                            "f_star", "f_star_gap", "f_star_solver", "f_star_status", "f_star_rel_gap",
                            "rel_suboptimality", "rel_suboptimality_floored"])
 
@@ -342,15 +355,17 @@ def _masked(field, mask: np.ndarray, n: int) -> pd.Series:
     return _spread([*values, None], np.where(mask, codes, -1), math.nan)
 
 
-def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict | None) -> dict[str, pd.Series]:
+def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict | None,
+             keep: bool = False) -> dict[str, pd.Series]:
     """The results' columns (name -> column, NaN where a row lacks a column), one row per fit
-    (the records at `rows`); each field is taken from the shards when needed and let go."""
+    (the records at `rows`); each field is taken from the shards when needed and let go (kept
+    with `keep`: the timing fits' table is made from the same shards after the results')."""
     nan = math.nan
     n = len(rows)
 
     def field(name):
         # Each field but the key is taken once: the shards' column is let go.
-        return shards.field(name, rows, last=name != "key")
+        return shards.field(name, rows, last=not keep and name != "key")
 
     def spec(name):
         got = field(SPEC_PREFIX + name)
@@ -381,7 +396,24 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     optional = {}
     if any("class_weight" in p for p in prob.values()):     # a column only where a sweep weighs classes
         out["class_weight"] = _derive(prob, lambda p: _class_weight(p["class_weight"]) if "class_weight" in p else nan, nan)
-    out["warm_from"] = _column(field("warm_from"), n)
+    out["warm_from"] = warm_from = _column(field("warm_from"), n)
+    # How the fit started: a record says it (tasks.run_path, run_spec); one written before it did
+    # was warm exactly where it names the point it started from.
+    start = _column(field("start"), n)
+    derived = np.where(warm_from.notna().to_numpy(), "warm", "cold")
+    # As pandas makes a column of those strings (its str dtype), as the row-by-row tables do.
+    out["start"] = pd.Series(np.where(start.notna().to_numpy(), start.to_numpy(dtype=object), derived).tolist(),
+                             dtype=object if not n else None)
+    out["start_from"] = _column(field("start_from"), n)
+    timing = spec("timing")
+    if (timing.codes >= 0).any():
+        optional["timing_method"] = _derive(timing, lambda t: t["method"] if t else None)
+        optional["setup_s"] = _column(field("setup_s"), n, nan)
+    # A search's fits (pipeline/search/): the round (a halving rung) that asked for each.
+    search = spec("search")
+    if (search.codes >= 0).any():
+        optional["search_round"] = _derive(search, lambda s: s.get("round") if isinstance(s, dict) else math.nan,
+                                           math.nan)
     # cv.kind=kfold_test: the fold's model also scored on the held-out test rows.
     n_heldout = field("n_heldout")
     held = _truthy(n_heldout, n)
@@ -587,9 +619,9 @@ def _system_pool():
     """Arrow allocates from the C library's malloc while the tables are made, and what the
     shards' columns let go is given back to the system as they go (`_release`): Arrow's
     default pool (mimalloc) keeps it for Arrow's later use, while the results' numpy columns
-    come from malloc. At 1,000,000 fits write_tables peaked 250 MB higher with mimalloc
-    (+1133 MB against +883 MB, for a table of 764 MB), and 590 MB higher with malloc and no
-    release (malloc's arenas keep what is freed in them)."""
+    come from malloc, so at a million fits write_tables peaked a good part of a table higher
+    with mimalloc, and higher still with malloc and no release (malloc's arenas keep what is
+    freed in them): the sweep benchmark's "Older measurements from the pipeline's comments"."""
     before = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
     try:
@@ -599,7 +631,10 @@ def _system_pool():
 
 
 def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models: bool = False):
-    """(results, traces, kept models or None) of the newest record of each key in the shards.
+    """(results, traces, kept models or None, timing, timing traces) of the newest record of each
+    key in the shards. The timing fits (a spec with `timing`: plan.timing_template) are kept out
+    of the results, whose rows are the sweep's fits, one per grid point and fold, as every
+    reader of results.parquet counts them; they make their own table (timing.parquet).
 
     A fit's reference is the one the current plan gives it (`reference_of`), where given: the
     reference key is left out of the fit's own key (plan.py, `spec_key`), so a resumed run whose
@@ -610,7 +645,18 @@ def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models
     fit_rows = rows[np.array([k == "fit" for k in kinds] + [False])[codes]]
     ref_rows = rows[np.array([k == "reference" for k in kinds] + [False])[codes]]
     refs = {r["key"]: r for r in _records(shards, ref_rows, ("key", "status", "f_star", "f_star_gap", "f_star_solver"))}
-    traces = _traces(shards, fit_rows)
+    timed = _present(shards.field(SPEC_PREFIX + "timing", fit_rows), len(fit_rows))
+    timing_rows, fit_rows = fit_rows[timed], fit_rows[~timed]
+    traces = _traces(shards, np.sort(np.concatenate([fit_rows, timing_rows])))
+    timing, timing_traces = None, None
+    if len(timing_rows):
+        timing_keys = set(shards.field("key", timing_rows).to_pylist())
+        mine = traces["key"].isin(timing_keys).to_numpy()
+        timing_traces, traces = traces[mine].reset_index(drop=True), traces[~mine].reset_index(drop=True)
+        timing_rows = timing_rows[_order(shards, timing_rows)]
+        timing = finish_results(pd.DataFrame(_results(shards, timing_rows, refs, reference_of, keep=True), copy=False),
+                                ordered=True)
+        timing = timing[[c for c in timing.columns if c not in TIMING_FIT_COLUMNS] + TIMING_FIT_COLUMNS]
     kept = None
     if models and "model" in shards.columns:
         values, codes = _values(shards.field("model", fit_rows, last=True), len(fit_rows))
@@ -619,13 +665,13 @@ def _tables(shards: _Shards, keys=None, reference_of: dict | None = None, models
         kept = _models(sorted(({"key": k, "kind": "fit", "model": values[c]} for k, c in zip(keys_at, codes[at])),
                               key=lambda r: r["key"]))
     if not len(fit_rows):
-        return finish_results(pd.DataFrame(columns=RESULT_COLUMNS)), traces, kept
+        return finish_results(pd.DataFrame(columns=RESULT_COLUMNS)), traces, kept, timing, timing_traces
     # The fits in the table's order before the table is made, which is then not sorted: sorting
     # a table copies it whole.
     fit_rows = fit_rows[_order(shards, fit_rows)]
     _release()
     results = pd.DataFrame(_results(shards, fit_rows, refs, reference_of), copy=False)
-    return finish_results(results, ordered=True), traces, kept
+    return finish_results(results, ordered=True), traces, kept, timing, timing_traces
 
 
 def finish_results(results: pd.DataFrame, ordered: bool = False) -> pd.DataFrame:
@@ -698,18 +744,28 @@ def _models(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", "b", "w", "support", "alpha", "X", "y"])
 
 
+# The timing fits' rows (the results' columns and TIMING_FIT_COLUMNS) and their traces.
+TIMING_TABLE, TIMING_TRACES = "timing.parquet", "timing_traces.parquet"
+
+
 def write_tables(run_dir: Path, keys=None, reference_of: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write results.parquet and traces.parquet (atomically) and return them: the shards are
-    read once, as columns, for the tables and the kept models alike. `reference_of`: see
+    """Write results.parquet and traces.parquet (atomically) and return them, and the timing
+    fits' timing.parquet and timing_traces.parquet where the plan has any: the shards are read
+    once, as columns, for the tables and the kept models alike. `reference_of`: see
     `build_tables`."""
     with _system_pool():
-        results, traces, models = _tables(_Shards(run_dir), keys, reference_of, models=True)
+        results, traces, models, timing, timing_traces = _tables(_Shards(run_dir), keys, reference_of, models=True)
         tables = [(results, "results.parquet"), (traces, "traces.parquet")]
         if models is not None and len(models):
             tables.append((models, "models.parquet"))
+        if timing is not None:
+            tables += [(timing, TIMING_TABLE), (timing_traces, TIMING_TRACES)]
+        else:           # no timing fits in this plan: none of an earlier one's is left to be read
+            for name in (TIMING_TABLE, TIMING_TRACES):
+                (Path(run_dir) / name).unlink(missing_ok=True)
         for df, name in tables:
             write_parquet(df, Path(run_dir) / name)
-        del tables, models
+        del tables, models, timing, timing_traces
         # What the shards' columns and the Parquet writer let go, and whatever else the
         # process freed before (a run's execute), back to the system before the report.
         _release()

@@ -29,6 +29,8 @@ def _fit_row(rec: dict, refs: dict) -> dict:
         cw = prob["class_weight"]
         row["class_weight"] = cw if isinstance(cw, str) else json.dumps(cw, sort_keys=True)
     row["warm_from"] = rec.get("warm_from")
+    row["start"] = rec.get("start") or ("warm" if rec.get("warm_from") else "cold")
+    row["start_from"] = rec.get("start_from")
     for col in ("n_iter", "fit_time_s", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
                 "train_accuracy", "test_accuracy", "n_sv", "n_train", "n_test", "task_time_s"):
         row[col] = rec.get(col)
@@ -60,7 +62,8 @@ def build_tables(run_dir, keys=None):
     """(results, traces) as the row-by-row builder made them."""
     records = read_shards(run_dir, keys)
     refs = {r["key"]: r for r in records if r.get("kind") == "reference"}
-    fits = [r for r in records if r.get("kind") == "fit"]
+    # The timing fits (a spec with `timing`) make their own table, not the results.
+    fits = [r for r in records if r.get("kind") == "fit" and "timing" not in r["spec"]]
     rows = [_fit_row(r, refs) for r in fits]
     results = pd.DataFrame(rows)
     if results.empty:

@@ -81,19 +81,19 @@ def _validate(tmp_path, *overrides):
     (["datasets=[nosuch]"], "datasets='nosuch': no such option"),
     (["cv.nfolds=3"], "cv.nfolds: unknown key; valid: kind, folds"),
     (["+solvers.dcd.params.nosuch=1", "solvers=[dcd]"], "solvers.dcd.params.nosuch: unknown key"),
-    (["solvers=[dcd]", "solvers.dcd.grid.C=[0]"], "solvers.dcd.C=0: must be a number > 0"),
-    (["solvers=[dcd]", "solvers.dcd.grid.C=[abc]"], "solvers.dcd.C='abc': must be a number > 0"),
+    (["solvers=[dcd]", "solvers.dcd.grid.C=[0]"], "solvers.dcd.grid.C=0: must be a number > 0"),
+    (["solvers=[dcd]", "solvers.dcd.grid.C=[abc]"], "solvers.dcd.grid.C='abc': must be a number > 0"),
     (["solvers=[dcd]", "solvers.dcd.grid.C=[]"], "solvers.dcd.grid.C is an empty list"),
     (["cv.folds=1"], "cv.folds=1: k-fold needs at least 2 folds"),
-    (["solvers=[smo]", "solvers.smo.grid.gamma=[-1]"], "solvers.smo.gamma=-1"),
+    (["solvers=[smo]", "solvers.smo.grid.gamma=[-1]"], "solvers.smo.grid.gamma=-1"),
     (["solvers=[dcd]", "solvers.dcd.params.random_state=-3"], "random_state"),          # a solver's own parameter
-    (["solvers=[dcd]", "solvers.dcd.params.tol=0"], "solvers.dcd.tol=0"),              # a budget key, in the defaults
-    (["solvers=[dcd]", "solvers.dcd.params.time_limit_s=-1"], "solvers.dcd.time_limit_s=-1"),
+    (["solvers=[dcd]", "solvers.dcd.params.tol=0"], "solvers.dcd.params.tol=0"),              # a budget key, in the defaults
+    (["solvers=[dcd]", "solvers.dcd.params.time_limit_s=-1"], "solvers.dcd.params.time_limit_s=-1"),
     (["solvers=[dcd]", "solvers.dcd.params.intercept=regularized",
-      "solvers.dcd.params.intercept_scaling=0"], "solvers.dcd.intercept_scaling=0"),
-    (["solvers=[dcd]", "solvers.dcd.grid.degree=[2]"], "solvers.dcd.degree=2: solver 'dcd' is linear-only"),
-    (["solvers=[dcd]", "solvers.dcd.params.gamma=0.5"], "solvers.dcd.gamma=0.5: solver 'dcd' is linear-only"),
-    (["solvers=[smo]", "solvers.smo.params.kernel=poly", "solvers.smo.params.coef0=abc"], "solvers.smo.coef0='abc'"),
+      "solvers.dcd.params.intercept_scaling=0"], "solvers.dcd.params.intercept_scaling=0"),
+    (["solvers=[dcd]", "solvers.dcd.grid.degree=[2]"], "solvers.dcd.grid.degree=2: solver 'dcd' is linear-only"),
+    (["solvers=[dcd]", "solvers.dcd.params.gamma=0.5"], "solvers.dcd.params.gamma=0.5: solver 'dcd' is linear-only"),
+    (["solvers=[smo]", "solvers.smo.params.kernel=poly", "solvers.smo.params.coef0=abc"], "solvers.smo.params.coef0='abc'"),
     (["+datasets.x={builder: ../x}"], "datasets.x.builder='../x': not a store entry name"),
 ])
 def test_a_bad_value_is_refused_naming_key_and_value(tmp_path, overrides, message):

@@ -32,9 +32,9 @@ def test_class_weight_is_a_problem_key_only_when_set(tmp_path):
 
 
 @pytest.mark.parametrize("override, match", [
-    ("++solvers.dcd.params.class_weight=heavy", r"solvers.dcd.class_weight='heavy': must be null, 'balanced'"),
+    ("++solvers.dcd.params.class_weight=heavy", r"solvers.dcd.params.class_weight='heavy': must be null, 'balanced'"),
     ("++solvers.dcd.params.class_weight={-1: 1, 2: 3}", r"label 2: the labels of a binary problem are -1 and 1"),
-    ("++solvers.dcd.params.class_weight={-1: 0, 1: 3}", r"the weight of label -1 must be a number > 0"),
+    ("++solvers.dcd.params.class_weight={-1: 0, 1: 3}", r"the weight of label -1 must be a finite number > 0"),
 ])
 def test_a_bad_class_weight_is_refused_naming_it(tmp_path, override, match):
     with pytest.raises(ConfigError, match=match):
@@ -62,3 +62,35 @@ def test_a_dataset_weighs_its_classes_and_the_fit_is_certified_weighted(tmp_path
     plain = run(compose(common), tmp_path / "p")["results"]
     assert "class_weight" not in plain.columns
     assert (dcd["primal_objective"].values > plain[plain["solver"] == "dcd"]["primal_objective"].values).all()
+
+
+def _weighted_primal(X, y, w, b, C, weights) -> float:
+    """P(w, b) of LIBLINEAR's squared-hinge problem with its bias feature (intercept
+    regularized, scaling 1), each row's loss weighed by its class's weight, written here."""
+    s = np.where(y > 0, weights[1], weights[-1])
+    margins = np.maximum(0.0, 1.0 - y * (X @ w + b))
+    return 0.5 * (w @ w + b * b) + C * float(s @ margins ** 2)
+
+
+def test_each_class_gets_its_own_weight(tmp_path):
+    """The weights reach the rows of their own class, not of the other: each fold's f* is that of
+    a solve written apart (scikit-learn's LinearSVC with the same class_weight, a tight tol, on
+    the fold's rows), and an objective with the two weights swapped is far from it."""
+    from sklearn.svm import LinearSVC
+
+    from pipeline.engine.tasks import fold_data
+    store = tmp_path / "store"
+    weights = {-1: 1.0, 1: 5.0}
+    cfg = compose([f"store.root={store}", *BASE, "datasets.toy_blobs.problem.class_weight={-1: 1, 1: 5}"])
+    res = run(cfg, tmp_path / "w")["results"].set_index("key")
+    exp = validate(cfg)
+    from pipeline.run import materialise_datasets
+    plan = build_plan(exp, materialise_datasets(exp))
+    for key, spec in plan.fits.items():
+        X, y = fold_data(str(store), spec["data"], spec["fold"])[:2]
+        ref = LinearSVC(C=1.0, class_weight=weights, tol=1e-10, max_iter=100_000, intercept_scaling=1.0).fit(X, y)
+        w, b = ref.coef_.ravel(), float(ref.intercept_[0])
+        f_star = _weighted_primal(X, y, w, b, 1.0, weights)
+        swapped = _weighted_primal(X, y, w, b, 1.0, {-1: weights[1], 1: weights[-1]})
+        assert res.loc[key, "primal_objective"] == pytest.approx(f_star, rel=1e-4)
+        assert abs(swapped - f_star) > 0.2 * f_star

@@ -167,3 +167,56 @@ def test_every_experiment_composes_and_validates(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples" / "plugin_solver"))
     for name in group_options("experiment"):
         validate(_cfg(tmp_path, f"+experiment={name}"))
+
+
+@pytest.mark.parametrize("override, message", [
+    # The shared grid, an entry's grid, its zip, its params: each named as it was typed.
+    ("grid.C=[-1]", "grid.C=-1: must be a number > 0"),
+    ("solvers.dcd.grid.C=[-1]", "solvers.dcd.grid.C=-1: must be a number > 0"),
+    ("grid.zip={C: [-1, 1], tol: [0.1, 0.2]}", "grid.zip.C=-1: must be a number > 0"),
+    ("solvers.dcd.grid.tol=[0.1,-2]", "solvers.dcd.grid.tol=-2: must be a number > 0"),
+    ("solvers.dcd.params.tol=-1", "solvers.dcd.params.tol=-1: must be a number > 0"),
+])
+def test_a_bad_value_is_named_by_the_key_that_set_it(tmp_path, override, message):
+    """Not by the merged point's key (solvers.dcd.C), which the user did not type."""
+    with pytest.raises(ConfigError) as err:
+        validate(_cfg(tmp_path, "datasets=[toy_blobs]", "solvers=[dcd]", override))
+    assert str(err.value) == message
+
+
+def test_a_range_typed_as_the_yaml_writes_it_says_how_to_quote_it(tmp_path):
+    """On the command line Hydra reads geomspace(...) as a function of its own ("Unknown
+    function 'geomspace'"); the message gives the quoting that works, which then composes."""
+    with pytest.raises(ConfigError) as err:
+        _cfg(tmp_path, "datasets=[toy_blobs]", "solvers=[dcd]", "solvers.dcd.grid.C=geomspace(0.01,30,16)")
+    assert str(err.value) == (
+        "solvers.dcd.grid.C=geomspace(0.01,30,16): on the command line a range must be quoted twice, once for the "
+        "shell and once for Hydra, which otherwise reads geomspace(...) as a function of its own: "
+        "solvers.dcd.grid.C=\"'geomspace(0.01,30,16)'\" (in an experiment's YAML it is written as it is)")
+    quoted = validate(_cfg(tmp_path, "datasets=[toy_blobs]", "solvers=[dcd]", "solvers.dcd.grid.C='geomspace(0.01,30,16)'"))
+    assert len(quoted.solvers["dcd"].points) == 16
+
+
+def test_the_estimator_and_the_pipeline_end_the_same_fit_alike(tmp_path):
+    """dcd's defaults are one: SVMClassifier(solver="dcd") and a sweep's dcd (conf/solvers/dcd.yaml)
+    stop a fit at the same pass cap, so a fit that needs over LIBLINEAR's 1000 passes (standardised
+    breast_cancer, squared hinge, C = 100, cold) converges in both, in the same passes, and
+    neither warns; the estimator once stopped it at 1000 with a ConvergenceWarning."""
+    import warnings
+
+    from pipeline.engine.tasks import fold_data
+    from pipeline.run import materialise_datasets
+    from solvers import SVMClassifier
+    store = tmp_path / "store"
+    cfg = _cfg(store, "datasets=[breast_cancer]", "datasets.breast_cancer.scale=standard", "solvers=[dcd]",
+               "solvers.dcd.grid.C=[100.0]", "cv=holdout", "run.warm_start=false", "run.reference=false",
+               "cluster=sequential", "run.progress=false")
+    res = run(cfg, tmp_path / "run")["results"].set_index("key")
+    exp = validate(cfg)
+    (key, spec), = build_plan(exp, materialise_datasets(exp)).fits.items()
+    X, y = fold_data(str(store), spec["data"], spec["fold"])[:2]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        clf = SVMClassifier(solver="dcd", loss="squared_hinge", C=100.0, random_state=spec["seed"]).fit(X, y)
+    assert res.loc[key, "status"] == clf.status_ == "converged" and not said
+    assert res.loc[key, "n_iter"] == clf.n_iter_[0] > 1000

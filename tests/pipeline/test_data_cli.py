@@ -121,9 +121,51 @@ def test_ingest_libsvm_matches_sklearn_loader(tmp_path, capsys):
     assert ds.meta["source"]["format"] == "libsvm"
 
     code, _, err = run(capsys, "ingest", path, "--name", "mine", "--store", tmp_path / "s")
-    assert code == 2 and "--force" in err
+    # In the command line's own spelling; the API's error says overwrite=True.
+    assert code == 2 and err == (f"error: dataset 'mine' already exists in store {tmp_path / 's'}; "
+                                 f"pass --force to replace it\n")
+    with pytest.raises(store.DatasetExistsError, match=r"already exists in store .*; pass overwrite=True to replace it$"):
+        store.write_dataset(tmp_path / "s", "mine", expected_X, expected_y, source={})
     code, _, _ = run(capsys, "ingest", path, "--name", "mine", "--force", "--store", tmp_path / "s")
     assert code == 0
+
+
+def test_a_libsvm_file_cut_off_mid_line_is_said_to_be_perhaps_truncated(tmp_path, capsys):
+    """A LIBSVM file ends every line with a newline, its last one too; one that stops inside a
+    line was most likely cut short (a download or copy interrupted). Its last line still parses
+    here (a value cut after a digit): ingested, with one warning line naming the file and line;
+    cut inside a value, the error says so too. A file that ends with its newline says nothing."""
+    whole = "+1 1:0.5 2:1\n-1 3:2\n+1 2:1 4:3.25\n-1 1:1 5:2\n"
+    (tmp_path / "whole.svm").write_text(whole)
+    (tmp_path / "cut.svm").write_text(whole[:-5])          # "-1 1:1 5" lost ":2\n": "-1 1:1" parses
+    (tmp_path / "cut_in_value.svm").write_text(whole[:-2])  # "-1 1:1 5:" does not
+    code, out, err = run(capsys, "ingest", tmp_path / "whole.svm", "--name", "whole", "--store", tmp_path / "s")
+    assert code == 0 and err == ""
+    code, out, err = run(capsys, "ingest", tmp_path / "cut.svm", "--name", "cut", "--store", tmp_path / "s")
+    assert code == 0 and out.startswith(f"ingested {tmp_path / 'cut.svm'} as cut: 4 rows")
+    assert err == (f"warning: {tmp_path / 'cut.svm'}:4: the file ends inside this line, with no newline after it: "
+                   f"it may be truncated (a download or copy cut short); compare it with its source\n")
+    code, out, err = run(capsys, "ingest", tmp_path / "cut_in_value.svm", "--name", "cut2", "--store", tmp_path / "s")
+    assert code == 2 and err == (f"error: {tmp_path / 'cut_in_value.svm'}:4: value '' for feature 5 is not a number "
+                                 f"(the file's last line, with no newline after it: the file may be truncated)\n")
+
+
+def test_an_entry_whose_data_file_was_deleted_says_how_to_replace_it(tmp_path, capsys):
+    """Its meta.json is there, its data.parquet not (deleted by hand, a copy cut short): the
+    error says so and gives the command that replaces the entry, not the file system's "no
+    such file"; the command it gives works."""
+    path = tmp_path / "few.svm"
+    path.write_text("+1 1:0.5 2:1\n-1 3:2\n+1 2:1\n-1 1:1\n")
+    root = tmp_path / "s"
+    assert run(capsys, "ingest", path, "--name", "few", "--store", root)[0] == 0
+    (root / "few" / "data.parquet").unlink()
+    with pytest.raises(store.StoreError) as err:
+        store.read_dataset(root, "few")
+    assert str(err.value) == (f"dataset 'few' at {root / 'few'}: its data.parquet is missing, though its meta.json "
+                              f"is there (deleted, or a copy cut short); ingest it again: `python -m pipeline.data "
+                              f"ingest {path} --name few --force`")
+    assert run(capsys, "ingest", path, "--name", "few", "--force", "--store", root)[0] == 0
+    assert store.read_dataset(root, "few").X.shape == (4, 3)
 
 
 def test_ingest_malformed_libsvm_reports_the_line(tmp_path, capsys):

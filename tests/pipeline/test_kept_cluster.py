@@ -31,8 +31,9 @@ def _cluster(state, *args):
 
 def _sandbox_pids(address):
     from distributed import Client
+    from pipeline.engine.kept import kept_security
     from pipeline.engine.sandbox import call_in_sandboxes
-    with Client(address, timeout="10s") as client:
+    with Client(address, timeout="10s", security=kept_security(read_state())) as client:
         return sorted(pid for pids in client.run(call_in_sandboxes, "os:getpid").values() for pid in pids)
 
 

@@ -35,7 +35,7 @@ def test_heldout_rows_are_in_no_fold_and_the_folds_partition_the_rest():
 
 
 @pytest.mark.parametrize("override, match", [
-    ("cv.test_size=0", r"cv.test_size=0"), ("cv.test_size=1.5", r"cv.test_size=1.5: must be in \(0, 1\)"),
+    ("cv.test_size=0", r"cv.test_size=0"), ("cv.test_size=1.5", r"cv.test_size=1.5: must be a number in \(0, 1\)"),
     ("cv.folds=1", r"cv.folds=1: kfold_test"),
     ("+solvers.smo.datasets=[nope]", r"solvers.smo.datasets=\['nope'\]: 'nope' is not a selected dataset entry"),
     ("+solvers.smo.datasets=[]", r"solvers.smo.datasets=\[\]: name at least one"),

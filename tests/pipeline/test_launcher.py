@@ -33,11 +33,15 @@ def store(tmp_path_factory):
 def served(tmp_path, store):
     """A launcher serving on tmp_path/state for as long as this test's process lives (the
     "scheduler" it watches); its output in tmp_path/launcher.log. The commands' store: `store`."""
+    yield from _serve(tmp_path, store, ["-m", "pipeline.launcher"])
+
+
+def _serve(tmp_path, store, how):
     state = tmp_path / "state"
-    state.mkdir()
+    state.mkdir(mode=0o700)       # the launcher serves only from a directory its user alone can write to
     env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state), "SVMBENCH_STORE": str(store)}
     log = open(tmp_path / "launcher.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.launcher", str(state), str(os.getpid())],
+    proc = subprocess.Popen([sys.executable, *how, str(state), str(os.getpid())],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + 60
     while not (state / launcher.SOCKET).exists():
@@ -48,6 +52,23 @@ def served(tmp_path, store):
         proc.kill()
         proc.wait()
     log.close()
+
+
+# A launcher whose children get SIGINT while they set themselves up, before the command's first
+# line: where a Ctrl-C forwarded at once, or the child's own when its command was killed at once
+# (`launcher._watch`), used to land, ending the child with a traceback and exit 1.
+INTERRUPTED_IN_SETUP = """
+import os, signal, sys
+from pipeline import launcher
+streams = launcher._streams
+
+def interrupted_streams():
+    streams()
+    os.kill(os.getpid(), signal.SIGINT)
+
+launcher._streams = interrupted_streams
+sys.exit(launcher.main(sys.argv[1:]))
+"""
 
 
 def _command(env, *args, **kw):
@@ -135,11 +156,43 @@ def test_ctrl_c_reaches_the_run_and_a_killed_command_interrupts_it(served):
         time.sleep(0.05)
     child = _children(proc.pid)[0]
     killed.kill()
-    killed.communicate(timeout=10)
+    killed_err = killed.communicate(timeout=10)[1]
     while child in _children(proc.pid):
         assert time.monotonic() < deadline + 40, "the killed command's run went on"
         time.sleep(0.05)
-    assert log.read_text().count("exited 130") == 2
+    assert log.read_text().count("exited 130") == 2, log.read_text() + "\nERR:" + killed_err
+
+
+def test_a_ctrl_c_before_the_commands_first_line_interrupts_it_all_the_same(tmp_path, store):
+    """SIGINT in the launcher's child while it sets itself up (its streams, directory,
+    environment, the watch of its socket): held, and the command ends as an interrupted one,
+    its line and 130, not a traceback and 1."""
+    for env, proc, log in _serve(tmp_path, store, ["-c", INTERRUPTED_IN_SETUP]):
+        cmd = _command(env, "+experiment=bench_fixed", "run.dry_run=true", "cluster=kept")
+        out, err = cmd.communicate(timeout=60)
+        assert (cmd.returncode, err) == (130, "interrupted; run the same command to resume\n"), err
+        assert "exited 130" in log.read_text()
+
+
+def test_an_edit_to_a_source_file_changes_the_fingerprint(tmp_path, monkeypatch):
+    """The launcher would run code imported before an edit: a file of the package edited in
+    place (same name, same size, other bytes) changes the fingerprint, as a file added does; an
+    unedited tree gives the same one. (The package folders are a copy here, not the checkout.)"""
+    package = tmp_path / "pipeline"
+    (package / "engine").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    source = package / "engine" / "execute.py"
+    source.write_text("TASK_S = 2.0\n")
+    monkeypatch.setattr(launcher, "_package_dirs", lambda: [str(package)])
+    before = launcher.fingerprint()
+    assert launcher.fingerprint() == before
+    stat = source.stat()
+    source.write_text("TASK_S = 9.0\n")
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))    # an editor's save, a moment later
+    assert source.stat().st_size == stat.st_size and launcher.fingerprint() != before
+    edited = launcher.fingerprint()
+    (package / "engine" / "new.py").write_text("")
+    assert launcher.fingerprint() != edited
 
 
 def test_the_launcher_ends_on_sigterm_and_removes_its_socket(served):

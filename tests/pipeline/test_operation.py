@@ -41,10 +41,9 @@ def _start(store, run_dir, *overrides):
 
 
 def default_sigint():
-    """A child's SIGINT as a terminal gives it. While a test in this process starts a
-    LocalCluster, the main thread ignores SIGINT for a moment (execute._sigint_ignored, so the
-    workers inherit it); a child spawned from another thread then would inherit the ignore too,
-    and Python keeps an inherited ignore: that child (the CLI under test) ignored Ctrl-C."""
+    """A child's SIGINT as a terminal gives it, whatever this process's is (a test run as a
+    background job of a script starts with SIGINT ignored, and Python keeps an inherited ignore:
+    the CLI under test would ignore Ctrl-C)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -64,6 +63,20 @@ def _shards(run_dir):
 def _saved(run_dir) -> int:
     """Records in the shards."""
     return sum(len(read_shard(shard)) for shard in _shards(run_dir))
+
+
+def _interrupted_when(ready, store, run_dir, *overrides):
+    """(process, stdout, stderr) of the command sent SIGINT, to its process group as a terminal's
+    Ctrl-C is, once ready() holds."""
+    p = _start(store, run_dir, *overrides)
+    try:
+        _wait_for(ready)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return p, out, err
 
 
 def _run(store, run_dir, *overrides, echo=None):
@@ -159,11 +172,21 @@ def test_without_hard_links_the_lock_is_an_exclusive_create(tmp_path, monkeypatc
 
 
 def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
-    monkeypatch.setattr(runlock, "HEARTBEAT_S", 0.05)
+    """Another host takes a lock over once it is STALE_AFTER_S old, so a live run must touch it
+    several times within that: its age, sampled through 1.5 x STALE_AFTER_S (both intervals
+    scaled down 100-fold, kept in proportion), never passes half of it. A heartbeat as slow as
+    STALE_AFTER_S lets the age reach it."""
+    assert runlock.HEARTBEAT_S <= runlock.STALE_AFTER_S / 5
+    monkeypatch.setattr(runlock, "HEARTBEAT_S", runlock.HEARTBEAT_S / 100)
+    monkeypatch.setattr(runlock, "STALE_AFTER_S", runlock.STALE_AFTER_S / 100)
+    ages = []
     with run_lock(tmp_path):
         path = runlock.lock_path(tmp_path)
-        os.utime(path, (0, 0))
-        _wait_for(lambda: path.stat().st_mtime > time.time() - 5, timeout=5)
+        end = time.monotonic() + 1.5 * runlock.STALE_AFTER_S
+        while time.monotonic() < end:
+            ages.append(time.time() - path.stat().st_mtime)
+            time.sleep(0.02)
+    assert max(ages) < runlock.STALE_AFTER_S / 2, max(ages)
 
 
 # ------------------------------------------------------------------------------------ signals
@@ -171,16 +194,10 @@ def test_the_heartbeat_keeps_a_long_run_s_lock_fresh(tmp_path, monkeypatch):
 def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(store, tmp_path):
     # Fits of 1 s (SLOW's 0.5 s): after the first shard at least 15 s of the sweep are left, so the
     # signal surely lands inside execute, even on a loaded machine.
-    p = _start(store, tmp_path, "cluster=local", "cluster.n_workers=1", "solvers.pegasos.params.time_limit_s=1")
-    try:
-        # After the first shard the worker is inside its second task: the moment a worker without
-        # SIGINT ignored would print its KeyboardInterrupt traceback.
-        _wait_for(lambda: len(_shards(tmp_path)) >= 1)
-        os.killpg(p.pid, signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+    # After the first shard the worker is inside its second task: the moment a worker without
+    # SIGINT ignored would print its KeyboardInterrupt traceback.
+    p, out, err = _interrupted_when(lambda: len(_shards(tmp_path)) >= 1, store, tmp_path, "cluster=local",
+                                    "cluster.n_workers=1", "solvers.pegasos.params.time_limit_s=1")
     n = _saved(tmp_path)
     assert p.returncode == 130, err[-3000:]
     assert err.strip().splitlines() == [
@@ -188,6 +205,57 @@ def test_ctrl_c_prints_one_line_exits_130_and_no_process_prints_a_traceback(stor
     assert "Traceback" not in out and "Error" not in out, out[-3000:]
     assert not runlock.lock_path(tmp_path).exists()
     assert (tmp_path / "run.log").read_text().rstrip().endswith(err.strip())   # how the run ended
+
+
+# Twelve fits of half a second in one task (two C paths of six, run.chunk=12): what an interrupt
+# keeps is what the task's fits finished, not whole tasks.
+ONE_TASK = ["solvers.pegasos.grid.C=[0.1,0.3,1,3,10,30]", "run.chunk=12"]
+
+
+def _records(run_dir) -> list[str]:
+    """The keys of the records in the shards, one per record."""
+    return [r["key"] for shard in _shards(run_dir) for r in read_shard(shard)]
+
+
+@pytest.mark.slow   # a real LocalCluster in a command, then the rest of the sweep: about 15 s
+def test_ctrl_c_mid_task_keeps_the_fits_it_finished_and_the_resume_runs_only_the_rest(store, tmp_path):
+    """Ctrl-C while the run's one task is half done, on the default cluster (a worker thread
+    of the client, its fits in a sandbox child): the fits that ended are saved, each once (the
+    sandbox streams them to the client as they end: fits of half a second are each sent at
+    once), the interrupted line counts them, and the resume runs exactly the others."""
+    seen = [0]
+
+    def three_saved():
+        seen[0] = len(_records(tmp_path))
+        return seen[0] >= 3
+    p, out, err = _interrupted_when(three_saved, store, tmp_path, "cluster=local", "cluster.n_workers=1", *ONE_TASK)
+    seen = seen[0]
+    saved = _records(tmp_path)
+    assert p.returncode == 130, err[-3000:]
+    assert 3 <= seen <= len(saved) < 12 and len(set(saved)) == len(saved), (seen, saved)
+    assert err.strip().splitlines() == [
+        f"interrupted: {len(saved)} of 12 tasks saved in {tmp_path}; run the same command to resume"], err[-3000:]
+    out = _run(store, tmp_path, *ONE_TASK)
+    assert (out["summary"].skipped, out["summary"].done) == (len(saved), 12 - len(saved))
+    assert len(out["results"]) == 12 and out["results"]["key"].is_unique
+    assert sorted(_records(tmp_path)) == sorted(out["results"]["key"])   # each fit's record written once
+
+
+def test_a_killed_client_keeps_the_fits_its_running_task_finished(store, tmp_path):
+    """cluster=sequential, the run's one task in the client itself, killed outright (SIGKILL:
+    nothing runs after it): the fits that ended more than FLUSH_S before the kill are on disk,
+    and the next run computes exactly the others."""
+    p = _start(store, tmp_path, "cluster=sequential", *ONE_TASK)
+    try:
+        _wait_for(lambda: len(_records(tmp_path)) >= 2)
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate(timeout=60)
+    saved = _records(tmp_path)
+    assert 2 <= len(saved) < 12 and len(set(saved)) == len(saved)
+    out = _run(store, tmp_path, *ONE_TASK)
+    assert (out["summary"].skipped, out["summary"].done) == (len(saved), 12 - len(saved))
+    assert len(out["results"]) == 12 and sorted(_records(tmp_path)) == sorted(out["results"]["key"])
 
 
 def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_over(store, tmp_path):
@@ -217,6 +285,20 @@ def test_sigkill_leaves_only_whole_shards_and_the_next_run_cleans_up_and_takes_o
     assert out["summary"].total == 2 and not runlock.lock_path(tmp_path).exists()
     log = (tmp_path / "run.log").read_text()     # written without Hydra too, with the summary
     assert "2 tasks:" in log and "report:" in log
+
+
+def test_a_run_that_fails_after_planning_ends_its_run_log_with_the_error(store, tmp_path):
+    """The run directory holds a shard that is not one (a torn copy): the resumed run stops
+    with ShardError once the directory is its own, and its run.log ends with the error's line,
+    the one `python -m pipeline` prints."""
+    from pipeline.results.shards import ShardError
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "fit-0.parquet").write_text("not parquet")
+    with pytest.raises(ShardError) as err:
+        _run(store, tmp_path, "solvers.pegasos.grid.C=[0.1]")
+    last = (tmp_path / "run.log").read_text().splitlines()[-1]
+    assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] error: (.*)", last).group(1) == str(err.value)
+    assert (tmp_path / "config.yaml").exists()
 
 
 # ------------------------------------------------------------------------------------ dry run

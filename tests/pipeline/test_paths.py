@@ -46,8 +46,10 @@ def test_warm_and_cold_paths_reach_the_same_optima_with_a_row_and_shard_per_poin
     w, c = warm["results"], cold["results"]
     assert len(w) == len(c) == 2 * len(C_PATH) and (w["status"] == "converged").all()
     assert {k for k in finished_keys(warm["run_dir"]) if k.startswith("fit-")} == set(w["key"])
-    # Every point but the first of each fold's path started from its predecessor.
+    # Every point but the first of each fold's path started from its predecessor, and says so.
     assert (w["warm_from"].notna()).sum() == 2 * (len(C_PATH) - 1) and c["warm_from"].isna().all()
+    assert (w["start"] == np.where(w["warm_from"].notna(), "warm", "cold")).all() and (c["start"] == "cold").all()
+    assert w.loc[w["start"] == "warm", "start_from"].str.match(r"C=\d+(\.\d+)?: its alpha scaled by 10").all()
     # Same optima within what each certifies: P - f* <= gap for both, so the two objectives
     # differ by at most the sum of their gaps (dcd's tol bounds the PG spread, not P).
     w, c = (d.sort_values(["fold", "C"]).reset_index(drop=True) for d in (w, c))

@@ -60,7 +60,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plugin_solver"
 @pytest.fixture
 def registry_restored(monkeypatch):
     from solvers import registry
-    for attr in ("_REGISTRY", "_ORIGINS", "_PLUGINS"):
+    for attr in ("_REGISTRY", "_ORIGINS", "_PLUGINS", "_SOURCES"):
         monkeypatch.setattr(registry, attr, dict(getattr(registry, attr)))
 
 
@@ -158,21 +158,23 @@ def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path, registry_res
         compose([*BASE, f"plugins=[{_plugin(tmp_path, 'plug_ok')},/nowhere/x.py]", "solvers=[dcd]"])
 
 
-def test_a_plugin_solver_whose_fit_raises_is_refused_at_validation(tmp_path, registry_restored):
-    """The smoke check (`solvers.testing.smoke_check`) before any task: the entry, the solver
-    and its origin, the check and the fit's own error; the same names twice from two plugins
-    are refused naming both."""
+def test_a_plugin_solver_whose_fit_raises_is_refused_before_any_task(tmp_path, registry_restored):
+    """The smoke check (`solvers.testing.smoke_check`) when planning starts, before any task
+    (`validate` fits nothing): the entry, the solver and its origin, the check and the fit's own
+    error; the same names twice from two plugins are refused naming both."""
+    from pipeline.run import materialise_datasets
     path = tmp_path / "plug_raises.py"
     path.write_text(PLUGIN.format(name="plug_raises").replace(
         "    return fit_dcd(problem, **kw)", "    raise FloatingPointError('my bug')"))
+    exp = validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
     with pytest.raises(ConfigError) as err:
-        validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
+        materialise_datasets(exp)
     assert str(err.value) == (f"solvers.plug_raises: solver 'plug_raises' (from file {path}) fails its smoke check: "
                               f"check_solver('plug_raises') [certificates]: fit raised FloatingPointError: my bug on "
                               f"dense 40x5, loss=hinge, intercept=regularized, kernel=linear, C=1")
     (tmp_path / "other").mkdir()
     a, b = _plugin(tmp_path / "other", "plug_twice"), tmp_path / "plug_twice.py"
-    b.write_text(a.read_text())
+    b.write_text(a.read_text() + "# another file: other bytes\n")
     with pytest.raises(ConfigError, match=rf"plugins\[1\]='{b}': solver 'plug_twice' is registered twice: "
                                           rf"by file {a} and by file {b}"):
         compose([*BASE, f"plugins=[{a},{b}]", "solvers=[dcd]"])
@@ -291,3 +293,49 @@ def test_a_plugin_missing_on_a_worker_is_one_error_before_any_task(store, tmp_pa
             f"to import: ModuleNotFoundError: No module named 'plug_helper_xyz' ({shared / 'plug_needs_xyz.py'}:2)"
             ) in msg
     assert {p.name: p.read_bytes() for p in (run_dir / "shards").iterdir()} == shards
+
+
+# ------------------------------------------------------------------ the docs' plugins, every cluster
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "guide" / "plugins.md"
+
+
+def _docs_plugins(folder: Path) -> list[Path]:
+    """The two plugin files of docs/guide/plugins.md's "The plugin contract", as they stand there
+    (a solver of its own, `subgrad`; a built-in wrapped, `my_dcd`), written into folder."""
+    text = DOCS.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text[text.index("## The plugin contract"):], re.S)[:2]
+    assert 'name="subgrad"' in blocks[0] and 'name="my_dcd"' in blocks[1]
+    folder.mkdir(exist_ok=True)
+    paths = [folder / "subgrad.py", folder / "my_dcd.py"]
+    for path, block in zip(paths, blocks):
+        path.write_text(block)
+    return paths
+
+
+def _run_docs_plugins(store, tmp_path, *cluster):
+    subgrad, my_dcd = _docs_plugins(tmp_path / "plugins")
+    out = run(compose([f"store.root={store}", *BASE, f"plugins=[{subgrad},{my_dcd}]", "solvers=[subgrad,my_dcd]",
+                       "grid.loss=[hinge]", "grid.intercept=[none]", *cluster]), tmp_path / "run")
+    res = out["results"]
+    # subgrad has no stopping test of its own: every fit runs its 1,000 steps.
+    assert sorted(set(zip(res["solver"], res["status"]))) == [("my_dcd", "converged"), ("subgrad", "max_iter")], \
+        res[["solver", "status", "error"]]
+    return out
+
+
+@pytest.mark.parametrize("cluster", [
+    ["cluster=sequential"],
+    # The default: workers that are threads of this process, whose task processes get the
+    # plugin files this process loaded and the copies each spec ships: one plugin, not two.
+    ["cluster=local", "cluster.n_workers=1"],
+    ["cluster=local", "cluster.n_workers=1", "cluster.processes=true"],
+], ids=["sequential", "local-threads", "local-processes"])
+def test_the_docs_plugin_files_run_on_every_local_cluster_kind(store, tmp_path, registry_restored, cluster):
+    _run_docs_plugins(store, tmp_path, *cluster)
+
+
+@pytest.mark.slow    # a run on the shared cluster: about 10 s at load average 4 on 2 cores
+def test_the_docs_plugin_files_run_on_a_dask_scheduler_and_worker(store, tmp_path, registry_restored, cluster):
+    address, _ = cluster
+    _run_docs_plugins(store, tmp_path, "cluster=address", f"cluster.address={address}")
+

@@ -9,9 +9,11 @@ def _results(statuses, Cs, solver="dcd", dataset="breast_cancer"):
                          "key": [f"k{i}" for i in range(len(statuses))]})
 
 
-def test_all_converged_says_so():
+def test_all_converged_says_what_converged_means():
     res = _results(["converged"] * 4, [0.1, 0.1, 1.0, 1.0])
-    assert status_lines(res) == ["All 4 fits converged (reached their tolerance)."]
+    lines = status_lines(res)
+    assert lines[0] == "4 fits: 4 reached their own stopping tolerance (`converged`), 0 stopped otherwise, 0 failed."
+    assert "none is certified" in lines[1] and not any(line.startswith("All ") for line in lines)
     t = status_table(res)
     assert list(t.columns) == ["dataset", "solver_entry", "fits", "converged"]
     assert t.iloc[0].tolist() == ["breast_cancer", "dcd", 4, 4]
@@ -24,8 +26,9 @@ def test_every_non_converged_status_is_named_with_its_C_and_advice():
         _results(["error"], [float("nan")], solver="qp", dataset="digits"),
     ], ignore_index=True)
     lines = status_lines(res)
-    assert lines[0] == "3 of 7 fits converged; the others:"
-    by_solver = {line.split(" on ")[0].lstrip("- "): line for line in lines[1:]}
+    assert lines[0] == "7 fits: 3 reached their own stopping tolerance (`converged`), 3 stopped otherwise, 1 failed."
+    assert "The 4 fits that did not reach their own tolerance:" in lines
+    by_solver = {line.split(" on ")[0].lstrip("- "): line for line in lines if line.startswith("- ")}
     assert set(by_solver) == {"dcd", "svmlight", "qp"}
     # Counts out of the entry's own fits, the C values it happened at (sorted), plain advice.
     assert "2 of 4 fits `max_iter` (C=1, C=10)" in by_solver["dcd"]
@@ -58,9 +61,12 @@ from .report_data import confusion, default_run, folds, rows, traces_for
 REG = {it.name: it for it in REGISTRY}
 
 
-def _data(results, baseline=None, traces=None, models=None):
+def _data(results, baseline=None, traces=None, models=None, timing=None, target=None, search=None):
     return ReportData(results, traces_for(results) if traces is None else traces,
-                      pd.DataFrame() if models is None else models, baseline=baseline, name="t")
+                      pd.DataFrame() if models is None else models, baseline=baseline, name="t",
+                      timing=pd.DataFrame() if timing is None else timing,
+                      timing_traces=pd.DataFrame() if timing is None else traces_for(timing, timed=True),
+                      target=target, search=search)
 
 
 def test_best_params_keep_C_when_only_C_is_swept():
@@ -132,31 +138,35 @@ def _problems():
 
 
 def test_time_to_target_keeps_every_problem_apart():
-    t = time_to_target(_data(_problems()))
+    t = time_to_target(_data(_problems(), traces=traces_for(_problems(), timed=True)))
     smo = t[t["solver_entry"] == "smo"]
     # Two gammas x two intercepts are four problems, not one row of C=1.
     assert len(smo) == 4 and {"gamma", "intercept"} <= set(t.columns)
-    assert sorted(smo["fit_time_s"]) == [0.1, 0.1, 0.3, 0.3]
+    assert sorted(smo["own_stop_s"]) == [0.1, 0.1, 0.3, 0.3]
     it = iterations_to_target(_data(_problems()))
     assert len(it[it["solver_entry"] == "smo"]) == 4 and "it_0.001" in it.columns
 
 
 def test_no_ratio_across_intercepts():
-    t = time_to_target(_data(_problems())).set_index("solver_entry")
-    col = "ratio_fit_time_s_vs_liblinear"
-    assert t.loc["dcd", col] == pytest.approx(0.5)
+    t = time_to_target(_data(_problems(), traces=traces_for(_problems(), timed=True))).set_index("solver_entry")
+    assert t.loc["dcd", "baseline"] == "liblinear" and t.loc["dcd", "ratio"] == pytest.approx(0.5)
     # pegasos solves intercept=none: liblinear's regularized problem is another problem.
-    assert math.isnan(t.loc["pegasos", col])
+    assert t.loc["pegasos", "baseline"] == "" and math.isnan(t.loc["pegasos", "ratio"])
+    lines = REG["time_to_target"].lines(_data(_problems()))
+    assert any("No problem in common with a baseline (liblinear): pegasos, smo" in line for line in lines)
+    # An entry alone on its problems has no f* (run.reference=auto): said untimed, not left out unsaid.
+    lone = pd.concat([_problems(), rows(folds({"solver_entry": "sgd", "loss": "squared_hinge", "f_star": np.nan}))])
+    assert any(line.startswith("- Not timed: sgd") for line in REG["time_to_target"].lines(_data(lone)))
 
 
 def test_ratios_against_a_named_baseline():
-    t = time_to_target(_data(_problems(), baseline="dcd")).set_index("solver_entry")
-    assert "ratio_fit_time_s_vs_dcd" in t.columns and "ratio_fit_time_s_vs_liblinear" not in t.columns
-    assert t.loc["liblinear", "ratio_fit_time_s_vs_dcd"] == pytest.approx(2.0)
-    m = methods_table(_data(_problems(), baseline="dcd")).set_index("solver_entry (baseline: dcd)")
-    assert "(x2, 1)" in m.loc["liblinear", "toy"] and "no shared problem" in m.loc["pegasos", "toy"]
+    data = lambda base: _data(_problems(), baseline=base, traces=traces_for(_problems(), timed=True))  # noqa: E731
+    t = time_to_target(data("dcd")).set_index("solver_entry")
+    assert set(t["baseline"]) == {"dcd", ""} and t.loc["liblinear", "ratio"] == pytest.approx(2.0)
+    m = methods_table(data("dcd")).set_index("solver_entry")
+    assert m.loc["liblinear", "toy"] == "x2 over 1" and m.loc["pegasos", "toy"] == "no problem shared with dcd"
     with pytest.raises(Skip, match="not a solver entry"):
-        time_to_target(_data(_problems(), baseline="nosuch"))
+        time_to_target(data("nosuch"))
 
 
 def test_no_suboptimality_finer_than_f_star_certainty():
@@ -167,8 +177,12 @@ def test_no_suboptimality_finer_than_f_star_certainty():
     data = _data(res)
     assert certificates(data)["rel_subopt_max"].iloc[0] == pytest.approx(1e-3)
     t = time_to_target(data)
-    assert t["t_0.01"].notna().all() and t["rel_subopt"].iloc[0] >= 1e-4
-    assert t["t_1e-06"].isna().all()          # finer than every fold's f*: never claimed
+    assert t["reached"].tolist() == ["3/3"] and t["rel_subopt"].iloc[0] >= 1e-4
+    it = iterations_to_target(data)
+    assert it["it_0.01"].notna().all()
+    assert it["it_1e-06"].isna().all()          # finer than every fold's f*: never claimed
+    # A target finer than two folds' f*: only the fold whose f* is certain to it is told.
+    assert time_to_target(_data(res, target=5e-5))["reached"].tolist() == ["1/1"]
     fig = REG["suboptimality_vs_time"].fn(data)
     ys = np.concatenate([line.get_ydata() for ax in fig.axes for line in ax.get_lines()])
     assert ys.min() >= 1e-3 * (1 - 1e-12)     # the panel's coarsest certainty
@@ -201,11 +215,37 @@ def _rich(small=False):
     for size, ds in ((100, "toy"), (1000, "big")):
         specs += folds({"solver_entry": "dcd", "dataset": ds, "n_train": size, "fit_time_s": size * 1e-5}, n)
     specs += folds({"solver_entry": "dcd", "dataset": "iris", "f_star": np.nan, "confusion_test": confusion(1)}, n)
+    # A certified search of dcd on toy (two rounds) and a halving search of smo on toy (two rungs).
+    for r, C in ((0, 0.1), (0, 10.0), (1, 1.0)):
+        specs += folds({"solver_entry": "dcd", "C": C, "search_round": r, "test_accuracy": 0.9 - abs(np.log10(C)) / 20}, n)
     res = rows(specs)
     res["confusion_test"] = res["confusion_test"].where(res["confusion_test"].notna(), None)
     models = pd.DataFrame([{"key": "k000", "b": 0.0, "w": None, "support": [0, 1], "alpha": [0.5, 0.5],
                             "X": [[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]], "y": [1.0, -1.0, 1.0]}])
-    return _data(res, models=models)
+    return _data(res, models=models, search=SEARCH)
+
+
+# search.json of the two searches of `_rich` (pipeline/search/driver.py writes it).
+SEARCH = {"kind": "certified", "searches": [
+    {"dataset": "toy", "solver_entry": "dcd", "kind": "certified", "done": True, "certified": False,
+     "settings": {"C_min": 0.01, "C_max": 100.0, "epsilon": 0.01},
+     "rounds": [{"round": 0, "points": [{"C": 0.1}, {"C": 10.0}]}, {"round": 1, "points": [{"C": 1.0}]}],
+     "reason": "not certified: max_rounds=1 reached", "best_C": 1.0, "best_error": 0.1, "bound_min": 0.02,
+     "bound_min_C": 50.0, "errors": [{"C": 0.1, "cv_error": 0.15, "tol": 0.1, "round": 0},
+                                     {"C": 1.0, "cv_error": 0.1, "tol": 0.1, "round": 1},
+                                     {"C": 10.0, "cv_error": 0.15, "tol": 0.1, "round": 0}],
+     "bound": {"log_breaks": np.log([0.01, 0.08, 0.12, 0.9, 1.1, 8.0, 12.0, 100.0]).tolist(),
+               "between": [0.05, 0.14, 0.06, 0.09, 0.06, 0.14, 0.02]}},
+    {"dataset": "toy", "solver_entry": "smo", "kind": "halving", "resource": "tol", "factor": 3.0,
+     "min_resources": None, "done": True, "schedule": [{"index": 0, "n_candidates": 4, "resource": 0.003},
+                                                      {"index": 1, "n_candidates": 2, "resource": 0.001}],
+     "rungs": [{"rung": 0, "resource": 0.003, "n_candidates": 4,
+                "candidates": [{"point": {"C": C, "gamma": g}, "cv_error": 0.1 + C / 100 + g}
+                               for C in (0.1, 1.0) for g in (0.1, 1.0)]},
+               {"rung": 1, "resource": 0.001, "n_candidates": 2,
+                "candidates": [{"point": {"C": 0.1, "gamma": 0.1}, "cv_error": 0.2},
+                               {"point": {"C": 1.0, "gamma": 0.1}, "cv_error": 0.21}]}],
+     "best": {"point": {"C": 0.1, "gamma": 0.1}, "cv_error": 0.2}}]}
 
 
 @pytest.mark.parametrize("name", [it.name for it in items("figure")])
@@ -398,3 +438,123 @@ def test_keyed_maps_each_distinct_value_once_and_copies_no_other_column():
     assert out["gamma"].tolist() == ["-", 0.1, "-"]
     assert np.shares_memory(out["metric"].to_numpy(), res["metric"].to_numpy())
     pd.testing.assert_frame_equal(res, before)
+
+
+# ---------------------------------------------------------------- like for like (speed.py)
+from pipeline.report import speed  # noqa: E402
+from pipeline.report.profiles import _per_problem  # noqa: E402
+
+
+def _warm_path():
+    """dcd along a warm C path (its C = 1 point warm-started from C = 0.1) beside liblinear, cold, on
+    the same problems: the sweep as `make run` records it. dcd's warm fit is 100x faster than a cold
+    one would be: what a ratio must never show."""
+    specs = []
+    for C, start in ((0.1, "cold"), (1.0, "warm")):
+        specs += folds({"solver_entry": "dcd", "C": C, "start": start, "fit_time_s": 1e-4 if start == "warm" else 0.01})
+        specs += folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference", "C": C,
+                        "start": "cold", "fit_time_s": 0.02})
+    return rows(specs)
+
+
+def _timing(results, **changes):
+    """The timing fits of results: the same problems, cold, with their setup seconds."""
+    t = results.assign(key=[f"t{k}" for k in results["key"]], start="cold", setup_s=0.0, timing_method="trace")
+    return t.assign(**changes)
+
+
+def test_a_warm_started_entry_and_a_cold_reference_are_never_in_one_ratio():
+    res = _warm_path()
+    data = _data(res, traces=traces_for(res, timed=True))
+    t = time_to_target(data).set_index(["solver_entry", "C"])
+    # Sweep fits only (run.timing=false): C = 0.1 is cold on both sides, C = 1 is dcd warm.
+    assert t.loc[("dcd", 0.1), "ratio"] == pytest.approx(0.5)
+    assert t.loc[("dcd", 1.0), "start"] == "warm" and math.isnan(t.loc[("dcd", 1.0), "ratio"])
+    assert "Every row: source `sweep`, clock `solver`" in " ".join(REG["time_to_target"].lines(data))
+    # The figures name the warm line, and the profiles leave it out.
+    view = speed.speed_view(data)
+    assert "dcd (warm start)" in set(view.fits["solver_entry"])
+    (_, times, _), = _per_problem(data, "subopt")
+    assert "dcd (warm start)" not in times.columns
+    assert "Left out, started warm (no cold timing fit): dcd (warm start)" in \
+        REG["performance_profile"].fn(data)._suptitle.get_text()
+    # With timing fits (cold, the run's default), the ratio is read from them, cold against cold.
+    timed = _data(res, traces=traces_for(res, timed=True), timing=_timing(res.assign(fit_time_s=0.01)))
+    t = time_to_target(timed).set_index(["solver_entry", "C"])
+    assert "Every row: source `timing`, start `cold`, clock `call`" in " ".join(REG["time_to_target"].lines(timed))
+    assert t.loc[("dcd", 1.0), "ratio"] == pytest.approx(1.0)
+    assert methods_table(timed).set_index("solver_entry").loc["dcd", "toy"] == "x1 over 2"
+
+
+def test_a_fit_stopping_above_the_target_is_never_ranked_by_its_own_stop():
+    """pegasos stops after its epochs, fast and 5% above f*: its own stop is 10x sooner than
+    liblinear's time to the target, and it is shown `not reached`, in no ratio, last in the
+    profile; liblinear reaches the target."""
+    res = rows(folds({"solver_entry": "pegasos", "solver": "pegasos", "family": "primal", "status": "budget",
+                      "fit_time_s": 0.001, "primal_objective": 10.5, "rel_suboptimality": 0.05})
+               + folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference", "fit_time_s": 0.01}))
+    tr = traces_for(res, timed=True)
+    tr.loc[tr["key"].isin(res.loc[res["solver_entry"] == "pegasos", "key"]), "primal"] = 10.5   # never within
+    data = _data(res, traces=tr)
+    t = time_to_target(data).set_index("solver_entry")
+    assert t.loc["pegasos", "t_target_s"] == "not reached" and t.loc["pegasos", "reached"] == "0/3"
+    assert math.isnan(t.loc["pegasos", "ratio"])
+    assert t.loc["pegasos", "own_stop_s"] < t.loc["liblinear", "t_target_s"]          # its stop is sooner...
+    assert methods_table(data).set_index("solver_entry").loc["pegasos", "toy"] == "no ratio; 1 not reached"                                                      # ...and never ranked by it
+    (_, times, _), = _per_problem(data, "subopt")
+    assert times["pegasos"].tolist() == [np.inf] and np.isfinite(times["liblinear"]).all()
+
+
+def test_the_headline_counts_certified_fits_apart_from_tolerance_reached_ones():
+    """Four fits reach their own tolerance; two of them end 5% above f*: the headline says 4
+    converged and 2 certified within the target, names the worst, and never says `All converged`."""
+    res = rows(folds({"C": 1.0}, 2) + folds({"C": 10.0, "rel_suboptimality": 0.05, "primal_objective": 10.5}, 2))
+    lines = status_lines(res, 1e-3)
+    assert lines[0] == "4 fits: 4 reached their own stopping tolerance (`converged`), 0 stopped otherwise, 0 failed."
+    assert lines[1].startswith("Certified against f*: 2 of the 4 fits with a certified f* end within "
+                               "(P - f*)/|f*| <= 0.001, 2 above it;")
+    assert "max 0.05" in lines[1]
+    assert lines[2].startswith("- 2 fits reached their own tolerance but end above the target (worst: dcd on toy at "
+                               "C=10, 0.05 above f*)")
+    t = status_table(_data(res, target=1e-3)).iloc[0]
+    assert (t["converged"], t["certified"], t["above_target"]) == (4, 2, 2)
+    # A looser target certifies all four.
+    assert status_lines(res, 0.1)[1].startswith("Certified against f*: 4 of the 4 fits")
+
+
+def test_a_gathered_multirun_puts_no_ratio_across_its_jobs():
+    """Two jobs of a multirun (max_rows=100 and 1000 of one dataset: no column tells them apart but
+    their overrides) each time dcd and liblinear: a ratio is taken within a job, never across."""
+    specs = []
+    for job, t in (("datasets.toy.max_rows=100", 0.01), ("datasets.toy.max_rows=1000", 0.1)):
+        specs += folds({"solver_entry": "dcd", "job_overrides": job, "fit_time_s": t})
+        specs += folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference",
+                        "job_overrides": job, "fit_time_s": 2 * t})
+    res = rows(specs)
+    t = time_to_target(_data(res, traces=traces_for(res, timed=True)))
+    assert t.loc[t["solver_entry"] == "dcd", "ratio"].tolist() == [pytest.approx(0.5)] * 2
+
+
+def test_results_written_before_start_was_recorded_say_it_by_warm_from():
+    """A results table of an earlier version has no `start`: its warm points are those that name
+    the point they started from, and they are kept out of every ratio as a recorded start is."""
+    res = _warm_path()
+    res = res.assign(warm_from=np.where(res["start"] == "warm", "fit-earlier", None)).drop(columns="start")
+    t = time_to_target(_data(res, traces=traces_for(res, timed=True))).set_index(["solver_entry", "C"])
+    assert t.loc[("dcd", 1.0), "start"] == "warm" and math.isnan(t.loc[("dcd", 1.0), "ratio"])
+    assert t.loc[("dcd", 0.1), "ratio"] == pytest.approx(0.5)
+
+
+def test_a_ladder_cut_short_is_not_said_never_to_reach_the_target():
+    """LIBLINEAR's ladder ran out of its budget before the target (`info_ladder_cut`): the report
+    cannot tell when it would have got there, so it says neither a time nor `not reached`."""
+    res = rows(folds({"solver_entry": "dcd"}) + folds({"solver_entry": "liblinear", "solver": "liblinear",
+                                                      "family": "reference", "rel_suboptimality": 0.05}))
+    timing = _timing(res).assign(timing_method=np.where(res["solver_entry"] == "liblinear", "ladder", "trace"),
+                                 info_ladder_cut=res["solver_entry"] == "liblinear")
+    tr = traces_for(timing, timed=True)
+    tr.loc[tr["key"].isin(timing.loc[timing["solver_entry"] == "liblinear", "key"]), "primal"] = 10.5
+    data = ReportData(res, traces_for(res), pd.DataFrame(), name="t", timing=timing, timing_traces=tr)
+    t = time_to_target(data).set_index("solver_entry")
+    assert t.loc["liblinear", "reached"] == "-" and t.loc["liblinear", "t_target_s"] != "not reached"
+    assert math.isnan(t.loc["liblinear", "t_target_s"]) and math.isnan(t.loc["dcd", "ratio"])

@@ -125,6 +125,21 @@ def test_compare_matches_two_runs_on_their_shared_problems(two_runs, tmp_path):
     assert "_(none)_" in (a / "report.md").read_text().split("## Compared with")[1]
 
 
+def test_compare_never_puts_a_warm_fit_beside_a_cold_one(two_runs, tmp_path):
+    """dcd's C = 1 points start warm in one run (its C path) and cold in the other (its results as
+    run.warm_start=false records them): only the cold C = 0.1 points are matched."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(two_runs / "0", a)
+    shutil.copytree(two_runs / "0", b)
+    res = pd.read_parquet(a / "results.parquet")
+    assert set(res.loc[res["C"] == 1.0, "start"]) == {"warm"} and set(res.loc[res["C"] == 0.1, "start"]) == {"cold"}
+    res.assign(start="cold", start_from=None, warm_from=None).to_parquet(b / "results.parquet")
+    assert report_main([str(a), "--compare", str(b)]) == 0
+    section = (a / "report.md").read_text().split(f"## Compared with {b.name}")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| toy_blobs")]
+    assert rows and all("| 0.1 |" in line and "| cold |" in line for line in rows)
+
+
 def test_baseline_from_the_run_config_or_the_command_line(two_runs, tmp_path):
     from pipeline.experiment.config import ConfigError, validate
     with pytest.raises(ConfigError, match="report.baseline"):
@@ -134,7 +149,7 @@ def test_baseline_from_the_run_config_or_the_command_line(two_runs, tmp_path):
     (run_dir / "config.yaml").write_text("report:\n  baseline: dcd\n")
     assert report_main([str(run_dir)]) == 0
     md = (run_dir / "report.md").read_text()
-    assert "Ratios are taken against `dcd`" in md and "ratio_fit_time_s_vs_dcd" in md
+    assert "Ratios are taken against `dcd`" in md and "| baseline | ratio |" in md
     assert report_main([str(run_dir), "--baseline", "nosuch"]) == 0     # the report says why, not a crash
     assert "report.baseline='nosuch' is not a solver entry" in (run_dir / "report.md").read_text()
 

@@ -2,6 +2,7 @@
 spec it runs in shared memory (its slot) instead of a message per spec, and sends records in
 batches; a death is charged to the spec the slot names, not to one that ended before it."""
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def test_the_worker_passes_the_childs_records_on_without_unpickling_them(store, 
         blobs = box.run_pickled(real.dumps([[s] for s in specs]), str(store), {})
     finally:
         box.close()
-    assert not decoded and all(isinstance(b, bytes) for b in blobs)
+    assert not decoded and all(isinstance(b, bytes) for _, b in blobs)
     assert sorted(r["key"] for r in sandbox.records_of(blobs)) == sorted(s["key"] for s in specs)
 
 
@@ -139,7 +140,7 @@ def test_the_slot_is_never_read_half_written():
     reads, bad = 0, []
     try:
         while child.poll() is None:
-            index, started = slot.read()
+            index, started, _ = slot.read()
             reads += 1
             if index >= 0 and not t0 <= started <= time.monotonic():
                 bad.append((index, started))
@@ -148,3 +149,64 @@ def test_the_slot_is_never_read_half_written():
         slot.close()
     assert child.returncode == 0 and reads > 10_000
     assert bad == [], f"{len(bad)} of {reads} reads half written, e.g. {bad[:3]}"
+
+
+SLOW_PLUGIN = '''
+import os
+import time
+from pathlib import Path
+
+import solvers
+
+# A slow preparation: a fit imports its plugin file, in the sandbox's child, after the spec
+# started and before its solver does.
+if os.environ.get("SVMBENCH_SANDBOX_PARENT"):
+    time.sleep(float(os.environ.get("SLOW_PLUGIN_S", "0")))
+
+
+def _loop(problem, *, budget, recorder, warm_start=None, pidfile=""):
+    if not os.environ.get("SVMBENCH_SANDBOX_PARENT"):     # the plugin's checks, outside a sandbox
+        return solvers.fit(problem, "dcd", budget=budget, recorder=recorder)
+    Path(pidfile).write_text(str(os.getpid()))
+    while True:       # never looks at the clock
+        pass
+
+
+if "_slowloop" not in solvers.solver_names():
+    solvers.register(solvers.SolverSpec(name="_slowloop", family="test", fit=_loop,
+                                        params={"pidfile": solvers.Param("", "str")}, warmup=lambda: None))
+'''
+
+
+def test_a_specs_hard_limit_counts_from_its_solvers_start_not_its_preparation(store, tmp_path, monkeypatch):
+    """A spec's hard limit counts from its solver's start (the slot's `solving`), not from its
+    preparation (here: importing its plugin file, 0.7 s of a 1 s limit): its solver runs for the
+    whole limit and is killed past it, the row saying so. A preparation past its own limit
+    (PREPARE_LIMIT_S, here cut to 0.5 s; the spec's 1 s is the longer) ends before the solver
+    starts, and the row says that instead."""
+    from pipeline.engine import sandbox
+    plugin = tmp_path / "slow_plugin.py"
+    plugin.write_text(SLOW_PLUGIN)
+    pidfile = tmp_path / "loop.pid"
+    spec = next(s for s in _fits(store, f"plugins=[{plugin}]",
+                                 f"+solvers._slowloop={{solver: _slowloop, params: {{loss: hinge, pidfile: '{pidfile}'}}}}")
+                if s["solver"] == "_slowloop")
+    box = Sandbox()
+    try:
+        # Each child reads the import's length from its environment (a killed child's successor anew).
+        monkeypatch.setenv("SLOW_PLUGIN_S", "0.7")
+        record, = box.run([[spec]], str(store), {spec["key"]: 1.0}, retries=0)
+        assert record["status"] == "timeout", record
+        ran = re.match(r"killed ([\d.]+) s after its solver started: the solver did not stop", record["error"])
+        assert ran and float(ran.group(1)) >= 0.95, record["error"]      # the whole limit, after the import
+        assert pidfile.exists()
+        pidfile.unlink()
+        monkeypatch.setenv("SLOW_PLUGIN_S", "1.5")
+        monkeypatch.setattr(sandbox, "PREPARE_LIMIT_S", 0.5)
+        record, = box.run([[spec]], str(store), {spec["key"]: 1.0}, retries=0)
+        assert record["status"] == "timeout", record
+        assert "before its solver started (reading its data, loading its solver): past the limit of 1.0 s" in \
+            record["error"], record
+        assert not pidfile.exists()
+    finally:
+        box.close()

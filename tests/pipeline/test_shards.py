@@ -104,8 +104,9 @@ def test_a_process_killed_mid_write_leaves_only_an_ignored_temporary_file(tmp_pa
 
 
 def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypatch):
-    """Through run(): the third shard's write fails half-way and the run dies; the rerun
-    skips the two finished tasks, recomputes the rest and ends with a complete table."""
+    """Through run(): the third shard's write fails half-way, and so does its retry when the
+    phase ends (a full disk), and the run dies; the rerun skips the two finished tasks,
+    recomputes the rest and ends with a complete table."""
     cfg = compose([f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80",
                    "cv.folds=2", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]", "solvers.dcd.params.tol=1e-3",
                    "cluster=sequential", "run.progress=false", "run.reference=true"])
@@ -115,7 +116,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
 
     def third_fails(records, path):
         calls.append(records[0]["key"])
-        if len(calls) == 3:
+        if len(calls) >= 3:
             _write_half_then_fail(records, path)
         real_write(records, path)
 
@@ -123,7 +124,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
     with pytest.raises(OSError, match="No space left"):
         run(cfg, run_dir)
     monkeypatch.undo()
-    assert len(calls) == 3
+    assert len(calls) == 4 and calls[3] == calls[2]      # the records held are written again as the phase ends
     assert _files(run_dir) == sorted(f"{k}.parquet" for k in calls[:2])     # 4 tasks of one spec each
     assert execute.finished_keys(run_dir) == set(calls[:2])
 
@@ -134,6 +135,31 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
     assert len(_files(run_dir)) == total and calls[2] in execute.finished_keys(run_dir)
     res = out["results"]
     assert len(res) == 2 and (res["status"] == "converged").all() and res["f_star"].notna().all()
+
+
+def test_records_whose_write_was_cut_short_are_written_again_under_the_same_name(tmp_path, monkeypatch):
+    """Ctrl-C lands in a shard's write just after its rename: the records go back to the sink,
+    and its next flush (the phase's end) writes them again, as the same file, so none is lost
+    and no key is in two shards of one execute."""
+    sink = execute.RecordSink(execute.ShardWriter(tmp_path))
+    specs = [{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"} for c in "abc"]
+    sink.expect([[s] for s in specs])
+    sink.add([{**RECORD, "key": s["key"]} for s in specs[:2]])
+    real, cut = os.replace, []
+
+    def replace_then_interrupt(src, dst):
+        real(src, dst)
+        if not cut:
+            cut.append(dst)
+            raise KeyboardInterrupt
+    monkeypatch.setattr(execute.os, "replace", replace_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sink.flush(force=True)
+    sink.add([{**RECORD, "key": "fit-c"}, {**RECORD, "key": "fit-a", "status": "error"}])   # a copy of a: not taken
+    sink.flush(force=True)
+    assert _files(tmp_path) == ["fit-a.parquet"] and cut == [tmp_path / "shards" / "fit-a.parquet"]
+    assert [(r["key"], r["status"]) for r in read_shards(tmp_path)] == [
+        ("fit-a", "converged"), ("fit-b", "converged"), ("fit-c", "converged")]
 
 
 def test_hidden_files_are_never_shards(tmp_path):
@@ -171,11 +197,15 @@ def write(self, records):
         os._exit(9)        # killed between two tasks: no handler runs, as under SIGKILL
     return real(self, records)
 execute.ShardWriter.write = write
+# A task whose fits take longer than WRITE_S is written in parts as they end (the first fit
+# reads the dataset and may, on a loaded machine); here a task is one shard.
+execute.WRITE_S = 1e9
 run(compose(sys.argv[2:]), sys.argv[1])
 """
 
 
-def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_tasks(tmp_path):
+def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_tasks(tmp_path, monkeypatch):
+    monkeypatch.setattr(execute, "WRITE_S", 1e9)     # as in the killed run: a task is one shard
     args = _sweep_args(tmp_path / "store")
     run_dir = tmp_path / "run"
     result = subprocess.run([sys.executable, "-c", _KILLED_AFTER_TWO_TASKS, str(run_dir), *args],
@@ -196,9 +226,10 @@ def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_task
     assert len(res) == 12 and res["key"].is_unique and (res["status"] == "converged").all()
 
 
-def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path):
+def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path, monkeypatch):
     """A record planted as an error (a task that failed in an earlier run) is retried; the retry's
     record lands in a newer shard and the table holds it once, not beside the error."""
+    monkeypatch.setattr(execute, "WRITE_S", 1e9)     # one task, one shard
     cfg = compose(_sweep_args(tmp_path / "store", "solvers.dcd.grid.C=[1.0]", "cv.folds=2", "run.chunk=2"))
     run_dir = tmp_path / "run"
     first = run(cfg, run_dir)
@@ -218,29 +249,18 @@ def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path):
 
 
 def test_the_newest_generation_wins_whatever_the_names(tmp_path):
-    """`<key>.<generation>.jsonl`: a later execute's shard wins over an earlier one's for a key
+    """`<key>.<generation>.parquet`: a later execute's shard wins over an earlier one's for a key
     both hold, even where its name sorts first."""
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    (shards / "fit-b.jsonl").write_text(json.dumps({"key": "fit-b", "status": "error", "error": "old"}) + "\n"
-                                        + json.dumps({"key": "fit-c", "status": "converged"}) + "\n")
-    (shards / "fit-a.1.jsonl").write_text(json.dumps({"key": "fit-b", "status": "converged"}) + "\n")
+    shard_dir = tmp_path / "shards"
+    shard_dir.mkdir()
+    shards.write([{"key": "fit-b", "status": "error", "error": "old"}, {"key": "fit-c", "status": "converged"}],
+                 shard_dir / "fit-b.parquet")
+    shards.write([{"key": "fit-b", "status": "converged"}], shard_dir / "fit-a.1.parquet")
     assert [r["status"] for r in read_shards(tmp_path)] == ["converged", "converged"]
     assert execute.error_keys(tmp_path, {"fit-b", "fit-c"}) == set()
     assert execute.finished_keys(tmp_path) == {"fit-b", "fit-c"}
     # The next execute writes generation 2, above every generation on disk.
     assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.parquet"
-
-
-def test_a_shard_line_that_is_not_a_record_is_named_by_file_and_line(tmp_path):
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    (shards / "fit-a.jsonl").write_text(json.dumps({"key": "fit-a", "status": "converged"}) + '\n{"status": "conv\n')
-    with pytest.raises(ShardError, match=r"fit-a\.jsonl, line 2: not a valid shard record"):
-        execute.finished_keys(tmp_path)
-    (shards / "fit-a.jsonl").write_text(json.dumps({"status": "converged"}) + "\n")
-    with pytest.raises(ShardError, match=r"line 1: not a valid shard record \(not an object with a 'key'\)"):
-        read_shards(tmp_path)
 
 
 def test_a_parquet_shard_gives_back_exactly_the_records_written(tmp_path):
@@ -280,19 +300,20 @@ def test_a_torn_parquet_shard_is_named_and_not_read_as_records(tmp_path):
         read_shards(tmp_path)
 
 
-def test_a_run_of_the_earlier_json_layout_still_reports_and_resumes(tmp_path):
-    """A run dir whose shards are JSON lines (written before shards were Parquet): its tables are
-    built from them, and a rerun skips what they hold and writes its new tasks as Parquet."""
+def test_a_run_of_the_earlier_json_layout_is_refused_and_left_as_it_was(tmp_path, monkeypatch):
+    """A run dir whose shards are JSON lines (written before shards were Parquet) is refused in
+    one line naming them, before any task runs: read around, its tasks would run again beside
+    them and their rows leave the tables. The folder is left exactly as it was."""
+    monkeypatch.setattr(execute, "WRITE_S", 1e9)     # a shard per task, however long its first fit
     args = _sweep_args(tmp_path / "store")
     run_dir = tmp_path / "run"
-    first = run(compose(args), run_dir)
+    run(compose(args), run_dir)
     old = sorted((run_dir / "shards").glob("*.parquet"))
-    for path in old[:2]:      # two tasks as the earlier layout wrote them; the others never ran
+    for path in old[:2]:      # two tasks as the earlier layout wrote them
         path.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in shards.read_shard(path)))
-    for path in old:
         path.unlink()
-    again = run(compose(args), run_dir)
-    assert again["summary"].skipped == 6 and again["summary"].done == 6
-    cols = [c for c in first["results"].columns if c not in ("fit_time_s", "task_time_s") and not c.startswith("env_")]
-    pd.testing.assert_frame_equal(again["results"][cols], first["results"][cols])
-    assert sorted(p.suffix for p in (run_dir / "shards").iterdir()) == [".jsonl"] * 2 + [".parquet"] * 2
+    before = {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "run.log"}
+    with pytest.raises(ShardError, match=r"\.jsonl: a shard in the JSON layout of an earlier svmbench \(2 such files "
+                                         r"in .*\), which this one does not read; delete them"):
+        run(compose(args), run_dir)
+    assert {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "run.log"} == before

@@ -119,6 +119,49 @@ def test_a_sweep_on_slurm_gives_the_sequential_table(slurm, store, expected, tmp
     job = re.search(r"SLURM job (\d+)", joined[0]).group(1)
     script = slurm.command("scontrol", "write", "batch_script", job, "-")
     assert f"{sys.executable} -m distributed.cli.dask_worker" in script, script
+    # Over TLS, by default: the workers met a tls:// scheduler with the credentials made for it,
+    # which went with the cluster.
+    assert re.search(r"dask_worker tls://\S+ .*--protocol tls:// --tls-ca-file \S+/ca\.pem", script), script
+    assert all(re.search(r"Registered to: +tls://", log.read_text()) for log in logs)
+    assert not list((tmp_path / "jobs").glob(".svmbench-tls-*"))
+
+
+def test_the_slurm_scheduler_refuses_clients_without_its_credentials(slurm, store, tmp_path, monkeypatch):
+    """While a sweep runs (held by a `_block` fit): its credentials are 0600 files in a 0700
+    directory of the jobs' log directory; a client with them is served, and the scheduler,
+    which listens on the network for the jobs, refuses a plain tcp:// client and a TLS client
+    with a certificate of another CA."""
+    from distributed import Client
+    from distributed.security import Security
+
+    from pipeline.engine.security import files_in, from_files
+    monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
+    release, jobs = tmp_path / "release", tmp_path / "jobs"
+    block = (f"+solvers._block={{solver: _block, params: {{loss: hinge, pidfile: '{tmp_path / 'pid'}', "
+             f"release: '{release}'}}}}")
+    said = []
+    runner, out = _in_thread(compose([f"store.root={store}", *SWEEP[:4], block, "solvers.dcd.grid.C=[0.1]",
+                                      "run.progress=false", "run.reference=false",
+                                      *_slurm_args(slurm, jobs, maximum=1)]), tmp_path / "run", said)
+    try:
+        _wait(lambda: (tmp_path / "pid").exists())         # the sweep is running, on a job's worker
+        directory, = jobs.glob(".svmbench-tls-*")
+        assert oct(directory.stat().st_mode & 0o777) == oct(0o700)
+        assert {p.name: oct(p.stat().st_mode & 0o777) for p in directory.iterdir()} == \
+            {name: oct(0o600) for name in ("ca.pem", "cert.pem", "key.pem")}
+        job = re.search(r"SLURM job (\d+)", _lines(said, "joined")[0]).group(1)
+        address = re.search(r"dask_worker (\w+://\S+)", slurm.command("scontrol", "write", "batch_script", job, "-"))[1]
+        host_port = address.split("://")[1]
+        for other, security in (("tcp://" + host_port, None), ("tls://" + host_port, Security.temporary())):
+            with pytest.raises((OSError, TimeoutError)):
+                Client(other, security=security, timeout="3s")
+        with Client(address, security=from_files(files_in(directory)), timeout="20s") as client:
+            assert address.startswith("tls://") and len(client.scheduler_info()["workers"]) == 1
+    finally:
+        release.touch()
+        runner.join(120)
+    assert out["failed"] == 0 and out["summary"].done == 2
+    assert not directory.exists()
 
 
 def test_a_job_cancelled_mid_sweep_loses_no_task(slurm, store, expected, tmp_path, monkeypatch):

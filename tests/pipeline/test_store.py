@@ -227,7 +227,7 @@ def test_list_info_exists_remove(tmp_path):
 
 def test_overwrite_is_atomic_and_leaves_no_debris(tmp_path):
     store.write_dataset(tmp_path, "d", np.ones((3, 2)), [1, 1, 1], source={})
-    with pytest.raises(store.DatasetExistsError, match="--force"):
+    with pytest.raises(store.DatasetExistsError, match="pass overwrite=True to replace it"):
         store.write_dataset(tmp_path, "d", np.ones((4, 2)), [1, 1, 1, 1], source={})
     assert store.read_dataset(tmp_path, "d").X.shape == (3, 2)
     meta = store.write_dataset(
@@ -370,19 +370,24 @@ def test_partial_read_verifies_the_row_groups_it_reads(tmp_path):
         store.read_dataset(tmp_path, "p")
 
 
-def test_format_1_entries_still_verify(tmp_path):
+def test_an_entry_of_an_earlier_format_is_refused_with_the_command_that_rebuilds_it(tmp_path):
+    """Format 1 (its whole-matrix fingerprint, no row group digests) is no longer read: one
+    line, naming the entry and what writes it anew; the current format reads and verifies."""
     X = sp.csr_matrix(np.eye(3))
     y = np.array([1.0, -1.0, 1.0])
     store.write_dataset(tmp_path, "old", X, y, source={})
+    assert store.read_dataset(tmp_path, "old").fingerprint == store.dataset_info(tmp_path, "old")["fingerprint"]
+    np.testing.assert_array_equal(store.read_labels(tmp_path, "old", verify=True), y)
     meta_file = tmp_path / "old" / store.META_FILE
     meta = json.loads(meta_file.read_text())
-    Xc, yc = store.canonicalize(X, y)
-    meta.update(format_version=1, fingerprint=store._fingerprint_v1(Xc, yc))
+    meta.update(format_version=1)
     del meta["row_group_digests"]
     meta_file.write_text(json.dumps(meta))
-    assert store.read_dataset(tmp_path, "old").fingerprint == meta["fingerprint"]
-    np.testing.assert_array_equal(store.read_dataset(tmp_path, "old", rows=[2]).y, [1.0])
-
+    for read in (lambda: store.read_dataset(tmp_path, "old"), lambda: store.read_dataset(tmp_path, "old", rows=[2]),
+                 lambda: store.read_labels(tmp_path, "old", verify=True)):
+        with pytest.raises(StoreError, match=r"dataset 'old' at .*: store format 1, written by an earlier svmbench "
+                                             r"\(this one reads format 2\); build it again: `python -m pipeline.data remove old`"):
+            read()
 
 
 def _rewrite(data_file, group_sizes, change_value_at=None):

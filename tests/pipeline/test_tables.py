@@ -66,23 +66,18 @@ def _records():
     return out
 
 
-@pytest.mark.parametrize("layout", ["parquet", "jsonl"])
-def test_columnar_tables_are_the_row_by_row_tables(tmp_path, layout):
+def test_columnar_tables_are_the_row_by_row_tables(tmp_path):
     records = _records()
-    if layout == "parquet":
-        execute.write_shard(tmp_path, records[:4])
-        execute.write_shard(tmp_path, records[4:])
-        # A retried fit in a later generation: its newest record is the one in the tables.
-        execute.write_shard(tmp_path, [_fit("fit-a", _spec("fit-a"), n_iter=9)])
-    else:
-        (tmp_path / "shards").mkdir()
-        (tmp_path / "shards" / "fit-a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    execute.write_shard(tmp_path, records[:4])
+    execute.write_shard(tmp_path, records[4:])
+    # A retried fit in a later generation: its newest record is the one in the tables.
+    execute.write_shard(tmp_path, [_fit("fit-a", _spec("fit-a"), n_iter=9)])
     for keys in (None, {"fit-a", "fit-b", "fit-e", "fit-g", "ref-1"}):
         new, old = tables.build_tables(tmp_path, keys), rowwise(tmp_path, keys)
         pd.testing.assert_frame_equal(new[0], old[0])
         pd.testing.assert_frame_equal(new[1], old[1])
     results, _ = tables.build_tables(tmp_path)
-    assert results.set_index("key").loc["fit-a", "n_iter"] == (9 if layout == "parquet" else 5)
+    assert results.set_index("key").loc["fit-a", "n_iter"] == 9
     assert {"class_weight", "n_heldout", "confusion_test", "param_lambda", "param_cache_mb", "info_b_range"} <= set(results)
 
 

@@ -19,6 +19,7 @@ from pipeline.engine import tasks
 from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import execute
 from pipeline.experiment.plan import build_plan
+from pipeline.results import shards
 from pipeline.results.tables import read_shards
 from pipeline.run import _plan_while_starting, materialise_datasets
 from pipeline.engine.sandbox import Sandbox
@@ -122,7 +123,7 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
         warmup.wait()
         assert warmup.thread_seconds() and len(plan.fits) == 1
     (tmp_path / "old" / "shards").mkdir(parents=True)
-    (tmp_path / "old" / "shards" / "fit-0.jsonl").write_text("{}\n")
+    shards.write([{"key": "fit-0", "status": "converged"}], tmp_path / "old" / "shards" / "fit-0.parquet")
     with keep_clusters():
         run_module.start_ahead(cfg, tmp_path / "old")
         assert not run_module._AHEAD and calls == [["dcd"]]

@@ -166,3 +166,21 @@ def test_seconds_until_affordable_is_when_a_deferred_point_fits():
     assert not rec.affordable(2)
     clock.t += wait * 2e-9
     assert rec.affordable(2) and rec.seconds_until_affordable(2) == 0.0
+
+
+def test_after_takes_the_due_point_then_ends_the_loop_in_one_order():
+    """`Recorder.after`, every driver's iteration tail: the due point (notes first), then
+    diverged before converged (a NaN fails every rule), converged before timeout, timeout on
+    the solver's own clock past the budget's limit; None to go on."""
+    from solvers import Budget
+    clock = iter(range(0, 1000)).__next__
+    rec = Recorder(enabled=True, per_decade=10, max_overhead=None, clock=lambda: float(clock()))
+    rec.start()
+    unlimited, limited = Budget(), Budget(time_limit_s=1e-9)
+    assert rec.after(1, lambda: (2.0, 1.0, 1.0), unlimited, notes={"n_active": 3}) is None
+    assert rec.points[-1][0] == 1 and rec.extra_points[-1]["n_active"] == 3
+    assert rec.after(2, lambda: (1.5,), unlimited, diverged=True, converged=True) == "diverged"
+    assert rec.points[-1][0] == 2                       # the point is taken before the loop ends
+    assert rec.after(3, lambda: (1.4,), limited, converged=True) == "converged"
+    assert rec.after(4, lambda: (1.3,), limited) == "timeout"
+    assert [p[0] for p in rec.points] == [1, 2, 3, 4]

@@ -205,3 +205,24 @@ def test_linear_models_keep_no_copy_of_their_support_vectors():
     assert lin.support_.size > 0 and not hasattr(lin, "support_vectors_")
     ker = SVMClassifier(solver="smo", kernel="rbf").fit(X, y)
     np.testing.assert_array_equal(ker.support_vectors_, X[ker.support_])
+
+
+def test_a_convergence_warning_points_at_the_callers_line():
+    """The warning's file and line are the caller's own (`clf.fit(X, y)`, `solvers.fit(...)`),
+    not a line inside the solvers package, however deep the call: a binary fit, a one-vs-rest
+    fit through the multiclass wrapper, the functional core."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    X, y = make_classification(n_samples=60, n_features=5, random_state=0)
+    X3, y3 = make_classification(n_samples=90, n_features=5, n_informative=3, n_classes=3, random_state=0)
+    fits = [
+        lambda: SVMClassifier(solver="dcd", max_iter=1).fit(X, y),
+        lambda: SVMClassifier(solver="dcd", max_iter=1).fit(X3, y3),      # a warning per class
+        lambda: solvers.fit(Problem(X, np.where(y > 0, 1.0, -1.0)), "dcd", budget=Budget(max_iter=1, tol=1e-9)),
+    ]
+    for fit in fits:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always", ConvergenceWarning)
+            fit()
+        assert said and {(w.filename, w.lineno) for w in said} == {(__file__, fit.__code__.co_firstlineno)}

@@ -38,7 +38,7 @@ solvers.register(solvers.SolverSpec(name="{name}", family="test", fit=fit, param
 @pytest.fixture
 def fresh(monkeypatch):
     """The registry as it is, restored afterwards; entry points not yet looked at."""
-    for attr in ("_REGISTRY", "_ORIGINS", "_PLUGINS"):
+    for attr in ("_REGISTRY", "_ORIGINS", "_PLUGINS", "_SOURCES"):
         monkeypatch.setattr(registry, attr, dict(getattr(registry, attr)))
     monkeypatch.setattr(registry, "_LOADED_ENTRY_POINTS", set())
     monkeypatch.setattr(registry, "_DISCOVERED", False)
@@ -81,9 +81,28 @@ def test_a_plugin_module_registers_by_its_name(fresh, tmp_path, monkeypatch):
     assert solvers.origin("_by_module") == "module mypkg_plugins.solvers"
 
 
+def test_a_plugin_file_is_one_plugin_by_its_content_whatever_the_road(fresh, tmp_path, monkeypatch):
+    """The same bytes at another path (the copy a run ships to a worker) are the plugin already
+    loaded; the file imported by another road first (a worker's --preload, an import by hand:
+    origin `python <module>`) and then loaded by path is one plugin too, not a second one."""
+    a = _write(tmp_path / "a.py", PLUGIN.format(name="_same"))
+    (tmp_path / "shipped").mkdir()
+    copy = tmp_path / "shipped" / "a.py"
+    copy.write_bytes(a.read_bytes())
+    plugin = solvers.load_plugin(str(a))
+    assert solvers.load_plugin(str(copy)) is plugin and solvers.origin("_same") == f"file {a}"
+    preloaded = _write(tmp_path / "pre_plug.py", PLUGIN.format(name="_preloaded"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "pre_plug", raising=False)
+    import pre_plug  # noqa: F401 - registers `_preloaded` as `python pre_plug`
+    assert solvers.origin("_preloaded") == "python pre_plug"
+    assert solvers.load_plugin(str(preloaded)).names == ("_preloaded",)
+    assert solvers.origin("_preloaded") == "python pre_plug"
+
+
 def test_one_name_from_two_plugins_is_refused_naming_both(fresh, tmp_path):
     a = _write(tmp_path / "a.py", PLUGIN.format(name="_twice"))
-    b = _write(tmp_path / "b.py", PLUGIN.format(name="_twice"))
+    b = _write(tmp_path / "b.py", PLUGIN.format(name="_twice") + "# another file: other bytes\n")
     solvers.load_plugin(str(a))
     with pytest.raises(SolverError) as err:
         solvers.load_plugin(str(b))
@@ -123,6 +142,17 @@ def test_a_plugin_that_fails_to_import_gives_its_last_line_and_file_line(fresh, 
     assert "failed to import: ValueError: cannot reshape array of size 6" in str(err.value)
     assert str(err.value).endswith(f"({lib}:4)")
     assert "lib_error" not in sys.modules
+    # A file that does not compile: no line of it ran, its own file:line is the error's.
+    syntax = _write(tmp_path / "badplug.py", """\
+        import solvers
+
+
+        def fit(problem)
+            return None
+        """)
+    with pytest.raises(SolverError) as err:
+        solvers.load_plugin(str(syntax))
+    assert str(err.value) == f"plugin file {syntax} failed to import: SyntaxError: expected ':' ({syntax}:4)"
 
 
 # ------------------------------------------------------------------ entry points
@@ -192,7 +222,9 @@ def test_example_plugin_passes_check_solver(fresh, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
     plugin = solvers.load_plugin("svmbench_bcfw")
     assert plugin.names == ("bcfw",)
-    assert check_solver("bcfw") == []
+    report = check_solver("bcfw")
+    # Printed, it says so (the README's recipe prints it), not a bare [].
+    assert report == [] and str(report) == "check_solver('bcfw'): all 10 checks passed"
 
 
 @pytest.mark.slow

@@ -91,3 +91,41 @@ def test_probability_errors():
         clf.predict_proba(X)
     with pytest.raises(ValueError, match="probability=True needs multi_class='ovr' or 'ovo'"):
         SVMClassifier(solver="smo", multi_class="ordinal", probability=True).fit(X, y)
+
+
+def _noisy(rng, n):
+    """Two classes split by x0 > 0 through noise, 15% of the labels flipped: P(y | x) stays
+    well inside (0, 1) everywhere."""
+    X = rng.standard_normal((n, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 0, 1, 0)
+    return X, np.where(rng.random(n) < 0.15, 1 - y, y)
+
+
+def test_the_sigmoid_is_fitted_on_cross_validated_decision_values():
+    """An RBF model that overfits (gamma 20, C 100) puts every training row at or beyond its
+    margin, so a sigmoid fitted on the training decision values says 0 or 1 (a held-out log loss
+    of about 1.7 here); fitted on the internal cross-validation's values, as Platt and LIBSVM do,
+    it stays near the labels' noise (about 0.67; knowing nothing is log 2 = 0.69)."""
+    rng = np.random.default_rng(0)
+    X, y = _noisy(rng, 200)
+    X_new, y_new = _noisy(rng, 2000)
+    clf = SVMClassifier(solver="smo", kernel="rbf", gamma=20.0, C=100.0, probability=True, random_state=0).fit(X, y)
+    P = clf.predict_proba(X_new)[np.arange(len(y_new)), y_new]
+    assert -np.mean(np.log(P)) < 0.8
+    assert np.abs(P - 0.5).mean() < 0.2          # not the training values' near-certainty (about 0.4)
+
+
+def test_a_precomputed_gram_matrix_gives_the_kernels_probabilities():
+    """kernel="precomputed": the internal cross-validation cuts the Gram matrix's rows and columns
+    to each fold (training x training to fit, held-out x training to score); the sigmoid and the
+    probabilities are those of kernel="rbf" on the rows themselves, within the solver's
+    tolerance (the Gram matrix is solved through a factor of it, in other arithmetic)."""
+    from sklearn.metrics.pairwise import rbf_kernel
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = StandardScaler().fit_transform(X)[:150], y[:150]
+    own = SVMClassifier(solver="smo", kernel="rbf", gamma=0.05, tol=1e-6, probability=True, random_state=0).fit(X, y)
+    gram = SVMClassifier(solver="smo", kernel="precomputed", tol=1e-6, probability=True,
+                         random_state=0).fit(rbf_kernel(X, X, gamma=0.05), y)
+    np.testing.assert_allclose([gram.probA_, gram.probB_], [own.probA_, own.probB_], rtol=1e-5)
+    np.testing.assert_allclose(gram.predict_proba(rbf_kernel(X[:50], X, gamma=0.05)), own.predict_proba(X[:50]),
+                               atol=1e-6)

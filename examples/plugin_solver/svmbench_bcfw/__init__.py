@@ -129,16 +129,9 @@ def fit_bcfw(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start
             if averaged[2] < best[2]:
                 best = averaged
         P, D, gap = best[:3]
-        if recorder.due(it):
-            recorder.record(it, lambda: (P, D, gap))
-        if not math.isfinite(P):
-            status = "diverged"
-            break
-        if gap <= budget.tol * abs(P):
-            status = "converged"
-            break
-        if recorder.out_of_time(budget):
-            status = "timeout"
+        if end := recorder.after(it, lambda: (P, D, gap), budget, diverged=not math.isfinite(P),
+                                 converged=gap <= budget.tol * abs(P)):
+            status = end
             break
     fit_time = recorder.seconds()
     P, D, gap, Xw, a, wv = best
