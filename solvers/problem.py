@@ -2,7 +2,8 @@
 
     P(w, b) = 1/2 ||w||^2 + C * sum_i loss(y_i * (w . phi(x_i) + b))
 
-- X: CSR with sorted int32 indices and float64 values, or a C-contiguous float64 ndarray.
+- X: CSR with sorted int32 indices, float64 values and no stored zeros, or a C-contiguous
+  float64 ndarray.
   Input already in that form is used as is (its buffers are shared, never written: no solver
   writes into X); anything else is canonicalised on a copy, never in place on the caller's
   arrays. A per-fit copy of X costs as much as a solver pass over it (issue 10).
@@ -43,9 +44,13 @@ class ProblemError(ValueError):
 
 def _is_canonical_csr(X) -> bool:
     """float64 values, int32 column indices sorted within each row with no duplicates
-    (scipy's canonical format), int32 or int64 indptr: the form the numba kernels read."""
+    (scipy's canonical format), int32 or int64 indptr, no stored zeros: the form the numba
+    kernels read. A stored zero would be a term the CSR a dense copy of X gives does not have:
+    dcd's two partial sums alternate over a row's stored entries, so it would move the terms
+    between them and round apart from the dense fit."""
     return (X.format == "csr" and X.dtype == np.float64 and X.indices.dtype == np.int32
-            and X.indptr.dtype in (np.int32, np.int64) and bool(X.has_canonical_format))
+            and X.indptr.dtype in (np.int32, np.int64) and bool(X.has_canonical_format)
+            and np.count_nonzero(X.data) == X.data.shape[0])
 
 
 def _all_finite(a: np.ndarray) -> bool:
@@ -78,6 +83,7 @@ def _canonical_X(X):
         else:
             out = sp.csr_matrix(X, dtype=np.float64, copy=True)
             out.sum_duplicates()
+            out.eliminate_zeros()
             out.sort_indices()
             out.indices = out.indices.astype(np.int32, copy=False)
             out.indptr = out.indptr.astype(indptr_dtype, copy=False)
