@@ -8,6 +8,14 @@ if __name__ == "__main__":
     from pipeline.engine.rss import process_start
     from pipeline.kept.handoff import hand_off
     hand_off(sys.argv[1:], process_start())
+    from pipeline.installation import InstallationError, check
+    try:
+        # Before the command's imports, which import `solvers`: `python -m` puts the current
+        # directory first on sys.path, and a solvers/ folder there would run in its place.
+        check()
+    except InstallationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     try:
         from pipeline.command import command
     except KeyboardInterrupt:
