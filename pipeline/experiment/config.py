@@ -831,7 +831,8 @@ def _experiment(cfg: DictConfig, plugins: tuple) -> Experiment:
     from ..search import first_points
     entries = {key: SolverEntry(key=key, solver=sc["solver"] or key, params=freeze(sc["params"] or {}),
                                 grid=freeze(sc["grid"] or {}),
-                                points=freeze(first_points(plain["search"], sc, key)),
+                                points=freeze(first_points(plain["search"], sc, key,
+                                                           grid_points(sc["grid"], f"solvers.{key}.grid"))),
                                 datasets=None if sc["datasets"] is None else tuple(sc["datasets"]),
                                 folds=sc["folds"])
                for key, sc in plain["solvers"].items()}

@@ -31,6 +31,9 @@ HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
 # A halving rung's share of each training fold's rows (search.resource=train_fraction): in a fit's
 # budget, and so in its key, only when set.
 SUBSAMPLE_KEY = "train_fraction"
+# budget.tol of a fit whose entry sets none (part of its key; the plan's, and a halving search's
+# last rung's).
+DEFAULT_TOL = 1e-4
 
 # Timing fits (`run.timing`): "auto" plans them for the problems two or more solver entries share,
 # true for every fit with a certified reference, false for none (docs/design/execution.md,

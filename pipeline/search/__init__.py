@@ -16,12 +16,11 @@ from .certified import Settings, first_points as certified_points
 from .halving import schedule
 
 
-def first_points(search: dict, entry: dict, key: str) -> list[dict]:
+def first_points(search: dict, entry: dict, key: str, points: list[dict]) -> list[dict]:
     """A solver entry's points of the first round (its `SolverEntry.points`): the grid's points
     (grid), the first C values (certified), or every candidate at the first rung's resource
-    (halving). entry: the validated entry (plain data); search: the search section."""
-    from ..experiment.config import grid_points
-    points = grid_points(entry["grid"], f"solvers.{key}.grid")
+    (halving). entry: the validated entry (plain data); search: the search section; points: the
+    entry's grid (`config.grid_points`), which the config hands over: the search reads no config."""
     kind = search["kind"]
     if kind == "certified":
         return certified_points(Settings(**{f: search[f] for f in Settings.__dataclass_fields__}))
@@ -36,7 +35,7 @@ def last_resource(search: dict, entry: dict, key: str) -> float:
     resource unless min_resources says otherwise (tol: the plan's default where the entry sets
     none; max_iter: its solver's)."""
     import solvers
-    from ..experiment.plan import DEFAULT_TOL
+    from ..experiment.schema import DEFAULT_TOL
     if search["resource"] == "train_fraction":
         return 1.0
     given = (entry["params"] or {}).get(search["resource"])
