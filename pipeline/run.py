@@ -278,7 +278,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if exp.search_kind == "grid":
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
     else:   # rounds of plans into the same shards; the plan of them all from here on
-        from .search.driver import run_search
+        from .search_run import run_search
         plan, summary = run_search(exp, run_dir, root, log=say, client=client, warmup=warmup)
         fit_keys = list(plan.fits)
         # In place: the tables read these keys, and an interrupt's line counts them.

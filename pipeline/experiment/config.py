@@ -828,7 +828,7 @@ def _experiment(cfg: DictConfig, plugins: tuple) -> Experiment:
                                   scale=ds["scale"], max_rows=ds["max_rows"], positive=ds["positive"],
                                   problem=freeze(ds["problem"] or {}))
                 for key, ds in plain["datasets"].items()}
-    from ..search import first_points
+    from .search_points import first_points
     entries = {key: SolverEntry(key=key, solver=sc["solver"] or key, params=freeze(sc["params"] or {}),
                                 grid=freeze(sc["grid"] or {}),
                                 points=freeze(first_points(plain["search"], sc, key,

@@ -1,5 +1,5 @@
 """search.json, a searching run's state (every search's rounds, rungs and decisions): written
-by the search driver (`pipeline.search.driver`) after each round, read by the report and the
+by the search driver (`pipeline.search_run`) after each round, read by the report and the
 benchmarks. Its own module below both, so that neither reader imports the driver."""
 from __future__ import annotations
 
