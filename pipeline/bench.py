@@ -36,6 +36,10 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      client's peak memory (goal <= 600 MB), from the command's timing line in run.log.
   h  scenario g at 1,000,000 fits (5,000 C values x 200 random splits): the plan and the tables
      (goal <= 30 s each) and the client's peak memory.
+  t  scenario g with traces on, as a new user runs it (conf/experiment/bench_large_traced.yaml:
+     5,000 C values from 0.001 x 10 folds, dcd's defaults): the whole command against its execute
+     phase (goal <= 2x), the report's seconds (goal <= 10 s), the client's peak over the whole
+     command (goal <= 600 MB), the figure files (goal <= 30) and the interactive page's size.
   f  the kernel grid (conf/experiment/bench_kernel_grid.yaml): smo, rbf, 8 C x 6 gamma x 5 folds
      on 10,000 rows of MNIST ones vs sevens, standardised per training fold: the whole command
      against GridSearchCV(make_pipeline(StandardScaler, SVC), n_jobs=2) on the same rows, folds,
@@ -64,7 +68,7 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
 --set adds Hydra overrides to every run of scenarios f and hs (ours and the anchors alike), e.g.
@@ -178,7 +182,9 @@ def run_ours(overrides: list[str], work: Path, tag: str, experiment: str = "benc
     # The cluster's start and warm-up, before the execute phase's clock (overlapping planning).
     startup = re.search(r"cluster start and warm-up ([\d.]+) s \(([\d.]+) s of it after planning\)", log)
     timing = {phase: float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", _line(log, "timing: "))}
-    peak = re.search(r"client peak RSS (\d+) MB over the run", log)
+    # Over the whole command: the client's own peak plus its report's processes' own memory.
+    peak = re.search(r"(\d+) MB with the report's processes' own memory", log) or \
+        re.search(r"client peak RSS (\d+) MB over the run", log)
     shard_bytes = sum(p.stat().st_size for p in (run_dir / "shards").iterdir())
     return {"timing": timing, "client_peak_mb": float(peak.group(1)) if peak else None,
             "shard_bytes": shard_bytes,
@@ -614,18 +620,21 @@ def dry_run_s(overrides: list[str], experiment: str) -> float:
     return time.perf_counter() - t0
 
 
-def _large_row(name: str, overrides: list[str], work: Path, tag: str) -> dict:
+def _large_row(name: str, overrides: list[str], work: Path, tag: str, experiment: str = "bench_large") -> dict:
     """One whole command of bench_large beside its own phases (the timing line of its run.log)."""
-    dry = dry_run_s(overrides, "bench_large")
-    run = run_ours(overrides, work, tag, experiment="bench_large")
+    dry = dry_run_s(overrides, experiment)
+    run = run_ours(overrides, work, tag, experiment=experiment)
     t = run["timing"]
+    figures = work / tag / "figures"
+    page = work / tag / "interactive.html"
     return {"scenario": name, "fits": run["fits"], "dask_tasks": run["dask_tasks"], "whole_s": run["wall_s"],
             "execute_s": run["execute_s"], "whole_over_execute": run["wall_s"] / run["execute_s"],
             "dry_run_s": dry, "start_s": t.get("start"), "plan_s": t.get("plan"), "warmup_wait_s": t.get("warm-up wait"),
             "around_execute_s": t.get("around execute", 0.0), "tables_s": t.get("tables"), "report_s": t.get("report"),
             "exit_s": run["wall_s"] - t.get("total", math.nan), "bytes_per_fit": run["shard_bytes"] / run["fits"],
             "client_peak_mb": run["client_peak_mb"], "client_execute_peak_mb": run["client_rss_mb"],
-            "sum_fit_s": run["fit_s"], "load": run["load"]}
+            "sum_fit_s": run["fit_s"], "figure_files": len(list(figures.iterdir())) if figures.exists() else 0,
+            "page_mb": page.stat().st_size / 2**20 if page.exists() else 0.0, "load": run["load"]}
 
 
 def scenario_g(work: Path, reps: int) -> list[dict]:
@@ -636,6 +645,10 @@ def scenario_h(work: Path, reps: int) -> list[dict]:
     # 5,000 C values x 200 random splits of toy_blobs' 2,000 rows: 1,000,000 fits.
     rounds = ["cv=repeated", "cv.rounds=200", "cv.test_size=0.2"]
     return [_large_row("h", rounds, work, f"h{r}") for r in range(reps)]
+
+
+def scenario_t(work: Path, reps: int) -> list[dict]:
+    return [_large_row("t", [], work, f"t{r}", experiment="bench_large_traced") for r in range(reps)]
 
 
 def scenario_d(work: Path, reps: int) -> list[dict]:
@@ -733,7 +746,8 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
-               "g": scenario_g, "h": scenario_h, "k": scenario_k, "u": lambda work, reps: scenario_u(reps, args.full),
+               "g": scenario_g, "h": scenario_h, "k": scenario_k, "t": scenario_t,
+               "u": lambda work, reps: scenario_u(reps, args.full),
                "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": lambda work, reps: scenario_hs(work, reps, args.set),
                "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
@@ -744,7 +758,8 @@ def main(argv=None) -> int:
             elif name == "cs":
                 prebuild([], SEARCH_LINEAR)
             elif name not in ("u", "libsvm"):
-                prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "k": "bench_fixed"}.get(name, "bench_sweep"))
+                prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "t": "bench_large_traced",
+                                                          "k": "bench_fixed"}.get(name, "bench_sweep"))
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))
             print(df.to_string(index=False), flush=True)
             parts.append(f"### scenario {name}\n\n{markdown_table(df)}")

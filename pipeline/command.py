@@ -79,7 +79,7 @@ def main(cfg: DictConfig) -> None:
         discard_unused(run_dir)
         raise
     # Not sys.exit here: in a multirun it would end the sweep before its other jobs.
-    FAILED.append(out["failed"])
+    FAILED.append(out["failed"] or out.get("report_failed") is not None)
 
 
 def interrupted(message: str) -> None:

@@ -112,7 +112,7 @@ class Timing:
         self.phases.append((phase, now - self.last))
         self.last = now
 
-    def line(self, summary=None) -> str:
+    def line(self, summary=None, own_mb: float | None = None) -> str:
         """"timing: start 2.1 s (...), plan 0.4 s, warm-up wait 0.3 s (...), execute 13.6 s,
         tables 1.1 s, report 0.9 s; total 18.4 s before exit": the phases add up to the total.
         start is the command's own (interpreter, imports, Hydra composing the config) up to
@@ -137,7 +137,13 @@ class Timing:
         total = time.perf_counter() - self.t0 + (self.before or 0.0)
         import resource
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        return f"timing: {', '.join(parts)}; total {total:.1f} s before exit; client peak RSS {peak:.0f} MB over the run"
+        # The report runs in processes of its own (forks of this one, which waits meanwhile): the
+        # command's memory at its worst is its own peak plus the report's private pages at theirs
+        # (the pages a fork shares with the command are the command's, counted once).
+        report = (f", {peak + own_mb:.0f} MB with the report's processes' own memory at its peak ({own_mb:.0f} MB)"
+                  if own_mb else "")
+        return (f"timing: {', '.join(parts)}; total {total:.1f} s before exit; client peak RSS {peak:.0f} MB over the "
+                f"run{report}")
 
 
 class _Planning(threading.Thread):
@@ -304,39 +310,62 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     del reference_of
     # The fits' statuses are in the table; only the reference shards are read again.
     failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, references)
-    timing.mark("tables")
-    # The report's imports were started in a thread once the plan was made (`_preload_report`);
-    # joined here, so nothing forks the report's figure processes while it imports.
-    if preload is not None:
-        preload.join()
-    from .report import build_report, status_lines
-    for line in status_lines(results):
-        say(line)
-    # The report reads the tables from their files (as `python -m pipeline.report` does). A
-    # command (frames=False) lets its frames go first rather than hold them beside the report's
-    # copy: at 1,000,000 fits the results alone are about 800 MB.
+    # The report reads the tables from their files (as `python -m pipeline.report` does), in a
+    # process of its own. A command (frames=False) lets its frames go first rather than hold
+    # them beside the report: at 1,000,000 fits the results alone are about 800 MB.
     rows, points = len(results), len(traces)
     frames = (results, traces) if frames else None
     del results, traces
-    report = build_report(run_dir)
+    timing.mark("tables")
+    # The report's imports were started in a thread once the plan was made (`_preload_report`);
+    # joined here, so nothing forks the report's process while it imports.
+    if preload is not None:
+        preload.join()
+    report, report_failed, info = _report(run_dir, say)
     timing.mark("report")
     say(f"results: {run_dir / 'results.parquet'} ({rows} rows), traces: {points} points")
-    say(f"report: {report}  ({time.perf_counter() - timing.t0:.1f} s)")
+    if report_failed is None:
+        say(f"report: {report}  ({time.perf_counter() - timing.t0:.1f} s)")
+    else:
+        say(report_failed)
     paper = write_reproduction(exp, run_dir, root)
     if paper is not None:
         timing.mark("paper")
         say(f"paper: {paper}  ({time.perf_counter() - timing.t0:.1f} s)")
-    say(timing.line(summary))
+    say(timing.line(summary, info.get("own_mb")))
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"
         say(f"{len(failed)} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
         for line in failure_lines(run_dir, keys):
             say(line)
-    out = {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper, "failed": len(failed)}
+    out = {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper, "failed": len(failed),
+           "report_failed": report_failed}
     if frames is not None:
         out.update(results=frames[0], traces=frames[1])
     return out
+
+
+def _report(run_dir: Path, say) -> tuple:
+    """(report.md or None, the one line saying why it failed or None, what it summarised): the
+    status lines, then the report built in a process of its own (`report.build_bounded`), its
+    progress lines and what it left out said to run.log. A report that fails leaves the results
+    as they are: the command says so in one line and `python -m pipeline.report` rebuilds it."""
+    from .report import status_lines
+    from .report.build import ReportFailed, build_bounded, load
+    data = load(run_dir)
+    for line in status_lines(data):
+        say(line)
+    data.engine.close()         # no connection of the engine's is left open across the fork
+    del data
+    try:
+        report, info = build_bounded(run_dir, log=say)
+    except ReportFailed as exc:
+        return None, str(exc), {}
+    left = info.get("left_out") or []
+    say(f"report: summarised {info.get('fits', 0)} fits over {info.get('problems', 0)} problems from the tables; "
+        f"left out: {'; '.join(left) if left else 'nothing'}")
+    return report, None, info
 
 
 @contextlib.contextmanager

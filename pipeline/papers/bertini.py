@@ -19,14 +19,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from ..report.build import load
 from ..report.common import fmt, markdown_table, styles
 from ..report.figures import _decorate, _log_ticks, _panels, c_gamma_heatmap, confusion_matrices, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
 from .claims import (LEVEL, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange, StudyRules,
                      changes_lines, data_lines, difference_over, exact, judge, ratio_over)
-from .common import draw_figures, figure_lines, findings_table, save_figures, with_costs
+from .common import load, draw_figures, figure_lines, findings_table, save_figures, with_costs
 
 NAME = "bertini"
 MNIST = "mnist_3v8"           # every binary part: 2000 rows as theirs, 1280 a fold (conf/experiment/bertini.yaml)

@@ -15,6 +15,20 @@ from ..report.registry import Skip
 from .claims import Finding, counts_line
 
 
+def load(run_dir: Path):
+    """A reproduction's run as a small ReportData: the report's engine reads the run's tables
+    (results, traces, models, timing fits) and hands them over as frames, bounded as a report's
+    subset is (`ReportData.subset`: a run past SUBSET_ROWS fits or SUBSET_POINTS trace points is
+    refused, not read). A study's experiment is of a fixed, small size: its writer reads the
+    frames its numbers are computed from, every fit of them."""
+    from ..report.build import load as open_run
+    data = open_run(run_dir)
+    try:
+        return data.subset()
+    finally:
+        data.engine.close()
+
+
 def findings_table(found: list[Finding]) -> list[str]:
     """The README's findings as markdown lines: one row per claim, the verdict in bold."""
     out = ["| # | the paper | rule | ours | verdict | why |", "|---|---|---|---|---|---|"]

@@ -18,14 +18,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..report.build import load
 from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, confusion_matrices
 from ..report.registry import ReportData, Skip
 from . import paper
 from .claims import (LEVEL, NEARLY_EQUAL_PP, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange,
                      StudyRules, changes_lines, data_lines, difference_over, judge, ratio_over)
-from .common import draw_figures, figure_lines, findings_table, save_figures, with_costs
+from .common import load, draw_figures, figure_lines, findings_table, save_figures, with_costs
 
 NAME = "duros_katzman"
 # Their grids (Section 6.1).

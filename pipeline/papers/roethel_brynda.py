@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..report.build import load
 from ..report.common import fmt, markdown_table
 from ..report.figures import _panels, _plt, figure_legend, w_change_per_pass
 from ..report.registry import ReportData, Skip
@@ -25,7 +24,7 @@ from . import paper
 from .claims import (HOLDS, KINDS, LEVEL, STAND_IN, THEIRS, VOCABULARY_WHY, Cell, Claim, Estimate, Finding,
                      RuleChange, StudyRules, cell_verdict, changes_lines, data_lines, difference_over, discordant_se,
                      exact, judge, paired_rows, proportions, ratio_over)
-from .common import draw_figures, figure_lines, findings_table, save_figures, with_costs
+from .common import load, draw_figures, figure_lines, findings_table, save_figures, with_costs
 
 NAME = "roethel_brynda"
 CS = (1.0, 10.0, 100.0)

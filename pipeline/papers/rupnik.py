@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..report.build import load
 from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks, figure_legend
 from ..report.registry import ReportData, Skip
@@ -26,7 +25,7 @@ from ..report.tables import to_targets
 from . import paper
 from .claims import (OTHER, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange, StudyRules,
                      changes_lines, difference_over, exact, judge, ratio_over)
-from .common import draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
+from .common import load, draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
 
 NAME = "rupnik"
 PEGASOS, EXACT, STARTS, KT = "pegasos", "dcd", "pegasos_starts", "pegasos_kT"

@@ -17,14 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..report.build import load
 from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
 from .claims import (LEVEL, OTHER, SAME_REL, THEIRS, VOCABULARY_WHY, Cell, Claim, Finding, RuleChange, StudyRules,
                      changes_lines, exact, judge, ratio_over)
-from .common import draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
+from .common import load, draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
 
 NAME = "troyan"
 DATASETS = ("australian", "breast_cancer_wisconsin_699", "pima_diabetes", "heart_statlog", "hepatitis", "sonar", "voting")

@@ -1,6 +1,7 @@
 """Walk the registry into ``report.md``, a self-contained ``report.html`` (figures embedded as
 base64 PNG) and ``figures/`` (PNG; PDF too when ``report.formats`` asks); gather a Hydra multirun;
-compare two runs."""
+compare two runs. `build_bounded` builds a report in a process of its own, watched: a report that
+fails or outgrows its memory ends alone, and the run it reads stays as it was."""
 from __future__ import annotations
 
 import argparse
@@ -13,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, search, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
-from .common import (MAX_LINES, config_columns, count, fmt, has_lambda, html_table, keyed, markdown_table,
-                     split_wide, swept_keys)
-from .registry import ReportData, Skip, items
-from .speed import speed_view, with_start
+from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, md_text, split_wide
+from .registry import MAX_PROBLEMS, ReportData, Skip, items
+from .speed import speed_view
 
 DPI = 110
 
@@ -32,6 +32,7 @@ class Section:
     lines: tuple = ()
     figures: tuple = ()             # the PNGs (a PDF beside each): one, or the pages of a large grid
     skipped: str = ""
+    rows: int = 0                   # a table's rows in all (it shows at most MAX_TABLE_ROWS of them)
     hint: str = ""                  # what to set to get a skipped item
 
     @property
@@ -39,26 +40,19 @@ class Section:
         return self.figures[0] if self.figures else None
 
 
-def load(run_dir: Path, baseline: str | None = None, target: float | None = None) -> ReportData:
-    """A run directory's tables (results, traces, models if kept, the timing fits if any) and
-    options (`baseline`, `target`: the run's report.* where not given)."""
-    from ..results.tables import TIMING_TABLE, TIMING_TRACES
+def load(run_dir: Path, baseline: str | None = None, target: float | None = None,
+         memory_mb: int | None = None) -> ReportData:
+    """A run directory's tables (results, traces, models if kept, the timing fits if any) in the
+    columnar engine, and the report options (`baseline`, `target`: the run's report.* where not
+    given). Nothing is read whole: items ask for summaries (registry.ReportData)."""
     run_dir = Path(run_dir)
-    res_path, tr_path = run_dir / "results.parquet", run_dir / "traces.parquet"
-    for p in (res_path, tr_path):
+    for p in (run_dir / "results.parquet", run_dir / "traces.parquet"):
         if not p.exists():
             raise FileNotFoundError(f"{p} not found: is {run_dir} a svmbench run directory?")
-    models = run_dir / "models.parquet"
-    timing = [run_dir / TIMING_TABLE, run_dir / TIMING_TRACES]
-    timed = all(p.exists() for p in timing)
     opts = report_options(run_dir)
-    return ReportData(pd.read_parquet(res_path), pd.read_parquet(tr_path),
-                      pd.read_parquet(models) if models.exists() else pd.DataFrame(),
-                      baseline=baseline if baseline is not None else opts["baseline"], name=run_dir.name,
-                      timing=pd.read_parquet(timing[0]) if timed else pd.DataFrame(),
-                      timing_traces=pd.read_parquet(timing[1]) if timed else pd.DataFrame(),
-                      target=float(target if target is not None else opts["target"]),
-                      search=search.state(run_dir))
+    return ReportData.open(run_dir, baseline=baseline if baseline is not None else opts["baseline"],
+                           target=float(target if target is not None else opts["target"]), memory_mb=memory_mb,
+                           search=search.state(run_dir))
 
 
 def config_baseline(run_dir: Path) -> str | None:
@@ -85,25 +79,36 @@ def report_options(run_dir: Path) -> dict:
     return out
 
 
+# A table of more rows than this shows this many in report.md and report.html (its item's `top`
+# rows: the best ranked, the worst certified), and is written whole to tables/<name>.csv.
+MAX_TABLE_ROWS = 100
+
+
 def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool = True,
-             processes: int | None = None, meanwhile=None) -> list[Section]:
+             processes: int | None = None, meanwhile=None, log=None) -> list[Section]:
     """Every registered table and figure, or the reason it was skipped. The figures are drawn
     in `processes` forked processes (default: one per core, at most PROCESSES): drawing is
     nearly all of a report's time, and each figure is independent of the others. The tables,
-    and `meanwhile()` if given (the interactive page), are made here while they draw."""
-    its = items()
+    and `meanwhile()` if given (the interactive page), are made here while they draw. `log`
+    gets progress lines once the report has taken REPORT_QUIET_S."""
+    progress = Progress(log)
+    its = [it for it in items() if it.applies(data)]
     wanted = [it for it in its if it.kind == "figure" and figures_ and it.missing(data) is None]
+    if wanted:
+        prepare(data)
     pending = draw_figures(wanted, data, fig_dir, formats, processes)
     tables_ = {}
-    for it in its:
-        if it.kind == "table" and it.missing(data) is None:
-            try:
-                tables_[it.name] = (it.fn(data), tuple(it.lines(data)) if it.lines else (), None)
-            except Skip as exc:
-                tables_[it.name] = (None, (), exc)
+    table_items = [it for it in its if it.kind == "table" and it.missing(data) is None]
+    for i, it in enumerate(table_items):
+        progress.say(f"table {it.title} ({i + 1} of {len(table_items)})")
+        try:
+            tables_[it.name] = (it.fn(data), tuple(it.lines(data)) if it.lines else (), None)
+        except Skip as exc:
+            tables_[it.name] = (None, (), exc)
     if meanwhile is not None:
+        progress.say("the interactive page")
         meanwhile()
-    drawn = pending()
+    drawn = pending(progress)
     out = []
     for it in its:
         sec = Section(it.name, it.title, it.note)
@@ -117,6 +122,8 @@ def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool =
                 if exc is not None:
                     why = str(exc)
                     hint = it.hint if exc.hint is None else exc.hint
+                else:
+                    _cut(sec, it, fig_dir.parent / "tables")
             else:
                 sec.figures, why, skip_hint = drawn[it.name]
                 hint = it.hint if skip_hint is None else skip_hint
@@ -126,8 +133,68 @@ def sections(data: ReportData, fig_dir: Path, formats=("png",), figures_: bool =
             for stale in _pages_on_disk(fig_dir, it.name):
                 if stale.with_suffix(".png") not in sec.figures or stale.suffix[1:] not in formats:
                     stale.unlink()
+        elif sec.table is None or sec.rows <= MAX_TABLE_ROWS:
+            (fig_dir.parent / "tables" / f"{it.name}.csv").unlink(missing_ok=True)
         out.append(sec)
     return out
+
+
+def _cut(sec: Section, it, table_dir: Path) -> None:
+    """A table longer than MAX_TABLE_ROWS: written whole to tables/<name>.csv, and cut to the
+    item's `top` rows (in the table's order) with a line saying so."""
+    table = sec.table
+    sec.rows = len(table)
+    if len(table) <= MAX_TABLE_ROWS:
+        return
+    table_dir.mkdir(parents=True, exist_ok=True)
+    tmp = table_dir / f".{it.name}.csv.tmp"
+    table.to_csv(tmp, index=False)
+    tmp.replace(table_dir / f"{it.name}.csv")
+    if it.top is not None and it.top[0] in table.columns:
+        col, ascending = it.top
+        keep = pd.to_numeric(table[col], errors="coerce").sort_values(ascending=ascending, kind="stable",
+                                                                        na_position="last").index[:MAX_TABLE_ROWS]
+        which = f"the {MAX_TABLE_ROWS} of {'least' if ascending else 'largest'} `{col}`"
+    else:
+        keep = table.index[:MAX_TABLE_ROWS]
+        which = f"the first {MAX_TABLE_ROWS}"
+    sec.table = table.loc[sorted(keep)]
+    sec.lines = (f"- {len(table)} rows: {which} shown; every row in `tables/{it.name}.csv`.",) + tuple(sec.lines)
+
+
+def prepare(data: ReportData) -> None:
+    """What the figures share, made once before the drawing processes fork (each would make it
+    again): the swept keys, the speed view, the problems drawn one panel each and their traces
+    split by fit."""
+    from .figures import panel_data
+    data.swept()
+    data.n_problems()
+    for d in (data, speed_view(data)):
+        try:
+            panel_data(d).trace_arrays()
+        except Skip:
+            pass
+
+
+# A report that has taken this long says what it is doing, then at most every REPORT_PROGRESS_S.
+REPORT_QUIET_S = 3.0
+REPORT_PROGRESS_S = 5.0
+
+
+class Progress:
+    """The report's progress lines, like the warm-up's: none for a report of a few seconds, then
+    what it is making and how far along it is, every REPORT_PROGRESS_S at most."""
+
+    def __init__(self, log=None):
+        import time
+        self.log, self.t0, self.next = log, time.perf_counter(), time.perf_counter() + REPORT_QUIET_S
+
+    def say(self, what: str, force: bool = False) -> None:
+        import time
+        now = time.perf_counter()
+        if self.log is not None and (now >= self.next or force):
+            self.log(f"report: {what}, {now - self.t0:.0f} s in")
+            self.next = now + REPORT_PROGRESS_S
 
 
 PROCESSES = 4
@@ -135,21 +202,48 @@ _JOB: tuple = ()          # (data, fig_dir, formats) of the figures being drawn,
 
 
 def _draw_one(name: str):
-    """(name, (pages, skipped reason, hint)) of one registered figure, drawn and saved."""
+    """(name, (pages, skipped reason, hint)) of one registered figure, drawn and saved; every
+    figure the item made is closed, whatever it raised."""
     data, fig_dir, formats = _JOB
     it = next(i for i in items("figure") if i.name == name)
     try:
         value = it.fn(data)
+        return name, (save_figures(value, fig_dir, it.name, formats), "", None)
     except Skip as exc:
         return name, ((), str(exc), exc.hint)
-    return name, (save_figures(value, fig_dir, it.name, formats), "", None)
+    finally:
+        close_all()
+
+
+def close_all() -> None:
+    """Close every figure pyplot holds (a figure left open keeps its canvas and arrays)."""
+    import sys
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
+def _child() -> None:
+    """A forked drawing process: its own connections to the engine (DuckDB's is not shared)."""
+    from .columnar import reopen_all
+    reopen_all()
+
+
+def _freeze() -> None:
+    """Before a fork: every object alive moves to the collector's permanent generation
+    (`gc.freeze`), so that a child's collections do not write the header of every object it
+    inherited, each write a private copy of a page it shared with its parent: a forked figure
+    process's memory of its own is then what it draws, not a copy of its parent's heap."""
+    import gc
+    gc.collect()
+    gc.freeze()
 
 
 def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: int | None = None):
-    """Start drawing the figure items; returns a function that waits for them and gives
-    {name: (pages, skipped reason, hint)}. In forked processes where the platform forks (they read
-    `data` as the parent holds it, nothing pickled) and there is more than one figure and one
-    core; else drawn here, one after another, before returning."""
+    """Start drawing the figure items; returns a function that waits for them (saying how far
+    along they are to a `Progress`) and gives {name: (pages, skipped reason, hint)}. In at most
+    `processes` forked processes where the platform forks (they read `data` as the parent holds
+    it, nothing pickled, each on its own engine connection) and there is more than one figure and
+    one core; else drawn here, one after another, before returning."""
     import multiprocessing as mp
     import os
     global _JOB
@@ -162,20 +256,32 @@ def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: in
             done = dict(_draw_one(it.name) for it in wanted)
         finally:
             _JOB = ()
-        return lambda: done
-    data.trace_arrays()          # split once, before the fork: every process reads it
-    speed_view(data).trace_arrays()      # and the timing fits' (speed.py), which the figures draw
+        return lambda progress=None: done
     _JOB = (data, fig_dir, formats)
     try:
-        pool = mp.get_context("fork").Pool(processes)
+        # The processes are forked here, in this thread, while no query runs: a process forked
+        # later by the pool's own thread (maxtasksperchild) could copy the engine's locks held.
+        _freeze()
+        pool = mp.get_context("fork").Pool(processes, initializer=_child)
     finally:
         _JOB = ()                # the children have their copy
-    result = pool.map_async(_draw_one, [it.name for it in wanted], chunksize=1)
+    result = pool.imap_unordered(_draw_one, [it.name for it in wanted], chunksize=1)
     pool.close()
 
-    def wait() -> dict:
+    def wait(progress=None) -> dict:
+        done = {}
         try:
-            return dict(result.get())
+            while len(done) < len(wanted):
+                try:
+                    name, value = result.next(timeout=1.0)
+                except mp.TimeoutError:
+                    if progress is not None:
+                        progress.say(f"{len(done)} of {len(wanted)} figures drawn")
+                    continue
+                done[name] = value
+                if progress is not None:
+                    progress.say(f"{len(done)} of {len(wanted)} figures drawn (last: {name})")
+            return done
         finally:
             pool.terminate()
             pool.join()
@@ -307,11 +413,12 @@ def _make_room(fig) -> None:
     fig.subplots_adjust(hspace=hspace, wspace=0.3)
 
 
-def summary_line(results: pd.DataFrame) -> str:
-    n_failed = int((results["status"] == "error").sum())
-    return (f"{count(len(results), 'fit')} ({len(results) - n_failed} finished, {n_failed} failed) over "
-            f"{count(results['dataset'].nunique(), 'dataset')} and "
-            f"{count(results['solver_entry'].nunique(), 'solver')}.")
+def summary_line(data: ReportData) -> str:
+    n, failed, datasets, entries = data.engine.con.execute(
+        f"SELECT count(*), count_if(status = 'error'), count(DISTINCT dataset), count(DISTINCT solver_entry) "
+        f"FROM {data.table('results')}").fetchall()[0]
+    return (f"{count(n, 'fit')} ({n - failed} finished, {failed} failed) over "
+            f"{count(datasets, 'dataset')} and {count(entries, 'solver')}.")
 
 
 def _walk(secs: list[Section], heading, note, table, lines, figure) -> list[str]:
@@ -351,13 +458,14 @@ def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path,
     def figure(s, png):
         rel = png.relative_to(rel_to).as_posix()
         return f"![{s.title}]({rel})" + (f" ([PDF]({rel[:-4]}.pdf))" if pdf else "") + "\n"
-    body = _walk(secs, lambda s: f"## {s.title}\n", lambda n: n + "\n",
-                 lambda t: "\n".join(markdown_table(part) for part in split_wide(t)), lambda ls: "\n".join(ls) + "\n",
-                 figure)
+    # Every line of prose may hold a user's string (a dataset's name, a swept value): `md_text`.
+    body = _walk(secs, lambda s: f"## {md_text(s.title)}\n", lambda n: md_text(n) + "\n",
+                 lambda t: "\n".join(markdown_table(part) for part in split_wide(t)),
+                 lambda ls: "\n".join(map(md_text, ls)) + "\n", figure)
     skips = skip_lines(secs)
     if skips:
-        body += [f"## {SKIPPED_TITLE}\n", "\n".join(skips) + "\n"]
-    return "\n".join([f"# {title}\n", *[line + "\n" for line in intro], *body])
+        body += [f"## {SKIPPED_TITLE}\n", "\n".join(map(md_text, skips)) + "\n"]
+    return "\n".join([f"# {md_text(title)}\n", *[md_text(line) + "\n" for line in intro], *body])
 
 
 _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 1em}"
@@ -398,8 +506,12 @@ def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
 
 
 def write(run_dir: Path, title: str, intro: list[str], secs: list[Section], pdf: bool = False) -> Path:
-    (run_dir / "report.md").write_text(to_markdown(title, intro, secs, run_dir, pdf))
-    (run_dir / "report.html").write_text(to_html(title, intro, secs))
+    """report.md and report.html, each written whole or not at all (a temporary file renamed)."""
+    for name, text in (("report.md", to_markdown(title, intro, secs, run_dir, pdf)),
+                       ("report.html", to_html(title, intro, secs))):
+        tmp = run_dir / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(run_dir / name)
     return run_dir / "report.md"
 
 
@@ -415,18 +527,21 @@ def preload(figures: bool = True) -> None:
     import matplotlib.transforms  # noqa: F401
     import plotly.io  # noqa: F401
     from PIL import Image  # noqa: F401
+    import duckdb  # noqa: F401
     from . import interactive
     interactive.template()
 
 
 def build_report(run_dir: Path, baseline: str | None = None, compare: Path | None = None,
-                 formats: list[str] | None = None, figures: bool | None = None, target: float | None = None) -> Path:
+                 formats: list[str] | None = None, figures: bool | None = None, target: float | None = None,
+                 log=None, info: dict | None = None, memory_mb: int | None = None) -> Path:
     """Write report.md, report.html and figures/ from the run's Parquet tables. A Hydra multirun
     folder (job folders each with results.parquet) is gathered into one table first; `compare`
     adds a section putting another run's numbers beside this one's. `formats` (png, pdf) and
     `figures` (False: tables only, no figure nor interactive page) default to the run's
     `report.formats` and `report.figures`; `target` (the (P - f*)/|f*| speed is timed to) to its
-    `report.target`."""
+    `report.target`. `log` gets progress lines (a report of more than a few seconds); `info`, if
+    given, what the report summarised and what it left out (`left_out`), for run.log."""
     run_dir = Path(run_dir)
     opts = report_options(run_dir)
     formats = list(opts["formats"] if formats is None else formats)
@@ -438,14 +553,20 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
             gather(run_dir, found)
             intro.append(f"Gathered from {count(len(found), 'job')} of a Hydra multirun: "
                          + ", ".join(p.relative_to(run_dir).as_posix() for p in found) + ".")
-    data = load(run_dir, baseline, target)
-    intro.insert(0, summary_line(data.results))
-    if has_lambda(data.results).any():
+    data = load(run_dir, baseline, target, memory_mb)
+    intro.insert(0, summary_line(data))
+    if data.has("results", "param_lambda"):
         intro.append("A configuration given by lambda is named by its lambda; its C in the tables and on the C "
                      "axes is the mean over its fits of the C it gives (Pegasos's C = 1/(lambda n) moves with "
                      "each fold's training size n).")
     intro.append(f"Figures draw at most {MAX_LINES} lines per panel (the best by the figure's measure, as the "
-                 "panel's title says); the tables list every configuration.")
+                 f"panel's title says); the tables list every configuration (a table of more than {MAX_TABLE_ROWS} "
+                 f"rows shows {MAX_TABLE_ROWS} of them here, as it says, and every row in `tables/<name>.csv`).")
+    n_problems = data.n_problems()
+    if figures and n_problems > MAX_PROBLEMS:
+        intro.append(f"This run solves {n_problems} problems: a figure of one panel per problem draws the few chosen "
+                     f"for a reason its title gives (the best CV score, the slowest, the largest final gap, those that "
+                     f"did not converge), and *Summary over the swept keys* draws every problem.")
     intro += speed_intro(data)
     if data.baseline:
         intro.append(f"Ratios are taken against `{data.baseline}` (report.baseline).")
@@ -456,7 +577,7 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
             (run_dir / NAME).unlink(missing_ok=True)
         elif write_page(data, run_dir / NAME, f"svmbench traces: {run_dir.name}"):
             intro.append(f"Every trace, to explore by dataset, problem, metric and solver: `{NAME}` (opens offline).")
-    secs = sections(data, run_dir / "figures", formats, figures, meanwhile=page)
+    secs = sections(data, run_dir / "figures", formats, figures, meanwhile=page, log=log)
     if compare is not None:
         other = load(Path(compare))
         secs.append(Section("compare", f"Compared with {Path(compare).name}",
@@ -464,22 +585,44 @@ def build_report(run_dir: Path, baseline: str | None = None, compare: Path | Non
                                  "problem and parameter key, start (a warm fit is matched with a warm one only) "
                                  "and fold; medians over the matched folds, ratio: other over this run, on the "
                                  "solver clock, each to its own stop.", table=compare_table(data, other)))
-    return write(run_dir, f"svmbench report: {run_dir.name}", intro, secs, pdf="pdf" in formats)
+    path = write(run_dir, f"svmbench report: {run_dir.name}", intro, secs, pdf="pdf" in formats)
+    if info is not None:
+        info.update(fits=data.count("results"), problems=n_problems, left_out=left_out(data, secs, figures))
+    return path
+
+
+def left_out(data: ReportData, secs: list[Section], figures: bool) -> list[str]:
+    """What a report did not show of its run, in words for run.log: the problems not drawn one
+    panel each, the rows of the tables cut short, the figures off."""
+    out = []
+    n = data.n_problems()
+    if figures and n > MAX_PROBLEMS:
+        from .figures import chosen_problems
+        out.append(f"{n - len(chosen_problems(data))} of {n} problems from the figures of one panel per problem "
+                   f"(the summaries over the swept keys hold every one)")
+    for s in secs:
+        if s.table is not None and s.rows > MAX_TABLE_ROWS:
+            out.append(f"{s.rows - len(s.table)} of {s.rows} rows of {s.title} from report.md (all in "
+                       f"tables/{s.name}.csv)")
+    if not figures:
+        out.append("every figure (report.figures=false)")
+    return out
 
 
 def speed_intro(data: ReportData) -> list[str]:
     """What the report's speed comparisons show, said once at the top: the target, which fits they
     read (the timing fits, cold; or the sweep's, each with its start) and which fits started warm."""
-    from .speed import target_of
-    fits = data.fits
-    if fits.empty or "f_star" not in fits.columns or not fits["f_star"].notna().any():
+    from .speed import start_sql, target_of
+    if not data.has("fits", "f_star"):
         return []
-    warm = sorted(set(fits.loc[with_start(fits)["start"] == "warm", "solver_entry"]))
+    warm = sorted(str(e) for e in data.sql(f"SELECT DISTINCT solver_entry FROM {data.table('fits')} "
+                                           f"WHERE {start_sql(data.types('fits'))} = 'warm'")["solver_entry"])
     where = (f" The sweep's fits of {', '.join(warm)} start warm along their C paths (`start`): they are compared "
              f"for accuracy, never for speed." if warm else "")
-    if not data.timing.empty:
+    timing = data.count("timing")
+    if timing:
         return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target) of "
-                f"{count(len(data.timing), 'timing fit')}: cold starts, traced at every due point (a library: a ladder "
+                f"{count(timing, 'timing fit')}: cold starts, traced at every due point (a library: a ladder "
                 f"of cold solves), on the call clock (the whole call from the fold's arrays to a model), one problem "
                 f"and one start per ratio." + where]
     return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target), read from the sweep's "
@@ -500,26 +643,35 @@ def gather(sweep_dir: Path, job_dirs: list[Path]) -> None:
     row's folder and `job_overrides` its Hydra overrides. Every job's rows are kept, also where
     two jobs ran the same task (a sweep over `cluster.n_workers` or `run.chunk` changes no task
     key, and its point is to compare the jobs): `key` becomes `<job>/<task key>` in all three
-    tables, so it still joins a fit to its trace and model."""
-    from ..results.tables import write_parquet
-    frames = {"results": [], "traces": [], "models": [], "timing": [], "timing_traces": []}
+    tables, so it still joins a fit to its trace and model. The engine copies the jobs' files
+    into the sweep's, in bounded memory (columns of one job unified with another's by name)."""
+    from .columnar import FILES, Engine, lit
     varied = varied_overrides({d: _overrides(d) for d in job_dirs})
-    for d in job_dirs:
-        job = d.relative_to(sweep_dir).as_posix()
-        own = {name: pd.read_parquet(d / f"{name}.parquet") for name in frames if (d / f"{name}.parquet").exists()}
-        for name in ("results", "timing"):
-            if name in own:
-                own[name]["job"] = job
-                own[name]["job_overrides"] = varied[d]
-        for name, df in own.items():
-            df["key"] = job + "/" + df["key"].astype(str)
-            frames[name].append(df)
-    for name, dfs in frames.items():
-        if dfs:
-            write_parquet(pd.concat([d for d in dfs if len(d)] or dfs[:1], ignore_index=True),
-                          sweep_dir / f"{name}.parquet")
-        else:           # none of the jobs has it: an earlier gather's copy is not left to be read
-            (sweep_dir / f"{name}.parquet").unlink(missing_ok=True)
+    con = Engine.connect()
+    try:
+        for name, file in FILES.items():
+            parts = []
+            for d in job_dirs:
+                if not (d / file).exists():
+                    continue
+                job = d.relative_to(sweep_dir).as_posix()
+                cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({lit(str(d / file))})").fetchall()]
+                if not con.execute(f"SELECT count(*) FROM read_parquet({lit(str(d / file))})").fetchall()[0][0] \
+                        and len(parts):
+                    continue        # an empty job's table adds no row (as the frames' concat left it out)
+                extra = f", {lit(job)} AS job, {lit(varied[d])} AS job_overrides" if name in ("results", "timing") else ""
+                key = f"{lit(job + '/')} || CAST(key AS VARCHAR)"
+                select = f"* REPLACE ({key} AS key)" if "key" in cols else "*"
+                parts.append(f"SELECT {select}{extra} FROM read_parquet({lit(str(d / file))})")
+            target = sweep_dir / file
+            if not parts:       # none of the jobs has it: an earlier gather's copy is not left to be read
+                target.unlink(missing_ok=True)
+                continue
+            tmp = sweep_dir / f".{file}.tmp"
+            con.execute(f"COPY ({' UNION ALL BY NAME '.join(parts)}) TO {lit(str(tmp))} (FORMAT parquet)")
+            tmp.replace(target)
+    finally:
+        con.close()
 
 
 def _overrides(job_dir: Path) -> list[str]:
@@ -545,34 +697,221 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     """Per configuration both runs hold (dataset, entry, every problem and parameter key), over
     the folds both ran: median fit time, mean test accuracy, median suboptimality, converged
     folds, side by side, and the fit-time ratio other / this."""
-    both = pd.concat([with_start(a.fits).assign(_run="this"), with_start(b.fits).assign(_run="other")],
-                     ignore_index=True)
-    if both.empty:
+    from .columnar import lit, norm, q
+    from .common import swept_keys_sql
+    from .registry import point_c
+    from .speed import start_sql
+    union = sorted(set(a.columns("results")) | set(b.columns("results")))
+    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(pd.DataFrame(columns=union))
+                                         if c not in ("dataset", "job_overrides")]
+    # Each run's rows, only the columns compared, into this run's engine (`start` as each run says it).
+    need = list(dict.fromkeys(cfg + ["fold", "status", "key", "fit_time_s", "test_accuracy", "rel_suboptimality",
+                                     "param_lambda_convention", "job_overrides"]))
+    for run, d in (("this", a), ("other", b)):
+        have = [c for c in need if c in d.types("results")]
+        a.engine.register(f"_cmp_{run}", d.engine.arrow(
+            f"SELECT {', '.join(q(c) for c in have)}, {start_sql(d.types('results'))} AS \"start\", {lit(run)} AS _run "
+            f"FROM {d.table('results')}"))
+    both = a.engine.view("SELECT * FROM _cmp_this UNION ALL BY NAME SELECT * FROM _cmp_other")
+    view = a.view({"results": both, "fits": a.engine.view(f"SELECT * FROM {q(both)} WHERE status IS DISTINCT FROM 'error'")})
+    types = view.types("fits")
+    if view.count("fits") == 0:
         return pd.DataFrame()
-    # A fit is matched only with a fit of the same start: a warm run's C path is never put in a
-    # ratio with a cold run's fits (`with_start`: a run written before `start` was recorded says
-    # it by `warm_from`).
-    cfg = ["dataset", "solver_entry"] + [c for c in config_columns(both) if c not in ("dataset", "job_overrides")] + \
-        ["start", "fold"]
-    both = keyed(both, cfg)
-    common = both.groupby(cfg)["_run"].nunique()
-    common = common[common == 2].index
-    both = both.set_index(cfg).loc[lambda d: d.index.isin(common)].reset_index()
-    if both.empty:
+    cfg = [c for c in cfg if c in types] + ["start", "fold"]
+    keyed_rows = f"SELECT * REPLACE ({point_c(types)} AS \"C\") FROM {view.table('fits')}" if "C" in types \
+        else f"SELECT * FROM {view.table('fits')}"
+    keys = ", ".join(f"{norm(c, 'DOUBLE' if c == 'C' else types[c])} AS {q(c)}" for c in cfg)
+    matched = a.engine.view(
+        f"WITH k AS (SELECT {keys}, _run, num(fit_time_s) AS _t, num(test_accuracy) AS _acc, "
+        f"num(rel_suboptimality) AS _rel, status FROM ({keyed_rows})), "
+        f"c AS (SELECT {', '.join(q(c) for c in cfg)} FROM k GROUP BY ALL HAVING count(DISTINCT _run) = 2) "
+        f"SELECT k.* FROM k JOIN c ON " + " AND ".join(f"k.{q(c)} IS NOT DISTINCT FROM c.{q(c)}" for c in cfg))
+    grouped = view.view({"_m": matched})
+    by = [c for c in cfg if c != "fold"] + ["_run"]
+    agg = grouped.summary(by, {"folds": "count(fold)", "fit_time_s": "median(_t)", "test_accuracy": "favg(_acc)",
+                               "rel_subopt": "median(_rel)", "converged": "count_if(status = 'converged')"},
+                          name="_m")
+    if agg.empty:
         return pd.DataFrame()
-    shown = swept_keys(pd.concat([a.results, b.results], ignore_index=True)) + ["start"]
-    keys = [c for c in cfg if c != "fold"]
-    agg = both.groupby(keys + ["_run"], sort=True).agg(
-        folds=("fold", "count"), fit_time_s=("fit_time_s", "median"), test_accuracy=("test_accuracy", "mean"),
-        rel_subopt=("rel_suboptimality", "median"),
-        converged=("status", lambda s: int((s == "converged").sum()))).unstack("_run")
+    agg = agg.set_index(by).unstack("_run")
     agg.columns = [f"{m}_{r}" for m, r in agg.columns]
     agg = agg.reset_index()
     agg["fit_time_ratio_other_vs_this"] = agg["fit_time_s_other"] / agg["fit_time_s_this"]
+    shown = swept_keys_sql(view) + ["start"]
     cols = ["dataset", "solver_entry", *shown, "folds_this"]
     for m in ("fit_time_s", "test_accuracy", "rel_subopt", "converged"):
         cols += [f"{m}_this", f"{m}_other"]
     return agg[cols + ["fit_time_ratio_other_vs_this"]].rename(columns={"folds_this": "folds"})
+
+
+# ------------------------------------------------------------------------- a report on its own
+# The memory a report's processes may hold of their own, in MB (their private pages: what the
+# fork shares with the command that made the run is not counted), past which it is ended.
+REPORT_MEMORY_MB = 2048
+REBUILD = "python -m pipeline.report"
+_WATCH_S = 0.25
+
+
+class ReportFailed(Exception):
+    """A report that failed, ran out of memory or was killed: its one line says why and how to
+    rebuild it; the run's results are untouched."""
+
+
+def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -> tuple[Path, dict]:
+    """`build_report` in a forked process of its own group, watched: its progress lines reach
+    `log`; past `memory_mb` (REPORT_MEMORY_MB) of memory of its own (its figure processes'
+    included) it is ended. Returns (report.md, `info`: what it summarised and left out, and its
+    processes' peak RSS `peak_mb`); raises ReportFailed with one line (why, and the command that
+    rebuilds it) for a report that failed, outgrew its memory or was killed. The run's tables are
+    only read, and report.md, report.html and each figure are replaced whole (a temporary file
+    renamed), so a report ended at any point leaves the run as it was."""
+    import os
+    import select
+    import signal
+    run_dir = Path(run_dir)
+    limit = REPORT_MEMORY_MB if memory_mb is None else int(memory_mb)
+    rebuild = f"rebuild it with `{REBUILD} {run_dir}`"
+    if not hasattr(os, "fork"):         # no fork: in this process, its failures caught all the same
+        info: dict = {}
+        try:
+            return build_report(run_dir, log=log, info=info, **kw), info
+        except (Skip, OSError, ValueError, RuntimeError, MemoryError) as exc:
+            raise ReportFailed(f"report failed: {_first_line(exc)}; the results are whole; {rebuild}") from None
+    r, w = os.pipe()
+    _freeze()
+    pid = os.fork()
+    if pid == 0:                        # the report's process
+        os.close(r)
+        code = 0
+        try:
+            os.setpgid(0, 0)            # its figure processes with it: one group to end
+            signal.signal(signal.SIGINT, signal.SIG_IGN)    # the command's Ctrl-C ends it (below)
+            info = {}
+            path = build_report(run_dir, log=lambda line: _send(w, ("log", line)), info=info, **kw)
+            _send(w, ("done", str(path), info))
+        except BaseException as exc:    # noqa: BLE001 - said to the parent, which reports it
+            code = 1
+            try:
+                _send(w, ("error", _first_line(exc)))
+            except OSError:
+                pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    outcome, peak_own = None, 0.0
+    try:
+        while True:
+            ready, _, _ = select.select([r], [], [], _WATCH_S)
+            if ready:
+                msg = _receive(r)
+                if msg is None:         # the report's process has closed its end: it ended
+                    break
+                if msg[0] == "log":
+                    if log is not None:
+                        log(msg[1])
+                else:
+                    outcome = msg
+                continue
+            own = _private_mb(pid)
+            peak_own = max(peak_own, own)
+            if own > limit:
+                _kill_group(pid)
+                outcome = ("memory", own)
+                break
+    except BaseException:
+        _kill_group(pid)                # Ctrl-C, or anything else here: the report ends with it
+        raise
+    finally:
+        os.close(r)
+        _, status, usage = os.wait4(pid, 0)
+    peak_mb = usage.ru_maxrss / 1024
+    if outcome is not None and outcome[0] == "done":
+        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": peak_own}
+    if outcome is not None and outcome[0] == "memory":
+        why = f"its processes passed {limit} MB of memory of their own ({outcome[1]:.0f} MB; {REBUILD} --memory-mb sets it)"
+    elif outcome is not None and outcome[0] == "error":
+        why = outcome[1]
+    elif os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        why = f"its process was killed by signal {sig} ({signal.Signals(sig).name}: the system's out-of-memory killer, or a kill)"
+    else:
+        why = f"its process ended with status {os.waitstatus_to_exitcode(status)} before writing the report"
+    raise ReportFailed(f"report failed: {why}; the results are whole; {rebuild}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _send(fd: int, msg) -> None:
+    """A message to the watching parent: its length (8 bytes), then its pickle."""
+    import os
+    import pickle
+    data = pickle.dumps(msg)
+    view = memoryview(len(data).to_bytes(8, "little") + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _receive(fd: int):
+    """The next message `_send` wrote, or None at the end of the pipe."""
+    import os
+    import pickle
+
+    def exactly(n):
+        got = b""
+        while len(got) < n:
+            chunk = os.read(fd, n - len(got))
+            if not chunk:
+                return None
+            got += chunk
+        return got
+    head = exactly(8)
+    if head is None:
+        return None
+    body = exactly(int.from_bytes(head, "little"))
+    return None if body is None else pickle.loads(body)
+
+
+def _group(pid: int) -> list[int]:
+    """pid and every process under it (/proc's children lists; [] where /proc has none)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _private_mb(pid: int) -> float:
+    """The memory of their own (private pages, resident or swapped) of a process and those under
+    it, in MB: pages a fork shares with its parent until written are the parent's."""
+    total = 0
+    for p in _group(pid):
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith(("Private_Clean:", "Private_Dirty:", "Swap:")):
+                    total += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+def _kill_group(pid: int) -> None:
+    import os
+    import signal
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def main(argv=None, prog: str = "python -m pipeline.report") -> int:
@@ -589,17 +928,23 @@ def main(argv=None, prog: str = "python -m pipeline.report") -> int:
     parser.add_argument("--target", type=float, metavar="EPS",
                         help="the relative suboptimality (P - f*)/|f*| speed is timed to, in (0, 1) (default: the "
                              "run's report.target, else 1e-3)")
+    parser.add_argument("--memory-mb", type=int, metavar="MB", default=REPORT_MEMORY_MB,
+                        help=f"memory the report's processes may hold of their own (default {REPORT_MEMORY_MB})")
     args = parser.parse_args(argv)
     if args.target is not None and not 0 < args.target < 1:
         print(f"error: --target={args.target!r}: must be a relative suboptimality in (0, 1), e.g. 1e-3", file=sys.stderr)
         return 2
+    for d in [args.run_dir] + ([args.compare] if args.compare else []):
+        if not (Path(d) / "results.parquet").exists() and not jobs(Path(d)):
+            print(f"error: {Path(d) / 'results.parquet'} not found: is {d} a svmbench run directory?", file=sys.stderr)
+            return 2
+    formats = ["png", "pdf"] if args.pdf else None
     try:
-        formats = ["png", "pdf"] if args.pdf else None
-        path = build_report(args.run_dir, baseline=args.baseline, compare=args.compare, formats=formats,
-                            target=args.target)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        path, _ = build_bounded(args.run_dir, log=lambda line: print(line, file=sys.stderr, flush=True),
+                                memory_mb=args.memory_mb, baseline=args.baseline, compare=args.compare,
+                                formats=formats, target=args.target)
+    except ReportFailed as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     print(path)
     return 0
-

@@ -4,6 +4,7 @@ certainty floor of a suboptimality, and Markdown formatting."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -86,6 +87,30 @@ def swept_keys(results: pd.DataFrame) -> list[str]:
     k = keyed(results, cols)
     varying = k.groupby(["dataset", "solver_entry"])[cols].nunique().max()
     return [c for c in cols if c in always or varying[c] > 1]
+
+
+def swept_keys_sql(data) -> list[str]:
+    """`swept_keys` of a ReportData's results, counted by the engine (registry.ReportData.swept):
+    the distinct keyed values of every configuration column within each dataset x entry."""
+    from .columnar import norm
+    from .registry import point_c
+    types = data.types("results")
+    results = data.frame_of("results")
+    cols = [c for c in config_columns(results) if c != "dataset"]
+    lam = LAMBDA in types and bool(data.engine.scalar(
+        f"SELECT count({norm(LAMBDA, types[LAMBDA])}) FROM {data.table('results')}"))
+    always = {"C"} | ({LAMBDA} if lam else set())
+    if data.count("results") == 0 or not cols:
+        return [c for c in cols if c in always]
+    rows = f"SELECT * REPLACE ({point_c(types)} AS \"C\") FROM {data.table('results')}" if "C" in types \
+        else f"SELECT * FROM {data.table('results')}"
+    counts = ", ".join(f"count(DISTINCT coalesce(CAST({norm(c, 'DOUBLE' if c == 'C' else types[c])} AS VARCHAR), '-'))"
+                       f" AS n{i}" for i, c in enumerate(cols))
+    most = ", ".join(f"max(n{i})" for i in range(len(cols)))
+    varying = data.engine.con.execute(
+        f"SELECT {most} FROM (SELECT {counts} FROM ({rows}) WHERE dataset IS NOT NULL AND solver_entry IS NOT NULL "
+        f"GROUP BY dataset, solver_entry)").fetchall()[0]
+    return [c for c, n in zip(cols, varying) if c in always or (n or 0) > 1]
 
 
 def budget_columns(results: pd.DataFrame) -> list[str]:
@@ -180,6 +205,17 @@ def certainty_floor(results: pd.DataFrame) -> pd.Series:
     return rel.fillna(SUBOPT_FLOOR).clip(lower=SUBOPT_FLOOR)
 
 
+def floor_sql(types: dict[str, str]) -> str:
+    """`certainty_floor` in SQL over a table with these columns."""
+    if "f_star_rel_gap" in types:
+        rel = "abs(num(f_star_rel_gap))"
+    elif "f_star_gap" in types and "f_star" in types:
+        rel = "nn(abs(num(f_star_gap)) / abs(num(f_star)))"
+    else:
+        rel = "NULL"
+    return f"greatest(coalesce({rel}, {SUBOPT_FLOOR!r}), {SUBOPT_FLOOR!r})"
+
+
 def fmt(v) -> str:
     if v is None:
         return ""
@@ -226,13 +262,23 @@ def split_wide(df: pd.DataFrame, max_cols: int = MAX_TABLE_COLUMNS) -> list[pd.D
     return [df[names + rest[i:i + step]] for i in range(0, len(rest), step)]
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def md_text(text: str) -> str:
+    """Text for Markdown, a user's string in it shown as text: a `<` that would open an HTML tag
+    (CommonMark's raw HTML: `<` then a letter, `/`, `!` or `?`) written as `&lt;`, so a dataset
+    named `<img src=x onerror=...>` is never markup in a viewer; `<=` and `< 1` stay as they are."""
+    return _TAG.sub("&lt;", str(text))
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     if df is None or df.empty:
         return "_(none)_\n"
-    cols = [short(str(c)) for c in df.columns]
+    cols = [md_text(short(str(c))).replace("|", "\\|") for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(fmt(v).replace("|", "\\|").replace("\n", " ") for v in row) + " |")
+        lines.append("| " + " | ".join(md_text(fmt(v)).replace("|", "\\|").replace("\n", " ") for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -9,10 +9,11 @@ import json
 import numpy as np
 import pandas as pd
 
+from .columnar import lit, q
 from .common import (F_STAR_HINT, LAMBDA, MAX_LINES, MISSING, certainty_floor, config_columns, fmt, key_value, keyed, label,
-                     present, problem_columns, short, styles, swept_keys)
-from .registry import ReportData, Skip, figure
-from .speed import fit_times, speed_view, target_of
+                     present, problem_columns, short, styles)
+from .registry import MAX_PROBLEMS, ReportData, Skip, figure
+from .speed import speed_view, target_of, timed_fits
 
 
 def _plt():
@@ -70,7 +71,7 @@ def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
     """(fits keyed, the config key without the dataset, the swept keys a label names). Random
     starts (START_KEYS) are runs of one line, like folds, unless `starts` (a figure of single runs)."""
     cfg = [c for c in config_columns(fits) if c != "dataset"]
-    shown = swept_keys(data.results)
+    shown = data.swept()
     if not starts:
         cfg = [c for c in cfg if c not in START_KEYS]
         shown = [c for c in shown if c not in START_KEYS]
@@ -83,12 +84,21 @@ MAX_TICKS = 12      # value ticks on one axis (`_value_ticks`)
 def _value_ticks(ax, values):
     """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
     labels its minor ticks on top of each other); of values closer than a tenth of a decade (a
-    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick, and of
-    a long sweep (5,000 C values over four decades: 40 turned labels on top of each other) at
-    most about MAX_TICKS, spaced evenly in decades."""
+    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick. A sweep
+    of more than MAX_TICKS values has its ticks at round values (0.001, 0.01, ... on a log axis),
+    not at grid points no one chose (geomspace's 0.003199)."""
     from matplotlib.ticker import FixedLocator, NullLocator
     distinct = sorted(set(float(v) for v in values))
     positive = [v for v in distinct if v > 0]
+    if len(distinct) > MAX_TICKS:
+        # A dense sweep (geomspace of hundreds of C values): its values are no one's round
+        # numbers (0.003199, 0.01023): ticks at round values instead, as any axis has them.
+        if ax.get_xscale() == "log" and len(positive) == len(distinct):
+            _log_ticks(ax, x=True, y=False)
+        else:
+            from matplotlib.ticker import MaxNLocator
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+        return
     span = np.log10(positive[-1] / positive[0]) if len(positive) > 1 else 0.0
     gap = max(0.1, span / MAX_TICKS)
 
@@ -299,8 +309,8 @@ def nan_quantiles(vals: np.ndarray, qs) -> list[np.ndarray]:
     n = (~np.isnan(v)).sum(axis=0)
     cols = np.arange(v.shape[1])
     out = []
-    for q in qs:
-        pos = q * np.maximum(n - 1, 0)
+    for frac in qs:
+        pos = frac * np.maximum(n - 1, 0)
         lo = np.floor(pos).astype(int)
         hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
         a, b = v[lo, cols], v[hi, cols]
@@ -436,7 +446,7 @@ def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
     fits, prob, found = problems(fits)
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
-    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
     varying, rest = varying_problem_keys(prob, found)
     fixed = fixed_keys_line(prob, found, varying, rest)
     groups = fits.groupby(prob, sort=False, dropna=False)
@@ -444,6 +454,8 @@ def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
     for key in found:
         sub = groups.get_group(key if len(prob) > 1 else key[0])
         title = problem_title(dict(zip(prob, key)), varying)
+        if "_why" in sub.columns and sub["_why"].notna().any():        # a chosen problem says why
+            title = f"{sub['_why'].dropna().iloc[0]}: {title}"
         lines = []
         for _, grp in sub.groupby(line_keys, sort=True, dropna=False):
             drawn = draw_line(grp, sub)
@@ -483,6 +495,66 @@ def small_multiples(panels, draw_panel, what: str, empty=None, fixed: str = ""):
         left_out(fig, (empty or {}) if p == len(pages) - 1 else {}, heading)
         figs.append(fig)
     return figs[0] if len(figs) == 1 else figs
+
+
+# Past MAX_PROBLEMS problems, at most this many are drawn one panel each (one page), chosen by
+# `chosen_problems`; of them at most MAX_UNCONVERGED for a fit that did not converge.
+MAX_CHOSEN = 12
+MAX_UNCONVERGED = 8
+
+
+def panel_data(data: ReportData) -> ReportData:
+    """The fits a figure of one panel per problem draws, as a small ReportData: every problem
+    while the run has at most MAX_PROBLEMS (the figure as it always was), else the few that
+    `chosen_problems` names, each fit's `_why` saying why its problem was chosen (the panel's
+    title leads with it). Made once per data (a speed view has its own)."""
+    if "panels" not in data.cache:
+        if data.n_problems() <= MAX_PROBLEMS:
+            data.cache["panels"] = data.subset()
+        else:
+            why = chosen_problems(data.root)
+            data.cache["panels"] = data.subset(list(why), why)
+    return data.cache["panels"]
+
+
+def chosen_problems(data: ReportData) -> dict[str, str]:
+    """{problem (`ReportData.pid`): why it is drawn} for a run of more problems than a figure
+    draws one panel each: the problem of the best mean test accuracy over folds (of any of its
+    configurations: the sweep's best CV score), the slowest (median fit time over folds), the one
+    that ends farthest from optimal by its own certificate (median final (P - D)/|P|), and those
+    whose fits did not all reach their own tolerance, the most such fits first, up to
+    MAX_UNCONVERGED; MAX_CHOSEN in all. Ties go to the first in the problems' sort order."""
+    types = data.types("fits")
+    cols = data.frame_of("fits")
+    own = [c for c in config_columns(cols) if c not in problem_columns(cols) and c not in START_KEYS]
+    by = ", ".join(["_pid", "solver_entry"] + [data.norm(c, "fits") for c in own])
+    acc = "favg(num(test_accuracy))" if "test_accuracy" in types else "NULL::DOUBLE"
+    gap = ("median(nn(num(duality_gap) / abs(num(primal_objective))))"
+           if {"duality_gap", "primal_objective"} <= set(types) else "NULL::DOUBLE")
+    per = data.sql(f"""
+        SELECT _pid, max(acc) AS acc, max(t) AS t, max(gap) AS gap, sum(bad) AS bad, sum(n) AS n FROM (
+            SELECT _pid, {acc} AS acc, median(num(fit_time_s)) AS t, {gap} AS gap,
+                   count_if(status IS DISTINCT FROM 'converged') AS bad, count(*) AS n
+            FROM (SELECT *, {data.pid('fits')} AS _pid FROM {data.table('fits')}) GROUP BY {by})
+        GROUP BY _pid ORDER BY _pid""")
+    why: dict[str, list[str]] = {}
+
+    def pick(col, text, n=1, where=None):
+        rows = per if where is None else per[where]
+        rows = rows[rows[col].notna()]
+        if rows.empty:
+            return
+        # Largest first; of equal ones the first pid (the frame is sorted by pid: stable).
+        for r in rows.sort_values(col, ascending=False, kind="stable").head(n).to_dict("records"):
+            why.setdefault(r["_pid"], []).append(text(r))
+    pick("acc", lambda r: f"best CV score ({fmt(float(r['acc']))})")
+    pick("t", lambda r: f"slowest ({fmt(float(r['t']))} s)")
+    pick("gap", lambda r: f"largest final gap ({fmt(float(r['gap']))})")
+    room = min(MAX_UNCONVERGED, MAX_CHOSEN - len(why))
+    if room > 0:
+        pick("bad", lambda r: f"not converged ({int(r['bad'])}/{int(r['n'])} fits)", room,
+             (per["bad"] > 0) & ~per["_pid"].isin(list(why)))
+    return {pid: "; ".join(reasons) for pid, reasons in why.items()}
 
 
 def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, log_y=True,
@@ -579,7 +651,7 @@ _TIME = "seconds (call clock)"
              "dotted line is the certainty of f* (the coarsest relative gap of the problem's reference solves), "
              "below which nothing is shown. " + _FITS)
 def suboptimality_vs_time(data: ReportData):
-    view = speed_view(data)
+    view = panel_data(speed_view(data))
     return _trace_figure(view, _subopt, "time_s", _TIME, "(P - f*) / |f*|", fits=_with_f_star(view), floor=True)
 
 
@@ -587,7 +659,7 @@ def suboptimality_vs_time(data: ReportData):
         trace_needs=("primal",), hint=F_STAR_HINT, note="As above against the solver's own iterations (a pass for coordinate descent, "
                                       "a pair update for SMO: not one unit across solvers), from the same fits.")
 def suboptimality_vs_iterations(data: ReportData):
-    view = speed_view(data)
+    view = panel_data(speed_view(data))
     return _trace_figure(view, _subopt, "iteration", "iteration", "(P - f*) / |f*|", fits=_with_f_star(view),
                          floor=True)
 
@@ -597,7 +669,7 @@ def suboptimality_vs_iterations(data: ReportData):
         note=f"Test error of the solver's current model at each trace point (run.trace_test_error=true), one "
              f"panel per problem: {_BAND}. " + _FITS)
 def test_error_vs_iterations(data: ReportData):
-    return _trace_figure(speed_view(data), lambda tr, row: np.asarray(tr["test_error"], dtype=float), "iteration", "iteration",
+    return _trace_figure(panel_data(speed_view(data)), lambda tr, row: np.asarray(tr["test_error"], dtype=float), "iteration", "iteration",
                          "test error", log_y=False)
 
 
@@ -606,7 +678,7 @@ def test_error_vs_iterations(data: ReportData):
         note="The change of w over the pass before each trace point (dcd's second stopping rule), one panel per "
              "problem.")
 def w_change_per_pass(data: ReportData):
-    return _trace_figure(data, lambda tr, row: np.asarray(tr["w_change"], dtype=float), "iteration", "pass",
+    return _trace_figure(panel_data(data), lambda tr, row: np.asarray(tr["w_change"], dtype=float), "iteration", "pass",
                          "||w_k+1 - w_k||")
 
 
@@ -629,13 +701,13 @@ _GAP_HINT = ("run a solver that certifies its iterates (dcd, smo, svmlight, newt
              "single-solver sweep shows how it converged. A library's D is rebuilt from w (see Certificates): an "
              "upper bound that may be loose. " + _FITS)
 def gap_vs_time(data: ReportData):
-    return _trace_figure(speed_view(data), rel_gap, "time_s", _TIME, "(P - D) / |P|")
+    return _trace_figure(panel_data(speed_view(data)), rel_gap, "time_s", _TIME, "(P - D) / |P|")
 
 
 @figure("gap_vs_iterations", "Relative duality gap against iterations", trace_needs=("primal", "gap"),
         hint=_GAP_HINT, note="As above against the solver's own iterations, from the same fits.")
 def gap_vs_iterations(data: ReportData):
-    return _trace_figure(speed_view(data), rel_gap, "iteration", "iteration", "(P - D) / |P|")
+    return _trace_figure(panel_data(speed_view(data)), rel_gap, "iteration", "iteration", "(P - D) / |P|")
 
 
 @figure("objective_random_starts", "Objective against iterations over random starts",
@@ -643,15 +715,15 @@ def gap_vs_iterations(data: ReportData):
         hint="sweep `random_state` (e.g. `solvers.pegasos.grid.random_state=[0,1,2]`)",
         note="Fold 0; one line per random start (random_state) of each configuration.")
 def objective_random_starts(data: ReportData):
-    fits = data.fits[(data.fits["fold"] == 0) & data.fits["key"].isin(data.traces["key"])]
-    fits, cfg, shown = _configs(data, fits)
+    sub = data.subset(where=f"status IS DISTINCT FROM 'error' AND fold = 0 AND key IN (SELECT key FROM {data.table('traces')})")
+    fits, cfg, shown = _configs(sub, sub.fits)
     groups = [(k, g) for k, g in fits.groupby(["dataset"] + cfg, sort=True, dropna=False)
               if g["param_random_state"].nunique() > 1]
     if not groups:
         raise Skip("no configuration was run from more than one random_state")
     datasets = sorted({k[0] for k, _ in groups})
     fig, axes = _panels(len(datasets))
-    by_key = {k: g for k, g in data.traces.groupby("key")}
+    by_key = {k: g for k, g in sub.traces.groupby("key")}
     for ax, ds in zip(axes, datasets):
         mine, cut = best_lines([g for k, g in groups if k[0] == ds],
                                lambda g: np.nanmedian([by_key[k]["primal"].iloc[-1] for k in g["key"]]),
@@ -665,6 +737,15 @@ def objective_random_starts(data: ReportData):
         _decorate(ax, panel_title(ds, cut), "iteration", "primal objective P", len(mine), logx=True, logy=True)
         _log_ticks(ax)
     return fig
+
+
+def _line_keys(data: ReportData, x: str) -> tuple[list[str], list[str]]:
+    """(the keys that make one line: the entry and every configuration key but x; the swept keys
+    a label names), as `_other_lines` makes them, for a query over the run's fits."""
+    cfg = [c for c in config_columns(data.frame_of("fits")) if c != "dataset" and c not in START_KEYS]
+    shown = [c for c in data.swept() if c not in START_KEYS]
+    along = {x, LAMBDA} if x == "C" else {x}
+    return ["solver_entry"] + [c for c in cfg if c not in along], [c for c in shown if c not in along]
 
 
 def _other_lines(data: ReportData, fits: pd.DataFrame, x: str):
@@ -683,18 +764,20 @@ DENSE_POINTS = 50    # C values on a line above which accuracy_vs_C draws a band
              f"(at most {MAX_LINES} per panel: those of the best mean accuracy at any C); a point given by lambda "
              "sits at the mean of its folds' C = 1/(lambda n).")
 def accuracy_vs_C(data: ReportData):
-    fits = data.fits[data.fits["test_accuracy"].notna()]
-    fits, line_keys, shown = _other_lines(data, fits, "C")
-    lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
-                     if g["C"].nunique() > 1] for ds in sorted(fits["dataset"].unique())}
+    line_keys, shown = _line_keys(data, "C")
+    # Mean and spread over folds (and random starts) per configuration, a row each.
+    agg = data.summary(["dataset"] + line_keys + ["C"], {"mean": "favg(num(test_accuracy))",
+                                                         "std": "stddev_samp(num(test_accuracy))"},
+                       where="num(test_accuracy) IS NOT NULL")
+    lines_by = {ds: [g for _, g in agg[agg["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
+                     if g["C"].nunique() > 1] for ds in sorted(agg["dataset"].unique())}
     if not any(lines_by.values()):
         raise Skip("no solver entry was run at more than one C")
     fig, axes = _panels(sum(1 for lines in lines_by.values() if lines))
     for ax, (ds, lines) in zip(axes, [(ds, lines) for ds, lines in lines_by.items() if lines]):
-        lines, cut = best_lines(lines, lambda g: g.groupby("C")["test_accuracy"].mean().max(),
-                                "best mean test accuracy", higher=True)
+        lines, cut = best_lines(lines, lambda g: g["mean"].max(), "best mean test accuracy", higher=True)
         for i, (grp, style) in enumerate(zip(lines, styles(len(lines)))):
-            m = grp.groupby("C")["test_accuracy"].agg(["mean", "std"]).reset_index()
+            m = grp[["C", "mean", "std"]].reset_index(drop=True)
             if len(m) > DENSE_POINTS:
                 # Bars at hundreds of C values are one solid block: the mean as a line, the
                 # spread over folds as a band around it.
@@ -722,10 +805,14 @@ def _numeric(s: pd.Series) -> pd.Series:
         hint="sweep C and gamma of a kernel solver (`solvers.smo.grid.gamma=[0.1,1]`)",
         note="Mean test accuracy over folds; one panel per dataset, solver entry and other swept values.")
 def c_gamma_heatmap(data: ReportData):
-    fits = data.fits.assign(gamma=_numeric(data.fits["gamma"]))
-    fits = fits[fits["gamma"].notna() & fits["test_accuracy"].notna()]
-    fits, line_keys, shown = _other_lines(data, fits, "C")
+    line_keys, shown = _line_keys(data, "C")
     shown = [c for c in shown if c != "gamma"]
+    # gamma as a number (a sweep of "scale" beside numbers holds them as text): mean accuracy
+    # over the folds of each configuration, a row each.
+    numeric = data.engine.view(f"SELECT * REPLACE (num(gamma) AS gamma) FROM {data.table('fits')} "
+                               f"WHERE num(gamma) IS NOT NULL AND num(test_accuracy) IS NOT NULL")
+    fits = data.view({"_gamma": numeric}).summary(["dataset"] + line_keys + ["C"],
+                                                  {"test_accuracy": "favg(num(test_accuracy))"}, name="_gamma")
     panels = [g for _, g in fits.groupby(["dataset"] + [k for k in line_keys if k != "gamma"], sort=True, dropna=False)
               if g["C"].nunique() > 1 and g["gamma"].nunique() > 1]
     if not panels:
@@ -748,31 +835,53 @@ def c_gamma_heatmap(data: ReportData):
     return fig
 
 
+def chosen_rows(data: ReportData, rows: pd.DataFrame) -> pd.DataFrame:
+    """Of a summary's rows (each with its problem's `_pid`), those of the problems drawn one panel
+    each (`chosen_problems`, past MAX_PROBLEMS: every row below it), with `_why`."""
+    if data.n_problems() <= MAX_PROBLEMS:
+        return rows.assign(_why="")
+    if "chosen" not in data.root.cache:
+        data.root.cache["chosen"] = chosen_problems(data.root)
+    why = data.root.cache["chosen"]
+    return rows[rows["_pid"].isin(list(why))].assign(_why=lambda r: r["_pid"].map(why))
+
+
+def _titled(title: str, why: str) -> str:
+    return f"{why}: {title}" if why else title
+
+
 def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: str, logx=True, logy=True):
     """Median over folds of y against a swept x, one panel per problem (the dataset and every
     problem key but x: two kernels or two C values are never in one panel), a line per entry and
     every other swept value (at most MAX_LINES per panel: those of the least median y, a time, at any x)."""
-    fits = data.fits.assign(**{x: _numeric(data.fits[x])})
-    fits = fits[fits[x].notna() & fits[y].notna()]
-    prob = [c for c in problem_key_columns(fits) if c not in ("dataset", x)]
-    fits, line_keys, shown = _other_lines(data, fits, x)
+    prob = [c for c in problem_key_columns(data.frame_of("fits")) if c not in ("dataset", x)]
+    line_keys, shown = _line_keys(data, x)
     keys = ["dataset"] + prob
+    numeric = data.engine.view(f"SELECT * REPLACE (num({q(x)}) AS {q(x)}) FROM {data.table('fits')} "
+                               f"WHERE num({q(x)}) IS NOT NULL AND num({q(y)}) IS NOT NULL")
+    view = data.view({"_x": numeric})
+    # Per configuration and x: the median of y over folds, and its least and largest fold (the
+    # panel's y range).
+    fits = view.summary(list(dict.fromkeys(keys + line_keys + [x])),
+                        {"_y": f"median(num({q(y)}))", "_lo": f"min(num({q(y)}))", "_hi": f"max(num({q(y)}))",
+                         "_pid": f"any_value({view.pid('_x')})"}, name="_x")
+    fits = chosen_rows(data, fits)
     found = sorted({tuple(k) for k in fits[keys].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
     named, _ = varying_problem_keys(keys, found)
-    title = {k: problem_title(dict(zip(keys, k)), named) for k in found}
-    lines_by = {k: [g for _, g in fits[(fits[keys].apply(tuple, axis=1) == k)].groupby(line_keys, sort=True, dropna=False)
-                    if g[x].nunique() > 1] for k in found}
+    rows_of = {k: fits[(fits[keys].apply(tuple, axis=1) == k)] for k in found}
+    title = {k: _titled(problem_title(dict(zip(keys, k)), named), rows_of[k]["_why"].iloc[0]) for k in found}
+    lines_by = {k: [g for _, g in rows_of[k].groupby(line_keys, sort=True, dropna=False) if g[x].nunique() > 1]
+                for k in found}
     shown_problems = [k for k in found if lines_by[k]]
     if not shown_problems:
         raise Skip(skip)
     fig, axes = _panels(len(shown_problems))
     for ax, k in zip(axes, shown_problems):
-        lines, cut = best_lines(lines_by[k], lambda g: g.groupby(x)[y].median().min(), f"least {ylabel}")
+        lines, cut = best_lines(lines_by[k], lambda g: g["_y"].min(), f"least {ylabel}")
         for grp, style in zip(lines, styles(len(lines))):
-            m = grp.groupby(x)[y].median()
-            ax.plot(m.index, m.to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
-        ys = pd.concat([g[y] for g in lines])
-        log = logy and ys.min() > 0 and ys.max() / ys.min() > 10   # under a decade, log labels one tick
+            ax.plot(grp[x].to_numpy(), grp["_y"].to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
+        lo, hi = min(g["_lo"].min() for g in lines), max(g["_hi"].max() for g in lines)
+        log = logy and lo > 0 and hi / lo > 10   # under a decade, log labels one tick
         _decorate(ax, panel_title(title[k], cut), xlabel, ylabel, len(lines), logx=logx, logy=log)
         _value_ticks(ax, pd.concat([g[x] for g in lines]))
         if log:
@@ -798,42 +907,45 @@ def time_vs_q(data: ReportData):
         hint="run on datasets of several sizes, or one dataset at several `max_rows` (a multirun)")
 def time_vs_n(data: ReportData):
     view = speed_view(data)
-    fits = view.fits[view.fits["n_train"].notna() & view.fits["fit_time_s"].notna()]
-    if fits.empty:
-        raise Skip("no finished fit")
     target = target_of(data)
-    if "f_star" in fits.columns and fits["f_star"].notna().any():
-        t = fit_times(fits, view.traces, target).set_index("key")["t_target_s"]
-        fits = fits.assign(_t=fits["key"].map(t).to_numpy())
-        fits = fits[fits["_t"].notna()]
-        ylabel = f"seconds to (P - f*)/|f*| <= {fmt(target)}"
-    else:
-        fits = fits.assign(_t=fits["fit_time_s"])
-        ylabel = "seconds to own stop"
-    fits, prob, _ = problems(fits)
+    timed = view.has("results", "f_star")
+    d = data.view({"_t": timed_fits(data, target, own=False)} if timed else {"_t": view._names["results"]})
+    t = "_t_target_s" if timed else "num(fit_time_s)"
+    ylabel = f"seconds to (P - f*)/|f*| <= {fmt(target)}" if timed else "seconds to own stop"
+    where = f"num(n_train) IS NOT NULL AND num(fit_time_s) IS NOT NULL AND {t} IS NOT NULL"
+    if d.count("_t", where) == 0:
+        raise Skip("no finished fit")
+    cols = d.frame_of("_t")
+    prob = problem_key_columns(cols)
     kind = [c for c in prob if c != "dataset"]
-    cfg = [c for c in config_columns(fits) if c not in START_KEYS]
+    cfg = [c for c in config_columns(cols) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
     # One size of a dataset is one job of a multirun (max_rows swept) or the dataset itself; n is
     # its median over the folds (which differ by a row or two: no sweep of n).
-    size = ["dataset"] + (["job"] if "job" in fits.columns else [])
-    pts = fits.groupby(kind + line_keys + size, sort=False, dropna=False).agg(
-        n=("n_train", "median"), t=("_t", "median"), first=("key", "first")).reset_index()
+    size = ["dataset"] + (["job"] if "job" in cols.columns else [])
+    pts = d.summary(list(dict.fromkeys(kind + line_keys + size)),
+                    {"n": "median(num(n_train))", "t": f"median({t})", "_pid": f"any_value({d.pid('_t')})"},
+                    name="_t", where=where)
     pts = pts[np.isfinite(pts["t"])]
     if pts["n"].nunique() < 2:
         raise Skip("every fit ran on one size of data")
     found = sorted({tuple(r) for r in pts[kind].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
+    if data.n_problems() > MAX_PROBLEMS:
+        # The problems of the chosen ones (a panel is a problem on every dataset).
+        chosen = chosen_rows(data, pts)
+        why = {tuple(r[:-1]): r[-1] for r in chosen[kind + ["_why"]].itertuples(index=False)}
+        found = [k for k in found if k in why]
+    else:
+        why = {}
     named, rest = varying_problem_keys(["dataset"] + kind, [("", *k) for k in found])
     fixed = fixed_keys_line(["dataset"] + kind, [("", *k) for k in found], named, rest)
-    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
-    by_first = fits.set_index("key")
+    shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
     panels = []
     for k in found:
         sub = pts[(pts[kind].apply(tuple, axis=1) == k)] if kind else pts
-        lines = [(label(by_first.loc[g["first"].iloc[0]], shown), len(g), g)
-                 for _, g in sub.groupby(line_keys, sort=True, dropna=False)]
+        lines = [(label(g.iloc[0], shown), len(g), g) for _, g in sub.groupby(line_keys, sort=True, dropna=False)]
         title = problem_title({"dataset": "", **dict(zip(kind, k))}, named).strip() or "all problems"
-        panels.append((title, lines, sub))
+        panels.append((_titled(title, why.get(k, "")), lines, sub))
 
     def draw_panel(ax, title, lines, sub, style_of):
         for lab, _, g in lines:
@@ -861,15 +973,25 @@ def time_vs_n(data: ReportData):
              "iterations (the legend lists T at each k), a line per kT and other swept values (rupnik); at most "
              f"{MAX_LINES} lines per panel, those of the least P at any k.")
 def pegasos_k_vs_T(data: ReportData):
-    fits = data.fits[data.fits["info_T"].notna() & data.fits["param_k"].notna()]
-    fits = fits.assign(param_k=_numeric(fits["param_k"]))
-    fits = fits.assign(kT=kt_classes(fits["param_k"] * _numeric(fits["info_T"])))
+    where = "info_T IS NOT NULL AND param_k IS NOT NULL"
+    kt = "num(param_k) * num(info_T)"
+    # The kT classes of the distinct values of k*T (a class depends on the sorted values alone),
+    # each fit given its class by a join on its own k*T.
+    values = data.sql(f"SELECT DISTINCT {kt} AS kt FROM {data.table('fits')} WHERE {where} AND {kt} IS NOT NULL")["kt"]
+    import pyarrow as pa
+    data.engine.register("_kt_classes", pa.table({"kt": values.to_numpy(float), "cls": kt_classes(values).to_numpy(float)}))
+    view = data.engine.view(f"SELECT f.* REPLACE (num(param_k) AS param_k), c.cls AS \"kT\" FROM {data.table('fits')} f "
+                            f"JOIN _kt_classes c ON num(f.param_k) * num(f.info_T) = c.kt WHERE f.{where.replace(' AND ', ' AND f.')}")
     # T and epochs follow from k at fixed kT, and random starts are folded into the median: none
     # of them makes a line of its own.
     drop = {"param_epochs", "param_max_iter", "param_k", "param_random_state"}
-    fits, cfg, shown = _configs(data, fits)
+    cfg = [c for c in config_columns(data.frame_of("fits")) if c != "dataset" and c not in START_KEYS]
+    shown = [c for c in data.swept() if c not in START_KEYS and c not in drop]
     line_keys = ["solver_entry", "kT"] + [c for c in cfg if c not in drop and c != "solver_entry"]
-    shown = [c for c in shown if c not in drop]
+    fits = data.view({"_kt": view}).summary(
+        list(dict.fromkeys(["dataset"] + line_keys + ["param_k"])),
+        {"P": "median(num(primal_objective))", "T": "median(num(info_T))", "_lo": "min(num(primal_objective))",
+         "_hi": "max(num(primal_objective))"}, name="_kt")
     datasets = sorted(fits["dataset"].unique())
     lines_by = {ds: [g for _, g in fits[fits["dataset"] == ds].groupby(line_keys, sort=True, dropna=False)
                      if g["param_k"].nunique() > 1] for ds in datasets}
@@ -878,17 +1000,15 @@ def pegasos_k_vs_T(data: ReportData):
         raise Skip("no pegasos configuration was run at more than one k with the same kT")
     fig, axes = _panels(len(datasets))
     for ax, ds in zip(axes, datasets):
-        lines, cut = best_lines(lines_by[ds], lambda g: g.groupby("param_k")["primal_objective"].median().min(),
-                                "least final P")
+        lines, cut = best_lines(lines_by[ds], lambda g: g["P"].min(), "least final P")
         for grp, style in zip(lines, styles(len(lines))):
-            m = grp.groupby("param_k").agg(P=("primal_objective", "median"), T=("info_T", "median"))
             # T in the legend, not beside each point: lines of one kT share their Ts, and labels at
             # the points pile up where lines meet.
-            ts = "/".join(fmt(float(t)) for t in m["T"])
-            ax.plot(m.index, m["P"], markersize=4,
+            ts = "/".join(fmt(float(t)) for t in grp["T"])
+            ax.plot(grp["param_k"].to_numpy(), grp["P"].to_numpy(), markersize=4,
                     label=f"{label(grp.iloc[0], shown)} kT~{fmt(float(grp['kT'].iloc[0]))} T={ts}", **style)
-        ps = pd.concat([g["primal_objective"] for g in lines])
-        log = ps.min() > 0 and ps.max() / ps.min() > 10     # lines a decade apart or more: else one tick
+        lo, hi = min(g["_lo"].min() for g in lines), max(g["_hi"].max() for g in lines)
+        log = lo > 0 and hi / lo > 10     # lines a decade apart or more: else one tick
         _decorate(ax, panel_title(ds, cut), "mini-batch size k (T = kT / k iterations)",
                   "final primal objective P (median)", len(lines), logx=True, logy=log)
         _value_ticks(ax, pd.concat([g["param_k"] for g in lines]))
@@ -915,12 +1035,17 @@ def kt_classes(kt: pd.Series, rel: float = 0.15) -> pd.Series:
         note="Test confusion matrix (rows: true class) of each entry's best configuration, summed over folds.")
 def confusion_matrices(data: ReportData):
     from .tables import best_params
-    fits = data.fits[data.fits["confusion_test"].notna()]
-    fits = fits[fits["confusion_test"].map(lambda s: json.loads(s) is not None)]
-    if fits.empty:
+    kept = data.engine.view(f"SELECT * FROM {data.table('fits')} WHERE confusion_test IS NOT NULL "
+                            f"AND confusion_test <> 'null'")
+    multi = data.view({"results": kept, "fits": kept})
+    if multi.count("fits") == 0:
         raise Skip("no multiclass fit kept a confusion matrix")
-    best = best_params(ReportData(fits, data.traces, name=data.name))
-    fits, cfg, shown = _configs(data, fits)
+    best = best_params(multi)
+    # The fits of the best configurations' datasets and entries (a few folds each), matched below.
+    pairs = " OR ".join(f"(dataset = {lit(b.dataset)} AND solver_entry = {lit(b.solver_entry)})"
+                        for b in best[["dataset", "solver_entry"]].drop_duplicates().itertuples(index=False))
+    sub = multi.subset(where=pairs or "FALSE")
+    fits, cfg, shown = _configs(data, sub.fits)
     panels = []
     for b in best.itertuples(index=False):
         b = b._asdict()
@@ -953,10 +1078,12 @@ def confusion_matrices(data: ReportData):
         note="Training points of fold 0 (colour: label), support vectors circled, and the decision boundary "
              "f(x) = 0 of a linear model (run.keep_models=true; only 2-D datasets keep their points).")
 def active_points_2d(data: ReportData):
-    models = data.models
-    if "X" not in models.columns or not models["X"].notna().any():
+    if not data.has("models", "X"):
         raise Skip("no kept model is of a 2-D dataset")
-    fits = data.fits[(data.fits["fold"] == 0)].merge(models[models["X"].notna()], on="key")
+    sub = data.subset(where=f"status IS DISTINCT FROM 'error' AND fold = 0 AND key IN "
+                            f"(SELECT key FROM {data.table('models')} WHERE X IS NOT NULL)")
+    models = sub.models
+    fits = sub.fits[(sub.fits["fold"] == 0)].merge(models[models["X"].notna()], on="key")
     if fits.empty:
         raise Skip("no kept 2-D model of fold 0")
     fits, cfg, shown = _configs(data, fits, starts=True)

@@ -22,7 +22,7 @@ import html
 
 import numpy as np
 
-from .common import certainty_floor, config_columns, label, swept_keys
+from .common import certainty_floor, config_columns, label
 from .figures import START_KEYS, problem_title, problems, rel_gap, varying_problem_keys
 from .registry import ReportData
 
@@ -49,6 +49,14 @@ def _metrics(data: ReportData) -> list[tuple[str, str]]:
     return out
 
 
+def _esc(v) -> str:
+    """A user's string (a dataset's or an entry's name, a swept value) as the page shows it: as
+    text. plotly draws its strings as a small HTML dialect (<b>, <a href>, <br>) and decodes
+    entities: escaped, a name like `<img src=x onerror=...>` is shown, never made an element, and
+    no string can close the <script> the figure's JSON sits in."""
+    return html.escape(str(v), quote=False)
+
+
 def _clean(a) -> list:
     """JSON-safe values: NaN and inf as null (a gap in the line), floats as plain floats."""
     return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, dtype=float)]
@@ -69,9 +77,9 @@ def build_figure(data: ReportData) -> dict | None:
     named, _ = varying_problem_keys(prob, found)
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
-    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
     by_key = data.trace_arrays()
-    solvers = sorted({label(r, shown) for r in fits[line_keys].to_dict("records")})
+    solvers = sorted({_esc(label(r, shown)) for r in fits[line_keys].to_dict("records")})
     colour = {s: "rgb({:.0f},{:.0f},{:.0f})".format(*(255 * np.array(st["color"]))) for s, st in zip(solvers, styles(len(solvers)))}
 
     fig = {"data": [], "layout": {}}
@@ -81,7 +89,7 @@ def build_figure(data: ReportData) -> dict | None:
     groups = fits.groupby(prob, sort=False, dropna=False)
     for p, key in enumerate(found):
         sub = groups.get_group(key if len(prob) > 1 else key[0])
-        titles.append(problem_title(dict(zip(prob, key)), named).replace("\n", " | "))
+        titles.append(_esc(problem_title(dict(zip(prob, key)), named).replace("\n", " | ")))
         for i, row in enumerate(sub.sort_values(line_keys + ["fold"]).to_dict("records")):
             full = by_key[row["key"]]
             order = np.argsort(full["iteration"], kind="stable")
@@ -99,7 +107,7 @@ def build_figure(data: ReportData) -> dict | None:
                 else:
                     ys[m] = np.asarray(tr[m], dtype=float) if m in tr else nan
             xs = {"time_s": np.asarray(tr["time_s"], dtype=float), "iteration": np.asarray(tr["iteration"], dtype=float)}
-            name = label(row, shown)
+            name = _esc(label(row, shown))
             fig["data"].append({
                 "type": "scatter", "x": _clean(xs["time_s"]), "y": _clean(ys[metrics[0][0]]), "mode": "lines+markers",
                 "name": name, "legendgroup": name,
@@ -109,7 +117,7 @@ def build_figure(data: ReportData) -> dict | None:
                 "marker": {"size": [0] * (n_pts - 1) + [7], "color": colour[name]},
                 # One legend entry per solver and problem: its folds follow it in and out.
                 "showlegend": (p, name) not in legend_shown,
-                "hovertemplate": f"{name} fold {row['fold']}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"})
+                "hovertemplate": f"{name} fold {_esc(row['fold'])}<br>x=%{{x:.3g}} y=%{{y:.3g}}<extra></extra>"})
             legend_shown.add((p, name))
             traces.append((p, ys, xs, name))
 
@@ -125,7 +133,7 @@ def build_figure(data: ReportData) -> dict | None:
     for ds in datasets:
         mine = [p for p, k in enumerate(found) if k[prob.index("dataset")] == ds]
         # The dataset's first problem, and the problem menu narrowed to the dataset's problems.
-        dataset_buttons.append({"label": str(ds), "method": "update",
+        dataset_buttons.append({"label": _esc(ds), "method": "update",
                                 "args": [{"visible": visible({mine[0]})},
                                          {"title.text": titles[mine[0]], "updatemenus[1].buttons": [problem_buttons[p] for p in mine],
                                           "updatemenus[1].active": 0}]})
@@ -174,10 +182,15 @@ def write_page(data: ReportData, path, title: str) -> bool:
     """Write the page (plotly.js inlined: ~4.5 MB, no network needed); False when there is nothing
     to show (no trace), in which case no page is written and a stale one is removed."""
     from pathlib import Path
+    from .figures import panel_data
+    from .registry import MAX_PROBLEMS
     from .speed import speed_view
     path = Path(path)
+    if data.n_problems() > MAX_PROBLEMS:
+        from .scaled import write_scaled_page
+        return write_scaled_page(data, path, title)
     # The fits the convergence figures draw: the timing fits (cold, dense) where the run has them.
-    fig = build_figure(speed_view(data))
+    fig = build_figure(panel_data(speed_view(data)))
     if fig is None:
         path.unlink(missing_ok=True)
         return False

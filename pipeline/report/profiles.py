@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import F_STAR_HINT, certainty_floor, config_columns, count, fmt, label, swept_keys
-from .figures import START_KEYS, _decorate, _panels, figure_legend, problems
+from .common import F_STAR_HINT, config_columns, count, floor_sql, fmt, label
+from .figures import START_KEYS, _decorate, _panels, _sort_value, figure_legend, problem_key_columns
 from .registry import ReportData, Skip, figure
-from .speed import fit_times, speed_view, target_of
+from .speed import speed_view, target_of, timed_fits
 
 
 # Solvers whose trace `iteration` is one pass over the training rows (their own docstrings):
@@ -44,13 +44,13 @@ from .speed import fit_times, speed_view, target_of
 PASS_SOLVERS = ("dcd", "liblinear", "sgd")
 
 
-def counts_passes(fits: pd.DataFrame) -> pd.Series:
-    """Per fit, whether its iterations are passes over the data (`PASS_SOLVERS`; LIBLINEAR only
-    in its dual, the default)."""
-    ok = fits["solver"].isin(PASS_SOLVERS)
-    if "param_dual" in fits.columns:
-        primal = (fits["solver"] == "liblinear") & fits["param_dual"].map(lambda v: v is False or v == 0)
-        ok &= ~primal
+def counts_passes(types: dict[str, str]) -> str:
+    """SQL: whether a fit's iterations are passes over the data (`PASS_SOLVERS`; LIBLINEAR only
+    in its dual, the default), over a table with these columns."""
+    ok = f"solver IN ({', '.join(map(repr, PASS_SOLVERS))})"
+    if "param_dual" in types:
+        primal = "(solver = 'liblinear' AND coalesce(CAST(param_dual AS VARCHAR) IN ('false', 'False', '0', '0.0'), FALSE))"
+        ok = f"({ok} AND NOT {primal})"
     return ok
 
 
@@ -69,39 +69,40 @@ def fraction_within(values: pd.DataFrame, xs) -> pd.DataFrame:
     return pd.DataFrame({s: (v[:, [j]] <= xs[None, :]).mean(axis=0) for j, s in enumerate(values.columns)}, index=xs)
 
 
-def _per_problem(data: ReportData, measure: str, keep=None):
+def _per_problem(data: ReportData, measure: str, passes: bool = False):
     """([(group title, times, iterations)], labels of the solvers): per group of problems run by
     one set of solver configurations (two at least), the medians over folds of each fold's
     seconds (call clock) and iterations to the target, a row per problem and a column per solver,
     from the fits speed is read from (speed.speed_view: the timing fits, cold). A warm-started
     configuration (a sweep's, where the run has no timing fits) is left out: its time is not put
-    against a cold one. `keep(fits) -> mask`: the fits to count (default all)."""
-    view = speed_view(data)
+    against a cold one. `passes`: only the fits whose iterations are passes (`counts_passes`)."""
     target = target_of(data)
-    fits = view.results
-    fits = fits[~fits["solver_entry"].astype(str).str.endswith(" (warm start)")]
-    if keep is not None:
-        fits = fits[keep(fits)]
+    d = data.view({"_t": timed_fits(data, target, measure, own=False)})
+    types = d.types("_t")
+    where = ["NOT ends_with(solver_entry, ' (warm start)')"]
+    if passes:
+        where.append(counts_passes(types))
     if measure == "subopt":
-        fits = fits[fits["f_star"].notna()]
         # A problem whose f* is known more coarsely than the target cannot tell who reached it.
-        fits = fits[certainty_floor(fits) <= target]
-        if fits.empty:
+        where.append(f"num(f_star) IS NOT NULL AND {floor_sql(types)} <= {target!r}")
+        if d.count("_t", " AND ".join(where)) == 0:
             raise Skip(f"no problem has an f* certain to {fmt(target)}")
-    hit = fit_times(fits[fits["status"] != "error"], view.traces, target, measure).set_index("key")
-    hit = hit.rename(columns={"t_target_s": "t", "it_target": "it"})
-    fits, prob, found = problems(fits)
-    cfg = [c for c in config_columns(fits) if c not in START_KEYS]
+    cols = d.frame_of("_t")
+    prob = problem_key_columns(cols)
+    cfg = [c for c in config_columns(cols) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
-    shown = [c for c in swept_keys(data.results) if c not in prob and c not in START_KEYS]
+    shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
+    # A fit that never got there, or cannot tell (a ladder cut short), is infinitely slow.
+    med = d.summary(list(dict.fromkeys(prob + line_keys)),
+                    {"t": "median(coalesce(_t_target_s, 'inf'::DOUBLE))", "it": "median(coalesce(_it_target, 'inf'::DOUBLE))"},
+                    name="_t", where=" AND ".join(where))
+    found = sorted({tuple(p) for p in med[prob].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
     pid = {p: i for i, p in enumerate(found)}
-    fits = fits.assign(_solver=[label(r, shown) for r in fits[line_keys].to_dict("records")],
-                       _pid=[pid[tuple(p)] for p in fits[prob].itertuples(index=False)])
-    for col in ("t", "it"):
-        fits[col] = fits["key"].map(hit[col]).fillna(np.inf).to_numpy()
-    med = fits.groupby(["_pid", "_solver"], sort=False)[["t", "it"]].median()
+    med["_solver"] = [label(r, shown) for r in med[line_keys].to_dict("records")]
+    med["_pid"] = [pid[tuple(p)] for p in med[prob].itertuples(index=False)]
+    med = med.set_index(["_pid", "_solver"])[["t", "it"]]
     groups: dict[tuple, list[int]] = {}
-    for i, g in fits.groupby("_pid", sort=True)["_solver"]:
+    for i, g in med.reset_index().groupby("_pid", sort=True)["_solver"]:
         groups.setdefault(tuple(sorted(set(g))), []).append(i)
     out = []
     for solvers, ids in groups.items():
@@ -164,15 +165,19 @@ def _budget_curve(t, it):
 def _clock(data: ReportData) -> str:
     """The clock a profile's times are on: the timing fits' call clock, or the sweep's solver clock
     (a run without timing fits), or both where problems differ."""
-    fits = speed_view(data).results
-    timed = fits["setup_s"].notna() if "setup_s" in fits.columns else pd.Series(False, index=fits.index)
-    return "call clock" if timed.all() else "solver clock" if not timed.any() else "call clock, solver clock where untimed"
+    view = speed_view(data)
+    if "setup_s" not in view.types("results"):
+        return "solver clock"
+    timed, n = data.engine.con.execute(f"SELECT count(setup_s), count(*) FROM {view.table('results')}").fetchall()[0]
+    return "call clock" if timed == n else "solver clock" if not timed else "call clock, solver clock where untimed"
 
 
 def _warm_left_out(data: ReportData) -> str:
     """The heading's line naming the warm-started configurations a profile leaves out (a sweep's,
     where the run has no timing fits for their problems), or ""."""
-    warm = sorted({str(e) for e in speed_view(data).results["solver_entry"] if str(e).endswith(" (warm start)")})
+    view = speed_view(data)
+    warm = sorted(str(e) for e in view.sql(f"SELECT DISTINCT solver_entry FROM {view.table('results')} "
+                                           f"WHERE ends_with(solver_entry, ' (warm start)')")["solver_entry"])
     return f"\nLeft out, started warm (no cold timing fit): {', '.join(warm)}" if warm else ""
 
 
@@ -209,15 +214,16 @@ def performance_profile_gap(data: ReportData):
              f"solvers whose iterations are passes are drawn ({', '.join(PASS_SOLVERS)}); the others are named "
              "above the figure, not put on this axis in their own units.")
 def data_profile(data: ReportData):
-    passes = counts_passes(data.results)
-    left = sorted(set(data.results.loc[~passes, "solver_entry"]))
-    if not passes.any():
+    passing = counts_passes(data.types("results"))
+    left = sorted(str(e) for e in data.sql(f"SELECT DISTINCT solver_entry FROM {data.table('results')} "
+                                           f"WHERE NOT coalesce({passing}, FALSE)")["solver_entry"])
+    if not data.count("results", passing):
         raise Skip(f"no solver counts passes over the data (drawn: {', '.join(PASS_SOLVERS)}; this run: "
                    f"{', '.join(left)})", hint=f"run {' or '.join(PASS_SOLVERS)} beside the others")
     heading = f"Target: (P - f*)/|f*| <= {fmt(target_of(data))}; solved within kappa passes over the data"
     if left:
         heading += (f"\nLeft out: {', '.join(left)} (their iterations are not passes over the data: "
                     "SMO pair updates, Newton or minibatch steps)")
-    return _profile_figure(_per_problem(data, "subopt", counts_passes),
+    return _profile_figure(_per_problem(data, "subopt", passes=True),
                            "kappa (passes over the training data)", "fraction of problems", _budget_curve,
                            log_base=10, heading=heading)

@@ -32,9 +32,16 @@ def _searches(data: ReportData, kind: str | None = None) -> list[dict]:
     return found
 
 
-def _fits(data: ReportData, s: dict) -> pd.DataFrame:
-    res = data.results
-    return res[(res["dataset"] == s["dataset"]) & (res["solver_entry"] == s["solver_entry"])]
+def _costs(data: ReportData, by_round: bool = False) -> dict:
+    """What each search's fits cost, summed by the engine over the run's results (every fit, an
+    error too): {(dataset, entry[, round]): (fits, iterations, fit seconds)}."""
+    by = ["dataset", "solver_entry"] + (["search_round"] if by_round else [])
+    has = data.types("results")
+    agg = {"fits": "count(*)",
+           "iterations": "coalesce(sum(num(n_iter)), 0)" if "n_iter" in has else "NULL",
+           "seconds": "coalesce(fsum(num(fit_time_s)), 0)" if "fit_time_s" in has else "NULL"}
+    rows = data.summary(by, agg, name="results")
+    return {tuple(r[:len(by)]): r[len(by):] for r in rows[by + list(agg)].itertuples(index=False)}
 
 
 def _outcome_lines(data: ReportData) -> list[str]:
@@ -52,11 +59,12 @@ def _outcome_lines(data: ReportData) -> list[str]:
             "candidate its last rung chose.")
 def search_table(data: ReportData) -> pd.DataFrame:
     rows = []
+    costs = _costs(data)
     for s in _searches(data):
-        fits = _fits(data, s)
+        n, iters, _ = costs.get((s["dataset"], s["solver_entry"]), (0, 0, 0.0))
         row = {"dataset": s["dataset"], "solver entry": s["solver_entry"], "search": s["kind"],
-               "rounds": len(s.get("rounds") or s.get("rungs") or []), "fits": len(fits),
-               "iterations": int(fits["n_iter"].sum()) if "n_iter" in fits else None}
+               "rounds": len(s.get("rounds") or s.get("rungs") or []), "fits": int(n),
+               "iterations": int(iters) if iters is not None and iters == iters else None}
         if s["kind"] == "certified":
             st = s["settings"]
             row.update({"C range": f"[{fmt(st['C_min'])}, {fmt(st['C_max'])}]", "epsilon": st["epsilon"],
@@ -78,15 +86,16 @@ def search_table(data: ReportData) -> pd.DataFrame:
             "what they cost (fits, solver iterations and fit seconds summed), and the best of them.")
 def rungs_table(data: ReportData) -> pd.DataFrame:
     rows = []
+    costs = _costs(data, by_round=True)
     for s in _searches(data, "halving"):
-        fits = _fits(data, s)
         for r in s["rungs"]:
             done = [c for c in r["candidates"] if c["cv_error"] is not None]
             best = min(done, key=lambda c: c["cv_error"]) if done else None
-            mine = fits[fits["search_round"] == r["rung"]]
+            n, iters, seconds = next((v for k, v in costs.items() if k[:2] == (s["dataset"], s["solver_entry"])
+                                      and _same_round(k[2], r["rung"])), (0, 0, 0.0))
             rows.append({"dataset": s["dataset"], "solver entry": s["solver_entry"], "rung": r["rung"],
-                         s["resource"]: r["resource"], "candidates": r["n_candidates"], "fits": len(mine),
-                         "iterations": int(mine["n_iter"].sum()), "fit time (s)": float(mine["fit_time_s"].sum()),
+                         s["resource"]: r["resource"], "candidates": r["n_candidates"], "fits": int(n),
+                         "iterations": int(iters), "fit time (s)": float(seconds),
                          "best": _point_text(best["point"]) if best else "",
                          "best CV error": best["cv_error"] if best else None})
     return pd.DataFrame(rows)
@@ -106,6 +115,14 @@ def candidates_table(data: ReportData) -> pd.DataFrame:
                              "candidate": _point_text(c["point"]), "CV error": c["cv_error"],
                              "promoted": "yes" if _point_text(c["point"]) in nxt else ""})
     return pd.DataFrame(rows)
+
+
+def _same_round(value, rung) -> bool:
+    """A results row's search_round (a number, or its text in a table of mixed kinds) is the rung."""
+    try:
+        return float(value) == float(rung)
+    except (TypeError, ValueError):
+        return False
 
 
 def _point_text(point: dict) -> str:

@@ -29,9 +29,12 @@ A time is compared with another only when both are
   process, so that a wait for a core on a busy machine is not charged to the solver. A sweep fit
   (no setup_s) is on the solver's clock (wall seconds), said so in `clock`.
 
-These are plain functions of columns (results and traces tables in, a table out), so a paper's
-writer calls them as the report's tables do: `fit_times` (per fit), `speed_rows` (per problem and
-configuration, with ratios), `headline` (the run's sentence about convergence and certification).
+The report reads them through its columnar engine (registry.ReportData): `speed_view` is a pair of
+views of the timing fits and the sweep's (on the call clock, each with its start), the times to
+target per fit are a query over them (`fit_times_sql`) and `speed_rows` its group-by, a row per
+problem and configuration; the ratios are then taken over those rows. `fit_times` is the same
+rule over frames, for a paper's writer that reads a study's own fits (`headline` and
+`speed_rows` take a ReportData, `headline` also a results frame).
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .common import certainty_floor, config_columns, fmt, keyed, problem_columns
+from .columnar import norm, q
+from .common import certainty_floor, config_columns, fmt, problem_columns
 
 TARGET = 1e-3
 
@@ -81,23 +85,6 @@ def with_start(fits: pd.DataFrame) -> pd.DataFrame:
 def target_of(data) -> float:
     """The target a report times solvers to: `report.target`, else `TARGET`."""
     return float(getattr(data, "target", None) or TARGET)
-
-
-def speed_fits(data) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
-    """(fits, traces, source per fit): the finished fits that speed is read from. Per problem, the
-    timing fits where the run has any for it, else the sweep's fits (`source` says which)."""
-    sweep = data.fits
-    timing = getattr(data, "timing", None)
-    if timing is None or timing.empty:
-        return sweep, data.traces, pd.Series("sweep", index=sweep.index)
-    timing = timing[timing["status"] != "error"]
-    prob = problem_key(sweep)
-    have = set(map(tuple, keyed(timing, prob)[prob].itertuples(index=False)))
-    rest = sweep[[t not in have for t in map(tuple, keyed(sweep, prob)[prob].itertuples(index=False))]]
-    fits = pd.concat([timing, rest], ignore_index=True)
-    traces = pd.concat([data.timing_traces, data.traces[data.traces["key"].isin(rest["key"])]], ignore_index=True)
-    source = pd.Series(["timing"] * len(timing) + ["sweep"] * len(rest), index=fits.index)
-    return fits, traces, source
 
 
 def reachable(fits: pd.DataFrame, target: float) -> pd.Series:
@@ -156,34 +143,141 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
     return out
 
 
+def start_sql(types: dict[str, str]) -> str:
+    """`with_start` in SQL: the table's `start` (a missing one is cold, as `start_label` counts
+    it), else warm exactly where a fit names the point it started from (`warm_from`)."""
+    if "start" in types:
+        return "coalesce(\"start\", 'cold')"
+    if "warm_from" in types:
+        return "(CASE WHEN warm_from IS NOT NULL THEN 'warm' ELSE 'cold' END)"
+    return "'cold'"
+
+
+def label_of(counts) -> str:
+    """`start_label` of counts {value: n} (a group's `histogram` in SQL)."""
+    counts = {str(k): int(v) for k, v in (counts.items() if isinstance(counts, dict) else counts or [])}
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), reverse=True))
+
+
 def speed_view(data):
-    """The run as the figures that put solvers' convergence side by side see it (`speed_fits`):
-    per problem, the timing fits, their seconds moved to the call clock (time_s and fit_time_s
-    plus setup_s, which is then 0: `fit_times` of the view adds nothing again), else
-    the sweep's fits, a warm-started configuration named `<entry> (warm start)`, so that a warm
-    line is never drawn unlabelled beside a cold one. Made once per report (kept on `data`)."""
+    """The run as the figures that put solvers' convergence side by side see it: per problem,
+    the timing fits where the run has any for it, else the sweep's fits (`_source` says which);
+    the timing fits' seconds moved to the call clock (time_s and fit_time_s plus setup_s, which
+    is then 0: the view's times are all on one clock), and a warm-started configuration named
+    `<entry> (warm start)`, so that a warm line is never drawn unlabelled beside a cold one. Two
+    views of the engine (`_speed_views`), made once per report (kept on `data`)."""
     if "speed_view" not in data.cache:
-        data.cache["speed_view"] = _speed_view(data)
+        fits, traces, _ = _speed_views(data)
+        data.cache["speed_view"] = data.view({"results": fits, "fits": fits, "traces": traces, "timing": None,
+                                              "timing_traces": None, "models": None})
     return data.cache["speed_view"]
 
 
-def _speed_view(data):
-    from .registry import ReportData
-    fits, traces, _ = speed_fits(data)
-    if "setup_s" in fits.columns:
-        # On the call clock once: the trace's seconds and the fit's own, its setup then counted in.
-        setup = pd.to_numeric(fits["setup_s"], errors="coerce")
-        by_key = pd.Series(setup.to_numpy(), index=fits["key"].to_numpy())
-        traces = traces.assign(time_s=traces["time_s"] + traces["key"].map(by_key).fillna(0.0).to_numpy())
-        fits = fits.assign(fit_time_s=pd.to_numeric(fits["fit_time_s"], errors="coerce") + setup.fillna(0.0),
-                           setup_s=setup.where(setup.isna(), 0.0))
-    fits = with_start(fits)
-    warm = (fits["start"] == "warm").to_numpy()
-    fits = fits.assign(solver_entry=np.where(warm, fits["solver_entry"].astype(str) + " (warm start)",
-                                             fits["solver_entry"].astype(str)))
-    view = ReportData(fits.reset_index(drop=True), traces.reset_index(drop=True), data.models, baseline=data.baseline,
-                      name=data.name, target=data.target)
-    return view
+def _speed_views(data) -> tuple[str, str, str]:
+    """(fits, traces, fits with their own entry names) views: the timing fits that finished,
+    and the sweep's fits of every problem without one (by `problem_key`, keyed), their traces;
+    on the call clock (`speed_view`). The third view keeps each entry's own name (warm or cold
+    alike, with its `start`): the speed tables count starts in their own column."""
+    if "speed_views" in data.cache:
+        return data.cache["speed_views"]
+    from .registry import point_c
+    eng = data.engine
+    sweep_t = data.types("fits")
+    prob = problem_key(data.frame_of("fits"))
+    timed = data.has_table("timing") and data.count("timing") > 0
+    if timed:
+        tim_t = data.types("timing")
+        done = f"SELECT * FROM {data.table('timing')} WHERE status IS DISTINCT FROM 'error'"
+
+        have = ", ".join(f"{norm(c, 'DOUBLE' if c == 'C' else tim_t.get(c, ''))} AS {q(c)}" for c in prob)
+        tim_src = f"SELECT * REPLACE ({point_c(tim_t)} AS \"C\") FROM ({done})" if "C" in tim_t else done
+        swp_src = (f"SELECT * REPLACE ({point_c(sweep_t)} AS \"C\") FROM {data.table('fits')}" if "C" in sweep_t
+                   else f"SELECT * FROM {data.table('fits')}")
+        match = " AND ".join(f"h.{q(c)} IS NOT DISTINCT FROM {norm(c, 'DOUBLE' if c == 'C' else sweep_t.get(c, ''), 'k')}"
+                             for c in prob)
+        # The sweep's rows keep their own C (the keyed one only decides whether a timing fit
+        # covers them): their key columns are looked up, not replaced.
+        rest = (f"SELECT f.* FROM {data.table('fits')} f WHERE f.key NOT IN (SELECT k.key FROM ({swp_src}) k "
+                f"WHERE EXISTS (SELECT 1 FROM (SELECT DISTINCT {have} FROM ({tim_src})) h WHERE {match}))")
+        union = (f"SELECT *, 'timing' AS _source, 0 AS _part FROM ({done}) UNION ALL BY NAME "
+                 f"SELECT *, 'sweep' AS _source, 1 AS _part FROM ({rest})")
+        rest_keys = f"SELECT key FROM ({rest})"
+        trace_union = (f"SELECT * FROM {data.table('timing_traces')} UNION ALL BY NAME "
+                       f"SELECT * FROM {data.table('traces')} WHERE key IN ({rest_keys})"
+                       if data.has_table("timing_traces") else
+                       f"SELECT * FROM {data.table('traces')} WHERE key IN ({rest_keys})")
+    else:
+        union = f"SELECT *, 'sweep' AS _source, 1 AS _part FROM {data.table('fits')}"
+        trace_union = f"SELECT * FROM {data.table('traces')}"
+    base = eng.view(f"SELECT * FROM ({union})", keep=True)
+    types = eng.types(base)
+    start = start_sql(types)
+    if "setup_s" in types:
+        clock = (f"SELECT * REPLACE (num(fit_time_s) + coalesce(num(setup_s), 0.0) AS fit_time_s, "
+                 f"CASE WHEN num(setup_s) IS NULL THEN NULL ELSE 0.0 END AS setup_s) FROM {q(base)}")
+        setup = f"SELECT key AS _k, coalesce(num(setup_s), 0.0) AS _setup FROM {q(base)}"
+        traces = eng.view(f"SELECT t.* REPLACE (t.time_s + coalesce(s._setup, 0.0) AS time_s) FROM ({trace_union}) t "
+                          f"LEFT JOIN ({setup}) s ON t.key = s._k", keep=True)
+    else:
+        clock = f"SELECT * FROM {q(base)}"
+        traces = eng.view(trace_union, keep=True)
+    order = ", ".join(c for c in ("_part", '"dataset"', '"solver_entry"', '"C"', '"fold"', '"key"')
+                      if c.strip('"') in types)
+    own = eng.view(f"SELECT * REPLACE ({start} AS \"start\") FROM ({clock}) ORDER BY {order}"
+                   if "start" in types else f"SELECT *, {start} AS \"start\" FROM ({clock}) ORDER BY {order}", keep=True)
+    fits = eng.view(f"SELECT * REPLACE (CASE WHEN \"start\" = 'warm' THEN solver_entry || ' (warm start)' "
+                    f"ELSE solver_entry END AS solver_entry) FROM {q(own)}")
+    data.cache["speed_views"] = (fits, traces, own)
+    return data.cache["speed_views"]
+
+
+def fit_times_sql(view, target: float, measure: str = "subopt", fits: str | None = None) -> str:
+    """`fit_times` as a query over a speed view's fits (or `fits`, a query over them) and traces:
+    per fit `key`, `clock`, `own_stop_s`, `rel_subopt`, `t_target_s` (NULL: f* not certain enough
+    to tell, or a ladder cut short; 'inf': never reached) and `it_target`. The view's seconds are
+    on the call clock already (setup_s 0 where a fit has one)."""
+    from .common import floor_sql
+    types = view.types("results")
+    fits = fits or f"SELECT * FROM {view.table('results')}"
+    has = lambda c: c in types  # noqa: E731
+    eps = repr(float(target))
+    setup = "coalesce(num(setup_s), 0.0)" if has("setup_s") else "0.0"
+    clock = "(CASE WHEN num(setup_s) IS NOT NULL THEN 'call' ELSE 'solver' END)" if has("setup_s") else "'solver'"
+    rel_sub = "num(rel_suboptimality)" if has("rel_suboptimality") else "NULL::DOUBLE"
+    if measure == "subopt":
+        star = "num(f_star)" if has("f_star") else "NULL::DOUBLE"
+        final = rel_sub
+        ok = f"({star} IS NOT NULL AND {floor_sql(types)} <= {eps})" if has("f_star") else "FALSE"
+        rel = "(t.primal - f._star) / abs(f._star)"
+    else:
+        star = "NULL::DOUBLE"
+        final = "nn(num(duality_gap) / abs(num(primal_objective)))"
+        ok = "TRUE"
+        rel = "(CASE WHEN t.primal <> 0 THEN t.gap / abs(t.primal) END)"
+    method = "timing_method" if has("timing_method") else "NULL"
+    cut = "coalesce(TRY_CAST(info_ladder_cut AS BOOLEAN), FALSE)" if has("info_ladder_cut") else "FALSE"
+    gap_col = "t.gap" if "gap" in view.types("traces") else "NULL::DOUBLE"
+    rel = rel.replace("t.gap", gap_col)
+    return f"""
+        WITH f AS (SELECT key, {clock} AS clock, num(fit_time_s) + {setup} AS own_stop_s, {rel_sub} AS rel_subopt,
+                          {star} AS _star, {final} AS _final, {ok} AS _ok, {setup} AS _setup,
+                          num(n_iter) AS _n_iter, {method} AS _method, {cut} AS _cut FROM ({fits})),
+             hit AS (SELECT t.key, min(t.time_s) FILTER (WHERE {rel} <= {eps}) AS _t,
+                            min(t.iteration) FILTER (WHERE {rel} <= {eps}) AS _it
+                     FROM {view.table('traces')} t JOIN f ON t.key = f.key GROUP BY t.key),
+             g AS (SELECT f.*, hit.key IS NOT NULL AS _traced, hit._t + f._setup AS _t, CAST(hit._it AS DOUBLE) AS _it
+                   FROM f LEFT JOIN hit ON f.key = hit.key),
+             h AS (SELECT *, CASE WHEN _traced THEN _t WHEN _final <= {eps} THEN own_stop_s END AS _tt,
+                             CASE WHEN _traced THEN _it WHEN _final <= {eps} THEN _n_iter END AS _ii,
+                             coalesce(_method = 'ladder' AND (_cut OR NOT _traced), FALSE) AS _unknown FROM g)
+        SELECT key, clock, own_stop_s, rel_subopt,
+               CASE WHEN NOT _ok THEN NULL WHEN _tt IS NULL THEN (CASE WHEN _unknown THEN NULL ELSE 'inf'::DOUBLE END)
+                    ELSE _tt END AS t_target_s,
+               CASE WHEN NOT _ok THEN NULL WHEN _ii IS NULL THEN (CASE WHEN _unknown THEN NULL ELSE 'inf'::DOUBLE END)
+                    ELSE _ii END AS it_target
+        FROM h"""
 
 
 def start_label(starts: pd.Series) -> str:
@@ -193,13 +287,6 @@ def start_label(starts: pd.Series) -> str:
     if len(counts) == 1:
         return str(counts.index[0])
     return ", ".join(f"{k} {int(v)}" for k, v in counts.sort_index(ascending=False).items())
-
-
-def _median_with_inf(values: pd.Series) -> float:
-    """The median over folds, a fold that never got there infinite (so that a median landing on
-    one is inf: not reached); NaN only where no fold can tell."""
-    v = values.dropna().to_numpy(dtype=float)
-    return float(np.median(v)) if v.size else math.nan
 
 
 def speed_rows(data, target: float | None = None, bases: list[str] | None = None) -> pd.DataFrame:
@@ -218,28 +305,42 @@ def speed_rows(data, target: float | None = None, bases: list[str] | None = None
     return data.cache[key].copy()
 
 
+def timed_fits(data, target: float, measure: str = "subopt", own: bool = True) -> str:
+    """A view of the speed view's fits (`own`: under their own entry names, with `start`; else
+    the figures' names, warm entries apart) joined with their times to the target (`fit_times_sql`:
+    `_t_target_s`, `_it_target`, `_own_stop_s`, `_rel_subopt`, `_clock`)."""
+    key = ("timed_fits", target, measure, own)
+    if key not in data.cache:
+        fits, _, own_view = _speed_views(data)
+        view = speed_view(data)
+        src = own_view if own else fits
+        times = fit_times_sql(view, target, measure, f"SELECT * FROM {q(src)}")
+        cols = ", ".join(f"t.{c} AS _{c}" for c in ("t_target_s", "it_target", "own_stop_s", "rel_subopt", "clock"))
+        data.cache[key] = data.engine.view(f"SELECT f.*, {cols} FROM {q(src)} f JOIN ({times}) t ON f.key = t.key",
+                                           keep=True)
+    return data.cache[key]
+
+
 def _speed_rows(data, target: float, bases: list[str]) -> pd.DataFrame:
-    fits, traces, source = speed_fits(data)
-    fits = with_start(fits).assign(_source=source.to_numpy())
-    if "f_star" in fits.columns:
-        fits = fits[fits["f_star"].notna()]
-    if fits.empty:
+    from .common import floor_sql
+    view = timed_fits(data, target)
+    d = data.view({"_timed": view})
+    types = d.types("_timed")
+    where = "f_star IS NOT NULL" if "f_star" in types else None
+    if d.count("_timed", where) == 0:
         return pd.DataFrame()
-    times = fit_times(fits, traces, target).set_index("key")
-    prob = problem_columns(fits)
-    own = [c for c in config_columns(fits) if c not in prob]
-    fits = keyed(fits, prob + own)
-    for c in ("t_target_s", "it_target", "own_stop_s", "rel_subopt", "clock"):
-        fits[f"_{c}"] = fits["key"].map(times[c]).to_numpy()
-    fits["_floored"] = np.maximum(fits["_rel_subopt"], certainty_floor(fits))
-    fits["_told"] = fits["_t_target_s"].notna()
-    fits["_hit"] = np.isfinite(fits["_t_target_s"])
+    cols = d.frame_of("_timed")
+    prob = problem_columns(cols)
+    own = [c for c in config_columns(cols) if c not in prob]
     keys = prob + ["solver_entry"] + own
-    out = fits.groupby(keys, sort=True, dropna=False).agg(
-        source=("_source", "first"), start=("start", start_label), clock=("_clock", start_label),
-        folds=("key", "count"), _hit=("_hit", "sum"), _told=("_told", "sum"),
-        t_target_s=("_t_target_s", _median_with_inf), it_target=("_it_target", _median_with_inf),
-        own_stop_s=("_own_stop_s", "median"), rel_subopt=("_floored", "median")).reset_index()
+    floored = f"(CASE WHEN _rel_subopt IS NULL THEN NULL ELSE greatest(_rel_subopt, {floor_sql(types)}) END)"
+    out = d.summary(keys, {
+        "source": "any_value(_source)", "start": "histogram(\"start\")", "clock": "histogram(_clock)",
+        "folds": "count(key)", "_hit": "count_if(isfinite(_t_target_s))", "_told": "count(_t_target_s)",
+        "t_target_s": "median(_t_target_s)", "it_target": "median(_it_target)",
+        "own_stop_s": "median(_own_stop_s)", "rel_subopt": f"median({floored})"}, name="_timed", where=where)
+    out["start"] = out["start"].map(label_of)
+    out["clock"] = out["clock"].map(label_of)
     out.insert(out.columns.get_loc("t_target_s"), "reached",
                [f"{int(h)}/{int(t)}" if t else "-" for h, t in zip(out.pop("_hit"), out.pop("_told"))])
     for base in bases:
@@ -277,41 +378,70 @@ def shares_problem(rows: pd.DataFrame, prob: list[str], entry: str, base: str) -
     return any(tuple(r) in mine for r in rows.loc[rows["solver_entry"] == base, prob].itertuples(index=False))
 
 
-def headline(results: pd.DataFrame, target: float = TARGET) -> list[str]:
+def headline(results, target: float = TARGET) -> list[str]:
     """The run's first lines about its fits: how many reached their own tolerance (`converged`:
     the solver's own stopping test), how many are certified within the target of f*, and how
     far the others ended, with the distribution of the achieved (P - f*)/|f*|. `converged` is
-    never said of a fit above the target without its number."""
-    if results.empty:
+    never said of a fit above the target without its number. `results`: a ReportData, or a
+    frame of them."""
+    from .common import floor_sql
+    from .registry import ReportData
+    data = results if isinstance(results, ReportData) else ReportData(results)
+    if data.count("results") == 0:
         return []
-    n = len(results)
-    own = int((results["status"] == "converged").sum())
-    failed = int((results["status"] == "error").sum())
+    types = data.types("results")
+    res = data.table("results")
+    n, own, failed = data.engine.con.execute(
+        f"SELECT count(*), count_if(status = 'converged'), count_if(status = 'error') FROM {res}").fetchall()[0]
     lines = [f"{n} fits: {own} reached their own stopping tolerance (`converged`), {n - own - failed} stopped "
              f"otherwise, {failed} failed."]
-    fits = results[results["status"] != "error"]
-    if "f_star" not in fits.columns or not fits["f_star"].notna().any():
+    if not data.has("fits", "f_star"):
         return lines + ["No fit has a certified f*, so none is certified near the optimum: `converged` is each "
                         "solver's own test, not a certificate."]
-    known = fits[fits["f_star"].notna()]
-    rel = np.maximum(pd.to_numeric(known["rel_suboptimality"], errors="coerce"), certainty_floor(known))
-    tell = reachable(known, target)
-    within = tell & (rel <= target)
-    above = known[tell & (rel > target)]
-    q = np.nanquantile(rel, [0.5, 0.9]) if rel.notna().any() else [math.nan, math.nan]
-    line = (f"Certified against f*: {int(within.sum())} of the {len(known)} fits with a certified f* end within "
-            f"(P - f*)/|f*| <= {fmt(target)}, {len(above)} above it")
-    if (~tell).any():
-        line += f", {int((~tell).sum())} on an f* too uncertain to tell"
-    line += (f"; (P - f*)/|f*| over them: median {fmt(float(q[0]))}, 90th percentile {fmt(float(q[1]))}, "
-             f"max {fmt(float(rel.max()))}.")
+    eps = repr(float(target))
+    floor = floor_sql(types)
+    rel = f"(CASE WHEN num(rel_suboptimality) IS NULL THEN NULL ELSE greatest(num(rel_suboptimality), {floor}) END)"
+    known = data.engine.view(f"SELECT *, {rel} AS _rel, ({floor} <= {eps}) AS _tell FROM {data.table('fits')} "
+                             f"WHERE num(f_star) IS NOT NULL")
+    n_known, within, above, untold, top = data.engine.con.execute(
+        f"SELECT count(*), count_if(_tell AND _rel <= {eps}), count_if(_tell AND _rel > {eps}), count_if(NOT _tell), "
+        f"max(_rel) FROM {q(known)}").fetchall()[0]
+    qs = quantiles(data.engine, f"SELECT _rel AS x FROM {q(known)} WHERE _rel IS NOT NULL", (0.5, 0.9))
+    line = (f"Certified against f*: {within} of the {n_known} fits with a certified f* end within "
+            f"(P - f*)/|f*| <= {fmt(target)}, {above} above it")
+    if untold:
+        line += f", {untold} on an f* too uncertain to tell"
+    line += (f"; (P - f*)/|f*| over them: median {fmt(float(qs[0]))}, 90th percentile {fmt(float(qs[1]))}, "
+             f"max {fmt(float(top) if top is not None else math.nan)}.")
     lines.append(line)
-    stopped = above[above["status"] == "converged"]
+    # The worst of the fits that stopped by their own test above the target; of equal ones, the
+    # last in the table's order (dataset, entry, C, fold, key), as a stable sort gives it.
+    order = ", ".join(f"{q(c)} DESC" for c in ("dataset", "solver_entry", "C", "fold", "key") if c in types)
+    stopped = data.sql(f"SELECT count(*) OVER () AS _n, solver_entry, dataset, \"C\", _rel FROM {q(known)} "
+                       f"WHERE _tell AND _rel > {eps} AND status = 'converged' ORDER BY _rel DESC, {order} LIMIT 1")
     if len(stopped):
-        worst = stopped.assign(_rel=rel[stopped.index]).sort_values("_rel").iloc[-1]
-        lines.append(f"- {len(stopped)} fits reached their own tolerance but end above the target "
+        worst = stopped.iloc[0]
+        lines.append(f"- {int(worst['_n'])} fits reached their own tolerance but end above the target "
                      f"(worst: {worst['solver_entry']} on {worst['dataset']} at C={fmt(worst['C'])}, "
                      f"{fmt(float(worst['_rel']))} above f*): their tol stops them short of it; tighten tol "
                      f"(a budget key) to get there.")
     return lines
 
+
+def quantiles(engine, values_sql: str, qs) -> list[float]:
+    """np.quantile (linear) of the column `x` of a query, exactly as numpy computes it: the two
+    order statistics around each quantile's position, sorted by the engine (in bounded memory),
+    then numpy's own interpolation between them. NaN where the query has no row."""
+    n = int(engine.scalar(f"SELECT count(*) FROM ({values_sql})") or 0)
+    if n == 0:
+        return [math.nan for _ in qs]
+    pos = {}
+    for p in qs:
+        h = p * (n - 1)
+        pos[p] = (int(math.floor(h)), min(int(math.floor(h)) + 1, n - 1), h - math.floor(h))
+    want = sorted({i for lo, hi, _ in pos.values() for i in (lo, hi)})
+    got = dict(engine.con.execute(
+        f"SELECT _i, x FROM (SELECT x, row_number() OVER (ORDER BY x) - 1 AS _i FROM ({values_sql})) "
+        f"WHERE _i IN ({', '.join(map(str, want))})").fetchall())
+    return [float(np.quantile(np.array([got[lo], got[hi]]), frac)) if lo != hi else float(got[lo])
+            for lo, hi, frac in pos.values()]

@@ -1,49 +1,51 @@
-"""The report's tables, each registered with the columns it needs (see registry.py)."""
+"""The report's tables, each registered with the columns it needs (see registry.py): each a
+group-by the columnar engine computes over the run's fits (`ReportData.summary`), a row per
+configuration, dataset or status, finished in pandas over those rows (ranks, labels, ratios)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, fmt, keyed, point_names,
-                     problem_columns, short, swept_keys)
+from .columnar import q
+from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, floor_sql, fmt, keyed,
+                     problem_columns, short)
 from .registry import ReportData, Skip, table
-from .speed import (CLOCKS, SOURCES, TARGET, fit_times, headline, problem_key, shares_problem, speed_fits, speed_rows,
-                    start_label, target_of, with_start)
+from .speed import (CLOCKS, SOURCES, TARGET, headline, label_of, problem_key, shares_problem, speed_rows, start_sql,
+                    target_of, timed_fits)
 
 TARGETS = (1e-2, 1e-3, 1e-4, 1e-6)
+# Failed fits listed one by one, at most; past it, one row per dataset, entry and first error line.
+MAX_FAILURES = 100
 
 
 def _groups(data: ReportData):
-    """(fits with keyed config columns, the full config key, the swept keys shown)."""
-    fits = data.fits
-    if fits.empty:
+    """(the full config key: dataset, entry and every configuration column; the swept keys shown)."""
+    if data.count("fits") == 0:
         raise Skip("no fit finished")
-    cfg = [c for c in config_columns(fits) if c != "dataset"]
-    return keyed(fits, cfg), ["dataset", "solver_entry"] + cfg, swept_keys(data.results)
-
-
-def _converged(s: pd.Series) -> str:
-    return f"{int((s == 'converged').sum())}/{len(s)}"
+    cfg = [c for c in config_columns(data.frame_of("fits")) if c != "dataset"]
+    return ["dataset", "solver_entry"] + cfg, data.swept()
 
 
 def cv_table(data: ReportData) -> pd.DataFrame:
     """One row per dataset x entry x configuration, in the shape of scikit-learn's
     `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
     rank within the dataset x entry, train score, fit time and how many folds converged."""
-    fits, keys, shown = _groups(data)
-    fits = with_start(fits)
-    agg = fits.groupby(keys, sort=True, dropna=False).agg(
-        mean_test_score=("test_accuracy", "mean"), std_test_score=("test_accuracy", "std"),
-        mean_train_score=("train_accuracy", "mean"), mean_fit_time=("fit_time_s", "mean"),
-        std_fit_time=("fit_time_s", "std"), mean_n_iter=("n_iter", "mean"),
-        converged_folds=("status", _converged), start=("start", start_label)).reset_index()
+    keys, shown = _groups(data)
+    agg = data.summary(keys, {
+        "mean_test_score": "favg(num(test_accuracy))", "std_test_score": "stddev_samp(num(test_accuracy))",
+        "mean_train_score": "favg(num(train_accuracy))", "mean_fit_time": "favg(num(fit_time_s))",
+        "std_fit_time": "stddev_samp(num(fit_time_s))", "mean_n_iter": "favg(num(n_iter))",
+        "_converged": "count_if(status = 'converged')", "_n": "count(*)",
+        "start": f"histogram({start_sql(data.types('fits'))})"})
+    agg["converged_folds"] = [f"{c}/{n}" for c, n in zip(agg.pop("_converged"), agg.pop("_n"))]
+    agg["start"] = agg["start"].map(label_of)
     agg["rank_test_score"] = agg.groupby(["dataset", "solver_entry"])["mean_test_score"].rank(
         ascending=False, method="min").astype("Int64")
     return agg[["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "rank_test_score",
                 "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds", "start"]]
 
 
-table("cv_results", "Cross-validation", needs=("test_accuracy",),
+table("cv_results", "Cross-validation", needs=("test_accuracy",), top=("rank_test_score", True),
       note="Per configuration, over folds (scikit-learn's `cv_results_`): test score = accuracy; rank within "
            "the dataset and solver; `converged_folds`: folds whose fit reached its own tolerance, of all folds; "
            "`mean_fit_time`: the solver's seconds to its own stop, started as `start` says (`warm`: from the "
@@ -65,16 +67,16 @@ def best_params(data: ReportData) -> pd.DataFrame:
             f"`solver_s_*` on the solver clock ({CLOCKS['solver']}), `task_s_total` on the task clock "
             f"({CLOCKS['task']}). Not a speed comparison (stops and starts differ): see Time to target.")
 def timing_table(data: ReportData) -> pd.DataFrame:
-    fits = data.fits
-    if fits.empty:
+    if data.count("fits") == 0:
         raise Skip("no fit finished")
-    fits = with_start(fits)
-    agg = dict(fits=("key", "count"), start=("start", start_label), solver_s_total=("fit_time_s", "sum"),
-               solver_s_median=("fit_time_s", "median"), solver_s_max=("fit_time_s", "max"),
-               n_iter_median=("n_iter", "median"))
-    if "task_time_s" in fits.columns:
-        agg["task_s_total"] = ("task_time_s", "sum")
-    return fits.groupby(["dataset", "solver_entry"], sort=True).agg(**agg).reset_index()
+    agg = {"fits": "count(key)", "start": f"histogram({start_sql(data.types('fits'))})",
+           "solver_s_total": "coalesce(fsum(num(fit_time_s)), 0.0)", "solver_s_median": "median(num(fit_time_s))",
+           "solver_s_max": "max(num(fit_time_s))", "n_iter_median": "median(num(n_iter))"}
+    if "task_time_s" in data.types("fits"):
+        agg["task_s_total"] = "coalesce(fsum(num(task_time_s)), 0.0)"
+    out = data.summary(["dataset", "solver_entry"], agg, where="dataset IS NOT NULL AND solver_entry IS NOT NULL")
+    out["start"] = out["start"].map(label_of)
+    return out
 
 
 # Where each solver's dual point D comes from (solvers/: dcd.py, smo.py, svmlight.py, qp.py keep
@@ -86,16 +88,18 @@ OWN_DUAL_SOLVERS = {"libsvm"}
 REBUILT = "rebuilt from w"
 
 
-def dual_source(fits: pd.DataFrame) -> pd.Series:
-    """Per fit, where its D comes from: `own alpha` (the solver's dual variables), `rebuilt from
-    w` (the KKT map alpha_i = 2C (1 - y_i f_i)_+ of the squared hinge), or `majorizer` (the
-    multipliers of the majorization solvers' last active set)."""
-    fam = fits["family"] if "family" in fits.columns else pd.Series("", index=fits.index)
-    own = fam.isin(OWN_DUAL) | fits["solver"].isin(OWN_DUAL_SOLVERS) if "solver" in fits.columns else fam.isin(OWN_DUAL)
-    return pd.Series(np.where(own, "own alpha", np.where(fam == "majorization", "majorizer", REBUILT)), index=fits.index)
+def dual_source(types) -> str:
+    """SQL naming, per fit, where its D comes from: `own alpha` (the solver's dual variables),
+    `rebuilt from w` (the KKT map alpha_i = 2C (1 - y_i f_i)_+ of the squared hinge), or `majorizer`
+    (the multipliers of the majorization solvers' last active set)."""
+    fam = "family" if "family" in types else "''"
+    own = f"{fam} IN ({', '.join(map(repr, sorted(OWN_DUAL)))})"
+    if "solver" in types:
+        own += f" OR solver IN ({', '.join(map(repr, sorted(OWN_DUAL_SOLVERS)))})"
+    return f"(CASE WHEN {own} THEN 'own alpha' WHEN {fam} = 'majorization' THEN 'majorizer' ELSE '{REBUILT}' END)"
 
 
-@table("certificates", "Certificates", needs=("primal_objective",),
+@table("certificates", "Certificates", needs=("primal_objective",), top=("rel_gap_max", False),
        note="Worst over folds, per configuration. `duality_gap_max`: P - D, an upper bound on how far P is from the "
             "optimum (P - P* <= P - D), in the objective's units; `rel_gap_max`: that over |P| (1e-3: P is within 0.1% "
             "of optimal, or better); `dual_from`: where D comes from (below); `kkt_violation_max`: the largest "
@@ -104,18 +108,19 @@ def dual_source(fits: pd.DataFrame) -> pd.Series:
             "(`f_star_rel_gap_max`, the reference solve's relative gap); `f_star_status`: how that reference ended.",
        lines=lambda data: certificate_lines(data))
 def certificates(data: ReportData) -> pd.DataFrame:
-    fits, keys, shown = _groups(data)
-    fits = fits.assign(_floor=certainty_floor(fits) if "f_star" in fits.columns else np.nan)
-    fits["_rel"] = np.maximum(pd.to_numeric(fits.get("rel_suboptimality"), errors="coerce"), fits["_floor"])
-    fits["_rel_gap"] = (pd.to_numeric(fits["duality_gap"], errors="coerce")
-                        / pd.to_numeric(fits["primal_objective"], errors="coerce").abs())
-    fits["_dual"] = dual_source(fits).to_numpy()
-    agg = dict(duality_gap_max=("duality_gap", "max"), rel_gap_max=("_rel_gap", "max"),
-               dual_from=("_dual", "first"), kkt_violation_max=("kkt_violation", "max"),
-               rel_subopt_max=("_rel", "max"), f_star_rel_gap_max=("_floor", "max"))
-    if "f_star_status" in fits.columns:
-        agg["f_star_status"] = ("f_star_status", lambda s: ", ".join(sorted({str(v) for v in s.dropna()})))
-    out = fits.groupby(keys, sort=True, dropna=False).agg(**agg).reset_index()
+    keys, shown = _groups(data)
+    types = data.types("fits")
+    floor = floor_sql(types) if "f_star" in types else "NULL::DOUBLE"
+    rel = "num(rel_suboptimality)" if "rel_suboptimality" in types else "NULL::DOUBLE"
+    agg = {"duality_gap_max": "max(num(duality_gap))",
+           "rel_gap_max": "max(nn(num(duality_gap) / abs(num(primal_objective))))",
+           "dual_from": f"any_value({dual_source(types)})", "kkt_violation_max": "max(num(kkt_violation))",
+           "rel_subopt_max": f"max(CASE WHEN {rel} IS NULL THEN NULL ELSE greatest({rel}, {floor}) END)",
+           "f_star_rel_gap_max": f"max({floor})"}
+    if "f_star_status" in types:
+        agg["f_star_status"] = ("coalesce(string_agg(DISTINCT CAST(f_star_status AS VARCHAR), ', ' "
+                                "ORDER BY CAST(f_star_status AS VARCHAR)), '')")
+    out = data.summary(keys, agg)
     out.loc[out["rel_subopt_max"].isna(), "f_star_rel_gap_max"] = np.nan
     out.loc[out["rel_gap_max"].isna(), "dual_from"] = MISSING       # no D at all (the linear hinge)
     return out[["dataset", "solver_entry", *shown, *agg]]
@@ -166,74 +171,112 @@ STATUS_ADVICE = {
             "solver's own test, not a certificate); `certified`: of the fits with a certified f*, those that end "
             "within the report's target (P - f*)/|f*|, and `above_target` those that do not, whatever their status. "
             "Every status other than `converged` is explained below.",
-       lines=lambda data: status_lines(data.results, target_of(data)))
+       lines=lambda data: status_lines(data, target_of(data)))
 def status_table(results, target: float | None = None) -> pd.DataFrame:
     """Fits per dataset x solver entry and status, every status that occurs as its own column;
-    where the results have f*, how many are certified within the target and how many are above."""
-    if isinstance(results, ReportData):
-        target = target_of(results) if target is None else target
-        results = results.results
-    if results.empty:
+    where the results have f*, how many are certified within the target and how many are above.
+    `results`: a ReportData, or a frame of them."""
+    data = results if isinstance(results, ReportData) else ReportData(results)
+    target = target_of(data) if target is None and isinstance(results, ReportData) else target
+    if data.count("results") == 0:
         return pd.DataFrame()
-    t = results.groupby(["dataset", "solver_entry", "status"]).size().unstack("status", fill_value=0)
+    named = "dataset IS NOT NULL AND solver_entry IS NOT NULL"
+    counts = data.summary(["dataset", "solver_entry", "status"], {"n": "count(*)"}, name="results",
+                          where=f"{named} AND status IS NOT NULL")
+    t = counts.set_index(["dataset", "solver_entry", "status"])["n"].unstack("status", fill_value=0)
     order = ["converged"] + sorted(c for c in t.columns if c != "converged")
     t = t[[c for c in order if c in t.columns]]
     t.insert(0, "fits", t.sum(axis=1))
     t.columns.name = None
-    if "f_star" in results.columns and results["f_star"].notna().any():
-        rel = np.maximum(pd.to_numeric(results["rel_suboptimality"], errors="coerce"), certainty_floor(results))
-        told = results["f_star"].notna() & (results["status"] != "error")
-        eps = TARGET if target is None else target
-        marks = results.assign(certified=told & (rel <= eps), above_target=told & (rel > eps))
-        t = t.join(marks.groupby(["dataset", "solver_entry"])[["certified", "above_target"]].sum())
+    if data.has("results", "f_star"):
+        types = data.types("results")
+        eps = repr(float(TARGET if target is None else target))
+        rel = f"(CASE WHEN num(rel_suboptimality) IS NULL THEN NULL ELSE greatest(num(rel_suboptimality), {floor_sql(types)}) END)"
+        told = "(num(f_star) IS NOT NULL AND status IS DISTINCT FROM 'error')"
+        marks = data.summary(["dataset", "solver_entry"], {"certified": f"count_if({told} AND {rel} <= {eps})",
+                                                            "above_target": f"count_if({told} AND {rel} > {eps})"},
+                             name="results", where=named)
+        t = t.join(marks.set_index(["dataset", "solver_entry"]))
     return t.reset_index()
 
 
-def status_lines(results: pd.DataFrame, target: float | None = None) -> list[str]:
+def status_lines(results, target: float | None = None) -> list[str]:
     """The headline (`speed.headline`: fits that reached their own tolerance apart from those
     certified within the target of f*), then every non-converged status in plain words: which
-    fits, at which C (or lambda), and what to change."""
-    if results.empty:
+    fits, at which C (or lambda), and what to change. `results`: a ReportData, or a frame."""
+    data = results if isinstance(results, ReportData) else ReportData(results)
+    if data.count("results") == 0:
         return []
-    lines = headline(results, TARGET if target is None else target)
-    bad = results[results["status"] != "converged"]
-    if bad.empty:
-        return lines + reference_lines(results)
-    lines.append(f"The {len(bad)} fits that did not reach their own tolerance:")
-    others = [c for c in swept_keys(results) if c not in ("C", LAMBDA)]
-    for (ds, entry, status), grp in bad.groupby(["dataset", "solver_entry", "status"], sort=True):
-        mine = results[(results["dataset"] == ds) & (results["solver_entry"] == entry)]
-        n_all = len(mine)
-        where = "; ".join(x for x in [point_names(grp), *(_values_among(grp, mine, c) for c in others)] if x)
+    lines = headline(data, TARGET if target is None else target)
+    res = data.table("results")
+    n_bad = data.count("results", "status IS DISTINCT FROM 'converged'")
+    if not n_bad:
+        return lines + reference_lines(data)
+    lines.append(f"The {n_bad} fits that did not reach their own tolerance:")
+    others = [c for c in data.swept() if c not in ("C", LAMBDA)]
+    groups = data.summary(["dataset", "solver_entry", "status"], {"n": "count(*)"}, name="results",
+                          where="status IS DISTINCT FROM 'converged' AND status IS NOT NULL "
+                                "AND dataset IS NOT NULL AND solver_entry IS NOT NULL")
+    totals = data.summary(["dataset", "solver_entry"], {"n": "count(*)"}, name="results",
+                          where="dataset IS NOT NULL AND solver_entry IS NOT NULL").set_index(["dataset", "solver_entry"])["n"]
+    for g in groups.itertuples(index=False):
+        ds, entry, status = g.dataset, g.solver_entry, g.status
+        mine = f"dataset = {_lit(ds)} AND solver_entry = {_lit(entry)}"
+        grp = f"{mine} AND status = {_lit(status)}"
+        where = "; ".join(x for x in [point_names(data, grp), *(_values_among(data, grp, mine, c) for c in others)] if x)
         advice = STATUS_ADVICE.get(status, "ended with an unrecognised status")
-        lines.append(f"- {entry} on {ds}: {len(grp)} of {n_all} fits `{status}`"
+        lines.append(f"- {entry} on {ds}: {g.n} of {int(totals[(ds, entry)])} fits `{status}`"
                      f"{' (' + where + ')' if where else ''}: {advice}.")
-    return lines + reference_lines(results)
+    del res
+    return lines + reference_lines(data)
 
 
-def _values_among(some: pd.DataFrame, all_: pd.DataFrame, col: str) -> str:
-    """`eta=1, 2, 3` where some fits of an entry hold only part of the values `col` takes over
-    all its fits (the step sizes that diverged); "" where they hold them all, or it has one."""
-    mine = keyed(some, [col])[col]
-    every = set(keyed(all_, [col])[col])
-    vals = set(mine) - {MISSING}
-    if len(every) < 2 or set(mine) == every or not vals:
+def _lit(v) -> str:
+    from .columnar import lit
+    return lit(v)
+
+
+def point_names(data: ReportData, where: str) -> str:
+    """`common.point_names` of the results rows `where` selects: `lambda=0.001, lambda=0.01` for
+    fits given by lambda, `C=0.1, C=1` for the others (each value once, not once per fold's C)."""
+    types = data.types("results")
+    lam = data.norm(LAMBDA) if LAMBDA in types else "NULL"
+    given = f"({lam} IS NOT NULL)"
+    rows = data.sql(f"SELECT DISTINCT {given} AS _given, CASE WHEN {given} THEN num({q(LAMBDA) if LAMBDA in types else 'NULL'}) "
+                    f"ELSE num(\"C\") END AS _v FROM {data.table('results')} WHERE {where}")
+    rows = rows[rows["_v"].notna()]
+    lams = sorted(rows.loc[rows["_given"], "_v"].unique())
+    Cs = sorted(rows.loc[~rows["_given"], "_v"].unique())
+    return ", ".join([f"lambda={fmt(float(v))}" for v in lams] + [f"C={fmt(float(c))}" for c in Cs])
+
+
+def _values_among(data: ReportData, some: str, all_: str, col: str) -> str:
+    """`eta=1, 2, 3` where some fits of an entry (`some`) hold only part of the values `col` takes
+    over all its fits (`all_`: the step sizes that diverged); "" where they hold them all, or it has one."""
+    from .common import _key_values
+    expr = data.norm(col)
+    mine = set(_key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {some}")["v"]))
+    every = set(_key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {all_}")["v"]))
+    vals = mine - {MISSING}
+    if len(every) < 2 or mine == every or not vals:
         return ""
     return f"{short(col)}=" + ", ".join(fmt(v) for v in sorted(vals, key=lambda v: (isinstance(v, str), v)))
 
 
-def reference_lines(results: pd.DataFrame) -> list[str]:
+def reference_lines(data: ReportData) -> list[str]:
     """A reference solve that stopped short of its tolerance is said so, with how uncertain its
     f* is: suboptimalities below that are floored to it (`rel_suboptimality_floored`)."""
-    if "f_star_status" not in results:
+    if "f_star_status" not in data.types("results"):
         return []
-    short = results[results["f_star_status"].notna() & (results["f_star_status"] != "converged")]
-    if short.empty:
+    where = "f_star_status IS NOT NULL AND f_star_status <> 'converged'"
+    n = data.count("results", where)
+    if not n:
         return []
-    where = point_names(short)
-    return [f"- f* not certified to its tolerance for {len(short)} fits ({where}; reference "
-            f"{', '.join(sorted(short['f_star_status'].unique()))}): f* is known only to a relative gap of up to "
-            f"{fmt(float(short['f_star_rel_gap'].max()))}, and smaller suboptimalities are shown floored to it."]
+    got = data.sql(f"SELECT string_agg(DISTINCT f_star_status, ', ' ORDER BY f_star_status) AS s, "
+                   f"max(num(f_star_rel_gap)) AS g FROM {data.table('results')} WHERE {where}").iloc[0]
+    return [f"- f* not certified to its tolerance for {n} fits ({point_names(data, where)}; reference "
+            f"{got['s']}): f* is known only to a relative gap of up to "
+            f"{fmt(float(got['g']))}, and smaller suboptimalities are shown floored to it."]
 
 
 # ------------------------------------------------------------------ problems, targets, ratios
@@ -279,28 +322,34 @@ def to_targets(fits: pd.DataFrame, traces: pd.DataFrame, targets=TARGETS, measur
                              if c in out.columns])
 
 
+def entries(data: ReportData, where: str | None = None) -> list[str]:
+    """The solver entries of the run's results (those `where` selects), sorted."""
+    got = data.sql(f"SELECT DISTINCT solver_entry FROM {data.table('results')}" + (f" WHERE {where}" if where else ""))
+    return sorted(str(e) for e in got["solver_entry"].dropna())
+
+
 def baselines(data: ReportData) -> list[str]:
     """The entries ratios are taken against: the one the user names (report.baseline), else
     every reference-family entry (LIBLINEAR, LIBSVM, SGD) in the results."""
     if data.baseline:
-        if data.baseline not in set(data.results["solver_entry"]):
+        every = entries(data)
+        if data.baseline not in every:
             raise Skip(f"report.baseline={data.baseline!r} is not a solver entry of this run "
-                       f"(entries: {', '.join(sorted(set(data.results['solver_entry'])))})")
+                       f"(entries: {', '.join(every)})")
         return [data.baseline]
-    return sorted(set(data.results.loc[data.results["family"] == "reference", "solver_entry"]))
+    return entries(data, "family = 'reference'") if "family" in data.types("results") else []
 
 
 def _speed(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
     """speed.speed_rows against the report's baselines, and the columns shown before its own:
     every problem key that differs between rows, the entry and its swept keys."""
-    fits = data.fits
-    if fits.empty or "f_star" not in fits.columns or not fits["f_star"].notna().any():
+    if not data.has("fits", "f_star"):
         raise Skip("no fit has a certified f*")
     rows = speed_rows(data, bases=baselines(data))
     if rows.empty:
         raise Skip("no fit has a certified f*")
     prob = problem_columns(rows)
-    swept = swept_keys(data.results)
+    swept = data.swept()
     own = [c for c in rows.columns if c.startswith("param_") or c == "job_overrides"]
     shown = [c for c in prob + ["solver_entry"] + own if c in ("dataset", "solver_entry", "C") or c in swept
              or (c in prob and rows[c].nunique() > 1)]
@@ -368,7 +417,7 @@ def target_lines(data: ReportData) -> list[str]:
     if bases and alone:
         out.append(f"- No problem in common with a baseline ({', '.join(bases)}): {', '.join(alone)} (another loss, "
                    f"intercept, kernel or C): timed, never put in a ratio.")
-    untimed = sorted(set(data.fits["solver_entry"]) - set(rows["solver_entry"]))
+    untimed = sorted(set(entries(data, "status IS DISTINCT FROM 'error'")) - set(rows["solver_entry"]))
     if untimed:
         out.append(f"- Not timed: {', '.join(untimed)} (no certified f* for their problems: no other solver entry "
                    f"fits them, so none was planned; run.log's plan says which key keeps them apart).")
@@ -381,18 +430,22 @@ def target_lines(data: ReportData) -> list[str]:
             "where the median fold never got there; empty where f* is not certain to eps).")
 def iterations_to_target(data: ReportData) -> pd.DataFrame:
     rows, shown = _speed(data)
-    fits, traces, _ = speed_fits(data)
-    fits = with_start(fits[fits["f_star"].notna()])
-    prob = problem_columns(fits)
-    own = [c for c in config_columns(fits) if c not in prob]
-    fits = keyed(fits, prob + own)
-    keys = prob + ["solver_entry"] + own
-    for eps in TARGETS:
-        fits[f"it_{eps:g}"] = fits["key"].map(fit_times(fits, traces, eps).set_index("key")["it_target"]).to_numpy()
+    # The fits of the speed rows, each with its iterations to every target (`fit_times_sql`).
+    its = [data.engine.view(f"SELECT key AS _k, _it_target FROM {q(timed_fits(data, eps))}") for eps in TARGETS]
     icols = [f"it_{eps:g}" for eps in TARGETS]
-    agg = fits.groupby(keys, sort=True, dropna=False).agg(
-        runs=("key", "count"), start=("start", start_label), n_iter=("n_iter", "median"),
-        **{c: (c, lambda v: float(np.median(v.dropna())) if v.notna().any() else np.nan) for c in icols}).reset_index()
+    joined = data.engine.view(
+        "SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}" for j, c in enumerate(icols))
+        + f" FROM {q(timed_fits(data, TARGETS[0]))} f "
+        + " ".join(f"JOIN {q(v)} i{j} ON f.key = i{j}._k" for j, v in enumerate(its)))
+    d = data.view({"_its": joined})
+    cols = d.frame_of("_its")
+    prob = problem_columns(cols)
+    own = [c for c in config_columns(cols) if c not in prob]
+    keys = prob + ["solver_entry"] + own
+    where = "f_star IS NOT NULL" if "f_star" in d.types("_its") else None
+    agg = d.summary(keys, {"runs": "count(key)", "start": "histogram(\"start\")", "n_iter": "median(num(n_iter))",
+                           **{c: f"median({q(c)})" for c in icols}}, name="_its", where=where)
+    agg["start"] = agg["start"].map(label_of)
     for c in icols:
         agg[c] = agg[c].map(_never)
     return agg[[c for c in shown if c in agg.columns] + ["runs", "start", "n_iter", *icols]]
@@ -440,14 +493,26 @@ def methods_table(data: ReportData) -> pd.DataFrame:
     return pd.DataFrame(out).fillna("")
 
 
+# Failed fits listed one by one, at most; past it, one row per dataset, entry and first error line.
+MAX_FAILURES = 100
+
+
 @table("failures", "Failures", needs=("status",), note="First line of each error; results.parquet's `error` holds the traceback.")
 def failures(data: ReportData) -> pd.DataFrame:
-    failed = data.results[data.results["status"] == "error"]
-    if failed.empty:
+    n = data.count("results", "status = 'error'")
+    if not n:
         raise Skip("no fit failed")
-    shown = swept_keys(data.results)
+    if n > MAX_FAILURES:
+        # One row per dataset, entry and first line: a sweep that failed everywhere lists its
+        # reasons, not a row per fit.
+        return data.sql(f"SELECT dataset, solver_entry, split_part(trim(coalesce(error, '')), chr(10), 1) AS error, "
+                        f"count(*) AS fits FROM {data.table('results')} WHERE status = 'error' GROUP BY ALL "
+                        f"ORDER BY dataset, solver_entry, fits DESC, error")
+    shown = data.swept()
+    # What `keyed` reads of a row besides the columns shown (a lambda point's C is a mean).
+    extra = [c for c in ("param_lambda", "param_lambda_convention", "job_overrides") if c in data.types("results")]
+    cols = ", ".join(q(c) for c in dict.fromkeys(["dataset", "solver_entry", *shown, "fold", "error", *extra]))
+    failed = data.sql(f"SELECT {cols} FROM {data.table('results')} WHERE status = 'error'")
     rows = keyed(failed, shown)[["dataset", "solver_entry", *shown, "fold", "error"]].copy()
     rows["error"] = rows["error"].map(lambda e: (e or "").strip().splitlines()[0] if e else "")
     return rows.reset_index(drop=True)
-
-

@@ -4,7 +4,9 @@ the dataset menu changes what is drawn (and the problem menu to that dataset's p
 metric and x menus restyle every line; a screenshot is produced. Skipped, saying so, only where
 no Chromium can be found."""
 import re
+import time
 
+import pandas as pd
 import pytest
 
 from pipeline.report.interactive import build_figure, write_page
@@ -123,3 +125,76 @@ def test_the_page_in_headless_chromium(browser, tmp_path):
     browser.wait(f"[...{PLOT}.querySelectorAll('.ytick text')].map(t => t.textContent).join() !== {','.join(ticks)!r}")
     browser.screenshot(tmp_path / "page2.png")
     assert browser.errors == []
+
+
+# ------------------------------------------------------------------ a large sweep's page
+def test_a_large_sweeps_page_in_headless_chromium(browser, tmp_path):
+    """Past MAX_PROBLEMS problems the page holds the summaries and every problem's thinned traces:
+    bounded in size (well under the 21 MB of a page with a line per fit), it draws the summary
+    offline, a click on a point of it draws that problem's traces, and the slider picks any one."""
+    from pipeline.report.build import build_report
+    from .test_report_bounded import _sweep, _write_run
+    res, tr = _sweep(400, n_folds=3)
+    run = _write_run(tmp_path / "run", res, tr)
+    build_report(run)
+    page = run / "interactive.html"
+    assert page.stat().st_size < 6_500_000
+    assert not re.search(r"<script[^>]+src=", page.read_text())
+    browser.errors.clear()
+    browser.open(page, "document.querySelectorAll('#summary .scatterlayer .trace').length > 0 && "
+                       "document.querySelectorAll('#traces .scatterlayer .trace').length > 0")
+    first = browser.eval("document.getElementById('which').textContent")
+    assert first.startswith("problem ") and "of 400" in first
+    # A click on the summary line's middle point: its problem's traces are drawn.
+    pt = browser.eval("(() => { const pts = [...document.querySelectorAll('#summary .scatterlayer .trace')].pop()"
+                      ".querySelectorAll('.point'); const r = pts[Math.floor(pts.length / 2)].getBoundingClientRect();"
+                      " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+    browser.click(*pt)
+    browser.wait(f"document.getElementById('which').textContent !== {first!r}")
+    browser.eval("(() => { const s = document.getElementById('problem'); s.value = 399; "
+                 "s.dispatchEvent(new Event('input')); })()")
+    browser.wait("document.getElementById('which').textContent.startsWith('problem 400 of 400')")
+    assert browser.eval("document.querySelectorAll('#traces .scatterlayer .trace').length") >= 1
+    browser.screenshot(tmp_path / "large.png")
+    assert browser.errors == []
+
+
+NASTY = "<img src=x onerror=alert(1)>"
+QUOTED = ["a\"<b>", "c'<i>d"]
+
+
+@pytest.mark.parametrize("n_c", [3, 30])
+def test_user_strings_are_text_in_every_page(browser, tmp_path, n_c):
+    """A dataset named like markup and a swept string value with quotes and angle brackets: the
+    report's HTML and the interactive page (of a small run and of one past MAX_PROBLEMS), opened
+    in Chromium, open no dialog and show the name as text; report.md writes no tag."""
+    from pipeline.report.build import build_report
+    from .test_report_bounded import _sweep, _write_run
+    res, tr = _sweep(n_c, n_folds=2)
+    res["dataset"] = NASTY
+    res = pd.concat([res.assign(param_mode=QUOTED[0]), res.assign(param_mode=QUOTED[1],
+                                                                   key=res["key"] + "b")], ignore_index=True)
+    tr = pd.concat([tr, tr.assign(key=tr["key"] + "b")], ignore_index=True)
+    run = _write_run(tmp_path / "run", res, tr)
+    build_report(run)
+    for page, ready in (("report.html", "document.body"),
+                        ("interactive.html", "document.querySelectorAll('.scatterlayer .trace').length > 0")):
+        browser.events.clear()
+        browser.errors.clear()
+        browser.open(run / page, ready)
+        time.sleep(0.5)                  # an image's onerror fires once its load has failed
+        browser.eval("1")                # the events that came meanwhile are read
+        dialogs = [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
+        assert dialogs == [], (page, dialogs)
+        # The text drawn (the tables, plotly's legend, titles and menus, the page's own labels),
+        # not the page's source: a script's JSON holds the name whatever is drawn.
+        text = browser.eval("document.body.innerText + [...document.querySelectorAll("
+                            "'.legendtext, .gtitle, .updatemenu-item-text, #which')].map(e => e.textContent).join(' ')")
+        assert NASTY in text, page
+        # plotly draws a small HTML dialect (<b>, <i>, <a href>): a value holding one is shown as
+        # typed, not made bold, italic or a link.
+        assert all(v in text for v in QUOTED), (page, [v for v in QUOTED if v not in text])
+        assert browser.eval("document.querySelectorAll('img[src=x], b, i').length") == 0, page
+    md = (run / "report.md").read_text()
+    assert NASTY not in md and "&lt;img src=x onerror=alert(1)>" in md
+    assert QUOTED[0] in md.replace("&lt;", "<")
