@@ -74,7 +74,7 @@ def _interrupted(code: int, err: str, run_dir: Path) -> None:
     "pipeline.run:run_lock",                            # taking the run directory
     "pipeline.run:execute",                             # the execute phase's first line
     "pipeline.run:write_tables",                        # the tables
-    "pipeline.report:build_report",                     # the report
+    "pipeline.report.build:build_bounded",              # the report (its own process)
     "pipeline.run:Timing.line",                         # the closing line
     "pipeline.command:finish",                         # the exit
 ])
