@@ -136,7 +136,13 @@ class Engine:
         for name, file in FILES.items():
             path = Path(run_dir) / file
             if path.exists():
-                script.append(("sql", f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet({lit(str(path))})"))
+                src = f"read_parquet({lit(str(path))})"
+                # A fit's key is text in every table; a table of no rows (traces of a run with
+                # run.trace=false) is written with an untyped key, read as a number, which a
+                # join or an IN with the results' keys refuses.
+                kinds = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {src})").fetchall())
+                fix = " REPLACE (CAST(key AS VARCHAR) AS key)" if kinds.get("key", "VARCHAR") != "VARCHAR" else ""
+                script.append(("sql", f"CREATE TEMP VIEW {name} AS SELECT *{fix} FROM {src}"))
                 con.execute(script[-1][1])
                 present.add(name)
         return cls(con, present, script)

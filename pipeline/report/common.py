@@ -268,8 +268,13 @@ _TAG = re.compile(r"<(?=[A-Za-z/!?])")
 def md_text(text: str) -> str:
     """Text for Markdown, a user's string in it shown as text: a `<` that would open an HTML tag
     (CommonMark's raw HTML: `<` then a letter, `/`, `!` or `?`) written as `&lt;`, so a dataset
-    named `<img src=x onerror=...>` is never markup in a viewer; `<=` and `< 1` stay as they are."""
-    return _TAG.sub("&lt;", str(text))
+    named `<img src=x onerror=...>` is never markup in a viewer; `<=` and `< 1` stay as they are.
+    Inside a code span (between backticks, where Markdown shows `&lt;` as it is typed and parses
+    no HTML) nothing is changed: `tables/<name>.csv` reads as written."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:          # an unpaired backtick opens no code span: all of it is text
+        return _TAG.sub("&lt;", str(text))
+    return "`".join(p if i % 2 else _TAG.sub("&lt;", p) for i, p in enumerate(parts))
 
 
 def markdown_table(df: pd.DataFrame) -> str:

@@ -224,3 +224,18 @@ def test_a_run_whose_report_fails_keeps_its_results_and_resumes(tmp_path, caplog
     assert again["report_failed"] is None and (run_dir / "report.md").exists()
     assert any("0 run, 4 skipped" in r.getMessage() for r in caplog.records)
     assert any(r.getMessage().startswith("report: summarised 4 fits") for r in caplog.records)
+
+
+def test_a_large_run_without_traces_reports(tmp_path):
+    """run.trace=false past MAX_PROBLEMS: traces.parquet has no row and an untyped key (read as a
+    number); the chosen problems' subset joins it with the results' text keys all the same."""
+    from pipeline.report.build import build_report
+    res, tr = _sweep(30)
+    empty = pd.DataFrame({c: pd.Series([], dtype=float) for c in tr.columns})
+    run = _write_run(tmp_path / "run", res, empty)
+    assert str(pd.read_parquet(run / "traces.parquet")["key"].dtype) == "float64"
+    from pipeline.report.build import load
+    from pipeline.report.figures import panel_data
+    assert len(panel_data(load(run)).results) > 0           # the chosen problems, read with their traces
+    assert build_report(run).exists()
+    assert "Summary over the swept keys" in (run / "report.md").read_text()
