@@ -198,7 +198,7 @@ def test_a_command_lets_its_frames_go_before_the_report(tmp_path, monkeypatch):
     about 800 MB, which the report would hold twice); frames=True returns them, the same objects."""
     import gc
     import weakref
-    from pipeline import report as report_pkg
+    from pipeline.report import build as report_build
     made, alive_at_report = [], []
     write = tables.write_tables
 
@@ -206,14 +206,14 @@ def test_a_command_lets_its_frames_go_before_the_report(tmp_path, monkeypatch):
         res, tr = write(*args, **kw)
         made[:] = [weakref.ref(res), weakref.ref(tr)]
         return res, tr
-    build = report_pkg.build_report
+    build = report_build.build_bounded      # the report, in a process of its own
 
     def checked(run_dir, *args, **kw):
         gc.collect()
         alive_at_report.append([ref() is not None for ref in made])
         return build(run_dir, *args, **kw)
     monkeypatch.setattr("pipeline.run.write_tables", tracked)
-    monkeypatch.setattr(report_pkg, "build_report", checked)
+    monkeypatch.setattr(report_build, "build_bounded", checked)
     base = [f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60",
             "solvers=[dcd]", "grid.C=[1.0]", "cv.folds=2", "cluster=sequential", "run.progress=false"]
     out = run(compose(base), tmp_path / "command", frames=False)
