@@ -53,7 +53,7 @@ papers: $(VENV)/.installed
 # twice at full size into a temporary folder, never outputs/papers/, its verdicts compared
 # finding by finding; exit 1 on any difference.
 papers-check: $(VENV)/.installed
-	$(PY) -m pipeline.papers.check $(NAMES) $(ARGS)
+	$(PY) -m pipeline.papers_check $(NAMES) $(ARGS)
 
 # The solvers' numba kernels are compiled into numba's cache first (about 45 s on a fresh clone,
 # a second once cached), so that no test carries a cold compile inside its own time.

@@ -241,7 +241,7 @@ def run_anchor(overrides: list[str], n_jobs: int = 2, script: str = ANCHOR) -> d
 KERNEL_GRID = "bench_kernel_grid"
 
 # GridSearchCV(SVC) over the kernel grid's rows, folds, C x gamma grid, tol and cache size. The
-# rows are the sweep's own (`tasks._split`: the max_rows subsample, labels as -1/+1, the folds),
+# rows are the sweep's own (`tasks.split_data`: the max_rows subsample, labels as -1/+1, the folds),
 # and a pipeline scales each training fold as the sweep's workers do (StandardScaler, without
 # centring for sparse rows: tasks._scale), so both fit the same problems.
 KERNEL_ANCHOR = r"""
@@ -251,7 +251,7 @@ import scipy.sparse as sp
 from pipeline.experiment.config import compose, validate
 from pipeline.experiment.plan import build_plan
 from pipeline.run import materialise_datasets
-from pipeline.engine.tasks import _split
+from pipeline.engine.tasks import split_data
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -260,7 +260,7 @@ from sklearn.svm import SVC
 exp = validate(compose(["+experiment=bench_kernel_grid", *json.loads(sys.argv[1])]))
 plan = build_plan(exp, materialise_datasets(exp))
 spec = next(iter(plan.fits.values()))
-rows, y, _, folds, _ = _split(exp.store_root, spec["data"])
+rows, y, _, folds, _ = split_data(exp.store_root, spec["data"])
 X = rows.X
 assert spec["data"]["scale"] == "standard", spec["data"]["scale"]
 solver = exp.solvers["smo"]
@@ -418,7 +418,7 @@ print(json.dumps({"fit_s": time.perf_counter() - t0, "best_C": best_C, "cv_accur
 
 def _search_outcome(run_dir: Path) -> dict:
     """What a search's search.json says of its (one) search, and the fits' passes and CV errors."""
-    from .search.driver import read_state
+    from .results.searches import read_state
     res = pd.read_parquet(run_dir / "results.parquet")
     cv = 1.0 - res.groupby("C")["test_accuracy"].mean()
     out = {"fits": len(res), "passes": int(res["n_iter"].sum()), "best_C": float(cv.idxmin()),
@@ -479,7 +479,7 @@ HALVING_ANCHOR = KERNEL_ANCHOR.replace("from sklearn.model_selection import Grid
 
 
 def scenario_hs(work: Path, reps: int, extra: list[str] = ()) -> list[dict]:
-    from .search.driver import read_state
+    from .results.searches import read_state
     rows = []
     for r in range(reps):
         ours = run_ours([*extra], work, f"hs{r}", experiment=SEARCH_KERNEL)

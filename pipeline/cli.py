@@ -4,11 +4,11 @@
     svmbench data ...                 = python -m pipeline.data ...
     svmbench report RUN_DIR ...       = python -m pipeline.report RUN_DIR ...
     svmbench solvers [NAME ...]       the registered solvers: family, losses, kernels, parameters, origin
-    svmbench cluster start|status|stop = python -m pipeline.cluster ...: a local cluster kept between
+    svmbench cluster start|status|stop = python -m pipeline.kept ...: a local cluster kept between
                                       commands, run on with cluster=kept
 
 Each command is the same function its `python -m` form calls, with its own arguments and exit
-codes (run: pipeline/__main__.py's docstring); this module only picks the command. Before it
+codes (run: pipeline/command.py's docstring); this module only picks the command. Before it
 runs, `pipeline.installation.check` makes sure the configs are there and that the import names
 `pipeline` and `solvers` are this svmbench's (exit 2 and one line naming both files if not).
 """
@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 def run(argv: list[str], prog: str) -> int:
     """`python -m pipeline`'s own `command` (its preflight, Hydra, exit codes); handed to a
     kept cluster's launcher first, as `python -m pipeline` does."""
-    from pipeline.launcher import hand_off, process_start
+    from pipeline.engine.rss import process_start
+    from pipeline.kept.handoff import hand_off
     hand_off(argv, process_start())
-    from pipeline.__main__ import command
+    from pipeline.command import command
     command(argv)      # exits (Hydra, then `finish` with the run's code)
     return 0
 
@@ -40,7 +41,7 @@ def report(argv: list[str], prog: str) -> int:
 
 
 def cluster(argv: list[str], prog: str) -> int:
-    from pipeline.cluster import main
+    from pipeline.kept.cluster import main
     return main(argv, prog=prog)
 
 

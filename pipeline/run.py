@@ -1,11 +1,12 @@
-"""`run(cfg)`: one experiment from composed config to report, the function behind
+"""`run(experiment)`: one experiment from its validated config to report, the function behind
 `python -m pipeline` (a Hydra shim) and the one tests call directly.
 
-    validate -> materialise datasets (built on first use) -> plan (pure) -> execute (shards)
-    -> results -> report
+    validate -> materialise datasets (plugin smoke fits, store entries, built on first use)
+    -> plan (pure) -> execute (shards) -> results -> report
 
-The composed DictConfig is read once, by `config.validate`; every step after it takes the typed,
-frozen `Experiment` it returns (pipeline/experiment/experiment.py).
+The composed DictConfig is read once, by `config.validate` (pure: it reads no store and fits
+nothing); every step after it takes the typed, frozen `Experiment` it returns
+(pipeline/experiment/experiment.py).
 
 with the Dask cluster started, and its workers warmed, while the datasets are materialised and
 the plan is made (`_plan_while_starting`; DESIGN.md, "Warm-up").
@@ -24,60 +25,24 @@ from omegaconf import DictConfig
 from .data import store
 from .experiment.config import ConfigError, validate
 from .experiment.experiment import Experiment, thaw
-from .data.datasets import check_writable, dataset_names, ensure_dataset, store_name
-from .engine.execute import (
-    ClusterError,
-    Interrupted,
-    clean_partial_shards,
-    error_keys,
-    execute,
-    failure_lines,
-    finished_in_plan,
-    finished_keys,
-    probe_cluster,
-    task_modules,
-    WarmUp,
-    shared_client,
-    warm_workers,
-)
+from .engine.materialise import materialise_datasets, missing_datasets
+from .engine.clusters import ClusterError, probe_cluster, shared_client
+from .engine.execute import error_keys, execute, failure_lines, Interrupted
+from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
+from .engine.warmup import task_modules, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import LockError, run_lock
 from .results.shards import ShardError
-from .data.store import dataset_info, read_labels
 
 log = logging.getLogger("svmbench")
 
 
-def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
-    """Each dataset entry of the experiment -> (meta, labels), building a built-in dataset the store
-    lacks (or holds with other parameters) and reading its labels (a verified read). The one step of
-    planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
-    run) an entry the store lacks is left out and named in `missing_datasets` instead."""
-    root = exp.store_root
-    out = {}
-    for dkey, ds in exp.datasets.items():
-        builder = ds.builder
-        params = thaw(ds.params)
-        if builder in dataset_names():
-            if not store.exists(root, store_name(builder, params)):
-                if not build:
-                    continue
-                check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
-            meta = ensure_dataset(root, builder, params)
-        else:   # a store entry of the user's (ingested), used as it is
-            meta = dataset_info(root, builder)
-        out[dkey] = (meta, read_labels(root, meta["name"]))
-    return out
-
-
-def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
-    """The dataset entries a dry run did not materialise (built-ins the store lacks)."""
-    return [k for k in exp.datasets if k not in materialised]
-
-
-def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None = None, frames: bool = True) -> dict:
-    """Run the experiment into run_dir (resuming if it has shards). Returns a summary dict with
+def run(experiment: Experiment | DictConfig, run_dir: str | Path, echo=None, started: float | None = None,
+        frames: bool = True) -> dict:
+    """Run the experiment into run_dir (resuming if it has shards): the typed `Experiment` that
+    `config.validate` returned (`python -m pipeline` validates once, before Hydra makes the run
+    dir), or a composed DictConfig, which is validated here first. Returns a summary dict with
     the ``results`` and ``traces`` frames; frames=False leaves them out, and lets them go before
     the report reads the tables (`python -m pipeline`, which does not use them). With
     run.dry_run=true: the plan, and nothing is run or written. started: when the command began
@@ -93,7 +58,7 @@ def run(cfg: DictConfig, run_dir: str | Path, echo=None, started: float | None =
         if echo is not None:
             echo(msg)
 
-    exp = validate(cfg)
+    exp = experiment if isinstance(experiment, Experiment) else validate(experiment)
     check_paper(exp)
     if exp.run.dry_run:
         return dry_run(exp, run_dir, say)
@@ -211,7 +176,7 @@ _AHEAD: list = []
 
 def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
     """`python -m pipeline`'s head start: once its config is validated, the cluster (kept by
-    `execute.keep_clusters`) starts and its workers warm while Hydra composes the config again
+    `clusters.keep_clusters`) starts and its workers warm while Hydra composes the config again
     and sets up the run (0.8 s), instead of after; `_plan_while_starting` takes the warm-up
     over. Only where it would start the cluster anyway: a new run dir, a local or address
     cluster (an adaptive one grows with the tasks). An address where no scheduler answers is
@@ -231,13 +196,13 @@ def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
 
 
 def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitStack):
-    """(plan, client, warm-up: `execute.WarmUp`): the Dask cluster starts, and its workers warm up
-    (`execute.warm_workers`: each thread's sandbox child started, solvers imported, numba's
+    """(plan, client, warm-up: `warmup.WarmUp`): the Dask cluster starts, and its workers warm up
+    (`warmup.warm_workers`: each thread's sandbox child started, solvers imported, numba's
     kernels loaded), while the client plans and materialises the datasets in a thread; the
     cluster stays open in `stack`. Both take seconds, and neither needs the other's result.
     Only a new run dir starts it ahead: a resumed run may have nothing left to do, so it plans
     first and `execute` opens the cluster only for work (client None). The cluster starts in the
-    main thread, which alone can start its workers with SIGINT ignored (`execute.open_client`)."""
+    main thread, which alone can start its workers with SIGINT ignored (`clusters.open_client`)."""
     if exp.cluster.kind == "sequential" or shard_files(run_dir):
         return build_plan(exp, materialise_datasets(exp)), None, None
     started = time.perf_counter()
@@ -319,7 +284,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if exp.search_kind == "grid":
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
     else:   # rounds of plans into the same shards; the plan of them all from here on
-        from .search.driver import run_search
+        from .search_run import run_search
         plan, summary = run_search(exp, run_dir, root, log=say, client=client, warmup=warmup)
         fit_keys = list(plan.fits)
         # In place: the tables read these keys, and an interrupt's line counts them.

@@ -18,9 +18,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .base import Budget, Recorder
 from .kernels import Kernel, kernel_block, resolve_gamma
 from .problem import Problem
+from .params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS
 from .registry import Param, SolverError, fit as solve, get_solver
-
-_INTERCEPTS = ("none", "regularized", "free", "basis")
 
 
 def _check_magnitude(X) -> None:
@@ -156,25 +155,23 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     True
     """
 
+    # The problem's, budget's and task's parameters are the table's (`params.PROBLEM_PARAMS`, ...),
+    # which `Problem` and the pipeline's config read too: a bad value gets one message from each.
     _parameter_constraints = {
+        **{k: PROBLEM_PARAMS[k] for k in ("C", "loss", "intercept", "intercept_scaling", "huber_k", "gamma",
+                                          "degree", "coef0", "class_weight")},
+        "tol": BUDGET_PARAMS["tol"],
+        "max_iter": BUDGET_PARAMS["max_iter"],
+        "multi_class": TASK_PARAMS["multi_class"],
         "solver": Param("dcd", "str"),
-        "C": Param(1.0, "float", low=0.0, open_low=True),
-        "loss": Param(None, "str", options=("hinge", "squared_hinge", "huber_hinge"), none_ok=True),
         "kernel": Param("linear", "any"),
-        "gamma": Param("scale", "any"),
-        "degree": Param(3, "int", low=1),
-        "coef0": Param(0.0, "float"),
-        "intercept": Param(None, "str", options=_INTERCEPTS, none_ok=True),
-        "intercept_scaling": Param(1.0, "float", low=0.0, open_low=True),
-        "huber_k": Param(1.0, "float", low=-1.0, open_low=True),
-        "tol": Param(None, "float", low=0.0, open_low=True, none_ok=True),
-        "max_iter": Param(None, "int", low=1, none_ok=True),
-        "multi_class": Param("ovr", "str", options=("ovr", "ovo", "ordinal")),
         "random_state": Param(None, "int", low=0, none_ok=True),
         "solver_params": Param(None, "any", none_ok=True),
-        "class_weight": Param(None, "any", none_ok=True),
         "probability": Param(False, "bool"),
     }
+    # None for these is the solver's own (its first declared loss and intercept, its default_tol),
+    # resolved at fit, as a sweep's defaults are: not a value the table checks.
+    _solver_defaults = ("loss", "intercept", "tol")
 
     def __init__(self, solver="dcd", C=1.0, loss=None, kernel="linear", gamma="scale", degree=3,
                  coef0=0.0, intercept=None, intercept_scaling=1.0, huber_k=1.0, tol=None,
@@ -201,16 +198,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
         for key, p in self._parameter_constraints.items():
-            p.check(key, getattr(self, key))
-        if isinstance(self.gamma, str):
-            if self.gamma not in ("scale", "auto"):
-                raise ValueError(f"gamma={self.gamma!r} must be 'scale', 'auto' or a number > 0")
-        else:
-            Param(1.0, "float", low=0.0, open_low=True).check("gamma", self.gamma)
+            value = getattr(self, key)
+            if not (value is None and key in self._solver_defaults):
+                p.check(key, value)
         if not (callable(self.kernel) or self.kernel in ("linear", "rbf", "poly", "precomputed")):
             raise ValueError(f"kernel={self.kernel!r} must be 'linear', 'rbf', 'poly', 'precomputed' or a callable")
-        if not (self.class_weight is None or self.class_weight == "balanced" or isinstance(self.class_weight, dict)):
-            raise ValueError(f"class_weight={self.class_weight!r} must be a dict, 'balanced' or None")
         if self.solver_params is not None and not isinstance(self.solver_params, dict):
             raise ValueError(f"solver_params={self.solver_params!r} must be a dict or None")
         spec = get_solver(self.solver)
@@ -399,12 +391,8 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             if unknown:
                 raise ValueError(f"class_weight has the label {unknown[0]!r}, which is not in y "
                                  f"(classes: {self.classes_.tolist()})")
+        # Finite weights > 0: checked with the other parameters (`params.class_weight_reason`).
         self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
-        bad = ~np.isfinite(self.class_weight_) | (self.class_weight_ < 0)
-        if bad.any():
-            c = self.classes_[np.flatnonzero(bad)[0]]
-            raise ValueError(f"class_weight[{c!r}] = {self.class_weight_[np.flatnonzero(bad)[0]]!r} "
-                             "must be a finite number >= 0")
         s = self.class_weight_[np.searchsorted(self.classes_, y)]
         if sample_weight is not None:
             raw = np.asarray(sample_weight, dtype=np.float64)

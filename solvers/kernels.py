@@ -55,15 +55,13 @@ class Kernel:
 
 def resolve_gamma(gamma, X) -> float:
     """`gamma` as a number: "scale" is 1 / (n_features * X.var()) and "auto" is
-    1 / n_features, as in scikit-learn's SVC."""
+    1 / n_features, as in scikit-learn's SVC. X.var() is `_variance`'s, the same float for a
+    dense array and a CSR matrix of the same values (scikit-learn's SVC computes it two ways,
+    which differ in the last bits)."""
     n_features = X.shape[1]
     if isinstance(gamma, str):
         if gamma == "scale":
-            if sp.issparse(X):
-                mean = X.mean()
-                var = X.multiply(X).mean() - mean**2
-            else:
-                var = float(np.asarray(X).var())
+            var = _variance(X)
             return 1.0 / (n_features * var) if var > 0 else 1.0
         if gamma == "auto":
             return 1.0 / n_features
@@ -71,12 +69,160 @@ def resolve_gamma(gamma, X) -> float:
     return float(gamma)
 
 
-def row_norms_sq(X) -> np.ndarray:
-    """||x_i||^2 for each row, dense or CSR, without densifying."""
+# ------------------------------------------------------------------ one summation order
+# A kernel value must not depend on how X is stored: the kernel solvers choose their working
+# sets by comparing gradients built from kernel values, so values that differ in the last bit
+# between a dense array and a CSR matrix of the same rows make the two paths part ways, and the
+# solves stop at different points inside their tolerance. Every dot product the solvers compute
+# themselves (the cached columns of Q, svmlight's Q_WW), every squared row norm and the variance
+# behind gamma="scale" is therefore summed in one order: over the features in increasing index,
+# from 0, one rounding per product and one per addition (no fused multiply-add):
+#
+#     x . z = (...((0 + x_1 z_1) + x_2 z_2) + ...) + x_d z_d.
+#
+# A CSR row (sorted indices, as Problem keeps them) gives the same float by summing over its
+# nonzeros only: a skipped term is a product with a zero, and s + (+-0) = s (up to the sign of
+# a zero sum, which no kernel value or update can tell). A dense loop in this order cannot be
+# vectorised along the features, so the dense kernels vectorise across rows instead: smo's cache
+# keeps its rows in panels (`_panels`), svmlight's reads four rows at a time (`_row_dots`).
+# LIBSVM's dot (svm.cpp's Kernel::dot, over sparse nodes or, in scikit-learn's dense build, over
+# all features) sums in this order too. BLAS's products (`kernel_block`) sum in blocks of its own
+# choice; they are kept for the blocks computed outside the solvers' loops and made
+# storage-independent by densifying (`_dot`).
+
+
+def canonical_csr(X):
+    """X (sparse) as CSR with float64 values and sorted, duplicate-free indices: X itself when it
+    already is, otherwise a copy (never in place on the caller's matrix)."""
+    if not (X.format == "csr" and X.dtype == np.float64):
+        X = sp.csr_matrix(X, dtype=np.float64)
+    elif X.has_canonical_format:
+        return X
+    else:
+        X = X.copy()
+    X.sum_duplicates()   # sorts the indices too
+    X.sort_indices()
+    return X
+
+
+@njit(cache=True, nogil=True)
+def _csr_row_sums(data, indptr, shift, square):
+    """Per row, the sum over its nonzero values v, in storage order, of v - shift, or of
+    (v - shift)^2 when square; and the number of nonzeros. Stored zeros are skipped, so a dense
+    row read as a CSR row that stores every column (`_row_sums`) gives the same floats."""
+    n = indptr.shape[0] - 1
+    out = np.empty(n)
+    nnz = 0
+    for i in range(n):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            v = data[p]
+            if v != 0.0:
+                t = v - shift
+                s += t * t if square else t
+                nnz += 1
+        out[i] = s
+    return out, nnz
+
+
+def _row_sums(X, shift=0.0, square=False):
+    """`_csr_row_sums` of X, dense (each row read as a CSR row that stores all its columns, in
+    order) or sparse (sorted indices): per-row sums in feature order, the same floats for either
+    storage, and the number of nonzeros."""
     if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    X = np.asarray(X)
-    return np.einsum("ij,ij->i", X, X)
+        X = canonical_csr(X)
+        return _csr_row_sums(X.data, X.indptr, shift, square)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return _csr_row_sums(X.reshape(-1), np.arange(X.shape[0] + 1) * X.shape[1], shift, square)
+
+
+def _variance(X) -> float:
+    """The variance of all n d entries of X (zeros included), two-pass as numpy's var: the mean,
+    then the mean squared deviation, each a sum of per-row sums over the nonzeros (`_row_sums`)
+    with the zeros' share added in one term, (n d - nnz) mean^2. The per-row sums and their total
+    (numpy's sum of the same vector) are the same floats for either storage."""
+    N = X.shape[0] * X.shape[1]
+    if N == 0:
+        return 0.0
+    rows, _ = _row_sums(X)
+    mean = float(rows.sum()) / N
+    rows, nnz = _row_sums(X, mean, True)
+    return (float(rows.sum()) + (N - nnz) * mean * mean) / N
+
+
+def row_norms_sq(X) -> np.ndarray:
+    """||x_i||^2 for each row, dense or CSR, without densifying, summed in feature order (the
+    same floats for either storage)."""
+    return _row_sums(X, 0.0, True)[0]
+
+
+@njit(cache=True, nogil=True)
+def _row_dots(X, rows, n_rows, x, out):
+    """out[t] = X[rows[t]] . x for t < n_rows, each summed in feature order (dense X, row-major):
+    four rows at a time, so that four independent sums share each x_f."""
+    d = X.shape[1]
+    t = 0
+    while t + 4 <= n_rows:
+        a = X[rows[t]]
+        b = X[rows[t + 1]]
+        c = X[rows[t + 2]]
+        e = X[rows[t + 3]]
+        s0 = s1 = s2 = s3 = 0.0
+        for f in range(d):
+            v = x[f]
+            s0 += a[f] * v
+            s1 += b[f] * v
+            s2 += c[f] * v
+            s3 += e[f] * v
+        out[t] = s0
+        out[t + 1] = s1
+        out[t + 2] = s2
+        out[t + 3] = s3
+        t += 4
+    while t < n_rows:
+        a = X[rows[t]]
+        s = 0.0
+        for f in range(d):
+            s += a[f] * x[f]
+        out[t] = s
+        t += 1
+
+
+#: Rows per panel of smo's dense layout (`_panels`): 32 sums in flight hide the latency of each
+#: addition and fill whole vector registers.
+PANEL = 32
+
+
+def _panels(X) -> np.ndarray:
+    """A dense X as panels of PANEL rows, P[b, f, r] = X[b PANEL + r, f] (rows past n are 0, and
+    X without columns has one column of zeros, so that every panel has a first feature):
+    within a panel a feature's PANEL values are contiguous, so `_panel_dots` sums PANEL rows in
+    feature order with vector loads and operations, streaming through memory as a row-major
+    product does (faster than BLAS's gemv on MNIST's rows: docs/benchmarks/kernel.md)."""
+    n, d = X.shape
+    nb = -(-n // PANEL)
+    P = np.zeros((nb, max(d, 1), PANEL))
+    full = n // PANEL
+    P[:full, :d] = X[:full * PANEL].reshape(full, PANEL, d).transpose(0, 2, 1)
+    if full < nb:
+        P[full, :d, :n - full * PANEL] = X[full * PANEL:].T
+    return P
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _panel_dots(P, b, x, acc, at):
+    """acc[at + r] = x . (row r of panel b) for the PANEL rows of panel b, each in feature order
+    (the first term added to 0 as it is read: one pass less over acc)."""
+    Pb = P[b]
+    v = x[0]
+    col = Pb[0]
+    for r in range(PANEL):
+        acc[at + r] = 0.0 + col[r] * v
+    for f in range(1, Pb.shape[0]):
+        v = x[f]
+        col = Pb[f]
+        for r in range(PANEL):
+            acc[at + r] += col[r] * v
 
 
 #: The largest sparse operand (as dense float64 bytes) `_dot` makes dense for its product.
@@ -97,10 +243,19 @@ def _dot(X, Z) -> np.ndarray:
     on 8,000 x 2,000 rows of MNIST (784 columns, 19% nonzero) the product of two CSR matrices
     (scipy's csr_matmat) or of a CSR and a dense one took 5-7 s, dense BLAS 1.2 s (a loaded
     machine). The decision values on test rows and a warm start's gradient are such products.
-    A text set's 47k columns keep its rows sparse."""
-    X, Z = _densified(X), _densified(Z)
+    A text set's 47k columns keep its rows sparse.
+
+    Made dense, a CSR operand is the very array a dense caller passes, so the product is the same
+    BLAS call with the same floats; K(X, X) densifies X once, so that it is numpy's symmetric
+    product (syrk) for a CSR X as for a dense one. A product left sparse sums each entry in
+    feature order over sorted indices (`canonical_csr`), where BLAS sums in blocks: above
+    DENSE_OPERAND_BYTES the two storages agree to rounding only."""
+    same = X is Z
+    X = _densified(canonical_csr(X) if sp.issparse(X) else X)
+    Z = X if same else _densified(canonical_csr(Z) if sp.issparse(Z) else Z)
     if not (sp.issparse(X) or sp.issparse(Z)):
-        return np.asarray(X) @ np.asarray(Z).T
+        X = np.asarray(X)
+        return X @ (X if same else np.asarray(Z)).T
     out = X @ Z.T
     return out.toarray() if sp.issparse(out) else np.asarray(out)
 
@@ -172,27 +327,18 @@ def _scattered_dot(scratch, vals, indices, indptr, k):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _fill_column(i, rows, n_rows, out, data, ker):
-    """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free
-    but vectorisable (dense) or a scatter/gather sparse dot (CSR, as LIBSVM's sparse dot)."""
+    """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free,
+    the dot products in feature order (`_row_dots` on dense rows, a scatter/gather sparse dot on
+    CSR rows, as LIBSVM's sparse dot: the same floats)."""
     dense, Xd, vals, indices, indptr, xn, y, scratch = data
     kind, gamma, coef0, degree = ker
     yi = y[i]
     ni = xn[i]
-    if dense and n_rows == Xd.shape[0]:
-        # every row: one BLAS gemv for the dot products, then the kernel's transform
-        dots = np.dot(Xd, Xd[i])
-        for k in range(n_rows):
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k], ni, xn[k])
-    elif dense:
-        d = Xd.shape[1]
-        xi = Xd[i]
+    if dense:
+        _row_dots(Xd, rows, n_rows, Xd[i], scratch)
         for t in range(n_rows):
             k = rows[t]
-            xk = Xd[k]
-            s = 0.0
-            for f in range(d):
-                s += xi[f] * xk[f]
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
+            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, scratch[t], ni, xn[k])
     else:
         for p in range(indptr[i], indptr[i + 1]):
             scratch[indices[p]] = vals[p]
@@ -324,7 +470,7 @@ class QColumnCache:
     Parameters
     ----------
     kernel : Kernel
-    X : ndarray (n, d) C-contiguous float64, or canonical CSR
+    X : ndarray (n, d) C-contiguous float64, or CSR (used as is when canonical, `canonical_csr`)
     y : ndarray (n,) in {-1, +1}
     cache_mb : float
         Buffer size in MB; it holds max(2, floor(cache_mb 2^20 / (8 n))) columns of n float64
@@ -343,7 +489,7 @@ class QColumnCache:
         if not (cache_mb > 0 and math.isfinite(cache_mb)):
             raise ValueError(f"cache_size={cache_mb!r} must be a finite number of MB > 0")
         self.kernel = kernel
-        self.X = X
+        self.X = canonical_csr(X) if sp.issparse(X) else X
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         n = self.y.shape[0]
         self.n = n
@@ -365,12 +511,13 @@ class QColumnCache:
             np.zeros(self.n_slots, np.int64),         # epoch of a partial column
             np.zeros(4, np.int64),                    # n_used, epoch, hits, misses
         )
+        # scratch: x_i scattered (CSR), or the dot products of one column (dense)
         if sp.issparse(X):
             data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, self.x_norms, self.y,
                     np.zeros(X.shape[1]))
         else:
             data = (True, X, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32),
-                    self.x_norms, self.y, np.zeros(0))
+                    self.x_norms, self.y, np.zeros(n))
         return state, data
 
     # where the counters sit in the stats array (the last of `state`)
@@ -444,19 +591,29 @@ _P_USED, _P_HITS, _P_MISSES, _P_EVALS = 0, 1, 2, 3
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _fill_prefix(p, start, stop, out, data, ker):
-    """out[k] = Q_pk = y_p y_k K(x_p, x_k) for the positions k in [start, stop): one BLAS gemv
-    over the contiguous rows for the dot products (dense), or a scatter/gather sparse dot per row
-    (CSR, as LIBSVM's sparse dot), then the kernel's transform."""
+    """out[k] = Q_pk = y_p y_k K(x_p, x_k) for the positions k in [start, stop), the dot products
+    in feature order: by whole panels of rows (dense, `_panel_dots`; the panel's rows outside
+    [start, stop) are computed and dropped), or by a scatter/gather sparse dot per row (CSR, as
+    LIBSVM's sparse dot), then the kernel's transform."""
     if stop <= start:
         return
-    dense, Xp, vals, indices, indptr, xn, y, perm, scratch = data
+    dense, P, vals, indices, indptr, xn, y, perm, scratch = data
     kind, gamma, coef0, degree = ker
     yp = y[p]
     npp = xn[p]
     if dense:
-        dots = np.dot(Xp[start:stop], Xp[p])
+        d = P.shape[1]
+        xp = scratch[:d]
+        dots = scratch[d:]
+        for f in range(d):
+            xp[f] = P[p // PANEL, f, p % PANEL]
+        # the dot products first, then the transform in one loop over [start, stop)
+        b0 = start // PANEL
+        for b in range(b0, (stop - 1) // PANEL + 1):
+            _panel_dots(P, b, xp, dots, (b - b0) * PANEL)
+        at = b0 * PANEL
         for k in range(start, stop):
-            out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k - start], npp, xn[k])
+            out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k - at], npp, xn[k])
         return
     r = perm[p]
     for q in range(indptr[r], indptr[r + 1]):
@@ -504,7 +661,7 @@ def _prefix_swaps(I, J, m, state, data):
     the two entries keeps the prefix before it (LIBSVM drops such a column whole). The entries
     are swapped slot by slot, so that one slot's row stays in the CPU cache across the swaps."""
     buf, slot_of, col_of, prev, nxt, length, stats = state
-    dense, Xp, vals, indices, indptr, xn, y, perm, scratch = data
+    dense, P, vals, indices, indptr, xn, y, perm, scratch = data
     for t in range(m):
         i = I[t]
         j = J[t]
@@ -512,8 +669,9 @@ def _prefix_swaps(I, J, m, state, data):
         y[i], y[j] = y[j], y[i]
         perm[i], perm[j] = perm[j], perm[i]
         if dense:
-            for f in range(Xp.shape[1]):
-                Xp[i, f], Xp[j, f] = Xp[j, f], Xp[i, f]
+            bi, ri, bj, rj = i // PANEL, i % PANEL, j // PANEL, j % PANEL
+            for f in range(P.shape[1]):
+                P[bi, f, ri], P[bj, f, rj] = P[bj, f, rj], P[bi, f, ri]
         si = slot_of[i]
         sj = slot_of[j]
         slot_of[i] = sj
@@ -540,7 +698,8 @@ class PrefixQColumnCache(QColumnCache):
     positions reordered by `_prefix_swaps`. ``perm[k]`` is the row of X at position k (the
     identity until a swap). The cache keeps its own copies of a dense X, the norms and labels in
     position order, so the caller's X is never modified. The numba solver calls `_prefix_get`
-    and `_prefix_swaps` on ``state`` and ``data``; ``matvec`` and ``block`` take rows of X.
+    and `_prefix_swaps` on ``state`` and ``data``; ``matvec`` and ``block`` take rows of X. A dense
+    X is kept in panels (`_panels`), the rows of position b PANEL + r in panel b.
     ``hits``/``misses`` count column requests, ``kernel_evaluations`` the entries computed."""
 
     def _layout(self):
@@ -553,15 +712,23 @@ class PrefixQColumnCache(QColumnCache):
             np.zeros(4, np.int64),                    # n_used, hits, misses, kernel evaluations
         )
         yp, xn = self.y.copy(), self.x_norms.copy()
+        # scratch: x_p scattered (CSR), or x_p and the dot products of a column (dense)
         if sp.issparse(X):
-            data = (False, np.empty((0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
+            data = (False, np.empty((0, 0, 0)), X.data, X.indices, X.indptr, xn, yp, self.perm,
                     np.zeros(X.shape[1]))
         else:
-            data = (True, np.array(X, dtype=np.float64, order="C"), np.empty(0), np.empty(0, np.int32),
-                    np.zeros(1, np.int32), xn, yp, self.perm, np.zeros(0))
+            P = _panels(np.asarray(X, dtype=np.float64))
+            data = (True, P, np.empty(0), np.empty(0, np.int32), np.zeros(1, np.int32), xn, yp, self.perm,
+                    np.zeros(P.shape[1] + P.shape[0] * PANEL))
         return state, data
 
     _hits_at, _misses_at = _P_HITS, _P_MISSES
+
+    def position_rows(self) -> np.ndarray:
+        """The dense rows in position order (row perm[k] of X at position k), read back from the
+        panels: what the numba loops see."""
+        P = self.data[1]
+        return P.transpose(0, 2, 1).reshape(-1, P.shape[1])[:self.n, :self.X.shape[1]]
 
     @property
     def kernel_evaluations(self) -> int:

@@ -2,7 +2,8 @@
 
     P(w, b) = 1/2 ||w||^2 + C * sum_i loss(y_i * (w . phi(x_i) + b))
 
-- X: CSR with sorted int32 indices and float64 values, or a C-contiguous float64 ndarray.
+- X: CSR with sorted int32 indices, float64 values and no stored zeros, or a C-contiguous
+  float64 ndarray.
   Input already in that form is used as is (its buffers are shared, never written: no solver
   writes into X); anything else is canonicalised on a copy, never in place on the caller's
   arrays. A per-fit copy of X costs as much as a solver pass over it (issue 10).
@@ -26,7 +27,6 @@
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
@@ -35,9 +35,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from .kernels import Kernel, resolve_gamma, row_norms_sq
-
-LOSSES = ("hinge", "squared_hinge", "huber_hinge")
-INTERCEPTS = ("none", "regularized", "free", "basis")
+from .params import INTERCEPTS, LOSSES, PROBLEM_PARAMS  # noqa: F401  (LOSSES, INTERCEPTS: this module's names too)
 
 
 class ProblemError(ValueError):
@@ -46,9 +44,13 @@ class ProblemError(ValueError):
 
 def _is_canonical_csr(X) -> bool:
     """float64 values, int32 column indices sorted within each row with no duplicates
-    (scipy's canonical format), int32 or int64 indptr: the form the numba kernels read."""
+    (scipy's canonical format), int32 or int64 indptr, no stored zeros: the form the numba
+    kernels read. A stored zero would be a term the CSR a dense copy of X gives does not have:
+    dcd's two partial sums alternate over a row's stored entries, so it would move the terms
+    between them and round apart from the dense fit."""
     return (X.format == "csr" and X.dtype == np.float64 and X.indices.dtype == np.int32
-            and X.indptr.dtype in (np.int32, np.int64) and bool(X.has_canonical_format))
+            and X.indptr.dtype in (np.int32, np.int64) and bool(X.has_canonical_format)
+            and np.count_nonzero(X.data) == X.data.shape[0])
 
 
 def _all_finite(a: np.ndarray) -> bool:
@@ -81,6 +83,7 @@ def _canonical_X(X):
         else:
             out = sp.csr_matrix(X, dtype=np.float64, copy=True)
             out.sum_duplicates()
+            out.eliminate_zeros()
             out.sort_indices()
             out.indices = out.indices.astype(np.int32, copy=False)
             out.indptr = out.indptr.astype(indptr_dtype, copy=False)
@@ -154,20 +157,21 @@ def class_weight_rows(y: np.ndarray, class_weight) -> np.ndarray | None:
     label weighs 1). None also when every weight is 1, so that such a problem is unweighted."""
     if class_weight is None:
         return None
+    PROBLEM_PARAMS["class_weight"].check("class_weight", class_weight, ProblemError)
     y = np.asarray(y, dtype=np.float64)
     if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise ProblemError(f"class_weight={class_weight!r} must be 'balanced', a mapping {{-1: w, 1: w}} or None")
         n_pos = int((y > 0).sum())
         w = {1.0: y.size / (2.0 * n_pos), -1.0: y.size / (2.0 * (y.size - n_pos))}
     else:
-        try:
-            w = {float(k): float(v) for k, v in dict(class_weight).items()}
-        except (TypeError, ValueError):
-            raise ProblemError(f"class_weight={class_weight!r} must be 'balanced', a mapping {{-1: w, 1: w}} or None") from None
-        bad = sorted(set(w) - {-1.0, 1.0})
-        if bad:
-            raise ProblemError(f"class_weight has the label {bad[0]:g}; the labels of a binary problem are -1 and 1")
+        w = {}
+        for k, v in class_weight.items():
+            try:
+                label = float(k)
+            except (TypeError, ValueError):
+                label = None
+            if label not in (-1.0, 1.0):
+                raise ProblemError(f"class_weight has the label {k!r}; the labels of a binary problem are -1 and 1")
+            w[label] = float(v)
     s = np.where(y > 0, w.get(1.0, 1.0), w.get(-1.0, 1.0))
     return None if np.all(s == 1.0) else s
 
@@ -229,23 +233,13 @@ class Problem:
         self._check_settings()
 
     def _check_settings(self) -> None:
-        try:
-            C = float(self.C)
-        except (TypeError, ValueError):
-            raise ProblemError(f"C={self.C!r} must be a number > 0") from None
-        if not (C > 0) or math.isnan(C):
-            raise ProblemError(f"C={self.C!r} must be > 0")
-        if self.loss not in LOSSES:
-            raise ProblemError(f"loss={self.loss!r} is not one of {list(LOSSES)}")
-        if self.intercept not in INTERCEPTS:
-            raise ProblemError(f"intercept={self.intercept!r} is not one of {list(INTERCEPTS)}")
-        if not (np.isfinite(self.intercept_scaling) and self.intercept_scaling > 0):
-            raise ProblemError(f"intercept_scaling={self.intercept_scaling!r} must be > 0")
-        if not (np.isfinite(self.huber_k) and self.huber_k > -1):
-            raise ProblemError(f"huber_k={self.huber_k!r} must be a finite number > -1")
+        # The settings' ranges are the table's (`params.PROBLEM_PARAMS`), which the estimator
+        # and the pipeline's config read too: one message for one bad value wherever it is set.
+        for name in ("C", "loss", "intercept", "intercept_scaling", "huber_k"):
+            value = PROBLEM_PARAMS[name].check(name, getattr(self, name), ProblemError)
+            object.__setattr__(self, name, value)
         if not isinstance(self.kernel, Kernel):
             raise ProblemError(f"kernel must be a solvers.Kernel, got {type(self.kernel).__name__}")
-        object.__setattr__(self, "C", C)
 
     @classmethod
     def build(cls, X, y, C=1.0, loss="hinge", intercept="none", kernel="linear",

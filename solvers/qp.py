@@ -1129,7 +1129,8 @@ register(SolverSpec(
     # 2: nearest-point KKT solve and feasible active-set polish (singular Q); 3: scale-free IPM
     # stopping tests and the bound-only multiplier in the polish (bertini's digits 3 vs 8); 4: the
     # low-rank path (pivoted Cholesky, Woodbury Newton solves, exact finish) above 1000 points
-    # 5: a timeout is snapped, not polished (the polish overran time_limit_s by seconds)
-    version="5",
+    # 5: a timeout is snapped, not polished (the polish overran time_limit_s by seconds); 6: row
+    # norms and gamma="scale" in one summation order for dense and CSR rows (kernels.py)
+    version="6",
     description="the whole kernel dual by a primal-dual interior point method (bertini, Section I.C)",
 ))

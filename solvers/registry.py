@@ -7,74 +7,17 @@ estimator or from a sweep, gets the same kind of message naming the solver, the 
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable
 
 from .base import Budget, Fit, Recorder
 from .objectives import basis_intercept
+from .params import Param, SolverError  # noqa: F401  (declared there, used by every solver module)
 from .problem import Problem
 
 
-class SolverError(ValueError):
-    """A solver name, parameter or problem setting that the solver cannot take."""
-
-
 _MISSING = object()
-
-
-@dataclass(frozen=True)
-class Param:
-    """One solver parameter: default, type and allowed range or options.
-
-    kind: "int", "float", "bool", "str" or "any". ``low``/``high`` bound numbers
-    (``open_low``/``open_high`` exclude the bound); ``options`` lists allowed strings;
-    ``none_ok`` allows None.
-    """
-
-    default: Any
-    kind: str = "float"
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-    open_high: bool = False
-    options: tuple | None = None
-    none_ok: bool = False
-    doc: str = ""
-
-    def check(self, where: str, value):
-        if value is None:
-            if self.none_ok:
-                return None
-            raise SolverError(f"{where}=None is not allowed")
-        if self.kind == "bool":
-            if isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
-                return bool(value)
-            raise SolverError(f"{where}={value!r} must be true or false")
-        if self.kind == "str":
-            if not isinstance(value, str) or (self.options and value not in self.options):
-                raise SolverError(f"{where}={value!r} must be one of {list(self.options or [])}")
-            return value
-        if self.kind in ("int", "float"):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise SolverError(f"{where}={value!r} must be a number")
-            if self.kind == "int":
-                if isinstance(value, float) and not value.is_integer():
-                    raise SolverError(f"{where}={value!r} must be an integer")
-                value = int(value)
-            else:
-                value = float(value)
-                if math.isnan(value):
-                    raise SolverError(f"{where}=nan is not allowed")
-            if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
-                op = ">" if self.open_low else ">="
-                raise SolverError(f"{where}={value!r} must be {op} {self.low}")
-            if self.high is not None and (value > self.high or (self.open_high and value == self.high)):
-                op = "<" if self.open_high else "<="
-                raise SolverError(f"{where}={value!r} must be {op} {self.high}")
-            return value
-        return value
 
 
 @dataclass(frozen=True)

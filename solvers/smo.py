@@ -493,6 +493,6 @@ register(SolverSpec(
     kernel_path=True,
     default_max_iter=10_000_000,
     default_tol=1e-3,   # LIBSVM's eps on m(alpha) - M(alpha)
-    version="2",
+    version="3",  # 3: kernel values in one summation order for dense and CSR rows (kernels.py); dense X in panels
     description="SMO with WSS 2 / MVP, shrinking and an LRU kernel cache (Platt 1998; Fan et al. 2005)",
 ))

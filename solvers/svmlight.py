@@ -72,7 +72,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
-from .kernels import QColumnCache, _cache_get, _kernel_value
+from .kernels import QColumnCache, _cache_get, _kernel_value, _row_dots, _scattered_dot
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
@@ -408,29 +408,24 @@ def _kernel_QWW(W, data, ker):
     kind, gamma, coef0, degree = ker
     w = W.shape[0]
     QWW = np.empty((w, w))
-    if dense:  # the q x q dot products by one BLAS product (a scalar loop took 2x 100 columns' time)
-        XW = np.empty((w, Xd.shape[1]))
-        for s in range(w):
-            XW[s] = Xd[W[s]]
-        D = np.dot(XW, XW.T)
+    dots = np.empty(w)
     for s in range(w):
         i = W[s]
-        if not dense:
+        # x_i . x_j for j in W[s:], in feature order (kernels._row_dots, or the scattered
+        # sparse dot): the same floats as the cached columns, for dense and CSR rows alike
+        if dense:
+            _row_dots(Xd, W[s:], w - s, Xd[i], dots)
+        else:
             for p in range(indptr[i], indptr[i + 1]):
                 scratch[indices[p]] = vals[p]
-        for t in range(s, w):
-            j = W[t]
-            if dense:
-                dot = D[s, t]
-            else:
-                dot = 0.0
-                for p in range(indptr[j], indptr[j + 1]):
-                    dot += scratch[indices[p]] * vals[p]
-            # the upper triangle mirrored: symmetric whatever the BLAS's summation order
-            QWW[s, t] = QWW[t, s] = y[i] * y[j] * _kernel_value(kind, gamma, coef0, degree, dot, xn[i], xn[j])
-        if not dense:
+            for t in range(s, w):
+                dots[t - s] = _scattered_dot(scratch, vals, indices, indptr, W[t])
             for p in range(indptr[i], indptr[i + 1]):
                 scratch[indices[p]] = 0.0
+        for t in range(s, w):
+            j = W[t]
+            # the upper triangle mirrored: symmetric
+            QWW[s, t] = QWW[t, s] = y[i] * y[j] * _kernel_value(kind, gamma, coef0, degree, dots[t - s], xn[i], xn[j])
     return QWW
 
 
@@ -711,6 +706,6 @@ register(SolverSpec(
     warm_start=True,
     default_max_iter=1_000_000,
     default_tol=1e-3,   # as smo and LIBSVM: the same violation m(alpha) - M(alpha)
-    version="5",  # 5: n_new = q/2 by default (SVMlight's -n); 4: compiled loop, subproblems by pair steps; 3: the decrease test on the reduced gradient
+    version="6",  # 6: kernel values in one summation order for dense and CSR rows (kernels.py); 5: n_new = q/2 by default (SVMlight's -n); 4: compiled loop, subproblems by pair steps; 3: the decrease test on the reduced gradient
     description="SVMlight decomposition with the proximal-point modification (Joachims 1999; bertini, Section II)",
 ))

@@ -7,7 +7,10 @@ so the build needs neither Hydra's composition nor a store):
   registers as ``base_config``): each field with its type, default and the comment written
   beside or above it, and the module's tuples of accepted values (``PROBLEM_KEYS``, ``CV_KINDS``...);
 - every option of every ``conf/`` group: its ``# @package`` line, the comment that opens the
-  file, and the yaml itself.
+  file, and the yaml itself;
+- the problem's parameters, ``solvers/params.py`` (loaded as a file of its own: it imports
+  nothing of the package), whose words are the ones a refusal gives; the schema's declared
+  rules (``allowed(...)``) are worded by the same `Param`.
 
 A page per group (``reference/config/<group>.md``) and one overview
 (``reference/configuration.md``). Changing a field, a comment or a yaml changes the pages.
@@ -15,7 +18,9 @@ A page per group (``reference/config/<group>.md``) and one overview
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
+import sys
 import tokenize
 from pathlib import Path
 
@@ -24,6 +29,17 @@ import mkdocs_gen_files
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_PY = ROOT / "pipeline" / "experiment" / "schema.py"
 CONF = ROOT / "conf"
+
+
+def _load_params():
+    spec = importlib.util.spec_from_file_location("_svmbench_params", ROOT / "solvers" / "params.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module       # dataclasses look their module up while they are made
+    spec.loader.exec_module(module)
+    return module
+
+
+PARAMS = _load_params()
 
 # The top-level dataclass of the schema, and the entry dataclasses that `typed`/`validate`
 # apply to each dataset and solver entry (they are not reachable from Config's annotations,
@@ -79,6 +95,8 @@ def _default(node: ast.AnnAssign) -> str:
     v = node.value
     if v is None:
         return "(required)"
+    if isinstance(v, ast.Call) and getattr(v.func, "id", "") == "allowed":
+        return ast.unparse(v.args[0]) if v.args else "(required)"
     if isinstance(v, ast.Call) and getattr(v.func, "id", "") == "field":
         for kw in v.keywords:
             if kw.arg == "default_factory":
@@ -92,6 +110,24 @@ def _default(node: ast.AnnAssign) -> str:
     return ast.unparse(v)
 
 
+def _allowed(node: ast.AnnAssign) -> str:
+    """What a field declared with `allowed(...)` takes, in the words of its refusal, and for which
+    kinds; "" for a field without a declared rule."""
+    v = node.value
+    if not (isinstance(v, ast.Call) and getattr(v.func, "id", "") == "allowed"):
+        return ""
+    kw = {k.arg: k.value for k in v.keywords}
+    if "why" in kw:
+        words = ast.literal_eval(kw["why"]).removeprefix("must be ")
+    elif "rule" in kw:
+        words = "see the field's comment"
+    else:
+        literal = {k: ast.literal_eval(x) for k, x in kw.items() if k not in ("when", "options", "factory")}
+        words = "" if "options" in kw else PARAMS.Param(None, **literal).allowed()
+    when = ast.literal_eval(kw["when"]) if "when" in kw else None
+    return words + (f" (kind {', '.join(when)})" if when and words else "")
+
+
 def schema_classes(tree: ast.Module, source: str) -> dict[str, dict]:
     """Every dataclass of the module: its docstring and its fields (name, type, default, doc)."""
     lines, comments = source.splitlines(), _comments(source)
@@ -102,7 +138,7 @@ def schema_classes(tree: ast.Module, source: str) -> dict[str, dict]:
         if not any("dataclass" in ast.unparse(d) for d in node.decorator_list):
             continue
         fields = [dict(name=item.target.id, type=ast.unparse(item.annotation), default=_default(item),
-                       doc=_field_doc(item, lines, comments))
+                       doc=_field_doc(item, lines, comments), allowed=_allowed(item))
                   for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)]
         out[node.name] = dict(doc=ast.get_docstring(node) or "", fields=fields)
     return out
@@ -115,9 +151,10 @@ def constants(tree: ast.Module) -> dict[str, str]:
             name = node.targets[0].id
             if name in CONSTANTS:
                 try:
-                    out[name] = ", ".join(f"`{v}`" for v in ast.literal_eval(node.value))
-                except ValueError:
-                    out[name] = f"`{ast.unparse(node.value)}`"
+                    values = ast.literal_eval(node.value)
+                except ValueError:      # made from the problem's table (PROBLEM_KEYS, ...)
+                    values = eval(compile(ast.Expression(node.value), "schema.py", "eval"), vars(PARAMS))
+                out[name] = ", ".join(f"`{v}`" for v in values)
     return out
 
 
@@ -139,6 +176,8 @@ def fields_table(fields: list[dict], prefix: str, consts: dict[str, str]) -> str
         what = cell(f["doc"])
         if key in KEY_VALUES and KEY_VALUES[key] in consts:
             what = (what + "; " if what else "") + "one of " + consts[KEY_VALUES[key]]
+        elif f.get("allowed"):
+            what = (what + "; " if what else "") + cell(f["allowed"])
         rows.append(f"| `{key}` | `{f['type']}` | `{f['default']}` | {what} |")
     return "\n".join(rows)
 
@@ -222,7 +261,16 @@ def overview(classes: dict[str, dict], consts: dict[str, str]) -> str:
         title = f"`{prefix.rstrip('.')}`" if prefix else "Top level"
         out += [f"### {title}", "", f"`{cls}`" + (f": {info['doc']}" if info["doc"] else ""), "",
                 fields_table(info["fields"], prefix, consts), ""]
-    out += ["## Accepted values", "", "| name | what | values |", "|---|---|---|"]
+    out += ["## The problem's parameters", "",
+            "One table, `solvers/params.py`, read by `Problem`, `SVMClassifier` and `validate` alike: a bad "
+            "value gets these words from each (`solvers.dcd.params.tol=0: must be a number > 0` on the command "
+            "line, `tol=0: must be a number > 0` from the estimator).", "",
+            "| key | default | allowed | solvers | what |", "|---|---|---|---|---|"]
+    for table in (PARAMS.PROBLEM_PARAMS, PARAMS.BUDGET_PARAMS, PARAMS.TASK_PARAMS):
+        for key, param in table.items():
+            allowed = PARAMS.CLASS_WEIGHT_ALLOWED if param.rule is not None else param.allowed()
+            out.append(f"| `{key}` | `{param.default!r}` | {cell(allowed)} | {cell(param.solvers)} | {cell(param.doc)} |")
+    out += ["", "## Accepted values", "", "| name | what | values |", "|---|---|---|"]
     for name, what in CONSTANTS.items():
         if name in consts:
             out.append(f"| `{name}` | {what} | {consts[name]} |")

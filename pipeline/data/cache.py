@@ -1,6 +1,6 @@
 """Where svmbench keeps its caches (`user_cache_dir`): a module of its own, with nothing but the
 standard library, so that a command that only needs the path (the kept cluster's launcher
-hand-off in `python -m pipeline`, pipeline/launcher.py) does not import the store's
+hand-off in `python -m pipeline`, pipeline/kept/handoff.py) does not import the store's
 pyarrow and scipy to find it."""
 from __future__ import annotations
 

@@ -198,7 +198,7 @@ def config_entry(name: str, params: dict) -> tuple[str, dict]:
     reads."""
     from omegaconf import OmegaConf
 
-    from ..experiment.config import CONF_DIR
+    from ..installation import CONF_DIR
     path = CONF_DIR / "datasets" / f"{name}.yaml"
     if not path.exists():        # a builder, or an unknown name: build_dataset's error names the choices
         return name, params

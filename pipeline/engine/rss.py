@@ -1,4 +1,5 @@
-"""A process's peak resident memory, per task: what each result row records (`env_peak_rss_mb`).
+"""A process's peak resident memory, per task: what each result row records (`env_peak_rss_mb`);
+and when the process started (`process_start`), which a run's timing line counts from.
 
 Its own module, importing nothing beyond the standard library: the Dask worker records its own
 peak beside its sandbox's (`sandbox.run_sandboxed`), and importing `tasks` there (numpy, scipy,
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 
 def reset_peak_rss() -> None:
@@ -73,3 +75,17 @@ def peak_rss_mb() -> float:
         import resource     # elsewhere: the best there is (kB on Linux, bytes on macOS)
         scale = 2**20 if sys.platform == "darwin" else 1024
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+
+
+def process_start() -> float:
+    """When this process started (time.time()), the interpreter's own start included: from
+    /proc where there is one (Linux), else now. A run's timing line counts from it (in the
+    launcher's child, from the command's)."""
+    try:
+        with open("/proc/self/stat") as fh:
+            ticks = int(fh.read().rpartition(")")[2].split()[19])   # field 22: starttime, in clock ticks
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time()

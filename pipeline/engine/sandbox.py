@@ -14,7 +14,7 @@ task, keeping the dataset and fold caches of `tasks` across tasks) and waits on 
   the client at once, on the run's Dask queue (`run_sandboxed`'s stream), so that a fit that
   ended is kept even if the task never does;
 - a spec that runs past its hard limit (the solver's time limit x binary problems + a grace,
-  computed by the client: `execute.hard_limits`) is ended: the child is killed, the spec
+  computed by the client: `cutting.hard_limits`) is ended: the child is killed, the spec
   becomes a ``timeout`` row, and the task's other specs go on in a fresh child;
 - a child whose resident memory passes the worker's share of its memory limit is killed, and
   one that dies (abort, segfault, the OS's OOM killer) is noticed by its exit status: the spec
@@ -371,7 +371,7 @@ class Sandbox:
         on_records(keys, blob), if given, hears each batch of records as it comes while the task
         runs (the child sends the records of ended specs every FLUSH_S; a spec that timed out or
         whose process died, as it ends), but not the task's last batch, which comes with the
-        result: `execute.RecordStream` makes them durable before the task ends."""
+        result: `sink.RecordStream` makes them durable before the task ends."""
         with self.busy:
             return self._run(payload, root, limits, retries, memory_limit, on_records)
 
@@ -533,7 +533,7 @@ def run_sandboxed(units: bytes, root: str, limits: dict, retries: int, threads: 
     """The Dask task body: `tasks.run_task` in this worker thread's sandbox; the units come and
     the records go pickled (`execute.execute` says why; `Sandbox.run_pickled`), with the
     worker's own peak RSS, which the client records beside the sandbox's (env_peak_rss_mb).
-    stream: the client's Dask queue (`execute.RecordStream`) that each batch of records goes to
+    stream: the client's Dask queue (`sink.RecordStream`) that each batch of records goes to
     as the task runs, so that a fit that ended is the client's before the task ends."""
     blobs = _thread_box(threads).run_pickled(units, root, limits, retries, _memory_share(), _streamer(stream))
     from .rss import peak_rss_mb
@@ -561,7 +561,7 @@ def _streamer(name: str | None):
 
 
 def warm_sandboxed(solver_names: list[str], threads: int, modules: list[str] = ()) -> dict | None:
-    """The warm-up's Dask task body (`execute.warm_workers`): this worker thread's sandbox
+    """The warm-up's Dask task body (`warmup.warm_workers`): this worker thread's sandbox
     started and warmed for the solvers and modules (`Sandbox.warm`)."""
     return _thread_box(threads).warm(solver_names, modules)
 
@@ -578,7 +578,7 @@ def _memory_share() -> float | None:
 
 
 def dask_setup(worker) -> None:
-    """This module as a Dask worker's preload (`execute._worker_preload`, cluster.processes=
+    """This module as a Dask worker's preload (`clusters._worker_preload`, cluster.processes=
     true): the worker process ignores SIGINT, so that a Ctrl-C in the terminal, which reaches
     the whole process group, is the client's alone to act on (one line, exit 130), not each
     worker's to print a KeyboardInterrupt traceback. A worker the nanny restarts runs it too."""

@@ -143,7 +143,7 @@ def _cached_fold(root: str, data: dict, fold: int):
     if out is None:
         # Room first: the fold cached after extracting it would otherwise sit beside the others
         # while it is cut (two RCV1 folds at once). A fold holds at most its dataset's bytes.
-        while _FOLDS and _FOLD_BYTES + _split(root, data)[0].nbytes_bound > FOLD_CACHE_BYTES:
+        while _FOLDS and _FOLD_BYTES + split_data(root, data)[0].nbytes_bound > FOLD_CACHE_BYTES:
             _evict_oldest_fold()
         out = _extract_fold(root, data, fold)
         _FOLDS[key] = out
@@ -196,7 +196,7 @@ def _array_bytes(a) -> int:
 
 def _extract_fold(root: str, data: dict, fold: int):
     _LOADS["folds"] += 1
-    rows, y, classes, folds, heldout = _split(root, data)
+    rows, y, classes, folds, heldout = split_data(root, data)
     train, test = folds[fold]
     if not heldout.size:     # the fold alone: no held-out arrays cached for the other schemes
         X_train, X_test = _scale(data["scale"], *rows.take(train, test))
@@ -246,7 +246,7 @@ def _check_plan_fingerprint(meta: dict, root: str, fingerprint: str) -> None:
 _SPLITS: "OrderedDict[str, tuple]" = OrderedDict()
 
 
-def _split(root: str, data: dict):
+def split_data(root: str, data: dict):
     """(rows, y, classes, folds, held-out rows) of the data settings, once per worker: the folds are computed
     all at once (a repeated split of 250 rounds draws all 250), so each fold must not redo them."""
     key = _settings_key({k: v for k, v in data.items() if k != "scale"})

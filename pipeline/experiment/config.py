@@ -620,7 +620,6 @@ def validate(cfg: DictConfig) -> Experiment:
     """Check every setting before any work starts and return the typed, frozen experiment that
     every later stage takes (`experiment.Experiment`). Raises ConfigError naming key and value."""
     import solvers
-    from solvers.problem import INTERCEPTS, LOSSES
 
     from ..data.datasets import dataset_names, get_builder
 
@@ -646,25 +645,17 @@ def validate(cfg: DictConfig) -> Experiment:
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
     builders = dataset_names()
-    from ..data.store import StoreError, dataset_path, list_datasets
-    stored = None
+    from ..data.store import StoreError, dataset_path
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
-            # Not a builder: an entry already in the store (e.g. ingested) is fine too, if its
-            # name stays inside the store (`../x` or `a/b` would reach past the root).
+            # Not a builder: an entry of the store (e.g. ingested), whose name must stay inside
+            # the store (`../x` or `a/b` would reach past the root). Whether the store holds it
+            # is the store's to say, when the datasets are materialised (`run.materialise_datasets`).
             try:
                 dataset_path(store_root(cfg), builder)
             except StoreError as exc:
                 fail(f"datasets.{key}.builder", builder, f"not a store entry name ({exc}); a name must not leave the store")
-            if stored is None:
-                try:
-                    stored = sorted(m["name"] for m in list_datasets(store_root(cfg)))
-                except Exception:  # an unreadable store is reported by the plan with its path
-                    stored = []
-            if builder not in stored:
-                fail(f"datasets.{key}.builder", builder,
-                     f"unknown dataset; builders: {', '.join(builders)}; in the store: {', '.join(stored) or '(none)'}")
             if ds.params:   # a store entry is used as it is: parameters would be ignored
                 fail(f"datasets.{key}.params", _plain(ds.params),
                      f"{builder!r} is a store entry, not a builder: it takes no parameters")
@@ -678,7 +669,7 @@ def validate(cfg: DictConfig) -> Experiment:
         if ds.max_rows is not None and ds.max_rows < 4:
             fail(f"datasets.{key}.max_rows", ds.max_rows, "must be >= 4 or null")
         _check_dataset_problem(key, _plain(ds.problem) or {}, fail)
-    load_plugins(_plain(cfg.get("plugins")) or [])
+    plugins = load_plugins(_plain(cfg.get("plugins")) or [])
     names = solvers.solver_names()
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
@@ -693,7 +684,6 @@ def validate(cfg: DictConfig) -> Experiment:
         if sc.datasets is not None and not sc.datasets:
             fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
-        _smoke_plugin(f"solvers.{key}", name)
         if sc.folds is not None and sc.folds < 1:
             fail(f"solvers.{key}.folds", sc.folds, "must be >= 1 or null (every fold)")
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
@@ -705,7 +695,7 @@ def validate(cfg: DictConfig) -> Experiment:
                 # not as the merged point holds it.
                 own = name[len(where) + 1:] if name.startswith(where + ".") else None
                 fail(_typed_key(cfg, key, sc, own, point) if own and "." not in own else name, value, why)
-            _check_problem_keys(where, merged, LOSSES, INTERCEPTS, spec, fail_typed)
+            _check_problem_keys(where, merged, spec, fail_typed)
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
@@ -717,66 +707,17 @@ def validate(cfg: DictConfig) -> Experiment:
                 if problem:
                     on_dataset, _ = apply_dataset_problem(base, point, problem)
                     try:
-                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, LOSSES, INTERCEPTS, spec, fail)
+                        _check_problem_keys(f"datasets.{dkey}.problem", on_dataset, spec, fail)
                     except ConfigError as exc:
                         raise ConfigError(f"{exc} (with solver entry {key!r})") from None
-    cv = cfg.cv
-    if cv.kind not in CV_KINDS:
-        fail("cv.kind", cv.kind, f"must be one of {list(CV_KINDS)}")
-    if cv.kind == "kfold" and cv.folds < 2:
-        fail("cv.folds", cv.folds, "k-fold needs at least 2 folds")
-    if cv.kind == "kfold_test" and cv.folds < 2:
-        fail("cv.folds", cv.folds, "kfold_test runs k-fold on the rows left after the test set: at least 2 folds")
-    if cv.kind in ("holdout", "repeated", "kfold_test") and not 0 < cv.test_size < 1:
-        fail("cv.test_size", cv.test_size, "must be in (0, 1)")
-    if cv.kind == "ordered":
-        n_train = cv.n_train
-        is_int = isinstance(n_train, int) and not isinstance(n_train, bool)
-        if not (is_int and n_train >= 1 or isinstance(n_train, float) and 0 < n_train < 1):
-            fail("cv.n_train", n_train, "an ordered split needs the training rows: an integer >= 1 (the "
-                 "first n_train rows) or a fraction in (0, 1) of the rows")
-    if cv.kind == "repeated" and cv.rounds < 1:
-        fail("cv.rounds", cv.rounds, "must be >= 1")
+    for name, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf)):
+        check_section(name, cfg[name], schema, fail)
     cl = cfg.cluster
-    if cl.kind not in CLUSTER_KINDS:
-        fail("cluster.kind", cl.kind, f"must be one of {list(CLUSTER_KINDS)}")
     if cl.kind == "address" and not cl.address:
         fail("cluster.address", cl.address, "cluster=address needs cluster.address=tcp://host:port")
-    if cl.n_workers is not None and cl.n_workers < 1:
-        fail("cluster.n_workers", cl.n_workers, "must be >= 1")
-    if cl.threads_per_worker < 1:
-        fail("cluster.threads_per_worker", cl.threads_per_worker, "must be >= 1")
-    if cl.blas_threads < 1:
-        fail("cluster.blas_threads", cl.blas_threads, "must be >= 1")
     _check_cluster_files(cl, fail)
     if not 0 <= int(cl.adapt.get("minimum", 0)) <= int(cl.adapt.get("maximum", 0)):
         fail("cluster.adapt", _plain(cl.adapt), "needs 0 <= minimum <= maximum")
-    run = cfg.run
-    if run.timeout_s is not None and not run.timeout_s > 0:
-        fail("run.timeout_s", run.timeout_s, "must be > 0 or null")
-    if run.timeout_grace_s < 0:
-        fail("run.timeout_grace_s", run.timeout_grace_s, "must be >= 0")
-    if run.retries < 0:
-        fail("run.retries", run.retries, "must be >= 0")
-    if not run.reference_tol > 0:
-        fail("run.reference_tol", run.reference_tol, "must be > 0")
-    if run.reference not in REFERENCE_MODES:
-        fail("run.reference", run.reference, "must be auto, true or false")
-    if run.timing not in TIMING_MODES:
-        fail("run.timing", run.timing, "must be auto, true or false")
-    if run.reference_max_iter < 1:
-        fail("run.reference_max_iter", run.reference_max_iter, "must be >= 1")
-    if run.reference_time_limit_s is not None and not run.reference_time_limit_s > 0:
-        fail("run.reference_time_limit_s", run.reference_time_limit_s, "must be > 0 or null")
-    if run.chunk != "auto" and not (isinstance(run.chunk, int) and not isinstance(run.chunk, bool) and run.chunk >= 1):
-        fail("run.chunk", run.chunk, "must be auto or an integer >= 1")
-    if run.trace_per_decade < 1:
-        fail("run.trace_per_decade", run.trace_per_decade, "must be >= 1")
-    if run.time_repeats < 1:     # an integer: the typed schema refused anything else when composing
-        fail("run.time_repeats", run.time_repeats, "must be an integer >= 1 (each fit solved that many times, "
-             "its time the fastest)")
-    if run.trace_overhead is not None and not 0 < run.trace_overhead <= 1:
-        fail("run.trace_overhead", run.trace_overhead, "must be in (0, 1] or null")
     _check_search(cfg, fail)
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
@@ -791,15 +732,29 @@ def validate(cfg: DictConfig) -> Experiment:
     target = (cfg.get("report") or {}).get("target")
     if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
         fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
-    return _experiment(cfg)
+    return _experiment(cfg, plugins)
+
+
+def check_section(where: str, node, schema: type, fail) -> None:
+    """Each field of a section (cv, cluster, run, search) against the rule declared beside it in
+    the schema (`schema.allowed`), in the fields' order, for the section's kind."""
+    kind = node.get("kind")
+    for f in dataclasses.fields(schema):
+        param, when = f.metadata.get("allowed"), f.metadata.get("when")
+        if param is None or (when is not None and kind not in when):
+            continue
+        value = _plain(node.get(f.name))
+        why = param.reason(value)
+        if why is not None:
+            own = when.get(kind) if isinstance(when, dict) else None
+            fail(f"{where}.{f.name}", value, own or f.metadata["why"] or why)
 
 
 def _check_search(cfg: DictConfig, fail) -> None:
     """search: its kind, its settings, and that each solver entry is one the search covers
     (pipeline/search/; docs/guide/search.md)."""
     se = cfg.search
-    if se.kind not in SEARCH_KINDS:
-        fail("search.kind", se.kind, f"must be one of {list(SEARCH_KINDS)}")
+    check_section("search", se, SearchConf, fail)
     if se.kind == "grid":
         return
     if cfg.cv.kind == "none":
@@ -815,20 +770,8 @@ def _check_certified(cfg: DictConfig, se, fail) -> None:
     import solvers
     from solvers.cv_bounds import INTERCEPTS as BOUND_INTERCEPTS, LOSSES as BOUND_LOSSES
     from ..search.certified import HINGE_DUAL_SOLVERS
-    if not _positive_number(se.C_min):
-        fail("search.C_min", se.C_min, "must be a number > 0")
     if not (_positive_number(se.C_max) and se.C_max > se.C_min):
         fail("search.C_min", se.C_min, f"must be < search.C_max={se.C_max!r}: the search's range is [C_min, C_max]")
-    if not (isinstance(se.epsilon, (int, float)) and 0 < se.epsilon < 1):
-        fail("search.epsilon", se.epsilon, "must be in (0, 1): a share of the validation rows (0.005 is half a "
-                                           "point of CV error)")
-    for key, low in (("initial", 1), ("per_round", 1), ("max_rounds", 0)):
-        if getattr(se, key) < low:
-            fail(f"search.{key}", getattr(se, key), f"must be an integer >= {low}")
-    if not 0 < se.refine < 1:
-        fail("search.refine", se.refine, "must be in (0, 1): a refit's tol is the last one's times refine")
-    if not _positive_number(se.min_tol):
-        fail("search.min_tol", se.min_tol, "must be a number > 0")
     for dkey, ds in cfg.datasets.items():
         for k in _replaced_by(_plain(ds.problem) or {}) & {"C", "lambda"}:
             fail(f"datasets.{dkey}.problem.{k}", _plain(ds.problem).get(k), "search.kind=certified searches C on "
@@ -862,11 +805,6 @@ def _check_certified(cfg: DictConfig, se, fail) -> None:
 
 
 def _check_halving(cfg: DictConfig, se, fail) -> None:
-    if isinstance(se.factor, bool) or not isinstance(se.factor, (int, float)) or not se.factor > 1:
-        fail("search.factor", se.factor, "must be a number > 1: each rung keeps the best 1/factor of its "
-                                         "candidates (HalvingGridSearchCV's factor)")
-    if se.resource not in HALVING_RESOURCES:
-        fail("search.resource", se.resource, f"must be one of {list(HALVING_RESOURCES)}")
     m = se.min_resources
     allowed = {"max_iter": "max_iter: an integer >= 1", "tol": "tol: a number > 0",
                "train_fraction": "share of the training rows: a number in (0, 1]"}
@@ -880,7 +818,7 @@ def _check_halving(cfg: DictConfig, se, fail) -> None:
                  f"search.kind=halving sets {se.resource} per rung (search.resource): sweep other keys")
 
 
-def _experiment(cfg: DictConfig) -> Experiment:
+def _experiment(cfg: DictConfig, plugins: tuple) -> Experiment:
     """The typed, frozen experiment of a validated (typed) config, with smoke's reductions."""
     composed = freeze(_plain(cfg))
     root = store_root(cfg)
@@ -890,10 +828,11 @@ def _experiment(cfg: DictConfig) -> Experiment:
                                   scale=ds["scale"], max_rows=ds["max_rows"], positive=ds["positive"],
                                   problem=freeze(ds["problem"] or {}))
                 for key, ds in plain["datasets"].items()}
-    from ..search import first_points
+    from .search_points import first_points
     entries = {key: SolverEntry(key=key, solver=sc["solver"] or key, params=freeze(sc["params"] or {}),
                                 grid=freeze(sc["grid"] or {}),
-                                points=freeze(first_points(plain["search"], sc, key)),
+                                points=freeze(first_points(plain["search"], sc, key,
+                                                           grid_points(sc["grid"], f"solvers.{key}.grid"))),
                                 datasets=None if sc["datasets"] is None else tuple(sc["datasets"]),
                                 folds=sc["folds"])
                for key, sc in plain["solvers"].items()}
@@ -902,7 +841,7 @@ def _experiment(cfg: DictConfig) -> Experiment:
                       run=section(Run, plain["run"]), store_root=root, seed=plain["seed"],
                       smoke=plain["smoke"], report=freeze(plain.get("report") or {}),
                       paper=plain.get("paper"), composed=composed,
-                      plugins=freeze(load_plugins(plain.get("plugins") or [])),
+                      plugins=freeze(plugins),
                       search=section(Search, plain["search"]))
 
 
@@ -980,22 +919,25 @@ def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
                     f"{', '.join(TASK_KEYS)}")
 
 
-def _smoke_plugin(where: str, name: str) -> None:
-    """A plugin solver's smoke fits (`solvers.testing.smoke_check`: one per declared loss on a
-    small conformance problem, certificates checked; a pass is remembered under the plugin's
-    sha256 in the user's cache directory): a fit that raises or certifies wrongly is refused
-    here, naming the solver and the check, and not discovered as an error row per fit once the
-    run has started. Built-in solvers pass the whole check in the test suite, and one registered
-    by the caller's own `register` is the caller's."""
+def check_plugin_solvers(exp: Experiment) -> None:
+    """Each plugin solver an entry runs passes its smoke fits (`solvers.testing.smoke_check`: one
+    per declared loss on a small conformance problem, certificates checked; a pass is remembered
+    under the plugin's sha256 in the user's cache directory), before any task: a fit that raises
+    or certifies wrongly is refused naming the entry, the solver and the check, and not
+    discovered as an error row per fit once the run has started. Built-in solvers pass the whole
+    check in the test suite, and one registered by the caller's own `register` is the caller's.
+    Not part of `validate`, which only reads the config: planning calls it (`run.materialise_datasets`)."""
     from solvers.registry import is_plugin, origin
-    if not is_plugin(name):
+    entries = [(key, e.solver) for key, e in exp.solvers.items() if is_plugin(e.solver)]
+    if not entries:
         return
     from solvers.testing import SolverCheckError, smoke_check
     from ..data.store import user_cache_dir
-    try:
-        smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
-    except SolverCheckError as exc:
-        raise ConfigError(f"{where}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
+    for key, name in entries:
+        try:
+            smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
+        except SolverCheckError as exc:
+            raise ConfigError(f"solvers.{key}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
 
 
 def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:
@@ -1012,8 +954,11 @@ def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:
     return f"solvers.{entry}.params.{key}"
 
 
-def _check_problem_keys(where, p, losses, intercepts, spec, fail):
-    C = p.get("C", 1.0)
+def _check_problem_keys(where, p, spec, fail):
+    """The problem, budget and task keys of one merged grid point: each value against the
+    solvers' table (`solvers.params`: the ranges `Problem` and `SVMClassifier` check, with their
+    words), then what this solver takes of them, and lambda, the pipeline's form of C."""
+    from solvers.params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS
     if "lambda" in p:
         lam = p["lambda"]
         if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not lam > 0:
@@ -1023,26 +968,18 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
         conv = p.get("lambda_convention")
         if conv not in ("pegasos", "svmmaj"):
             fail(f"{where}.lambda_convention", conv, "lambda needs lambda_convention: pegasos or svmmaj")
-    else:
-        if isinstance(C, str) and C in ("inf", "Infinity"):
-            C = math.inf
-        if not isinstance(C, (int, float)) or isinstance(C, bool) or not C > 0:
-            fail(f"{where}.C", C, "must be a number > 0")
-    loss = p.get("loss", "hinge")
-    if loss not in losses:
-        fail(f"{where}.loss", loss, f"must be one of {list(losses)}")
-    if loss not in spec.losses:
-        fail(f"{where}.loss", loss, f"solver {spec.name!r} takes {list(spec.losses)}")
-    intercept = p.get("intercept", spec.intercepts[0])
-    if intercept not in intercepts:
-        fail(f"{where}.intercept", intercept, f"must be one of {list(intercepts)}")
-    if intercept not in spec.intercepts:
-        fail(f"{where}.intercept", intercept, f"solver {spec.name!r} takes {list(spec.intercepts)}")
-    kernel = p.get("kernel", "linear")
-    if kernel not in ("linear", "rbf", "poly"):
-        fail(f"{where}.kernel", kernel, "must be one of ['linear', 'rbf', 'poly']")
-    if kernel not in spec.kernels:
-        fail(f"{where}.kernel", kernel, f"solver {spec.name!r} takes {list(spec.kernels)}")
+    for table in (PROBLEM_PARAMS, BUDGET_PARAMS, TASK_PARAMS):
+        for key, param in table.items():
+            if key in p:
+                value = math.inf if key == "C" and p[key] in ("inf", "Infinity") else p[key]
+                why = param.reason(value)
+                if why is not None:
+                    fail(f"{where}.{key}", value, why)
+    defaults = {"loss": "hinge", "intercept": spec.intercepts[0], "kernel": "linear"}
+    for key, default in defaults.items():
+        why = PROBLEM_PARAMS[key].solver_reason(spec, p.get(key, default))
+        if why is not None:
+            fail(f"{where}.{key}", p.get(key, default), why)
     if list(spec.kernels) == ["linear"]:
         # A kernel parameter would be dropped from the problem without a word (linear problems
         # have none), so a sweep over it would run the same fits again under other names.
@@ -1050,54 +987,30 @@ def _check_problem_keys(where, p, losses, intercepts, spec, fail):
             if k in p:
                 fail(f"{where}.{k}", p[k], f"solver {spec.name!r} is linear-only (kernels: ['linear']): "
                      f"it takes no kernel parameter")
-    gamma = p.get("gamma", "scale")
-    if not (gamma in ("scale", "auto") or (isinstance(gamma, (int, float)) and not isinstance(gamma, bool) and gamma > 0)):
-        fail(f"{where}.gamma", gamma, "must be 'scale', 'auto' or a number > 0")
-    degree = p.get("degree", 3)
-    if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
-        fail(f"{where}.degree", degree, "must be an integer >= 1")
-    tol = p.get("tol", 1e-4)
-    if not isinstance(tol, (int, float)) or not tol > 0:
-        fail(f"{where}.tol", tol, "must be a number > 0")
-    mi = p.get("max_iter")
-    if mi is not None and (not isinstance(mi, int) or isinstance(mi, bool) or mi < 1):
-        fail(f"{where}.max_iter", mi, "must be an integer >= 1 or null")
-    for key, none_ok in (("intercept_scaling", False), ("huber_k", False), ("time_limit_s", True)):
-        v = p.get(key)
-        if key in p and not (none_ok and v is None) and not _positive_number(v):
-            fail(f"{where}.{key}", v, "must be a number > 0" + (" or null" if none_ok else ""))
-    coef0 = p.get("coef0", 0.0)
-    if not isinstance(coef0, (int, float)) or isinstance(coef0, bool) or not math.isfinite(coef0):
-        fail(f"{where}.coef0", coef0, "must be a finite number")
     _check_class_weight(where, p.get("class_weight"), spec, fail)
-    mc = p.get("multi_class", "ovr")
-    if mc not in ("ovr", "ovo", "ordinal"):
-        fail(f"{where}.multi_class", mc, "must be one of ['ovr', 'ovo', 'ordinal']")
 
 
 def _check_class_weight(where, cw, spec, fail) -> None:
-    """class_weight: null, "balanced" (n / (2 n_class), as scikit-learn's) or {-1: w, 1: w} with
-    weights > 0, for a solver that weighs rows (each row's loss term times its class's weight:
-    a box C w_y in the dual solvers, `Problem.sample_weight`)."""
-    if cw is None:
+    """class_weight (its values checked with the table's): the labels of a binary problem, and
+    a solver that weighs rows (each row's loss term times its class's weight: a box C w_y in the
+    dual solvers, `Problem.sample_weight`)."""
+    if not isinstance(cw, dict):
+        if cw is not None and not spec.sample_weight:
+            _refuse_weights(where, cw, spec, fail)
         return
-    if isinstance(cw, str):
-        if cw != "balanced":
-            fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
-    elif isinstance(cw, dict):
-        for label, w in cw.items():
-            if str(label) not in ("-1", "1", "-1.0", "1.0"):
-                fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
-                     "(datasets.<entry>.positive says which becomes 1)")
-            if not _positive_number(w):
-                fail(f"{where}.class_weight", cw, f"the weight of label {label} must be a number > 0")
-    else:
-        fail(f"{where}.class_weight", cw, "must be null, 'balanced' or a mapping {-1: w, 1: w}")
+    for label in cw:
+        if str(label) not in ("-1", "1", "-1.0", "1.0"):
+            fail(f"{where}.class_weight", cw, f"label {label!r}: the labels of a binary problem are -1 and 1 "
+                 "(datasets.<entry>.positive says which becomes 1)")
     if not spec.sample_weight:
-        import solvers
-        weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
-        fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
-             f"{', '.join(weighing)}")
+        _refuse_weights(where, cw, spec, fail)
+
+
+def _refuse_weights(where, cw, spec, fail) -> None:
+    import solvers
+    weighing = [n for n in solvers.solver_names() if solvers.get_solver(n).sample_weight]
+    fail(f"{where}.class_weight", cw, f"solver {spec.name!r} does not weigh rows; the solvers that do: "
+         f"{', '.join(weighing)}")
 
 
 def _positive_number(v) -> bool:

@@ -106,9 +106,9 @@ class Experiment:
     name: str
     datasets: Mapping[str, DatasetEntry]
     solvers: Mapping[str, SolverEntry]
-    cv: Any                         # CV
-    cluster: Any                    # Cluster
-    run: Any                        # Run
+    cv: CV
+    cluster: Cluster
+    run: Run
     store_root: str
     seed: int
     smoke: bool
@@ -120,7 +120,7 @@ class Experiment:
     plugins: tuple = ()
     # How each (dataset, solver entry) sweep is searched (Search; None: the grid, every point).
     # Under a search, each entry's `points` are its first round's (pipeline/search/).
-    search: Any = None
+    search: Search | None = None
 
     @property
     def search_kind(self) -> str:

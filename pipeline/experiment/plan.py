@@ -44,11 +44,9 @@ import numpy as np
 
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
-from .schema import BUDGET_KEYS, PROBLEM_KEYS, SUBSAMPLE_KEY, TASK_KEYS
+from .schema import BUDGET_KEYS, DEFAULT_TOL, PROBLEM_KEYS, SUBSAMPLE_KEY, TASK_KEYS  # noqa: F401 (DEFAULT_TOL: the plan's)
 
 KEY_LENGTH = 16
-# budget.tol of a fit whose entry sets none (part of its key).
-DEFAULT_TOL = 1e-4
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
 # Only registered solvers are used; with none, f* is unknown (NaN) and said so in the report.
 # Hook: dcd certifies the hinge slowly at large C; the certifying primal solver for linear hinge

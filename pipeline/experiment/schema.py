@@ -7,16 +7,19 @@ sections are frozen copies of the sections declared here (one declaration of eac
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from solvers.params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS, Param
+
 # Problem-level keys of a solver entry (they define the optimisation problem), budget keys,
-# and bookkeeping keys; everything else in params/grid is a solver parameter checked against
-# the solver's own declaration in the registry.
-PROBLEM_KEYS = ("C", "loss", "intercept", "intercept_scaling", "kernel", "gamma", "degree", "coef0",
-                "huber_k", "lambda", "lambda_convention", "class_weight")
-BUDGET_KEYS = ("tol", "max_iter", "time_limit_s")
-TASK_KEYS = ("multi_class",)
+# and task keys: the solvers' table (solvers/params.py, whose ranges `config.validate` checks),
+# and lambda with its convention, a paper's way to give C. Everything else in params/grid is a
+# solver parameter checked against the solver's own declaration in the registry.
+PROBLEM_KEYS = (*PROBLEM_PARAMS, "lambda", "lambda_convention")
+BUDGET_KEYS = tuple(BUDGET_PARAMS)
+TASK_KEYS = tuple(TASK_PARAMS)
 CV_KINDS = ("kfold", "holdout", "repeated", "ordered", "none", "kfold_test")
 CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
@@ -28,6 +31,9 @@ HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
 # A halving rung's share of each training fold's rows (search.resource=train_fraction): in a fit's
 # budget, and so in its key, only when set.
 SUBSAMPLE_KEY = "train_fraction"
+# budget.tol of a fit whose entry sets none (part of its key; the plan's, and a halving search's
+# last rung's).
+DEFAULT_TOL = 1e-4
 
 # Timing fits (`run.timing`): "auto" plans them for the problems two or more solver entries share,
 # true for every fit with a certified reference, false for none (docs/design/execution.md,
@@ -46,6 +52,39 @@ REPORT_FORMATS = ("png", "pdf")
 
 class ConfigError(ValueError):
     """An invalid experiment setting; the message names the key and the value."""
+
+
+def allowed(default=dataclasses.MISSING, *, factory=None, when=None, why: str | None = None, **rule):
+    """A section's field with what it takes declared beside it, as scikit-learn declares its
+    parameter constraints: ``rule`` is a `solvers.params.Param`'s range (kind, low, high,
+    open_low, open_high, options, none_ok, words, rule), the ranges and words of the solvers'
+    own table. ``when``: the section's kinds (``cv.kind``, ...) the rule applies to, default
+    every kind; a mapping gives each kind its own message. ``why``: the message of a refusal
+    (default: the Param's words). `config.check_section` walks these; the rules between fields
+    stay in `config.validate`."""
+    meta = {"allowed": Param(None if factory else default, **rule), "when": when, "why": why}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _n_train_reason(n) -> str | None:
+    """cv.n_train of an ordered split: the first n rows (an integer >= 1) or a share in (0, 1)."""
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1 or isinstance(n, float) and 0 < n < 1:
+        return None
+    return ("an ordered split needs the training rows: an integer >= 1 (the first n_train rows) or a "
+            "fraction in (0, 1) of the rows")
+
+
+def _auto_or_count(v) -> str | None:
+    """run.chunk: "auto", or a whole number of fits per task."""
+    ok = v == "auto" or isinstance(v, int) and not isinstance(v, bool) and v >= 1
+    return None if ok else "must be auto or an integer >= 1"
+
+
+def _one_of(options: tuple, words: str):
+    """A rule: value in options (which may hold True and False beside strings), else `words`."""
+    return lambda v: None if v in options else words
 
 
 @dataclass
@@ -73,19 +112,25 @@ class SolverConf:
 
 @dataclass
 class CVConf:
-    kind: str = "kfold"                      # kfold, holdout, repeated, ordered, none or kfold_test
-    folds: int = 5                           # kfold and kfold_test: the number of stratified folds
+    kind: str = allowed("kfold", kind="str", options=CV_KINDS)   # kfold, holdout, repeated, ordered, none or kfold_test
+    # kfold and kfold_test: the number of stratified folds
+    folds: int = allowed(5, kind="int", low=2, when={
+        "kfold": "k-fold needs at least 2 folds",
+        "kfold_test": "kfold_test runs k-fold on the rows left after the test set: at least 2 folds"})
     shuffle: bool = True                     # kfold: shuffle the rows before cutting the folds
-    test_size: float = 0.1                   # holdout, repeated, kfold_test: the share of rows held out
-    rounds: int = 10                         # repeated: how many stratified shuffle splits
-    n_train: Any = None                      # ordered: the first n_train rows (int, or a fraction in (0, 1)) train
+    # holdout, repeated, kfold_test: the share of rows held out
+    test_size: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True,
+                               when=("holdout", "repeated", "kfold_test"))
+    rounds: int = allowed(10, kind="int", low=1, when=("repeated",))   # repeated: how many stratified shuffle splits
+    # ordered: the first n_train rows (int, or a fraction in (0, 1)) train
+    n_train: Any = allowed(None, kind="any", rule=_n_train_reason, when=("ordered",))
 
 
 @dataclass
 class ClusterConf:
-    kind: str = "local"                      # local, sequential, address, slurm or kubernetes
-    n_workers: Optional[int] = None          # local: default = cores
-    threads_per_worker: int = 1              # local: Dask worker threads per worker
+    kind: str = allowed("local", kind="str", options=CLUSTER_KINDS)   # local, sequential, address, slurm or kubernetes
+    n_workers: Optional[int] = allowed(None, kind="int", low=1, none_ok=True)   # local: default = cores
+    threads_per_worker: int = allowed(1, kind="int", low=1)   # local: Dask worker threads per worker
     # local: workers in processes of their own (Dask's nannies), not threads of the client; the
     # fits run in sandbox processes either way (pipeline/engine/sandbox.py)
     processes: bool = False
@@ -99,7 +144,7 @@ class ClusterConf:
     adapt: Dict[str, Any] = field(default_factory=lambda: {"minimum": 1, "maximum": 1})  # slurm: jobs; k8s: workers
     lifetime_margin_s: int = 1200            # slurm: workers retire this long before the walltime
     lifetime_stagger_s: int = 240            # slurm: ... give or take this long
-    blas_threads: int = 1                    # BLAS/OpenMP/numba threads per task process
+    blas_threads: int = allowed(1, kind="int", low=1)   # BLAS/OpenMP/numba threads per task process
     # Who may connect (docs: Operation, TLS). slurm, and local with worker processes: TLS with
     # credentials made for the cluster alone, by default. ca_file, cert, key (PEM files): TLS with
     # these instead, and for address a tls:// scheduler's. "none": no TLS (a warning names the risk)
@@ -109,27 +154,34 @@ class ClusterConf:
 @dataclass
 class SearchConf:
     """How each (dataset, solver entry) sweep is searched (pipeline/search/; docs/guide/search.md)."""
-    kind: str = "grid"                       # grid (every point), certified or halving
+    kind: str = allowed("grid", kind="str", options=SEARCH_KINDS)   # grid (every point), certified or halving
     # certified: C over [C_min, C_max] until the best CV error found is within epsilon (a share
     # of the rows: 0.005 is half a point) of a lower bound on the CV error at every C in the range
     # (Shibagaki et al. 2015); the entry's own C values are not used.
-    C_min: float = 1.0e-3
+    C_min: float = allowed(1.0e-3, low=0.0, open_low=True, finite=True, when=("certified",))
     C_max: float = 1.0e3
-    epsilon: float = 0.01
-    initial: int = 5                         # certified: log-spaced C values of the first round
-    per_round: int = 2                       # certified: new C values a round (their folds run in parallel)
-    max_rounds: int = 20                     # certified: rounds after the first before it stops uncertified
+    epsilon: float = allowed(0.01, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+                             why="must be in (0, 1): a share of the validation rows (0.005 is half a point of CV error)")
+    # certified: log-spaced C values of the first round
+    initial: int = allowed(5, kind="int", low=1, when=("certified",))
+    # certified: new C values a round (their folds run in parallel)
+    per_round: int = allowed(2, kind="int", low=1, when=("certified",))
+    # certified: rounds after the first before it stops uncertified
+    max_rounds: int = allowed(20, kind="int", low=0, when=("certified",))
     # certified: a C whose own bound is more than epsilon/2 below its CV error is fitted again at
     # tol x refine (its duality gap hides its rows), down to min_tol
-    refine: float = 0.1
-    min_tol: float = 1.0e-6
+    refine: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+                            why="must be in (0, 1): a refit's tol is the last one's times refine")
+    min_tol: float = allowed(1.0e-6, low=0.0, open_low=True, finite=True, when=("certified",))
     # halving: successive halving over the entry's grid (scikit-learn's HalvingGridSearchCV):
     # each rung keeps the best 1/factor of the candidates and gives them factor times the
     # resource, warm-started from their last rung
-    factor: float = 3.0
+    factor: float = allowed(3.0, low=1.0, open_low=True, when=("halving",),
+                            why="must be a number > 1: each rung keeps the best 1/factor of its candidates "
+                                "(HalvingGridSearchCV's factor)")
     # halving: max_iter (the solver's passes), tol, or train_fraction (the share of each training
     # fold's rows, HalvingGridSearchCV's n_samples)
-    resource: str = "max_iter"
+    resource: str = allowed("max_iter", kind="str", options=HALVING_RESOURCES, when=("halving",))
     # halving: the first rung's resource (max_iter: passes; tol: the loosest tol; train_fraction:
     # a share in (0, 1]); null: the last rung's divided (tol: multiplied) by factor per rung
     min_resources: Optional[float] = None
@@ -142,38 +194,43 @@ class StoreConf:
 
 @dataclass
 class RunConf:
-    timeout_s: Optional[float] = 600.0       # solver time limit per task (status "timeout")
+    # solver time limit per task (status "timeout")
+    timeout_s: Optional[float] = allowed(600.0, low=0.0, open_low=True, none_ok=True)
     # On a Dask cluster a spec still running timeout_s (x binary problems) + this grace after it
     # started is killed from outside and recorded as "timeout" (pipeline/engine/sandbox.py).
-    timeout_grace_s: float = 60.0
-    retries: int = 1                         # re-run of a task whose worker died
+    timeout_grace_s: float = allowed(60.0, low=0.0)
+    retries: int = allowed(1, kind="int", low=0)   # re-run of a task whose worker died
     trace: bool = True                       # record each fit's convergence trace (traces.parquet)
-    trace_per_decade: int = 10               # trace points per decade of solver time
+    trace_per_decade: int = allowed(10, kind="int", low=1)   # trace points per decade of solver time
     trace_test_error: bool = False           # test error at each trace point (a column of traces.parquet)
     # The recorder's share of solver time (it defers due points beyond it); null: every due point,
     # for figures that need a point per pass whatever it costs (roethel_brynda's Figures 5-6).
-    trace_overhead: Optional[float] = 0.05
+    trace_overhead: Optional[float] = allowed(0.05, low=0.0, high=1.0, open_low=True, none_ok=True)
     keep_models: bool = False                # each fit's model (w, b or alpha, support) in models.parquet
     # Each fit solved this many times, its fit_time_s the fastest (timeit's rule: the slower ones
     # measured the machine, not the solver): for timing verdicts on fits of milliseconds.
-    time_repeats: int = 1
+    time_repeats: int = allowed(1, kind="int", low=1, why="must be an integer >= 1 (each fit solved that many times, "
+                                                           "its time the fastest)")
     # Within a fold, the solver entries' fits in turn (the first fit of each entry, then the
     # second of each, ...) instead of entry after entry: methods compared in one random start or
     # grid point run back to back, under the same load, for paired timing verdicts.
     interleave: bool = False
     # Certified f* per problem for suboptimality: "auto" solves one only for problems that two
     # or more solver entries fit (what the comparison tables need), true for all, false none.
-    reference: Any = "auto"
-    reference_tol: float = 1e-9              # the reference solve's tolerance (its budget: part of its key)
-    reference_max_iter: int = 100_000        # ... and its iteration cap
-    reference_time_limit_s: Optional[float] = 60.0   # per reference; a stop is flagged, not hidden
+    reference: Any = allowed("auto", kind="any", rule=_one_of(REFERENCE_MODES, "must be auto, true or false"))
+    # the reference solve's tolerance (its budget: part of its key) and its iteration cap
+    reference_tol: float = allowed(1e-9, low=0.0, open_low=True)
+    reference_max_iter: int = allowed(100_000, kind="int", low=1)
+    # per reference; a stop is flagged, not hidden
+    reference_time_limit_s: Optional[float] = allowed(60.0, low=0.0, open_low=True, none_ok=True)
     warm_start: bool = True                  # C paths of warm-start solvers run in one task, warm
     # Cold, densely traced timing fits beside the sweep, which the report's speed comparisons
     # read (a reference library: a ladder of cold solves capped at 1, 2, 3, 4, 5, 6, 8, 10, ...
     # iterations): "auto" for the problems two or more solver entries share, true for every fit
     # with a certified reference, false none (speed is then compared only warm to warm, cold to cold).
-    timing: Any = "auto"
-    chunk: Any = "auto"                      # fits per task for short fits: "auto" or an int >= 1
+    timing: Any = allowed("auto", kind="any", rule=_one_of(TIMING_MODES, "must be auto, true or false"))
+    # fits per task for short fits: "auto" or an int >= 1
+    chunk: Any = allowed("auto", kind="any", rule=_auto_or_count)
     progress: bool = True                    # a progress bar on a terminal
     dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
     retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"

@@ -16,8 +16,8 @@ HINT = "run a search (`search=certified` for a linear C, `search=halving` for an
 
 
 def state(run_dir: Path) -> dict | None:
-    """The run's search.json (written by pipeline/search/driver.py), None for a grid's run."""
-    from ..search.driver import read_state
+    """The run's search.json (written by pipeline/search_run.py), None for a grid's run."""
+    from ..results.searches import read_state
     return read_state(run_dir)
 
 

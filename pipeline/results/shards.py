@@ -38,7 +38,9 @@ class ShardError(ValueError):
     """A shard file that does not hold records: the message names the file (and the line)."""
 
 
-def _json_default(obj):
+def json_default(obj):
+    """JSON for what records carry that JSON lacks: numpy scalars and arrays as numbers and
+    lists, anything else as its text (a record is never refused for one odd value)."""
     import numpy as np
     if isinstance(obj, np.generic):
         return obj.item()
@@ -47,8 +49,9 @@ def _json_default(obj):
     return str(obj)
 
 
-def _dumps(value) -> str:
-    return json.dumps(value, allow_nan=True, default=_json_default)
+def dumps(value) -> str:
+    """A nested record value as the JSON text its column holds (NaN and inf kept)."""
+    return json.dumps(value, allow_nan=True, default=json_default)
 
 
 def encode(records: list[dict]):
@@ -71,7 +74,7 @@ def encode(records: list[dict]):
             # The specs of a task share their sub-dicts (one data dict, one budget...): each
             # object is serialised once.
             text: dict[int, str] = {}
-            array = pa.array([None if v is _ABSENT else (text.get(id(v)) or text.setdefault(id(v), _dumps(v)))
+            array = pa.array([None if v is _ABSENT else (text.get(id(v)) or text.setdefault(id(v), dumps(v)))
                               for v in values], type=pa.string())
             json_columns.append(name)
         arrays.append(array)

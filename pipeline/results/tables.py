@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .shards import SPEC_PREFIX, ShardError, _dumps, read_shard, read_statuses, read_table  # noqa: F401 - ShardError: its readers' error
+from .shards import SPEC_PREFIX, ShardError, dumps, read_shard, read_statuses, read_table  # noqa: F401 - ShardError: its readers' error
 
 RESULT_COLUMNS = [
     "key", "dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version", "family",
@@ -232,7 +232,7 @@ def _as_json(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A typed column as the JSON texts of its values (each distinct value dumped once)."""
     chunks = []
     for chunk in pc.dictionary_encode(column).chunks:
-        texts = pa.array([_dumps(v) for v in chunk.dictionary.to_pylist()], type=pa.string())
+        texts = pa.array([dumps(v) for v in chunk.dictionary.to_pylist()], type=pa.string())
         chunks.append(pa.DictionaryArray.from_arrays(chunk.indices.cast(pa.int32()), texts))
     return pa.chunked_array(chunks, type=pa.dictionary(pa.int32(), pa.string()))
 

@@ -31,7 +31,7 @@ import solvers.registry as registry
 from pipeline.engine import tasks
 from pipeline.bench import SCENARIOS
 from pipeline.experiment.config import compose, store_root, validate
-from pipeline.engine.execute import make_units
+from pipeline.engine.cutting import make_units
 from pipeline.experiment.plan import build_plan
 from pipeline.report import markdown_table
 from pipeline.run import materialise_datasets

@@ -12,9 +12,9 @@ def slurm(tmp_path_factory):
     reason = unavailable()
     if reason:
         pytest.skip(reason)
-    # dask-jobqueue's first import must be in the main thread (`execute._jobqueue_slurm`): the
+    # dask-jobqueue's first import must be in the main thread (`clusters._jobqueue_slurm`): the
     # tests run their sweeps in threads.
-    from pipeline.engine.execute import _jobqueue_slurm
+    from pipeline.engine.clusters import _jobqueue_slurm
     _jobqueue_slurm()
     with _slurm(tmp_path_factory.mktemp("slurm")) as cluster:
         yield cluster

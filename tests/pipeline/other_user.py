@@ -1,5 +1,5 @@
 """A probe that a test runs as another user (`setpriv --reuid=nobody`): what that user gets from
-a cluster's files and sockets. The standard library only, and pipeline/launcher.py, which
+a cluster's files and sockets. The standard library only, and pipeline/kept/handoff.py, which
 imports nothing else (that user may not be able to run the venv's interpreter, nor import its
 packages); one JSON line on stdout, each attempt's outcome "ok ..." or "refused: ...".
 
@@ -23,7 +23,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from pipeline.launcher import _read_line as read_line  # noqa: E402 - the repository's, by path
+from pipeline.kept.handoff import _read_line as read_line  # noqa: E402 - the repository's, by path
 
 TIMEOUT_S = 10
 

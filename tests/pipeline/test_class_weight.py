@@ -34,7 +34,7 @@ def test_class_weight_is_a_problem_key_only_when_set(tmp_path):
 @pytest.mark.parametrize("override, match", [
     ("++solvers.dcd.params.class_weight=heavy", r"solvers.dcd.params.class_weight='heavy': must be null, 'balanced'"),
     ("++solvers.dcd.params.class_weight={-1: 1, 2: 3}", r"label 2: the labels of a binary problem are -1 and 1"),
-    ("++solvers.dcd.params.class_weight={-1: 0, 1: 3}", r"the weight of label -1 must be a number > 0"),
+    ("++solvers.dcd.params.class_weight={-1: 0, 1: 3}", r"the weight of label -1 must be a finite number > 0"),
 ])
 def test_a_bad_class_weight_is_refused_naming_it(tmp_path, override, match):
     with pytest.raises(ConfigError, match=match):

@@ -22,10 +22,11 @@ import pandas as pd
 import psutil
 import pytest
 
-from pipeline.engine import execute
+from pipeline.engine import clusters
 from pipeline.engine import security as tls
 from pipeline.experiment.config import compose, validate
-from pipeline.engine.execute import ClusterError, finished_keys, open_client, probe_cluster, slurm_cluster
+from pipeline.engine.clusters import ClusterError, open_client, probe_cluster, slurm_cluster
+from pipeline.engine.sink import finished_keys
 from pipeline.results.tables import outcomes
 from pipeline.run import run
 
@@ -178,7 +179,7 @@ def _count_in_flight(monkeypatch) -> list:
 
 def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, both_workers, tmp_path, monkeypatch):
     """400 fits of a millisecond or so: the first tasks are cut at 1/40 of a worker's share (5
-    specs), the next ones by the pace those took (execute.paced_chunk), so the sweep is a handful
+    specs), the next ones by the pace those took (cutting.paced_chunk), so the sweep is a handful
     of Dask tasks (the first wave, three per worker, at 1/40 of a share), not 80, and every fit
     still has its record. Their tasks keep three per worker in flight throughout (`in_flight`)."""
     seen = _count_in_flight(monkeypatch)
@@ -272,7 +273,7 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
             with open_client(compose(["cluster=address", f"cluster.address={address}"]).cluster):
                 pass
         strange = _certificates(tmp_path / "other")
-        monkeypatch.setattr(execute, "CONNECT_TIMEOUT_S", 2)     # a refused handshake is retried till then
+        monkeypatch.setattr(clusters, "CONNECT_TIMEOUT_S", 2)     # a refused handshake is retried till then
         with pytest.raises(ClusterError, match=f"cluster.address={address}: could not connect"):
             with open_client(compose(["cluster=address", f"cluster.address={address}",
                                       *(f"cluster.security.{k}={v}" for k, v in strange.items())]).cluster):
@@ -313,7 +314,7 @@ def test_slurm_job_script(monkeypatch, tmp_path, caplog):
     assert launch.split()[0] == sys.executable
     assert "#SBATCH -J svmbench-worker" in lines and "#SBATCH -e slurm-logs/svmbench-worker-%J.err" in lines
     assert "export OPENBLAS_NUM_THREADS=1" in lines and "export NUMBA_NUM_THREADS=1" in lines
-    # Dask's instruments quieted on the job's workers too (execute.QUIET_DASK_CONFIG).
+    # Dask's instruments quieted on the job's workers too (clusters.QUIET_DASK_CONFIG).
     assert "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in lines
     assert "export DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s" in lines
     with pytest.raises(ClusterError, match="walltime=00:05:00: too short"):
@@ -331,7 +332,7 @@ def test_slurm_job_script(monkeypatch, tmp_path, caplog):
 def test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run():
     """dask-jobqueue 0.9 sets SIGINT's handler to sys.exit as it is imported: Ctrl-C on a
     cluster=slurm run would end it with a bare SystemExit, not the run's one line and exit 130."""
-    code = ("import signal; from pipeline.engine.execute import _jobqueue_slurm; _jobqueue_slurm(); "
+    code = ("import signal; from pipeline.engine.clusters import _jobqueue_slurm; _jobqueue_slurm(); "
             "import dask_jobqueue.runner; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
     from .test_operation import default_sigint
     out = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60,
@@ -342,9 +343,9 @@ def test_importing_dask_jobqueue_leaves_ctrl_c_to_the_run():
 @pytest.mark.parametrize("walltime, seconds", [("90", 5400), ("90:30", 5430), ("2:00:00", 7200), ("1-2", 93600),
                                                ("1-2:30", 95400), ("1-0:0:5", 86405)])
 def test_slurm_walltime_formats(walltime, seconds):
-    assert execute._walltime_s(walltime) == seconds
+    assert clusters._walltime_s(walltime) == seconds
     with pytest.raises(ClusterError, match=r"walltime='1:2:3:4': not a SLURM time"):
-        execute._walltime_s("1:2:3:4")
+        clusters._walltime_s("1:2:3:4")
 
 
 def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):

@@ -24,7 +24,8 @@ import psutil
 import pytest
 
 from pipeline.engine import security as tls
-from pipeline.engine.execute import ClusterError, address_security, dashboard_line, open_client, warm_workers
+from pipeline.engine.clusters import address_security, ClusterError, dashboard_line, open_client
+from pipeline.engine.warmup import warm_workers
 from pipeline.engine.kept import kept_security, read_state
 from pipeline.experiment.config import compose, validate
 from pipeline.run import run

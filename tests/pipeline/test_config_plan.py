@@ -37,7 +37,6 @@ def test_unknown_solver_group_option_lists_choices(tmp_path):
     ("cv.folds=1", r"cv.folds=1"),
     ("cv.kind=loo", r"cv.kind='loo'"),
     ("cluster.kind=mpi", r"cluster.kind='mpi'"),
-    ("datasets.toy_blobs.builder=nosuch", r"datasets.toy_blobs.builder='nosuch': unknown dataset; builders: .*toy_blobs.*; in the store: "),
     ("datasets.toy_blobs.scale=log", r"datasets.toy_blobs.scale='log'"),
     ("run.timeout_s=0", r"run.timeout_s=0"),
 ])
@@ -45,6 +44,17 @@ def test_invalid_values_name_key_and_value(tmp_path, override, match):
     cfg = _cfg(tmp_path, override)
     with pytest.raises(ConfigError, match=match):
         validate(cfg)
+
+
+def test_a_store_entry_the_store_lacks_is_refused_when_the_datasets_are_materialised(tmp_path):
+    """`validate` reads the config only; whether the store holds an entry is asked once, by
+    planning's first step, before any task, with the same one line."""
+    from pipeline.run import materialise_datasets
+    exp = validate(_cfg(tmp_path, "datasets.toy_blobs.builder=nosuch"))
+    for build in (True, False):       # a run, and a dry run
+        with pytest.raises(ConfigError, match=r"datasets.toy_blobs.builder='nosuch': unknown dataset; builders: "
+                                              r".*toy_blobs.*; in the store: \(none\)"):
+            materialise_datasets(exp, build=build)
 
 
 def test_wrong_type_is_refused_by_the_schema(tmp_path):

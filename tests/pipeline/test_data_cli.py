@@ -345,13 +345,13 @@ def test_every_name_a_run_takes_works_in_the_data_command(tmp_path, capsys, monk
     """A config entry with parameters (as rcv1_full: its store entry is rcv1_like-<hash>) in
     build, info and remove; an ingested entry in build (nothing to build: said, not 'unknown
     dataset') and info."""
-    from pipeline.experiment import config
+    from pipeline import installation
     from pipeline.data import datasets
     conf = tmp_path / "conf"
     (conf / "datasets").mkdir(parents=True)
     (conf / "datasets" / "tiny_text.yaml").write_text(
         "builder: rcv1_like\nparams: {n_samples: 300, n_features: 50, mean_nnz: 10.0}\n")
-    monkeypatch.setattr(config, "CONF_DIR", conf)
+    monkeypatch.setattr(installation, "CONF_DIR", conf)      # where the data command reads it
     root = tmp_path / "store"
     entry = datasets.store_name("rcv1_like", {"n_samples": 300, "n_features": 50, "mean_nnz": 10.0})
     assert data.store_entry("tiny_text") == entry != "tiny_text"

@@ -3,7 +3,7 @@ whatever it was doing (composing, planning, taking the lock, starting the cluste
 checking the workers, the fits, the tables, the report, the last line, the exit), and a command
 that starts with SIGINT ignored (a background job of a non-interactive shell) keeps ignoring it.
 
-Each case is a real `python -m pipeline` command (`pipeline.__main__.command`) in a process of
+Each case is a real `python -m pipeline` command (`pipeline.command.command`) in a process of
 its own, where one function of the run sends the process SIGINT as it is entered, once: the
 signal lands at that point, every time, instead of at a moment a timer hopes for."""
 import os
@@ -39,7 +39,7 @@ def hooked(*args, **kwargs):
     return real(*args, **kwargs)
 
 setattr(owner, name, hooked)
-from pipeline.__main__ import command
+from pipeline.command import command
 command(argv)
 """
 
@@ -74,9 +74,9 @@ def _interrupted(code: int, err: str, run_dir: Path) -> None:
     "pipeline.run:run_lock",                            # taking the run directory
     "pipeline.run:execute",                             # the execute phase's first line
     "pipeline.run:write_tables",                        # the tables
-    "pipeline.report:build_report",                     # the report
+    "pipeline.report.build:build_bounded",              # the report (its own process)
     "pipeline.run:Timing.line",                         # the closing line
-    "pipeline.__main__:finish",                         # the exit
+    "pipeline.command:finish",                         # the exit
 ])
 def test_ctrl_c_anywhere_in_a_sequential_run_is_one_line_and_130(store, tmp_path, point):
     run_dir = tmp_path / "run"
@@ -101,9 +101,9 @@ def test_a_run_that_crashes_before_planning_leaves_no_folder(store, tmp_path):
 @pytest.mark.slow   # a LocalCluster started and stopped in each: about 8 s each at load 10 on 2 cores
 @pytest.mark.parametrize("point", [
     "distributed:LocalCluster.__init__",                # starting the cluster
-    "pipeline.engine.execute:WarmUp.wait",              # waiting for the workers' warm-up
+    "pipeline.engine.warmup:WarmUp.wait",              # waiting for the workers' warm-up
     "pipeline.engine.execute:check_worker_plugins",     # checking the workers before any task
-    "pipeline.engine.execute:RecordSink.flush",         # the fits: the first records written
+    "pipeline.engine.sink:RecordSink.flush",         # the fits: the first records written
 ])
 def test_ctrl_c_anywhere_on_a_local_cluster_is_one_line_and_130(store, tmp_path, point):
     _interrupted(*_command(point, tmp_path, store, "cluster=local", "cluster.n_workers=1"), tmp_path)
@@ -128,7 +128,7 @@ def test_a_command_that_starts_with_sigint_ignored_keeps_ignoring_it(store, tmp_
     """A background job of a non-interactive shell (`cmd &` in a script) starts with SIGINT
     ignored, as Unix intends, so that the terminal's Ctrl-C is not its: the run goes on through
     the signal, here sent as its cluster starts and as it writes its records, and ends 0."""
-    for point in ("distributed:LocalCluster.__init__", "pipeline.engine.execute:RecordSink.flush"):
+    for point in ("distributed:LocalCluster.__init__", "pipeline.engine.sink:RecordSink.flush"):
         run_dir = tmp_path / point.rpartition(":")[2]
         code, err = _command(point, run_dir, store, "cluster=local", "cluster.n_workers=1", ignore_sigint=True)
         assert code == 0, err[-3000:]

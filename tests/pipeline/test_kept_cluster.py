@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pipeline.engine.execute import ClusterError
+from pipeline.engine.clusters import ClusterError
 from pipeline.engine.kept import alive, read_state
 from pipeline.experiment.config import compose
 from pipeline.run import run

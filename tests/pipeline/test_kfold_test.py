@@ -35,7 +35,7 @@ def test_heldout_rows_are_in_no_fold_and_the_folds_partition_the_rest():
 
 
 @pytest.mark.parametrize("override, match", [
-    ("cv.test_size=0", r"cv.test_size=0"), ("cv.test_size=1.5", r"cv.test_size=1.5: must be in \(0, 1\)"),
+    ("cv.test_size=0", r"cv.test_size=0"), ("cv.test_size=1.5", r"cv.test_size=1.5: must be a number in \(0, 1\)"),
     ("cv.folds=1", r"cv.folds=1: kfold_test"),
     ("+solvers.smo.datasets=[nope]", r"solvers.smo.datasets=\['nope'\]: 'nope' is not a selected dataset entry"),
     ("+solvers.smo.datasets=[]", r"solvers.smo.datasets=\[\]: name at least one"),
@@ -73,7 +73,7 @@ def test_every_fold_is_scored_on_the_heldout_rows(tmp_path):
     tasks.clear_caches()
     X_tr, _, _, _, _ = tasks.fold_data(str(tmp_path / "store"), spec["data"], 1)
     X_ho, y_ho = tasks.heldout_data(str(tmp_path / "store"), spec["data"], 1)
-    raw = tasks._split(str(tmp_path / "store"), spec["data"])
+    raw = tasks.split_data(str(tmp_path / "store"), spec["data"])
     train = plan.datasets["toy_blobs"]["folds"][1][0]
     Xr = raw[0].X.toarray() if hasattr(raw[0].X, "toarray") else raw[0].X
     mu, sd = Xr[train].mean(axis=0), Xr[train].std(axis=0)

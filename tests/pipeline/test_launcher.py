@@ -1,4 +1,4 @@
-"""The kept cluster's launcher (pipeline/launcher.py): a real launcher process, and real
+"""The kept cluster's launcher (pipeline/kept/launcher.py): a real launcher process, and real
 `python -m pipeline` commands handed to it over its socket. Without Dask: the commands are
 refused configurations and dry runs, which need no cluster, so each mechanism (the hand-off of
 argv, streams and exit status; the fingerprint's refusal; Ctrl-C forwarded; a killed command's
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pipeline import launcher
+from pipeline.kept import handoff, launcher
 
 # 5,000 C values x 100 random splits of toy_blobs planned, not run: a dry run of a few seconds.
 LONG_DRY_RUN = ["+experiment=bench_large", "run.dry_run=true", "cv=repeated", "cv.rounds=100", "cluster=kept"]
@@ -33,7 +33,7 @@ def store(tmp_path_factory):
 def served(tmp_path, store):
     """A launcher serving on tmp_path/state for as long as this test's process lives (the
     "scheduler" it watches); its output in tmp_path/launcher.log. The commands' store: `store`."""
-    yield from _serve(tmp_path, store, ["-m", "pipeline.launcher"])
+    yield from _serve(tmp_path, store, ["-m", "pipeline.kept.launcher"])
 
 
 def _serve(tmp_path, store, how):
@@ -59,7 +59,7 @@ def _serve(tmp_path, store, how):
 # (`launcher._watch`), used to land, ending the child with a traceback and exit 1.
 INTERRUPTED_IN_SETUP = """
 import os, signal, sys
-from pipeline import launcher
+from pipeline.kept import launcher
 streams = launcher._streams
 
 def interrupted_streams():
@@ -122,7 +122,7 @@ def test_a_command_the_launcher_would_not_run_as_itself_runs_in_its_own_process(
     fingerprint differs, the launcher refuses, and the command runs with its own imports, saying
     why in one line; SVMBENCH_LAUNCHER=0 skips the launcher without a word."""
     env, proc, log = served
-    assert launcher.fingerprint() == launcher.fingerprint()
+    assert handoff.fingerprint() == handoff.fingerprint()
     other = _command({**env, "NUMBA_OPT": "1"}, "cluster=kept", "nosuchkey=1")
     out, err = other.communicate(timeout=60)
     assert other.returncode == 2
@@ -183,16 +183,16 @@ def test_an_edit_to_a_source_file_changes_the_fingerprint(tmp_path, monkeypatch)
     (package / "__init__.py").write_text("")
     source = package / "engine" / "execute.py"
     source.write_text("TASK_S = 2.0\n")
-    monkeypatch.setattr(launcher, "_package_dirs", lambda: [str(package)])
-    before = launcher.fingerprint()
-    assert launcher.fingerprint() == before
+    monkeypatch.setattr(handoff, "_package_dirs", lambda: [str(package)])
+    before = handoff.fingerprint()
+    assert handoff.fingerprint() == before
     stat = source.stat()
     source.write_text("TASK_S = 9.0\n")
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))    # an editor's save, a moment later
-    assert source.stat().st_size == stat.st_size and launcher.fingerprint() != before
-    edited = launcher.fingerprint()
+    assert source.stat().st_size == stat.st_size and handoff.fingerprint() != before
+    edited = handoff.fingerprint()
     (package / "engine" / "new.py").write_text("")
-    assert launcher.fingerprint() != edited
+    assert handoff.fingerprint() != edited
 
 
 def test_the_launcher_ends_on_sigterm_and_removes_its_socket(served):

@@ -62,7 +62,7 @@ def test_folds_read_from_the_store_are_the_folds_cut_in_memory(small, monkeypatc
         return [tasks._cached_fold(str(small), data, f) for f in range(len(plan.datasets["small"]["folds"]))]
 
     in_memory, streamed = folds(1 << 40), folds(0)
-    assert tasks._split(str(small), data)[0].stream      # the second run did stream
+    assert tasks.split_data(str(small), data)[0].stream      # the second run did stream
     for a, b in zip(in_memory, streamed, strict=True):
         for x, z in zip(a, b, strict=True):
             if sp.issparse(x):     # same rows in the same order, bit for bit, canonical arrays

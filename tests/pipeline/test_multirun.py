@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
-from pipeline.engine import execute
+from pipeline.engine import clusters
 from pipeline.experiment.config import compose, validate
 from pipeline.report import main as report_main
 
@@ -22,28 +22,28 @@ def store(tmp_path_factory):
 
 def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
     opened = []
-    real = execute.open_client
+    real = clusters.open_client
 
     def spy(cluster):
         opened.append(cluster.n_workers)
         return real(cluster)
-    monkeypatch.setattr(execute, "open_client", spy)
+    monkeypatch.setattr(clusters, "open_client", spy)
     local = validate(compose(["cluster=local", "cluster.n_workers=1", "cluster.dashboard_address=:0"])).cluster
     other = dataclasses.replace(local, memory_limit="1GB")
-    with execute.keep_clusters():
-        with execute.shared_client(local) as first:
+    with clusters.keep_clusters():
+        with clusters.shared_client(local) as first:
             pass
         assert first.status == "running"            # kept open after its run
-        with execute.shared_client(local) as again:
+        with clusters.shared_client(local) as again:
             assert again is first
         first.close()                                # as if its scheduler went away
-        with execute.shared_client(local) as replaced:
+        with clusters.shared_client(local) as replaced:
             assert replaced is not first and replaced.status == "running"
-        with execute.shared_client(other) as changed:
+        with clusters.shared_client(other) as changed:
             assert changed is not replaced and replaced.status == "closed"   # one cluster kept at a time
     assert changed.status == "closed" and opened == [1, 1, 1]
     # Outside keep_clusters (tests, notebooks calling run()), each run has its own cluster.
-    with execute.shared_client(local) as alone:
+    with clusters.shared_client(local) as alone:
         pass
     assert alone.status == "closed" and len(opened) == 4
 

@@ -56,7 +56,7 @@ def _wait_for(predicate, timeout=60.0):
 
 def _shards(run_dir):
     # One file per task; these sweeps of 20 single fits run one fit per task under
-    # cluster=sequential, and on Dask several once the pace is known (execute.paced_chunk).
+    # cluster=sequential, and on Dask several once the pace is known (cutting.paced_chunk).
     return sorted((Path(run_dir) / "shards").glob("*.parquet"))
 
 
@@ -90,7 +90,7 @@ def test_a_live_lock_refuses_a_second_run_naming_dir_host_and_pid(store, tmp_pat
         with pytest.raises(LockError) as err:
             _run(store, tmp_path)
         # The CLI's check before Hydra writes its .hydra/ into the other run's directory.
-        from pipeline.__main__ import preflight
+        from pipeline.command import preflight
         with pytest.raises(LockError):
             preflight([f"store.root={store}", *SLOW, f"hydra.run.dir={tmp_path}"])
     message = str(err.value)
@@ -303,7 +303,7 @@ def test_a_run_that_fails_after_planning_ends_its_run_log_with_the_error(store, 
 
 # ------------------------------------------------------------------------------------ dry run
 def test_a_dry_run_plans_builds_nothing_and_names_a_missing_dataset(tmp_path, capsys):
-    from pipeline.__main__ import preflight
+    from pipeline.command import preflight
     empty = tmp_path / "store"
     with pytest.raises(SystemExit) as exit_:
         preflight([f"store.root={empty}", "datasets=[toy_blobs]", "solvers=[dcd,liblinear]", "run.dry_run=true",

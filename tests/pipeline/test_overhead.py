@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.engine import execute, tasks
+from pipeline.engine import cutting, execute, sink, tasks
 from pipeline.experiment.config import compose, validate
-from pipeline.engine.execute import make_tasks, make_units
+from pipeline.engine.cutting import make_tasks, make_units
 from pipeline.experiment.plan import build_plan
 from pipeline.results.shards import read_shard
 from pipeline.run import materialise_datasets
@@ -70,11 +70,11 @@ def test_a_task_ends_between_two_folds_but_one_fold_still_spreads():
 
 def test_short_fits_cost_one_sync_and_one_shard_per_task(store, tmp_path, monkeypatch):
     syncs = []
-    real = execute._sync_file
-    monkeypatch.setattr(execute, "_sync_file", lambda p: syncs.append(p) or real(p))
+    real = sink._sync_file
+    monkeypatch.setattr(sink, "_sync_file", lambda p: syncs.append(p) or real(p))
     # Fits that end within WRITE_S of each other are one write; the first fit of a process, which
     # reads the dataset, may take longer on a loaded machine and be written alone.
-    monkeypatch.setattr(execute, "WRITE_S", 1e9)
+    monkeypatch.setattr(sink, "WRITE_S", 1e9)
     cfg = compose([f"store.root={store}", *SHORT_FITS, "cluster=sequential", "run.chunk=6"])
     tasks.clear_caches()
     exp = validate(cfg)
@@ -93,24 +93,24 @@ def test_shards_are_synced_before_any_becomes_visible(tmp_path, monkeypatch):
     """A power cut must not leave a visible shard whose data never reached the disk: the sync
     of a task's shard comes before its rename."""
     events = []
-    monkeypatch.setattr(execute, "_sync_file", lambda p: events.append(("sync", p.name)))
-    real_replace = execute.os.replace
-    monkeypatch.setattr(execute.os, "replace", lambda a, b: events.append(("rename", a.name)) or real_replace(a, b))
-    execute.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
+    monkeypatch.setattr(sink, "_sync_file", lambda p: events.append(("sync", p.name)))
+    real_replace = sink.os.replace
+    monkeypatch.setattr(sink.os, "replace", lambda a, b: events.append(("rename", a.name)) or real_replace(a, b))
+    sink.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
     assert [e[0] for e in events] == ["sync", "rename"] and events[0][1] == events[1][1]   # the file renamed, synced first
-    assert execute.finished_keys(tmp_path) == {f"fit-{i}" for i in range(4)}
+    assert sink.finished_keys(tmp_path) == {f"fit-{i}" for i in range(4)}
 
 
 def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, monkeypatch):
-    real_write = execute._write_file
+    real_write = sink._write_file
 
     def fails(records, path):
         real_write(records[:2], path)       # part of the batch is on disk
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(execute, "_write_file", fails)
+    monkeypatch.setattr(sink, "_write_file", fails)
     with pytest.raises(OSError):
-        execute.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
+        sink.write_shard(tmp_path, [{"key": f"fit-{i}", "status": "converged"} for i in range(4)])
     assert list((tmp_path / "shards").iterdir()) == []
 
 
@@ -132,12 +132,12 @@ def test_once_the_pace_is_known_tasks_last_about_task_s_and_shrink_towards_the_e
     """Half-millisecond fits: about TASK_S of them a task (not 1/40 of a worker's share), at
     most 1/(2 x workers) of what is left, so the last tasks are small and balance the workers;
     never under MIN_TASK_S of work; long fits one unit a task."""
-    by_time = round(execute.TASK_S / 5e-4)
-    assert execute.paced_chunk(100_000, 2, 5e-4) == by_time
-    assert execute.paced_chunk(2 * by_time, 2, 5e-4) == by_time // 2
-    assert execute.paced_chunk(100, 2, 5e-4) == round(execute.MIN_TASK_S / 5e-4)
-    assert execute.paced_chunk(100, 2, 30.0) == 1
-    cutter = execute.TaskCutter([[{"key": f"fit-{i}", "fold": i // 10, "data": None}] for i in range(1000)])
+    by_time = round(cutting.TASK_S / 5e-4)
+    assert cutting.paced_chunk(100_000, 2, 5e-4) == by_time
+    assert cutting.paced_chunk(2 * by_time, 2, 5e-4) == by_time // 2
+    assert cutting.paced_chunk(100, 2, 5e-4) == round(cutting.MIN_TASK_S / 5e-4)
+    assert cutting.paced_chunk(100, 2, 30.0) == 1
+    cutter = cutting.TaskCutter([[{"key": f"fit-{i}", "fold": i // 10, "data": None}] for i in range(1000)])
     assert [len(cutter.next(25)), len(cutter.next(6)), len(cutter.next(3)), cutter.left] == [30, 10, 3, 957]
 
 

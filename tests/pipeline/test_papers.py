@@ -805,7 +805,7 @@ def _readme(verdicts):
 
 
 def test_papers_check_tells_a_contradiction_from_a_flip_at_an_edge():
-    from pipeline.papers.check import differences, is_edge, verdicts
+    from pipeline.papers_check import differences, is_edge, verdicts
     first = verdicts(_readme(["holds", "undecided", "holds"]))
     assert first == [(1, "claim 1 (Table 1)", "holds"), (2, "claim 2 (Table 1)", "undecided"),
                      (3, "claim 3 (Table 1)", "holds")]
@@ -819,7 +819,7 @@ def test_papers_check_tells_a_contradiction_from_a_flip_at_an_edge():
 
 def test_papers_check_against_a_written_reproduction_runs_once_and_fails_on_contradictions(tmp_path, monkeypatch,
                                                                                            capsys):
-    from pipeline.papers import check as pc
+    from pipeline import papers_check as pc
     (tmp_path / "troyan").mkdir()
     (tmp_path / "troyan" / "README.md").write_text(_readme(["holds", "undecided"]))
     calls, fresh = [], [(1, "claim 1 (Table 1)", "holds"), (2, "claim 2 (Table 1)", "holds")]

@@ -7,7 +7,8 @@ import pytest
 
 from pipeline.engine import tasks
 from pipeline.experiment.config import compose, validate
-from pipeline.engine.execute import finished_keys, make_tasks, make_units
+from pipeline.engine.cutting import make_tasks, make_units
+from pipeline.engine.sink import finished_keys
 from pipeline.run import materialise_datasets, run
 from pipeline.experiment.plan import build_plan
 
@@ -205,7 +206,7 @@ def test_paths_are_cut_so_that_the_workers_finish_together():
     worker idles (3 against 2 paths); with the last path cut in two, the greedy schedule (each
     free worker takes the next task, as Dask's queue does) loads both within 10%, counted in
     `_point_cost` units with each cut segment's cold first point counted twice."""
-    from pipeline.engine.execute import _point_cost
+    from pipeline.engine.cutting import _point_cost
     Cs = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0]
     specs = _path_specs(5, Cs)
 

@@ -112,7 +112,7 @@ def test_keys_looked_up_in_bulk_find_the_rows_one_lookup_each_finds(tmp_path):
 def test_execute_groups_views_and_makes_the_specs_of_each_task(tmp_path):
     """`execute` groups and cuts views of the specs to run (`SpecView`, a few dozen bytes
     each) and makes the dicts of a task as it cuts it: the same units and tasks as the dicts."""
-    from pipeline.engine.execute import make_tasks, make_units
+    from pipeline.engine.cutting import make_tasks, make_units
     from pipeline.experiment.plan import made
 
     plan = build_plan(_experiment(tmp_path, 4, "run.reference=true"), _labels())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine.execute import ClusterError
+from pipeline.engine.clusters import ClusterError
 from pipeline.experiment.config import ConfigError, compose, validate
 from pipeline.run import run
 
@@ -158,15 +158,17 @@ def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path, registry_res
         compose([*BASE, f"plugins=[{_plugin(tmp_path, 'plug_ok')},/nowhere/x.py]", "solvers=[dcd]"])
 
 
-def test_a_plugin_solver_whose_fit_raises_is_refused_at_validation(tmp_path, registry_restored):
-    """The smoke check (`solvers.testing.smoke_check`) before any task: the entry, the solver
-    and its origin, the check and the fit's own error; the same names twice from two plugins
-    are refused naming both."""
+def test_a_plugin_solver_whose_fit_raises_is_refused_before_any_task(tmp_path, registry_restored):
+    """The smoke check (`solvers.testing.smoke_check`) when planning starts, before any task
+    (`validate` fits nothing): the entry, the solver and its origin, the check and the fit's own
+    error; the same names twice from two plugins are refused naming both."""
+    from pipeline.run import materialise_datasets
     path = tmp_path / "plug_raises.py"
     path.write_text(PLUGIN.format(name="plug_raises").replace(
         "    return fit_dcd(problem, **kw)", "    raise FloatingPointError('my bug')"))
+    exp = validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
     with pytest.raises(ConfigError) as err:
-        validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
+        materialise_datasets(exp)
     assert str(err.value) == (f"solvers.plug_raises: solver 'plug_raises' (from file {path}) fails its smoke check: "
                               f"check_solver('plug_raises') [certificates]: fit raised FloatingPointError: my bug on "
                               f"dense 40x5, loss=hinge, intercept=regularized, kernel=linear, C=1")

@@ -225,7 +225,7 @@ def _rich(small=False):
     return _data(res, models=models, search=SEARCH)
 
 
-# search.json of the two searches of `_rich` (pipeline/search/driver.py writes it).
+# search.json of the two searches of `_rich` (pipeline/search_run.py writes it).
 SEARCH = {"kind": "certified", "searches": [
     {"dataset": "toy", "solver_entry": "dcd", "kind": "certified", "done": True, "certified": False,
      "settings": {"C_min": 0.01, "C_max": 100.0, "epsilon": 0.01},

@@ -12,7 +12,7 @@ import pytest
 
 import solvers
 from pipeline.experiment.config import compose
-from pipeline.engine.execute import finished_keys
+from pipeline.engine.sink import finished_keys
 from pipeline.results.tables import read_shards
 from pipeline.run import run
 
@@ -145,7 +145,7 @@ def test_the_cli_ends_with_its_exit_handlers_run_and_no_interpreter_teardown(mon
     import atexit
     import logging
 
-    from pipeline import __main__ as cli
+    from pipeline import command as cli
     calls = []
 
     class Exited(Exception):

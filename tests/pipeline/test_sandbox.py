@@ -191,6 +191,8 @@ def test_a_specs_hard_limit_counts_from_its_solvers_start_not_its_preparation(st
     spec = next(s for s in _fits(store, f"plugins=[{plugin}]",
                                  f"+solvers._slowloop={{solver: _slowloop, params: {{loss: hinge, pidfile: '{pidfile}'}}}}")
                 if s["solver"] == "_slowloop")
+    # As a worker that never imported the plugin: its child imports it for the spec, not at start.
+    monkeypatch.setattr(sandbox, "plugin_files", lambda: [])
     box = Sandbox()
     try:
         # Each child reads the import's length from its environment (a killed child's successor anew).

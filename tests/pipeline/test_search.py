@@ -22,7 +22,7 @@ from pipeline.experiment.plan import build_plan, concat_plans
 from pipeline.results.tables import iter_records
 from pipeline.run import materialise_datasets, run
 from pipeline.search import halving
-from pipeline.search.driver import read_state
+from pipeline.results.searches import read_state
 
 ROOT = Path(__file__).resolve().parents[2]
 # breast_cancer (standardised on each training fold), squared hinge: the best C lies between

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.engine import execute
+from pipeline.engine import execute, sink
 from pipeline.experiment.config import compose
 from pipeline.results import shards
 from pipeline.results.tables import ShardError, read_shards
@@ -43,14 +43,14 @@ def _files(run_dir):
 
 
 def test_failure_mid_write_leaves_no_shard_and_no_temporary_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(execute, "_write_file", _write_half_then_fail)
+    monkeypatch.setattr(sink, "_write_file", _write_half_then_fail)
     with pytest.raises(OSError, match="No space left"):
-        execute.write_shard(tmp_path, RECORD)
+        sink.write_shard(tmp_path, RECORD)
     assert _files(tmp_path) == []
-    assert execute.finished_keys(tmp_path) == set() and read_shards(tmp_path) == []
+    assert sink.finished_keys(tmp_path) == set() and read_shards(tmp_path) == []
 
     monkeypatch.undo()
-    execute.write_shard(tmp_path, RECORD)
+    sink.write_shard(tmp_path, RECORD)
     assert _files(tmp_path) == ["fit-abc123.parquet"]
     assert read_shards(tmp_path) == [json.loads(json.dumps(RECORD))]
 
@@ -59,24 +59,24 @@ def test_failed_rename_leaves_no_shard_and_no_temporary_file(tmp_path, monkeypat
     def refuse(src, dst):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(execute.os, "replace", refuse)
+    monkeypatch.setattr(sink.os, "replace", refuse)
     with pytest.raises(OSError, match="Input/output error"):
-        execute.write_shard(tmp_path, RECORD)
-    assert _files(tmp_path) == [] and execute.finished_keys(tmp_path) == set()
+        sink.write_shard(tmp_path, RECORD)
+    assert _files(tmp_path) == [] and sink.finished_keys(tmp_path) == set()
 
 
 def test_a_failed_rewrite_keeps_the_previous_shard_whole(tmp_path, monkeypatch):
-    execute.write_shard(tmp_path, RECORD)
-    monkeypatch.setattr(execute, "_write_file", _write_half_then_fail)
+    sink.write_shard(tmp_path, RECORD)
+    monkeypatch.setattr(sink, "_write_file", _write_half_then_fail)
     with pytest.raises(OSError):
-        execute.write_shard(tmp_path, {**RECORD, "status": "max_iter"})
+        sink.write_shard(tmp_path, {**RECORD, "status": "max_iter"})
     assert _files(tmp_path) == ["fit-abc123.parquet"]
     assert read_shards(tmp_path)[0]["status"] == "converged"
 
 
 _KILLED_MID_WRITE = """
 import json, os, sys
-from pipeline.engine import execute
+from pipeline.engine import sink
 from pipeline.results import shards
 
 def write_half_then_die(records, path):
@@ -86,9 +86,9 @@ def write_half_then_die(records, path):
     os._exit(9)  # no exception handler, no cleanup: as SIGKILL or a power cut
 
 record = json.loads(sys.argv[2])
-execute.write_shard(sys.argv[1], record)   # a first, whole version of the shard
-execute._write_file = write_half_then_die
-execute.write_shard(sys.argv[1], {**record, "status": "max_iter"})
+sink.write_shard(sys.argv[1], record)   # a first, whole version of the shard
+sink._write_file = write_half_then_die
+sink.write_shard(sys.argv[1], {**record, "status": "max_iter"})
 """
 
 
@@ -99,7 +99,7 @@ def test_a_process_killed_mid_write_leaves_only_an_ignored_temporary_file(tmp_pa
     leftovers = [n for n in _files(tmp_path) if n != "fit-abc123.parquet"]
     assert len(leftovers) == 1 and leftovers[0].startswith(".")  # the half-written temporary file
     # The shard is the first version, whole; the half-written one is not read as a result.
-    assert execute.finished_keys(tmp_path) == {"fit-abc123"}
+    assert sink.finished_keys(tmp_path) == {"fit-abc123"}
     assert read_shards(tmp_path) == [json.loads(json.dumps(RECORD))]
 
 
@@ -111,7 +111,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
                    "cv.folds=2", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]", "solvers.dcd.params.tol=1e-3",
                    "cluster=sequential", "run.progress=false", "run.reference=true"])
     run_dir = tmp_path / "run"
-    real_write = execute._write_file
+    real_write = sink._write_file
     calls = []
 
     def third_fails(records, path):
@@ -120,19 +120,19 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
             _write_half_then_fail(records, path)
         real_write(records, path)
 
-    monkeypatch.setattr(execute, "_write_file", third_fails)
+    monkeypatch.setattr(sink, "_write_file", third_fails)
     with pytest.raises(OSError, match="No space left"):
         run(cfg, run_dir)
     monkeypatch.undo()
     assert len(calls) == 4 and calls[3] == calls[2]      # the records held are written again as the phase ends
     assert _files(run_dir) == sorted(f"{k}.parquet" for k in calls[:2])     # 4 tasks of one spec each
-    assert execute.finished_keys(run_dir) == set(calls[:2])
+    assert sink.finished_keys(run_dir) == set(calls[:2])
 
     out = run(cfg, run_dir)
     total = out["summary"].total
     assert total >= 4  # 2 folds: references and fits
     assert out["summary"].skipped == 2 and out["summary"].done == total - 2
-    assert len(_files(run_dir)) == total and calls[2] in execute.finished_keys(run_dir)
+    assert len(_files(run_dir)) == total and calls[2] in sink.finished_keys(run_dir)
     res = out["results"]
     assert len(res) == 2 and (res["status"] == "converged").all() and res["f_star"].notna().all()
 
@@ -141,10 +141,10 @@ def test_records_whose_write_was_cut_short_are_written_again_under_the_same_name
     """Ctrl-C lands in a shard's write just after its rename: the records go back to the sink,
     and its next flush (the phase's end) writes them again, as the same file, so none is lost
     and no key is in two shards of one execute."""
-    sink = execute.RecordSink(execute.ShardWriter(tmp_path))
+    into = sink.RecordSink(sink.ShardWriter(tmp_path))
     specs = [{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"} for c in "abc"]
-    sink.expect([[s] for s in specs])
-    sink.add([{**RECORD, "key": s["key"]} for s in specs[:2]])
+    into.expect([[s] for s in specs])
+    into.add([{**RECORD, "key": s["key"]} for s in specs[:2]])
     real, cut = os.replace, []
 
     def replace_then_interrupt(src, dst):
@@ -152,11 +152,11 @@ def test_records_whose_write_was_cut_short_are_written_again_under_the_same_name
         if not cut:
             cut.append(dst)
             raise KeyboardInterrupt
-    monkeypatch.setattr(execute.os, "replace", replace_then_interrupt)
+    monkeypatch.setattr(sink.os, "replace", replace_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
-        sink.flush(force=True)
-    sink.add([{**RECORD, "key": "fit-c"}, {**RECORD, "key": "fit-a", "status": "error"}])   # a copy of a: not taken
-    sink.flush(force=True)
+        into.flush(force=True)
+    into.add([{**RECORD, "key": "fit-c"}, {**RECORD, "key": "fit-a", "status": "error"}])   # a copy of a: not taken
+    into.flush(force=True)
     assert _files(tmp_path) == ["fit-a.parquet"] and cut == [tmp_path / "shards" / "fit-a.parquet"]
     assert [(r["key"], r["status"]) for r in read_shards(tmp_path)] == [
         ("fit-a", "converged"), ("fit-b", "converged"), ("fit-c", "converged")]
@@ -170,7 +170,7 @@ def test_hidden_files_are_never_shards(tmp_path):
     shards.mkdir()
     (shards / ".fit-abc123.jsonl").write_text('{"key": "fit-abc1')
     (shards / ".fit-abc123.json.0123abcd.tmp").write_text('{"key": "fit-abc1')
-    assert execute.finished_keys(tmp_path) == set() and read_shards(tmp_path) == []
+    assert sink.finished_keys(tmp_path) == set() and read_shards(tmp_path) == []
 
 
 def _lines(path):
@@ -187,25 +187,25 @@ def _sweep_args(store, *overrides):
 
 _KILLED_AFTER_TWO_TASKS = """
 import os, sys
-from pipeline.engine import execute
+from pipeline.engine import sink
 from pipeline.experiment.config import compose
 from pipeline.run import run
 
-real = execute.ShardWriter.write
+real = sink.ShardWriter.write
 def write(self, records):
     if self.dir.is_dir() and len(os.listdir(self.dir)) == 2:
         os._exit(9)        # killed between two tasks: no handler runs, as under SIGKILL
     return real(self, records)
-execute.ShardWriter.write = write
+sink.ShardWriter.write = write
 # A task whose fits take longer than WRITE_S is written in parts as they end (the first fit
 # reads the dataset and may, on a loaded machine); here a task is one shard.
-execute.WRITE_S = 1e9
+sink.WRITE_S = 1e9
 run(compose(sys.argv[2:]), sys.argv[1])
 """
 
 
 def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_tasks(tmp_path, monkeypatch):
-    monkeypatch.setattr(execute, "WRITE_S", 1e9)     # as in the killed run: a task is one shard
+    monkeypatch.setattr(sink, "WRITE_S", 1e9)     # as in the killed run: a task is one shard
     args = _sweep_args(tmp_path / "store")
     run_dir = tmp_path / "run"
     result = subprocess.run([sys.executable, "-c", _KILLED_AFTER_TWO_TASKS, str(run_dir), *args],
@@ -215,7 +215,7 @@ def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_task
     assert len(files) == 2 and [len(_lines(f)) for f in files] == [3, 3]   # a file per task, a row per fit
     kept = {f.name: f.read_bytes() for f in files}
     done = {r["key"] for f in files for r in _lines(f)}
-    assert execute.finished_keys(run_dir) == done and len(done) == 6
+    assert sink.finished_keys(run_dir) == done and len(done) == 6
 
     out = run(compose(args), run_dir)
     assert out["summary"].skipped == 6 and out["summary"].done == 6 and out["summary"].tasks == 2
@@ -229,7 +229,7 @@ def test_a_task_is_one_shard_and_a_killed_sweep_resumes_only_its_unfinished_task
 def test_a_retried_error_replaces_its_record_in_the_tables(tmp_path, monkeypatch):
     """A record planted as an error (a task that failed in an earlier run) is retried; the retry's
     record lands in a newer shard and the table holds it once, not beside the error."""
-    monkeypatch.setattr(execute, "WRITE_S", 1e9)     # one task, one shard
+    monkeypatch.setattr(sink, "WRITE_S", 1e9)     # one task, one shard
     cfg = compose(_sweep_args(tmp_path / "store", "solvers.dcd.grid.C=[1.0]", "cv.folds=2", "run.chunk=2"))
     run_dir = tmp_path / "run"
     first = run(cfg, run_dir)
@@ -258,9 +258,9 @@ def test_the_newest_generation_wins_whatever_the_names(tmp_path):
     shards.write([{"key": "fit-b", "status": "converged"}], shard_dir / "fit-a.1.parquet")
     assert [r["status"] for r in read_shards(tmp_path)] == ["converged", "converged"]
     assert execute.error_keys(tmp_path, {"fit-b", "fit-c"}) == set()
-    assert execute.finished_keys(tmp_path) == {"fit-b", "fit-c"}
+    assert sink.finished_keys(tmp_path) == {"fit-b", "fit-c"}
     # The next execute writes generation 2, above every generation on disk.
-    assert execute.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.parquet"
+    assert sink.write_shard(tmp_path, {"key": "fit-d", "status": "converged"}).name == "fit-d.2.parquet"
 
 
 def test_a_parquet_shard_gives_back_exactly_the_records_written(tmp_path):
@@ -294,7 +294,7 @@ def test_a_torn_parquet_shard_is_named_and_not_read_as_records(tmp_path):
     with pytest.raises(ShardError, match=r"fit-a\.parquet: not a valid shard file .*delete the file"):
         read_shards(tmp_path)
     with pytest.raises(ShardError, match=r"fit-a\.parquet"):
-        execute.finished_keys(tmp_path)
+        sink.finished_keys(tmp_path)
     pd.DataFrame({"key": ["fit-a"]}).to_parquet(path)
     with pytest.raises(ShardError, match=r"not an svmbench shard"):
         read_shards(tmp_path)
@@ -304,7 +304,7 @@ def test_a_run_of_the_earlier_json_layout_is_refused_and_left_as_it_was(tmp_path
     """A run dir whose shards are JSON lines (written before shards were Parquet) is refused in
     one line naming them, before any task runs: read around, its tasks would run again beside
     them and their rows leave the tables. The folder is left exactly as it was."""
-    monkeypatch.setattr(execute, "WRITE_S", 1e9)     # a shard per task, however long its first fit
+    monkeypatch.setattr(sink, "WRITE_S", 1e9)     # a shard per task, however long its first fit
     args = _sweep_args(tmp_path / "store")
     run_dir = tmp_path / "run"
     run(compose(args), run_dir)

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from pipeline.experiment.config import compose
-from pipeline.engine.execute import finished_keys
+from pipeline.engine.sink import finished_keys
 from pipeline.results.shards import read_shard
 from pipeline.results.tables import outcomes, shard_files
 from pipeline.run import run
@@ -39,7 +39,7 @@ def _sweep(n_c: int, seconds: float) -> list[str]:
             "solvers.dcd.grid.C=[0.1,1]", "run.progress=false", "run.reference=false",
             # Each fit its own task: these tests are about jobs that end mid-sweep. A warm C path
             # is one task, and on two workers its last points are cut into a segment that starts
-            # cold (execute.cut_paths), so n_iter would depend on how many jobs had joined.
+            # cold (cutting.cut_paths), so n_iter would depend on how many jobs had joined.
             "run.warm_start=false"]
 
 
@@ -250,7 +250,7 @@ def test_a_killed_client_is_resumed_on_new_jobs(slurm, store, expected, tmp_path
 @pytest.mark.slow    # a multirun of two Hydra jobs, each with its report
 def test_a_multirun_s_jobs_share_one_slurm_cluster(slurm, store, tmp_path):
     """`python -m pipeline -m`: the second Hydra job runs on the first one's SLURMCluster (kept by
-    execute.keep_clusters), not on a cluster of its own: a second cluster would name its first
+    clusters.keep_clusters), not on a cluster of its own: a second cluster would name its first
     worker SLURMCluster-0 again."""
     sweep, jobs = tmp_path / "sweep", tmp_path / "jobs"
     env = {**slurm.env, "PYTHONPATH": os.pathsep.join(sys.path), "OPENBLAS_NUM_THREADS": "1"}

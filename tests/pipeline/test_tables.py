@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from pipeline.engine import execute
+from pipeline.engine import sink
 from pipeline.experiment.config import compose
 from pipeline.results import tables
 from pipeline.run import run
@@ -68,10 +68,10 @@ def _records():
 
 def test_columnar_tables_are_the_row_by_row_tables(tmp_path):
     records = _records()
-    execute.write_shard(tmp_path, records[:4])
-    execute.write_shard(tmp_path, records[4:])
+    sink.write_shard(tmp_path, records[:4])
+    sink.write_shard(tmp_path, records[4:])
     # A retried fit in a later generation: its newest record is the one in the tables.
-    execute.write_shard(tmp_path, [_fit("fit-a", _spec("fit-a"), n_iter=9)])
+    sink.write_shard(tmp_path, [_fit("fit-a", _spec("fit-a"), n_iter=9)])
     for keys in (None, {"fit-a", "fit-b", "fit-e", "fit-g", "ref-1"}):
         new, old = tables.build_tables(tmp_path, keys), rowwise(tmp_path, keys)
         pd.testing.assert_frame_equal(new[0], old[0])
@@ -115,19 +115,19 @@ def test_shards_of_different_columns_and_generations_are_the_row_by_row_tables(t
     ok = [_fit(f"fit-{i}", _spec(f"fit-{i}", C=float(i + 1)), env_gpu=bool(i % 2)) for i in range(4)]
     ok[1].pop("env_gpu")
     ok[2]["info"] = None                         # info None: no info_* values in that row
-    execute.write_shard(tmp_path, ok[:2])
+    sink.write_shard(tmp_path, ok[:2])
     # A shard without env_host or trace_extra, a float n_iter, an int C and an error text:
     # its columns are typed differently from the first shard's.
     other = [_fit("fit-x", _spec("fit-x", C=3), n_iter=7.5, C=3), _fit("fit-y", _spec("fit-y", C=4), C=4)]
     for r in other:
         del r["env_host"], r["trace_extra"]
     other[1].update(status="error", error="ValueError: planted")
-    execute.write_shard(tmp_path, other + ok[2:])
+    sink.write_shard(tmp_path, other + ok[2:])
     # All failed (no numbers at all): `error` is a string column here, JSON text in the others.
-    execute.write_shard(tmp_path, [{"key": "fit-z", "kind": "fit", "status": "error", "error": "MemoryError: x",
+    sink.write_shard(tmp_path, [{"key": "fit-z", "kind": "fit", "status": "error", "error": "MemoryError: x",
                                     "spec": _spec("fit-z")}])
     # A later generation: fit-0 retried (its newest record wins), fit-9 new.
-    execute.write_shard(tmp_path, [_fit("fit-0", _spec("fit-0"), n_iter=11), _fit("fit-9", _spec("fit-9"))])
+    sink.write_shard(tmp_path, [_fit("fit-0", _spec("fit-0"), n_iter=11), _fit("fit-9", _spec("fit-9"))])
     assert len({tables.shard_generation(p) for p in tables.shard_files(tmp_path)}) > 1
     results = _assert_rowwise(tmp_path)
     by_key = results.set_index("key")
@@ -146,8 +146,8 @@ def test_many_distinct_json_texts_are_the_row_by_row_tables(tmp_path):
         spec["seed"] = 10**9 + 7 * i
         records.append(_fit(f"fit-{i:05d}", spec, warm_from=None if i % 500 == 0 else f"fit-{i - 1:05d}",
                             info={"passes": i % 7}))
-    execute.write_shard(tmp_path, records[:800])
-    execute.write_shard(tmp_path, records[800:])
+    sink.write_shard(tmp_path, records[:800])
+    sink.write_shard(tmp_path, records[800:])
     results = _assert_rowwise(tmp_path)
     assert results["seed"].dtype == "int64" and results["warm_from"].isna().sum() == 3
 
@@ -159,7 +159,7 @@ def test_each_fit_takes_its_f_star_from_the_reference_the_plan_gives_it(tmp_path
     records.append({"key": "ref-3", "kind": "reference", "status": "converged", "error": None, "f_star": 1.5,
                     "f_star_gap": 1e-6, "f_star_kkt": 0.0, "f_star_solver": "smo", "n_iter": 9, "C": 2.0,
                     "spec": {"key": "ref-3", "kind": "reference"}})
-    execute.write_shard(tmp_path, records)
+    sink.write_shard(tmp_path, records)
     stored = tables.build_tables(tmp_path)[0].set_index("key")
     planned = tables.build_tables(tmp_path, reference_of={"fit-b": "ref-3", "fit-a": None})[0].set_index("key")
     assert stored.loc["fit-b", "f_star"] == 1.9 and planned.loc["fit-b", "f_star"] == 1.5
@@ -182,7 +182,7 @@ def test_a_json_text_is_parsed_once_however_many_fits_share_it(tmp_path, monkeyp
         spec["seed"] = 10**9 + i
         records.append(_fit(f"fit-{i:05d}", spec, warm_from=f"fit-{i - 1:05d}" if i else None,
                             info={"passes": i % 3}, trace=[], trace_extra=[]))
-    execute.write_shard(tmp_path, records)
+    sink.write_shard(tmp_path, records)
     parsed = []
     counting = type("json", (), {"loads": staticmethod(lambda t: parsed.append(t) or json.loads(t)),
                                  "dumps": staticmethod(json.dumps)})
@@ -198,7 +198,7 @@ def test_a_command_lets_its_frames_go_before_the_report(tmp_path, monkeypatch):
     about 800 MB, which the report would hold twice); frames=True returns them, the same objects."""
     import gc
     import weakref
-    from pipeline import report as report_pkg
+    from pipeline.report import build as report_build
     made, alive_at_report = [], []
     write = tables.write_tables
 
@@ -206,14 +206,14 @@ def test_a_command_lets_its_frames_go_before_the_report(tmp_path, monkeypatch):
         res, tr = write(*args, **kw)
         made[:] = [weakref.ref(res), weakref.ref(tr)]
         return res, tr
-    build = report_pkg.build_report
+    build = report_build.build_bounded      # the report, in a process of its own
 
     def checked(run_dir, *args, **kw):
         gc.collect()
         alive_at_report.append([ref() is not None for ref in made])
         return build(run_dir, *args, **kw)
     monkeypatch.setattr("pipeline.run.write_tables", tracked)
-    monkeypatch.setattr(report_pkg, "build_report", checked)
+    monkeypatch.setattr(report_build, "build_bounded", checked)
     base = [f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60",
             "solvers=[dcd]", "grid.C=[1.0]", "cv.folds=2", "cluster=sequential", "run.progress=false"]
     out = run(compose(base), tmp_path / "command", frames=False)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.engine import execute as execute_module
+from pipeline.engine import cutting as cutting_module
+from pipeline.engine import warmup as warmup_module
 from pipeline.engine import tasks
 from pipeline.experiment.config import compose, validate
 from pipeline.engine.execute import execute
@@ -53,8 +54,8 @@ def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path, mon
                    "solvers._slow_warm.grid.C=[0.1,1,10]"]))
     run_dir = tmp_path / "run"
     cuts = []
-    real_next = execute_module.TaskCutter.next
-    monkeypatch.setattr(execute_module.TaskCutter, "next",
+    real_next = cutting_module.TaskCutter.next
+    monkeypatch.setattr(cutting_module.TaskCutter, "next",
                         lambda self, size: cuts.append(time.perf_counter()) or real_next(self, size))
     # The workers are threads of this process, which registered _slow_warm: their sandboxes
     # import it as any plugin (a Dask preload would import a copy into this process).
@@ -108,7 +109,7 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     `_plan_while_starting` then takes that warm-up over on the same client instead of starting
     and warming a cluster of its own. A run dir that holds shards gets no head start."""
     from pipeline import run as run_module
-    from pipeline.engine.execute import keep_clusters
+    from pipeline.engine.clusters import keep_clusters
     cfg = validate(compose([f"store.root={store}", *SWEEP, "cluster=local", "cluster.n_workers=1", "solvers=[dcd]",
                    "solvers.dcd.grid.C=[1]"]))
     calls = []
@@ -136,20 +137,20 @@ def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
     import time as _time
 
     from distributed import Client, LocalCluster
-    monkeypatch.setattr(execute_module, "WARMUP_QUIET_S", 0.3)
-    monkeypatch.setattr(execute_module, "WARMUP_PROGRESS_S", 0.4)
+    monkeypatch.setattr(warmup_module, "WARMUP_QUIET_S", 0.3)
+    monkeypatch.setattr(warmup_module, "WARMUP_PROGRESS_S", 0.4)
     lines = []
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         futures = [client.submit(_time.sleep, s, pure=False) for s in (0.8, 2.5)]
-        warmup = execute_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"})
+        warmup = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"})
         warmup.wait(lines.append)
     assert len(lines) >= 3, lines
     assert lines[0].startswith("warming 2 worker threads for dcd, smo: 0 ready after")
     assert any(": 1 ready after" in line for line in lines[1:]), lines
     assert "compiles them into numba's cache" in lines[0]
     quiet = []
-    warmup = execute_module.WarmUp([], started=_time.perf_counter())
+    warmup = warmup_module.WarmUp([], started=_time.perf_counter())
     warmup.wait(quiet.append)
     assert quiet == []        # nothing to wait for: nothing said
 
@@ -191,7 +192,7 @@ def test_the_warm_up_imports_the_scikit_learn_modules_the_plan_s_tasks_import_an
     """`task_modules`: none for binary k-fold without scaling; model_selection for a subsample or
     another split (the test above fails without it: its first task paid the import, 1.4 s);
     preprocessing for a scaler; metrics once the plan shows a multiclass dataset."""
-    from pipeline.engine.execute import task_modules
+    from pipeline.engine.warmup import task_modules
     from pipeline.run import materialise_datasets
 
     def modules(*overrides):

@@ -145,6 +145,6 @@ def test_an_unchecked_parameter_is_caught(monkeypatch):
     registry.register(SolverSpec(name="_loose", family="test", fit=fit_zero, warmup=lambda: None,
                                  params={"shrinking": Param(True, "bool")}))
     assert dict(solver_checks("_loose"))["params"]() is None    # the declared range refuses: passes
-    monkeypatch.setattr(Param, "check", lambda self, where, value: value)
+    monkeypatch.setattr(Param, "check", lambda self, where, value, error=None: value)
     msg = _run("_loose", "params")
     assert "[params]: shrinking='maybe' was accepted; it must raise SolverError naming 'shrinking'" in msg

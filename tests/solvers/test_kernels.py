@@ -186,7 +186,7 @@ def test_prefix_swaps_keep_columns_in_position_order(data, sparse):
         assert length[s] == L, p
         np.testing.assert_allclose(buf[s, :L], Q[perm[:L], perm[p]], rtol=1e-12, atol=1e-12)
     if not sparse:
-        np.testing.assert_array_equal(cache.data[1], X[perm])
+        np.testing.assert_array_equal(cache.position_rows(), X[perm])
     np.testing.assert_array_equal(cache.data[6], y[perm])
     np.testing.assert_array_equal(X, X0)  # the caller's X is never reordered
     # entries computed after the swaps are in the new order too

@@ -96,7 +96,7 @@ def test_non_canonical_csr_is_copied_and_the_callers_arrays_unchanged(how):
     (dict(X=np.ones((2, 2)), y=[1, 1]), "both classes"),
     (dict(X=np.array([[1.0, np.nan], [0, 1]]), y=[1, -1]), "non-finite value in row 0"),
     (dict(X=sp.csr_matrix(np.array([[1.0, 0], [0, np.inf]])), y=[1, -1]), "non-finite value .* in row 1"),
-    (dict(X=np.ones((2, 2)), y=[1, -1], C=0.0), "C=0.0 must be > 0"),
+    (dict(X=np.ones((2, 2)), y=[1, -1], C=0.0), "C=0.0: must be a number > 0"),
     (dict(X=np.ones((2, 2)), y=[1, -1], loss="log"), "loss='log'"),
     (dict(X=np.ones((2, 2)), y=[1, -1], intercept="yes"), "intercept='yes'"),
     (dict(X=np.ones(2), y=[1, -1]), "2-D"),
@@ -213,7 +213,7 @@ def test_with_keeps_the_checked_data_and_checks_the_settings(monkeypatch):
     assert calls == [] and q.X is p.X and q.y is p.y and (q.C, q.loss) == (2.0, "squared_hinge")
     r = p.with_settings(C=3, intercept="regularized", kernel="rbf", gamma="scale")
     assert calls == [] and r.X is p.X and r.kernel == built.kernel and r.C == built.C == 3.0
-    for bad, match in [({"C": -1.0}, "C=-1.0 must be > 0"), ({"loss": "log"}, "loss='log'"),
+    for bad, match in [({"C": -1.0}, "C=-1.0: must be a number > 0"), ({"loss": "log"}, "loss='log'"),
                        ({"kernel": "rbf"}, "kernel must be a solvers.Kernel")]:
         with pytest.raises(ProblemError, match=match):
             p.with_(**bad)

@@ -147,7 +147,7 @@ def test_shrinking_swaps_the_active_set_to_a_prefix(breast_cancer):
     assert code == _RAN and na < n // 10 and sorted(perm) == list(range(n))
     assert np.all(st[na:] != _FREE) and np.count_nonzero(st[:na] == _FREE) > 0
     np.testing.assert_array_equal(ys, y[perm])
-    np.testing.assert_array_equal(cache.data[1], X[perm])
+    np.testing.assert_array_equal(cache.position_rows(), X[perm])
     np.testing.assert_array_equal(QD, cache.QD[perm])
     a_rows = np.empty(n)
     a_rows[perm] = alpha

@@ -227,7 +227,7 @@ def test_estimator_weight_errors_are_clear():
         SVMClassifier().fit(X, y, sample_weight=(y == 1).astype(float))
     with pytest.raises(ValueError, match=r"class_weight has the label 7, which is not in y"):
         SVMClassifier(class_weight={7: 2.0}).fit(X, y)
-    with pytest.raises(ValueError, match=r"class_weight='heavy' must be a dict, 'balanced' or None"):
+    with pytest.raises(ValueError, match=r"class_weight='heavy': must be null, 'balanced' or a mapping {label: weight > 0}"):
         SVMClassifier(class_weight="heavy").fit(X, y)
     with pytest.raises(SolverError, match="solver 'svmmaj' does not take sample weights"):
         SVMClassifier(solver="svmmaj", class_weight="balanced").fit(X, y)

@@ -1,4 +1,4 @@
-"""Do two regenerations agree? `python -m pipeline.papers.check [name ...]` (`make papers-check`)
+"""Do two regenerations agree? `python -m pipeline.papers_check [name ...]` (`make papers-check`)
 runs each fast study's experiment twice, full size (smoke=false), writes both reproductions into
 a temporary folder (never outputs/papers/), and compares their verdicts finding by finding.
 
@@ -65,9 +65,9 @@ def is_edge(line: str) -> bool:
 def regenerate(name: str, run_dir: Path, out: Path, overrides: list[str] = ()) -> list[tuple[int, str, str]]:
     """Run study `name`'s experiment into run_dir with its writer switched off (so nothing goes to
     outputs/papers/), then write its reproduction into `out`; returns its verdicts."""
-    from ..experiment.config import compose
-    from ..run import run
-    from . import write_paper
+    from .experiment.config import compose
+    from .papers import write_paper
+    from .run import run
     cfg = compose([f"+experiment={name}", "paper=null", "smoke=false", *overrides])
     run(cfg, run_dir)
     return verdicts(write_paper(name, run_dir, out).read_text())
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
         against, argv = Path(argv[i + 1]), argv[:i] + argv[i + 2:]
     names = [a for a in argv if "=" not in a] or list(FAST)
     overrides = [a for a in argv if "=" in a]
-    from . import PAPERS
+    from .papers import PAPERS
     unknown = [n for n in names if n not in PAPERS]
     if unknown:
         print(f"papers-check: no such reproduction: {', '.join(unknown)}; registered: {', '.join(sorted(PAPERS))}",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import json
 import math
 import time
 from pathlib import Path
@@ -30,15 +29,14 @@ import numpy as np
 import solvers
 from solvers.cv_bounds import Certificate
 
-from ..experiment.config import ConfigError, grid_points
-from ..experiment.experiment import Experiment, freeze, thaw
-from ..experiment.plan import Plan, build_plan, concat_plans
-from ..results.shards import _json_default, read_shard
-from ..results.tables import shard_files
-from . import halving
-from .certified import FoldFit, Settings, decide, first_points
-
-STATE_FILE = "search.json"
+from .experiment.config import ConfigError, grid_points
+from .experiment.experiment import Experiment, freeze, thaw
+from .experiment.plan import Plan, build_plan, concat_plans
+from .results.searches import write_state
+from .results.shards import read_shard
+from .results.tables import shard_files
+from .search import halving
+from .search.certified import FoldFit, Settings, decide, first_points
 
 
 class Records:
@@ -148,7 +146,7 @@ class HalvingSearch:
     kind = "halving"
 
     def __init__(self, exp: Experiment, dkey: str, skey: str, n_folds: int):
-        from . import halving_rungs
+        from .experiment.search_points import halving_rungs
         self.dkey, self.skey, self.n_folds = dkey, skey, n_folds
         entry = exp.solvers[skey]
         plain = {"grid": thaw(entry.grid), "params": thaw(entry.params), "solver": entry.solver}
@@ -225,7 +223,7 @@ def _strip(point: dict, resource: str) -> dict:
 
 
 def _default_tol() -> float:
-    from ..experiment.plan import DEFAULT_TOL
+    from .experiment.plan import DEFAULT_TOL
     return DEFAULT_TOL
 
 
@@ -249,8 +247,11 @@ def _searches(exp: Experiment, labels: dict) -> list:
 def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None, warmup=None):
     """Every round of every search of the experiment, executed into run_dir; returns (the plan of
     all rounds, joined: what the tables take, and a `Summary` of all rounds)."""
-    from ..engine.execute import Summary, WarmUp, execute, finished_in_plan, shared_client, task_modules
-    from ..run import materialise_datasets
+    from .engine.clusters import shared_client
+    from .engine.execute import execute, Summary
+    from .engine.sink import finished_in_plan
+    from .engine.warmup import task_modules, WarmUp
+    from .engine.materialise import materialise_datasets
 
     run_dir = Path(run_dir)
     labels = materialise_datasets(exp)
@@ -366,14 +367,4 @@ def _closing_line(s) -> str:
 
 def _write_state(run_dir: Path, exp: Experiment, searches: list) -> None:
     """search.json: every search's state, written atomically after each round's decisions."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    data = {"kind": exp.search_kind, "searches": [s.state() for s in searches]}
-    tmp = run_dir / f".{STATE_FILE}.tmp"
-    tmp.write_text(json.dumps(data, indent=1, default=_json_default, allow_nan=True))
-    tmp.replace(run_dir / STATE_FILE)
-
-
-def read_state(run_dir: Path) -> dict | None:
-    """search.json of a run dir, or None for a grid's run."""
-    path = Path(run_dir) / STATE_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    write_state(run_dir, {"kind": exp.search_kind, "searches": [s.state() for s in searches]})

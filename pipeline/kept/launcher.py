@@ -9,7 +9,7 @@ it; a command forked from it starts with them done (the same command: 1.0-1.1 s 
 2.4-2.7 s by itself, idle: scenario (k) of `python -m pipeline.bench`). This is
 multiprocessing's forkserver, or a build tool's daemon (Gradle's, Bazel's server), for one command.
 
-The hand-off (`hand_off`, called at the top of `python -m pipeline` before any heavy import):
+The hand-off (`handoff.hand_off`, called at the top of `python -m pipeline` before any heavy import):
 the command connects to the launcher's Unix socket (``launcher.sock`` in the kept cluster's state
 directory) and sends its argv, working directory, environment, sys.path and start time, with its
 stdin, stdout and stderr as file descriptors (SCM_RIGHTS). The launcher checks that it would run
@@ -17,7 +17,7 @@ the command as the command itself would (`fingerprint`: the same interpreter, th
 `pipeline` and `solvers` source files unchanged since it started, the same environment variables
 that libraries read at import, e.g. NUMBA_*, OMP_*, DASK_*), and forks. The child takes the
 descriptors as its 0, 1 and 2, the directory, the environment and argv, and runs
-`pipeline.__main__.command`: its output goes to the user's terminal or pipes as before, a
+`pipeline.command.command`: its output goes to the user's terminal or pipes as before, a
 terminal is still a terminal (progress bars), and the timing line counts from the command's own
 start. The launcher answers ``ok PID``, then ``exit CODE`` once it has reaped the child (a
 signal's death is 128 + its number, as a shell says it). The command forwards SIGINT, SIGTERM,
@@ -45,7 +45,6 @@ scheduler (checked every second), on SIGTERM (`svmbench cluster stop`), and remo
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -54,176 +53,15 @@ import struct
 import sys
 import time
 
-SOCKET = "launcher.sock"
-# Environment variables read at import time by what the launcher preloads (numba's config,
-# the BLAS libraries' thread counts, Dask's config, matplotlib's backend and config, Python's
-# own): a command whose values differ would not run as it would in its own process.
-IMPORT_TIME_ENV = ("PYTHON", "NUMBA_", "OMP_", "OPENBLAS", "GOTO", "MKL_", "BLIS_", "VECLIB_", "DASK_", "MPL",
-                   "LD_", "XDG_", "HOME", "TMPDIR")
-HANDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-_MAX_REQUEST = 16 * 2**20
-# How long a command waits for the launcher's answer before it runs by itself (a launcher that
-# answers at all answers in milliseconds: it reads the request and forks).
-REPLY_TIMEOUT_S = 30
+from .handoff import SOCKET, fingerprint, peer
+
+_MAX_REQUEST = 16 * 2**20     # bytes of one request (argv, environment, sys.path)
+
 # What a run's client imports (found by listing sys.modules at the end of one), imported once here.
-PRELOAD = ("pipeline.__main__", "pipeline.run", "pipeline.engine.execute", "pipeline.engine.tasks",
+PRELOAD = ("pipeline.command", "pipeline.run", "pipeline.engine.execute", "pipeline.engine.tasks",
            "pipeline.results.tables", "pipeline.report.build", "pipeline.report.tables", "distributed", "solvers")
 
 
-def _package_dirs() -> list[str]:
-    """The folders of the `pipeline` and `solvers` packages this interpreter imports (without
-    importing `solvers`)."""
-    import importlib.util
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.find_spec("solvers")
-    other = os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
-    return [here, other]
-
-
-def fingerprint() -> str:
-    """What must be the same for a command to run in the launcher's child as in its own process:
-    the interpreter, the package folders with every .py file's size and modification time
-    (2-5 ms to stat), the modification time of each sys.path folder (a package installed or
-    removed there changes it), and the environment variables libraries read at import."""
-    h = hashlib.sha256()
-    h.update(sys.executable.encode())
-    for root in _package_dirs():
-        h.update(root.encode())
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and d != "conf")
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    st = os.stat(os.path.join(dirpath, name))
-                    h.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    for entry in sys.path[1:]:
-        try:
-            h.update(f"{entry}:{os.stat(entry).st_mtime_ns}".encode())
-        except OSError:
-            h.update(entry.encode())
-    for key in sorted(os.environ):
-        if key.startswith(IMPORT_TIME_ENV):
-            h.update(f"{key}={os.environ[key]}".encode())
-    return h.hexdigest()
-
-
-def process_start() -> float:
-    """When this process started (time.time()), the interpreter's own start included: from
-    /proc where there is one (Linux), else now. A run's timing line counts from it (in the
-    launcher's child, from the command's)."""
-    try:
-        with open("/proc/self/stat") as fh:
-            ticks = int(fh.read().rpartition(")")[2].split()[19])   # field 22: starttime, in clock ticks
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return time.time()
-
-
-def socket_path():
-    from .engine.kept import state_dir
-    return state_dir() / SOCKET
-
-
-def peer(sock: socket.socket) -> tuple[int, int] | None:
-    """(pid, uid) of the process at the other end of a connected Unix socket, as the kernel
-    recorded them when it connected (SO_PEERCRED, Linux); None where the system gives none."""
-    if not hasattr(socket, "SO_PEERCRED"):
-        return None
-    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    return pid, uid
-
-
-def _read_line(sock: socket.socket) -> str:
-    """One reply line ('' at end of file)."""
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = sock.recv(256)
-        if not chunk:
-            break
-        data += chunk
-    return data.decode(errors="replace").strip()
-
-
-# ---------------------------------------------------------------- the command's side
-def hand_off(argv: list[str], started: float) -> None:
-    """Run this command in the kept cluster's launcher if it names ``cluster=kept`` and a
-    launcher is up that takes it: then exit with the run's status (never return). Return, having
-    done nothing, when there is none or it refuses (the command then runs here)."""
-    if "cluster=kept" not in argv or os.environ.get("SVMBENCH_LAUNCHER", "1") == "0":
-        return
-    path = socket_path()
-    if not path.exists():
-        return
-    fds = [fd for fd in (0, 1, 2) if _is_open(fd)]
-    # A signal this command ignores (SIGINT in a background job of a non-interactive shell) is
-    # not handed on, and the child ignores it too; the others are held from here until the
-    # launcher answers, then forwarded to its child, or, if the command runs here after all,
-    # acted on here: a Ctrl-C in the moment of the hand-off is neither lost nor a traceback.
-    ignored = [int(sig) for sig in HANDED_SIGNALS if signal.getsignal(sig) is signal.SIG_IGN]
-    held, child = [], []
-
-    def forward(signum, frame):
-        if not child:
-            held.append(signum)
-            return
-        try:
-            os.kill(child[0], signum)
-        except ProcessLookupError:
-            pass
-    previous = {sig: signal.signal(sig, forward) for sig in HANDED_SIGNALS if int(sig) not in ignored}
-    request = json.dumps({"argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "env": dict(os.environ),
-                          "path": sys.path, "started": started, "fds": fds, "fingerprint": fingerprint(),
-                          "ignored": ignored}).encode()
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.settimeout(REPLY_TIMEOUT_S)     # a launcher that does not answer (stopped, swapped out)
-    try:
-        conn.connect(str(path))
-        ours = peer(conn)
-        if ours is None or ours[1] != os.geteuid():
-            conn.close()     # not this user's launcher: it gets neither the environment nor the streams
-            return
-        socket.send_fds(conn, [struct.pack("!I", len(request)) + request], fds)
-        reply = _read_line(conn)
-    except OSError:
-        reply = ""     # a socket left by a launcher that has ended, or one that did not answer: run here
-    if not reply.startswith("ok "):
-        conn.close()
-        if reply.startswith("no "):
-            print(f"note: the kept cluster's launcher does not run this command ({reply[3:]}); it runs here, "
-                  f"with its own imports", file=sys.stderr)
-        _run_here(previous, held)
-        return
-    conn.settimeout(None)
-    child.append(int(reply.split()[1]))
-    for signum in held:
-        forward(signum, None)
-    line = _read_line(conn)      # the signals above interrupt it, then it resumes (PEP 475)
-    if line.startswith("exit "):
-        os._exit(int(line.split()[1]))
-    print(f"error: the kept cluster's launcher ended while running this command (pid {child[0]}); "
-          f"its log: {path.parent / 'cluster.log'}", file=sys.stderr)
-    os._exit(1)
-
-
-def _run_here(previous: dict, held: list) -> None:
-    """The command runs in its own process after all: its signals' handlers as they were, and
-    one that came meanwhile acted on as it would have been (Ctrl-C: the interrupted line, 130)."""
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
-    for signum in held:
-        if signum == signal.SIGINT:
-            print("interrupted; run the same command to resume", file=sys.stderr)
-            os._exit(130)
-        signal.raise_signal(signum)
-
-
-def _is_open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-        return True
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------- the launcher's side
@@ -243,8 +81,8 @@ def serve(directory, scheduler_pid: int) -> None:
     import select
     import threading
     from pathlib import Path
-    from .engine.kept import alive
-    from .engine.security import not_private
+    from ..engine.kept import alive
+    from ..engine.security import not_private
     if not hasattr(socket, "SO_PEERCRED"):
         raise SystemExit("launcher: this system does not say who connects to a Unix socket (SO_PEERCRED); not serving")
     why = not_private(directory)
@@ -424,7 +262,7 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
         import numpy as np
         np.random.seed()         # numpy's global generator, fresh as in a new process
         gone = _watch(conn)
-        from pipeline import __main__ as entry
+        from pipeline import command as entry
         try:
             signal.signal(signal.SIGINT, _sigint_handler(int(signal.SIGINT) in ignored, gone))
             if held and (int(signal.SIGINT) not in ignored or gone.is_set()):
@@ -505,7 +343,7 @@ def _watch(conn: socket.socket):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pipeline.launcher STATE_DIR SCHEDULER_PID` (started by `cluster start`)."""
+    """`python -m pipeline.kept.launcher STATE_DIR SCHEDULER_PID` (started by `cluster start`)."""
     args = sys.argv[1:] if argv is None else argv
     started = time.perf_counter()
     try:

@@ -1,0 +1,44 @@
+"""The datasets of an experiment made real: each entry built in the store if it lacks it (or
+holds it with other parameters), and its labels read, before the plan is built
+(`experiment.plan.build_plan` takes them). The one step of planning that touches the store;
+its callers are the run (`pipeline.run`) and the search driver, between rounds."""
+from __future__ import annotations
+
+from ..data import store
+from ..data.datasets import check_writable, dataset_names, ensure_dataset, store_name
+from ..data.store import dataset_info, read_labels
+from ..experiment.config import ConfigError, check_plugin_solvers
+from ..experiment.experiment import Experiment, thaw
+
+
+def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
+    """Each dataset entry of the experiment -> (meta, labels), building a built-in dataset the store
+    lacks (or holds with other parameters) and reading its labels (a verified read). The one step of
+    planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
+    run) an entry the store lacks is left out and named in `missing_datasets` instead."""
+    root = exp.store_root
+    if build:
+        check_plugin_solvers(exp)     # a plugin's smoke fits, before its first task
+    out = {}
+    for dkey, ds in exp.datasets.items():
+        builder = ds.builder
+        params = thaw(ds.params)
+        if builder in dataset_names():
+            if not store.exists(root, store_name(builder, params)):
+                if not build:
+                    continue
+                check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
+            meta = ensure_dataset(root, builder, params)
+        else:   # a store entry of the user's (ingested), used as it is
+            if not store.exists(root, builder):
+                stored = sorted(m["name"] for m in store.list_datasets(root))
+                raise ConfigError(f"datasets.{dkey}.builder={builder!r}: unknown dataset; builders: "
+                                  f"{', '.join(dataset_names())}; in the store: {', '.join(stored) or '(none)'}")
+            meta = dataset_info(root, builder)
+        out[dkey] = (meta, read_labels(root, meta["name"]))
+    return out
+
+
+def missing_datasets(exp: Experiment, materialised: dict) -> list[str]:
+    """The dataset entries a dry run did not materialise (built-ins the store lacks)."""
+    return [k for k in exp.datasets if k not in materialised]

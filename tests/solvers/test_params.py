@@ -1,0 +1,48 @@
+"""solvers/params.py: a `Param` refuses exactly the values outside its declared range, and says
+what it takes in the words every front (Problem, SVMClassifier, the config) repeats."""
+import math
+
+import numpy as np
+import pytest
+
+from solvers.params import PROBLEM_PARAMS, Param, SolverError
+
+
+@pytest.mark.parametrize("param, good, bad, words", [
+    (Param(1.0, "float", low=0.0, open_low=True), [1e-300, 5, np.float32(2.0), math.inf],
+     [0, 0.0, -1, math.nan, True, "1"], "a number > 0"),
+    (Param(1.0, "float", low=-1.0, open_low=True, finite=True), [-0.999, 0, 3], [-1, -1.5, math.inf],
+     "a finite number > -1"),
+    (Param(3, "int", low=1), [1, 7, 2.0, np.int64(4)], [0, 1.5, "3", None], "an integer >= 1"),
+    (Param(None, "int", low=1, none_ok=True), [None, 1], [0], "an integer >= 1 or null"),
+    (Param(0.5, "float", low=0.0, high=1.0, open_low=True), [1.0, 0.5], [0.0, 1.01], "a number in (0, 1]"),
+    (Param("scale", "float", low=0.0, open_low=True, finite=True, words=("scale", "auto")), ["scale", "auto", 0.1],
+     ["big", 0, math.inf], "'scale', 'auto' or a finite number > 0"),
+    (Param("a", "str", options=("a", "b")), ["a", "b"], ["c", 1, None], "one of ['a', 'b']"),
+    (Param(False, "bool"), [True, False, 0, 1], [2, "yes"], "true or false"),
+])
+def test_a_param_refuses_exactly_what_is_outside_its_range(param, good, bad, words):
+    assert param.allowed() == words
+    for v in good:
+        assert param.reason(v) is None, v
+    for v in bad:
+        assert param.reason(v) == f"must be {words}", v
+        with pytest.raises(SolverError, match=f"^x={v!r}: must be "):
+            param.check("x", v)
+
+
+def test_check_returns_the_value_as_the_param_holds_it():
+    assert Param(3, "int", low=1).check("d", 2.0) == 2 and isinstance(Param(3, "int").check("d", 2.0), int)
+    assert isinstance(Param(1.0).check("C", 2), float) and Param(False, "bool").check("p", 1) is True
+    assert PROBLEM_PARAMS["gamma"].check("gamma", "auto") == "auto"
+    with pytest.raises(ValueError, match=r"^huber_k=-1: must be a finite number > -1$"):
+        PROBLEM_PARAMS["huber_k"].check("huber_k", -1, ValueError)
+
+
+def test_class_weight_takes_null_balanced_or_positive_weights():
+    cw = PROBLEM_PARAMS["class_weight"]
+    for good in (None, "balanced", {-1: 2.0, 1: 0.5}, {"a": 1}):
+        assert cw.reason(good) is None
+    assert cw.reason("heavy") == "must be null, 'balanced' or a mapping {label: weight > 0}"
+    assert cw.reason({-1: 0}) == "the weight of label -1 must be a finite number > 0"
+    assert cw.reason({1: math.inf}) == "the weight of label 1 must be a finite number > 0"
