@@ -50,6 +50,10 @@ class SolverSpec:
     description: str = ""
     # Compiles the numba kernels (or loads numba's cache) on tiny inputs; None: `default_warmup`.
     warmup: Callable[[], None] | None = None
+    # Why a combination of problem settings and the solver's own parameters is refused, or None:
+    # refuse(loss, params) for a pair no method of the solver solves (LIBLINEAR has no primal
+    # method for the hinge), checked wherever the two meet (`check_combination`).
+    refuse: Callable[[str, dict], str | None] | None = None
 
     def check_params(self, params: dict) -> dict:
         unknown = sorted(set(params) - set(self.params))
@@ -61,6 +65,13 @@ class SolverSpec:
             v = params.get(key, p.default)
             out[key] = p.check(f"{self.name}.{key}", v)
         return out
+
+    def check_combination(self, loss: str, params: dict) -> None:
+        """SolverError with the solver's reason (`refuse`) when it solves no problem of this loss
+        with these parameters: the estimator, the config and `fit` ask it before any work."""
+        why = self.refuse(loss, params) if self.refuse is not None else None
+        if why is not None:
+            raise SolverError(why)
 
     def check_problem(self, problem: Problem) -> None:
         if problem.loss not in self.losses:
@@ -554,6 +565,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
     spec = get_solver(solver)
     spec.check_problem(problem)
     checked = spec.check_params(params)
+    spec.check_combination(problem.loss, checked)
     budget = budget or Budget(tol=spec.default_tol)
     if warm_start is not None and not spec.warm_start:
         raise SolverError(f"solver {spec.name!r} does not take a warm start")
