@@ -204,8 +204,9 @@ class ReportConf:
     baseline: Optional[str] = None
     # the figures' files: null is [png]; [png,pdf] adds a PDF of each (for papers; as long again to draw)
     formats: Any = allowed(None, kind="any", rule=_formats_reason)
-    # null is true; false: tables only, no figure nor interactive page
-    figures: Optional[bool] = allowed(None, kind="bool", none_ok=True)
+    # null is true; false: tables only, no figure nor interactive page (typed Any: a wrong value is
+    # refused by the rule, in its words, not by the schema while composing)
+    figures: Any = allowed(None, kind="bool", none_ok=True)
     # null is 1e-3: the (P - f*)/|f*| every speed table, ratio and profile times solvers to
     target: Optional[float] = allowed(None, low=0.0, high=1.0, open_low=True, open_high=True, none_ok=True,
                                       why="must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
