@@ -45,7 +45,9 @@ MODULES = [
     ("pipeline", "pipeline.report.build", "the report from the Parquet tables"),
     ("pipeline", "pipeline.report.registry", "registering a table or a figure"),
     ("pipeline", "pipeline.papers.common", "what every paper reproduction's writer shares"),
-    ("pipeline", "pipeline.bench", "the sweep benchmark (`python -m pipeline.bench`)"),
+    ("pipeline", "pipeline.bench", "the benchmark (`python -m pipeline.bench`): its package"),
+    ("pipeline", "pipeline.bench.harness", "what every benchmark scenario shares: our whole command run and read"),
+    ("pipeline", "pipeline.bench.anchors", "the benchmark's references as functions, run by name"),
 ]
 
 
