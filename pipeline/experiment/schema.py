@@ -46,6 +46,7 @@ TIMING_MODES = ("auto", True, False)
 # costs as long again), `figures` (false: tables only, no figure nor interactive page: a
 # sweep read through its tables, or a test that looks at none) and `target` (the relative
 # suboptimality (P - f*)/|f*| every speed table, ratio and profile times solvers to).
+REPORT_KEYS = ("baseline", "formats", "figures", "target")    # `ReportConf`'s fields (a test holds them equal)
 REPORT_FORMATS = ("png", "pdf")
 
 
@@ -211,8 +212,6 @@ class ReportConf:
     target: Optional[float] = allowed(None, low=0.0, high=1.0, open_low=True, open_high=True, none_ok=True,
                                       why="must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
 
-
-REPORT_KEYS = tuple(f.name for f in dataclasses.fields(ReportConf))
 
 
 @dataclass

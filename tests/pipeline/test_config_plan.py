@@ -347,3 +347,11 @@ def test_a_grid_range_is_its_values_and_a_bad_one_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"solvers\.dcd\.grid\.C=.*a range is geomspace\(start, stop, num\)"):
         validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
                           "solvers.dcd.grid.C='geomspace(0, 100, 5)'"]))
+
+
+def test_the_report_keys_are_the_report_sections_fields():
+    """REPORT_KEYS (what the docs' reference lists) is ReportConf's fields, in order."""
+    import dataclasses
+
+    from pipeline.experiment.schema import REPORT_KEYS, ReportConf
+    assert REPORT_KEYS == tuple(f.name for f in dataclasses.fields(ReportConf))
