@@ -23,6 +23,8 @@ MODULES = [
     ("pipeline", "pipeline.run", "the composition root: `run(cfg, run_dir)`"),
     ("pipeline", "pipeline.cli", "the `svmbench` command: run, data, report, solvers, cluster"),
     ("pipeline", "pipeline.command", "the run command: `python -m pipeline`, `svmbench run`"),
+    ("pipeline", "pipeline.preflight", "the one preflight: every check that reads beyond the config, once"),
+    ("pipeline", "pipeline.exits", "`fast_exit`: how a process ends once its work is written"),
     ("pipeline", "pipeline.kept", "a local cluster kept between commands (`svmbench cluster`)"),
     ("pipeline", "pipeline.kept.cluster", "start, status, stop: the kept cluster's one entry point"),
     ("pipeline", "pipeline.installation", "where the configs come from; the import-name check"),
