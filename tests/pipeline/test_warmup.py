@@ -145,10 +145,19 @@ def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
         futures = [client.submit(_time.sleep, s, pure=False) for s in (0.8, 2.5)]
         warmup = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"})
         warmup.wait(lines.append)
+        # A first run's warm-up, whose solvers numba's cache lacks: said at once, naming them.
+        said = []
+        futures = [client.submit(_time.sleep, 0.5, pure=False)]
+        compiling = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"},
+                                         compiling={"smo"})
+        compiling.wait(said.append)
     assert len(lines) >= 3, lines
     assert lines[0].startswith("warming 2 worker threads for dcd, smo: 0 ready after")
     assert any(": 1 ready after" in line for line in lines[1:]), lines
-    assert "compiles them into numba's cache" in lines[0]
+    assert "loads the solvers' numba kernels from numba's cache" in lines[0]
+    assert said[0].startswith("warming 1 worker threads for dcd, smo: compiling the numba kernels of smo into "
+                              "numba's cache, which has none of them yet (a first run's cost"), said
+    assert said[0].endswith("; 0 ready after 0 s"), said
     quiet = []
     warmup = warmup_module.WarmUp([], started=_time.perf_counter())
     warmup.wait(quiet.append)
@@ -204,3 +213,21 @@ def test_the_warm_up_imports_the_scikit_learn_modules_the_plan_s_tasks_import_an
     assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100") == (["sklearn.model_selection"],) * 2
     assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.scale=standard") == (["sklearn.preprocessing"],) * 2
     assert modules("datasets=[digits_bertini_3class]", "datasets.digits_bertini_3class.scale=none") == ([], ["sklearn.metrics"])
+
+
+def test_the_worker_threads_start_their_warm_ups_at_different_solvers():
+    """On a first run each solver's warm-up compiles its kernels under a lock (one process
+    compiles, the others wait and load): thread k begins at the k-th solver, so two threads
+    compile two solvers at once instead of queueing on the first."""
+    submitted = []
+
+    class Client:
+        def scheduler_info(self):
+            return {"workers": {"tcp://a": {"nthreads": 1}, "tcp://b": {"nthreads": 2}}}
+
+        def submit(self, fn, order, threads, modules, **kw):
+            submitted.append(order)
+
+    warmup_module.warm_workers(Client(), ["smo", "dcd", "libsvm"], 1)
+    assert submitted == [["dcd", "libsvm", "smo"], ["libsvm", "smo", "dcd"], ["smo", "dcd", "libsvm"]]
+
