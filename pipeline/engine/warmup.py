@@ -141,8 +141,9 @@ class WarmUp:
         warm-up (2 cores: up to 160 ms later, against 3-13 ms apart when they warm alone).
 
         A warm-up that outlasts WARMUP_QUIET_S is said, then how far it is every
-        WARMUP_PROGRESS_S: on a machine's first run numba compiles the solvers' kernels here,
-        a minute or two in which the command would otherwise print nothing."""
+        WARMUP_PROGRESS_S; one that compiles (numba's cache lacks some solvers' kernels: a
+        machine's first run) is said at once, naming those solvers, since the command would
+        otherwise print nothing while it lasts."""
         from distributed import wait
         deadline = time.perf_counter() + WARMUP_WAIT_S
         # A compile ahead is said at once: it is the wait of a first run, not a slow start.

@@ -131,9 +131,10 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
 
 
 def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
-    """A first run compiles numba's kernels in the warm-up, a minute or two: the command says so
-    once the warm-up outlasts WARMUP_QUIET_S, and how many threads are ready every
-    WARMUP_PROGRESS_S (here scaled down), on a real in-process Dask cluster."""
+    """A first run compiles numba's kernels in the warm-up: the command says so at once, naming
+    what numba's cache lacks; a warm-up that outlasts WARMUP_QUIET_S is said, and how many
+    threads are ready every WARMUP_PROGRESS_S (here scaled down), on a real in-process Dask
+    cluster."""
     import time as _time
 
     from distributed import Client, LocalCluster
