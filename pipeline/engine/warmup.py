@@ -111,9 +111,13 @@ class WarmUp:
     waited: float = 0.0             # what the run waited for it after planning ended
     solvers: set = field(default_factory=set)   # what the workers warm for (named in the progress lines)
     modules: set = field(default_factory=set)   # what they import for the tasks (`task_modules`)
-    compiling: set = field(default_factory=set)  # of those, the ones numba's cache lacks: compiled now
+    # Of those, the ones numba's cache lacked before the warm-ups were submitted (`uncompiled_solvers`):
+    # compiled now, and said at once. None: look now.
+    compiling: set | None = None
 
     def __post_init__(self):
+        if self.compiling is None:
+            self.compiling = uncompiled_solvers(self.solvers)
         self._done = []
         futures, self.futures = self.futures, []
         self.extend(futures)
@@ -129,10 +133,10 @@ class WarmUp:
         with the rest; what it warmed already is not warmed again."""
         solvers, modules = set(solvers) - self.solvers, set(modules) - self.modules
         if solvers or modules:
+            self.compiling.update(uncompiled_solvers(solvers))     # before the sandboxes write the cache
             self.extend(warm_workers(client, sorted(solvers), threads, sorted(modules)))
             self.solvers.update(solvers)
             self.modules.update(modules)
-            self.compiling.update(_uncompiled(solvers))
 
     def wait(self, log=None) -> None:
         """Wait for every warm-up (at most WARMUP_WAIT_S: a worker lost meanwhile is Dask's to
@@ -190,7 +194,7 @@ class WarmUp:
         return {k: sum(r["loads"][k] for r in self._results()) for k in ("datasets", "folds")}
 
 
-def _uncompiled(names) -> set:
+def uncompiled_solvers(names) -> set:
     """The solvers whose numba kernels this machine's cache lacks (`solvers.registry.uncompiled`),
     named in the warm-up's first line; none where that cannot be told (an unknown plugin)."""
     from solvers.registry import uncompiled

@@ -115,10 +115,16 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     calls = []
     real_warm = run_module.warm_workers
     monkeypatch.setattr(run_module, "warm_workers", lambda *a, **k: calls.append(a[1]) or real_warm(*a, **k))
+    # What numba's cache lacks is looked up before the warm-up is submitted, and the head start's
+    # warm-up says it (a fresh clone's first run once said "loads ... from numba's cache").
+    monkeypatch.setattr(run_module, "uncompiled_solvers", lambda names: calls.append(("looked", list(names))) or {"dcd"})
     with keep_clusters(), contextlib.ExitStack() as stack:
         run_module.start_ahead(cfg, tmp_path / "new")
-        assert len(run_module._AHEAD) == 1 and calls == [["dcd"]]
+        assert len(run_module._AHEAD) == 1 and calls == [("looked", ["dcd"]), ["dcd"]]
+        calls.remove(("looked", ["dcd"]))
         client, ahead = run_module._AHEAD[0]
+        assert ahead.compiling == {"dcd"} and ahead.progress_line(0.0, first=True).startswith(
+            "warming 1 worker threads for dcd: compiling the numba kernels of dcd")
         plan, planned_client, warmup = run_module._plan_while_starting(cfg, tmp_path / "new", stack)
         assert planned_client is client and warmup is ahead and calls == [["dcd"]] and not run_module._AHEAD
         warmup.wait()
@@ -144,7 +150,7 @@ def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         futures = [client.submit(_time.sleep, s, pure=False) for s in (0.8, 2.5)]
-        warmup = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"})
+        warmup = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"}, compiling=set())
         warmup.wait(lines.append)
         # A first run's warm-up, whose solvers numba's cache lacks: said at once, naming them.
         said = []
