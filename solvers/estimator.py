@@ -17,23 +17,33 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .base import Budget, Recorder
 from .kernels import Kernel, kernel_block, resolve_gamma
-from .problem import Problem, magnitude_error, magnitude_limit
+from .problem import Problem
 from .params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS, estimator_message
 from .registry import Param, SolverError, fit as solve, get_solver
 
 
 def _check_magnitude(X) -> None:
-    """Refuse X whose values would overflow float64 before a kernel value is computed from it
-    (gamma="scale"'s variance, a callable's Gram matrix): `Problem` checks every X so, but after
-    these. Its message names the value's row and column (`problem.magnitude_error`)."""
+    """Refuse X whose values would overflow float64 in the solvers: a squared norm ||x_i||^2
+    (kernels, gamma="scale"'s variance, Qbar_ii) sums up to n_features squares, so values above
+    sqrt(max float / n_features) (1.3e154 / sqrt(d)) can make it inf, and a fit from there
+    divides inf by inf. One message, before any work, naming the value's row and column."""
     data = X.data if sp.issparse(X) else X
     if data.size == 0:
         return
     # Two reductions and no temporary: np.abs(data) would allocate a copy of X's values (on
     # full RCV1, 490 MB of pages touched for the first time) for one number.
     amax = max(float(data.max()), -float(data.min()))
-    if amax > magnitude_limit(X.shape[1]) and math.isfinite(amax):
-        raise ValueError(magnitude_error(X, amax))   # NaN and inf: Problem refuses them, naming the row
+    limit = math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1))
+    if amax <= limit or not math.isfinite(amax):
+        return     # NaN and inf in sparse X: Problem refuses them, naming the row
+    if sp.issparse(X):
+        k = int(np.argmax(np.abs(X.data)))
+        row, col = int(np.searchsorted(X.indptr, k, side="right") - 1), int(X.indices[k])
+    else:
+        row, col = (int(i) for i in np.unravel_index(int(np.argmax(np.abs(X))), X.shape))
+    raise ValueError(f"X has a value of magnitude {amax:.3g} (row {row}, column {col}): with {X.shape[1]} "
+                     f"features, squared norms and kernel values overflow float64 above {limit:.3g}; "
+                     "rescale X (e.g. sklearn.preprocessing.MaxAbsScaler)")
 
 
 def _gram(K) -> np.ndarray:
@@ -240,8 +250,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         # scikit-learn's check, whose message its estimator checks expect.
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              ensure_all_finite=not sp.issparse(X))
-        if self.kernel != "linear":
-            _check_magnitude(X)     # linear: Problem's check, the same pass that finds NaN and inf
+        _check_magnitude(X)
         self._sparse_fit = sp.issparse(X)
         check_classification_targets(y)
         # Each row's class index, from the same sort that finds the classes (one sort of y).
