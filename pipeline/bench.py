@@ -60,6 +60,11 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      (bench_kernel_grid) and HalvingGridSearchCV(StandardScaler + SVC, factor=3, n_jobs=2) on
      the same rows, folds, grid, tol and cache size (its fit call); the chosen (C, gamma)'s CV
      error against the full grid's best and its standard error over the folds.
+  r1  README recipe 1 on the user's own file (a 4,000 x 60 make_classification file ingested as
+     `bench_recipe1`; dcd, LIBLINEAR and Pegasos, 6 C of the hinge, 5 folds, standardised), with
+     its timing fits (run.timing=auto) and without (false), in turn: the whole command's ratio
+     (goal <= 1.5x), the timing fits' share of the run's task CPU seconds (goal <= 25%; every
+     record's `task_cpu_s`, from the shards) and the rows and ratios of its time-to-target table.
   libsvm  smo's whole call (`SVMClassifier(solver="smo").fit`) against LIBSVM's own `svm_train`
      (libsvm-official, the `bench` extra) on a problem built beforehand, on the same standardised
      MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
@@ -68,7 +73,7 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm,r1] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
 --set adds Hydra overrides to every run of scenarios f and hs (ours and the anchors alike), e.g.
@@ -727,6 +732,93 @@ def scenario_k(work: Path, reps: int) -> list[dict]:
     return rows
 
 
+# README recipe 1 as a user runs it on their own file (issue 50's trial): a 4,000 x 60
+# make_classification file ingested into the store, dcd, LIBLINEAR and Pegasos on 6 C values of the
+# hinge, 5 folds, standardised.
+RECIPE1_NAME = "bench_recipe1"
+RECIPE1 = [f"datasets=[{RECIPE1_NAME}]", "solvers=[dcd,liblinear,pegasos]", f"datasets.{RECIPE1_NAME}.scale=standard",
+           "grid.C=[0.001,0.01,0.1,1,10,100]", "grid.loss=[hinge]", "cv.folds=5"]
+
+
+def ingest_recipe1(work: Path) -> None:
+    """The recipe's file, made as the README's recipe makes it (make_classification, 4,000 rows,
+    60 features, seed 0) and ingested with the data command, unless the store has the entry."""
+    from .data.store import default_store_root, exists
+    if exists(default_store_root(), RECIPE1_NAME):
+        return
+    from sklearn.datasets import dump_svmlight_file, make_classification
+    X, y = make_classification(n_samples=4000, n_features=60, random_state=0)
+    path = work / "recipe1.svm"
+    dump_svmlight_file(X, y, str(path))
+    subprocess.run([sys.executable, "-m", "pipeline.data", "ingest", str(path), "--name", RECIPE1_NAME],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def phase_seconds(run_dir: Path) -> dict:
+    """CPU and wall seconds of the run's tasks by phase (sweep, timing, references), summed from
+    its shards (each record's `task_cpu_s` and `task_time_s`)."""
+    out = {f"{kind}_{p}": 0.0 for p in ("sweep", "timing", "references") for kind in ("cpu", "task")}
+    for path in (run_dir / "shards").glob("*.parquet"):
+        shard = pd.read_parquet(path)
+        timed = shard["spec.timing"].notna() if "spec.timing" in shard.columns else pd.Series(False, index=shard.index)
+        phase = np.where(shard["kind"] == "reference", "references", np.where(timed, "timing", "sweep"))
+        for p in ("sweep", "timing", "references"):
+            out[f"cpu_{p}"] += float(shard.loc[phase == p, "task_cpu_s"].sum())
+            out[f"task_{p}"] += float(shard.loc[phase == p, "task_time_s"].sum())
+    return out
+
+
+def comparisons(run_dir: Path) -> dict:
+    """What the report's time-to-target table drew: rows with a time, rows censored (`not reached
+    within B`), rows not reached, rows it could not tell, and ratios."""
+    from .report.build import load
+    from .report.tables import time_to_target
+    data = load(run_dir)
+    try:
+        table = time_to_target(data)
+    finally:
+        data.engine.close()
+    t = table["t_target_s"].map(lambda v: "time" if isinstance(v, float) and math.isfinite(v) else
+                                "censored" if str(v).startswith("not reached within") else
+                                "not reached" if v == "not reached" else "unknown")
+    return {"rows_time": int((t == "time").sum()), "rows_censored": int((t == "censored").sum()),
+            "rows_not_reached": int((t == "not reached").sum()), "rows_unknown": int((t == "unknown").sum()),
+            "ratios": int(table["ratio"].notna().sum())}
+
+
+def recipe1_row(work: Path, tag: str, timing: str) -> dict:
+    """One whole recipe-1 command (run.timing=`timing`): its wall, its timing line's execute and
+    report, its tasks' CPU seconds by phase and the timing fits' share of them, and what its
+    report's time-to-target table drew."""
+    run_dir = work / tag
+    cmd = [sys.executable, "-m", "pipeline", *RECIPE1, f"run.timing={timing}", f"hydra.run.dir={run_dir}"]
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    line = _line((run_dir / "run.log").read_text(), "timing: ")
+    phases = {phase.strip(): float(sec) for phase, sec in re.findall(r"(?<=[:,;] )([a-z -]+) ([\d.]+) s", line)}
+    spent = phase_seconds(run_dir)
+    cpu = sum(v for k, v in spent.items() if k.startswith("cpu_"))
+    task = sum(v for k, v in spent.items() if k.startswith("task_"))
+    return {"timing": timing, "load": load, "whole_s": wall, "execute_s": phases.get("execute"),
+            "report_s": phases.get("report"), **spent,
+            "timing_share_cpu": spent["cpu_timing"] / cpu if cpu else math.nan,
+            "timing_share_task": spent["task_timing"] / task if task else math.nan, **comparisons(run_dir)}
+
+
+def scenario_r1(work: Path, reps: int) -> list[dict]:
+    """README recipe 1 with its timing fits and without (run.timing=false), alternating `reps`
+    times: the whole command's ratio (goal <= 1.5x), the timing fits' share of the run's task
+    seconds (goal <= 25%), and the comparisons the report drew."""
+    ingest_recipe1(work)
+    rows = []
+    for r in range(reps):
+        on, off = recipe1_row(work, f"r1-on-{r}", "auto"), recipe1_row(work, f"r1-off-{r}", "false")
+        rows += [{"rep": r, **on, "whole_over_off": on["whole_s"] / off["whole_s"]}, {"rep": r, **off}]
+    return rows
+
+
 def prebuild(overrides: list[str], experiment: str = "bench_sweep") -> None:
     """Build the scenario's datasets into the store before any run is timed: the first run
     would otherwise carry the build (and a speedup of 1 over 2 workers would count it)."""
@@ -749,6 +841,7 @@ def main(argv=None) -> int:
                "g": scenario_g, "h": scenario_h, "k": scenario_k, "t": scenario_t,
                "u": lambda work, reps: scenario_u(reps, args.full),
                "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": lambda work, reps: scenario_hs(work, reps, args.set),
+               "r1": scenario_r1,
                "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
@@ -757,7 +850,7 @@ def main(argv=None) -> int:
                 prebuild(args.set, KERNEL_GRID)
             elif name == "cs":
                 prebuild([], SEARCH_LINEAR)
-            elif name not in ("u", "libsvm"):
+            elif name not in ("u", "libsvm", "r1"):
                 prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "t": "bench_large_traced",
                                                           "k": "bench_fixed"}.get(name, "bench_sweep"))
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))

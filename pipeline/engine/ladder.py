@@ -66,15 +66,18 @@ class Rung:
         return self.status != "max_iter"
 
 
+# The grid of a solver without an iteration cap (LIBSVM's SMO pairs) ends here; a ladder stops
+# at MAX_RUNGS rungs long before.
+MAX_K = 10**12
+
+
 def grid(per_decade: int, cap: int | None, below: int | None = None) -> list[int]:
     """The recorder's due points (solvers.Recorder: k -> max(k + 1, ceil(k 10^(1/per_decade)))) up
-    to `cap`, and under `below` when given."""
+    to `cap` (MAX_K without one), and under `below` when given."""
     out, k = [], 1
     step = 10 ** (1.0 / per_decade)
-    while (cap is None or k <= cap) and (below is None or k < below):
+    while k <= (cap if cap is not None else MAX_K) and (below is None or k < below):
         out.append(k)
-        if len(out) > 10_000:       # a cap of 10^(1000 / per_decade) iterations: none is meant
-            break
         k = max(k + 1, int(math.ceil(k * step - 1e-9)))
     if cap is not None and out and out[-1] < cap and (below is None or cap < below):
         out.append(cap)     # the cap itself, where the grid steps over it

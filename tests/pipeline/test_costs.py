@@ -24,46 +24,47 @@ TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", 
         "cluster=sequential", "solvers=[dcd,liblinear]", "grid.C=[0.1,1]", "report.figures=false"]
 
 
-def _cpu_by_phase(run_dir: Path) -> dict:
-    """The CPU seconds the run's records say, by phase, read from its shards."""
-    out = {"sweep": 0.0, "timing": 0.0, "references": 0.0}
-    for path in glob.glob(str(run_dir / "shards" / "*.parquet")):
-        shard = pd.read_parquet(path)
-        for r in shard.itertuples():
-            timed = isinstance(getattr(r, "_asdict")().get("spec.timing"), str)
-            phase = "references" if r.kind == "reference" else ("timing" if timed else "sweep")
-            out[phase] += r.task_cpu_s
-    return out
-
-
 def _estimate_line(lines: list[str]) -> str:
     return next(line.strip() for line in lines if line.strip().startswith("cost estimate:"))
 
 
 def test_the_plan_says_what_the_run_will_cost_from_what_earlier_runs_measured(tmp_path):
-    """A first run knows nothing ("unknown"); it leaves its seconds in the store's cost history,
-    and a dry run of the same experiment into a new folder then estimates every fit from them,
-    exactly the seconds the first run's records hold. Break: `template_ids` naming a grid point
-    by another row than its first fold's (the next run cannot find it), or `record` not called
-    after execute: the second estimate is unknown."""
+    """A first run knows nothing ("unknown"); it leaves its seconds in the store's cost history, one
+    entry per grid point named by its first fold's key, with the CPU seconds its records hold. A
+    dry run with one more C value then estimates the fits of the first run's points from them
+    (each point's own: given 1, 10 and 100 s a fit for the sweep's, the timing fits' and the
+    references', it says 8, 80 and 400 s) and says the new point's fits are unknown. Break:
+    `template_ids` naming a point by another row than its first fold's, or `record` not called
+    after execute."""
     store = tmp_path / "store"
     first = []
     run(compose([f"store.root={store}", *TINY]), tmp_path / "a", echo=first.append)
     assert _estimate_line(first) == (f"cost estimate: 8 fits unknown; 8 timing fits unknown; 4 reference solves "
                                      f"unknown (from no earlier run of these fits; the history in {store / '.costs'} "
                                      f"fills as runs end)")
-    assert any(line.startswith("timing fits: each within run.timing_budget_s=1 s") and
+    assert any(line.startswith("timing fits: each within run.timing_budget_s=0.5 s") and
                "run.timing=false turns them off" in line for line in first)
+    shards = pd.concat([pd.read_parquet(p) for p in glob.glob(str(tmp_path / "a" / "shards" / "*.parquet"))])
+    phase = {k: ("references" if kind == "reference" else "timing" if isinstance(t, str) else "sweep")
+             for k, kind, t in zip(shards["key"], shards["kind"], shards["spec.timing"])}
+    fold0 = set(shards.loc[shards["spec.fold"].astype(str) == "0", "key"])      # spec fields are JSON text
     (history,) = (store / ".costs").glob("*.json")
-    # Its grid points: 4 of the sweep, 4 of the timing fits, and a reference per C.
-    assert len(json.loads(history.read_text())["points"]) == 4 + 4 + 2
-    spent = _cpu_by_phase(tmp_path / "a")
+    data = json.loads(history.read_text())
+    # Its grid points: 4 of the sweep, 4 of the timing fits, and a reference per C, each with its 2 folds.
+    assert set(data["points"]) <= fold0 and len(data["points"]) == 4 + 4 + 2
+    cpu = shards.assign(phase=shards["key"].map(phase)).groupby("phase")["task_cpu_s"].sum()
+    assert sum(s for _, s in data["points"].values()) == pytest.approx(cpu.sum(), rel=1e-9)
+    assert all(n == 2 for n, _ in data["points"].values())
+    per_fit = {"sweep": 1.0, "timing": 10.0, "references": 100.0}
+    history.write_text(json.dumps({**data, "points": {tid: [n, n * per_fit[phase[tid]]]
+                                                      for tid, (n, _) in data["points"].items()}}))
     again = []
-    run(compose([f"store.root={store}", *TINY, "run.dry_run=true"]), tmp_path / "b", echo=again.append)
-    line = _estimate_line(again)
-    got = [float(x) for x in re.findall(r"about ([0-9.]+) CPU s", line)]
-    assert got == pytest.approx([round(spent[p], 1) for p in ("sweep", "timing", "references")], abs=0.051)
-    assert line.endswith(f"(from earlier runs ({store / '.costs'}))")
+    run(compose([f"store.root={store}", *TINY, "grid.C=[0.1,1,10]", "run.dry_run=true"]), tmp_path / "b",
+        echo=again.append)
+    assert _estimate_line(again) == (
+        f"cost estimate: 12 fits about 8.0 CPU s for 8 of them, 4 unknown; 12 timing fits about 80.0 CPU s for 8 of "
+        f"them, 4 unknown; 6 reference solves about 400.0 CPU s for 4 of them, 2 unknown (from earlier runs "
+        f"({store / '.costs'}))")
 
 
 def test_timing_fits_estimated_to_cost_more_than_the_sweep_are_said_to_before_any_fit(tmp_path):
