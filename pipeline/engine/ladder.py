@@ -11,7 +11,7 @@ as our solvers' traces.
 What the ladder needs to know, and what it runs (`climb`):
 
 - **f\\***, the problem's certified reference (the run hands it over once the reference solve
-  has ended: pipeline/engine/execute.py). With it the ladder stops at the first rung that
+  has ended: pipeline/engine/handover.py). With it the ladder stops at the first rung that
   reaches the target: no rung past it is run. Without it (no reference record) it climbs every
   rung to the solver's own stop, as it always did.
 - **the top**, the full solve to the solver's own stop: the sweep's own fit of the same problem,
@@ -21,18 +21,17 @@ What the ladder needs to know, and what it runs (`climb`):
 - **the resolution**: rungs climb two a decade (every `per_decade // 2`-th grid point) until one
   reaches the target, then the grid points between the last two rungs are bisected until the
   first grid point that reaches it is known (the report reads nothing finer than the grid).
-  This supposes that an iterate that reached a target stays within it for the few grid points
-  of a half decade (the iterates of dual coordinate descent do: its dual rises at every step),
-  where a rung-by-rung climb supposed nothing; every ladder of README recipe 1 and `make run`
-  found the same first rung both ways.
+  This supposes that an iterate that reached the target stays within it, where a rung-by-rung
+  climb supposed nothing: a library whose primal dips below the target and comes back reads
+  the start of its last stretch within it (docs/design/execution.md, "Timing fits", says how
+  often that was seen).
 - **the budget** B (`run.timing_budget_s`, on the rungs' own clock, CPU seconds): a rung whose
   time exceeds B is past the budget, and the search treats it as the end of the curve, as
   benchopt's timeout does: a target not reached by a rung within B is *censored*, "not reached
   within B", never a time.
 
 It resolves the report's target alone: the report reads a ladder's time (and iterations) at
-that target, and at another only where the solver's own stop says it was never reached (resolving
-the iterations table's 1e-2 as well cost as much again as the target on README recipe 1).
+that target, and at another only where the solver's own stop says it was never reached.
 """
 from __future__ import annotations
 
@@ -128,12 +127,12 @@ class Ladder:
     def past_budget(self, r: Rung) -> bool:
         return self.limit_s is not None and r.seconds > self.limit_s
 
-    def first(self, reached, climb: bool, stride: int) -> int | None:
+    def first(self, reached, stride: int) -> int | None:
         """The grid index of the first rung that reaches (reached(rung) true) within the budget,
-        or None: never (the solver's own stop is short of it), past the budget (`cut`), or not
-        looked for (climb false and no rung known to reach it). Climbs `stride` grid points at a
-        time from the highest rung known short of it (with the top known, it bisects from the
-        start: the top is the last rung), then bisects between the last two."""
+        or None: never (the solver's own stop is short of it), or past the budget, the task's time
+        or MAX_RUNGS (`cut`). Climbs `stride` grid points at a time from the highest rung known
+        short of it (with the top known, it bisects from the start: the top is the last rung),
+        then bisects between the last two."""
         def stops(r):
             return reached(r) or self.past_budget(r)
 
@@ -143,8 +142,6 @@ class Ladder:
         hi = next((i for i in known if stops(self.rungs[i])), None)
         lo = max((i for i in known if hi is None or i < hi), default=-1)
         while hi is None:
-            if not climb:
-                return None
             if len(self.rungs) >= MAX_RUNGS:
                 self.cut = "rungs"
                 return None
@@ -194,10 +191,10 @@ def climb(solve, per_decade: int, cap: int | None, f_star: float | None = None, 
     own stop (within the budget), as a ladder always ran."""
     ladder = Ladder(solve, per_decade, cap, top, limit_s, deadline)
     if f_star is None or target is None:
-        ladder.first(lambda r: False, climb=True, stride=1)
+        ladder.first(lambda r: False, stride=1)
     else:
         scale = abs(f_star) if f_star != 0 else 1.0
-        ladder.first(lambda r: (r.primal - f_star) / scale <= target, climb=True, stride=max(1, per_decade // 2))
+        ladder.first(lambda r: (r.primal - f_star) / scale <= target, stride=max(1, per_decade // 2))
     info = {"ladder_rungs": ladder.runs, "ladder_s": ladder.spent,
             "ladder_times": [r.seconds for i, r in sorted(ladder.rungs.items()) if r.fit is not None],
             # The target its rungs resolve (None: every rung, no target).

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..experiment.plan import binary_labels, heldout_rows, make_folds, subsample_rows
+from ..experiment.schema import REPORT_TARGET, TIMING_BUDGET_S
 from .rss import peak_rss_mb, reset_peak_rss
 from ..data.store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
 
@@ -446,7 +447,7 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
         return fit
 
     if timing is not None and timing["method"] == "ladder":
-        fit = _run_ladder(spec, fastest, budget, timing, problem)
+        fit = _run_ladder(spec, fastest, budget, timing)
     else:
         fit = fastest()
     if cut_at is not None:
@@ -483,10 +484,7 @@ def _call_recorder():
 def timing_budget(timing: dict | None) -> float | None:
     """A timing fit's budget B in seconds on its clock (`run.timing_budget_s`; the default stays out
     of its key, plan.timing_template), None: no budget."""
-    if timing is None:
-        return None
-    from ..experiment.schema import TIMING_BUDGET_S
-    return timing.get("budget_s", TIMING_BUDGET_S)
+    return None if timing is None else timing.get("budget_s", TIMING_BUDGET_S)
 
 
 # The sweep twin's record, as a ladder's own (`_run_ladder`): the full solve it would otherwise
@@ -495,13 +493,11 @@ TWIN_FIELDS = ("status", "n_iter", "primal_objective", "dual_objective", "dualit
                "train_accuracy", "test_accuracy", "n_sv", "heldout_accuracy", "n_heldout")
 
 
-def _run_ladder(spec: dict, solve, budget, timing: dict, problem):
+def _run_ladder(spec: dict, solve, budget, timing: dict):
     """A reference library's timing fit: its ladder (`_ladder`) with what the run handed over
     (`spec["ladder"]`, execute.py): f*, the reference's objective, and the top, the sweep's own
     fit of the same problem, the same cold solve (same seed): its iterations, certificates, CPU
     seconds and record."""
-    from ..experiment.schema import REPORT_TARGET
-
     given = spec.get("ladder") or {}
     return _ladder(solve, budget, int(timing["per_decade"]), f_star=given.get("f_star"),
                    target=timing.get("target", REPORT_TARGET), top=given.get("top"),
@@ -510,8 +506,8 @@ def _run_ladder(spec: dict, solve, budget, timing: dict, problem):
 
 def _ladder(solve, budget, per_decade: int, f_star=None, target=None, top=None, limit_s=None, record=None):
     """A library's ladder of cold solves (pipeline/engine/ladder.py): solve(budget, enabled) -> Fit.
-    With f*, it stops at the first rung of each target the report reads, within the budget B
-    (limit_s); with the top (a dict of the full solve: n_iter, seconds, primal, dual, gap, status),
+    With f*, it stops at the first rung within `target` of it, within the budget B (limit_s); with
+    the top (a dict of the full solve: n_iter, seconds, primal, dual, gap, status),
     that solve is not run again, and the record is the top's (`record`: the sweep twin's, as a
     ladder's record always was the full solve's). Without f*, every rung to the solver's own stop.
     The fit returned carries the rungs as its trace, its record's certificates, and in `info` the

@@ -42,9 +42,8 @@ TIMING_MODES = ("auto", True, False)
 # A timing fit's budget B, CPU seconds on its own clock (`run.timing_budget_s`): a fit that has not
 # reached the target by then is censored, "not reached within B" (benchopt's timeout). The
 # default is in no key (plan.timing_template). It holds what README recipe 1 compares below
-# C = 100 (its slowest cold solve or rung that reaches the target: 0.31 s idle) and cuts the cold
-# solves of C = 100 that never reach it; a larger file needs a larger one (the plan's cost line
-# names it): docs/design/execution.md, "Timing fits".
+# C = 100 and cuts the cold solves of C = 100 that never reach the target; a larger file needs a
+# larger one, which the plan's cost line names (docs/design/execution.md, "Timing fits").
 TIMING_BUDGET_S = 0.5
 
 # The relative suboptimality (P - f*)/|f*| the report times solvers to unless `report.target`
