@@ -164,3 +164,16 @@ def test_a_timing_fit_cut_by_its_budget_reads_not_reached_within_it(store, tmp_p
     table = time_to_target(load(tmp_path / "r"))
     assert set(table["t_target_s"]) == {"not reached within 0.0001 s"} and table["ratio"].isna().all()
     assert set(table["reached"]) == {"0/2"}
+
+
+def test_a_resumed_run_hands_its_ladders_the_records_already_on_disk(store, tmp_path):
+    """The sweep and its references ran first (run.timing=false); the same command with timing fits
+    into the same folder runs only the timing fits, and each ladder still gets f* and its sweep
+    twin from the shards on disk: it resolves the target and ends on its twin's solve. Break:
+    `Handover._read` reading nothing: the ladders climb without them (no target, no twin)."""
+    run(compose([f"store.root={store}", *TINY, "run.timing=false"]), tmp_path / "r")
+    out = run(compose([f"store.root={store}", *TINY]), tmp_path / "r")
+    assert out["summary"].skipped == 12 and out["summary"].done == 8
+    ladders = pd.read_parquet(tmp_path / "r" / "timing.parquet").query("timing_method == 'ladder'")
+    assert len(ladders) == 4 and (ladders["info_ladder_top"] == "sweep fit").all()
+    assert (ladders["info_ladder_target"] == 1e-3).all() and ladders["info_ladder_own_stop"].all()
