@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..data.cache import user_cache_dir
 from ..data.store_fs import is_remote
@@ -85,12 +86,17 @@ def measured(run_dir: Path, plan) -> dict:
     files = shard_files(run_dir) if run_dir is not None else []
     if not files:
         return out
-    latest: dict = {}
-    for path in files:
-        for r in read_columns(path, ("status", "task_cpu_s")):
-            latest[r["key"]] = r
-    keys = [k for k, r in latest.items() if r.get("status") != "error" and r.get("task_cpu_s") is not None]
-    seconds = np.array([float(latest[k]["task_cpu_s"]) for k in keys])
+    keys, status, cpu = [], [], []
+    for path in files:          # in the order written: a key's last record is its newest
+        got = read_columns(path, ("status", "task_cpu_s"))
+        n = len(got["key"])
+        keys += got["key"]
+        status += got.get("status", [None] * n)
+        cpu += got.get("task_cpu_s", [None] * n)
+    frame = pd.DataFrame({"key": keys, "status": status, "cpu": pd.to_numeric(pd.Series(cpu), errors="coerce")})
+    frame = frame.drop_duplicates("key", keep="last")
+    frame = frame[(frame["status"] != "error") & frame["cpu"].notna()]
+    keys, seconds = frame["key"].tolist(), frame["cpu"].to_numpy(dtype=float)
     for specs in (plan.fits, plan.references):
         ids, template = template_ids(specs)
         rows = specs.rows(keys)

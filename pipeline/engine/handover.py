@@ -63,7 +63,9 @@ class Handover:
             return
         columns = ("status", "f_star", "info", *TWIN_FIELDS)
         for path in shard_files(run_dir):
-            self.take([r for r in read_columns(path, columns) if r["key"] in keys])
+            got = read_columns(path, columns)
+            mine = [i for i, key in enumerate(got["key"]) if key in keys]
+            self.take([{name: got[name][i] for name in got if got[name][i] is not None} for i in mine])
 
     def take(self, records: list[dict]) -> None:
         """Keep what a held ladder needs of these records (any records: the sink's listener)."""
