@@ -146,3 +146,47 @@ def test_a_run_keeps_its_timing_fits_apart_and_its_report_reads_them(store, tmp_
     t = time_to_target(load(tmp_path / "r")).set_index(["solver_entry", "C"])
     assert t.loc[("dcd", 1.0), "start"] == "warm" and math.isnan(t.loc[("dcd", 1.0), "ratio"])   # against no cold fit
     assert t.loc[("liblinear", 1.0), "ratio"] == 1.0
+
+
+NAP_S = 0.3
+
+
+def _nap(problem, *, budget, recorder, warm_start=None):
+    """A fit that waits NAP_S off the CPU inside its clock (a wait for a core on a busy machine,
+    as the timing fit sees it), then fits with dcd on a recorder of its own."""
+    time.sleep(NAP_S)
+    fit = solvers.fit(problem, "dcd", budget=budget, recorder=solvers.Recorder(enabled=False))
+    fit.fit_time_s = math.nan        # timed by the caller's recorder, on the clock the task chose
+    return fit
+
+
+if "_nap" not in solvers.solver_names():
+    solvers.register(solvers.SolverSpec(name="_nap", family="test", fit=_nap, warmup=lambda: None))
+
+
+def test_a_timing_fit_reads_the_cpu_clock_and_a_sweep_fit_the_wall(tmp_path):
+    """The same fit, once as a timing fit and once as the sweep's: a wait off the CPU is charged
+    to the sweep fit (its solver clock is the wall's) and not to the timing fit, whose clock is
+    its process's CPU seconds; so is its setup (the problem's build, on the same clock)."""
+    plan = _plan(tmp_path, "solvers=[dcd,liblinear]", "grid.C=[1]")
+    spec = next(s for s in _timing(plan) if s["solver_entry"] == "dcd")
+    twin = next(s for s in plan.fits.values() if "timing" not in s and s["solver_entry"] == "dcd")
+    X, y = _problem(n=60).X, np.where(np.arange(60) % 3 == 0, 1.0, -1.0)
+    nap = {"solver": "_nap", "solver_params": {}}
+    tasks._solve_binary(twin, X, y)          # dcd compiled (or loaded) outside the clocks read below
+    _, timed = tasks._solve_binary({**spec, **nap}, X, y)
+    _, swept = tasks._solve_binary({**twin, **nap}, X, y)
+    assert swept.fit_time_s >= NAP_S and timed.fit_time_s < NAP_S / 3
+    assert "setup_s" in timed.info and "setup_s" not in swept.info
+    # The setup is read on the CPU clock too: a wait inside the problem's build is not in it.
+    real = tasks._problem
+
+    def slow_build(*args, **kwargs):
+        time.sleep(NAP_S)
+        return real(*args, **kwargs)
+    tasks._problem = slow_build
+    try:
+        _, timed = tasks._solve_binary(spec, X, y)
+    finally:
+        tasks._problem = real
+    assert 0 <= timed.info["setup_s"] < NAP_S / 3

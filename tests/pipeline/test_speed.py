@@ -1,0 +1,82 @@
+"""pipeline/report/speed.py at its exact values: a timing fit's setup seconds are part of every
+time read on the call clock (its trace points, its own stop, its time to target, through the
+report's engine and through frames alike), and the headline's percentiles are numpy's. Each
+test fails with its rule taken away (a setup of 0 in a fixture, or p n for p (n - 1), would
+let either through). No solver runs."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.report import speed
+from pipeline.report.registry import ReportData
+from pipeline.report.speed import fit_times, headline, quantiles, speed_rows, speed_view
+
+from .report_data import folds, rows, traces_for
+
+SETUP_S = 0.25          # dcd's problem build, far above its solver's seconds: a loss shows
+
+
+def _timed_run():
+    """dcd and liblinear on one problem, 3 folds; their timing fits: dcd with its setup seconds,
+    liblinear (a library: its input checks are inside its own call) with 0. Each trace first
+    reaches 1e-3 at its third of six points, at half the fit's seconds (`traces_for`)."""
+    res = rows(folds({"solver_entry": "dcd", "fit_time_s": 0.01})
+               + folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference",
+                        "fit_time_s": 0.02}))
+    timing = res.assign(key=[f"t{k}" for k in res["key"]], start="cold", timing_method="trace",
+                        setup_s=np.where(res["solver_entry"] == "dcd", SETUP_S, 0.0))
+    return res, timing, traces_for(timing, timed=True)
+
+
+def test_a_timing_fits_setup_seconds_are_in_every_time_on_the_call_clock():
+    res, timing, ttr = _timed_run()
+    data = ReportData(res, traces_for(res), pd.DataFrame(), name="t", timing=timing, timing_traces=ttr)
+    out = speed_rows(data, target=1e-3, bases=["liblinear"]).set_index("solver_entry")
+    assert (out["clock"] == "call").all() and (out["source"] == "timing").all()
+    # dcd: half of its 0.01 s plus its 0.25 s of setup; liblinear: half of its 0.02 s, no setup.
+    assert out.loc["dcd", "t_target_s"] == pytest.approx(0.005 + SETUP_S, rel=1e-12)
+    assert out.loc["liblinear", "t_target_s"] == pytest.approx(0.01, rel=1e-12)
+    assert out.loc["dcd", "own_stop_s"] == pytest.approx(0.01 + SETUP_S, rel=1e-12)
+    assert out.loc["dcd", "ratio_vs_liblinear"] == pytest.approx((0.005 + SETUP_S) / 0.01, rel=1e-12)
+    # The view the figures draw: trace seconds and fit seconds moved to the call clock, setup then 0.
+    view = speed_view(data)
+    fits = view.fits.set_index("key")
+    dcd = timing.loc[timing["solver_entry"] == "dcd", "key"]
+    assert fits.loc[dcd, "fit_time_s"].tolist() == pytest.approx([0.01 + SETUP_S] * 3, rel=1e-12)
+    assert (fits.loc[dcd, "setup_s"] == 0).all()
+    tr = view.traces
+    first = tr[tr["key"] == dcd.iloc[0]].sort_values("iteration")["time_s"].to_numpy()
+    assert first == pytest.approx(0.01 * np.arange(1, 7) / 6 + SETUP_S, rel=1e-12)
+    # The same rule over frames (a paper's writer): fit_times adds the setup to its trace time.
+    ft = fit_times(timing, ttr, target=1e-3).set_index("key")
+    assert ft.loc[dcd, "t_target_s"].tolist() == pytest.approx([0.005 + SETUP_S] * 3, rel=1e-12)
+    assert ft.loc[dcd, "own_stop_s"].tolist() == pytest.approx([0.01 + SETUP_S] * 3, rel=1e-12)
+    assert set(ft["clock"]) == {"call"}
+
+
+def _engine():
+    return ReportData(rows([{}]), pd.DataFrame(), name="q").engine
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 10, 11])
+def test_quantiles_are_numpys_at_every_position(n):
+    """The engine's order statistics and numpy's linear interpolation give np.quantile exactly,
+    both ends included (p = 0 and p = 1), on values with ties and in no order."""
+    values = np.round(np.random.default_rng(n).lognormal(size=n), 1 if n > 4 else 3)
+    sql = "SELECT * FROM (VALUES " + ", ".join(f"({v!r}::DOUBLE)" for v in values.tolist()) + ") t(x)"
+    ps = (0.0, 0.1, 0.25, 0.5, 0.9, 1.0)
+    assert quantiles(_engine(), sql, ps) == [float(np.quantile(values, p)) for p in ps]
+    assert all(math.isnan(v) for v in quantiles(_engine(), f"{sql} WHERE x < 0", ps))
+
+
+def test_the_headline_quotes_numpys_median_and_90th_percentile():
+    """Eight fits whose (P - f*)/|f*| are 1..8 x 1e-4: numpy's median is 4.5e-4 and its 90th
+    percentile 7.3e-4 (position 0.9 x 7 = 6.3); at p n they would be 5e-4 and 8e-4."""
+    rel = [k * 1e-4 for k in range(1, 9)]
+    res = rows([{"C": float(k), "rel_suboptimality": r, "primal_objective": 10 * (1 + r)} for k, r in enumerate(rel)])
+    line = headline(ReportData(res, traces_for(res), pd.DataFrame(), name="h"), target=1e-3)[1]
+    med, p90 = np.quantile(rel, 0.5), np.quantile(rel, 0.9)
+    assert f"median {speed.fmt(med)}, 90th percentile {speed.fmt(p90)}, max {speed.fmt(8e-4)}." in line
+    assert speed.fmt(med) == "4.500e-04" and speed.fmt(p90) == "7.300e-04"
