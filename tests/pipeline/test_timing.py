@@ -190,3 +190,16 @@ def test_a_timing_fit_reads_the_cpu_clock_and_a_sweep_fit_the_wall(tmp_path):
     finally:
         tasks._problem = real
     assert 0 <= timed.info["setup_s"] < NAP_S / 3
+
+
+def test_a_multiclass_problem_gets_no_timing_fit(tmp_path):
+    """Timing fits time one binary problem on one trace; a multiclass dataset's fits (one binary
+    fit per class inside one task) get none, though its entries share their problems; the same
+    plan on two classes gets them."""
+    exp = validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd,liblinear]",
+                            "grid.C=[1]"]))
+    info, _ = _labels("toy_blobs")["toy_blobs"]
+    three = build_plan(exp, {"toy_blobs": (info, (np.arange(60) % 3).astype(float))})
+    assert three.timing_fits == 0 and not _timing(three) and len(three.fits) > 0
+    two = build_plan(exp, {"toy_blobs": (info, np.where(np.arange(60) % 3 == 0, 1.0, -1.0))})
+    assert two.timing_fits == len(_timing(two)) > 0
