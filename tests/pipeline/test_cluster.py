@@ -90,11 +90,6 @@ def both_workers(cluster):
     return cluster
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _run(store, run_dir, *overrides):
     return run(compose([f"store.root={store}", *BASE, *overrides]), run_dir)
 

@@ -88,11 +88,6 @@ def _tree(*pids) -> list[int]:
     return out
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "solvers=[dcd]",
         "solvers.dcd.grid.C=[0.1,1]", "run.progress=false", "run.reference=false"]
 

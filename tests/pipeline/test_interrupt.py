@@ -54,11 +54,6 @@ def _command(point: str, run_dir: Path, store: Path, *overrides, ignore_sigint: 
     return out.returncode, out.stderr
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _interrupted(code: int, err: str, run_dir: Path) -> None:
     assert code == 130, err[-3000:]
     last = err.strip().splitlines()[-1]

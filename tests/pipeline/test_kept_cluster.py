@@ -18,11 +18,6 @@ def run_results(run_dir):
 
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _cluster(state, *args):
     env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state)}
     return subprocess.run([sys.executable, "-m", "pipeline.cluster", *args], capture_output=True, text=True,

@@ -15,11 +15,6 @@ from pipeline.experiment.config import compose, validate
 from pipeline.report import main as report_main
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
     opened = []
     real = clusters.open_client

@@ -20,11 +20,6 @@ SHORT_FITS = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=rep
               "run.warm_start=false", "run.progress=false", "run.trace=false"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def test_units_of_a_fold_sit_together_with_references_first():
     """The plan lists fits C-major (every fold at one C, then the next C); a task of 3 units
     should hold one fold's 3 C values, not one C on 3 folds."""

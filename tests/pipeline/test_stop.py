@@ -19,7 +19,10 @@ from tests.conftest import NEXT_SESSION, marked
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+# SIGTERM in `make test`; Ctrl-C, the interruption Python raises by itself, in `make test-all`.
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.long)],
+                         ids=["SIGTERM", "SIGINT"])
 def test_make_test_stopped_mid_run_leaves_no_process(tmp_path, signum):
     session, pidfile = uuid.uuid4().hex, tmp_path / "worker.pid"
     env = {**os.environ, NEXT_SESSION: session, "SVMBENCH_STOP_PIDFILE": str(pidfile),

@@ -117,11 +117,6 @@ def test_a_library_is_timed_by_a_ladder_of_cold_solves_ending_at_its_own_stop():
     assert times[2] <= times[-1] < fit.info["ladder_times"][2]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "run.progress=false",
         "cluster=sequential", "solvers=[dcd,liblinear]", "grid.C=[0.1,1]", "report.figures=false"]
 
