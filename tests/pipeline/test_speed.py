@@ -80,3 +80,39 @@ def test_the_headline_quotes_numpys_median_and_90th_percentile():
     med, p90 = np.quantile(rel, 0.5), np.quantile(rel, 0.9)
     assert f"median {speed.fmt(med)}, 90th percentile {speed.fmt(p90)}, max {speed.fmt(8e-4)}." in line
     assert speed.fmt(med) == "4.500e-04" and speed.fmt(p90) == "7.300e-04"
+
+
+def test_a_ratio_is_taken_within_one_start_and_one_clock_against_the_bases_fastest():
+    """`ratios` over hand-made speed rows: a row of one start and one clock against the base's
+    fastest configuration of the same problem, start and clock; a row whose folds mix starts
+    ("warm 2, cold 1") or clocks is in no ratio, nor is one whose base did not reach the target."""
+    r = pd.DataFrame([
+        ("dcd", 1.0, "cold", "call", 2.0), ("base", 1.0, "cold", "call", 1.0), ("base", 1.0, "cold", "call", 0.5),
+        ("dcd", 10.0, "warm 2, cold 1", "call", 2.0), ("base", 10.0, "cold", "call", 1.0),
+        ("base", 10.0, "warm 2, cold 1", "call", 1.0),
+        ("dcd", 100.0, "cold", "call 2, solver 1", 2.0), ("base", 100.0, "cold", "call", 1.0),
+        ("dcd", 5.0, "warm", "call", 4.0), ("base", 5.0, "warm", "call", 2.0), ("base", 5.0, "cold", "call", 1.0),
+        ("dcd", 50.0, "cold", "call", 1.0), ("base", 50.0, "cold", "call", np.inf)],
+        columns=["solver_entry", "C", "start", "clock", "t_target_s"]).assign(dataset="toy")
+    out = speed.ratios(r, ["dataset", "C"], "base")
+    got = {(e, C, s, c): v for e, C, s, c, v in zip(r["solver_entry"], r["C"], r["start"], r["clock"], out)
+           if e == "dcd"}
+    assert got[("dcd", 1.0, "cold", "call")] == 4.0                      # against the base's fastest, 0.5
+    assert got[("dcd", 5.0, "warm", "call")] == 2.0                      # warm against warm, never cold
+    assert all(math.isnan(got[k]) for k in [("dcd", 10.0, "warm 2, cold 1", "call"),
+                                            ("dcd", 100.0, "cold", "call 2, solver 1"), ("dcd", 50.0, "cold", "call")])
+    assert speed.single("cold") and not speed.single("warm 2, cold 1")
+
+
+def test_a_fit_without_a_trace_reaches_the_target_at_its_own_stop_if_it_ends_on_it():
+    """No trace point (run.trace=false, a multiclass fit): a fit whose final (P - f*)/|f*| is the
+    target exactly reached it at its own stop; one just above never did. Over frames and
+    through the engine alike."""
+    res = rows([{"C": 1.0, "rel_suboptimality": 1e-3, "fit_time_s": 0.5, "n_iter": 7},
+                {"C": 10.0, "rel_suboptimality": 1.0000001e-3, "fit_time_s": 0.5, "n_iter": 7}])
+    empty = pd.DataFrame(columns=["key", "iteration", "time_s", "primal", "dual", "gap"])
+    ft = fit_times(res, empty, target=1e-3).set_index("key")
+    assert ft["t_target_s"].tolist() == [0.5, np.inf] and ft["it_target"].tolist() == [7.0, np.inf]
+    out = speed_rows(ReportData(res, empty, pd.DataFrame(), name="t"), target=1e-3).set_index("C")
+    assert out.loc[1.0, "t_target_s"] == 0.5 and out.loc[10.0, "t_target_s"] == np.inf
+    assert out["reached"].tolist() == ["1/1", "0/1"]
