@@ -15,7 +15,11 @@ in the controller, inherited by the workers, the servers they start, and those s
 children); when the controller ends, any such process still running is killed and named. A test
 stuck where Python cannot raise (a numba loop holding the GIL) is ended by pytest-xdist after
 its grace, and its children by this sweep. tests/pipeline/test_stop.py stops a real `make test`
-mid-run and counts what is left."""
+mid-run and counts what is left.
+
+And a test over SLOW_S seconds (setup, call and teardown) must carry the `slow` mark: the run's
+summary names each one that does not, with the load average it ran at (a test that is slow only
+on a loaded machine is slow there, not here)."""
 import os
 import signal
 import sys
@@ -25,6 +29,26 @@ SESSION = "SVMBENCH_TEST_SESSION"
 # A test that runs the suite itself (test_stop.py) names the inner session's mark here, so that
 # it can count the inner run's processes and the inner sweep never touches the outer run's.
 NEXT_SESSION = "SVMBENCH_TEST_SESSION_NEXT"
+
+
+SLOW_S = 10.0
+_seconds: dict = {}       # nodeid -> seconds so far (setup, call, teardown), in the controller
+_marked_slow: set = set()
+
+
+def pytest_runtest_logreport(report):
+    _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
+    if "slow" in report.keywords:
+        _marked_slow.add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    over = sorted(((s, n) for n, s in _seconds.items() if s > SLOW_S and n not in _marked_slow), reverse=True)
+    if over:
+        terminalreporter.write_line(f"tests over {SLOW_S:.0f} s without the slow mark (load average "
+                                    f"{os.getloadavg()[0]:.1f} now):")
+        for seconds, nodeid in over:
+            terminalreporter.write_line(f"  {seconds:6.1f} s  {nodeid}")
 
 
 def _interrupt(signum, frame):
