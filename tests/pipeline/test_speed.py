@@ -116,3 +116,17 @@ def test_a_fit_without_a_trace_reaches_the_target_at_its_own_stop_if_it_ends_on_
     out = speed_rows(ReportData(res, empty, pd.DataFrame(), name="t"), target=1e-3).set_index("C")
     assert out.loc[1.0, "t_target_s"] == 0.5 and out.loc[10.0, "t_target_s"] == np.inf
     assert out["reached"].tolist() == ["1/1", "0/1"]
+
+
+def test_a_row_whose_folds_started_differently_says_so_and_is_in_no_ratio():
+    """dcd at C = 1 started warm on two folds and cold on one (a path whose first point it was on
+    one fold): its row's start is "warm 2, cold 1", in no ratio against liblinear's cold row;
+    liblinear's own row says "cold"."""
+    res = rows(folds({"solver_entry": "dcd"}, start=["warm", "cold", "warm"])
+               + folds({"solver_entry": "liblinear", "solver": "liblinear", "family": "reference", "start": "cold",
+                        "fit_time_s": 0.02}))
+    out = speed_rows(ReportData(res, traces_for(res, timed=True), pd.DataFrame(), name="t"), target=1e-3,
+                     bases=["liblinear"]).set_index("solver_entry")
+    assert out.loc["dcd", "start"] == "warm 2, cold 1" and out.loc["liblinear", "start"] == "cold"
+    assert math.isnan(out.loc["dcd", "ratio_vs_liblinear"]) and out.loc["liblinear", "ratio_vs_liblinear"] == 1.0
+    assert speed.label_of({"cold": 3}) == "cold" and speed.label_of([("warm", 1), ("cold", 2)]) == "warm 1, cold 2"
