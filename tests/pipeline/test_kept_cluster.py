@@ -32,6 +32,7 @@ def _sandbox_pids(address):
         return sorted(pid for pids in client.run(call_in_sandboxes, "os:getpid").values() for pid in pids)
 
 
+@pytest.mark.slow
 def test_a_kept_cluster_runs_commands_warm_and_ends_when_stopped(store, tmp_path, monkeypatch):
     """Started once, its sandboxes warmed; two runs on it use the same warm sandbox processes
     (no start, no warm-up of their own: the point of keeping it) and write their results; a

@@ -43,6 +43,7 @@ def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
     assert alone.status == "closed" and len(opened) == 4
 
 
+@pytest.mark.slow
 def test_a_multirun_has_a_folder_per_job_one_cluster_and_one_gathered_table(store, tmp_path):
     sweep = tmp_path / "sweep"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENBLAS_NUM_THREADS": "1"}

@@ -109,6 +109,7 @@ def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, mo
     assert list((tmp_path / "shards").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_workers_read_the_dataset_once_and_each_fold_once(store, tmp_path):
     """On 2 workers, 36 short fits in 6 tasks: each worker reads the dataset once (not per task),
     and a fold is extracted by the one worker whose task holds it (fold-major packing), so the
