@@ -23,7 +23,7 @@ def test_a_C_refitted_at_a_tighter_tolerance_keeps_the_tighter_fits_error(order)
     loose, tight = _fits(1.0, 1e-2, [0.3, 0.3, 0.3]), _fits(1.0, 1e-4, [0.1, 0.2, 0.3])
     fits = loose + tight if order == "loose first" else tight + loose
     fits += _fits(10.0, 1e-2, [0.4, 0.5, 0.6]) + _fits(10.0, 1e-4, [0.1, 0.1])
-    fits += _fits(0.1, 1e-4, [0.5, 0.5, 0.5])[:2] + _fits(0.1, 1e-4, [0.5], certificate=None)
+    fits += _fits(0.1, 1e-4, [0.5, 0.5]) + [FoldFit(C=0.1, tol=1e-4, fold=2, error=0.5, certificate=None)]
     fits += _fits(100.0, 1e-4, [0.2, math.nan, 0.2])
     out = cv_errors(fits, n_folds=3)
     assert out == {1.0: (pytest.approx(0.2), 1e-4), 10.0: (pytest.approx(0.5), 1e-2)}

@@ -253,6 +253,9 @@ def test_the_bound_counts_a_row_only_strictly_inside_its_interval():
     C = np.array([0.5, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0])
     assert bound.at(C).tolist() == [0.25, 0.25, 0.5, 0.25, 0.5, 0.25, 0.25]
     assert bound.minimum(3.0, 30.0) == (0.25, pytest.approx(10.0, rel=1e-12))
+    # A range that starts on an end: its minimum is that end (the range is closed, the interval open).
+    assert bound.minimum(1.0, 5.0) == (0.25, pytest.approx(1.0, rel=1e-12))
+    assert bound.minimum(2.0, 10.0) == (0.25, pytest.approx(10.0, rel=1e-12))
     # Two folds: the mean of their shares.
     two = LowerBound(((lo, hi, 4, 1), (np.log([5.0]), np.log([50.0]), 2, 0)))
     assert two.at(np.array([5.0, 10.0, 20.0, 50.0])).tolist() == [0.5 * (0.5 + 0.0), 0.5 * (0.25 + 0.5),
