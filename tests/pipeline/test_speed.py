@@ -130,3 +130,61 @@ def test_a_row_whose_folds_started_differently_says_so_and_is_in_no_ratio():
     assert out.loc["dcd", "start"] == "warm 2, cold 1" and out.loc["liblinear", "start"] == "cold"
     assert math.isnan(out.loc["dcd", "ratio_vs_liblinear"]) and out.loc["liblinear", "ratio_vs_liblinear"] == 1.0
     assert speed.label_of({"cold": 3}) == "cold" and speed.label_of([("warm", 1), ("cold", 2)]) == "warm 1, cold 2"
+
+
+T = 2.0 ** -10          # a target that (P - f*)/|f*| and (P - D)/|P| can equal exactly
+
+
+def _kinds():
+    """Fits of every kind fit_times tells apart, f* = 1 (so a trace point's (P - f*)/|f*| is exact):
+    traced and reaching T on a point exactly at it; traced and never within; no trace and ending
+    at T exactly, or above it; a ladder cut short before the target; a ladder with no rung; an f*
+    too uncertain;
+    timing fits with setup seconds. Their traces' gaps (P - D) reach T |P| a point later."""
+    base = {"f_star": 1.0, "primal_objective": 1.0, "f_star_gap": 1e-12}
+    specs = [("reach", {}), ("never", {"rel_suboptimality": 0.5}), ("untraced_at", {"rel_suboptimality": T}),
+             ("untraced_above", {"rel_suboptimality": 2 * T}), ("cut", {"rel_suboptimality": 0.5}),
+             ("norung", {"rel_suboptimality": 0.5}), ("unsure", {"f_star_gap": 0.1}),
+             ("setup", {"setup_s": 0.25})]
+    res = rows([{**base, "C": float(i), "key": name, "fit_time_s": 0.5 + i, "n_iter": 10 + i,
+                 "duality_gap": T / 2, "timing_method": "ladder" if name in ("cut", "norung") else "trace",
+                 "info_ladder_cut": name == "cut", **s} for i, (name, s) in enumerate(specs)])
+    if "setup_s" in res.columns:
+        res["setup_s"] = res["setup_s"].astype(float)
+    tr = []
+    for name, _ in specs:
+        if name.startswith("untraced") or name == "norung":
+            continue
+        for k, rel in enumerate((4 * T, 2 * T, T, T / 2) if name not in ("never", "cut") else (0.5, 0.4), start=1):
+            P = 1.0 + rel
+            tr.append({"key": name, "iteration": k, "time_s": 0.1 * k, "primal": P, "dual": P - T * P * (k > 3)
+                       - 2 * T * P * (k <= 3), "gap": T * P * (1 if k > 3 else 2)})
+    return res, pd.DataFrame(tr)
+
+
+@pytest.mark.parametrize("measure", ["subopt", "gap"])
+def test_fit_times_over_frames_and_through_the_engine_agree_on_every_kind_of_fit(measure):
+    """fit_times (a paper's writer, over frames) and fit_times_sql (the report, through DuckDB)
+    are one rule: the same time, iteration, own stop and clock for every kind of fit, and the
+    values the rule gives by hand."""
+    res, tr = _kinds()
+    frames = fit_times(res, tr, target=T, measure=measure).set_index("key")
+    data = ReportData(res, tr, pd.DataFrame(), name="t")
+    view = speed_view(data)
+    sql = data.sql(speed.fit_times_sql(view, T, measure)).set_index("key").loc[frames.index]
+    for col in ("t_target_s", "it_target", "own_stop_s"):
+        assert np.allclose(frames[col].astype(float), sql[col].astype(float), equal_nan=True, rtol=1e-12), col
+    assert frames["clock"].tolist() == sql["clock"].tolist()
+    got = frames["t_target_s"].to_dict()
+    if measure == "subopt":
+        assert got["reach"] == pytest.approx(0.3) and frames.loc["reach", "it_target"] == 3      # rel = T exactly
+        assert got["never"] == np.inf and got["untraced_at"] == 2.5 and got["untraced_above"] == np.inf
+        assert math.isnan(got["cut"]) and math.isnan(got["norung"]) and math.isnan(got["unsure"])
+        assert got["setup"] == pytest.approx(0.3 + 0.25)
+    else:
+        assert got["reach"] == pytest.approx(0.4) and frames.loc["reach", "it_target"] == 4      # gap/|P| = T
+        assert got["never"] == np.inf and got["untraced_at"] == 2.5                  # its final (T/2)/1 <= T
+        assert math.isnan(got["cut"]) and got["norung"] == 5.5 and got["untraced_above"] == 3.5   # own stops within
+        assert got["unsure"] == pytest.approx(0.4) and got["setup"] == pytest.approx(0.4 + 0.25)   # no f* needed
+    assert frames["clock"].to_dict() == {**{k: "solver" for k in frames.index}, "setup": "call"}
+    assert frames.loc["setup", "own_stop_s"] == pytest.approx(0.5 + 7 + 0.25)
