@@ -152,3 +152,18 @@ def test_paired_rows_carry_both_the_rows_error_and_the_repeats_spread():
     assert est.value == pytest.approx(3.0) and est.n == 5
     assert (est.lo, est.hi) == pytest.approx((3.0 - z * se, 3.0 + z * se), rel=1e-12)
     assert cl.CONFIDENCE == 0.95
+
+
+def test_paired_rows_without_a_row_error_is_the_repeats_t_interval_and_says_what_it_is_over():
+    """No finite row error (none given, or NaN): the interval is Student's t over the repeats
+    alone, as difference_over's; the estimate names its repeats and rows."""
+    diffs = [1.0, 2.0, 4.0]
+    for ses in ([], [math.nan, math.nan, math.nan]):
+        est = cl.paired_rows(diffs, ses, 99)
+        ref = difference_over(diffs)
+        assert (est.value, est.lo, est.hi, est.n) == (ref.value, ref.lo, ref.hi, 3)
+        assert est.how == "3 repeats on 99 test rows"
+    # A NaN among finite errors is dropped from their mean.
+    est = cl.paired_rows(diffs, [1.0, math.nan, 3.0], 99)
+    se = math.sqrt(2.0 ** 2 + np.var(diffs, ddof=1) / 3)
+    assert est.hi - est.lo == pytest.approx(2 * 1.959963984540054 * se, rel=1e-12)
