@@ -62,7 +62,7 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-WATCH_S = 0.5
+WATCH_S = 1.0
 
 
 def _notes_dir(session: str):
