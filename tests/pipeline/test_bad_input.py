@@ -4,7 +4,6 @@ in the store or the run directory."""
 import contextlib
 import io
 import os
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
@@ -42,24 +41,15 @@ def my_store(tmp_path_factory):
 
 
 def _cli(run_dir, *overrides, store_root=None):
-    """`python -m pipeline ...` as its command runs it (pipeline.command.command), in this
-    process: its exit status and both streams. Each refusal here is decided before any fit, in
-    the command's own code, so a process of its own would prove nothing more (the installation
-    check and the exit at the very end are test_install.py's and test_run_dir.py's); only the
-    exit, which skips the interpreter's teardown, is the ordinary one."""
-    from pipeline import command as cmd
+    """`python -m pipeline ...` as its command runs it (`pipeline.command.Command`), in this
+    process: its exit code and both streams. Each refusal here is decided before any fit, in the
+    command's own code, so a process of its own would prove nothing more (the installation check
+    and the exit itself are test_install.py's and test_run_dir.py's)."""
+    from pipeline.command import Command
     out, err = io.StringIO(), io.StringIO()
     env = {"SVMBENCH_STORE": str(store_root)} if store_root is not None else {}
-    argv = list(sys.argv)
-    with mock.patch.dict(os.environ, env), mock.patch.object(cmd, "finish", sys.exit), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cmd.command(["cluster=sequential", "run.progress=false", f"hydra.run.dir={run_dir}", *overrides])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-        finally:
-            sys.argv[:] = argv
+    with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = Command(["cluster=sequential", "run.progress=false", f"hydra.run.dir={run_dir}", *overrides]).run()
     return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
