@@ -179,6 +179,8 @@ def test_the_summaries_start_past_24_problems_not_at_24():
     assert (at.n_problems(), past.n_problems()) == (24, 25)
     assert not any(it.applies(at) for it in scale) and all(it.applies(past) for it in scale)
     assert figures.panel_data(at).fits["C"].nunique() == 24
+    pids = pd.DataFrame({"_pid": ["a", "b"]})
+    assert figures.chosen_rows(at, pids)["_why"].tolist() == ["", ""]       # every row, none chosen
     chosen = figures.panel_data(past).fits
     n_chosen = chosen["C"].nunique()
     assert 0 < n_chosen <= figures.MAX_CHOSEN and (chosen["_why"] != "").all()

@@ -45,3 +45,11 @@ def test_halving_promotes_the_lowest_errors_ties_to_the_earlier_candidate():
 def test_the_number_of_rungs_counts_exact_powers_in_integers(n, factor, rungs):
     """1 + floor(log_factor n), at and beside each power of the factor."""
     assert halving.n_rungs(n, factor) == rungs
+
+
+def test_halvings_max_iter_rungs_round_up_to_the_last_rungs_own_budget():
+    """12 candidates, factor 3, max_iter 100: rungs of 12, 4 and 2 candidates at ceil(100/9),
+    ceil(100/3) and 100 iterations (a rung never gets less than its share); tol shrinks by 3 a rung."""
+    rungs = halving.schedule(12, 3, "max_iter", 100)
+    assert [(r.n_candidates, r.resource) for r in rungs] == [(12, 12), (4, 34), (2, 100)]
+    assert [r.resource for r in halving.schedule(12, 3, "tol", 1e-3)] == pytest.approx([9e-3, 3e-3, 1e-3])

@@ -319,3 +319,17 @@ def test_a_run_of_the_earlier_json_layout_is_refused_and_left_as_it_was(tmp_path
                                          r"in .*\), which this one does not read; delete them"):
         run(compose(args), run_dir)
     assert {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "run.log"} == before
+
+
+def test_the_progress_bar_counts_records_and_names_failures_once_there_are_any(tmp_path):
+    """The sink moves the run's bar by each record it takes, and adds `failed=N` only once a
+    record is an error."""
+    import io
+    from tqdm import tqdm
+    into = sink.RecordSink(sink.ShardWriter(tmp_path))
+    into.bar = tqdm(total=3, file=io.StringIO())
+    into.expect([[{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"}] for c in "abc"])
+    into.add([{**RECORD, "key": "fit-a"}])
+    assert into.bar.n == 1 and into.bar.postfix is None
+    into.add([{**RECORD, "key": "fit-b", "status": "error"}, {**RECORD, "key": "fit-c"}])
+    assert into.bar.n == 3 and into.bar.postfix == "failed=1"
