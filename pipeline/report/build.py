@@ -164,12 +164,12 @@ def _cut(sec: Section, it, table_dir: Path) -> None:
 
 def prepare(data: ReportData) -> None:
     """What the figures share, made once before the drawing processes fork (each would make it
-    again): the swept keys, the speed view, the problems drawn one panel each and their traces
-    split by fit."""
+    again): the speed view, the swept keys of it and of the run, the problems drawn one panel each
+    and their traces split by fit."""
     from .figures import panel_data
-    data.swept()
     data.n_problems()
     for d in (data, speed_view(data)):
+        d.swept()
         try:
             panel_data(d).trace_arrays()
         except Skip:
@@ -750,6 +750,7 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
 REPORT_MEMORY_MB = 2048
 REBUILD = "python -m pipeline.report"
 _WATCH_S = 0.25
+_SAMPLE_S = 0.5
 
 
 class ReportFailed(Exception):
@@ -760,14 +761,16 @@ class ReportFailed(Exception):
 def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -> tuple[Path, dict]:
     """`build_report` in a forked process of its own group, watched: its progress lines reach
     `log`; past `memory_mb` (REPORT_MEMORY_MB) of memory of its own (its figure processes'
-    included) it is ended. Returns (report.md, `info`: what it summarised and left out, and its
-    processes' peak RSS `peak_mb`); raises ReportFailed with one line (why, and the command that
+    included) it is ended. Returns (report.md, `info`: what it summarised and left out, its
+    processes' peak RSS `peak_mb`, their own memory at its peak `own_mb` and their CPU seconds
+    `cpu_s`); raises ReportFailed with one line (why, and the command that
     rebuilds it) for a report that failed, outgrew its memory or was killed. The run's tables are
     only read, and report.md, report.html and each figure are replaced whole (a temporary file
     renamed), so a report ended at any point leaves the run as it was."""
     import os
     import select
     import signal
+    import time
     run_dir = Path(run_dir)
     limit = REPORT_MEMORY_MB if memory_mb is None else int(memory_mb)
     rebuild = f"rebuild it with `{REBUILD} {run_dir}`"
@@ -798,7 +801,7 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         finally:
             os._exit(code)
     os.close(w)
-    outcome, peak_own = None, 0.0
+    outcome, peak_own, next_sample = None, 0.0, 0.0
     try:
         while True:
             ready, _, _ = select.select([r], [], [], _WATCH_S)
@@ -812,7 +815,17 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
                 else:
                     outcome = msg
                 continue
+            # The processes' own memory is read from smaps (a walk of their page tables: a few
+            # milliseconds of CPU for a process of a few hundred MB, more on a busy machine) for
+            # the peak every _SAMPLE_S, and at most a tenth of the time; at once whenever the
+            # cheap bound of their counters passes the limit, so an outgrown report is ended as
+            # soon as before.
+            now = time.monotonic()
+            if now < next_sample and _resident_mb(pid) <= limit:
+                continue
             own = _private_mb(pid)
+            done = time.monotonic()
+            next_sample = done + max(_SAMPLE_S, 9 * (done - now))
             peak_own = max(peak_own, own)
             if own > limit:
                 _kill_group(pid)
@@ -826,7 +839,8 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         _, status, usage = os.wait4(pid, 0)
     peak_mb = usage.ru_maxrss / 1024
     if outcome is not None and outcome[0] == "done":
-        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": peak_own}
+        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": peak_own,
+                                  "cpu_s": usage.ru_utime + usage.ru_stime}
     if outcome is not None and outcome[0] == "memory":
         why = f"its processes passed {limit} MB of memory of their own ({outcome[1]:.0f} MB; {REBUILD} --memory-mb sets it)"
     elif outcome is not None and outcome[0] == "error":
@@ -896,6 +910,21 @@ def _private_mb(pid: int) -> float:
         try:
             for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
                 if line.startswith(("Private_Clean:", "Private_Dirty:", "Swap:")):
+                    total += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+def _resident_mb(pid: int) -> float:
+    """A bound on `_private_mb` read from the kernel's counters (/proc/<pid>/status: resident
+    and swapped pages, private or shared), in microseconds where `_private_mb` takes
+    milliseconds: while it is under a limit, so is the memory of their own."""
+    total = 0
+    for p in _group(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith(("VmRSS:", "VmSwap:")):
                     total += int(line.split()[1])
         except (OSError, ValueError):
             continue

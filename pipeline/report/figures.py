@@ -24,14 +24,14 @@ def _plt():
 
 
 def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
+    """A figure of n panels, ncols_max a row (n of them in a grid of whole rows: the last row's
+    empty places get no axes, whose making was a tenth of a small figure's drawing)."""
     plt = _plt()
     ncols = min(n, ncols_max)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
-    flat = axes.ravel()
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return fig, flat[:n]
+    fig = plt.figure(figsize=(width * ncols, height * nrows))
+    grid = fig.add_gridspec(nrows, ncols)
+    return fig, np.array([fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)], dtype=object)
 
 
 def _legend(ax, n):
@@ -205,6 +205,7 @@ def _spaced_class():
 
         def __init__(self, base):
             self.base = base
+            self._last = (None, None)       # (what the ticks were thinned for, the ticks)
 
         def set_axis(self, axis):
             super().set_axis(axis)
@@ -221,6 +222,16 @@ def _spaced_class():
             if inside.size < 3:
                 return ticks
             fig = axis.get_figure(root=True) if hasattr(axis, "get_figure") else axis.figure
+            # A draw asks an axis for its ticks three times (the ticks, the label's place, the
+            # offset text's): thinned once for the same ticks, range, scale, panel and dpi.
+            key = (tuple(ticks), lo, hi, axis.get_scale(), axis.axes.bbox.bounds, fig.dpi,
+                   id(axis.get_major_formatter()))
+            if self._last[0] == key:
+                return self._last[1]
+            self._last = (key, self._spaced(axis, fig, inside))
+            return self._last[1]
+
+        def _spaced(self, axis, fig, inside):
             # Measured the way Agg draws text, at the figure's dpi of the moment (a PDF is
             # laid out at 72): the canvas drawing may be one without a renderer to ask (PDF).
             renderer = (fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer")
@@ -437,13 +448,22 @@ def fixed_keys_line(prob: list[str], found: list[tuple], named: list[str], rest:
     return ("Problems: " if kinds else "Every problem: ") + "; ".join(parts) if parts else ""
 
 
+# The columns of a fit `_problem_panels` hands its draw_line beside its entry and keys: its trace's key, its
+# f*, the certainty floor and why its problem was chosen.
+LINE_COLUMNS = ("key", "f_star", "_floor", "_why")
+
+
 def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
     """Group fits into problems (grid order) and, within each, lines: a solver entry with every own
     swept key (a tol or step-size sweep is lines of one problem; folds and random starts are runs
-    of a line). draw_line(grp, problem) -> (band, runs) or None, `problem` all the problem's fits.
-    Returns (panels, empty, fixed): panels are (title, [(label, runs, band)], problem); empty maps
-    the title of a problem with nothing drawn to why; fixed names the keys the titles leave out."""
-    fits, prob, found = problems(fits)
+    of a line). draw_line(grp, problem) -> (band, runs) or None, `problem` all the problem's fits,
+    each with its problem and configuration keys and LINE_COLUMNS. Returns (panels, empty,
+    fixed): panels are (title, [(label, runs, band)], problem); empty maps the title of a problem
+    with nothing drawn to why; fixed names the keys the titles leave out."""
+    # Only the columns read: every group below is a frame of its columns, and the results' ~90
+    # (pyarrow strings most of them) made the grouping most of a convergence figure's own time.
+    keep = problem_key_columns(fits) + ["solver_entry"] + config_columns(fits) + [c for c in LINE_COLUMNS if c in fits.columns]
+    fits, prob, found = problems(fits[list(dict.fromkeys(keep))])
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
     shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
