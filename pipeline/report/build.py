@@ -216,10 +216,12 @@ def _draw_one(name: str):
 
 
 def close_all() -> None:
-    """Close every figure pyplot holds (a figure left open keeps its canvas and arrays)."""
+    """Close every figure pyplot holds (a figure left open keeps its canvas and arrays), and clear
+    the pages figures.py keeps of what they drew."""
     import sys
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
+    figures.clear_pages()
 
 
 def _child() -> None:
@@ -334,7 +336,8 @@ def save_figure(fig, fig_dir: Path, name: str, formats=("png",)) -> Path:
             from matplotlib.transforms import Bbox
             h = rgba.shape[0]
             fig.savefig(fig_dir / f"{name}.pdf", bbox_inches=Bbox([[c0 / DPI, (h - r1) / DPI], [c1 / DPI, (h - r0) / DPI]]))
-    plt.close(fig)
+    if not figures.saved(fig):          # a kept page is cleared when it is drawn again (figures.page_figure)
+        plt.close(fig)
     return png
 
 
@@ -770,7 +773,6 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
     import os
     import select
     import signal
-    import time
     run_dir = Path(run_dir)
     limit = REPORT_MEMORY_MB if memory_mb is None else int(memory_mb)
     rebuild = f"rebuild it with `{REBUILD} {run_dir}`"
@@ -801,7 +803,7 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         finally:
             os._exit(code)
     os.close(w)
-    outcome, peak_own, next_sample = None, 0.0, 0.0
+    outcome, watch = None, MemoryWatch(pid, limit)
     try:
         while True:
             ready, _, _ = select.select([r], [], [], _WATCH_S)
@@ -815,19 +817,8 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
                 else:
                     outcome = msg
                 continue
-            # The processes' own memory is read from smaps (a walk of their page tables: a few
-            # milliseconds of CPU for a process of a few hundred MB, more on a busy machine) for
-            # the peak every _SAMPLE_S, and at most a tenth of the time; at once whenever the
-            # cheap bound of their counters passes the limit, so an outgrown report is ended as
-            # soon as before.
-            now = time.monotonic()
-            if now < next_sample and _resident_mb(pid) <= limit:
-                continue
-            own = _private_mb(pid)
-            done = time.monotonic()
-            next_sample = done + max(_SAMPLE_S, 9 * (done - now))
-            peak_own = max(peak_own, own)
-            if own > limit:
+            own = watch.over()
+            if own is not None:
                 _kill_group(pid)
                 outcome = ("memory", own)
                 break
@@ -839,7 +830,7 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         _, status, usage = os.wait4(pid, 0)
     peak_mb = usage.ru_maxrss / 1024
     if outcome is not None and outcome[0] == "done":
-        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": peak_own,
+        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": watch.peak,
                                   "cpu_s": usage.ru_utime + usage.ru_stime}
     if outcome is not None and outcome[0] == "memory":
         why = f"its processes passed {limit} MB of memory of their own ({outcome[1]:.0f} MB; {REBUILD} --memory-mb sets it)"
@@ -851,6 +842,31 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
     else:
         why = f"its process ended with status {os.waitstatus_to_exitcode(status)} before writing the report"
     raise ReportFailed(f"report failed: {why}; the results are whole; {rebuild}")
+
+
+class MemoryWatch:
+    """When the watcher reads the memory of their own of a report's processes (`_private_mb`, from
+    smaps: a walk of their page tables, a few milliseconds of CPU for a process of a few hundred
+    MB, more on a busy machine), and its peak: at once whenever the cheap bound of their counters
+    (`_resident_mb`) passes the limit, so an outgrown report is ended at the next tick; else only
+    for the peak, every _SAMPLE_S and at most a tenth of the time."""
+
+    def __init__(self, pid: int, limit: float, clock=None, own=None, bound=None):
+        import time
+        self.pid, self.limit, self.peak, self.next = pid, limit, 0.0, 0.0
+        self.clock = clock or time.monotonic
+        self.own, self.bound = own or _private_mb, bound or _resident_mb
+
+    def over(self) -> float | None:
+        """The processes' own MB if they passed the limit (the report is to end), else None."""
+        now = self.clock()
+        if now < self.next and self.bound(self.pid) <= self.limit:
+            return None
+        own = self.own(self.pid)
+        done = self.clock()
+        self.next = done + max(_SAMPLE_S, 9 * (done - now))
+        self.peak = max(self.peak, own)
+        return own if own > self.limit else None
 
 
 def _first_line(exc: BaseException) -> str:
