@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import figures, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, glossary, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, md_text, split_wide
 from .registry import MAX_PROBLEMS, ReportData, Skip, items
@@ -457,6 +457,24 @@ def skip_lines(secs: list[Section]) -> list[str]:
             for (why, hint), titles in groups.items()]
 
 
+TERMS_TITLE = "Terms"
+
+
+def terms_used(intro: list[str], secs: list[Section]) -> list[str]:
+    """The glossary's terms the report's own words use: its intro, and of each section drawn its
+    title, note, lines and table (headers and text cells), and the skipped sections' reasons."""
+    texts = list(intro) + skip_lines(secs)
+    for s in secs:
+        if s.skipped:
+            continue
+        texts += [s.title, s.note, *s.lines]
+        if s.table is not None:
+            texts += [str(c) for c in s.table.columns]
+            texts += [v for col in s.table.columns if s.table[col].dtype == object or str(s.table[col].dtype) == "str"
+                      for v in s.table[col].dropna().unique() if isinstance(v, str)]
+    return glossary.used(texts)
+
+
 def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path, pdf: bool = False) -> str:
     def figure(s, png):
         rel = png.relative_to(rel_to).as_posix()
@@ -465,6 +483,9 @@ def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path,
     body = _walk(secs, lambda s: f"## {md_text(s.title)}\n", lambda n: md_text(n) + "\n",
                  lambda t: "\n".join(markdown_table(part) for part in split_wide(t)),
                  lambda ls: "\n".join(map(md_text, ls)) + "\n", figure)
+    terms = terms_used(intro, secs)
+    if terms:
+        body += [f"## {TERMS_TITLE}\n", "\n".join(glossary.lines(terms)) + "\n"]
     skips = skip_lines(secs)
     if skips:
         body += [f"## {SKIPPED_TITLE}\n", "\n".join(map(md_text, skips)) + "\n"]
@@ -475,16 +496,20 @@ _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 
         "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}"
         ".wide{overflow-x:auto}img{max-width:100%}.note{color:#444}.skip{color:#666}"
-        "code{background:#f3f3f3;padding:0 2px}")
+        "code{background:#f3f3f3;padding:0 2px}a.term{color:inherit;text-decoration:underline dotted}"
+        "dt{font-weight:bold;margin-top:0.4em}")
 
 
-def inline(text: str) -> str:
+def inline(text: str, terms: set[str] = frozenset()) -> str:
     """Markdown's inline code (`run.reference=true`) as HTML <code>, the rest escaped: the page
-    shows no raw backticks."""
+    shows no raw backticks. The first use of each of `terms` outside code links to its entry
+    under *Terms* (`glossary.link_first`)."""
     parts = html.escape(text).split("`")
+    done: set[str] = set()               # each term linked once in the text, the first time
     if len(parts) % 2 == 0:              # an unpaired backtick: left as it is
-        return html.escape(text)
-    return "".join(p if i % 2 == 0 else f"<code>{p}</code>" for i, p in enumerate(parts))
+        return glossary.link_first(html.escape(text), terms, done)
+    return "".join(glossary.link_first(p, terms, done) if i % 2 == 0 else f"<code>{p}</code>"
+                   for i, p in enumerate(parts))
 
 
 def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
@@ -496,13 +521,22 @@ def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
         return f'<img alt="{esc(s.title)}" src="data:image/png;base64,{b64}">'
     drawn = [s for s in secs if not s.skipped]
     skips = skip_lines(secs)
-    toc = [(s.name, s.title) for s in drawn] + ([("not_drawn", SKIPPED_TITLE)] if skips else [])
+    terms = terms_used(intro, secs)
+    known = set(terms)
+    toc = [(s.name, s.title) for s in drawn] + ([("terms", TERMS_TITLE)] if terms else []) \
+        + ([("not_drawn", SKIPPED_TITLE)] if skips else [])
     head = [f"<!doctype html><meta charset=utf-8><title>{esc(title)}</title><style>{_CSS}</style>",
-            f"<h1>{esc(title)}</h1>", *[f"<p>{inline(x)}</p>" for x in intro],
+            f"<h1>{esc(title)}</h1>", *[f"<p>{inline(x, known)}</p>" for x in intro],
             "<ul>" + "".join(f'<li><a href="#{name}">{esc(t)}</a></li>' for name, t in toc) + "</ul>"]
-    items_ = lambda ls: "<ul>" + "".join(f"<li>{inline(x.lstrip('- '))}</li>" for x in ls) + "</ul>"  # noqa: E731
-    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>', lambda n: f"<p class=note>{inline(n)}</p>",
+    items_ = lambda ls: "<ul>" + "".join(f"<li>{inline(x.lstrip('- '), known)}</li>" for x in ls) + "</ul>"  # noqa: E731
+    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>',
+                 lambda n: f"<p class=note>{inline(n, known)}</p>",
                  lambda t: "".join(f"<div class=wide>{html_table(part)}</div>" for part in split_wide(t)), items_, figure)
+    if terms:
+        body += [f'<h2 id="terms">{TERMS_TITLE}</h2>',
+                 "<dl>" + "".join(f'<dt id="term-{glossary.anchor(t)}">{esc(t)}</dt><dd>{inline(glossary.TERMS[t][0])} '
+                                  f"(<code>{esc(glossary.DOCS)}#{esc(glossary.anchor(t))}</code>)</dd>" for t in terms)
+                 + "</dl>"]
     if skips:
         body += [f'<h2 id="not_drawn">{SKIPPED_TITLE}</h2>', f"<div class=skip>{items_(skips)}</div>"]
     return "\n".join(head + body) + "\n"
