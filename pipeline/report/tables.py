@@ -27,7 +27,15 @@ def _groups(data: ReportData):
 
 
 def _cv_rows(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
-    """(cv_table's rows with `_scored`, the folds with a test score of each, and the swept keys shown)."""
+    """(cv_table's rows with `_scored`, the folds with a test score of each, and the swept keys
+    shown); computed once for the tables that read them (a copy each)."""
+    if "cv_rows" not in data.cache:
+        data.cache["cv_rows"] = _cv_summary(data)
+    agg, shown = data.cache["cv_rows"]
+    return agg.copy(), list(shown)
+
+
+def _cv_summary(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
     keys, shown = _groups(data)
     agg = data.summary(keys, {
         "mean_test_score": "favg(num(test_accuracy))", "std_test_score": "stddev_samp(num(test_accuracy))",
