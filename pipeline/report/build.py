@@ -881,8 +881,8 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
 
 class MemoryWatch:
     """When the watcher reads the memory of their own of a report's processes (`_private_mb`, from
-    smaps: a walk of their page tables, a few milliseconds of CPU for a process of a few hundred
-    MB, more on a busy machine), and its peak: at once whenever the cheap bound of their counters
+    smaps: a walk of their page tables, costlier the larger the process and the busier the
+    machine), and its peak: at once whenever the cheap bound of their counters
     (`_resident_mb`) passes the limit, so an outgrown report is ended at the next tick; else only
     for the peak, every _SAMPLE_S and at most a tenth of the time."""
 
@@ -969,8 +969,8 @@ def _private_mb(pid: int) -> float:
 
 def _resident_mb(pid: int) -> float:
     """A bound on `_private_mb` read from the kernel's counters (/proc/<pid>/status: resident
-    and swapped pages, private or shared), in microseconds where `_private_mb` takes
-    milliseconds: while it is under a limit, so is the memory of their own."""
+    and swapped pages, private or shared), no page table walked: while it is under a limit, so
+    is the memory of their own."""
     total = 0
     for p in _group(pid):
         try:

@@ -31,7 +31,7 @@ def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
 
 def _grid(fig, n: int, width: float, height: float, ncols_max: int) -> np.ndarray:
     """n panels of width x height inches on `fig`, ncols_max a row, in a grid of whole rows whose
-    last row's empty places get no axes (making them was a tenth of a small figure's drawing)."""
+    last row's empty places get no axes (an axes costs its making even hidden)."""
     ncols = min(n, ncols_max)
     nrows = -(-n // ncols)
     fig.set_size_inches(width * ncols, height * nrows)
@@ -41,9 +41,10 @@ def _grid(fig, n: int, width: float, height: float, ncols_max: int) -> np.ndarra
 
 # Figures of small multiples kept, by layout (panels, panel size, columns), for the next figure
 # of that layout in this process (`page_figure`): their axes, and the ticks of each, are made
-# once, and cleared of what a figure drew before they draw the next (`_clear_page`). Making them
-# was a third of the time of a convergence figure's page. Not pyplot's: `clear_pages` empties them
-# (every array and artist a figure drew let go) where pyplot's figures are closed.
+# once, and cleared of what a figure drew before they draw the next (`_clear_page`): making them
+# is a large share of drawing a page (docs/benchmarks/sweep.md, the report of a small run). Not
+# pyplot's: `clear_pages` empties them (every array and artist a figure drew let go) where
+# pyplot's figures are closed; a process keeps a few, empty, per layout it drew.
 _KEPT: dict[tuple, list] = {}      # layout -> [[figure, state]]; state: "drawing", "saved", "clear"
 
 
@@ -535,8 +536,8 @@ def fixed_keys_line(prob: list[str], found: list[tuple], named: list[str], rest:
     return ("Problems: " if kinds else "Every problem: ") + "; ".join(parts) if parts else ""
 
 
-# The columns of a fit `_problem_panels` hands its draw_line beside its entry and keys: its trace's key, its
-# f*, the certainty floor and why its problem was chosen.
+# The columns of a fit `_problem_panels` hands its draw_line beside its entry and keys: its
+# trace's key, its f*, the certainty floor and why its problem was chosen.
 LINE_COLUMNS = ("key", "f_star", "_floor", "_why")
 
 
@@ -549,7 +550,8 @@ def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
     with nothing drawn to why; fixed names the keys the titles leave out."""
     # Only the columns read: every group below is a frame of its columns, and the results' ~90
     # (pyarrow strings most of them) made the grouping most of a convergence figure's own time.
-    keep = problem_key_columns(fits) + ["solver_entry"] + config_columns(fits) + [c for c in LINE_COLUMNS if c in fits.columns]
+    keep = (problem_key_columns(fits) + ["solver_entry"] + config_columns(fits)
+            + [c for c in LINE_COLUMNS if c in fits.columns])
     fits, prob, found = problems(fits[list(dict.fromkeys(keep))])
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
