@@ -113,7 +113,7 @@ class Timing:
         self.phases.append((phase, now - self.last))
         self.last = now
 
-    def line(self, summary=None, own_mb: float | None = None) -> str:
+    def line(self, summary=None, own_mb: float | None = None, report_cpu: float | None = None) -> str:
         """"timing: start 2.1 s (...), plan 0.4 s, warm-up wait 0.3 s (...), execute 13.6 s,
         tables 1.1 s, report 0.9 s; total 18.4 s before exit": the phases add up to the total.
         start is the command's own (interpreter, imports, Hydra composing the config) up to
@@ -133,6 +133,10 @@ class Timing:
                 around = seconds - summary.wall_s - wait
                 if around >= 0.05:
                     parts.append(f"around execute {around:.1f} s (the skip list, the last shards, the workers' counts)")
+            elif phase == "report" and report_cpu is not None:
+                # The report's own processes (a fork and its figure processes) on more than one
+                # core: their CPU seconds say what it costs beside what it waits.
+                parts.append(f"report {seconds:.1f} s (CPU {report_cpu:.1f} s in its processes)")
             else:
                 parts.append(f"{phase} {seconds:.1f} s")
         total = time.perf_counter() - self.t0 + (self.before or 0.0)
@@ -338,7 +342,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if paper is not None:
         timing.mark("paper")
         say(f"paper: {paper}  ({time.perf_counter() - timing.t0:.1f} s)")
-    say(timing.line(summary, info.get("own_mb")))
+    say(timing.line(summary, info.get("own_mb"), info.get("cpu_s")))
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"

@@ -26,7 +26,7 @@ from .harness import Options
 # name -> scenario: a function of the Options that returns its rows (one dict per rep or case).
 SCENARIOS = {
     "a": sweep.scenario_a, "b": sweep.scenario_b, "e": sweep.scenario_e,
-    "c": overhead.scenario_c, "d": overhead.scenario_d, "k": overhead.scenario_k,
+    "c": overhead.scenario_c, "d": overhead.scenario_d, "k": overhead.scenario_k, "m": overhead.scenario_m,
     "g": large.scenario_g, "h": large.scenario_h, "t": large.scenario_t,
     "f": kernel.scenario_f,
     "cs": search.scenario_cs, "hs": search.scenario_hs,

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .columnar import q
-from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, floor_sql, fmt, keyed,
-                     problem_columns, short)
+from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, floor_sql, fmt, key_value,
+                     keyed, problem_columns, short)
 from .registry import ReportData, Skip, table
 from .speed import (CLOCKS, SOURCES, TARGET, headline, label_of, problem_key, shares_problem, speed_rows, start_sql,
                     target_of, timed_fits)
@@ -26,21 +26,35 @@ def _groups(data: ReportData):
     return ["dataset", "solver_entry"] + cfg, data.swept()
 
 
-def cv_table(data: ReportData) -> pd.DataFrame:
-    """One row per dataset x entry x configuration, in the shape of scikit-learn's
-    `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
-    rank within the dataset x entry, train score, fit time and how many folds converged."""
+def _cv_rows(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
+    """(cv_table's rows with `_scored`, the folds with a test score of each, and the swept keys
+    shown); computed once for the tables that read them (a copy each)."""
+    if "cv_rows" not in data.cache:
+        data.cache["cv_rows"] = _cv_summary(data)
+    agg, shown = data.cache["cv_rows"]
+    return agg.copy(), list(shown)
+
+
+def _cv_summary(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
     keys, shown = _groups(data)
     agg = data.summary(keys, {
         "mean_test_score": "favg(num(test_accuracy))", "std_test_score": "stddev_samp(num(test_accuracy))",
         "mean_train_score": "favg(num(train_accuracy))", "mean_fit_time": "favg(num(fit_time_s))",
         "std_fit_time": "stddev_samp(num(fit_time_s))", "mean_n_iter": "favg(num(n_iter))",
-        "_converged": "count_if(status = 'converged')", "_n": "count(*)",
+        "_converged": "count_if(status = 'converged')", "_n": "count(*)", "_scored": "count(num(test_accuracy))",
         "start": f"histogram({start_sql(data.types('fits'))})"})
     agg["converged_folds"] = [f"{c}/{n}" for c, n in zip(agg.pop("_converged"), agg.pop("_n"))]
     agg["start"] = agg["start"].map(label_of)
     agg["rank_test_score"] = agg.groupby(["dataset", "solver_entry"])["mean_test_score"].rank(
         ascending=False, method="min").astype("Int64")
+    return agg, shown
+
+
+def cv_table(data: ReportData) -> pd.DataFrame:
+    """One row per dataset x entry x configuration, in the shape of scikit-learn's
+    `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
+    rank within the dataset x entry, train score, fit time and how many folds converged."""
+    agg, shown = _cv_rows(data)
     return agg[["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "rank_test_score",
                 "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds", "start"]]
 
@@ -52,14 +66,73 @@ table("cv_results", "Cross-validation", needs=("test_accuracy",), top=("rank_tes
            "previous C's solution on its C path). Not a speed comparison: see Time to target.")(cv_table)
 
 
-@table("best_params", "Best parameters per dataset and solver", needs=("test_accuracy",),
-       note="The configuration of best mean test accuracy (ties: the faster); every swept key is shown.")
+ONE_SE_NOTE = ("The configuration of best mean test accuracy (ties: the faster), picked from `configs` "
+               "configurations, each score a mean over folds: the best of many noisy means is optimistic. "
+               "`se_test_score` is the standard error of the best's mean (its std over folds / sqrt(folds)); "
+               "`C_1se` is the one-standard-error choice (Hastie, Tibshirani and Friedman, *The Elements of "
+               "Statistical Learning*, section 7.10; glmnet's `lambda.1se`): the smallest C, every other key as the "
+               "best's, whose mean test accuracy is at least the best's less one standard error, the most "
+               "regularised model the folds cannot tell from the best (scikit-learn's example *Balance model "
+               "complexity and cross-validated score* takes one standard deviation instead: a wider band). Every "
+               "swept key is shown.")
+
+
+@table("best_params", "Best parameters per dataset and solver", needs=("test_accuracy",), note=ONE_SE_NOTE,
+       lines=lambda data: one_se_lines(best_params(data)))
 def best_params(data: ReportData) -> pd.DataFrame:
-    cv = cv_table(data)
-    cv = cv.assign(_acc=cv["mean_test_score"].fillna(-np.inf))
-    cv = cv.sort_values(["dataset", "solver_entry", "_acc", "mean_fit_time"], ascending=[True, True, False, True])
-    best = cv.groupby(["dataset", "solver_entry"], sort=True).head(1).drop(columns=["_acc", "rank_test_score"])
-    return best.reset_index(drop=True)
+    cv, shown = _cv_rows(data)
+    cv["se_test_score"] = cv["std_test_score"] / np.sqrt(cv["_scored"].astype(float))
+    cv["_acc"] = cv["mean_test_score"].fillna(-np.inf)
+    cv = cv.sort_values(["dataset", "solver_entry", "_acc", "mean_fit_time"], ascending=[True, True, False, True],
+                        kind="stable")
+    along = [c for c in ("C", LAMBDA) if c in shown]
+    rows = []
+    for _, grp in cv.groupby(["dataset", "solver_entry"], sort=True):
+        best = grp.iloc[0].to_dict()
+        best["configs"] = len(grp)
+        if "C" in along:
+            one = one_se_choice(grp, best, [c for c in shown if c not in along])
+            best.update({f"{c}_1se": one[c] for c in along})
+            best["mean_test_score_1se"] = one["mean_test_score"]
+        rows.append(best)
+    one_se = [f"{c}_1se" for c in along] + (["mean_test_score_1se"] if "C" in along else [])
+    cols = ["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "se_test_score", "configs",
+            *one_se, "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds", "start"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def one_se_choice(grp: pd.DataFrame, best: dict, fixed: list[str]) -> dict:
+    """The one-standard-error choice among the configurations `grp` of one dataset and entry: of
+    those that share the best's `fixed` keys (its C path), the one of least C whose mean test
+    score is at least the best's less the best's standard error (no spread known, one fold: at
+    least the best's). The best itself when no smaller C gets there."""
+    path = grp
+    for c in fixed:
+        path = path[path[c].map(key_value) == key_value(best[c])]
+    se = best["se_test_score"]
+    floor = best["mean_test_score"] - (se if np.isfinite(se) else 0.0)
+    within = path[path["mean_test_score"] >= floor]
+    C = pd.to_numeric(within["C"], errors="coerce")
+    if C.notna().any():
+        return within.loc[C.idxmin()].to_dict()
+    return best
+
+
+def one_se_lines(best: pd.DataFrame) -> list[str]:
+    """A line when a one-standard-error choice is not the best: the folds cannot tell it from
+    the best, with less C."""
+    if "C_1se" not in best.columns or best.empty:
+        return []
+    C, C1 = pd.to_numeric(best["C"], errors="coerce"), pd.to_numeric(best["C_1se"], errors="coerce")
+    other = best[C1 < C]
+    if other.empty:
+        return []
+    r = other.iloc[0]
+    return [f"- {len(other)} of {len(best)} best configurations have a smaller C within one standard error of "
+            f"their score (first: {r['solver_entry']} on {r['dataset']}, C={fmt(float(r['C_1se']))} at "
+            f"{fmt(float(r['mean_test_score_1se']))} against C={fmt(float(r['C']))} at "
+            f"{fmt(float(r['mean_test_score']))}, standard error {fmt(float(r['se_test_score']))}): the folds do "
+            f"not tell them apart; the smaller C is the more regularised model."]
 
 
 @table("timing", "Timing", needs=("fit_time_s",),
