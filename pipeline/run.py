@@ -27,6 +27,7 @@ from .experiment.config import ConfigError
 from .experiment.experiment import Experiment, thaw
 from .engine.materialise import materialise_datasets, missing_datasets
 from .engine.clusters import ClusterError, probe_cluster, shared_client
+from .engine import costs
 from .engine.execute import error_keys, execute, failure_lines, Interrupted
 from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
 from .engine.warmup import task_modules, warm_workers, WarmUp
@@ -284,6 +285,10 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
         f"{len(plan.datasets)} datasets (store: {root})")
     for line in plan_lines(plan, exp):
         say(line)
+    if exp.search_kind == "grid":      # a search decides its rounds' fits as it goes
+        done = finished_in_plan(run_dir, plan, exp.run.retry_errors)[0] if shard_files(run_dir) else set()
+        for line in costs.lines(costs.estimate(plan, done, run_dir, root), exp.run):
+            say(line)
     say(_machine_line("start"))
     if exp.search_kind == "grid":
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
@@ -294,6 +299,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
         # In place: the tables read these keys, and an interrupt's line counts them.
         keys[:] = list(plan.references) + fit_keys
     timing.mark("execute")
+    costs.record(run_dir, plan, root)     # what this run measured, for the next one's estimate
     # What the tables and the closing lines need of the plan; the plan itself goes.
     references = list(plan.references)
     reference_of = plan.fits.reference_of(fit_keys)
@@ -422,6 +428,9 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     say(f"  fits: {len(fits)} ({', '.join(f'{k} {n}' for k, n in by_solver.items()) or 'none'})")
     for line in plan_lines(plan, exp) if plan else []:
         say(f"  {line}")
+    if plan is not None and exp.search_kind == "grid":
+        for line in costs.lines(costs.estimate(plan, have - errors, run_dir, root), exp.run):
+            say(f"  {line}")
     ref_by = refs.count_by("solver") if plan else {}
     say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
         f"run.reference={exp.run.reference})")

@@ -2,7 +2,7 @@
 
 Each scenario's rows are printed as it ends and written as one markdown table per scenario (--out).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm,r1] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
 The datasets are built into the store before anything is timed. --set adds Hydra overrides to
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..report import markdown_table
-from . import kernel, large, overhead, search, sweep, upstream
+from . import kernel, large, overhead, recipes, search, sweep, upstream
 from .harness import Options
 
 # name -> scenario: a function of the Options that returns its rows (one dict per rep or case).
@@ -31,6 +31,7 @@ SCENARIOS = {
     "f": kernel.scenario_f,
     "cs": search.scenario_cs, "hs": search.scenario_hs,
     "u": upstream.scenario_u, "libsvm": upstream.scenario_libsvm,
+    "r1": recipes.scenario_r1,
 }
 DEFAULT = "a,b,c,d"
 

@@ -647,6 +647,22 @@ def left_out(data: ReportData, secs: list[Section], figures: bool) -> list[str]:
     return out
 
 
+def censored_line(data: ReportData) -> str:
+    """How many timing fits their budget cut before they reached the target (run.timing_budget_s):
+    a sentence, or nothing."""
+    if not data.has("timing", "info_censored_at_s"):
+        return ""
+    n, low, high = data.engine.con.execute(
+        f"SELECT count(*), min(TRY_CAST(info_censored_at_s AS DOUBLE)), max(TRY_CAST(info_censored_at_s AS DOUBLE)) "
+        f"FROM {data.table('timing')} WHERE info_censored_at_s IS NOT NULL").fetchall()[0]
+    if not n:
+        return ""
+    budget = f"{low:g} s" if low == high else f"{low:g}-{high:g} s"
+    return (f" {count(n, 'timing fit')} reached the end of {'its' if n == 1 else 'their'} budget of {budget} "
+            f"(run.timing_budget_s) first: a target {'it' if n == 1 else 'they'} had not reached by then reads "
+            f"`not reached within {budget}`, never a time (censored).")
+
+
 def speed_intro(data: ReportData) -> list[str]:
     """What the report's speed comparisons show, said once at the top: the target, which fits they
     read (the timing fits, cold; or the sweep's, each with its start) and which fits started warm."""
@@ -662,7 +678,7 @@ def speed_intro(data: ReportData) -> list[str]:
         return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target) of "
                 f"{count(timing, 'timing fit')}: cold starts, traced at every due point (a library: a ladder "
                 f"of cold solves), on the call clock (the whole call from the fold's arrays to a model), one problem "
-                f"and one start per ratio." + where]
+                f"and one start per ratio." + censored_line(data) + where]
     return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target), read from the sweep's "
             f"own fits (this run has no timing fits: run.timing=false), whose traces may be thinned: a time to "
             f"target is an upper bound; ratios only between fits of one start (warm with warm, cold with cold)."

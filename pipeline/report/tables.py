@@ -435,15 +435,21 @@ def _target_note(what: str) -> str:
             f"{SOURCES['sweep']}.")
 
 
-def _never(v: float) -> object:
-    return "not reached" if v == np.inf else v
+def _never(v: float, censored: float = 0, budget: float | None = None) -> object:
+    """A median time (or iteration count) as shown: `not reached` for inf, `not reached within B s`
+    where folds were cut by their timing budget B (censored: never a time)."""
+    if v != np.inf:
+        return v
+    return f"not reached within {budget:g} s" if censored and budget is not None and np.isfinite(budget) \
+        else "not reached"
 
 
 @table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note=_target_note("`t_target_s`: the median over folds of the seconds until (P - f*)/|f*| first fell to the "
                          "report's target (said at the top of the report and under the table), `not reached` where "
                          "the median fold never got there (it stopped above the target, by its own rule or at its "
-                         "cap); `reached`: folds that got there, of the folds whose f* is certain enough to tell; "
+                         "cap), `not reached within B s` where folds were cut by their timing budget B first "
+                         "(run.timing_budget_s: censored, never a time); `reached`: folds that got there, of the folds whose f* is certain enough to tell; "
                          "`ratio`: t_target_s over its `baseline`'s on the same problem, from the same start and on "
                          "the same clock (the baseline's fastest configuration there), only where both reached the "
                          "target; `own_stop_s`: the time to the solver's own stop, a different rule per solver, never "
@@ -456,7 +462,7 @@ def time_to_target(data: ReportData) -> pd.DataFrame:
     out = rows[shown + labels + ["reached", "t_target_s"]].copy()
     out["baseline"], out["ratio"] = _own_ratio(rows)
     out["own_stop_s"], out["rel_subopt"] = rows["own_stop_s"], rows["rel_subopt"]
-    out["t_target_s"] = out["t_target_s"].map(_never)
+    out["t_target_s"] = [_never(v, c, b) for v, c, b in zip(out["t_target_s"], rows["censored"], rows["budget_s"])]
     return out
 
 
@@ -500,14 +506,18 @@ def target_lines(data: ReportData) -> list[str]:
 @table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers), from the "
             "same fits; `it_eps`: the median over folds of the iterations until (P - f*)/|f*| <= eps (`not reached` "
-            "where the median fold never got there; empty where f* is not certain to eps).")
+            "where the median fold never got there, `not reached within B s` where its timing budget cut it first; "
+            "empty where f* is not certain to eps, and for a library's ladder at an eps other than report.target: "
+            "its rungs stop at the first that reaches report.target, so they resolve no other).")
 def iterations_to_target(data: ReportData) -> pd.DataFrame:
     rows, shown = _speed(data)
     # The fits of the speed rows, each with its iterations to every target (`fit_times_sql`).
-    its = [data.engine.view(f"SELECT key AS _k, _it_target FROM {q(timed_fits(data, eps))}") for eps in TARGETS]
+    its = [data.engine.view(f"SELECT key AS _k, _it_target, _censored_s FROM {q(timed_fits(data, eps))}")
+           for eps in TARGETS]
     icols = [f"it_{eps:g}" for eps in TARGETS]
     joined = data.engine.view(
-        "SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}" for j, c in enumerate(icols))
+        "SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}, i{j}._censored_s AS {q('_cut_' + c)}"
+                                   for j, c in enumerate(icols))
         + f" FROM {q(timed_fits(data, TARGETS[0]))} f "
         + " ".join(f"JOIN {q(v)} i{j} ON f.key = i{j}._k" for j, v in enumerate(its)))
     d = data.view({"_its": joined})
@@ -517,10 +527,12 @@ def iterations_to_target(data: ReportData) -> pd.DataFrame:
     keys = prob + ["solver_entry"] + own
     where = "f_star IS NOT NULL" if "f_star" in d.types("_its") else None
     agg = d.summary(keys, {"runs": "count(key)", "start": "histogram(\"start\")", "n_iter": "median(num(n_iter))",
-                           **{c: f"median({q(c)})" for c in icols}}, name="_its", where=where)
+                           **{c: f"median({q(c)})" for c in icols},
+                           **{f"_n_{c}": f"count({q('_cut_' + c)})" for c in icols},
+                           **{f"_b_{c}": f"max({q('_cut_' + c)})" for c in icols}}, name="_its", where=where)
     agg["start"] = agg["start"].map(label_of)
     for c in icols:
-        agg[c] = agg[c].map(_never)
+        agg[c] = [_never(v, n, b) for v, n, b in zip(agg[c], agg.pop(f"_n_{c}"), agg.pop(f"_b_{c}"))]
     return agg[[c for c in shown if c in agg.columns] + ["runs", "start", "n_iter", *icols]]
 
 
@@ -558,9 +570,12 @@ def methods_table(data: ReportData) -> pd.DataFrame:
             mine_ = [(tuple(getattr(row_, c) for c in prob), np.isfinite(row_.t_target_s))
                      for row_ in grp.itertuples(index=False)]
             missed = sum(1 for p, hit in mine_ if not hit and p in reached_by_base)
+            cut = sum(1 for row_ in grp.itertuples(index=False) if row_.censored and not np.isfinite(row_.t_target_s)
+                      and tuple(getattr(row_, c) for c in prob) in reached_by_base)
             won = sum(1 for p, hit in mine_ if hit and p in shared - reached_by_base)
             text = f"x{fmt(float(np.exp(np.log(r).mean())))} over {len(r)}" if len(r) else "no ratio"
             row[ds] = text + (f"; {missed} not reached" if missed else "") + \
+                (f" ({cut} within the timing budget: censored)" if cut else "") + \
                 (f"; {won} reached where {base} did not" if won else "")
         out.append(row)
     return pd.DataFrame(out).fillna("")
