@@ -38,6 +38,7 @@ from ..experiment.plan import Plan, made
 from .sandbox import call_in_sandboxes, run_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 from .clusters import dashboard_line, quiet_on_interrupt, shared_client
+from .distributed import DistributedFits, is_distributed
 from .cutting import TaskCutter, first_chunk, hard_limits, make_tasks, make_units, paced_chunk
 from .sink import RecordSink, RecordStream, ShardWriter, finished_in_plan, latest_status
 from .warmup import WarmUp, WorkerEvents, check_worker_plugins, task_modules
@@ -190,7 +191,13 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             if dashboard:
                 log(dashboard)
             workers = _n_workers(client, cluster)
-            cutter = TaskCutter(make_units(todo, workers, bool(exp.run.interleave)))
+            # Fits trained across the workers run in a thread of this process beside the loop
+            # below, holding no worker slot (pipeline/engine/distributed.py).
+            spread = DistributedFits([s for s in todo if is_distributed(s)], root, client, run_dir, sink,
+                                     int(exp.run.retries), log)
+            stack.push(lambda kind, *_: spread.finish(interrupted=kind is not None))
+            cutter = TaskCutter(make_units([s for s in todo if not is_distributed(s)], workers,
+                                           bool(exp.run.interleave)))
             first = first_chunk(cutter.left, workers, chunk)
             futures, pace, counted, unit_s = {}, None, time.monotonic(), None
 
@@ -232,6 +239,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             warmup.wait(log)
             check_worker_plugins(client, todo)
             t0 = time.perf_counter()
+            if spread.specs:
+                spread.start()
             for task in first_wave:
                 submit(task)
             bar = sink.bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
@@ -266,6 +275,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 # in flight: the first task back sets both (the refill above waited for it).
                 refill()
                 sink.flush(force=True)     # a task's end writes what is held, as ever
+            if spread.specs:
+                spread.finish(interrupted=False)
         wall = time.perf_counter() - t0
         bar.close()
         if todo:

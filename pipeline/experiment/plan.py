@@ -716,6 +716,7 @@ def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, tex
     if run.timing is False or run.reference is False:
         return 0
     compared = compared_problems(fits.templates)
+    spread = {problem_text(t) for t in fits.templates if _distributed(t["solver"])}
     counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates)).tolist()
     added = 0
     for template, tail, rows in list(zip(fits.templates, fits.tails, counts)):
@@ -726,9 +727,22 @@ def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, tex
         if reference_solver(template["problem"], info["n_features"]) is None:
             continue
         timed = timing_template(template)
+        if problem_text(template) in spread:
+            # A distributed fit is timed on its driver's wall clock, across processes: the fits
+            # it is compared with are timed on their own process's wall clock, not its CPU
+            # seconds, so that the report can put them in one ratio (engine/distributed.py).
+            timed["timing"]["clock"] = "wall"
         fits.add(timed, tail, *_by_fold(timed, rows, "fit-", paths, texts))
         added += rows
     return added
+
+
+def _distributed(solver: str) -> bool:
+    import solvers
+    try:
+        return bool(solvers.get_solver(solver).distributed)
+    except solvers.SolverError:
+        return False
 
 
 def shared_problem_notes(templates: list, exp: Experiment) -> list[str]:
