@@ -65,11 +65,16 @@ Scenarios (each an override of conf/experiment/bench_sweep.yaml):
      MNIST rows (digits 0-4 against 5-9, stratified 5,000 and 20,000 rows: `--libsvm-rows`): rbf,
      gamma 1 / 784, C in {1, 10}, eps 1e-3, 200 MB cache, shrinking on; in one process, the two
      alternating `--reps` times, the minimum of each kept.
+  dist  one problem larger than a worker (pipeline/bench_distributed.py): rcv1_like at `--dist-rows`
+     rows (2,000,000), hinge, C = 1: cocoa on 2 `dask worker` processes of 1 GB each, beside
+     single-process dcd and Spark MLlib's LinearSVC on local[2] (pyspark, the `bench` extra), to
+     (P - f*)/|f*| <= 1e-3 against dcd's certified f*; cocoa's rounds and bytes at K = 2, 4, 8
+     and a time-per-round model.
 
 The datasets are built into the store before anything is timed (`prebuild`).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
-                             [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm,dist] [--reps 2] [--full] [--out bench.md]
+                             [--set KEY=VALUE ...] [--libsvm-rows 5000,20000] [--dist-rows 2000000]
 
 --set adds Hydra overrides to every run of scenarios f and hs (ours and the anchors alike), e.g.
 a smaller kernel grid: ``--only f --set 'solvers.smo.grid.gamma=[0.001,0.01]'``, or another
@@ -92,6 +97,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .bench_distributed import scenario_dist
 from .report import markdown_table
 
 A_CS = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 50.0]
@@ -744,12 +750,14 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
     ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
+    ap.add_argument("--dist-rows", type=int, default=2_000_000, help="rows of scenario dist (pipeline/bench_distributed.py)")
     args = ap.parse_args(argv)
     runners = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "e": scenario_e,
                "g": scenario_g, "h": scenario_h, "k": scenario_k, "t": scenario_t,
                "u": lambda work, reps: scenario_u(reps, args.full),
                "f": lambda work, reps: scenario_f(work, reps, args.set), "cs": scenario_cs, "hs": lambda work, reps: scenario_hs(work, reps, args.set),
-               "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")])}
+               "libsvm": lambda work, reps: scenario_libsvm(reps, [int(n) for n in args.libsvm_rows.split(",")]),
+               "dist": lambda work, reps: scenario_dist(work, args.dist_rows)}
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         for name in args.only.split(","):
@@ -757,7 +765,7 @@ def main(argv=None) -> int:
                 prebuild(args.set, KERNEL_GRID)
             elif name == "cs":
                 prebuild([], SEARCH_LINEAR)
-            elif name not in ("u", "libsvm"):
+            elif name not in ("u", "libsvm", "dist"):
                 prebuild(SCENARIOS.get(name, []), {"g": "bench_large", "h": "bench_large", "t": "bench_large_traced",
                                                           "k": "bench_fixed"}.get(name, "bench_sweep"))
             df = pd.DataFrame(runners[name](Path(tmp), args.reps))

@@ -43,7 +43,6 @@ from pathlib import Path
 import numpy as np
 
 from ..data.store import dataset_info, read_labels, read_row_subsets
-from ..experiment.plan import binary_labels, make_folds, subsample_rows
 from .rss import peak_rss_mb
 
 # Driver seconds between checkpoints of the partitions' alpha (module docstring).
@@ -160,6 +159,7 @@ def fold_blocks(root: str, data: dict, fold: int, K: int):
     over its range (module docstring), from the labels alone; and (classes, the positive label,
     training and test row counts). The same rows, labels and folds as `tasks.split_data`."""
     from solvers.cocoa import partition_bounds
+    from ..experiment.plan import binary_labels, make_folds, subsample_rows
 
     y = read_labels(root, data["name"], verify=False)
     index = subsample_rows(y, data["max_rows"], data["rows_seed"])
