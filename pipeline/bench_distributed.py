@@ -83,7 +83,7 @@ def dask_cluster(work: Path, workers: int, memory_limit: str | None):
     from distributed import Client
 
     dask = str(Path(sys.executable).parent / "dask")
-    sched = work / f"scheduler-{workers}.json"
+    sched = work / f"scheduler-{workers}-{time.monotonic_ns()}.json"      # a fresh file: never a stopped one's
     limit = ["--memory-limit", memory_limit] if memory_limit else []
     procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
                                "--scheduler-file", str(sched)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

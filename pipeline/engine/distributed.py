@@ -334,6 +334,8 @@ def _fit(spec: dict, root: str, client, run_dir: Path, stop: threading.Event) ->
                          f"the fold's)")
     if prob.get("class_weight") is not None or "lambda" in prob:
         raise ValueError("a distributed fit takes neither class_weight nor lambda: set C")
+    # The settings checked by a Problem's own rules (and its B), on a stand-in of two rows: the
+    # rows themselves are the workers'.
     problem = solvers.Problem(np.zeros((2, 1)), np.array([-1.0, 1.0]), C=prob["C"], loss=prob["loss"],
                               intercept=prob["intercept"], intercept_scaling=prob.get("intercept_scaling", 1.0))
     spec_solver = solvers.get_solver(spec["solver"])

@@ -193,10 +193,11 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             workers = _n_workers(client, cluster)
             # Fits trained across the workers run in a thread of this process beside the loop
             # below, holding no worker slot (pipeline/engine/distributed.py).
-            spread = DistributedFits([s for s in todo if is_distributed(s)], root, client, run_dir, sink,
+            across = [is_distributed(s) for s in todo]
+            spread = DistributedFits([s for s, a in zip(todo, across) if a], root, client, run_dir, sink,
                                      int(exp.run.retries), log)
             stack.push(lambda kind, *_: spread.finish(interrupted=kind is not None))
-            cutter = TaskCutter(make_units([s for s in todo if not is_distributed(s)], workers,
+            cutter = TaskCutter(make_units([s for s, a in zip(todo, across) if not a], workers,
                                            bool(exp.run.interleave)))
             first = first_chunk(cutter.left, workers, chunk)
             futures, pace, counted, unit_s = {}, None, time.monotonic(), None
