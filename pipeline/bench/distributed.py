@@ -1,4 +1,5 @@
-"""Scenario ``dist`` of `python -m pipeline.bench`: one problem larger than a worker, trained by
+"""Scenario ``dist`` of `python -m pipeline.bench` (and `python -m pipeline.bench.distributed` with
+its own knobs): one problem larger than a worker, trained by
 CoCoA+ across Dask workers (cocoa, pipeline/engine/distributed.py), beside single-process dcd and
 Spark MLlib's LinearSVC on ``local[K]``, to the same relative suboptimality against one
 certified f*, in one run (docs/benchmarks/distributed.md reads its rows).
@@ -43,7 +44,7 @@ TARGET = 1e-3
 
 def dataset(root: str, rows: int) -> str:
     """The store entry of rcv1_like at `rows` rows (built once)."""
-    from .data.datasets import ensure_dataset
+    from ..data.datasets import ensure_dataset
     return ensure_dataset(root, "rcv1_like", {"n_samples": rows, **SHAPE})["name"]
 
 
@@ -55,19 +56,19 @@ def first_within(trace, f_star: float, target: float = TARGET):
     return None, math.inf
 
 
-def run_dcd(root: str, name: str, C: float):
+def run_dcd(root: str, name: str, C: float, loss: str = "hinge"):
     """f* (dcd at tol 1e-5, its gap) and a traced cold dcd fit's time to target (wall clock)."""
     import solvers
-    from .data.store import read_dataset
+    from ..data.store import read_dataset
 
     ds = read_dataset(root, name)
     y = np.where(ds.y == ds.y.max(), 1.0, -1.0)
-    solvers.fit(solvers.Problem(ds.X[:1000], y[:1000], loss="hinge"), "dcd")      # compiled before any clock
-    ref = solvers.fit(solvers.Problem(ds.X, y, C=C, loss="hinge"), "dcd",
+    solvers.fit(solvers.Problem(ds.X[:1000], y[:1000], loss=loss), "dcd")      # compiled before any clock
+    ref = solvers.fit(solvers.Problem(ds.X, y, C=C, loss=loss), "dcd",
                       budget=solvers.Budget(tol=1e-5, max_iter=100_000))
     rec = solvers.Recorder(per_decade=10, max_overhead=None)
     t0 = time.perf_counter()
-    problem = solvers.Problem(ds.X, y, C=C, loss="hinge")
+    problem = solvers.Problem(ds.X, y, C=C, loss=loss)
     setup = time.perf_counter() - t0
     fit = solvers.fit(problem, "dcd", budget=solvers.Budget(tol=1e-4, max_iter=10_000), recorder=rec)
     k, t = first_within(fit.trace, ref.primal)
@@ -108,27 +109,30 @@ def dask_cluster(work: Path, workers: int, memory_limit: str | None):
                 os.killpg(p.pid, signal.SIGKILL)
 
 
-def cocoa_spec(root: str, rows: int, C: float, K: int, tol: float = 1e-4) -> dict:
-    """The spec the pipeline plans for cocoa on this problem (cv=none), traced at every due round."""
-    from .engine.materialise import materialise_datasets
-    from .experiment.config import compose, validate
-    from .experiment.plan import build_plan
+def cocoa_spec(root: str, rows: int, C: float, K: int, max_rounds: int, tol: float = 1e-3, loss: str = "hinge") -> dict:
+    """The spec the pipeline plans for cocoa on this problem (cv=none), traced at every due round,
+    stopped by its gap at the target (which bounds its distance to f*) or at max_rounds."""
+    from ..engine.materialise import materialise_datasets
+    from ..experiment.config import compose, validate
+    from ..experiment.plan import build_plan
 
     exp = validate(compose([f"store.root={root}", "datasets=[rcv1_like]", "solvers=[cocoa]", "cv=none",
                             *[f"++datasets.rcv1_like.params.{k}={v}" for k, v in {"n_samples": rows, **SHAPE}.items()],
-                            f"solvers.cocoa.grid.C=[{C}]", "solvers.cocoa.params.loss=hinge",
+                            f"solvers.cocoa.grid.C=[{C}]", f"solvers.cocoa.params.loss={loss}",
                             "solvers.cocoa.params.intercept=none", f"solvers.cocoa.params.tol={tol}",
                             f"solvers.cocoa.params.partitions={K}", "solvers.cocoa.params.check_every=10",
+                            f"solvers.cocoa.params.max_iter={max_rounds}",
                             "run.reference=false"]))
     spec = next(iter(build_plan(exp, materialise_datasets(exp)).fits.values()))
     spec["trace"] = {**spec["trace"], "enabled": True, "max_overhead": None}
     return spec
 
 
-def run_cocoa(root: str, rows: int, C: float, K: int, f_star: float, work: Path, memory_limit: str | None) -> dict:
-    from .engine.distributed import run_distributed
+def run_cocoa(root: str, rows: int, C: float, K: int, f_star: float, work: Path, memory_limit: str | None,
+              max_rounds: int = 1000, loss: str = "hinge") -> dict:
+    from ..engine.distributed import run_distributed
 
-    spec = cocoa_spec(root, rows, C, K)
+    spec = cocoa_spec(root, rows, C, K, max_rounds, loss=loss)
     with dask_cluster(work, K, memory_limit) as client:
         record = run_distributed(spec, root, client, work, threading.Event())
     if record["status"] == "error":
@@ -152,7 +156,7 @@ def run_spark(root: str, name: str, C: float, K: int, X, y, positive, f_star: fl
     from pyspark.ml.linalg import SparseVector
     from pyspark.sql import SparkSession
 
-    from .data.store import dataset_path
+    from ..data.store import dataset_path
 
     d, n = X.shape[1], X.shape[0]
     # Loopback only: the JVM binds to this, not to the machine's first interface.
@@ -216,28 +220,37 @@ def round_model(rows: list[dict], n_features: int, bandwidths=(1e9, 10e9), laten
     return out
 
 
-def scaling(root: str, rows: int, C: float, f_star: float, work: Path, Ks=(2, 4, 8)) -> list[dict]:
-    """Rounds to the target and bytes a round of cocoa at each K (workers without a memory limit)."""
+def scaling(root: str, rows: int, C: float, f_star: float, work: Path, Ks=(2, 4, 8), max_rounds: int = 500,
+            loss: str = "hinge") -> list[dict]:
+    """Rounds to the target and bytes a round of cocoa at each K (workers without a memory limit),
+    each fit capped at max_rounds (rounds_to_target None: not reached there)."""
     out = []
     for K in Ks:
-        r = run_cocoa(root, rows, C, K, f_star, work, None)
+        r = run_cocoa(root, rows, C, K, f_star, work, None, max_rounds, loss)
         out.append({"K": K, "rounds_to_target": r["iterations_to_target"], "bytes_per_round": r["bytes_per_round"],
                     "worker_s_per_round": max(r["worker_s"].values()) / max(r["rounds"], 1)})
     return out
 
 
-def scenario_dist(work: Path, rows: int = 2_000_000, C: float = 1.0, K: int = 2, memory_limit: str = "1GB",
-                  scaling_rows: int = 200_000, spark: bool = True) -> list[dict]:
+def scenario_dist(opts) -> list[dict]:
+    """one problem across workers: cocoa on 2 workers of 1 GB beside dcd and Spark MLlib local[2]"""
+    return dist_rows(opts.work, rows=opts.dist_rows)
+
+
+def dist_rows(work: Path, rows: int = 2_000_000, C: float = 1.0, K: int = 2, memory_limit: str = "1GB",
+              scaling_rows: int = 200_000, spark: bool = True, loss: str = "hinge") -> list[dict]:
     """The scenario's rows (module docstring): dcd, cocoa and Spark to the target, the ratios, and
-    the K scaling table with its time model."""
-    from .data.store import default_store_root
+    the K scaling table with its time model. Spark's LinearSVC takes the hinge alone: with
+    loss=squared_hinge it is left out."""
+    spark = spark and loss == "hinge"
+    from ..data.store import default_store_root
     root = str(default_store_root())
     name = dataset(root, rows)
-    ds, y, ref, dcd_row = run_dcd(root, name, C)
+    ds, y, ref, dcd_row = run_dcd(root, name, C, loss)
     f_star = ref.primal
     load = os.getloadavg()[0]
     out = [dict(dcd_row, load=load)]
-    out.append(dict(run_cocoa(root, rows, C, K, f_star, work, memory_limit), load=os.getloadavg()[0]))
+    out.append(dict(run_cocoa(root, rows, C, K, f_star, work, memory_limit, loss=loss), load=os.getloadavg()[0]))
     if spark:
         out.append(dict(run_spark(root, name, C, K, ds.X, y, ds.y.max(), f_star), load=os.getloadavg()[0]))
     del ds
@@ -246,8 +259,8 @@ def scenario_dist(work: Path, rows: int = 2_000_000, C: float = 1.0, K: int = 2,
     if spark:
         out[1]["ratio_vs_spark"] = out[1]["t_target_s"] / out[2]["t_target_s"]
     small = dataset(root, scaling_rows)
-    _, _, ref_small, _ = run_dcd(root, small, C)
-    table = scaling(root, scaling_rows, C, ref_small.primal, work)
+    _, _, ref_small, _ = run_dcd(root, small, C, loss)
+    table = scaling(root, scaling_rows, C, ref_small.primal, work, loss=loss)
     for r in round_model(table, SHAPE["n_features"]):
         out.append({"solver": "model", **r, "load": os.getloadavg()[0]})
     return out
@@ -256,17 +269,18 @@ def scenario_dist(work: Path, rows: int = 2_000_000, C: float = 1.0, K: int = 2,
 def main(argv=None) -> int:
     import argparse
     import pandas as pd
-    ap = argparse.ArgumentParser(prog="python -m pipeline.bench_distributed", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pipeline.bench.distributed", description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--scaling-rows", type=int, default=200_000)
     ap.add_argument("--C", type=float, default=1.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--loss", default="hinge", choices=("hinge", "squared_hinge"))
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="svmbench-dist-") as tmp:
-        rows = scenario_dist(Path(tmp), args.rows, args.C, args.workers, args.memory_limit, args.scaling_rows,
-                             not args.no_spark)
+        rows = dist_rows(Path(tmp), args.rows, args.C, args.workers, args.memory_limit, args.scaling_rows,
+                             not args.no_spark, args.loss)
     print(pd.DataFrame(rows).to_string(index=False))
     return 0
 

@@ -86,9 +86,9 @@ def test_a_dataset_no_worker_could_hold(tmp_path):
     single-process dcd's f* within its tolerance by its own gap, and no worker is restarted
     (their processes are the ones started) nor passes its limit."""
     root = tmp_path / "store"
-    X, y = _text(n=330_000, d=30_000, nnz=150)
+    X, y = _text(n=450_000, d=30_000, nnz=150)
     csr = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-    store.write_dataset(root, "big", X, y, row_group_size=16_384, source={"generator": "test"})
+    store.write_dataset(root, "big", X, y, row_group_size=8192, source={"generator": "test"})
     del X, y
     limit = int(csr * 0.9)
     f_star = _f_star(root, "big", 0.1, "squared_hinge")
@@ -101,7 +101,7 @@ def test_a_dataset_no_worker_could_hold(tmp_path):
     assert (r["primal_objective"] - f_star) / f_star <= 1e-6
     assert r["dual_objective"] <= f_star * (1 + 1e-12)
     info = {k[5:]: r[k] for k in r.index if k.startswith("info_")}
-    assert len(json.loads(info["workers"])) == 4 and sum(json.loads(info["partition_rows"])) == 330_000
+    assert len(json.loads(info["workers"])) == 4 and sum(json.loads(info["partition_rows"])) == 450_000
     assert max(json.loads(info["partition_bytes"])) < csr / 3 < limit
     assert info["worker_peak_rss_mb"] * 2**20 < limit
 
