@@ -258,6 +258,8 @@ def dist_rows(work: Path, rows: int = 2_000_000, C: float = 1.0, K: int = 2, mem
         r["ratio_vs_dcd"] = r["t_target_s"] / out[0]["t_target_s"]
     if spark:
         out[1]["ratio_vs_spark"] = out[1]["t_target_s"] / out[2]["t_target_s"]
+    if not scaling_rows:       # --scaling-rows 0: no K scaling
+        return out
     small = dataset(root, scaling_rows)
     _, _, ref_small, _ = run_dcd(root, small, C, loss)
     table = scaling(root, scaling_rows, C, ref_small.primal, work, loss=loss)
@@ -271,7 +273,7 @@ def main(argv=None) -> int:
     import pandas as pd
     ap = argparse.ArgumentParser(prog="python -m pipeline.bench.distributed", description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--scaling-rows", type=int, default=200_000)
+    ap.add_argument("--scaling-rows", type=int, default=200_000, help="rows of the K scaling runs (0: none)")
     ap.add_argument("--C", type=float, default=1.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="1GB")

@@ -51,6 +51,8 @@ CHECKPOINT_S = 30.0
 POLL_S = 0.5
 # Round tasks go before the sweep's queued tasks on their worker.
 PRIORITY = 100
+# How long a fit waits for a first worker on a cluster that has none (an adaptive one's start).
+WORKER_WAIT_S = 600
 
 
 class WorkerLost(RuntimeError):
@@ -343,9 +345,11 @@ def _fit(spec: dict, root: str, client, run_dir: Path, stop: threading.Event) ->
     params = spec_solver.check_params(spec["solver_params"])
     if params.get("random_state") is None:
         params["random_state"] = spec["seed"]
+    if not client.scheduler_info()["workers"]:
+        # An adaptive cluster (SLURM) may have none yet: its first one is waited for, and the
+        # fit runs on the workers present then.
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
     workers = sorted(client.scheduler_info()["workers"])
-    if not workers:
-        raise WorkerLost("no worker in the cluster")
     K = int(params["partitions"])
     blocks, classes, positive, n_train, n_test = fold_blocks(root, data, spec["fold"], K)
     meta = dataset_info(root, data["name"])

@@ -17,6 +17,9 @@ The engine in its parts, each a module:
   `IN_FLIGHT`; one once a unit lasts half a second, `in_flight`), gathers them with
   ``as_completed``, refills, and hands every record to the sink; and the `Summary` it returns.
 
+The fits of a distributed solver (cocoa) are not cut into tasks: each is driven from a thread of
+this process beside the loop, across all the workers (`pipeline.engine.distributed`).
+
 On Dask, each task runs in its worker thread's sandbox (`pipeline.engine.sandbox`): a spec past
 its hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
 retried, then an error row naming the cause. A worker that dies is retried by Dask
