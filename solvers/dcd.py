@@ -205,7 +205,7 @@ def _prefetch_rows(data, indices, indptr, rinfo, alpha, index, s, active):
 
 @njit(cache=True, nogil=True)
 def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
-              PGmax_old, PGmin_old, shrinking, loc, Q, Gs, m, prefetch, sigma):
+              PGmax_old, PGmin_old, shrinking, loc, Q, Gs, m, prefetch, sigma=1.0):
     """One pass over index[:active] in its current order. Shrinks (moves to the tail of
     `index`) variables at a bound whose gradient points outward beyond last pass's extremes.
 
