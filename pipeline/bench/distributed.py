@@ -188,7 +188,8 @@ def run_spark(root: str, name: str, C: float, K: int, X, y, positive, f_star: fl
         t0 = time.perf_counter()
         long = svc(max_iter).fit(df)
         long_s = time.perf_counter() - t0
-        history = np.asarray(long.summary.objectiveHistory) * (C * n)      # P at each iteration
+        summary = long.summary() if callable(long.summary) else long.summary     # a method in pyspark 4
+        history = np.asarray(summary.objectiveHistory) * (C * n)      # P at each iteration
         P_long = primal(long)
         hit = np.flatnonzero((history - f_star) / abs(f_star) <= TARGET)
         row = {"solver": f"Spark MLlib LinearSVC (local[{K}])", "clock": "wall, around fit",
@@ -252,11 +253,13 @@ def dist_rows(work: Path, rows: int = 2_000_000, C: float = 1.0, K: int = 2, mem
     name = dataset(root, rows)
     ds, y, ref, dcd_row = run_dcd(root, name, C, loss)
     f_star = ref.primal
-    load = os.getloadavg()[0]
-    out = [dict(dcd_row, load=load)]
+    out = [dict(dcd_row, load=os.getloadavg()[0])]
+    print(out[-1], flush=True)
     out.append(dict(run_cocoa(root, rows, C, K, f_star, work, memory_limit, loss=loss), load=os.getloadavg()[0]))
+    print(out[-1], flush=True)
     if spark:
         out.append(dict(run_spark(root, name, C, K, ds.X, y, ds.y.max(), f_star), load=os.getloadavg()[0]))
+        print(out[-1], flush=True)
     del ds
     for r in out[1:]:
         r["ratio_vs_dcd"] = r["t_target_s"] / out[0]["t_target_s"]
