@@ -261,7 +261,7 @@ class LocalPartitions:
 
 
 def fit_cocoa(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=None, partitions: int = 2,
-              local_passes: int = 1, local_tol: float | None = None, check_every: int = 1, shrinking: bool = True,
+              local_passes: int = 1, local_tol: float | None = None, check_every: int = 5, shrinking: bool = True,
               random_state: int | None = 0) -> Fit:
     """CoCoA+ with adding (sigma' = K; the module docstring) over `partitions` blocks of the rows,
     run in this process one after another. budget.tol bounds the relative duality gap;
@@ -302,8 +302,9 @@ register(SolverSpec(
         "local_tol": Param(None, "float", low=0.0, open_low=True, none_ok=True,
                            doc="a round's passes stop early once a partition's projected gradients lie "
                                "within this (dcd's test on its subproblem); None: never"),
-        "check_every": Param(1, "int", low=1, doc="rounds between stopping tests (each a pass over the rows "
-                                                  "for the primal)"),
+        "check_every": Param(5, "int", low=1, doc="rounds between stopping tests (each half a round's work: "
+                                                  "a pass over the rows for the primal); trace points are "
+                                                  "tested too"),
         "shrinking": Param(True, "bool", doc="shrink bounded variables in the local passes (kept across rounds)"),
         "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of the pass permutations (partition k: "
                                                                  "random_state + k)"),
