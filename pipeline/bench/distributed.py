@@ -96,9 +96,14 @@ def dask_cluster(work: Path, workers: int, memory_limit: str | None):
     try:
         while not (sched.exists() and sched.stat().st_size):
             time.sleep(0.1)
+        # A worker pauses (runs no task) once its memory passes Dask's pause fraction, 0.8 of its
+        # limit by default: a block held in a worker is unmanaged memory no spilling frees, so the
+        # workers pause only where they would be terminated (0.95).
+        env = {**os.environ, "DASK_DISTRIBUTED__WORKER__MEMORY__PAUSE": "0.95"}
         procs.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(sched), "--nthreads", "1",
                                        "--nworkers", str(workers), "--host", "127.0.0.1", "--no-dashboard", *limit],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                      env=env))
         with Client(json.loads(sched.read_text())["address"], timeout="60s") as client:
             client.wait_for_workers(workers, timeout=300)
             yield client

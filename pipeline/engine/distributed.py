@@ -260,11 +260,21 @@ def _gather(client, futures, workers, stop: threading.Event):
             break
         except TimeoutError:
             pass
-        present = set(client.scheduler_info()["workers"])
-        gone = sorted(set(workers) - present)
+        present = client.scheduler_info()["workers"]
+        gone = sorted(set(workers) - set(present))
         if gone:
             client.cancel(futures)
             raise WorkerLost(f"worker {gone[0]} left the cluster during the fit")
+        paused = sorted(w for w in set(workers) if present[w].get("status") == "paused")
+        if paused:
+            # A paused worker runs no task, so its block's rounds would wait for ever: its
+            # memory passed Dask's pause fraction while it holds the block (unmanaged memory,
+            # which no spilling frees).
+            client.cancel(futures)
+            raise RuntimeError(f"worker {paused[0]} paused: its memory passed Dask's pause fraction "
+                               f"(distributed.worker.memory.pause, 0.8 of its --memory-limit by default) while it "
+                               f"holds its block of rows; give the workers a larger --memory-limit, more "
+                               f"partitions, or a higher pause fraction")
     try:
         return client.gather(futures)
     except Exception as exc:  # noqa: BLE001 - a task that failed on its worker
