@@ -109,7 +109,7 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
     setup = pd.to_numeric(fits["setup_s"], errors="coerce") if "setup_s" in fits.columns \
         else pd.Series(np.nan, index=fits.index)
     out["clock"] = np.where(setup.notna(), "call", "solver")
-    if "clock" in fits.columns:       # a fit that names its clock (a distributed fit's, "wall")
+    if "clock" in fits.columns:       # timing fits that name their clock ("wall": beside a distributed fit)
         out["clock"] = fits["clock"].where(fits["clock"].notna(), out["clock"]).to_numpy()
     setup = setup.fillna(0.0).to_numpy()
     out["own_stop_s"] = pd.to_numeric(fits["fit_time_s"], errors="coerce").to_numpy() + setup
@@ -250,7 +250,7 @@ def fit_times_sql(view, target: float, measure: str = "subopt", fits: str | None
     eps = repr(float(target))
     setup = "coalesce(num(setup_s), 0.0)" if has("setup_s") else "0.0"
     clock = "(CASE WHEN num(setup_s) IS NOT NULL THEN 'call' ELSE 'solver' END)" if has("setup_s") else "'solver'"
-    if has("clock"):       # a fit that names its clock (a distributed fit's, "wall")
+    if has("clock"):       # timing fits that name their clock ("wall": beside a distributed fit)
         clock = f"coalesce(CAST(clock AS VARCHAR), {clock})"
     rel_sub = "num(rel_suboptimality)" if has("rel_suboptimality") else "NULL::DOUBLE"
     if measure == "subopt":
