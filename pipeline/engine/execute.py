@@ -17,6 +17,9 @@ The engine in its parts, each a module:
   `IN_FLIGHT`; one once a unit lasts half a second, `in_flight`), gathers them with
   ``as_completed``, refills, and hands every record to the sink; and the `Summary` it returns.
 
+The fits of a distributed solver (cocoa) are not cut into tasks: each is driven from a thread of
+this process beside the loop, across all the workers (`pipeline.engine.distributed`).
+
 On Dask, each task runs in its worker thread's sandbox (`pipeline.engine.sandbox`): a spec past
 its hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
 retried, then an error row naming the cause. A worker that dies is retried by Dask
@@ -38,6 +41,7 @@ from ..experiment.plan import Plan, made
 from .sandbox import call_in_sandboxes, run_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 from .clusters import dashboard_line, quiet_on_interrupt, shared_client
+from .distributed import DistributedFits, is_distributed
 from .cutting import TaskCutter, first_chunk, hard_limits, make_tasks, make_units, paced_chunk
 from .handover import Handover
 from .progress import ProgressLines, phase_of, wanted as progress_wanted, write_line
@@ -203,7 +207,13 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             if dashboard:
                 log(dashboard)
             workers = _n_workers(client, cluster)
-            cutter = TaskCutter(make_units(handover.rest, workers, bool(exp.run.interleave)))
+            # Fits trained across the workers run in a thread of this process beside the loop
+            # below, holding no worker slot (pipeline/engine/distributed.py); no ladder is one.
+            spread = DistributedFits([s for s in todo if is_distributed(s)], root, client, run_dir, sink,
+                                     int(exp.run.retries), log)
+            stack.push(lambda kind, *_: spread.finish(interrupted=kind is not None))
+            cutter = TaskCutter(make_units([s for s in handover.rest if not is_distributed(s)], workers,
+                                           bool(exp.run.interleave)))
             first = first_chunk(cutter.left + len(handover), workers, chunk)
             futures, pace, counted, unit_s = {}, None, time.monotonic(), None
 
@@ -251,6 +261,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             warmup.wait(log)
             check_worker_plugins(client, todo)
             t0 = time.perf_counter()
+            if spread.specs:
+                spread.start()
             for task in first_wave:
                 submit(task)
             bar = sink.bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
@@ -286,6 +298,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 # in flight: the first task back sets both (the refill above waited for it).
                 refill()
                 sink.flush(force=True)     # a task's end writes what is held, as ever
+            if spread.specs:
+                spread.finish(interrupted=False)
         wall = time.perf_counter() - t0
         bar.close()
         if todo:

@@ -724,6 +724,7 @@ def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, tex
     if run.timing is False or run.reference is False:
         return 0
     compared = compared_problems(fits.templates)
+    spread = {problem_text(t) for t in fits.templates if _distributed(t["solver"])}
     counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates)).tolist()
     added = 0
     for template, tail, rows in list(zip(fits.templates, fits.tails, counts)):
@@ -734,6 +735,11 @@ def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, tex
         if reference_solver(template["problem"], info["n_features"]) is None:
             continue
         timed = timing_template(template, run.timing_budget_s, target)
+        if problem_text(template) in spread:
+            # A distributed fit is timed on its driver's wall clock, across processes: the fits
+            # it is compared with are timed on their own process's wall clock, not its CPU
+            # seconds, so that the report can put them in one ratio (engine/distributed.py).
+            timed["timing"]["clock"] = "wall"
         fits.add(timed, tail, *_by_fold(timed, rows, "fit-", paths, texts))
         added += rows
     return added
@@ -756,7 +762,11 @@ def ladder_twins(fits: "Specs") -> dict[str, str]:
         args = (timing.get("budget_s", TIMING_BUDGET_S), timing.get("target", REPORT_TARGET))
         if args not in by_args:
             by_args[args] = {canonical_json(timing_template(t, *args)): i for i, t in libraries.items()}
-        i = by_args[args].get(canonical_json(fits._templates[j]))
+        own = dict(fits._templates[j])
+        # A ladder timed on the wall clock (its problem shared with a distributed entry) is still
+        # its twin's solve: the clock says how it is timed, not what it solves.
+        own["timing"] = {k: v for k, v in timing.items() if k != "clock"}
+        i = by_args[args].get(canonical_json(own))
         if i is not None:
             twin_of[j] = i
     if not twin_of:
@@ -771,6 +781,14 @@ def ladder_twins(fits: "Specs") -> dict[str, str]:
         if twin is not None:
             out[fits._key(fits._digest[row])] = fits._key(fits._digest[twin])
     return out
+
+
+def _distributed(solver: str) -> bool:
+    import solvers
+    try:
+        return bool(solvers.get_solver(solver).distributed)
+    except solvers.SolverError:
+        return False
 
 
 def shared_problem_notes(templates: list, exp: Experiment) -> list[str]:

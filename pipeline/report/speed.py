@@ -57,6 +57,9 @@ CLOCKS = {
     "solver": "the solver's own seconds from a built problem to its model, trace points and certificates "
               "excluded (a library's: its whole fit call)",
     "task": "the task's seconds: loading the fold, the fit, its certificates and scores",
+    "wall": "wall seconds of the process that drives the fit, trace points excluded: a distributed fit's driver "
+            "in the client, across its workers' processes (pipeline/engine/distributed.py), and the timing fits "
+            "compared with it, each in its own process (with the seconds its problem took to build)",
 }
 # Where the times of a speed row come from.
 SOURCES = {
@@ -108,6 +111,8 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
     setup = pd.to_numeric(fits["setup_s"], errors="coerce") if "setup_s" in fits.columns \
         else pd.Series(np.nan, index=fits.index)
     out["clock"] = np.where(setup.notna(), "call", "solver")
+    if "clock" in fits.columns:       # timing fits that name their clock ("wall": beside a distributed fit)
+        out["clock"] = fits["clock"].where(fits["clock"].notna(), out["clock"]).to_numpy()
     setup = setup.fillna(0.0).to_numpy()
     out["own_stop_s"] = pd.to_numeric(fits["fit_time_s"], errors="coerce").to_numpy() + setup
     out["rel_subopt"] = pd.to_numeric(fits.get("rel_suboptimality"), errors="coerce").to_numpy() \
@@ -270,6 +275,8 @@ def fit_times_sql(view, target: float, measure: str = "subopt", fits: str | None
     eps = repr(float(target))
     setup = "coalesce(num(setup_s), 0.0)" if has("setup_s") else "0.0"
     clock = "(CASE WHEN num(setup_s) IS NOT NULL THEN 'call' ELSE 'solver' END)" if has("setup_s") else "'solver'"
+    if has("clock"):       # timing fits that name their clock ("wall": beside a distributed fit)
+        clock = f"coalesce(CAST(clock AS VARCHAR), {clock})"
     rel_sub = "num(rel_suboptimality)" if has("rel_suboptimality") else "NULL::DOUBLE"
     if measure == "subopt":
         star = "num(f_star)" if has("f_star") else "NULL::DOUBLE"

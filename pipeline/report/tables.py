@@ -431,7 +431,8 @@ def _speed(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
 
 def _target_note(what: str) -> str:
     return (f"One row per whole problem (every problem key) and solver configuration; {what} Times are on the call "
-            f"clock ({CLOCKS['call']}) and read from the {SOURCES['timing']}, or, where `source` says `sweep`, from "
+            f"clock ({CLOCKS['call']}), or where `clock` says `wall` on the wall clock ({CLOCKS['wall']}), and read "
+            f"from the {SOURCES['timing']}, or, where `source` says `sweep`, from "
             f"{SOURCES['sweep']}.")
 
 
