@@ -39,6 +39,7 @@ class Options:
     full: bool = False                  # --full: scenarios u and paired at RCV1's size too
     libsvm_rows: tuple[int, ...] = (5000, 20000)
     against: str = "main"               # --against: the base commit (or checkout) of scenario paired
+    dist_rows: int = 2_000_000          # --dist-rows: scenario dist's rows
 
 
 def prebuild(experiment: str, overrides=()) -> None:
