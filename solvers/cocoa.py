@@ -68,7 +68,9 @@ from .objectives import diag_term, dual_box_i, dual_from_sums, loss_values, prim
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
-DEFAULT_MAX_ITER = 1000
+# A round is one pass over each block's rows, as a dcd iteration is one pass over all rows:
+# the same cap as dcd's (ill-conditioned problems, e.g. unscaled features at C = 1, need thousands).
+DEFAULT_MAX_ITER = 10_000
 
 # What `LocalSubproblem.sums` returns, by position: one float64 vector a partition, summed (or
 # maximised, minimised) by `combine`.
