@@ -27,7 +27,7 @@ from types import MappingProxyType
 import numpy as np
 
 import solvers
-from solvers.cv_bounds import Certificate
+from solvers.cv_bounds import Certificate, lower_bound
 
 from .experiment.config import ConfigError, grid_points
 from .experiment.experiment import Experiment, freeze, thaw
@@ -35,7 +35,7 @@ from .experiment.plan import Plan, build_plan, concat_plans
 from .results.searches import write_state
 from .results.shards import read_shard
 from .results.tables import shard_files
-from .search import halving
+from .search import halving, path
 from .search.certified import FoldFit, Settings, decide, first_points
 
 
@@ -44,7 +44,7 @@ class Records:
     read before (a shard is written once; a retried task's newer shard comes later in
     `shard_files`' order and replaces the record)."""
 
-    FIELDS = ("key", "status", "test_accuracy", "n_iter", "cv_bound", "state")
+    FIELDS = ("key", "status", "test_accuracy", "n_test", "n_iter", "cv_bound", "state", "info")
 
     def __init__(self, run_dir: Path):
         self.run_dir, self.seen, self.by_key = Path(run_dir), set(), {}
@@ -140,6 +140,155 @@ class CertifiedSearch:
         return min((f.round for f in self.fits if f.C == C and f.tol == tol), default=-1)
 
 
+class PathSearch:
+    """LIBLINEAR's C search (``train -C``) of one (dataset, solver entry): one round, each fold's
+    C values from LIBLINEAR's start doubling to C_max as one warm C path (a Dask task a fold,
+    the folds in parallel), LIBLINEAR's stopping test in the task (`tasks._kept`: a fold keeps
+    its model where ``-s 2`` would not move from it); then LIBLINEAR's walk read from the
+    folds' records (`path.stop_index`), its best C and CV accuracy, and the certified lower
+    bound of the CV error over the C values walked, from the same fits' certificates."""
+
+    kind = "path"
+
+    def __init__(self, exp: Experiment, dkey: str, skey: str, n_folds: int, labels: dict | None = None):
+        self.dkey, self.skey, self.n_folds = dkey, skey, n_folds
+        self.exp, self.labels = exp, labels
+        params = thaw(exp.solvers[skey].params)
+        self.B = float(params.get("intercept_scaling", 1.0)) \
+            if params.get("intercept", solvers.get_solver(exp.solvers[skey].solver).intercepts[0]) == "regularized" else 0.0
+        self.start = None                  # (C_0, l, max ||x||^2 or None where C_start is given)
+        self.Cs: list[float] = []
+        self.rounds: list[list[dict]] = []
+        self.by_fold: dict = {}            # fold -> {C: (error, unchanged, certificate, status)}
+        self.result: dict | None = None
+        self.done = False
+
+    def next_points(self) -> list[dict]:
+        if self.rounds:                     # one round: the walk is every fold's path
+            self.result = self._decide()
+            self.done = True
+            return []
+        se = self.exp.search
+        if se.C_start is not None:
+            self.start = (float(se.C_start), None, None)
+        else:
+            l, M = _rows_norm(self.exp, self.labels, self.dkey, self.skey)
+            self.start = (path.start_C(l, M + self.B * self.B, float(se.C_max)), l, M + self.B * self.B)
+        self.Cs = path.path_Cs(self.start[0], float(se.C_max))
+        return [{"C": C} for C in self.Cs]
+
+    def warm(self, point: dict) -> dict:
+        return {}      # each fold's path is one task: its points start from each other (`tasks.run_path`)
+
+    def take(self, round_: int, point: dict, fold: int, record: dict | None) -> None:
+        ok = record is not None and record.get("status") != "error" and record.get("test_accuracy") is not None
+        info = (record or {}).get("info") or {}
+        cert = Certificate.from_dict(record["cv_bound"]) if ok and record.get("cv_bound") else None
+        # The fold's misclassified rows, counted (LIBLINEAR compares counts: equal ones tie exactly).
+        wrong = (round((1.0 - record["test_accuracy"]) * record["n_test"]), int(record["n_test"])) if ok else None
+        self.by_fold.setdefault(fold, {})[float(point["C"])] = (
+            wrong, bool(info.get("unchanged")), cert, (record or {}).get("status") or "error")
+
+    def _decide(self) -> dict:
+        folds = [self.by_fold.get(k, {}) for k in range(self.n_folds)]
+        flags = [[f.get(C, (0, False))[1] for C in self.Cs] for f in folds]
+        stop = path.stop_index(flags)
+        last = len(self.Cs) - 1 if stop is None else stop
+        walked = self.Cs[:last + 1]
+        # LIBLINEAR's CV accuracy pools the folds' rows: correct predictions over all of them.
+        errors = {C: sum(f[C][0][0] for f in folds) / sum(f[C][0][1] for f in folds)
+                  if all(C in f and f[C][0] is not None for f in folds) else math.nan for C in walked}
+        ok = {C: e for C, e in errors.items() if math.isfinite(e)}
+        out = {"walked": walked, "stop": None if stop is None else walked[-1],
+               "errors": errors, "unchanged": {C: sum(fl[i] for fl in flags) for i, C in enumerate(walked)},
+               "beyond": sum(1 for f in folds for C in f if C > walked[-1])}
+        if not ok:
+            out["reason"] = "no C has a validation error on every fold (see the results' status and error columns)"
+            return out
+        # LIBLINEAR's best: the first C at the best CV accuracy (``current_rate > *best_score``).
+        best_C = min(ok, key=lambda C: (ok[C], C))
+        out.update(best_C=best_C, best_error=ok[best_C])
+        certs = [[f[C][2] for C in walked if C in f and f[C][2] is not None] for f in folds]
+        if all(certs):
+            bound = lower_bound(certs)
+            low, low_C = bound.minimum(walked[0], walked[-1])
+            x = bound.breaks(walked[0], walked[-1])
+            out.update(bound=bound, bound_min=low, bound_min_C=low_C,
+                       bound_steps={"log_breaks": x.tolist(), "between": bound.at(np.exp((x[1:] + x[:-1]) / 2)).tolist()})
+        return out
+
+    def state(self) -> dict:
+        se = self.exp.search
+        out = {"dataset": self.dkey, "solver_entry": self.skey, "kind": self.kind,
+               "settings": {"C_start": se.C_start, "C_max": float(se.C_max), "eps": path.EPS,
+                            "unchanged_run": path.UNCHANGED_RUN},
+               "rounds": [{"round": r, "points": pts} for r, pts in enumerate(self.rounds)], "done": self.done}
+        if self.start is not None:
+            out.update(start_C=self.start[0], n_rows=self.start[1], max_sq_norm=self.start[2])
+        r = self.result
+        if r is None:
+            return out
+        out.update(walked=r["walked"], stopped_at=r["stop"], beyond=r["beyond"], reason=_path_reason(self, r),
+                   errors=[{"C": C, "cv_error": e, "round": 0, "unchanged_folds": r["unchanged"][C]}
+                           for C, e in r["errors"].items()])
+        for k in ("best_C", "best_error", "bound_min", "bound_min_C"):
+            if k in r:
+                out[k] = r[k]
+        if "best_error" in r:
+            out["cv_accuracy"] = 1.0 - r["best_error"]
+        if "bound_steps" in r:
+            out["bound"] = r["bound_steps"]
+        return out
+
+
+def _path_reason(s: PathSearch, r: dict) -> str:
+    """How a path search ended, in one sentence (its closing line and the report)."""
+    walked = r["walked"]
+    start = "LIBLINEAR's start" if s.exp.search.C_start is None else "search.C_start"
+    how = (f"stopped at C={walked[-1]:.4g}: every fold's model unchanged for {path.UNCHANGED_RUN} C values in a row "
+           f"(LIBLINEAR's rule)" if r["stop"] is not None else f"reached C_max={s.exp.search.C_max:g}")
+    text = f"{len(walked)} C values from {walked[0]:.4g} ({start}), doubling; {how}"
+    if "best_error" not in r:
+        return f"{text}; {r.get('reason', '')}"
+    text += f"; best C={r['best_C']:.4g}, CV accuracy {100 * (1 - r['best_error']):.3f}%"
+    if "bound_min" in r:
+        text += (f"; certified: no C in [{walked[0]:.4g}, {walked[-1]:.4g}] has a CV error below "
+                 f"{r['bound_min']:.4f} (the best found is {r['best_error'] - r['bound_min']:.4f} above it)")
+    return text
+
+
+# Rows a block when the start's norms read a dataset the workers stream (`tasks.STREAM_DATASET_BYTES`).
+STREAM_ROWS = 65536
+
+
+def _rows_norm(exp: Experiment, labels: dict, dkey: str, skey: str) -> tuple[int, float]:
+    """(l, max_i ||x_i||^2) of the rows LIBLINEAR's start reads: every row of the CV (a fold's
+    training and validation rows together), as the folds see them (scaled by each training
+    fold's scaler where the dataset is scaled: the largest over the folds). Read here, in the
+    client, once per dataset: the start decides the plan's C values."""
+    from solvers.kernels import row_norms_sq
+    from .engine.tasks import fold_data, split_data
+    plan = _entry_plan(exp, labels, dkey, {skey: [{"C": 1.0}]}, 0, {})
+    data = next(iter(plan.fits.values()))["data"]
+    folds = plan.datasets[dkey]["folds"]
+    l = len(folds[0][0]) + len(folds[0][1])
+    if data["scale"] == "none":
+        rows = split_data(exp.store_root, data)[0]
+        used = np.sort(np.r_[folds[0][0], folds[0][1]])
+        if not rows.stream:
+            M = float(row_norms_sq(rows.X)[used].max(initial=0.0))
+        else:        # a dataset too large to hold: its rows a block at a time
+            M = max(float(row_norms_sq(X).max(initial=0.0))
+                    for block in np.array_split(used, max(1, len(used) // STREAM_ROWS))
+                    for X in rows.take(block))
+    else:
+        M = 0.0
+        for k in range(len(folds)):
+            X_tr, _, X_te = fold_data(exp.store_root, data, k)[:3]
+            M = max(M, float(row_norms_sq(X_tr).max(initial=0.0)), float(row_norms_sq(X_te).max(initial=0.0)))
+    return l, M
+
+
 class HalvingSearch:
     """Successive halving over the grid of one (dataset, solver entry)."""
 
@@ -230,7 +379,7 @@ def _default_tol() -> float:
 def _searches(exp: Experiment, labels: dict) -> list:
     """One search per (dataset, solver entry that runs on it); a multiclass dataset is refused
     (the bound and the CV errors the searches compare are binary)."""
-    make = CertifiedSearch if exp.search_kind == "certified" else HalvingSearch
+    make = {"certified": CertifiedSearch, "path": PathSearch, "halving": HalvingSearch}[exp.search_kind]
     out = []
     for dkey in exp.datasets:
         meta, y = labels[dkey]
@@ -240,7 +389,7 @@ def _searches(exp: Experiment, labels: dict) -> list:
                               f"classes; a search compares binary CV errors")
         for skey, entry in exp.solvers.items():
             if entry.datasets is None or dkey in entry.datasets:
-                out.append(make(exp, dkey, skey, 0))
+                out.append(PathSearch(exp, dkey, skey, 0, labels) if make is PathSearch else make(exp, dkey, skey, 0))
     return out
 
 
@@ -359,6 +508,8 @@ def _closing_line(s) -> str:
     who = f"search {st['kind']} of solvers.{st['solver_entry']} on datasets.{st['dataset']}"
     if st["kind"] == "certified":
         return f"{who}: {len(st['rounds'])} rounds; {st.get('reason', '')}"
+    if st["kind"] == "path":
+        return f"{who}: {st.get('reason', '')}"
     best = st.get("best")
     rungs = ", ".join(f"rung {r['rung']}: {r['n_candidates']} at {st['resource']}={r['resource']:g}" for r in st["rungs"])
     pick = f"; best {best['point']} (CV error {best['cv_error']:.4f})" if best else ""

@@ -430,11 +430,27 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
             fit.info["fit_time_s_repeats"] = times
         return fit
 
-    fit = _ladder(fastest, budget, int(timing["per_decade"])) if timing is not None and \
-        timing["method"] == "ladder" else fastest()
+    kept = _kept(spec, problem, warm_start)
+    fit = kept if kept is not None else _ladder(fastest, budget, int(timing["per_decade"])) \
+        if timing is not None and timing["method"] == "ladder" else fastest()
     if timing is not None:
         fit.info["setup_s"] = setup_s      # the record's own column (`_binary_record`)
     return problem, fit
+
+
+def _kept(spec: dict, problem, warm_start):
+    """LIBLINEAR's C search (a path search's spec, ``path_stop``): where its ``-s 2`` solver,
+    started from the last C's model, would stop at once, the fold keeps that model, unsolved
+    (`pipeline.search.path`); None otherwise."""
+    rule, last = spec.get("path_stop"), (warm_start or {}).get("last_model")
+    if rule is None or last is None or last.w is None:
+        return None
+    from ..search.path import kept_fit, unchanged
+    started = time.perf_counter()
+    Xw = last.train_Xw if last.train_Xw is not None and len(last.train_Xw) == problem.n_samples else \
+        np.asarray(problem.X @ last.w).ravel()
+    same, grad, tol = unchanged(problem, last.w, last.b, rule["eps"], Xw)
+    return kept_fit(problem, last.w, last.b, grad, tol, started, Xw) if same else None
 
 
 # A ladder's rungs end at its solver's own stop; past this many a ladder is cut (a million
@@ -521,7 +537,9 @@ def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
     if spec.get("cv_bound") and X_te.shape[0]:
         from solvers.cv_bounds import alpha_from_w, certificate
         alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
-        out["cv_bound"] = certificate(problem, alpha, X_te, y_te).to_dict()
+        # "single": each fit's own ball, no v_32 for the bound between two fits (a path search's
+        # neighbours are a doubling apart, where the pair adds nothing: docs/design/search.md).
+        out["cv_bound"] = certificate(problem, alpha, X_te, y_te, pairs=spec["cv_bound"] != "single").to_dict()
     if spec.get("keep_state"):
         out["state"] = _state(fit)
     return out
@@ -795,9 +813,14 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         own = start_of(spec, start)
         if own is not start:      # a halving rung's own start, not the path's
             start, seeded = own, False
+        if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
+            start = {**start, "last_model": prev[1]}
         _start(notify, spec["key"])
         record, fit = runner(spec, root, start)
-        if seeded and prev:
+        if seeded and prev and record.get("info", {}).get("unchanged"):
+            record.update(warm_from=prev[0], start="warm",
+                          start_from=f"C={prev[2]:g}: its w and b, kept (LIBLINEAR's -s 2 test holds there)")
+        elif seeded and prev:
             record.update(warm_from=prev[0], start="warm",
                           start_from=_start_from(start, prev[2], C, kernel_path is not None))
         elif start is not None and start.get("from"):     # a search's start: the model of the fit it names

@@ -200,7 +200,7 @@ def test_a_killed_search_resumes_without_refitting(store, certified, tmp_path):
     (["search=halving", "search.resource=tol", "solvers.dcd.grid.tol=[0.1,0.01]"],
      ["solvers.dcd.grid.tol=[0.1, 0.01]", "sets tol per rung"]),
     (["search=certified", "cv=none"], ["cv.kind='none'", "no validation rows"]),
-    (["search.kind=nosuch"], ["search.kind='nosuch'", "must be one of ['grid', 'certified', 'halving']"]),
+    (["search.kind=nosuch"], ["search.kind='nosuch'", "must be one of ['grid', 'certified', 'heldout', 'path', 'halving']"]),
 ])
 def test_bad_search_settings_are_refused_in_one_line_naming_the_key(tmp_path, overrides, words):
     with pytest.raises(ConfigError) as exc:
