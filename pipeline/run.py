@@ -23,7 +23,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .data import store
-from .experiment.config import ConfigError, validate
+from .experiment.config import ConfigError
 from .experiment.experiment import Experiment, thaw
 from .engine.materialise import materialise_datasets, missing_datasets
 from .engine.clusters import ClusterError, probe_cluster, shared_client
@@ -33,6 +33,7 @@ from .engine.warmup import task_modules, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import LockError, run_lock
+from .preflight import preflight
 from .results.shards import ShardError
 
 log = logging.getLogger("svmbench")
@@ -58,8 +59,7 @@ def run(experiment: Experiment | DictConfig, run_dir: str | Path, echo=None, sta
         if echo is not None:
             echo(msg)
 
-    exp = experiment if isinstance(experiment, Experiment) else validate(experiment)
-    check_paper(exp)
+    exp = experiment if isinstance(experiment, Experiment) else preflight(experiment)[0]
     if exp.run.dry_run:
         return dry_run(exp, run_dir, say)
     probe_cluster(exp.cluster)     # a scheduler that does not answer fails here, before any work
@@ -426,15 +426,6 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     say(f"  {where}: {len(have)} of {n_tasks} tasks already done{retry}; the run would compute {todo}")
     return {"dry_run": True, "plan": plan, "missing": missing, "done": len(have), "todo": todo,
             "failed": 0}
-
-
-def check_paper(exp: Experiment) -> None:
-    """`paper:` must name a registered reproduction (pipeline/papers/), checked before any work."""
-    if exp.paper is None:      # the reproductions' modules (80 ms of imports) only for a paper's run
-        return
-    from .papers import PAPERS, names
-    if exp.paper not in PAPERS:
-        raise ConfigError(f"paper={exp.paper!r}: no such reproduction; registered: {', '.join(names())}")
 
 
 def write_reproduction(exp: Experiment, run_dir: Path, root: str) -> Path | None:

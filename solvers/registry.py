@@ -172,6 +172,12 @@ def solver_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def registered_names() -> list[str]:
+    """The solvers registered in this process so far, without looking through the entry points
+    (`discover`, which imports installed plugins): what a pure check of a config reads."""
+    return sorted(_REGISTRY)
+
+
 # ------------------------------------------------------------------ plugins
 @dataclass(frozen=True)
 class Plugin:
@@ -285,6 +291,23 @@ def plugin_of(name: str) -> Plugin | None:
         if name in plugin.names:
             found = plugin
     return found
+
+
+def loaded_plugin(source: str) -> Plugin | None:
+    """The plugin `load_plugin(source)` loaded in this process, found without reading the file or
+    importing anything (None if none was): a file by its absolute path (the last loaded, if its
+    bytes changed between loads), a module by its name. What a pure check of a config reads."""
+    import os
+
+    source = os.fspath(source)
+    if source.endswith(".py") or os.sep in source or (os.altsep or os.sep) in source:
+        path = os.path.abspath(source)
+        found = None
+        for plugin in _PLUGINS.values():
+            if plugin.source == path:
+                found = plugin
+        return found
+    return _PLUGINS.get(source)
 
 
 def ensure_plugin(source: str, sha256: str | None = None, text: str | None = None,

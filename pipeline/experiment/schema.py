@@ -47,7 +47,7 @@ TIMING_MODES = ("auto", True, False)
 # costs as long again), `figures` (false: tables only, no figure nor interactive page: a
 # sweep read through its tables, or a test that looks at none) and `target` (the relative
 # suboptimality (P - f*)/|f*| every speed table, ratio and profile times solvers to).
-REPORT_KEYS = ("baseline", "formats", "figures", "target")
+REPORT_KEYS = ("baseline", "formats", "figures", "target")    # `ReportConf`'s fields (a test holds them equal)
 REPORT_FORMATS = ("png", "pdf")
 
 
@@ -92,8 +92,10 @@ def _one_of(options: tuple, words: str):
 class DatasetConf:
     builder: Optional[str] = None           # built-in builder name; default: the entry's key
     params: Dict[str, Any] = field(default_factory=dict)   # the builder's parameters (python -m pipeline.data builders)
-    scale: str = "none"                      # none, standard, maxabs or minmax; fitted on the training fold only
-    max_rows: Optional[int] = None           # stratified subsample before the folds (smoke, tests)
+    # none, standard, maxabs or minmax; fitted on the training fold only
+    scale: str = allowed("none", kind="str", options=SCALINGS)
+    # stratified subsample before the folds (smoke, tests): at least two rows of each class in two folds
+    max_rows: Optional[int] = allowed(None, kind="int", low=4, none_ok=True, why="must be >= 4 or null")
     positive: Optional[Any] = None           # label that becomes +1 (default: the larger label)
     # Problem keys for this dataset alone (C or lambda with lambda_convention, loss, ...): each
     # replaces every solver's value of that key on this dataset (a paper's lambda per dataset).
@@ -108,7 +110,8 @@ class SolverConf:
     # The dataset entries this entry runs on (default: every selected one); bertini's one-vs-all
     # entry runs on the three-class set only, and its C x gamma grids on the binary one only.
     datasets: Optional[list] = None
-    folds: Optional[int] = None              # only the first `folds` folds (a costly entry on a sample)
+    # only the first `folds` folds (a costly entry on a sample)
+    folds: Optional[int] = allowed(None, kind="int", low=1, none_ok=True, why="must be >= 1 or null (every fold)")
 
 
 @dataclass
@@ -193,6 +196,30 @@ class SearchConf:
     min_resources: Optional[float] = None
 
 
+def _formats_reason(v) -> str | None:
+    """report.formats: a list holding png (the html embeds the PNGs) and any of REPORT_FORMATS."""
+    if v is None or isinstance(v, (list, tuple)) and "png" in v and set(v) <= set(REPORT_FORMATS):
+        return None
+    return f"must be a list holding png and any of {', '.join(REPORT_FORMATS)} (the html embeds the PNGs)"
+
+
+@dataclass
+class ReportConf:
+    """What the report reads from a run's config (`REPORT_KEYS`); null is each key's default."""
+    # a solver entry the report's ratios are taken against (default: the reference entries); that
+    # it is an entry of this run is a rule between sections, in `config.validate`
+    baseline: Optional[str] = None
+    # the figures' files: null is [png]; [png,pdf] adds a PDF of each (for papers; as long again to draw)
+    formats: Any = allowed(None, kind="any", rule=_formats_reason)
+    # null is true; false: tables only, no figure nor interactive page (typed Any: a wrong value is
+    # refused by the rule, in its words, not by the schema while composing)
+    figures: Any = allowed(None, kind="bool", none_ok=True)
+    # null is 1e-3: the (P - f*)/|f*| every speed table, ratio and profile times solvers to
+    target: Optional[float] = allowed(None, low=0.0, high=1.0, open_low=True, open_high=True, none_ok=True,
+                                      why="must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
+
+
+
 @dataclass
 class StoreConf:
     root: Optional[str] = None               # default: $SVMBENCH_STORE or the user cache dir
@@ -258,7 +285,7 @@ class Config:
     search: SearchConf = field(default_factory=SearchConf)    # grid, certified C search, or halving
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
-    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures, target
+    report: ReportConf = field(default_factory=ReportConf)    # report options: baseline, formats, figures, target
     # Solver plugins imported for this run: .py files (their sha256 is in their fits' task keys;
     # the run ships them to the workers) or dotted modules installed on every machine.
     plugins: list = field(default_factory=list)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import exits
 from . import figures, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, md_text, split_wide
@@ -796,7 +797,7 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
             except OSError:
                 pass
         finally:
-            os._exit(code)
+            exits.fast_exit(code, forked=True)    # a fork of the command: its handlers are the command's
     os.close(w)
     outcome, peak_own = None, 0.0
     try:

@@ -76,7 +76,7 @@ def _interrupted(code: int, err: str, run_dir: Path) -> None:
     "pipeline.run:write_tables",                        # the tables
     "pipeline.report.build:build_bounded",              # the report (its own process)
     "pipeline.run:Timing.line",                         # the closing line
-    "pipeline.command:finish",                         # the exit
+    "pipeline.command:Command.finish",                 # the exit
 ])
 def test_ctrl_c_anywhere_in_a_sequential_run_is_one_line_and_130(store, tmp_path, point):
     run_dir = tmp_path / "run"
