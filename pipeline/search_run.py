@@ -257,30 +257,23 @@ def _path_reason(s: PathSearch, r: dict) -> str:
     return text
 
 
-# Rows a block when the start's norms read a dataset the workers stream (`tasks.STREAM_DATASET_BYTES`).
-STREAM_ROWS = 65536
-
-
 def _rows_norm(exp: Experiment, labels: dict, dkey: str, skey: str) -> tuple[int, float]:
     """(l, max_i ||x_i||^2) of the rows LIBLINEAR's start reads: every row of the CV (a fold's
     training and validation rows together), as the folds see them (scaled by each training
-    fold's scaler where the dataset is scaled: the largest over the folds). Read here, in the
-    client, once per dataset: the start decides the plan's C values."""
+    fold's scaler where the dataset is scaled: the largest over the folds, which reads the folds
+    here). Read in the client, once per dataset: the start decides the plan's C values."""
     from solvers.kernels import row_norms_sq
-    from .engine.tasks import fold_data, split_data
+    from .data.store import row_norms_sq as stored_row_norms
+    from .engine.tasks import fold_data
+    from .experiment.plan import subsample_rows
     plan = _entry_plan(exp, labels, dkey, {skey: [{"C": 1.0}]}, 0, {})
     data = next(iter(plan.fits.values()))["data"]
     folds = plan.datasets[dkey]["folds"]
     l = len(folds[0][0]) + len(folds[0][1])
-    if data["scale"] == "none":
-        rows = split_data(exp.store_root, data)[0]
-        used = np.sort(np.r_[folds[0][0], folds[0][1]])
-        if not rows.stream:
-            M = float(row_norms_sq(rows.X)[used].max(initial=0.0))
-        else:        # a dataset too large to hold: its rows a block at a time
-            M = max(float(row_norms_sq(X).max(initial=0.0))
-                    for block in np.array_split(used, max(1, len(used) // STREAM_ROWS))
-                    for X in rows.take(block))
+    if data["scale"] == "none":       # the stored rows' norms, from their values alone
+        norms = stored_row_norms(exp.store_root, data["name"])
+        index = subsample_rows(labels[dkey][1], data["max_rows"], data["rows_seed"])
+        M = float(norms[index][np.r_[folds[0][0], folds[0][1]]].max(initial=0.0))
     else:
         M = 0.0
         for k in range(len(folds)):
@@ -403,7 +396,7 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
     from .engine.materialise import materialise_datasets
 
     run_dir = Path(run_dir)
-    labels = materialise_datasets(exp)
+    labels = materialise_datasets(exp, verify=False)      # the run's planning verified them
     searches = _searches(exp, labels)
     records = Records(run_dir)
     plans, summaries = [], []

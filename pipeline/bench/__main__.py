@@ -2,7 +2,7 @@
 
 Each scenario's rows are printed as it ends and written as one markdown table per scenario (--out).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm] [--reps 2] [--full] [--out bench.md]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,ps,hs,libsvm] [--reps 2] [--full] [--out bench.md]
                              [--set KEY=VALUE ...] [--libsvm-rows 5000,20000]
 
 The datasets are built into the store before anything is timed. --set adds Hydra overrides to
@@ -29,7 +29,7 @@ SCENARIOS = {
     "c": overhead.scenario_c, "d": overhead.scenario_d, "k": overhead.scenario_k,
     "g": large.scenario_g, "h": large.scenario_h, "t": large.scenario_t,
     "f": kernel.scenario_f,
-    "cs": search.scenario_cs, "hs": search.scenario_hs,
+    "cs": search.scenario_cs, "ps": search.scenario_ps, "hs": search.scenario_hs,
     "u": upstream.scenario_u, "libsvm": upstream.scenario_libsvm,
 }
 DEFAULT = "a,b,c,d"

@@ -6,6 +6,12 @@
      ``train -C -v 5 -s 2 -c 0.001`` (`anchors.liblinear_search`: its C search from 0.001 up, to
      its own cap of 1024), whole command against whole command (LIBLINEAR: its train call on a
      prebuilt problem); the fits and passes each spent, and the search's guarantee reached or not.
+  ps  LIBLINEAR's C search, ours (conf/experiment/bench_search_path.yaml: search=path, scenario
+     e's sparse text, dcd on the squared hinge, 5 folds, each fold's path a Dask task) against
+     LIBLINEAR's own ``train -s 2 -C -v 5`` (`anchors.liblinear_search`: its own start, folds and
+     stopping rule) on the same rows, whole command against its train call; the C values each
+     walked, the best C and CV accuracy each chose; and the same on a dense shape, 20,000 x 300
+     rows of make_classification (`dense_file`).
   hs  successive halving over scenario f's kernel grid (conf/experiment/bench_search_kernel.yaml:
      factor 3, each rung on a share of the training rows) against the full grid
      (bench_kernel_grid) and HalvingGridSearchCV(StandardScaler + SVC, factor=3, n_jobs=2) on
@@ -14,6 +20,7 @@
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +32,7 @@ from .harness import Options, prebuild, run_ours
 from .kernel import KERNEL_GRID
 
 SEARCH_LINEAR = "bench_search_linear"
+SEARCH_PATH = "bench_search_path"
 SEARCH_KERNEL = "bench_search_kernel"
 DENSE_GRID = ["search=grid", "solvers.dcd.grid.C='geomspace(0.001, 1000, 200)'"]
 
@@ -69,6 +77,54 @@ def scenario_cs(opts: Options) -> list[dict]:
                      "within_epsilon": mine["best_cv_error"] - grid["best_cv_error"] <= 0.005,
                      "reason": mine.get("reason")})
         print(rows[-1], flush=True)
+    return rows
+
+
+def dense_file(n_rows: int = 20_000, n_features: int = 300) -> list[str]:
+    """A dense user file of make_classification rows (30 informative features, 1% of the labels
+    flipped), ingested into the store once as ``dense_<n>x<d>``; the overrides that select it in
+    place of the experiment's own dataset (which its body sets: removed by name)."""
+    import tempfile
+    from sklearn.datasets import make_classification
+    from ..data.datasets import ingest_file
+    from ..data.store import default_store_root, exists
+    name = f"dense_{n_rows}x{n_features}"
+    root = default_store_root()
+    if not exists(root, name):
+        X, y = make_classification(n_rows, n_features, n_informative=30, random_state=0)
+        with tempfile.TemporaryDirectory() as tmp:
+            table = pd.DataFrame(X, columns=[f"x{j}" for j in range(n_features)]).assign(y=np.where(y > 0, 1, -1))
+            table.to_parquet(Path(tmp) / f"{name}.parquet")
+            ingest_file(root, Path(tmp) / f"{name}.parquet", name, label="y")
+    return [f"datasets=[{name}]", f"+datasets.{name}={{builder: {name}}}", "~datasets.rcv1_like"]
+
+
+def scenario_ps(opts: Options) -> list[dict]:
+    """LIBLINEAR's C search, ours (search=path) against LIBLINEAR's own `train -s 2 -C -v 5`."""
+    prebuild(SEARCH_PATH)
+    shapes = {"rcv1_like 100k": [], "dense 20k x 300": dense_file()}
+    rows = []
+    for r in range(opts.reps):
+        for shape, overrides in shapes.items():
+            tag = f"ps{r}-{shape.split()[0]}"
+            ours = run_ours(overrides, opts.work, tag, experiment=SEARCH_PATH)
+            state = read_state(opts.work / tag)["searches"][0]
+            # The anchor reads the rows through a plan: a start given, so that the plan has a spec.
+            ll = anchors.run("liblinear_search", overrides=[*overrides, "search.C_start=1"], experiment=SEARCH_PATH)
+            doublings = abs(math.log2(state["best_C"] / ll["best_C"]))
+            points = abs(state["cv_accuracy"] - ll["cv_accuracy"]) * 100
+            rows.append({"scenario": "ps", "rep": r, "shape": shape, "load": ours["load"],
+                         "ours_wall_s": ours["wall_s"], "ours_execute_s": ours["execute_s"],
+                         "ours_cpu_s": ours["cpu_client_s"] + ours["cpu_worker_s"] + ours["cpu_task_s"],
+                         "ours_fits": ours["fits"], "ours_C_values": len(state["walked"]),
+                         "ours_first_last_C": f"{state['walked'][0]:.4g}..{state['walked'][-1]:.4g}",
+                         "ours_best_C": state["best_C"], "ours_cv_accuracy": state["cv_accuracy"],
+                         "bound_min": state.get("bound_min"),
+                         "liblinear_s": ll["fit_s"], "liblinear_C_values": ll["c_values"],
+                         "liblinear_best_C": ll["best_C"], "liblinear_cv_accuracy": ll["cv_accuracy"],
+                         "ratio_vs_liblinear": ours["wall_s"] / ll["fit_s"],
+                         "same_pick": doublings == 0 or (doublings <= 1 and points <= 0.1)})
+            print(rows[-1], flush=True)
     return rows
 
 
