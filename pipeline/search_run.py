@@ -48,6 +48,7 @@ class Records:
 
     def __init__(self, run_dir: Path):
         self.run_dir, self.seen, self.by_key = Path(run_dir), set(), {}
+        self.status: dict = {}          # every record's key -> its newest status (what a round skips)
 
     def update(self) -> None:
         """Read the shard files not read yet: every fit's record (a resumed search asks for keys
@@ -57,8 +58,17 @@ class Records:
                 continue
             self.seen.add(path.name)
             for rec in read_shard(path):
+                self.status[rec["key"]] = rec.get("status")
                 if rec.get("kind") == "fit":
                     self.by_key[rec["key"]] = {k: rec.get(k) for k in self.FIELDS}
+
+    def finished(self, plan: Plan, with_errors: bool) -> tuple[set, set]:
+        """`sink.finished_in_plan` from the records read so far (call `update` first): the plan's
+        keys with a record, and those whose newest record is an error, if with_errors."""
+        keys = list(self.status)
+        mine = (plan.fits.rows(keys) >= 0) | (plan.references.rows(keys) >= 0) if keys else []
+        have = {k for k, m in zip(keys, list(mine)) if m}
+        return have, ({k for k in have if self.status[k] == "error"} if with_errors else set())
 
     def take(self, key: str) -> dict | None:
         """A key's record, handed over (each fit is read by its search once)."""
@@ -391,12 +401,20 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
     all rounds, joined: what the tables take, and a `Summary` of all rounds)."""
     from .engine.clusters import shared_client
     from .engine.execute import execute, Summary
-    from .engine.sink import finished_in_plan
     from .engine.warmup import task_modules, WarmUp
     from .engine.materialise import materialise_datasets
 
     run_dir = Path(run_dir)
     labels = materialise_datasets(exp, verify=False)      # the run's planning verified them
+    said: set = set()
+
+    def say(line: str) -> None:
+        """The log, each round's execute saying its cluster's dashboard once, not once a round."""
+        if line.startswith("dask dashboard"):
+            if line in said:
+                return
+            said.add(line)
+        log(line)
     searches = _searches(exp, labels)
     records = Records(run_dir)
     plans, summaries = [], []
@@ -414,7 +432,8 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
             if not wanted:
                 break
             plan, owners = _round_plan(exp, labels, wanted, round_)
-            have, errors = finished_in_plan(run_dir, plan, exp.run.retry_errors)
+            records.update()
+            have, errors = records.finished(plan, exp.run.retry_errors)
             work = len(plan.fits) + len(plan.references) - len(have) + len(errors)
             if work and client is None and exp.cluster.kind != "sequential":
                 started = time.perf_counter()
@@ -425,8 +444,8 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
             n_points = sum(len(p) for p in wanted.values())
             log(f"search round {round_}: {n_points} points of {len(wanted)} searches, {len(plan.fits)} fits"
                 + (f" ({work} to run)" if work != len(plan.fits) else ""))
-            summaries.append(execute(plan, run_dir, exp, root, log=log, client=client if work else None,
-                                     warmup=warmup if work else None))
+            summaries.append(execute(plan, run_dir, exp, root, log=say, client=client if work else None,
+                                     warmup=warmup if work else None, finished=(have, errors)))
             plans.append(plan)
             records.update()
             for key, (s, point, fold) in owners.items():
