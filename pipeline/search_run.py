@@ -36,7 +36,7 @@ from .results.searches import write_state
 from .results.shards import read_shard
 from .results.tables import shard_files
 from .search import halving, path
-from .search.certified import FoldFit, Settings, decide, first_points
+from .search.certified import FoldFit, Settings, decide, estimate, first_points, heldout_points
 
 
 class Records:
@@ -93,14 +93,40 @@ class CertifiedSearch:
         self.states: dict = {}                   # (C, tol, fold) -> (its certificate, its key)
         self.pairs: dict = {}                    # the bound's pairs of fits, computed once
         self.decision = None
+        self.estimate = None                     # epsilon -> C values it needs (after the first round)
+        self.news: list[str] = []                # lines for the log, said once (run_search)
         self.done = False
 
     def next_points(self) -> list[dict]:
         if not self.rounds:
             return first_points(self.settings)
         self.decision = decide(self.settings, self.fits, self.n_folds, len(self.rounds), self.pairs)
+        self._estimate(self.n_folds)
         self.done = self.decision.done
         return [] if self.done else self.decision.points
+
+    def _estimate(self, n_folds: int) -> None:
+        """After the first round: how many C values each epsilon would need over the range, from
+        its fits' certificates (`certified.estimate`), said in the log once (`news`)."""
+        d = self.decision
+        if self.estimate is not None or len(self.rounds) != 1 or d is None or not math.isfinite(d.best_error):
+            return
+        by_C: dict = {}
+        for f in self.fits:
+            if f.certificate is not None and f.fold < n_folds:
+                by_C.setdefault(f.C, []).append(f.certificate)
+        by_C = {C: certs for C, certs in by_C.items() if len(certs) == n_folds}
+        if len(by_C) < 2:
+            return
+        self.estimate = estimate(self.settings, by_C, d.best_error)
+        s, fits = self.settings, n_folds
+        words = "; ".join(f"epsilon={eps:g}: " + (f"about {n} C values ({n * fits} fits)" if n is not None else
+                                                  "no spacing (the rows reach the level nowhere)")
+                          for eps, n in self.estimate.items())
+        self.news.append(f"search {self.kind} of solvers.{self.skey} on datasets.{self.dkey}: the first round's "
+                         f"certificates say the bound over [{s.C_min:g}, {s.C_max:g}] needs, from single balls of "
+                         f"fits whose gaps hide no row (the bound between two fits needs fewer; loose fits more): "
+                         f"{words}; search.epsilon and the range are yours to choose")
 
     def take(self, round_: int, point: dict, fold: int, record: dict | None) -> None:
         tol = float(point.get("tol", self.base_tol))
@@ -124,7 +150,7 @@ class CertifiedSearch:
         # The certificate's v (float32, the intercept's coordinate u last) as a linear model:
         # w = v, b = B u (`tasks.start_of`).
         return {"warm_state": {fold: {"w64": base64.b64encode(cert.v32[:-1].astype("<f4").tobytes()).decode("ascii"),
-                                      "b": self.B * float(cert.v32[-1]), "key": key}
+                                      "b": self.B * float(cert.v32[-1]), "key": key, "C": cert.C}
                                for fold, (_, (cert, key)) in out.items()}} if out else {}
 
     def state(self) -> dict:
@@ -134,6 +160,8 @@ class CertifiedSearch:
                "rounds": [{"round": r, "points": pts} for r, pts in enumerate(self.rounds)], "done": self.done}
         if d is None:
             return out
+        if self.estimate is not None:
+            out["estimate"] = [{"epsilon": eps, "C_values": n} for eps, n in self.estimate.items()]
         out.update(certified=d.certified, reason=d.reason, best_C=d.best_C, best_error=d.best_error,
                    bound_min=d.bound_min, bound_min_C=d.bound_min_C,
                    errors=[{"C": C, "cv_error": e, "tol": t, "round": self._round_of(C, t)}
@@ -148,6 +176,60 @@ class CertifiedSearch:
 
     def _round_of(self, C: float, tol: float) -> int:
         return min((f.round for f in self.fits if f.C == C and f.tol == tol), default=-1)
+
+
+class HeldoutSearch(CertifiedSearch):
+    """The certified C search of one held-out fold (the first) of one (dataset, solver entry): its
+    rounds run that fold alone (the entry's ``folds`` = 1), each round's C values placed by
+    `certified.heldout_points` and walked warm from each other, each fit tightened until its gap
+    hides at most epsilon/2 of the fold's rows (`tasks._gap_for_epsilon`); once it ends, the
+    other folds fit the best C and their CV error is reported beside it."""
+
+    kind = "heldout"
+    # C values a round may add at most (its ranges' needs, summed): a bound on one round's cost.
+    MAX_POINTS = 400
+
+    def __init__(self, exp: Experiment, dkey: str, skey: str, n_folds: int):
+        super().__init__(exp, dkey, skey, n_folds)
+        self.folds = 1                     # the plan's folds for the next round: the held-out fold
+        self.others: dict = {}             # fold -> validation error at the best C
+        self.final = False                 # the other folds' round has been planned
+
+    def next_points(self) -> list[dict]:
+        if not self.rounds:
+            return first_points(self.settings)
+        if self.final:
+            self.done = True
+            return []
+        self.decision = decide(self.settings, [f for f in self.fits if f.fold == 0], 1, len(self.rounds),
+                               self.pairs, place=lambda s, fits, d: heldout_points(s, fits, d, self.MAX_POINTS))
+        self._estimate(1)
+        if not self.decision.done:
+            return self.decision.points
+        if not math.isfinite(self.decision.best_C):
+            self.done = True
+            return []
+        self.final, self.folds = True, None          # every fold at the best C
+        return [{"C": self.decision.best_C}]
+
+    def take(self, round_: int, point: dict, fold: int, record: dict | None) -> None:
+        if self.final:
+            if fold == 0:       # the held-out fold's fit at the best C is one of its rounds' (read there)
+                return
+            ok = record is not None and record.get("test_accuracy") is not None and record.get("status") != "error"
+            self.others[fold] = 1.0 - record["test_accuracy"] if ok else math.nan
+            return
+        super().take(round_, point, fold, record)
+
+    def state(self) -> dict:
+        out = super().state()
+        out["fold"] = 0
+        if self.others:
+            at_best = {0: self.decision.best_error, **self.others}
+            out["folds_at_best"] = {str(k): e for k, e in sorted(at_best.items())}
+            errors = list(at_best.values())
+            out["cv_error_at_best"] = float(np.mean(errors)) if all(math.isfinite(e) for e in errors) else None
+        return out
 
 
 class PathSearch:
@@ -382,7 +464,8 @@ def _default_tol() -> float:
 def _searches(exp: Experiment, labels: dict) -> list:
     """One search per (dataset, solver entry that runs on it); a multiclass dataset is refused
     (the bound and the CV errors the searches compare are binary)."""
-    make = {"certified": CertifiedSearch, "path": PathSearch, "halving": HalvingSearch}[exp.search_kind]
+    make = {"certified": CertifiedSearch, "heldout": HeldoutSearch, "path": PathSearch,
+            "halving": HalvingSearch}[exp.search_kind]
     out = []
     for dkey in exp.datasets:
         meta, y = labels[dkey]
@@ -428,6 +511,10 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
                     if points:
                         s.rounds.append(points)
                         wanted[s] = points
+            for s in searches:
+                for line in getattr(s, "news", ()):
+                    log(line)
+                s.news = []
             _write_state(run_dir, exp, searches)
             if not wanted:
                 break
@@ -458,11 +545,15 @@ def run_search(exp: Experiment, run_dir: Path, root: str, log=print, client=None
     return concat_plans(plans), _summary(summaries, Summary)
 
 
-def _entry_plan(exp: Experiment, labels: dict, dkey: str, points: dict, round_: int, tails: dict) -> Plan:
+def _entry_plan(exp: Experiment, labels: dict, dkey: str, points: dict, round_: int, tails: dict,
+                folds: dict | None = None) -> Plan:
     """The plan of one dataset's searches in one round: each entry with its round's points, each
     spec marked with its round and the index of its point (``search``, outside its key);
-    tails: (entry, point index) -> further fields its specs carry outside their keys."""
-    entries = {k: dataclasses.replace(exp.solvers[k], points=freeze(pts)) for k, pts in points.items()}
+    tails: (entry, point index) -> further fields its specs carry outside their keys; folds:
+    entry -> the folds this round fits (a held-out search's rounds: 1, the first)."""
+    folds = folds or {}
+    entries = {k: dataclasses.replace(exp.solvers[k], points=freeze(pts), folds=folds.get(k, exp.solvers[k].folds))
+               for k, pts in points.items()}
     one = dataclasses.replace(exp, datasets=MappingProxyType({dkey: exp.datasets[dkey]}),
                               solvers=MappingProxyType(entries))
 
@@ -487,7 +578,8 @@ def _round_plan(exp: Experiment, labels: dict, wanted: dict, round_: int) -> tup
                 continue
             for i, point in enumerate(points):
                 tails[(skey, i)] = s.warm(i) if isinstance(s, HalvingSearch) else s.warm(point)
-        plan = _entry_plan(exp, labels, dkey, {k: v[1] for k, v in entries.items()}, round_, tails)
+        plan = _entry_plan(exp, labels, dkey, {k: v[1] for k, v in entries.items()}, round_, tails,
+                           {k: v[0].folds for k, v in entries.items() if isinstance(v[0], HeldoutSearch)})
         n_folds = len(plan.datasets[dkey]["folds"])
         for skey, (s, _) in entries.items():
             s.n_folds = min(n_folds, exp.solvers[skey].folds or n_folds)
@@ -520,6 +612,11 @@ def _closing_line(s) -> str:
     who = f"search {st['kind']} of solvers.{st['solver_entry']} on datasets.{st['dataset']}"
     if st["kind"] == "certified":
         return f"{who}: {len(st['rounds'])} rounds; {st.get('reason', '')}"
+    if st["kind"] == "heldout":
+        others = st.get("folds_at_best") or {}
+        tail = (f"; at C={st['best_C']:.4g} the other folds' validation errors "
+                f"{', '.join(f'{e:.4f}' for e in others.values())} (reported, not certified)" if others else "")
+        return f"{who}: {len(st['rounds'])} rounds on the first fold; {st.get('reason', '')}{tail}"
     if st["kind"] == "path":
         return f"{who}: {st.get('reason', '')}"
     best = st.get("best")

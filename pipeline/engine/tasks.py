@@ -507,6 +507,10 @@ def _heldout_columns(y_ho, predicted) -> dict:
 
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
+    if spec.get("gap_rule") and X_te.shape[0]:
+        fit = _gap_for_epsilon(spec, problem, fit, X_te, y_te,
+                               lambda tol, start: _solve_binary({**spec, "budget": {**spec["budget"], "tol": tol}},
+                                                                X_tr, y_tr, X_te, y_te, start, rows)[1])
     setup = fit.info.pop("setup_s", None)
     f_tr = problem.decision(fit)
     # A kernel path keeps the test rows' kernel columns for its later fits (KernelPath.decision).
@@ -526,6 +530,34 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
         **_search_fields(spec, problem, fit, X_te, y_te),
         **({"setup_s": setup} if setup is not None else {}),
     ), fit
+
+
+# A fit that stopped here cannot tighten: a smaller tol stops at the same place.
+_SHORT = ("max_iter", "timeout", "diverged")
+
+
+def _gap_for_epsilon(spec: dict, problem, fit, X_te, y_te, solve):
+    """A held-out search's fit (``gap_rule``), its tolerance set from the search's epsilon: solved
+    again, warm from itself at tol x refine, until its duality gap hides at most epsilon/2 of its
+    fold's validation rows (misclassified rows whose margin t has t^2 <= G, which no ball of it
+    can certify, even at its own C: docs/design/search.md), or down to min_tol, or a stop that a
+    tighter tol would not move. The iterations and seconds are the solves' sum."""
+    from solvers.cv_bounds import alpha_from_w, certificate
+    rule = spec["gap_rule"]
+    tol, refits, n_iter, seconds = float(spec["budget"]["tol"]), 0, int(fit.n_iter), float(fit.fit_time_s)
+    while True:
+        alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
+        cert = certificate(problem, alpha, X_te, y_te, pairs=False)
+        hidden = int(np.count_nonzero(cert.t * cert.t <= cert.gap))
+        if hidden <= rule["epsilon"] / 2 * cert.n_val or fit.status in _SHORT or tol * rule["refine"] < rule["min_tol"]:
+            break
+        tol *= rule["refine"]
+        refits += 1
+        fit = solve(tol, {"alpha": fit.alpha, "w": fit.w, "b": fit.b})
+        n_iter, seconds = n_iter + int(fit.n_iter), seconds + float(fit.fit_time_s)
+    fit.n_iter, fit.fit_time_s = n_iter, seconds
+    fit.info.update(tol_reached=tol, tol_refits=refits, hidden_rows=hidden)
+    return fit
 
 
 def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
@@ -574,7 +606,8 @@ def start_of(spec: dict, warm_start=None):
         start = {"w": np.frombuffer(base64.b64decode(state["w64"]), dtype="<f4").astype(np.float64), "b": state["b"]}
     else:
         return warm_start
-    return {**start, "from": state.get("key")}       # the fit it starts from (the record's warm_from)
+    # The fit it starts from (the record's warm_from), and its C where a C search names one.
+    return {**start, "from": state.get("key"), **({"C": state["C"]} if state.get("C") else {})}
 
 
 def json_safe(v):
@@ -811,7 +844,11 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
             start = _scaled_start(prev[1], prev[2], C) if prev else None
             seeded = start is not None
         own = start_of(spec, start)
-        if own is not start:      # a halving rung's own start, not the path's
+        # A search's own start (a halving rung's model of the rung before, a C search's nearest
+        # fitted C) replaces the path's, unless the path's last point is nearer in log C than
+        # the fitted C it names: a C search's new points then walk warm from each other.
+        if own is not start and not (seeded and prev and own.get("C") and
+                                     abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
             start, seeded = own, False
         if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
             start = {**start, "last_model": prev[1]}

@@ -765,7 +765,7 @@ def _check_search(cfg: DictConfig, fail) -> None:
     if cfg.cv.kind == "none":
         fail("cv.kind", cfg.cv.kind, f"search.kind={se.kind} compares validation errors, and cv=none has no "
              f"validation rows: use kfold, holdout, repeated, ordered or kfold_test")
-    if se.kind == "certified":
+    if se.kind in ("certified", "heldout"):
         _check_certified(cfg, se, fail)
     elif se.kind == "path":
         _check_path(cfg, se, fail)
@@ -777,9 +777,9 @@ def _check_certified(cfg: DictConfig, se, fail) -> None:
     from ..search.certified import HINGE_DUAL_SOLVERS
     if not (_positive_number(se.C_max) and se.C_max > se.C_min):
         fail("search.C_min", se.C_min, f"must be < search.C_max={se.C_max!r}: the search's range is [C_min, C_max]")
-    for key, sc, name, params in _linear_C_entries(cfg, "certified", fail):
+    for key, sc, name, params in _linear_C_entries(cfg, se.kind, fail):
         if params.get("loss", "hinge") == "hinge" and name not in HINGE_DUAL_SOLVERS:
-            fail(f"solvers.{key}.solver", name, f"on the hinge the certified search needs the solver's dual point: "
+            fail(f"solvers.{key}.solver", name, f"on the hinge the {se.kind} search needs the solver's dual point: "
                  f"{', '.join(HINGE_DUAL_SOLVERS)} (or loss=squared_hinge, whose dual point any solver's w gives)")
 
 

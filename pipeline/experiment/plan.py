@@ -653,6 +653,10 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                 # grid's fits lack them.
                 if exp.search_kind == "certified":
                     template["cv_bound"] = True
+                elif exp.search_kind == "heldout":    # each fit's tolerance from epsilon (tasks._gap_for_epsilon)
+                    se = exp.search
+                    template.update(cv_bound=True, gap_rule={"epsilon": float(se.epsilon), "refine": float(se.refine),
+                                                             "min_tol": float(se.min_tol)})
                 elif exp.search_kind == "path":   # single balls; LIBLINEAR's stopping test along each fold's path
                     template.update(cv_bound="single", path_stop={"eps": PATH_EPS})
                 elif exp.search_kind == "halving":

@@ -19,7 +19,7 @@ def first_points(search: dict, entry: dict, key: str, points: list[dict]) -> lis
     (halving). entry: the validated entry (plain data); search: the search section; points: the
     entry's grid (`config.grid_points`), which the config hands over: the search reads no config."""
     kind = search["kind"]
-    if kind == "certified":
+    if kind in ("certified", "heldout"):
         return certified_points(Settings(**{f: search[f] for f in Settings.__dataclass_fields__}))
     if kind == "path":
         # LIBLINEAR's start reads the rows (`search_run.PathSearch`): without C_start the entry has

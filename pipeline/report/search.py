@@ -68,12 +68,14 @@ def search_table(data: ReportData) -> pd.DataFrame:
         row = {"dataset": s["dataset"], "solver entry": s["solver_entry"], "search": s["kind"],
                "rounds": len(s.get("rounds") or s.get("rungs") or []), "fits": int(n),
                "iterations": int(iters) if iters is not None and iters == iters else None}
-        if s["kind"] == "certified":
+        if s["kind"] in ("certified", "heldout"):
             st = s["settings"]
             row.update({"C range": f"[{fmt(st['C_min'])}, {fmt(st['C_max'])}]", "epsilon": st["epsilon"],
                         "best C": s.get("best_C"), "best CV error": s.get("best_error"),
                         "bound minimum": s.get("bound_min"), "at C": s.get("bound_min_C"),
                         "certified": "yes" if s.get("certified") else "no"})
+            if s["kind"] == "heldout":
+                row.update({"certified on": "the first fold", "CV error at best C": s.get("cv_error_at_best")})
         elif s["kind"] == "path":
             walked = s.get("walked") or []
             row.update({"C range": f"[{fmt(walked[0])}, {fmt(walked[-1])}]" if walked else "",
