@@ -161,6 +161,27 @@ def _evict_oldest_fold() -> None:
     key, fold = _FOLDS.popitem(last=False)
     _FOLD_BYTES -= _nbytes(fold)
     _TRAIN_PROBLEMS.pop(key, None)
+    for share in [k for k in _SHARES if k[0] == key]:
+        _FOLD_BYTES -= _array_bytes(_SHARES.pop(share).X)
+
+
+# A halving rung's rows of each cached fold (`share_rows`), by (the fold's key, the share), evicted
+# with the fold and counted in its bytes: the rung's candidates fit the very same arrays, so a
+# kernel path's cache serves them all (smo._serves: the same X object), and the rows are copied
+# once a rung, not once a fit.
+_SHARES: dict = {}
+
+
+def _share_problem(data: dict, fold: int, share: float, rows):
+    """The Problem of a fold's training rows restricted to a rung's share, in their stratified
+    order: made once per (fold, share) by this process (`_SHARES`)."""
+    global _FOLD_BYTES
+    key = (_fold_key(data, fold), float(share))
+    problem = _SHARES.get(key)
+    if problem is None:
+        problem = _SHARES[key] = rows.subset(share_rows(rows.y, share, data["folds_seed"], fold))
+        _FOLD_BYTES += _array_bytes(problem.X)
+    return problem
 
 
 def _train_problem(root: str, data: dict, fold: int):
@@ -183,6 +204,7 @@ def clear_caches() -> None:
     _FOLDS.clear()
     _SPLITS.clear()
     _TRAIN_PROBLEMS.clear()
+    _SHARES.clear()
     _FOLD_BYTES = 0
 
 
@@ -726,9 +748,9 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
             rows = _train_problem(root, spec["data"], spec["fold"])
             share = spec["budget"].get("train_fraction")
             if share is not None:     # a halving rung on part of the training rows, in their stratified order
-                idx = share_rows(y_tr, share, spec["data"]["folds_seed"], spec["fold"])
-                X_tr, y_tr, rows = X_tr[idx], y_tr[idx], rows.subset(idx)
-                warm_start = _padded(warm_start, len(idx))
+                rows = _share_problem(spec["data"], spec["fold"], share, rows)
+                X_tr, y_tr = rows.X, rows.y
+                warm_start = _padded(warm_start, len(y_tr))
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho, rows)
             record.update(rec)
         else:
@@ -846,9 +868,15 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         own = start_of(spec, start)
         # A search's own start (a halving rung's model of the rung before, a C search's nearest
         # fitted C) replaces the path's, unless the path's last point is nearer in log C than
-        # the fitted C it names: a C search's new points then walk warm from each other.
-        if own is not start and not (seeded and prev and own.get("C") and
-                                     abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
+        # the fitted C it names: a C search's new points then walk warm from each other. On a
+        # kernel path it starts the path's first fit, with the path's kernel cache: the later
+        # points of one (fold, kernel), a halving rung's candidates of one gamma, take the
+        # columns the first computed and their seed from the C before, on the same rows.
+        if own is not start and kernel_path is not None:
+            if not kernel_path.ready:
+                start, seeded = {**own, "path": kernel_path}, False
+        elif own is not start and not (seeded and prev and own.get("C") and
+                                       abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
             start, seeded = own, False
         if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
             start = {**start, "last_model": prev[1]}

@@ -304,11 +304,41 @@ def estimate(s: Settings, by_C: dict, best: float, epsilons=None) -> dict:
     return out
 
 
+# How much farther apart than their single balls' reach two fits may be placed, for the bound
+# between them (`cv_bounds.pair_intervals`) to certify the C values between: where the solution
+# path is nearly straight the two balls meet in a lens far smaller than either (docs/design/search.md,
+# "Between two fits"); the next round fills what it leaves, at the single balls' own spacing.
+PAIR_REACH = 2.0
+
+
+def _spaced(a: float, b: float, ra: float, rb: float, stretch: float) -> list[float]:
+    """Points of log C strictly between a and b so that consecutive ones are about
+    stretch (r(x) + r(x')) apart, r the reach, interpolated log-linearly from ra at a to rb at b:
+    the points where the count n(x) = integral from a to x of dx / (2 stretch r) reaches 1, 2, ...
+    (n(b) - 1 of them, at least one)."""
+    span = b - a
+    beta = (math.log(rb) - math.log(ra)) / span
+    def count(x):
+        return (x - a) / (2 * stretch * ra) if abs(beta * span) < 1e-9 else \
+            (1.0 - math.exp(-beta * (x - a))) / (2 * stretch * ra * beta)
+    k = max(1, math.ceil(count(b)) - 1)
+    total = count(b)
+    out = []
+    for j in range(1, k + 1):
+        n = j * total / (k + 1)          # k points dividing the count evenly
+        x = a + n * 2 * stretch * ra if abs(beta * span) < 1e-9 else \
+            a - math.log(1.0 - 2 * stretch * ra * beta * n) / beta
+        out.append(x)
+    return out
+
+
 def heldout_points(s: Settings, fits: list[FoldFit], d: Decision, max_points: int) -> list[dict]:
-    """The next round of a held-out search: every range where the bound is below the best
-    validation error less epsilon gets C values evenly spaced in log C between the fitted C
-    values around it, as many as the single balls of those two fits say the range needs
-    (`reach`), at least one; in increasing C, a sequential walk warm from each neighbour."""
+    """The next round of a held-out search: in every range where the bound is below the best
+    validation error less epsilon, C values between the fitted C values around it, spaced by
+    what the fits at its two ends reach (`reach`, interpolated log-linearly between them) and
+    PAIR_REACH times that on a range's first filling (the bound between two fits carries
+    further; a range already filled once gets the single balls' spacing); at least one a range;
+    in increasing C, a sequential walk warm from each neighbour."""
     certs = {}
     for f in fits:
         if f.certificate is not None and (f.C not in certs or f.tol < certs[f.C][0]):
@@ -316,14 +346,19 @@ def heldout_points(s: Settings, fits: list[FoldFit], d: Decision, max_points: in
     C_of = {math.log(C): C for C in certs}
     logs = sorted(C_of)
     level = d.best_error - s.epsilon
+    rounds = {f.C: f.round for f in fits}
     out: set = set()
     for r in uncertified(s, d.bound, d.best_error):
         a = max((x for x in logs if x <= r["lo"] + 1e-12), default=logs[0])
         b = min((x for x in logs if x >= r["hi"] - 1e-12), default=logs[-1])
         if b - a < 1e-9:
             continue
-        ra, rb = (reach([certs[C_of[x]][1]], level) for x in (a, b))
-        k = min(max(1, math.ceil((b - a) / (ra + rb)) - 1) if ra + rb > 0 else 1, max_points)
-        out.update(rounded(math.exp(a + (b - a) * (j + 1) / (k + 1))) for j in range(k))
+        ra, rb = (reach([certs[C_of[x]][1]], level) or reach([dataclasses.replace(certs[C_of[x]][1], gap=0.0)], level)
+                  for x in (a, b))
+        # Two fits of the first round at the ends: a range never filled; else filled before.
+        stretch = PAIR_REACH if max(rounds[C_of[a]], rounds[C_of[b]]) == 0 else 1.0
+        xs = _spaced(a, b, max(ra, 1e-6), max(rb, 1e-6), stretch) if ra + rb > 0 and math.isfinite(ra + rb) \
+            else [(a + b) / 2.0]
+        out.update(rounded(math.exp(x)) for x in xs[:max_points])
     fitted = set(certs)
     return [{"C": C} for C in sorted(out - fitted)][:max_points]

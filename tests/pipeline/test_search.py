@@ -111,11 +111,21 @@ def test_halving_promotes_the_best_of_each_rung_and_ends_on_the_grids_best(store
     assert (state["best"]["point"]["C"], state["best"]["point"]["gamma"]) == best
     res = out["results"]
     assert len(res) == 3 * (12 + 4 + 2) and list(res.groupby("search_round").size()) == [36, 12, 6]
-    # Each later rung started from its candidate's own model of the rung before.
+    # Each later rung's first candidate of a (fold, gamma) started from its own model of the rung
+    # before; the next ones of that gamma from the C before on the same rows, with its kernel cache.
     later = res[res["search_round"] > 0]
-    assert later["warm_from"].notna().all() and (later["info_seeded"] == "alpha").all()
-    first = res[res["search_round"] == 0].set_index("key")
-    assert set(later["warm_from"]) <= set(first.index) | set(res.loc[res["search_round"] == 1, "key"])
+    assert later["warm_from"].notna().all() and later["info_seeded"].isin(["alpha", "path"]).all()
+    by_key = res.set_index("key")
+    for _, r in later.iterrows():
+        src = by_key.loc[r["warm_from"]]
+        assert src["fold"] == r["fold"] and src["gamma"] == r["gamma"]
+        if r["info_seeded"] == "alpha":
+            assert src["search_round"] == r["search_round"] - 1 and src["C"] == r["C"]
+        else:
+            assert src["search_round"] == r["search_round"] and src["C"] < r["C"]
+    for (rung, fold, gamma), g in later.groupby(["search_round", "fold", "gamma"]):
+        assert list(g.sort_values("C")["info_seeded"]) == ["alpha"] + ["path"] * (len(g) - 1)
+    assert (later["info_seeded"] == "path").any()
 
 
 def test_halving_a_solver_that_takes_no_warm_start_runs_every_rung_cold(store, tmp_path):
