@@ -42,6 +42,11 @@ class SolverSpec:
     # Whether the driver weighs rows (Problem.sample_weight: per-row box C s_i in a dual, s_i
     # times the loss term in a primal); a weighted problem given to one that does not is refused.
     sample_weight: bool = False
+    # Whether the pipeline trains each fit across the Dask workers, each holding a block of
+    # the rows, its driver in the client (pipeline/engine/distributed.py), rather than in one
+    # task; `fit` is then the same algorithm over blocks in one process (cluster=sequential,
+    # the estimator).
+    distributed: bool = False
     default_max_iter: int = 1000
     # budget.tol when none is given (solvers.fit without a budget, SVMClassifier(tol=None)): each
     # solver's own stopping quantity, set so that default sweeps end `converged` (DESIGN.md).

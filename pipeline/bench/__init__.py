@@ -9,8 +9,8 @@ The package, beside the pipeline (nothing in the pipeline imports it):
   and read back (wall, phases, CPU seconds by process role, run.log's counts), the datasets
   built before any clock, a kept cluster for the scenarios that need one;
 - one module per family of scenarios: `sweep` (a, b, e: a C sweep against GridSearchCV and
-  LIBLINEAR's search), `overhead` (c, d, k: what the engine adds around fits, and a command's
-  fixed cost), `large` (g, h, t: 50,000 to 1,000,000 fits), `kernel` (f: the kernel grid),
+  LIBLINEAR's search), `overhead` (c, d, k, m: what the engine adds around fits, a command's
+  fixed cost, `make run`'s report), `large` (g, h, t: 50,000 to 1,000,000 fits), `kernel` (f: the kernel grid),
   `search` (cs, hs: the searches against a grid and their references), `upstream` (u, libsvm:
   our solvers against upstream LIBLINEAR and LIBSVM, solver call against solver call);
 - `anchors`: the reference sides as plain functions. Those compared with our whole command run

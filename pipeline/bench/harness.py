@@ -38,6 +38,7 @@ class Options:
     extra: tuple[str, ...] = ()         # --set: Hydra overrides for every run of f and hs, ours and anchors
     full: bool = False                  # --full: scenario u at RCV1's size too
     libsvm_rows: tuple[int, ...] = (5000, 20000)
+    dist_rows: int = 2_000_000          # --dist-rows: scenario dist's rows
 
 
 def prebuild(experiment: str, overrides=()) -> None:

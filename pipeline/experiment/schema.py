@@ -40,6 +40,16 @@ DEFAULT_TOL = 1e-4
 # true for every fit with a certified reference, false for none (docs/design/execution.md,
 # "Timing fits").
 TIMING_MODES = ("auto", True, False)
+# A timing fit's budget B, CPU seconds on its own clock (`run.timing_budget_s`): a fit that has not
+# reached the target by then is censored, "not reached within B" (benchopt's timeout). The
+# default is in no key (plan.timing_template). It holds what README recipe 1 compares below
+# C = 100 and cuts the cold solves of C = 100 that never reach the target; a larger file needs a
+# larger one, which the plan's cost line names (docs/design/execution.md, "Timing fits").
+TIMING_BUDGET_S = 0.5
+
+# The relative suboptimality (P - f*)/|f*| the report times solvers to unless `report.target`
+# says otherwise: the one a library's timing ladder resolves (pipeline/engine/ladder.py).
+REPORT_TARGET = 1e-3
 
 
 # What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
@@ -264,9 +274,16 @@ class RunConf:
     # iterations): "auto" for the problems two or more solver entries share, true for every fit
     # with a certified reference, false none (speed is then compared only warm to warm, cold to cold).
     timing: Any = allowed("auto", kind="any", rule=_one_of(TIMING_MODES, "must be auto, true or false"))
+    # Each timing fit's budget, CPU seconds on its own clock (TIMING_BUDGET_S): a traced fit is cut
+    # there, a ladder runs no rung past it, and a target not reached within it is censored ("not
+    # reached within B" in the report, never a time); null: none (to the solver's own stop).
+    timing_budget_s: Optional[float] = allowed(TIMING_BUDGET_S, low=0.0, open_low=True, none_ok=True)
     # fits per task for short fits: "auto" or an int >= 1
     chunk: Any = allowed("auto", kind="any", rule=_auto_or_count)
-    progress: bool = True                    # a progress bar on a terminal
+    progress: bool = True                    # a progress bar on a terminal, progress lines in a log
+    # Without a terminal (nohup, a SLURM or CI log), a progress line to stderr and run.log this often:
+    # fits done of planned per phase, elapsed, a rough ETA.
+    progress_every_s: float = allowed(15.0, low=0.0, open_low=True)
     dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
     retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
 

@@ -127,3 +127,43 @@ def test_the_digest_moves_with_every_threshold_and_rule_but_not_with_prose(monke
     assert excluded.digest() != base
     monkeypatch.setattr(cl, "MEANINGFUL", 1.2)
     assert RULES.digest() != base
+
+
+@pytest.mark.parametrize("b, c, n", [(5, 0, 99), (0, 5, 99), (3, 17, 453), (40, 2, 100), (0, 0, 99)])
+def test_the_discordant_row_error_is_the_paired_differences_own(b, c, n):
+    """discordant_se(b, c, n) is the standard error of the mean of the per-row differences of two
+    models on n rows (+1 on the c rows only the second gets right, -1 on the b only the first
+    does, 0 elsewhere), each discordant count taken half a row up: computed here from such a
+    population (twice the rows, so that the half rows are whole), its second term (c - b)^2 / n
+    included, which vanishes only where b = c."""
+    d = np.concatenate([np.ones(2 * c + 1), -np.ones(2 * b + 1), np.zeros(2 * n - 2 * (b + c) - 2)])
+    assert discordant_se(b, c, n) == pytest.approx(100 * d.std() / math.sqrt(n), rel=1e-12)
+    assert discordant_se(b, c, n) == pytest.approx(100 * math.sqrt(b + c + 1 - (c - b) ** 2 / n) / n, rel=1e-12)
+
+
+def test_paired_rows_carry_both_the_rows_error_and_the_repeats_spread():
+    """Five repeats on the same 99 rows, their differences apart and each with its own
+    discordant-row error: the interval is the normal quantile on sqrt(mean(se)^2 + var/n), so
+    dropping either term narrows it."""
+    diffs, ses = [1.0, 2.0, 4.0, 3.0, 5.0], [discordant_se(b, c, 99) for b, c in ((1, 2), (1, 3), (0, 4), (2, 5), (0, 5))]
+    est = cl.paired_rows(diffs, ses, 99)
+    se = math.sqrt(np.mean(ses) ** 2 + np.var(diffs, ddof=1) / 5)
+    z = 1.959963984540054                  # the normal quantile at 95% (CONFIDENCE)
+    assert est.value == pytest.approx(3.0) and est.n == 5
+    assert (est.lo, est.hi) == pytest.approx((3.0 - z * se, 3.0 + z * se), rel=1e-12)
+    assert cl.CONFIDENCE == 0.95
+
+
+def test_paired_rows_without_a_row_error_is_the_repeats_t_interval_and_says_what_it_is_over():
+    """No finite row error (none given, or NaN): the interval is Student's t over the repeats
+    alone, as difference_over's; the estimate names its repeats and rows."""
+    diffs = [1.0, 2.0, 4.0]
+    for ses in ([], [math.nan, math.nan, math.nan]):
+        est = cl.paired_rows(diffs, ses, 99)
+        ref = difference_over(diffs)
+        assert (est.value, est.lo, est.hi, est.n) == (ref.value, ref.lo, ref.hi, 3)
+        assert est.how == "3 repeats on 99 test rows"
+    # A NaN among finite errors is dropped from their mean.
+    est = cl.paired_rows(diffs, [1.0, math.nan, 3.0], 99)
+    se = math.sqrt(2.0 ** 2 + np.var(diffs, ddof=1) / 3)
+    assert est.hi - est.lo == pytest.approx(2 * 1.959963984540054 * se, rel=1e-12)

@@ -27,11 +27,6 @@ SLOW = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=200", "solvers=[peg
         "run.reference=false"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _start(store, run_dir, *overrides):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
     args = [sys.executable, "-m", "pipeline", f"store.root={store}", *SLOW, f"hydra.run.dir={run_dir}", *overrides]

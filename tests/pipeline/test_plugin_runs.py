@@ -38,11 +38,6 @@ solvers.register(solvers.SolverSpec(name="{name}", family="test", fit=fit_{name}
 '''
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _plugin(tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(PLUGIN.format(name=name))

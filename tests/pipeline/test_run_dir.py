@@ -36,11 +36,6 @@ def _flaky(problem, *, budget, recorder, warm_start=None):
 solvers.register(solvers.SolverSpec(name="_flaky", family="test", fit=_flaky))
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _run(store, run_dir, *overrides):
     lines = []
     out = run(compose([f"store.root={store}", *BASE, *overrides]), run_dir, echo=lines.append)
