@@ -248,3 +248,20 @@ def test_plans_joined_keep_each_key_once_and_their_references(tmp_path):
     assert {s["key"]: s["reference_key"] for s in joined.fits.values()} == want
     assert list(joined.references) == list(dict.fromkeys([*p1.references, *p2.references]))
     assert len(joined.fits) == len(p1.fits) + len(p2.fits) - len(set(p1.fits) & set(p2.fits)) > len(p1.fits)
+
+
+def test_closing_a_record_stream_wakes_its_wait_at_once(tmp_path, monkeypatch):
+    """Each execute closes its record stream, a search once a round: closing wakes the thread
+    waiting on the queue instead of waiting out its poll (FLUSH_S), and the wake is no batch."""
+    from distributed import Client, LocalCluster
+    from pipeline.engine import sink
+    monkeypatch.setattr(sink, "FLUSH_S", 30.0)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,      # in-process: no port
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        records = sink.RecordSink(sink.ShardWriter(tmp_path))
+        stream = sink.RecordStream(client, records)
+        time.sleep(0.5)                   # the thread is in its 30 s wait
+        started = time.perf_counter()
+        stream.close()
+        assert time.perf_counter() - started < 10.0
+        assert not stream._thread.is_alive() and records.failed == 0 and not records._held
