@@ -151,7 +151,7 @@ def scenario_ho(opts: Options) -> list[dict]:
         state = read_state(opts.work / f"ho{r}")["searches"][0]
         res = pd.read_parquet(opts.work / f"ho{r}" / "results.parquet")
         on_fold = res[res["fold"] == 0]
-        ll = anchors.run("liblinear_search", overrides=["search=path", "search.C_start=1"], experiment=SEARCH_HELDOUT)
+        ll = anchors.run("liblinear_search", experiment=SEARCH_HELDOUT)
         rows.append({"scenario": "ho", "rep": r, "load": ours["load"], "ours_wall_s": ours["wall_s"],
                      "ours_execute_s": ours["timing"].get("execute"), "rounds": len(state["rounds"]),
                      "fits_on_fold": len(on_fold), "passes_on_fold": int(on_fold["n_iter"].sum()),
