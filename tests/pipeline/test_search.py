@@ -43,17 +43,19 @@ def certified(store, tmp_path_factory):
     return run_dir, out
 
 
-def _exact_cv_errors(store, Cs):
-    """The CV error of the exact solution (smooth_newton, certified to rounding) at each C, on
-    the search's own folds and scaling (the workers' fold extraction)."""
-    exp = validate(compose([f"store.root={store}", "cluster=sequential", *CERTIFIED]))
+def exact_errors(store, overrides, Cs, folds=None):
+    """The validation error of the exact solution (smooth_newton, certified to rounding) at each
+    C, the mean over `folds` (None: all), on the experiment's own folds and scaling (the workers'
+    fold extraction)."""
+    exp = validate(compose([f"store.root={store}", *overrides]))
     plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
-    folds = [fold_data(str(store), data, k)[:4] for k in range(len(plan.datasets["breast_cancer"]["folds"]))]
+    folds = range(len(next(iter(plan.datasets.values()))["folds"])) if folds is None else folds
+    rows = [fold_data(str(store), data, k)[:4] for k in folds]
     out = []
     for C in Cs:
         errs = []
-        for X, y, Xv, yv in folds:
+        for X, y, Xv, yv in rows:
             p = solvers.Problem(X, y, C=C, loss="squared_hinge", intercept="regularized")
             fit = solvers.fit(p, "smooth_newton", budget=solvers.Budget(tol=1e-12, max_iter=500))
             assert fit.gap <= 1e-8 * abs(fit.primal)
@@ -75,7 +77,7 @@ def test_the_certified_search_stops_with_its_guarantee_between_grid_points(store
     # The guarantee, checked independently: no exact solution on a dense grid over the range
     # has a CV error below the best found less epsilon; and the bound is below each of them.
     Cs = np.geomspace(1e-3, 1.0, 121)
-    exact = _exact_cv_errors(store, Cs)
+    exact = exact_errors(store, ["cluster=sequential", *CERTIFIED], Cs)
     assert exact.min() >= state["best_error"] - eps, (exact.min(), state["best_error"])
     edges = np.asarray(state["bound"]["log_breaks"])
     between = np.asarray(state["bound"]["between"])

@@ -7,12 +7,13 @@ import math
 import numpy as np
 import pytest
 
-import solvers
-from pipeline.engine.tasks import fold_data, run_fit
+from pipeline.engine.tasks import run_fit
 from pipeline.experiment.config import compose, validate
 from pipeline.experiment.plan import build_plan
 from pipeline.results.searches import read_state
 from pipeline.run import materialise_datasets, run
+
+from .test_search import exact_errors
 
 # breast_cancer standardised per fold, squared hinge: three first C values miss the best region
 # (about 0.003 to 0.03), so a search that claimed its guarantee after the first round would be
@@ -34,21 +35,6 @@ def heldout(store, tmp_path_factory):
     return run_dir, out
 
 
-def _exact_errors(store, Cs, fold=0):
-    """The validation error on `fold` of the exact solution (smooth_newton, to rounding) at each C,
-    on the search's own fold and scaling."""
-    exp = validate(compose([f"store.root={store}", *HELDOUT[:4], "cluster=sequential"]))
-    data = next(iter(build_plan(exp, materialise_datasets(exp)).fits.values()))["data"]
-    X, y, Xv, yv = fold_data(str(store), data, fold)[:4]
-    out = []
-    for C in Cs:
-        p = solvers.Problem(X, y, C=C, loss="squared_hinge", intercept="regularized")
-        fit = solvers.fit(p, "smooth_newton", budget=solvers.Budget(tol=1e-12, max_iter=500))
-        assert fit.gap <= 1e-8 * abs(fit.primal)
-        out.append(np.mean((p.decision(fit, Xv) > 0) != (yv > 0)))
-    return np.array(out)
-
-
 def test_the_heldout_certificate_is_never_contradicted_by_exact_errors(store, heldout):
     run_dir, out = heldout
     state = read_state(run_dir)["searches"][0]
@@ -57,7 +43,7 @@ def test_the_heldout_certificate_is_never_contradicted_by_exact_errors(store, he
     assert state["best_error"] - state["bound_min"] <= eps
     assert len(state["rounds"]) > 2          # the first round alone was not enough: it went on
     Cs = np.geomspace(1e-3, 1.0, 121)
-    exact = _exact_errors(store, Cs)
+    exact = exact_errors(store, [*HELDOUT[:4], "cluster=sequential"], Cs, folds=[0])
     # No exact solution of the range is more than epsilon better than the best found ...
     assert exact.min() >= state["best_error"] - eps - 1e-12, (exact.min(), state["best_error"])
     # ... and the bound is below the exact error wherever it is drawn (away from its breaks).
