@@ -43,6 +43,16 @@ def certified(store, tmp_path_factory):
     return run_dir, out
 
 
+def assert_bound_below(state, Cs, exact):
+    """search.json's bound is at most the exact error at each C of Cs (away from its breaks,
+    where the step function's value is that of the open intervals' ends)."""
+    edges = np.asarray(state["bound"]["log_breaks"])
+    between = np.asarray(state["bound"]["between"])
+    at = np.clip(np.searchsorted(edges, np.log(Cs), side="right") - 1, 0, len(between) - 1)
+    on_edge = np.isin(np.log(Cs), edges)
+    assert (between[at][~on_edge] <= exact[~on_edge] + 1e-12).all()
+
+
 def exact_errors(store, overrides, Cs, folds=None):
     """The validation error of the exact solution (smooth_newton, certified to rounding) at each
     C, the mean over `folds` (None: all), on the experiment's own folds and scaling (the workers'
@@ -79,11 +89,7 @@ def test_the_certified_search_stops_with_its_guarantee_between_grid_points(store
     Cs = np.geomspace(1e-3, 1.0, 121)
     exact = exact_errors(store, ["cluster=sequential", *CERTIFIED], Cs)
     assert exact.min() >= state["best_error"] - eps, (exact.min(), state["best_error"])
-    edges = np.asarray(state["bound"]["log_breaks"])
-    between = np.asarray(state["bound"]["between"])
-    at = np.clip(np.searchsorted(edges, np.log(Cs), side="right") - 1, 0, len(between) - 1)
-    on_edge = np.isin(np.log(Cs), edges)
-    assert (between[at][~on_edge] <= exact[~on_edge] + 1e-12).all()
+    assert_bound_below(state, Cs, exact)
     # Every fit of every round is a row of the results, marked with its round.
     res = out["results"]
     rounds = res.groupby("search_round")["C"].nunique()
