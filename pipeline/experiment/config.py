@@ -713,7 +713,8 @@ def validate(cfg: DictConfig) -> Experiment:
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
-                spec.check_params(solver_params)
+                # The loss a point leaves unset is the pipeline's default, hinge (`_check_problem_keys`).
+                spec.check_combination(merged.get("loss", "hinge"), spec.check_params(solver_params))
             except solvers.SolverError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             for dkey, ds in cfg.datasets.items():   # each dataset's problem keys on this point
