@@ -727,10 +727,9 @@ def _ray_step(alpha, w, wb, diag, U) -> float:
 
     Where a C path's last alpha is scaled by C_to / C_from (LIBLINEAR's C search; Chu et al.,
     KDD 2015, Section 3), the scale is right only while alpha_i grows with C: at large C a
-    nearly separable problem's w, and alpha with it, barely move, and scaled alpha overshoots.
-    On an 80k-row rcv1_like path C = 0.01..30 (squared hinge, tol 0.1) the scaled start took
-    7.2M coordinate steps against 6.8M cold; along the ray, 4.9M, 1.0M against 1.75M cold at
-    C = 30. f(t* alpha) <= f(alpha), so the step never hurts the dual."""
+    nearly separable problem's w, and alpha with it, barely move, and scaled alpha overshoots
+    (the step counts of both starts on a C path: docs/benchmarks/code-notes.md). f(t* alpha) <=
+    f(alpha), so the step never hurts the dual."""
     quad = float(w @ w) + wb * wb + float(diag @ (alpha * alpha))
     lin = float(alpha.sum())
     if not (quad > 0.0 and lin > 0.0 and math.isfinite(quad)):

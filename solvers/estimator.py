@@ -246,7 +246,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         spec, params = self._validate_params()
         # A CSR already in float64 passes through as is (no copy; Problem shares its buffers).
         # Its values are checked for NaN and inf once, by Problem (naming the row), not also here:
-        # each check is a pass over all nonzeros (0.05 s on full RCV1). Dense X keeps
+        # each check is a pass over all nonzeros (docs/benchmarks/linear.md counts them). Dense X keeps
         # scikit-learn's check, whose message its estimator checks expect.
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              ensure_all_finite=not sp.issparse(X))
@@ -528,7 +528,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self.dual_coef_ = sp.csr_matrix(coef) if sp.issparse(X) else coef
             # Only a model without w needs its support vectors to predict; one with w (dcd,
             # liblinear) predicts from coef_, as LinearSVC (which keeps none), and X[sv] would
-            # copy up to all of X (1.4 s on full RCV1, where half the rows are support vectors).
+            # copy up to all of X (on RCV1 about half the rows are support vectors).
             if self._dual_model:
                 self.support_vectors_ = X[sv]
         if self._kernel.is_linear and not self._dual_model and all(m["w"] is not None for m in models):

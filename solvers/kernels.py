@@ -240,9 +240,9 @@ def _dot(X, Z) -> np.ndarray:
     """X Z^T as a dense array: BLAS for dense operands, a sparse product otherwise.
 
     A sparse operand that is small as a dense array (DENSE_OPERAND_BYTES) is made dense first:
-    on 8,000 x 2,000 rows of MNIST (784 columns, 19% nonzero) the product of two CSR matrices
-    (scipy's csr_matmat) or of a CSR and a dense one took 5-7 s, dense BLAS 1.2 s (a loaded
-    machine). The decision values on test rows and a warm start's gradient are such products.
+    on image rows (hundreds of columns, a fifth of them nonzero) a dense BLAS product beats
+    scipy's CSR products several times over (docs/benchmarks/code-notes.md). The decision
+    values on test rows and a warm start's gradient are such products.
     A text set's 47k columns keep its rows sparse.
 
     Made dense, a CSR operand is the very array a dense caller passes, so the product is the same

@@ -23,9 +23,9 @@ The whole loop is compiled (`_chunk`, numba), the Python driver only owns the cl
 trace, as smo's. The subproblem is solved by SMO restricted to W (`_smo_subproblem`: pair steps
 on the most violating pair of the subproblem, warm-started at alpha_W^k, until its own violation
 is below sub_tol * tol): a dense q x q problem costs O(q) a step, against the O(n q) of the
-gradient update, and needs no factorisation, so a singular Q_WW is no special case. (Versions 1-3
-solved it by qp's interior point method from Python: 1-3 ms a subproblem, 9-34x SVC's time on
-5k blobs where smo is 1-2x.)
+gradient update, and needs no factorisation, so a singular Q_WW is no special case. (Earlier
+versions solved it by qp's interior point method from Python, a fixed interpreter cost per
+subproblem that made the whole fit several times SVC's: docs/benchmarks/code-notes.md.)
 
 Descent is guaranteed without trusting the subproblem solver:
 
