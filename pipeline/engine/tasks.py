@@ -51,6 +51,8 @@ FOLD_CACHE_BYTES = 1 << 28
 _FOLD_BYTES = 0
 # A Problem of each cached fold's training rows, by the fold's key, evicted with it: X and y
 # checked once per fold, not once per C (`_train_problem`).
+# A dense fold's CSR form, made by the first linear coordinate
+# fit that asks for it, lives with that Problem (`Problem.X_csr`), and goes with it.
 _TRAIN_PROBLEMS: dict = {}
 # What this process has loaded: datasets read from the store, folds extracted (execute's summary).
 _LOADS = {"datasets": 0, "folds": 0}
