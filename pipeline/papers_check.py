@@ -5,8 +5,9 @@ a temporary folder (never outputs/papers/), and compares their verdicts finding 
 Two regenerations contradict each other when one says **holds** and the other **differs** (or a
 finding changes category: comparable or not, checked or not): such a verdict rests on noise, its
 interval too narrow for its repeats (pipeline/papers/claims.py). A finding that is decided in one
-run and **undecided** in the other sits at the edge of its band: each verdict is what its own
-interval supports at 95%, and near an edge a rerun lands on either side of it. Contradictions fail
+run and open in the other (**undecided**, **below detectable power**, or **premise not met**
+where its premise flipped so) sits at the edge of its band: each verdict is what its own interval
+supports at 95%, and near an edge a rerun lands on either side of it. Contradictions fail
 the check (exit 1); edge flips are listed and fail it only with `--strict`.
 
 `--against DIR` runs each study once and compares it with the reproduction already in
@@ -49,13 +50,17 @@ def differences(first: list[tuple[int, str, str]], second: list[tuple[int, str, 
         if n not in a or n not in b:
             out.append(f"finding {n}: only in the {'first' if n in a else 'second'} run")
         elif a[n][1] != b[n][1]:
-            kind = EDGE if "undecided" in (a[n][1], b[n][1]) and {a[n][1], b[n][1]} <= DECIDABLE else CONTRADICTION
+            pair = {a[n][1], b[n][1]}
+            kind = EDGE if pair & OPEN and pair <= DECIDABLE else CONTRADICTION
             out.append(f"finding {n} ({a[n][0][:70]}...): {a[n][1]} then {b[n][1]} ({kind})")
     return out
 
 
 EDGE, CONTRADICTION = "at the edge of its band", "a contradiction"
-DECIDABLE = {"holds", "differs", "undecided"}
+# Verdicts one interval can move between from run to run: the open ones (an interval across an
+# edge, one wider than its band, a premise that is itself at an edge) and the decided ones.
+OPEN = {"undecided", "below detectable power", "premise not met"}
+DECIDABLE = {"holds", "differs"} | OPEN
 
 
 def is_edge(line: str) -> bool:

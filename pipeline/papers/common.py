@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from ..report.build import save_figure
 from ..report.common import markdown_table
 from ..report.registry import Skip
-from .claims import Finding, counts_line
+from .claims import Finding, counts_line, outcome_lines
 
 
 def load(run_dir: Path):
@@ -29,9 +31,41 @@ def load(run_dir: Path):
         data.engine.close()
 
 
+def predictions(run_dir: Path, data, root: str | None, entries=None) -> dict | None:
+    """fit key -> which of its test rows the kept model classifies right (a boolean array in the
+    test rows' order), from each fit's w and b (of the solver entries `entries`, or every one) and
+    its dataset's test rows (read once per dataset from the store): what an accuracy verdict pairs
+    two models on (`claims.discordant`). None when the models or the store are not at hand (a
+    verdict then uses the accuracies alone, with a wider interval)."""
+    from ..data.store import default_store_root
+    from ..engine.tasks import fold_data
+    from ..results.tables import read_shards
+    if data.models.empty or "w" not in data.models.columns:
+        return None
+    fits = data.fits if entries is None else data.fits[data.fits["solver_entry"].isin(entries)]
+    fits = fits.merge(data.models[["key", "w", "b"]], on="key")
+    out = {}
+    try:
+        for _, group in fits.groupby("dataset"):
+            spec = read_shards(run_dir, {group["key"].iloc[0]})[0]["spec"]
+            _, _, X_te, y_te, _ = fold_data(str(root or default_store_root()), spec["data"], spec["fold"])
+            for r in group.itertuples():
+                if r.w is None:
+                    continue
+                f = X_te @ np.asarray(r.w, dtype=float) + float(r.b)
+                out[r.key] = np.where(np.asarray(f).ravel() > 0, 1.0, -1.0) == y_te
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    return out or None
+
+
 def findings_table(found: list[Finding]) -> list[str]:
-    """The README's findings as markdown lines: one row per claim, the verdict in bold."""
-    out = ["| # | the paper | rule | ours | verdict | why |", "|---|---|---|---|---|---|"]
+    """The README's findings as markdown lines: the summary (which are reproduced, which differ,
+    which cannot be judged, and why), then one row per claim with its rule, our numbers and the
+    verdict in bold."""
+    out = ["Which findings are reproduced, which differ and which cannot be judged, and why in a line (each is "
+           "judged in full in the table after this one):\n", *outcome_lines(found), "",
+           "| # | the paper | rule | ours | verdict | why |", "|---|---|---|---|---|---|"]
     for i, f in enumerate(found, 1):
         cells = [c.replace("|", "\\|") for c in (f.claim, f.rule, f.ours, f.why)]
         out.append(f"| {i} | {cells[0]} | {cells[1]} | {cells[2]} | **{f.verdict}** | {cells[3]} |")
