@@ -70,8 +70,6 @@ ABOUT = 1.5
 FAR = 10.0
 # A measured interval needs this many independent repeats; fewer: undecided.
 MIN_REPEATS = 3
-# "Slightly worse" has no upper bound: no paper gives the size of "slightly" (bertini's Figure 3
-# is a picture), so the kind judges "lower" alone and the size is shown, not judged.
 
 # ------------------------------------------------------------------------------ the verdicts
 HOLDS, DIFFERS, UNDECIDED = "holds", "differs", "undecided"
