@@ -685,8 +685,9 @@ def _undecided_reason(known: list, kind: Kind, claim: Claim) -> str:
 
 def _power_reason(low: list[Cell], kind: Kind, claim: Claim) -> str:
     names = ", ".join(c.label for c in low[:3]) + (" and others" if len(low) > 3 else "")
-    return (f"below detectable power at {names}: the 95% interval is wider than the band ({kind.band_text(claim.p)}) "
-            "it straddles, so no result of this size could show the claim there (too few test rows or repeats)")
+    return (f"below detectable power at {names}; there the 95% interval is wider than the band "
+            f"({kind.band_text(claim.p)}) it straddles, so no result of this size could show the claim (too few test "
+            "rows or repeats)")
 
 
 def counts_line(found: list[Finding]) -> str:
@@ -762,10 +763,12 @@ def sensitivity_lines(rules: StudyRules, judged: list[tuple[Sensitivity, Finding
     out = ["## Sensitivity, declared with the rules\n",
            "Each row judges one finding again with one setting moved, as declared with the rules before the run (in "
            "their digest). The finding's verdict above stands; a row says how much it rests on that setting.\n",
-           "| # | the finding | moved | rule | ours | verdict |", "|---|---|---|---|---|---|"]
+           "| the finding | moved | rule | ours | verdict |", "|---|---|---|---|---|"]
     for s, f in judged:
-        cells = [x.replace("|", "\\|") for x in (rules.claim(s.claim).key, s.what, f.rule, f.ours)]
-        out.append(f"| {rules.number(s.claim)} | `{cells[0]}` | {cells[1]} | {cells[2]} | {cells[3]} | "
+        # The row opens with the claim's key, not its number: a findings row is `| <number> |` (what
+        # papers_check and test_rules read), and a sensitivity is not a finding.
+        cells = [x.replace("|", "\\|") for x in (s.what, f.rule, f.ours)]
+        out.append(f"| `{s.claim}` (finding {rules.number(s.claim)}) | {cells[0]} | {cells[1]} | {cells[2]} | "
                    f"**{f.verdict}** |")
     return out + [""]
 

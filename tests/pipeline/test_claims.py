@@ -259,7 +259,8 @@ def test_a_sensitivity_moves_one_setting_and_enters_the_digest():
     assert judge(moved, claim, gap).verdict == HOLDS and f.verdict == DIFFERS
     assert "at most 1.7e-05" in f.rule and "at most 0.0001 (about 4 significant digits)" in claim.rule_text()
     lines = cl.sensitivity_lines(moved, [(s, f)])
-    assert any(line.startswith("| 1 | `opt` | at 1.7e-5 |") and line.endswith("| **differs** |") for line in lines)
+    assert any(line.startswith("| `opt` (finding 1) | at 1.7e-5 |") and line.endswith("| **differs** |")
+               for line in lines)
     with pytest.raises(ValueError, match="a sensitivity of 'nosuch'"):
         StudyRules("toy", (), (claim,), sensitivities=(Sensitivity("nosuch", "x", ()),))
 

@@ -951,6 +951,16 @@ def test_papers_check_tells_a_contradiction_from_a_flip_at_an_edge():
     assert found[0] == "finding 1 (claim 1 (Table 1)...): holds then differs (a contradiction)"
     assert found[1].endswith("undecided then holds (at the edge of its band)")
     assert differences(first, first[:1])[0] == "finding 2: only in the first run"
+    # The other open verdicts sit at an edge too: an interval wider than its band in one run, or a
+    # premise that flipped so; a change of category (not comparable, by construction) does not.
+    opened = differences(first, verdicts(_readme(["below detectable power", "premise not met", "by construction"])))
+    assert [is_edge(line) for line in opened] == [True, True, False]
+    # The summary table and a sensitivity table in the same README are not findings rows.
+    from pipeline.papers.claims import Claim, Finding, Sensitivity, StudyRules, sensitivity_lines
+    rules = StudyRules("toy", (), tuple(Claim(f"c{i}", "x", "greater", "s", "c", "r") for i in (1, 2, 3)),
+                       sensitivities=(Sensitivity("c1", "moved", (("k", 2.0),)),))
+    moved = sensitivity_lines(rules, [(rules.sensitivities[0], Finding("x", "o", "differs", "", "r"))])
+    assert verdicts(_readme(["holds", "undecided", "holds"]) + "\n" + "\n".join(moved)) == first
 
 
 def test_papers_check_against_a_written_reproduction_runs_once_and_fails_on_contradictions(tmp_path, monkeypatch,
