@@ -78,21 +78,34 @@ def regenerate(name: str, run_dir: Path, out: Path, overrides: list[str] = ()) -
     return verdicts(write_paper(name, run_dir, out).read_text())
 
 
+def load_text(run_dir: Path) -> str:
+    """The 1-minute load average at a run's start and end (its run.log), as a check line says it:
+    a timing verdict is only as steady as the load it was measured under."""
+    from .papers.common import run_timing
+    t = run_timing(run_dir)
+    if "load_start" not in t or "load_end" not in t:
+        return "load not recorded"
+    return f"load {t['load_start'][0]:.1f} to {t['load_end'][0]:.1f} on {t.get('cores', '?')} cores"
+
+
 def check(names=FAST, overrides: list[str] = (), log=print, against: Path | None = None) -> dict[str, list[str]]:
     """name -> the differences between two regenerations (empty: they agree); with `against`,
-    the first is the reproduction already written in against/<name>/README.md."""
+    the first is the reproduction already written in against/<name>/README.md. Each line says the
+    load each fresh run was measured under."""
     found = {}
     with tempfile.TemporaryDirectory(prefix="papers-check-") as tmp:
         for name in names:
             start = time.perf_counter()
             runs = [] if against is None else [verdicts((Path(against) / name / "README.md").read_text())]
+            fresh = range(len(runs) + 1, 3)
             runs += [regenerate(name, Path(tmp) / f"{name}-{i}", Path(tmp) / f"{name}-{i}-paper", overrides)
-                     for i in range(len(runs) + 1, 3)]
+                     for i in fresh]
             found[name] = differences(*runs)
             edges = sum(map(is_edge, found[name]))
+            loads = "; ".join(f"run {i} at {load_text(Path(tmp) / f'{name}-{i}')}" for i in fresh)
             log(f"papers-check: {name}: {len(runs[0])} findings, "
                 f"{'agree' if not found[name] else f'{len(found[name]) - edges} contradict, {edges} at an edge'} "
-                f"({time.perf_counter() - start:.0f} s for {'the fresh run' if against else 'both runs'})")
+                f"({time.perf_counter() - start:.0f} s for {'the fresh run' if against else 'both runs'}; {loads})")
             for line in found[name]:
                 log(f"  {line}")
     return found

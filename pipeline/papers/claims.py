@@ -726,11 +726,14 @@ def outcome_lines(found: list[Finding]) -> list[str]:
                 continue
             claim = _SOURCE.split(f.claim, maxsplit=1)[0]
             if group == "cannot be judged":
-                why = f"{f.verdict}: {_first_clause(f.why)}" if f.why else f.verdict
+                why = _first_clause(f.why) if f.why.startswith(f.verdict) else \
+                    f"{f.verdict}: {_first_clause(f.why)}" if f.why else f.verdict
                 if f.verdict == BY_CONSTRUCTION:
                     why = f"{f.verdict}: {_first_clause(f.rule.removeprefix('by construction: '))}"
             else:
-                why = _first_clause(f.why) if f.why else "its 95% interval lies inside the band in every cell judged"
+                where = ("in at least one cell" if f" {OVER['some']} " in f.rule else
+                         "in most cells" if f" {OVER['most']} " in f.rule else "in every cell judged")
+                why = _first_clause(f.why) if f.why else f"the 95% interval lies inside the band {where}"
             out.append(f"| {group} | {i} | {claim.replace('|', chr(92) + '|')} | {why.replace('|', chr(92) + '|')} |")
     return out
 

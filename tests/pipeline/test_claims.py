@@ -266,14 +266,17 @@ def test_a_sensitivity_moves_one_setting_and_enters_the_digest():
 
 
 def test_the_summary_table_says_what_is_reproduced_what_differs_and_what_cannot_be_judged():
-    found = [Finding("A is faster (Table 2: 3x)", "o", HOLDS), Finding("B is level (Section 4)", "o", DIFFERS,
+    found = [Finding("A is faster (Table 2: 3x)", "o", HOLDS, "", "greater: a ratio, above 1.1x, in each dataset"),
+             Finding("B is level (Section 4)", "o", DIFFERS,
                                                                          "ours is compiled; theirs not. More"),
              Finding("C holds", "o", UNDECIDED, "the 95% interval of x covers an edge; the rows are few"),
              Finding("D", "o", BY_CONSTRUCTION, "", "by construction: the KKT conditions decide it; always")]
     lines = cl.outcome_lines(found)
     assert lines[2:] == [
-        "| reproduced | 1 | A is faster | its 95% interval lies inside the band in every cell judged |",
+        "| reproduced | 1 | A is faster | the 95% interval lies inside the band in every cell judged |",
         "| differs | 2 | B is level | ours is compiled |",
         "| cannot be judged | 3 | C holds | undecided: the 95% interval of x covers an edge |",
         "| cannot be judged | 4 | D | by construction: the KKT conditions decide it |"]
     assert "1 below detectable power" not in cl.counts_line(found) and "0 premise not met" in cl.counts_line(found)
+    some = Finding("E", "o", HOLDS, "", "greater: a ratio, above 1.1x, in at least one dataset, C and entry; ...")
+    assert cl.outcome_lines([some])[2].endswith("| the 95% interval lies inside the band in at least one cell |")

@@ -984,3 +984,23 @@ def test_papers_check_against_a_written_reproduction_runs_once_and_fails_on_cont
     assert pc.main(["--against", str(tmp_path), "bertini"]) == 2 and len(calls) == n
     assert "no README.md for bertini" in capsys.readouterr().err
     assert pc.main(["--against"]) == 2
+
+
+def test_papers_check_says_the_load_of_each_fresh_run(monkeypatch):
+    """A timing verdict is as steady as the load it was measured under: each study's line names
+    the load at the start and end of each fresh run (its run.log), or says it was not recorded."""
+    from pipeline import papers_check as pc
+
+    def regenerate(name, run_dir, out, overrides=()):
+        run_dir.mkdir(parents=True)
+        if run_dir.name.endswith("-1"):
+            (run_dir / "run.log").write_text(
+                "[t] machine at the start: 2 cores, load average 1.25, 1.00, 0.50 (1, 5, 15 min)\n"
+                "[t] 3 tasks: 3 run, 0 skipped (already done), 0 failed, 1.00 s wall (3 Dask tasks)\n"
+                "[t] machine at the end: 2 cores, load average 1.75, 1.10, 0.60 (1, 5, 15 min)\n")
+        return [(1, "claim 1", "holds")]
+    monkeypatch.setattr(pc, "regenerate", regenerate)
+    lines = []
+    assert pc.check(["troyan"], log=lines.append) == {"troyan": []}
+    assert lines[0].startswith("papers-check: troyan: 1 findings, agree (")
+    assert lines[0].endswith("; run 1 at load 1.2 to 1.8 on 2 cores; run 2 at load not recorded)")
