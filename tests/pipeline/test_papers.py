@@ -811,6 +811,18 @@ def test_rupnik_test_error_pairs_the_rows_the_two_models_classify_differently():
     assert (want.lo, want.hi) == pytest.approx((0.7 - half, 0.7 + half))
     assert f.verdict == "holds" and f"+0.70 pp [{want.lo:+.2f}, {want.hi:+.2f}]" in f.ours
     assert "Pegasos 6.70% after 50 iterations" in f.ours and "traced" not in f.ours
+    # Where the claim cuts the curve: the 1000-step runs' traced errors near 50 iterations, and
+    # whether the cut sits on a cliff (the error still halving within ten steps).
+    steep = {20: 0.45, 30: 0.38, 40: 0.30, 47: 0.07, 60: 0.062, 100: 0.06}
+    peg = pd.DataFrame([{"key": f"peg-{i}", "solver_entry": rp.PEGASOS, "dataset": "rcv1_full"} for i in range(3)])
+    traces = pd.DataFrame([{"key": f"peg-{i}", "iteration": t, "test_error": e} for i in range(3)
+                           for t, e in steep.items()])
+    data = SimpleNamespace(fits=pd.concat([fits, peg]), traces=traces)
+    cliff = rp.finding_test_error(conv, preds, data)
+    assert "the claim cuts the curve on a cliff" in cliff.ours and "30.0% by t = 40, 7.0% by t = 50" in cliff.ours
+    flat = traces.assign(test_error=0.06)
+    assert "the curve around the claim's cut" in rp.finding_test_error(
+        conv, preds, SimpleNamespace(fits=data.fits, traces=flat)).ours
 
 
 def test_rupnik_start_and_k_findings_flip():
