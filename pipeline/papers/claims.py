@@ -442,8 +442,7 @@ class StudyRules:
     def aside_reason(self, dataset: str, claim: Claim) -> str:
         """The long form of `aside`, with the declaration's why (a finding not comparable says it)."""
         word, why = self.aside(dataset, claim), self.why(dataset)
-        if claim.category in self.kept_out(dataset) and self.status(dataset) != OTHER and \
-                not (self.status(dataset) == STAND_IN and claim.scope == LEVEL):
+        if word.startswith("kept out"):
             return f"{dataset} is {word}: {self.kept_out(dataset)[claim.category]}"
         if word.startswith("a stand-in"):
             return f"a stand-in for the paper's data, whose printed levels it cannot reproduce{': ' + why if why else ''}"
