@@ -23,16 +23,18 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .data import store
-from .experiment.config import ConfigError, validate
+from .experiment.config import ConfigError
 from .experiment.experiment import Experiment, thaw
 from .engine.materialise import materialise_datasets, missing_datasets
 from .engine.clusters import ClusterError, probe_cluster, shared_client
+from .engine import costs
 from .engine.execute import error_keys, execute, failure_lines, Interrupted
 from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
 from .engine.warmup import task_modules, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import LockError, run_lock
+from .preflight import preflight
 from .results.shards import ShardError
 
 log = logging.getLogger("svmbench")
@@ -58,8 +60,7 @@ def run(experiment: Experiment | DictConfig, run_dir: str | Path, echo=None, sta
         if echo is not None:
             echo(msg)
 
-    exp = experiment if isinstance(experiment, Experiment) else validate(experiment)
-    check_paper(exp)
+    exp = experiment if isinstance(experiment, Experiment) else preflight(experiment)[0]
     if exp.run.dry_run:
         return dry_run(exp, run_dir, say)
     probe_cluster(exp.cluster)     # a scheduler that does not answer fails here, before any work
@@ -112,7 +113,7 @@ class Timing:
         self.phases.append((phase, now - self.last))
         self.last = now
 
-    def line(self, summary=None, own_mb: float | None = None) -> str:
+    def line(self, summary=None, own_mb: float | None = None, report_cpu: float | None = None) -> str:
         """"timing: start 2.1 s (...), plan 0.4 s, warm-up wait 0.3 s (...), execute 13.6 s,
         tables 1.1 s, report 0.9 s; total 18.4 s before exit": the phases add up to the total.
         start is the command's own (interpreter, imports, Hydra composing the config) up to
@@ -132,6 +133,10 @@ class Timing:
                 around = seconds - summary.wall_s - wait
                 if around >= 0.05:
                     parts.append(f"around execute {around:.1f} s (the skip list, the last shards, the workers' counts)")
+            elif phase == "report" and report_cpu is not None:
+                # The report's own processes (a fork and its figure processes) on more than one
+                # core: their CPU seconds say what it costs beside what it waits.
+                parts.append(f"report {seconds:.1f} s (CPU {report_cpu:.1f} s in its processes)")
             else:
                 parts.append(f"{phase} {seconds:.1f} s")
         total = time.perf_counter() - self.t0 + (self.before or 0.0)
@@ -280,6 +285,10 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
         f"{len(plan.datasets)} datasets (store: {root})")
     for line in plan_lines(plan, exp):
         say(line)
+    if exp.search_kind == "grid":      # a search decides its rounds' fits as it goes
+        done = finished_in_plan(run_dir, plan, exp.run.retry_errors)[0] if shard_files(run_dir) else set()
+        for line in costs.lines(costs.estimate(plan, done, run_dir, root), exp.run):
+            say(line)
     say(_machine_line("start"))
     if exp.search_kind == "grid":
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
@@ -290,6 +299,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
         # In place: the tables read these keys, and an interrupt's line counts them.
         keys[:] = list(plan.references) + fit_keys
     timing.mark("execute")
+    costs.record(run_dir, plan, root)     # what this run measured, for the next one's estimate
     # What the tables and the closing lines need of the plan; the plan itself goes.
     references = list(plan.references)
     reference_of = plan.fits.reference_of(fit_keys)
@@ -332,7 +342,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if paper is not None:
         timing.mark("paper")
         say(f"paper: {paper}  ({time.perf_counter() - timing.t0:.1f} s)")
-    say(timing.line(summary, info.get("own_mb")))
+    say(timing.line(summary, info.get("own_mb"), info.get("cpu_s")))
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"
@@ -418,6 +428,9 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     say(f"  fits: {len(fits)} ({', '.join(f'{k} {n}' for k, n in by_solver.items()) or 'none'})")
     for line in plan_lines(plan, exp) if plan else []:
         say(f"  {line}")
+    if plan is not None and exp.search_kind == "grid":
+        for line in costs.lines(costs.estimate(plan, have - errors, run_dir, root), exp.run):
+            say(f"  {line}")
     ref_by = refs.count_by("solver") if plan else {}
     say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
         f"run.reference={exp.run.reference})")
@@ -426,15 +439,6 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     say(f"  {where}: {len(have)} of {n_tasks} tasks already done{retry}; the run would compute {todo}")
     return {"dry_run": True, "plan": plan, "missing": missing, "done": len(have), "todo": todo,
             "failed": 0}
-
-
-def check_paper(exp: Experiment) -> None:
-    """`paper:` must name a registered reproduction (pipeline/papers/), checked before any work."""
-    if exp.paper is None:      # the reproductions' modules (80 ms of imports) only for a paper's run
-        return
-    from .papers import PAPERS, names
-    if exp.paper not in PAPERS:
-        raise ConfigError(f"paper={exp.paper!r}: no such reproduction; registered: {', '.join(names())}")
 
 
 def write_reproduction(exp: Experiment, run_dir: Path, root: str) -> Path | None:

@@ -7,10 +7,10 @@ from .base import Budget, Fit, Recorder, STATUSES
 from .kernels import Kernel
 from .problem import Problem, ProblemError
 from .registry import (Param, Plugin, SolverError, SolverSpec, fit, get_solver, load_plugin, origin, register,
-                       solver_names, warm_all)
+                       registered_names, solver_names, warm_all)
 
 # Importing a solver module registers it.
-from . import dcd, gd, newton, pegasos, references, qp, svmlight, smo, majorization, cpm, smooth_newton  # noqa: F401
+from . import dcd, gd, newton, pegasos, references, qp, svmlight, smo, majorization, cpm, smooth_newton, cocoa  # noqa: F401
 
 
 def __getattr__(name):
@@ -24,4 +24,4 @@ def __getattr__(name):
 
 __all__ = ["Budget", "Fit", "Recorder", "STATUSES", "Kernel", "Problem", "ProblemError", "Param",
            "SolverError", "SolverSpec", "fit", "get_solver", "load_plugin", "origin", "Plugin", "register",
-           "solver_names", "SVMClassifier", "warm_all"]
+           "registered_names", "solver_names", "SVMClassifier", "warm_all"]

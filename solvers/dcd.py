@@ -205,7 +205,7 @@ def _prefetch_rows(data, indices, indptr, rinfo, alpha, index, s, active):
 
 @njit(cache=True, nogil=True)
 def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
-              PGmax_old, PGmin_old, shrinking, loc, Q, Gs, m, prefetch):
+              PGmax_old, PGmin_old, shrinking, loc, Q, Gs, m, prefetch, sigma=1.0):
     """One pass over index[:active] in its current order. Shrinks (moves to the tail of
     `index`) variables at a bound whose gradient points outward beyond last pass's extremes.
 
@@ -216,6 +216,12 @@ def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
     compiles the sparse pass alone (numba prunes the `Q is None` branches of a None argument):
     one pass with a run-time test per step was measurably slower on short rows (heart's,
     banknote's), where the test is a large share of a step.
+
+    sigma scales the quadratic term's step on w: a step d on alpha_i adds sigma d y_i x_i to w
+    (and Qbar_ii, in rinfo, holds sigma (||x_i||^2 + B^2) + diag_i: `_qd`). 1 is the dual
+    above; sigma' > 1 makes the pass a pass of the CoCoA+ local subproblem, w then holding
+    w_global + sigma' v_k (solvers/cocoa.py). A multiplication by 1.0 is exact, so dcd's own
+    iterates are bit for bit those without it.
 
     Returns (active, PGmax_new, PGmin_new, finite): finite is False once a step wrote a
     non-finite alpha (the divergence check, O(1) per step instead of O(n) per pass)."""
@@ -305,7 +311,7 @@ def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
                 for j in range(m):
                     Gs[j] += d * row[j]
             else:
-                d = (new - a) * yi
+                d = (new - a) * yi * sigma
                 if indices is None:
                     for p in range(start, end):
                         w[p - start] += d * data[p]
@@ -396,15 +402,16 @@ def _gram_enter(data, indices, indptr, y, alpha, w, wb, B, QD, diag, index, acti
 
 
 @njit(cache=True, nogil=True)
-def _qd(data, indptr, extra):
-    """Qbar_ii = ||x_i||^2 + B^2 + diag_i from the CSR arrays (extra_i = B^2 + diag_i)."""
+def _qd(data, indptr, extra, sigma=1.0):
+    """Qbar_ii = sigma ||x_i||^2 + extra_i from the CSR arrays: dcd's extra_i = B^2 + diag_i
+    (sigma 1, exact), the CoCoA+ subproblem's sigma' B^2 + diag_i (`_dcd_pass`'s sigma)."""
     n = indptr.shape[0] - 1
     out = np.empty(n)
     for i in range(n):
         s = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * data[p]
-        out[i] = s + extra[i]
+        out[i] = sigma * s + extra[i]
     return out
 
 
@@ -498,7 +505,7 @@ def _gram_gain(indptr, index, active, loc, cap, dense_speed):
 @njit(cache=True, nogil=True)
 def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, index, state, fstate,
                 rng, w_prev, n_passes, stop_w, tol, shrinking, dw_last, gram_ids, loc, Qbuf, Gs,
-                astart, alpha_pre, w_base, dense_speed, dense_rows, prefetch):
+                astart, alpha_pre, w_base, dense_speed, dense_rows, prefetch, sigma=1.0):
     """Up to `n_passes` passes of Algorithm 1 in one compiled call, with the shrinking, the
     full-set recheck and both stopping rules of the Python loop this replaces; on small
     problems a pass costs microseconds, so the per-pass interpreter work (permutation, trace and
@@ -515,7 +522,9 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
     (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse. dense_rows:
     every row stores all its columns (`_dense_rows`), so the sparse passes run the pass
     compiled for indices = None; chosen per pass, not per compiled call, so that one
-    compilation (and the warm-up's tiny problems) covers all three passes.
+    compilation (and the warm-up's tiny problems) covers all three passes. sigma: `_dcd_pass`'s;
+    Gram mode needs sigma 1 (its Qbar_EE and G_E hold the plain dual's), so a caller with
+    another sigma passes dense_speed 0.
 
     Returns (passes done, code): code 0 ran all n_passes, 1 converged (the test passed on a
     pass that started with every variable active), 2 diverged."""
@@ -575,15 +584,15 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
         if gram:
             active, PGmax_new, PGmin_new, ok = _dcd_pass(
                 data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
-                PGmax_old, PGmin_old, shrinking, loc, Qbuf[slot], Gs, m, False)
+                PGmax_old, PGmin_old, shrinking, loc, Qbuf[slot], Gs, m, False, 1.0)
         elif dense_rows:
             active, PGmax_new, PGmin_new, ok = _dcd_pass(
                 data, None, indptr, rinfo, alpha, w, wb, B, index, active,
-                PGmax_old, PGmin_old, shrinking, loc, None, Gs, m, prefetch)
+                PGmax_old, PGmin_old, shrinking, loc, None, Gs, m, prefetch, sigma)
         else:
             active, PGmax_new, PGmin_new, ok = _dcd_pass(
                 data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
-                PGmax_old, PGmin_old, shrinking, loc, None, Gs, m, prefetch)
+                PGmax_old, PGmin_old, shrinking, loc, None, Gs, m, prefetch, sigma)
         done += 1
         if gram:
             state[7] += 1

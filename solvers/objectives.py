@@ -140,6 +140,18 @@ def dual_objective(problem: Problem, alpha: np.ndarray, w_norm_sq: float) -> flo
     return float(alpha.sum() - 0.5 * w_norm_sq - 0.5 * diag_term(diag, alpha))
 
 
+def primal_from_sums(C: float, w_norm_sq: float, loss_sum: float) -> float:
+    """P from ||w||^2 (with w_b^2 when regularized) and sum_i s_i loss_i, the sum added up over
+    partitions of the rows (solvers/cocoa.py): `primal_from_decision`'s sum, kept apart."""
+    return 0.5 * w_norm_sq + C * loss_sum
+
+
+def dual_from_sums(alpha_sum: float, w_norm_sq: float, diag_sum: float) -> float:
+    """D from sum_i alpha_i, ||sum_i alpha_i y_i x_i||^2 and sum_i diag_i alpha_i^2, each added up
+    over partitions of the rows (solvers/cocoa.py): `dual_objective`'s terms, kept apart."""
+    return alpha_sum - 0.5 * w_norm_sq - 0.5 * diag_sum
+
+
 def projected_gradient(G: np.ndarray, alpha: np.ndarray, U) -> np.ndarray:
     """PG_i of min f(alpha) over 0 <= alpha <= U given the gradient G (Hsieh et al. eq. 8); U a
     number or one bound per row."""

@@ -42,6 +42,11 @@ class SolverSpec:
     # Whether the driver weighs rows (Problem.sample_weight: per-row box C s_i in a dual, s_i
     # times the loss term in a primal); a weighted problem given to one that does not is refused.
     sample_weight: bool = False
+    # Whether the pipeline trains each fit across the Dask workers, each holding a block of
+    # the rows, its driver in the client (pipeline/engine/distributed.py), rather than in one
+    # task; `fit` is then the same algorithm over blocks in one process (cluster=sequential,
+    # the estimator).
+    distributed: bool = False
     default_max_iter: int = 1000
     # budget.tol when none is given (solvers.fit without a budget, SVMClassifier(tol=None)): each
     # solver's own stopping quantity, set so that default sweeps end `converged` (DESIGN.md).
@@ -172,6 +177,12 @@ def solver_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def registered_names() -> list[str]:
+    """The solvers registered in this process so far, without looking through the entry points
+    (`discover`, which imports installed plugins): what a pure check of a config reads."""
+    return sorted(_REGISTRY)
+
+
 # ------------------------------------------------------------------ plugins
 @dataclass(frozen=True)
 class Plugin:
@@ -285,6 +296,23 @@ def plugin_of(name: str) -> Plugin | None:
         if name in plugin.names:
             found = plugin
     return found
+
+
+def loaded_plugin(source: str) -> Plugin | None:
+    """The plugin `load_plugin(source)` loaded in this process, found without reading the file or
+    importing anything (None if none was): a file by its absolute path (the last loaded, if its
+    bytes changed between loads), a module by its name. What a pure check of a config reads."""
+    import os
+
+    source = os.fspath(source)
+    if source.endswith(".py") or os.sep in source or (os.altsep or os.sep) in source:
+        path = os.path.abspath(source)
+        found = None
+        for plugin in _PLUGINS.values():
+            if plugin.source == path:
+                found = plugin
+        return found
+    return _PLUGINS.get(source)
 
 
 def ensure_plugin(source: str, sha256: str | None = None, text: str | None = None,

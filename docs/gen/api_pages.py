@@ -23,6 +23,8 @@ MODULES = [
     ("pipeline", "pipeline.run", "the composition root: `run(cfg, run_dir)`"),
     ("pipeline", "pipeline.cli", "the `svmbench` command: run, data, report, solvers, cluster"),
     ("pipeline", "pipeline.command", "the run command: `python -m pipeline`, `svmbench run`"),
+    ("pipeline", "pipeline.preflight", "the one preflight: every check that reads beyond the config, once"),
+    ("pipeline", "pipeline.exits", "`fast_exit`: how a process ends once its work is written"),
     ("pipeline", "pipeline.kept", "a local cluster kept between commands (`svmbench cluster`)"),
     ("pipeline", "pipeline.kept.cluster", "start, status, stop: the kept cluster's one entry point"),
     ("pipeline", "pipeline.installation", "where the configs come from; the import-name check"),
@@ -45,7 +47,9 @@ MODULES = [
     ("pipeline", "pipeline.report.build", "the report from the Parquet tables"),
     ("pipeline", "pipeline.report.registry", "registering a table or a figure"),
     ("pipeline", "pipeline.papers.common", "what every paper reproduction's writer shares"),
-    ("pipeline", "pipeline.bench", "the sweep benchmark (`python -m pipeline.bench`)"),
+    ("pipeline", "pipeline.bench", "the benchmark (`python -m pipeline.bench`): its package"),
+    ("pipeline", "pipeline.bench.harness", "what every benchmark scenario shares: our whole command run and read"),
+    ("pipeline", "pipeline.bench.anchors", "the benchmark's references as functions, run by name"),
 ]
 
 

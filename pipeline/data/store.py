@@ -1143,6 +1143,12 @@ def _rows_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
     return bool(increasing.all())
 
 
+def check_entry_name(name: str) -> None:
+    """Raise StoreError if ``name`` is not a valid entry name (one that stays inside the store:
+    ``../x`` or ``a/b`` would reach past its root). A check of the name alone: no store is opened."""
+    _check_name(name)
+
+
 def _check_name(name: str) -> None:
     if not isinstance(name, str) or not _NAME_RE.match(name) or name in {".", ".."}:
         raise StoreError(

@@ -7,7 +7,6 @@ from __future__ import annotations
 from ..data import store
 from ..data.datasets import check_writable, dataset_names, ensure_dataset, store_name
 from ..data.store import dataset_info, read_labels
-from ..experiment.config import ConfigError, check_plugin_solvers
 from ..experiment.experiment import Experiment, thaw
 
 
@@ -17,8 +16,6 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
     planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
     run) an entry the store lacks is left out and named in `missing_datasets` instead."""
     root = exp.store_root
-    if build:
-        check_plugin_solvers(exp)     # a plugin's smoke fits, before its first task
     out = {}
     for dkey, ds in exp.datasets.items():
         builder = ds.builder
@@ -29,11 +26,7 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
                     continue
                 check_writable(root, f"datasets.{dkey} ({builder}) is not in the store and must be built")
             meta = ensure_dataset(root, builder, params)
-        else:   # a store entry of the user's (ingested), used as it is
-            if not store.exists(root, builder):
-                stored = sorted(m["name"] for m in store.list_datasets(root))
-                raise ConfigError(f"datasets.{dkey}.builder={builder!r}: unknown dataset; builders: "
-                                  f"{', '.join(dataset_names())}; in the store: {', '.join(stored) or '(none)'}")
+        else:   # a store entry of the user's (ingested), used as it is: the preflight found it there
             meta = dataset_info(root, builder)
         out[dkey] = (meta, read_labels(root, meta["name"]))
     return out

@@ -43,6 +43,8 @@ import tempfile
 import threading
 import time
 
+from .. import exits
+
 # Per-process thread counts of the numeric libraries, set before the child imports them.
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 POLL_S = 0.1                 # how often the waiting thread checks the clock and the memory
@@ -595,7 +597,7 @@ def _die_with_parent() -> None:
     except (OSError, AttributeError):
         return
     if str(os.getppid()) != os.environ.get("SVMBENCH_SANDBOX_PARENT"):
-        os._exit(1)
+        exits.fast_exit(1, forked=True)     # the parent is gone: nothing of this child's to finish
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..experiment.plan import binary_labels, heldout_rows, make_folds, subsample_rows
+from ..experiment.schema import REPORT_TARGET, TIMING_BUDGET_S
 from .rss import peak_rss_mb, reset_peak_rss
 from ..data.store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
 
@@ -380,7 +381,10 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     A timing fit (the spec's `timing`, plan.timing_template) builds its problem from the fold's
     arrays, timed (`info["setup_s"]`: what an estimator's fit does before its solver, so that our
     solvers' time is the whole call, as a library's fit call is; 0 for a library, whose own call
-    checks its input inside its time), and a reference library's is a ladder (`_ladder`)."""
+    checks its input inside its time), runs within its budget (`run.timing_budget_s`, on its own
+    clock: a fit past it is cut, and a target it had not reached is censored), and a reference
+    library's is a ladder (`_run_ladder`). A library's sweep fit also notes the CPU seconds of its
+    call (`call_cpu_s`): its ladder reads it as its top rung's time, on the ladder's clock."""
     import solvers
 
     timing = spec.get("timing")
@@ -389,7 +393,9 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     # docs/benchmarks/fairness.md), and the wait is the machine's, not the solver's. Every solver
     # here runs in its task's process (LIBLINEAR and LIBSVM inside scikit-learn's call); one that
     # used k threads would be charged the k threads' seconds.
-    clock = time.process_time if timing is not None else time.perf_counter
+    # A timing fit compared with a distributed fit is on the wall clock, as the distributed
+    # fit's driver is (plan._add_timing_fits; the results' `clock` column says so).
+    clock = time.process_time if timing is not None and timing.get("clock") != "wall" else time.perf_counter
     setup_s = 0.0
     if timing is not None and timing["method"] != "ladder":
         t0 = clock()
@@ -402,18 +408,30 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
         params["random_state"] = spec["seed"]
     b = spec["budget"]
     budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
+    limit = timing_budget(timing)
+    cut_at = None
+    if timing is not None and timing["method"] != "ladder" and limit is not None \
+            and (budget.time_limit_s is None or limit - setup_s < budget.time_limit_s):
+        # The budget is on the call clock, which counts the problem's setup: the solver gets the rest.
+        cut_at = max(limit - setup_s, 1e-6)
+        budget = solvers.Budget(max_iter=budget.max_iter, tol=budget.tol, time_limit_s=cut_at)
     extras = {}
     if spec["trace"].get("test_error") and X_test is not None and X_test.shape[0]:
         # Test error of the solver's current model at each trace point (clock paused).
         extras["test_error"] = lambda m: 1.0 - _accuracy(y_test, problem.decision(m, X_test))
+    library = timing is None and spec.get("family") == "reference"
 
     def solve(budget=budget, enabled=spec["trace"]["enabled"]):
-        rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock,
-                               extras=extras, max_overhead=spec["trace"].get("max_overhead", 0.05))
+        rec = (_call_recorder() if library else solvers.Recorder)(
+            per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock, extras=extras,
+            max_overhead=spec["trace"].get("max_overhead", 0.05))
         _solver_starts()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # non-convergence is the status column
-            return solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
+            fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
+        if library:
+            fit.info["call_cpu_s"] = rec.cpu_s
+        return fit
 
     def fastest(budget=budget, enabled=spec["trace"]["enabled"]):
         fit = solve(budget, enabled)
@@ -430,55 +448,100 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
             fit.info["fit_time_s_repeats"] = times
         return fit
 
-    fit = _ladder(fastest, budget, int(timing["per_decade"])) if timing is not None and \
-        timing["method"] == "ladder" else fastest()
+    if timing is not None and timing["method"] == "ladder":
+        fit = _run_ladder(spec, fastest, budget, timing)
+    else:
+        fit = fastest()
+    if cut_at is not None:
+        fit.info["timing_budget_s"] = float(limit)
+        if fit.status == "timeout":
+            fit.info["censored_at_s"] = float(limit)     # cut by the budget, not by its own time limit
     if timing is not None:
         fit.info["setup_s"] = setup_s      # the record's own column (`_binary_record`)
     return problem, fit
 
 
-# A ladder's rungs end at its solver's own stop; past this many a ladder is cut (a million
-# iterations at 10 rungs a decade) and says so.
-MAX_RUNGS = 60
+@functools.cache
+def _call_recorder():
+    """A Recorder that also reads the CPU seconds of a library's call (`cpu_s`), where the
+    library reads its seconds: a library's adapter (solvers/references.py) reads `seconds()`
+    once its one call returns, before it records its one point. Its ladder takes that solve as
+    its top rung, on the ladder's clock (`_run_ladder`), instead of solving it again."""
+    import solvers
+
+    class CallRecorder(solvers.Recorder):
+        def start(self):
+            self.cpu_s = math.nan
+            self._cpu0 = time.process_time()
+            return super().start()
+
+        def seconds(self):
+            if not self.points and self.overhead_s() == 0.0:
+                self.cpu_s = time.process_time() - self._cpu0
+            return super().seconds()
+
+    return CallRecorder
 
 
-def _ladder(solve, budget, per_decade: int):
-    """A library that runs as one call (LIBLINEAR, LIBSVM and SGD through scikit-learn) has no
-    trace to read a time to target from, and its time to its own stop is not one. So it is timed
-    as benchopt times a black box: a ladder of cold solves capped at k = 1, 2, 3, ... iterations,
-    k growing by 10^(1/per_decade) as the recorder's points do (the same grid, so that a time to
-    target is read at the same resolution on both sides), each solve timed alone (its whole call).
-    The rungs are the fit's trace: (iterations, that solve's seconds, P, D, gap); the fit returned
-    is the last rung, which stopped by the solver's own test (or at its cap or time limit), so its
-    status, iterations and time are those of the plain fit. Same start and seed each time: rung k's
-    model is the k-th iterate of the full solve."""
-    from solvers import Budget
+def timing_budget(timing: dict | None) -> float | None:
+    """A timing fit's budget B in seconds on its clock (`run.timing_budget_s`; the default stays out
+    of its key, plan.timing_template), None: no budget."""
+    return None if timing is None else timing.get("budget_s", TIMING_BUDGET_S)
 
-    cap = budget.max_iter
-    rungs, spent, k = [], 0.0, 1
+
+# The sweep twin's record, as a ladder's own (`_run_ladder`): the full solve it would otherwise
+# have run again as its top rung.
+TWIN_FIELDS = ("status", "n_iter", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
+               "train_accuracy", "test_accuracy", "n_sv", "heldout_accuracy", "n_heldout")
+
+
+def _run_ladder(spec: dict, solve, budget, timing: dict):
+    """A reference library's timing fit: its ladder (`_ladder`) with what the run handed over
+    (`spec["ladder"]`, execute.py): f*, the reference's objective, and the top, the sweep's own
+    fit of the same problem, the same cold solve (same seed): its iterations, certificates, CPU
+    seconds and record."""
+    given = spec.get("ladder") or {}
+    return _ladder(solve, budget, int(timing["per_decade"]), f_star=given.get("f_star"),
+                   target=timing.get("target", REPORT_TARGET), top=given.get("top"),
+                   limit_s=timing_budget(timing), record=given.get("record"))
+
+
+def _ladder(solve, budget, per_decade: int, f_star=None, target=None, top=None, limit_s=None, record=None):
+    """A library's ladder of cold solves (pipeline/engine/ladder.py): solve(budget, enabled) -> Fit.
+    With f*, it stops at the first rung within `target` of it, within the budget B (limit_s); with
+    the top (a dict of the full solve: n_iter, seconds, primal, dual, gap, status),
+    that solve is not run again, and the record is the top's (`record`: the sweep twin's, as a
+    ladder's record always was the full solve's). Without f*, every rung to the solver's own stop.
+    The fit returned carries the rungs as its trace, its record's certificates, and in `info` the
+    ladder's rungs, seconds and how it ended."""
+    import solvers
+    from .ladder import Rung, climb
+
+    top = top if f_star is not None else None
+    top_rung = Rung(int(top["n_iter"]), float(top["seconds"]), float(top["primal"]), float(top["dual"]),
+                    float(top["gap"]), str(top["status"])) if top else None
     # The rungs, their certificates and the calls' own costs all run inside one task, which the
-    # sandbox kills at the fit's time limit (and a grace): the ladder stops at half of it, cut
-    # (`ladder_cut`: the report then cannot tell whether the target was reached after it).
-    started = time.perf_counter()
-    while True:
-        k = min(k, cap) if cap is not None else k
-        fit = solve(Budget(max_iter=k, tol=budget.tol, time_limit_s=budget.time_limit_s), False)
-        spent += float(fit.fit_time_s)
-        rungs.append((int(fit.n_iter), float(fit.fit_time_s), float(fit.primal), float(fit.dual), float(fit.gap)))
-        done = fit.status != "max_iter" or (cap is not None and k >= cap)
-        late = budget.time_limit_s is not None and time.perf_counter() - started > budget.time_limit_s / 2
-        if done or len(rungs) >= MAX_RUNGS or late:
-            break
-        k = max(k + 1, int(math.ceil(k * 10 ** (1.0 / per_decade) - 1e-9)))
-    # A solve capped at k' > k passes through the k-th iterate before it ends: each rung's
-    # seconds bound the time to every earlier iterate too, so the time of rung k is the least of
-    # its own and every later rung's (a rung slowed by the machine is bounded by a later one,
-    # and the trace's seconds grow with k, as a trace's do).
-    times = np.minimum.accumulate(np.array([r[1] for r in rungs])[::-1])[::-1]
-    fit.trace = [(k, float(t), P, D, gap) for (k, _, P, D, gap), t in zip(rungs, times)]
-    fit.trace_extra = [{} for _ in rungs]
-    fit.info.update(ladder_rungs=len(rungs), ladder_s=spent, ladder_cut=not done,
-                    ladder_times=[r[1] for r in rungs])
+    # sandbox kills at the fit's time limit (and a grace): the ladder starts no rung past half of
+    # it (`ladder_cut`: the report then cannot tell whether the target was reached after it).
+    deadline = time.perf_counter() + budget.time_limit_s / 2 if budget.time_limit_s is not None else None
+    ladder, info = climb(lambda k: solve(solvers.Budget(max_iter=k, tol=budget.tol, time_limit_s=budget.time_limit_s),
+                                         False),
+                         per_decade, budget.max_iter, f_star=f_star, target=target,
+                         top=top_rung, limit_s=limit_s, deadline=deadline)
+    end = ladder.rungs.get(ladder.end) if ladder.end is not None else None
+    ran = [r for _, r in sorted(ladder.rungs.items()) if r.fit is not None]
+    if end is not None and end.fit is not None:
+        fit = end.fit         # its own stop, found by a rung
+    elif ran:
+        fit = ran[-1].fit     # the highest rung (with a top: the record's certificates are the top's, below)
+    else:                     # no rung was needed: the top's end decided every target
+        fit = solvers.Fit(b=0.0, status=top["status"], n_iter=int(top["n_iter"]), primal=float(top["primal"]))
+    if top_rung is not None and (end is None or end.fit is None):
+        fit.info["as_record"] = {**{k: v for k, v in (record or {}).items() if k in TWIN_FIELDS},
+                                 "fit_time_s": float(top["seconds"])}
+    fit.trace = ladder.trace()
+    fit.trace_extra = [{} for _ in fit.trace]
+    fit.info.update(info, ladder_top="sweep fit" if top_rung is not None else None)
     return fit
 
 
@@ -492,6 +555,13 @@ def _heldout_columns(y_ho, predicted) -> dict:
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
     setup = fit.info.pop("setup_s", None)
+    # A ladder whose top is its sweep twin's solve takes that fit's record as its own (`_ladder`):
+    # its model is not here to score again.
+    given = fit.info.pop("as_record", None)
+    if given is not None:
+        return dict(n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
+                    C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
+                    info=json_safe(fit.info), **given, **({"setup_s": setup} if setup is not None else {})), fit
     f_tr = problem.decision(fit)
     # A kernel path keeps the test rows' kernel columns for its later fits (KernelPath.decision).
     path = (warm_start or {}).get("path")
@@ -663,7 +733,7 @@ def run_fit(spec: dict, root: str) -> dict:
 
 def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     """(record, fit); fit is None unless a binary fit returned a model (the next path point's start)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     reset_peak_rss()
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
@@ -685,6 +755,9 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
+    # Its CPU seconds beside (this thread's: the fit runs in it), what a cost estimate and a share
+    # of a run's work are counted in (run.py's cost lines; the shards keep it, the tables do not).
+    record["task_cpu_s"] = time.thread_time() - c0
     record.update(environment(), env_peak_rss_mb=peak_rss_mb())
     return record, fit
 
@@ -697,7 +770,7 @@ def run_reference(spec: dict, root: str) -> dict:
 def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     import solvers
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     reset_peak_rss()
     record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
     fit = None
@@ -723,6 +796,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
     except Exception as exc:  # noqa: BLE001
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
+    record["task_cpu_s"] = time.thread_time() - c0
     record["env_peak_rss_mb"] = peak_rss_mb()
     return record, fit
 

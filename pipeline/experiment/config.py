@@ -37,6 +37,7 @@ from .schema import (  # noqa: F401  (the schema's names are part of this module
     ConfigError,
     CVConf,
     DatasetConf,
+    ReportConf,
     RunConf,
     SearchConf,
     SolverConf,
@@ -81,6 +82,21 @@ def load_plugins(sources, where: str = "plugins") -> tuple:
             plugin = load_plugin(str(source))
         except SolverError as exc:
             raise ConfigError(f"{where}[{i}]={source!r}: {exc}") from None
+        out.append({"source": plugin.source, "sha256": plugin.sha256, "names": list(plugin.names)})
+    return tuple(out)
+
+
+def loaded_plugins(sources, where: str = "plugins") -> tuple:
+    """The plugins of `sources` as `load_plugins` loaded them in this process, ({source, sha256,
+    names}, ...), read from the registry without importing or reading anything; a ConfigError
+    naming ``plugins[i]`` for one that was not loaded (the preflight loads them first)."""
+    from solvers.registry import loaded_plugin
+    out = []
+    for i, source in enumerate(sources or []):
+        plugin = loaded_plugin(str(source))
+        if plugin is None:
+            raise ConfigError(f"{where}[{i}]={source!r}: not loaded in this process (pipeline.preflight "
+                              f"loads a run's plugins before validating it)")
         out.append({"source": plugin.source, "sha256": plugin.sha256, "names": list(plugin.names)})
     return tuple(out)
 
@@ -618,18 +634,20 @@ def _check_dataset_problem(key: str, problem: dict, fail) -> None:
 
 def validate(cfg: DictConfig) -> Experiment:
     """Check every setting before any work starts and return the typed, frozen experiment that
-    every later stage takes (`experiment.Experiment`). Raises ConfigError naming key and value."""
+    every later stage takes (`experiment.Experiment`). Raises ConfigError naming key and value.
+
+    Pure: a function of the config and of what this process has registered (solvers, dataset
+    builders, the plugins `load_plugins` loaded, which `prepare_overrides` and the preflight
+    load before it). It imports no user code and touches no file; what needs either (plugins,
+    store entries, TLS files, the paper, plugin smoke fits) is `pipeline.preflight`'s."""
     import solvers
 
-    from ..data.datasets import dataset_names, get_builder
+    from ..data.datasets import BUILDERS, get_builder
 
     refuse_unknown_keys(cfg, Config, "")
     for group, schema in (("cv", CVConf), ("cluster", ClusterConf), ("run", RunConf), ("store", StoreConf),
-                          ("search", SearchConf)):
+                          ("search", SearchConf), ("report", ReportConf)):
         refuse_unknown_keys(cfg.get(group), schema, group)
-    for key in cfg.get("report") or {}:
-        if key not in REPORT_KEYS:
-            raise ConfigError(f"report.{key}: unknown key; valid: {', '.join(REPORT_KEYS)}")
     cfg = typed(cfg)
 
     def fail(key, value, why):
@@ -644,8 +662,8 @@ def validate(cfg: DictConfig) -> Experiment:
         fail("datasets", [], "select at least one dataset, e.g. datasets=[toy_blobs]")
     if not cfg.solvers:
         fail("solvers", [], "select at least one solver, e.g. solvers=[dcd]")
-    builders = dataset_names()
-    from ..data.store import StoreError, dataset_path
+    builders = sorted(BUILDERS)     # the built-ins and the entry points the preflight discovered
+    from ..data.store import StoreError, check_entry_name
     for key, ds in cfg.datasets.items():
         builder = ds.builder or key
         if builder not in builders:
@@ -653,7 +671,7 @@ def validate(cfg: DictConfig) -> Experiment:
             # the store (`../x` or `a/b` would reach past the root). Whether the store holds it
             # is the store's to say, when the datasets are materialised (`run.materialise_datasets`).
             try:
-                dataset_path(store_root(cfg), builder)
+                check_entry_name(builder)
             except StoreError as exc:
                 fail(f"datasets.{key}.builder", builder, f"not a store entry name ({exc}); a name must not leave the store")
             if ds.params:   # a store entry is used as it is: parameters would be ignored
@@ -664,13 +682,10 @@ def validate(cfg: DictConfig) -> Experiment:
                 get_builder(builder).resolve(_plain(ds.params))
             except ValueError as exc:
                 raise ConfigError(f"datasets.{key}.params: {exc}") from None
-        if ds.scale not in SCALINGS:
-            fail(f"datasets.{key}.scale", ds.scale, f"must be one of {list(SCALINGS)}")
-        if ds.max_rows is not None and ds.max_rows < 4:
-            fail(f"datasets.{key}.max_rows", ds.max_rows, "must be >= 4 or null")
+        check_section(f"datasets.{key}", ds, DatasetConf, fail)
         _check_dataset_problem(key, _plain(ds.problem) or {}, fail)
-    plugins = load_plugins(_plain(cfg.get("plugins")) or [])
-    names = solvers.solver_names()
+    plugins = loaded_plugins(_plain(cfg.get("plugins")) or [])
+    names = solvers.registered_names()
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
         if name not in names:
@@ -684,8 +699,7 @@ def validate(cfg: DictConfig) -> Experiment:
         if sc.datasets is not None and not sc.datasets:
             fail(f"solvers.{key}.datasets", [], "name at least one dataset entry, or null for all")
         _refuse_unknown_solver_keys(f"solvers.{key}", sc, spec)
-        if sc.folds is not None and sc.folds < 1:
-            fail(f"solvers.{key}.folds", sc.folds, "must be >= 1 or null (every fold)")
+        check_section(f"solvers.{key}", sc, SolverConf, fail)
         for point in grid_points(sc.grid, f"solvers.{key}.grid"):
             merged = {**base, **point}
             where = f"solvers.{key}"
@@ -715,23 +729,14 @@ def validate(cfg: DictConfig) -> Experiment:
     cl = cfg.cluster
     if cl.kind == "address" and not cl.address:
         fail("cluster.address", cl.address, "cluster=address needs cluster.address=tcp://host:port")
-    _check_cluster_files(cl, fail)
+    _check_security(cl, fail)
     if not 0 <= int(cl.adapt.get("minimum", 0)) <= int(cl.adapt.get("maximum", 0)):
         fail("cluster.adapt", _plain(cl.adapt), "needs 0 <= minimum <= maximum")
     _check_search(cfg, fail)
+    check_section("report", cfg.get("report") or {}, ReportConf, fail)
     baseline = (cfg.get("report") or {}).get("baseline")
     if baseline is not None and baseline not in cfg.solvers:
         fail("report.baseline", baseline, f"must be a solver entry of this run: {', '.join(sorted(cfg.solvers))}")
-    formats = _plain((cfg.get("report") or {}).get("formats") or ["png"])
-    if not isinstance(formats, list) or "png" not in formats or not set(formats) <= set(REPORT_FORMATS):
-        fail("report.formats", formats, f"must be a list holding png and any of {', '.join(REPORT_FORMATS)} "
-                                        "(the html embeds the PNGs)")
-    figures = (cfg.get("report") or {}).get("figures")
-    if figures is not None and not isinstance(figures, bool):
-        fail("report.figures", figures, "must be true or false")
-    target = (cfg.get("report") or {}).get("target")
-    if target is not None and not (isinstance(target, (int, float)) and not isinstance(target, bool) and 0 < target < 1):
-        fail("report.target", target, "must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
     return _experiment(cfg, plugins)
 
 
@@ -876,9 +881,10 @@ def smoke(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def _check_cluster_files(cl, fail) -> None:
-    """cluster.security: "none", or the three PEM files together, each readable, before any
-    connection; not for the kept cluster (its own, in its state directory) nor kubernetes."""
+def _check_security(cl, fail) -> None:
+    """cluster.security: "none", or the three PEM files together; not for the kept cluster (its
+    own, in its state directory) nor kubernetes. That the files are there is the preflight's
+    (`pipeline.preflight.check_tls_files`)."""
     sec = cl.security
     if sec == "none":
         return
@@ -896,8 +902,6 @@ def _check_cluster_files(cl, fail) -> None:
     for k, v in given.items():
         if not v:
             fail(f"cluster.security.{k}", v, "TLS needs ca_file, cert and key together")
-        if not Path(v).is_file():
-            fail(f"cluster.security.{k}", v, "no such file")
 
 
 def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
@@ -917,27 +921,6 @@ def _refuse_unknown_solver_keys(where: str, sc, spec) -> None:
                     f"its parameters {', '.join(sorted(spec.params)) or '(none)'}; "
                     f"problem keys {', '.join(PROBLEM_KEYS)}; budget keys {', '.join(BUDGET_KEYS)}; "
                     f"{', '.join(TASK_KEYS)}")
-
-
-def check_plugin_solvers(exp: Experiment) -> None:
-    """Each plugin solver an entry runs passes its smoke fits (`solvers.testing.smoke_check`: one
-    per declared loss on a small conformance problem, certificates checked; a pass is remembered
-    under the plugin's sha256 in the user's cache directory), before any task: a fit that raises
-    or certifies wrongly is refused naming the entry, the solver and the check, and not
-    discovered as an error row per fit once the run has started. Built-in solvers pass the whole
-    check in the test suite, and one registered by the caller's own `register` is the caller's.
-    Not part of `validate`, which only reads the config: planning calls it (`run.materialise_datasets`)."""
-    from solvers.registry import is_plugin, origin
-    entries = [(key, e.solver) for key, e in exp.solvers.items() if is_plugin(e.solver)]
-    if not entries:
-        return
-    from solvers.testing import SolverCheckError, smoke_check
-    from ..data.store import user_cache_dir
-    for key, name in entries:
-        try:
-            smoke_check(name, cache_dir=user_cache_dir() / "smoke-checks")
-        except SolverCheckError as exc:
-            raise ConfigError(f"solvers.{key}: solver {name!r} (from {origin(name)}) fails its smoke check: {exc}") from None
 
 
 def _typed_key(cfg, entry: str, sc, key: str, point: dict) -> str:

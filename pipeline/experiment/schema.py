@@ -39,6 +39,16 @@ DEFAULT_TOL = 1e-4
 # true for every fit with a certified reference, false for none (docs/design/execution.md,
 # "Timing fits").
 TIMING_MODES = ("auto", True, False)
+# A timing fit's budget B, CPU seconds on its own clock (`run.timing_budget_s`): a fit that has not
+# reached the target by then is censored, "not reached within B" (benchopt's timeout). The
+# default is in no key (plan.timing_template). It holds what README recipe 1 compares below
+# C = 100 and cuts the cold solves of C = 100 that never reach the target; a larger file needs a
+# larger one, which the plan's cost line names (docs/design/execution.md, "Timing fits").
+TIMING_BUDGET_S = 0.5
+
+# The relative suboptimality (P - f*)/|f*| the report times solvers to unless `report.target`
+# says otherwise: the one a library's timing ladder resolves (pipeline/engine/ladder.py).
+REPORT_TARGET = 1e-3
 
 
 # What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
@@ -46,7 +56,7 @@ TIMING_MODES = ("auto", True, False)
 # costs as long again), `figures` (false: tables only, no figure nor interactive page: a
 # sweep read through its tables, or a test that looks at none) and `target` (the relative
 # suboptimality (P - f*)/|f*| every speed table, ratio and profile times solvers to).
-REPORT_KEYS = ("baseline", "formats", "figures", "target")
+REPORT_KEYS = ("baseline", "formats", "figures", "target")    # `ReportConf`'s fields (a test holds them equal)
 REPORT_FORMATS = ("png", "pdf")
 
 
@@ -91,8 +101,10 @@ def _one_of(options: tuple, words: str):
 class DatasetConf:
     builder: Optional[str] = None           # built-in builder name; default: the entry's key
     params: Dict[str, Any] = field(default_factory=dict)   # the builder's parameters (python -m pipeline.data builders)
-    scale: str = "none"                      # none, standard, maxabs or minmax; fitted on the training fold only
-    max_rows: Optional[int] = None           # stratified subsample before the folds (smoke, tests)
+    # none, standard, maxabs or minmax; fitted on the training fold only
+    scale: str = allowed("none", kind="str", options=SCALINGS)
+    # stratified subsample before the folds (smoke, tests): at least two rows of each class in two folds
+    max_rows: Optional[int] = allowed(None, kind="int", low=4, none_ok=True, why="must be >= 4 or null")
     positive: Optional[Any] = None           # label that becomes +1 (default: the larger label)
     # Problem keys for this dataset alone (C or lambda with lambda_convention, loss, ...): each
     # replaces every solver's value of that key on this dataset (a paper's lambda per dataset).
@@ -107,7 +119,8 @@ class SolverConf:
     # The dataset entries this entry runs on (default: every selected one); bertini's one-vs-all
     # entry runs on the three-class set only, and its C x gamma grids on the binary one only.
     datasets: Optional[list] = None
-    folds: Optional[int] = None              # only the first `folds` folds (a costly entry on a sample)
+    # only the first `folds` folds (a costly entry on a sample)
+    folds: Optional[int] = allowed(None, kind="int", low=1, none_ok=True, why="must be >= 1 or null (every fold)")
 
 
 @dataclass
@@ -187,6 +200,30 @@ class SearchConf:
     min_resources: Optional[float] = None
 
 
+def _formats_reason(v) -> str | None:
+    """report.formats: a list holding png (the html embeds the PNGs) and any of REPORT_FORMATS."""
+    if v is None or isinstance(v, (list, tuple)) and "png" in v and set(v) <= set(REPORT_FORMATS):
+        return None
+    return f"must be a list holding png and any of {', '.join(REPORT_FORMATS)} (the html embeds the PNGs)"
+
+
+@dataclass
+class ReportConf:
+    """What the report reads from a run's config (`REPORT_KEYS`); null is each key's default."""
+    # a solver entry the report's ratios are taken against (default: the reference entries); that
+    # it is an entry of this run is a rule between sections, in `config.validate`
+    baseline: Optional[str] = None
+    # the figures' files: null is [png]; [png,pdf] adds a PDF of each (for papers; as long again to draw)
+    formats: Any = allowed(None, kind="any", rule=_formats_reason)
+    # null is true; false: tables only, no figure nor interactive page (typed Any: a wrong value is
+    # refused by the rule, in its words, not by the schema while composing)
+    figures: Any = allowed(None, kind="bool", none_ok=True)
+    # null is 1e-3: the (P - f*)/|f*| every speed table, ratio and profile times solvers to
+    target: Optional[float] = allowed(None, low=0.0, high=1.0, open_low=True, open_high=True, none_ok=True,
+                                      why="must be a relative suboptimality (P - f*)/|f*| in (0, 1), e.g. 1e-3")
+
+
+
 @dataclass
 class StoreConf:
     root: Optional[str] = None               # default: $SVMBENCH_STORE or the user cache dir
@@ -229,9 +266,16 @@ class RunConf:
     # iterations): "auto" for the problems two or more solver entries share, true for every fit
     # with a certified reference, false none (speed is then compared only warm to warm, cold to cold).
     timing: Any = allowed("auto", kind="any", rule=_one_of(TIMING_MODES, "must be auto, true or false"))
+    # Each timing fit's budget, CPU seconds on its own clock (TIMING_BUDGET_S): a traced fit is cut
+    # there, a ladder runs no rung past it, and a target not reached within it is censored ("not
+    # reached within B" in the report, never a time); null: none (to the solver's own stop).
+    timing_budget_s: Optional[float] = allowed(TIMING_BUDGET_S, low=0.0, open_low=True, none_ok=True)
     # fits per task for short fits: "auto" or an int >= 1
     chunk: Any = allowed("auto", kind="any", rule=_auto_or_count)
-    progress: bool = True                    # a progress bar on a terminal
+    progress: bool = True                    # a progress bar on a terminal, progress lines in a log
+    # Without a terminal (nohup, a SLURM or CI log), a progress line to stderr and run.log this often:
+    # fits done of planned per phase, elapsed, a rough ETA.
+    progress_every_s: float = allowed(15.0, low=0.0, open_low=True)
     dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
     retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
 
@@ -252,7 +296,7 @@ class Config:
     search: SearchConf = field(default_factory=SearchConf)    # grid, certified C search, or halving
     seed: int = 0                            # the experiment's seed: subsamples and folds derive from it
     smoke: bool = False                      # a quick check: few rows, 2 folds, two grid values, few iterations
-    report: Dict[str, Any] = field(default_factory=dict)     # report options: baseline, formats, figures, target
+    report: ReportConf = field(default_factory=ReportConf)    # report options: baseline, formats, figures, target
     # Solver plugins imported for this run: .py files (their sha256 is in their fits' task keys;
     # the run ships them to the workers) or dotted modules installed on every machine.
     plugins: list = field(default_factory=list)

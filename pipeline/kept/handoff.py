@@ -15,6 +15,8 @@ import socket
 import struct
 import sys
 
+from .. import exits
+
 SOCKET = "launcher.sock"
 # Environment variables read at import time by what the launcher preloads (numba's config,
 # the BLAS libraries' thread counts, Dask's config, matplotlib's backend and config, Python's
@@ -142,10 +144,10 @@ def hand_off(argv: list[str], started: float) -> None:
         forward(signum, None)
     line = _read_line(conn)      # the signals above interrupt it, then it resumes (PEP 475)
     if line.startswith("exit "):
-        os._exit(int(line.split()[1]))
+        exits.fast_exit(int(line.split()[1]))
     print(f"error: the kept cluster's launcher ended while running this command (pid {child[0]}); "
           f"its log: {path.parent / 'cluster.log'}", file=sys.stderr)
-    os._exit(1)
+    exits.fast_exit(1)
 
 
 def _run_here(previous: dict, held: list) -> None:
@@ -156,7 +158,7 @@ def _run_here(previous: dict, held: list) -> None:
     for signum in held:
         if signum == signal.SIGINT:
             print("interrupted; run the same command to resume", file=sys.stderr)
-            os._exit(130)
+            exits.fast_exit(130)
         signal.raise_signal(signum)
 
 

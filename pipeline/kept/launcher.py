@@ -262,11 +262,11 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
         import numpy as np
         np.random.seed()         # numpy's global generator, fresh as in a new process
         gone = _watch(conn)
-        from pipeline import command as entry
+        from pipeline import command as entry, exits
         try:
             signal.signal(signal.SIGINT, _sigint_handler(int(signal.SIGINT) in ignored, gone))
             if held and (int(signal.SIGINT) not in ignored or gone.is_set()):
-                entry.interrupted(entry.INTERRUPTED)      # before the command's first line: its line, 130
+                entry.Command.interrupted(entry.INTERRUPTED)      # before the command's first line: its line, 130
             entry.command(request["argv"], started=request["started"])
             code = 0
         except SystemExit as exc:
@@ -283,13 +283,13 @@ def _child(request: dict, fds: list[int], conn: socket.socket, close_in_child) -
                 code = 130 if gone.wait(5) else 1
             except KeyboardInterrupt:     # `_watch`'s interrupt, arriving meanwhile
                 code = 130
-            entry.mute_streams()          # so that the streams' flush at exit has somewhere to go
-        entry.finish(code)
+            exits.mute_streams()          # so that the streams' flush at exit has somewhere to go
+        exits.fast_exit(code)
     except BaseException:
         import traceback
         traceback.print_exc()
     finally:
-        os._exit(code)
+        exits.fast_exit(code, forked=True)     # a fork of the launcher: its handlers are the launcher's
 
 
 def _sigint_handler(ignored: bool, gone):

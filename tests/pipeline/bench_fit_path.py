@@ -29,14 +29,13 @@ import solvers.dcd as dcd
 import solvers.problem as problem_module
 import solvers.registry as registry
 from pipeline.engine import tasks
-from pipeline.bench import SCENARIOS
+from pipeline.bench.overhead import GRID_C, OVERRIDES_C
 from pipeline.experiment.config import compose, store_root, validate
 from pipeline.engine.cutting import make_units
 from pipeline.experiment.plan import build_plan
 from pipeline.report import markdown_table
 from pipeline.run import materialise_datasets
 
-GRID = "solvers.dcd.grid.C=[0.1,0.2,0.3,0.5,0.7,1,1.5,2]"        # bench.scenario_c's
 DCD = "dcd: after its clock (certificate, Fit)"
 WITHIN = "  of which dcd's closing"                                  # parts of DCD's time
 # (piece, module, attribute): each timed where the fit path calls it; nested calls of the
@@ -55,7 +54,7 @@ PIECES = [
     ("peak-RSS reads", tasks, "peak_rss_mb"),
     ("peak-RSS reset", tasks, "reset_peak_rss"),
 ]
-TIMINGS = {"fit_time_s", "task_time_s", "env_peak_rss_mb"}
+TIMINGS = {"fit_time_s", "task_time_s", "task_cpu_s", "env_peak_rss_mb"}
 
 
 def _timed(fn, label, seconds, calls, active):
@@ -101,7 +100,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--folds", type=int, default=250, help="the first N of the 250 splits")
     args = ap.parse_args(argv)
-    cfg = compose(["+experiment=bench_sweep", *SCENARIOS["c"], GRID])
+    cfg = compose(["+experiment=bench_sweep", *OVERRIDES_C, GRID_C])
     exp = validate(cfg)
     plan = build_plan(exp, materialise_datasets(exp))
     units = [u for u in make_units(list(plan.fits.values())) if u[0]["fold"] < args.folds]

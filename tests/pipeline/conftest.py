@@ -33,3 +33,12 @@ def _tables_only_report(request, monkeypatch):
     if request.module.__name__.rsplit(".", 1)[-1] not in FIGURE_MODULES:
         from pipeline.report import build
         monkeypatch.setitem(build.REPORT_DEFAULTS, "figures", False)
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory):
+    """One dataset store per pytest process (each xdist worker has its own): a dataset is
+    materialised once per worker, not once per module. Writes to a store are atomic and keyed by
+    content, so tests that share it see each other's datasets and nothing else; a test that needs
+    an empty or a damaged store makes its own (tmp_path)."""
+    return tmp_path_factory.mktemp("store")

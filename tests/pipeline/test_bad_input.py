@@ -1,10 +1,12 @@
 """Bad input (issue #11): each is refused with one line naming the thing (file, line, key,
 value), a non-zero exit before any work where it can be, no traceback, and nothing partial left
 in the store or the run directory."""
+import contextlib
+import io
 import os
-import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -38,13 +40,17 @@ def my_store(tmp_path_factory):
     return root
 
 
-def _cli(run_dir, *overrides, store_root=None, timeout=120):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
-    if store_root is not None:
-        env["SVMBENCH_STORE"] = str(store_root)
-    args = [sys.executable, "-m", "pipeline", "cluster=sequential", "run.progress=false",
-            f"hydra.run.dir={run_dir}", *overrides]
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env, check=False)
+def _cli(run_dir, *overrides, store_root=None):
+    """`python -m pipeline ...` as its command runs it (`pipeline.command.Command`), in this
+    process: its exit code and both streams. Each refusal here is decided before any fit, in the
+    command's own code, so a process of its own would prove nothing more (the installation check
+    and the exit itself are test_install.py's and test_run_dir.py's)."""
+    from pipeline.command import Command
+    out, err = io.StringIO(), io.StringIO()
+    env = {"SVMBENCH_STORE": str(store_root)} if store_root is not None else {}
+    with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = Command(["cluster=sequential", "run.progress=false", f"hydra.run.dir={run_dir}", *overrides]).run()
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def _one_error_line(p, *words):

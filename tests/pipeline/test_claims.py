@@ -75,14 +75,14 @@ def test_accuracy_differences_carry_the_uncertainty_of_their_test_rows():
     assert discordant_se(0, 0, 453) == pytest.approx(100 / 453) and discordant_se(0, 0, 99) == pytest.approx(100 / 99)
     assert v(cl.paired_rows([0.0] * 5, [discordant_se(0, 0, 453)] * 5, 453), "nearly equal") == HOLDS
     agree = cl.paired_rows([0.0] * 5, [discordant_se(0, 0, 99)] * 5, 99)
-    assert agree.hi == pytest.approx(2.7764451051977987 * 100 / 99) and v(agree, "nearly equal") == BELOW_POWER
+    assert agree.hi == pytest.approx(2.7764451051977934 * 100 / 99) and v(agree, "nearly equal") == BELOW_POWER
     apart = cl.paired_rows([5.05] * 5, [discordant_se(5, 0, 99)] * 5, 99)
     assert v(apart, "worse") == UNDECIDED           # 5 rows of 99 cannot show a gap beyond 2.5 pp
     # Over repeats, the rows' error and the repeats' spread take Student's t on n - 1: five pass
     # orders are not the normal quantile's many.
     diffs, se = [0.2, 0.6, 0.4, 0.4, 0.4], 0.3
     rows = cl.paired_rows(diffs, [se] * 5, 453)
-    half = 2.7764451051977987 * math.sqrt(se ** 2 + np.var(diffs, ddof=1) / 5)       # t(0.975, 4)
+    half = 2.7764451051977934 * math.sqrt(se ** 2 + np.var(diffs, ddof=1) / 5)       # t(0.975, 4)
     assert (rows.lo, rows.hi) == pytest.approx((0.4 - half, 0.4 + half)) and rows.how == "5 repeats on 453 test rows"
     assert difference_over(diffs, within=se).hi == pytest.approx(rows.hi)
     # One repeat with a within error is no interval over repeats: the normal quantile on it alone.
@@ -91,7 +91,7 @@ def test_accuracy_differences_carry_the_uncertainty_of_their_test_rows():
     # Across repeats alone (no test-row error): Student's t over them.
     folds = difference_over([1.0, 2.0, 3.0, 2.0, 2.0])
     assert folds.value == pytest.approx(2.0) and folds.hi - folds.lo == pytest.approx(
-        2 * 2.7764451051977987 * np.std([1, 2, 3, 2, 2], ddof=1) / math.sqrt(5))
+        2 * 2.7764451051977934 * np.std([1, 2, 3, 2, 2], ddof=1) / math.sqrt(5))
 
 
 RULES = StudyRules("toy", (("a", THEIRS, "theirs"), ("s", STAND_IN, "a stand-in"), ("o", OTHER, "not theirs")), (
@@ -280,3 +280,43 @@ def test_the_summary_table_says_what_is_reproduced_what_differs_and_what_cannot_
     assert "1 below detectable power" not in cl.counts_line(found) and "0 premise not met" in cl.counts_line(found)
     some = Finding("E", "o", HOLDS, "", "greater: a ratio, above 1.1x, in at least one dataset, C and entry; ...")
     assert cl.outcome_lines([some])[2].endswith("| the 95% interval lies inside the band in at least one cell |")
+
+
+@pytest.mark.parametrize("b, c, n", [(5, 0, 99), (0, 5, 99), (3, 17, 453), (40, 2, 100), (0, 0, 99)])
+def test_the_discordant_row_error_is_the_paired_differences_own(b, c, n):
+    """discordant_se(b, c, n) is the standard error of the mean of the per-row differences of two
+    models on n rows (+1 on the c rows only the second gets right, -1 on the b only the first
+    does, 0 elsewhere), each discordant count taken half a row up: computed here from such a
+    population (twice the rows, so that the half rows are whole), its second term (c - b)^2 / n
+    included, which vanishes only where b = c."""
+    d = np.concatenate([np.ones(2 * c + 1), -np.ones(2 * b + 1), np.zeros(2 * n - 2 * (b + c) - 2)])
+    assert discordant_se(b, c, n) == pytest.approx(100 * d.std() / math.sqrt(n), rel=1e-12)
+    assert discordant_se(b, c, n) == pytest.approx(100 * math.sqrt(b + c + 1 - (c - b) ** 2 / n) / n, rel=1e-12)
+
+
+def test_paired_rows_carry_both_the_rows_error_and_the_repeats_spread():
+    """Five repeats on the same 99 rows, their differences apart and each with its own
+    discordant-row error: the interval is Student's t on n - 1 degrees of freedom on
+    sqrt(mean(se)^2 + var/n), so dropping either term narrows it."""
+    diffs, ses = [1.0, 2.0, 4.0, 3.0, 5.0], [discordant_se(b, c, 99) for b, c in ((1, 2), (1, 3), (0, 4), (2, 5), (0, 5))]
+    est = cl.paired_rows(diffs, ses, 99)
+    se = math.sqrt(np.mean(ses) ** 2 + np.var(diffs, ddof=1) / 5)
+    t4 = 2.7764451051977934                # Student's t at 95% (CONFIDENCE) on 5 - 1 degrees of freedom
+    assert est.value == pytest.approx(3.0) and est.n == 5
+    assert (est.lo, est.hi) == pytest.approx((3.0 - t4 * se, 3.0 + t4 * se), rel=1e-12)
+    assert cl.CONFIDENCE == 0.95
+
+
+def test_paired_rows_without_a_row_error_is_the_repeats_t_interval_and_says_what_it_is_over():
+    """No finite row error (none given, or NaN): the interval is Student's t over the repeats
+    alone, as difference_over's; the estimate names its repeats and rows."""
+    diffs = [1.0, 2.0, 4.0]
+    for ses in ([], [math.nan, math.nan, math.nan]):
+        est = cl.paired_rows(diffs, ses, 99)
+        ref = difference_over(diffs)
+        assert (est.value, est.lo, est.hi, est.n) == (ref.value, ref.lo, ref.hi, 3)
+        assert est.how == "3 repeats on 99 test rows"
+    # A NaN among finite errors is dropped from their mean.
+    est = cl.paired_rows(diffs, [1.0, math.nan, 3.0], 99)
+    se = math.sqrt(2.0 ** 2 + np.var(diffs, ddof=1) / 3)
+    assert est.hi - est.lo == pytest.approx(2 * 4.302652729749462 * se, rel=1e-12)   # t on 2 degrees

@@ -90,11 +90,6 @@ def both_workers(cluster):
     return cluster
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _run(store, run_dir, *overrides):
     return run(compose([f"store.root={store}", *BASE, *overrides]), run_dir)
 
@@ -104,6 +99,7 @@ def _solver(name: str, **params) -> str:
     return f"+solvers.{name}={{solver: {name}, params: {{loss: hinge{', ' + inner if inner else ''}}}}}"
 
 
+@pytest.mark.slow
 def test_a_sigkilled_worker_costs_no_task(store, cluster, tmp_path):
     """The worker running `_block` is SIGKILLed while it surely runs it: distributed reruns the
     task elsewhere (run.retries), every task ends once, converged, and the killed worker's
@@ -135,6 +131,7 @@ def _dead(proc: psutil.Process) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster, tmp_path):
     spin_pid = tmp_path / "spin.pid"
     out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}",
@@ -261,6 +258,7 @@ def _certificates(tmp: Path) -> dict:
     return tls.write(tls.temporary(), tmp)
 
 
+@pytest.mark.slow
 def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
     files = _certificates(tmp_path)
     tls = ["--protocol", "tls", "--tls-ca-file", str(files["ca_file"]), "--tls-cert", str(files["cert"]),
@@ -365,6 +363,7 @@ def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
     assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None
 
 
+@pytest.mark.slow
 def test_a_runaway_loop_on_a_local_cluster_is_a_timeout_too(store, tmp_path):
     """cluster=local takes the same path as address: its workers' sandboxes kill the runaway fit.
     The workers are threads of this process, which registered the fault solvers; their sandboxes
@@ -435,6 +434,7 @@ def test_local_workers_are_threads_of_the_client_unless_processes_is_set():
     assert ignored == {True}
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_fit_running_under_a_worker_thread_at_once(store, tmp_path):
     """A worker that is a thread of this process closes only once its task returns (distributed
     waits for its executor): Ctrl-C during a fit that never ends (a numba loop, no clock) must

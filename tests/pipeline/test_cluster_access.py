@@ -88,11 +88,6 @@ def _tree(*pids) -> list[int]:
     return out
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout", "solvers=[dcd]",
         "solvers.dcd.grid.C=[0.1,1]", "run.progress=false", "run.reference=false"]
 
@@ -311,6 +306,7 @@ def test_the_kept_cluster_and_its_runs_listen_on_loopback_only(kept, store, tmp_
     assert len(opened) >= 1 + 1 + 3, opened     # scheduler and its dashboard; worker, nanny, worker HTTP
 
 
+@pytest.mark.slow
 def test_a_state_directory_others_can_write_to_is_refused(store, tmp_path, monkeypatch):
     """`cluster start`, `stop` and a run with cluster=kept refuse, in one line, a state directory
     that another user can write to or that is another user's: its cluster.json could name

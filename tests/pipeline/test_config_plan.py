@@ -46,15 +46,16 @@ def test_invalid_values_name_key_and_value(tmp_path, override, match):
         validate(cfg)
 
 
-def test_a_store_entry_the_store_lacks_is_refused_when_the_datasets_are_materialised(tmp_path):
-    """`validate` reads the config only; whether the store holds an entry is asked once, by
-    planning's first step, before any task, with the same one line."""
-    from pipeline.run import materialise_datasets
-    exp = validate(_cfg(tmp_path, "datasets.toy_blobs.builder=nosuch"))
-    for build in (True, False):       # a run, and a dry run
-        with pytest.raises(ConfigError, match=r"datasets.toy_blobs.builder='nosuch': unknown dataset; builders: "
-                                              r".*toy_blobs.*; in the store: \(none\)"):
-            materialise_datasets(exp, build=build)
+def test_a_store_entry_the_store_lacks_is_refused_by_the_preflight(tmp_path):
+    """`validate` reads the config only; whether the store holds an entry is asked once, by the
+    preflight, before any directory or task, with one line naming the entry, the builders and
+    what the store holds."""
+    from pipeline.preflight import preflight
+    cfg = _cfg(tmp_path, "datasets.toy_blobs.builder=nosuch")
+    assert validate(cfg).datasets["toy_blobs"].builder == "nosuch"
+    with pytest.raises(ConfigError, match=r"^datasets.toy_blobs.builder='nosuch': unknown dataset; builders: "
+                                          r".*toy_blobs.*; in the store: \(none\)$"):
+        preflight(cfg)
 
 
 def test_wrong_type_is_refused_by_the_schema(tmp_path):
@@ -346,3 +347,11 @@ def test_a_grid_range_is_its_values_and_a_bad_one_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"solvers\.dcd\.grid\.C=.*a range is geomspace\(start, stop, num\)"):
         validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
                           "solvers.dcd.grid.C='geomspace(0, 100, 5)'"]))
+
+
+def test_the_report_keys_are_the_report_sections_fields():
+    """REPORT_KEYS (what the docs' reference lists) is ReportConf's fields, in order."""
+    import dataclasses
+
+    from pipeline.experiment.schema import REPORT_KEYS, ReportConf
+    assert REPORT_KEYS == tuple(f.name for f in dataclasses.fields(ReportConf))

@@ -161,6 +161,7 @@ def test_a_param_is_used_once_its_grid_key_is_dropped(tmp_path):
     assert _swept(plan, "dcd", "C") == {5.0}
 
 
+@pytest.mark.slow
 def test_every_experiment_composes_and_validates(tmp_path, monkeypatch):
     from pipeline.experiment.config import group_options
     # compare_plugin names the example plugin, a module that must be importable (installed).

@@ -138,6 +138,7 @@ def outside(argv: list, cwd: Path, **env) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.long     # a wheel built and installed into a venv of its own (the module's fixture)
 def test_wheel_runs_an_experiment_from_anywhere(installed, tmp_path):
     """From a directory outside the checkout: the installed modules are imported (not the
     checkout's), `svmbench run` runs a smoke experiment on a Dask worker process with the
@@ -183,6 +184,7 @@ def test_wheel_runs_an_experiment_from_anywhere(installed, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long     # the installed wheel of the module's fixture
 def test_wheel_refuses_a_package_installed_over_it(installed, tmp_path):
     """pip merges two distributions' `pipeline` folders: one whose __init__.py was written over
     ours is refused, naming the file and the distribution (its RECORD lists the file)."""

@@ -54,11 +54,6 @@ def _command(point: str, run_dir: Path, store: Path, *overrides, ignore_sigint: 
     return out.returncode, out.stderr
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _interrupted(code: int, err: str, run_dir: Path) -> None:
     assert code == 130, err[-3000:]
     last = err.strip().splitlines()[-1]
@@ -76,8 +71,9 @@ def _interrupted(code: int, err: str, run_dir: Path) -> None:
     "pipeline.run:write_tables",                        # the tables
     "pipeline.report.build:build_bounded",              # the report (its own process)
     "pipeline.run:Timing.line",                         # the closing line
-    "pipeline.command:finish",                         # the exit
+    "pipeline.command:Command.finish",                 # the exit
 ])
+@pytest.mark.slow
 def test_ctrl_c_anywhere_in_a_sequential_run_is_one_line_and_130(store, tmp_path, point):
     run_dir = tmp_path / "run"
     _interrupted(*_command(point, run_dir, store, "cluster=sequential"), run_dir)

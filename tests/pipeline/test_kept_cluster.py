@@ -18,11 +18,6 @@ def run_results(run_dir):
 
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _cluster(state, *args):
     env = {**os.environ, "SVMBENCH_CLUSTER_DIR": str(state)}
     return subprocess.run([sys.executable, "-m", "pipeline.cluster", *args], capture_output=True, text=True,
@@ -37,6 +32,7 @@ def _sandbox_pids(address):
         return sorted(pid for pids in client.run(call_in_sandboxes, "os:getpid").values() for pid in pids)
 
 
+@pytest.mark.slow
 def test_a_kept_cluster_runs_commands_warm_and_ends_when_stopped(store, tmp_path, monkeypatch):
     """Started once, its sandboxes warmed; two runs on it use the same warm sandbox processes
     (no start, no warm-up of their own: the point of keeping it) and write their results; a

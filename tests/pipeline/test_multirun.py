@@ -15,11 +15,6 @@ from pipeline.experiment.config import compose, validate
 from pipeline.report import main as report_main
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
     opened = []
     real = clusters.open_client
@@ -48,6 +43,7 @@ def test_runs_inside_keep_clusters_share_one_cluster_per_config(monkeypatch):
     assert alone.status == "closed" and len(opened) == 4
 
 
+@pytest.mark.slow
 def test_a_multirun_has_a_folder_per_job_one_cluster_and_one_gathered_table(store, tmp_path):
     sweep = tmp_path / "sweep"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OPENBLAS_NUM_THREADS": "1"}

@@ -27,11 +27,6 @@ SLOW = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=200", "solvers=[peg
         "run.reference=false"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _start(store, run_dir, *overrides):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
     args = [sys.executable, "-m", "pipeline", f"store.root={store}", *SLOW, f"hydra.run.dir={run_dir}", *overrides]
@@ -90,9 +85,10 @@ def test_a_live_lock_refuses_a_second_run_naming_dir_host_and_pid(store, tmp_pat
         with pytest.raises(LockError) as err:
             _run(store, tmp_path)
         # The CLI's check before Hydra writes its .hydra/ into the other run's directory.
-        from pipeline.command import preflight
+        from pipeline.preflight import preflight
+        overrides = [f"store.root={store}", *SLOW, f"hydra.run.dir={tmp_path}"]
         with pytest.raises(LockError):
-            preflight([f"store.root={store}", *SLOW, f"hydra.run.dir={tmp_path}"])
+            preflight(compose(overrides), overrides)
     message = str(err.value)
     assert f"run directory {tmp_path} is in use" in message
     assert f"host {socket.gethostname()}, pid {os.getpid()}" in message
@@ -303,12 +299,10 @@ def test_a_run_that_fails_after_planning_ends_its_run_log_with_the_error(store, 
 
 # ------------------------------------------------------------------------------------ dry run
 def test_a_dry_run_plans_builds_nothing_and_names_a_missing_dataset(tmp_path, capsys):
-    from pipeline.command import preflight
+    from pipeline.command import Command
     empty = tmp_path / "store"
-    with pytest.raises(SystemExit) as exit_:
-        preflight([f"store.root={empty}", "datasets=[toy_blobs]", "solvers=[dcd,liblinear]", "run.dry_run=true",
-                   f"hydra.run.dir={tmp_path / 'run'}"])
-    assert exit_.value.code == 0
+    assert Command([f"store.root={empty}", "datasets=[toy_blobs]", "solvers=[dcd,liblinear]", "run.dry_run=true",
+                    f"hydra.run.dir={tmp_path / 'run'}"]).run() == 0
     out = capsys.readouterr().out
     assert "dataset toy_blobs: not in the store; the run would build it first" in out
     assert "fits: 0" in out

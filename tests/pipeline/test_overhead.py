@@ -20,11 +20,6 @@ SHORT_FITS = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=rep
               "run.warm_start=false", "run.progress=false", "run.trace=false"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def test_units_of_a_fold_sit_together_with_references_first():
     """The plan lists fits C-major (every fold at one C, then the next C); a task of 3 units
     should hold one fold's 3 C values, not one C on 3 folds."""
@@ -114,6 +109,7 @@ def test_a_failed_batch_leaves_no_shard_of_it_and_no_temporary_file(tmp_path, mo
     assert list((tmp_path / "shards").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_workers_read_the_dataset_once_and_each_fold_once(store, tmp_path):
     """On 2 workers, 36 short fits in 6 tasks: each worker reads the dataset once (not per task),
     and a fold is extracted by the one worker whose task holds it (fold-major packing), so the
@@ -162,7 +158,7 @@ def test_a_folds_problem_is_checked_once_for_its_C_values_and_records_are_unchan
     monkeypatch.setattr(tasks, "_train_problem", lambda root, data, fold: None)
     fresh = [r for u in units for r in tasks.run_task([u], str(store))]
     assert len(checks) == ROUNDS + ROUNDS * len(CS)
-    timing = {"fit_time_s", "task_time_s", "env_peak_rss_mb"}
+    timing = {"fit_time_s", "task_time_s", "task_cpu_s", "env_peak_rss_mb"}
     assert [{k: v for k, v in r.items() if k not in timing} for r in cached] == \
            [{k: v for k, v in r.items() if k not in timing} for r in fresh]
 

@@ -356,6 +356,10 @@ def _store_ready(names, root) -> bool:
     return all(any(Path(root).glob(f"{n}*/meta.json")) for n in names)
 
 
+# Each a whole reproduction (its datasets, every fit, its figures and README): `make test-all`
+# and CI. The writers from their tables and the findings' flips are tested above, in `make test`.
+@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("name", papers.names())
 def test_every_paper_experiment_runs_under_smoke(name, tmp_path):
     """CI: each registered reproduction end to end under smoke=true into the run folder."""

@@ -2,10 +2,6 @@
 pipeline's config check a value against it, so a bad value gets the same message from the
 estimator as from the command line (the key named as each names it), and a value one accepts
 the other accepts too."""
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +10,8 @@ from pipeline.experiment.config import ConfigError, compose, validate
 from solvers import SVMClassifier
 from solvers.problem import Problem, ProblemError
 
-ROOT = Path(__file__).resolve().parents[2]
+from .test_bad_input import _cli
+
 X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 2.0]])
 Y = np.array([1, -1, 1, -1, 1, -1])
 
@@ -52,11 +49,8 @@ def test_a_bad_value_gets_the_estimators_message_from_the_config(tmp_path, key, 
 
 def test_the_command_line_says_it_in_one_line(tmp_path):
     message = _estimator_message("huber_k", -2)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SVMBENCH_STORE": str(tmp_path / "store")}
-    p = subprocess.run([sys.executable, "-m", "pipeline", "cluster=sequential", "datasets=[toy_blobs]",
-                        "solvers=[svmmaj]", "solvers.svmmaj.params.loss=huber_hinge", "solvers.svmmaj.params.huber_k=-2",
-                        f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True, cwd=ROOT, env=env,
-                       timeout=120, check=False)
+    p = _cli(tmp_path / "run", "datasets=[toy_blobs]", "solvers=[svmmaj]", "solvers.svmmaj.params.loss=huber_hinge",
+             "solvers.svmmaj.params.huber_k=-2", store_root=tmp_path / "store")
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert p.stderr.strip().splitlines() == [f"error: invalid configuration: solvers.svmmaj.params.{message}"]
 

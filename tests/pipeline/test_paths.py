@@ -26,11 +26,6 @@ SWEEP = ["datasets=[rcv1_like]", "+datasets.rcv1_like.params.n_samples=1000",
          "+solvers.dcd.params.random_state=0"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _run(store, run_dir, *overrides):
     return run(compose([f"store.root={store}", *SWEEP, *overrides]), run_dir)
 

@@ -38,11 +38,6 @@ solvers.register(solvers.SolverSpec(name="{name}", family="test", fit=fit_{name}
 '''
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _plugin(tmp_path, name):
     path = tmp_path / f"{name}.py"
     path.write_text(PLUGIN.format(name=name))
@@ -159,16 +154,17 @@ def test_a_bad_plugin_is_one_config_error_before_any_task(tmp_path, registry_res
 
 
 def test_a_plugin_solver_whose_fit_raises_is_refused_before_any_task(tmp_path, registry_restored):
-    """The smoke check (`solvers.testing.smoke_check`) when planning starts, before any task
-    (`validate` fits nothing): the entry, the solver and its origin, the check and the fit's own
-    error; the same names twice from two plugins are refused naming both."""
-    from pipeline.run import materialise_datasets
+    """The smoke check (`solvers.testing.smoke_check`) in the preflight, before any directory or
+    task (`validate` fits nothing): the entry, the solver and its origin, the check and the fit's
+    own error; the same names twice from two plugins are refused naming both."""
+    from pipeline.preflight import preflight
     path = tmp_path / "plug_raises.py"
     path.write_text(PLUGIN.format(name="plug_raises").replace(
         "    return fit_dcd(problem, **kw)", "    raise FloatingPointError('my bug')"))
-    exp = validate(compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"]))
+    cfg = compose([*BASE, f"plugins=[{path}]", "solvers=[plug_raises]"])
+    validate(cfg)
     with pytest.raises(ConfigError) as err:
-        materialise_datasets(exp)
+        preflight(cfg)
     assert str(err.value) == (f"solvers.plug_raises: solver 'plug_raises' (from file {path}) fails its smoke check: "
                               f"check_solver('plug_raises') [certificates]: fit raised FloatingPointError: my bug on "
                               f"dense 40x5, loss=hinge, intercept=regularized, kernel=linear, C=1")

@@ -110,6 +110,40 @@ def test_no_figure_is_left_open(tmp_path):
     assert plt.get_fignums() == [], f"{len(plt.get_fignums())} figures left open"
 
 
+def test_a_saved_figure_is_closed_at_once(tmp_path):
+    """save_figure closes its figure as soon as it is written: a figure item of many pages holds
+    one open page at a time, not all of them until the item ends."""
+    import matplotlib.pyplot as plt
+    from pipeline.report.build import save_figures
+    plt.close("all")
+    pages = [plt.figure() for _ in range(3)]
+    for fig in pages:
+        fig.add_subplot().plot([0, 1], [1, 0])
+    opened = []
+    for i, fig in enumerate(pages):
+        save_figures(fig, tmp_path, f"page{i}")
+        opened.append(len(plt.get_fignums()))
+    assert opened == [2, 1, 0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page0.png", "page1.png", "page2.png"]
+
+
+def test_a_figure_item_that_raises_skip_leaves_no_figure_open(tmp_path, monkeypatch):
+    """An item that opened a figure and then found nothing to draw (Skip): the figure is closed
+    all the same, and the item is said skipped with its reason."""
+    import matplotlib.pyplot as plt
+    from pipeline.report import build
+    from pipeline.report.registry import Item, Skip
+
+    def half_drawn(data):
+        plt.figure()
+        raise Skip("nothing to draw after all")
+    monkeypatch.setattr(build, "items", lambda kind=None: [Item("half", "Half", "figure", half_drawn)])
+    monkeypatch.setattr(build, "_JOB", (None, tmp_path, ("png",)))
+    plt.close("all")
+    assert build._draw_one("half") == ("half", ((), "nothing to draw after all", None))
+    assert plt.get_fignums() == []
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

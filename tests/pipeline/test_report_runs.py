@@ -15,11 +15,6 @@ TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60", "cv.folds=2", 
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
-@pytest.fixture(scope="module")
 def svmlight_run(store, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("svmlight")
     cfg = compose([f"store.root={store}", *TINY, "solvers=[svmlight,dcd]", "solvers.svmlight.grid.C=[1]",

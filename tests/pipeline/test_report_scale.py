@@ -155,3 +155,35 @@ def test_a_long_c_sweep_is_a_readable_line_with_round_ticks():
     ax = fig.axes[0]
     assert ax.containers and np.allclose(ax.get_xticks(), [0.1, 1.0, 10.0])
     plt.close(fig)
+
+
+def _problems(n):
+    """n problems (n values of C of dcd on one dataset), two folds each."""
+    specs = []
+    for i in range(n):
+        specs += folds({"C": 10 ** (i / 8 - 1), "test_accuracy": 0.5 + i / 100}, 2)
+    res = rows(specs)
+    return ReportData(res, traces_for(res), pd.DataFrame(), name="t")
+
+
+def test_the_summaries_start_past_24_problems_not_at_24():
+    """MAX_PROBLEMS = 24: a run of 24 problems is drawn a panel per problem, every one, with no
+    summary over the swept keys; at 25 the summaries are drawn, the panels are the few chosen
+    (each saying why) and run.log counts the problems left out of them."""
+    from pipeline.report.build import left_out
+    from pipeline.report.registry import MAX_PROBLEMS, items
+    assert MAX_PROBLEMS == 24
+    scale = [it for it in items() if it.scale]
+    assert scale
+    at, past = _problems(24), _problems(25)
+    assert (at.n_problems(), past.n_problems()) == (24, 25)
+    assert not any(it.applies(at) for it in scale) and all(it.applies(past) for it in scale)
+    assert figures.panel_data(at).fits["C"].nunique() == 24
+    pids = pd.DataFrame({"_pid": ["a", "b"]})
+    assert figures.chosen_rows(at, pids)["_why"].tolist() == ["", ""]       # every row, none chosen
+    chosen = figures.panel_data(past).fits
+    n_chosen = chosen["C"].nunique()
+    assert 0 < n_chosen <= figures.MAX_CHOSEN and (chosen["_why"] != "").all()
+    assert left_out(at, [], figures=True) == []
+    (line,) = left_out(past, [], figures=True)
+    assert line.startswith(f"{25 - n_chosen} of 25 problems from the figures of one panel per problem")

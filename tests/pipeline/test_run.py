@@ -23,11 +23,6 @@ OUTCOMES = ["key", "dataset", "solver", "C", "fold", "status", "n_iter", "primal
             "f_star", "rel_suboptimality"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _run(store, run_dir, *overrides):
     cfg = compose([f"store.root={store}", *SWEEP, *overrides])
     return run(cfg, run_dir)

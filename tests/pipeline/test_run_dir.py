@@ -36,11 +36,6 @@ def _flaky(problem, *, budget, recorder, warm_start=None):
 solvers.register(solvers.SolverSpec(name="_flaky", family="test", fit=_flaky))
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _run(store, run_dir, *overrides):
     lines = []
     out = run(compose([f"store.root={store}", *BASE, *overrides]), run_dir, echo=lines.append)
@@ -137,15 +132,17 @@ def test_a_multirun_runs_every_job_then_exits_1_if_one_failed(store, tmp_path):
     assert statuses == [["error"], ["converged"]]
 
 
-def test_the_cli_ends_with_its_exit_handlers_run_and_no_interpreter_teardown(monkeypatch):
-    """`python -m pipeline` ends through `finish`: the atexit handlers run (Dask's, logging's),
-    logs and streams are flushed, then os._exit with the run's code, skipping the interpreter's
-    teardown (0.7 s a command). The CLI tests above check that everything is written and the
-    codes; this one, the order."""
+@pytest.mark.parametrize("forked", [False, True])
+def test_the_cli_ends_with_its_exit_handlers_run_and_no_interpreter_teardown(monkeypatch, forked):
+    """`python -m pipeline` ends through `exits.fast_exit`: the atexit handlers run (Dask's,
+    logging's), logs and streams are flushed, then os._exit with the run's code, skipping the
+    interpreter's teardown. A forked child (the report's process, the kept launcher's command)
+    leaves the handlers, which are its parent's, alone. The CLI tests above check that everything
+    is written and the codes; this one, the order."""
     import atexit
     import logging
 
-    from pipeline import command as cli
+    from pipeline import exits
     calls = []
 
     class Exited(Exception):
@@ -156,7 +153,7 @@ def test_the_cli_ends_with_its_exit_handlers_run_and_no_interpreter_teardown(mon
         raise Exited
     monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append("atexit"))
     monkeypatch.setattr(logging, "shutdown", lambda: calls.append("logging"))
-    monkeypatch.setattr(cli.os, "_exit", fake_exit)
+    monkeypatch.setattr(exits.os, "_exit", fake_exit)
     with pytest.raises(Exited):
-        cli.finish(1)
-    assert calls == ["atexit", "logging", ("os._exit", 1)]
+        exits.fast_exit(3, forked=forked)
+    assert calls == ([("os._exit", 3)] if forked else ["atexit", "logging", ("os._exit", 3)])

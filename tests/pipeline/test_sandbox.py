@@ -20,11 +20,6 @@ if "fault_solvers" not in sys.modules:       # the child imports the solvers thi
     _spec.loader.exec_module(sys.modules["fault_solvers"])
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def _fits(store, *overrides) -> list[dict]:
     cfg = compose([f"store.root={store}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120",
                    "cv=holdout", "solvers=[dcd]", "run.reference=false", "run.warm_start=false",

@@ -37,11 +37,6 @@ HALVING = ["datasets=[breast_cancer]", "solvers=[smo]", "solvers.smo.params.kern
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
-@pytest.fixture(scope="module")
 def certified(store, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("certified")
     out = run(compose([f"store.root={store}", "cluster=sequential", *CERTIFIED]), run_dir)

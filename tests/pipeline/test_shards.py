@@ -138,8 +138,9 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
 
 
 def test_records_whose_write_was_cut_short_are_written_again_under_the_same_name(tmp_path, monkeypatch):
-    """Ctrl-C lands in a shard's write just after its rename: the records go back to the sink,
-    and its next flush (the phase's end) writes them again, as the same file, so none is lost
+    """Ctrl-C lands in a shard's write just after its rename, while the stream's thread adds a
+    record: the records go back to the sink ahead of the new one, and its next flush (the
+    phase's end) writes them again, as the same file (named by its first key), so none is lost
     and no key is in two shards of one execute."""
     into = sink.RecordSink(sink.ShardWriter(tmp_path))
     specs = [{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"} for c in "abc"]
@@ -151,11 +152,12 @@ def test_records_whose_write_was_cut_short_are_written_again_under_the_same_name
         real(src, dst)
         if not cut:
             cut.append(dst)
+            into.add([{**RECORD, "key": "fit-c"}])      # the stream's thread, while the write runs
             raise KeyboardInterrupt
     monkeypatch.setattr(sink.os, "replace", replace_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         into.flush(force=True)
-    into.add([{**RECORD, "key": "fit-c"}, {**RECORD, "key": "fit-a", "status": "error"}])   # a copy of a: not taken
+    into.add([{**RECORD, "key": "fit-a", "status": "error"}])       # a copy of a: not taken
     into.flush(force=True)
     assert _files(tmp_path) == ["fit-a.parquet"] and cut == [tmp_path / "shards" / "fit-a.parquet"]
     assert [(r["key"], r["status"]) for r in read_shards(tmp_path)] == [
@@ -317,3 +319,17 @@ def test_a_run_of_the_earlier_json_layout_is_refused_and_left_as_it_was(tmp_path
                                          r"in .*\), which this one does not read; delete them"):
         run(compose(args), run_dir)
     assert {p.name: p.read_bytes() for p in run_dir.rglob("*") if p.is_file() and p.name != "run.log"} == before
+
+
+def test_the_progress_bar_counts_records_and_names_failures_once_there_are_any(tmp_path):
+    """The sink moves the run's bar by each record it takes, and adds `failed=N` only once a
+    record is an error."""
+    import io
+    from tqdm import tqdm
+    into = sink.RecordSink(sink.ShardWriter(tmp_path))
+    into.bar = tqdm(total=3, file=io.StringIO())
+    into.expect([[{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"}] for c in "abc"])
+    into.add([{**RECORD, "key": "fit-a"}])
+    assert into.bar.n == 1 and into.bar.postfix is None
+    into.add([{**RECORD, "key": "fit-b", "status": "error"}, {**RECORD, "key": "fit-c"}])
+    assert into.bar.n == 3 and into.bar.postfix == "failed=1"

@@ -48,11 +48,6 @@ N_FITS = 18
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
-@pytest.fixture(scope="module")
 def expected(store, tmp_path_factory):
     """SWEEP's table under cluster=sequential: what every SLURM run of it must give."""
     run_dir = tmp_path_factory.mktemp("sequential")
@@ -182,6 +177,7 @@ def test_a_job_cancelled_mid_sweep_loses_no_task(slurm, store, expected, tmp_pat
 
 
 @pytest.mark.slow    # two generations of jobs
+@pytest.mark.long     # SLURM's least walltime is a minute; its workers retire 20 s into it
 def test_workers_retire_before_the_walltime_and_new_jobs_finish_the_sweep(slurm, store, tmp_path, monkeypatch):
     """A walltime of one minute (SLURM's least) and each worker's --lifetime 20 +- 1 s (time
     for a new worker to warm and run the dcd fits even on a loaded machine): the worker holding
@@ -212,6 +208,7 @@ def test_workers_retire_before_the_walltime_and_new_jobs_finish_the_sweep(slurm,
 
 
 @pytest.mark.slow    # a client process, its jobs, and a second run on new jobs
+@pytest.mark.long     # a client killed, its jobs ended by SLURM, and new jobs for the resumed run
 def test_a_killed_client_is_resumed_on_new_jobs(slurm, store, expected, tmp_path):
     run_dir = tmp_path / "run"
     args = [f"store.root={store}", *SWEEP, *_slurm_args(slurm, tmp_path / "jobs")]

@@ -117,11 +117,6 @@ def test_a_library_is_timed_by_a_ladder_of_cold_solves_ending_at_its_own_stop():
     assert times[2] <= times[-1] < fit.info["ladder_times"][2]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "run.progress=false",
         "cluster=sequential", "solvers=[dcd,liblinear]", "grid.C=[0.1,1]", "report.figures=false"]
 
@@ -146,3 +141,60 @@ def test_a_run_keeps_its_timing_fits_apart_and_its_report_reads_them(store, tmp_
     t = time_to_target(load(tmp_path / "r")).set_index(["solver_entry", "C"])
     assert t.loc[("dcd", 1.0), "start"] == "warm" and math.isnan(t.loc[("dcd", 1.0), "ratio"])   # against no cold fit
     assert t.loc[("liblinear", 1.0), "ratio"] == 1.0
+
+
+NAP_S = 0.3
+
+
+def _nap(problem, *, budget, recorder, warm_start=None):
+    """A fit that waits NAP_S off the CPU inside its clock (a wait for a core on a busy machine,
+    as the timing fit sees it), then fits with dcd on a recorder of its own."""
+    time.sleep(NAP_S)
+    fit = solvers.fit(problem, "dcd", budget=budget, recorder=solvers.Recorder(enabled=False))
+    fit.fit_time_s = math.nan        # timed by the caller's recorder, on the clock the task chose
+    return fit
+
+
+if "_nap" not in solvers.solver_names():
+    solvers.register(solvers.SolverSpec(name="_nap", family="test", fit=_nap, warmup=lambda: None))
+
+
+def test_a_timing_fit_reads_the_cpu_clock_and_a_sweep_fit_the_wall(tmp_path):
+    """The same fit, once as a timing fit and once as the sweep's: a wait off the CPU is charged
+    to the sweep fit (its solver clock is the wall's) and not to the timing fit, whose clock is
+    its process's CPU seconds; so is its setup (the problem's build, on the same clock)."""
+    plan = _plan(tmp_path, "solvers=[dcd,liblinear]", "grid.C=[1]")
+    spec = next(s for s in _timing(plan) if s["solver_entry"] == "dcd")
+    twin = next(s for s in plan.fits.values() if "timing" not in s and s["solver_entry"] == "dcd")
+    X, y = _problem(n=60).X, np.where(np.arange(60) % 3 == 0, 1.0, -1.0)
+    nap = {"solver": "_nap", "solver_params": {}}
+    tasks._solve_binary(twin, X, y)          # dcd compiled (or loaded) outside the clocks read below
+    _, timed = tasks._solve_binary({**spec, **nap}, X, y)
+    _, swept = tasks._solve_binary({**twin, **nap}, X, y)
+    assert swept.fit_time_s >= NAP_S and timed.fit_time_s < NAP_S / 3
+    assert "setup_s" in timed.info and "setup_s" not in swept.info
+    # The setup is read on the CPU clock too: a wait inside the problem's build is not in it.
+    real = tasks._problem
+
+    def slow_build(*args, **kwargs):
+        time.sleep(NAP_S)
+        return real(*args, **kwargs)
+    tasks._problem = slow_build
+    try:
+        _, timed = tasks._solve_binary(spec, X, y)
+    finally:
+        tasks._problem = real
+    assert 0 <= timed.info["setup_s"] < NAP_S / 3
+
+
+def test_a_multiclass_problem_gets_no_timing_fit(tmp_path):
+    """Timing fits time one binary problem on one trace; a multiclass dataset's fits (one binary
+    fit per class inside one task) get none, though its entries share their problems; the same
+    plan on two classes gets them."""
+    exp = validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd,liblinear]",
+                            "grid.C=[1]"]))
+    info, _ = _labels("toy_blobs")["toy_blobs"]
+    three = build_plan(exp, {"toy_blobs": (info, (np.arange(60) % 3).astype(float))})
+    assert three.timing_fits == 0 and not _timing(three) and len(three.fits) > 0
+    two = build_plan(exp, {"toy_blobs": (info, np.where(np.arange(60) % 3 == 0, 1.0, -1.0))})
+    assert two.timing_fits == len(_timing(two)) > 0

@@ -1,40 +1,27 @@
 """`python -m pipeline` composes, validates once and runs the typed experiment it validated:
 the run does not validate the config again, and validation reads no store and fits nothing."""
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+def test_a_single_run_is_checked_once(tmp_path, monkeypatch):
+    """A real single run (`Command.run`, in this process): `preflight` once, and `validate` once,
+    inside it; `run` takes the Experiment it returned and checks nothing again."""
+    import pipeline.experiment.config as config
+    import pipeline.preflight as preflight
+    from pipeline.command import Command
+    calls = {"validate": 0, "preflight": 0}
 
-# Counts the calls of `config.validate` in a real command (the names `run` and the preflight
-# use), printed at exit by the command's own atexit handlers.
-COUNTING = """
-import atexit, sys
-import pipeline.experiment.config as config
-import pipeline.run as run
-calls = []
-real = config.validate
-def counted(cfg):
-    calls.append(1)
-    return real(cfg)
-config.validate = run.validate = counted
-atexit.register(lambda: print(f"validate calls: {len(calls)}", file=sys.stderr))
-from pipeline.command import command
-command(sys.argv[1:])
-"""
-
-
-def test_a_single_run_is_validated_once(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SVMBENCH_STORE": str(tmp_path / "store"),
-           "OPENBLAS_NUM_THREADS": "1"}
-    p = subprocess.run([sys.executable, "-c", COUNTING, "cluster=sequential", "datasets=[toy_blobs]",
-                        "datasets.toy_blobs.max_rows=60", "cv=holdout", "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]",
-                        "run.reference=false", "run.progress=false", "report.figures=false",
-                        f"hydra.run.dir={tmp_path / 'run'}"],
-                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=120, check=False)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "validate calls: 1" in p.stderr, p.stderr[-3000:]
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
+    monkeypatch.setattr(config, "validate", counted("validate", config.validate))
+    monkeypatch.setattr(preflight, "preflight", counted("preflight", preflight.preflight))
+    monkeypatch.setenv("SVMBENCH_STORE", str(tmp_path / "store"))
+    code = Command(["cluster=sequential", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60", "cv=holdout",
+                    "solvers=[dcd]", "solvers.dcd.grid.C=[1.0]", "run.reference=false", "run.progress=false",
+                    "report.figures=false", f"hydra.run.dir={tmp_path / 'run'}"]).run()
+    assert code == 0
+    assert calls == {"validate": 1, "preflight": 1}
     assert (tmp_path / "run" / "results.parquet").is_file()
 
 

@@ -36,11 +36,6 @@ SWEEP = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=holdout"
          "run.trace=false", "run.reference=false", "run.warm_start=false"]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    return tmp_path_factory.mktemp("store")
-
-
 def test_workers_warm_while_planning_and_no_task_carries_it(store, tmp_path, monkeypatch):
     """`_slow_warm`'s warmup sleeps WARM_S, as a cold numba compile would take, in the sandbox
     child of the one worker. Warmed while the client plans, no task's time holds it; warmed by

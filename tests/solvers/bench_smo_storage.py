@@ -33,7 +33,7 @@ def data(case):
     import numpy as np
     import scipy.sparse as sp
     if case.startswith(("mnist", "raw")):
-        from pipeline.bench import mnist_halves
+        from pipeline.bench.upstream import mnist_halves
         n, C = case.removeprefix("mnist").removeprefix("raw").split("_c")
         if case.startswith("mnist"):
             X, y = mnist_halves(int(n))

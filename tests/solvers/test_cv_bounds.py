@@ -240,3 +240,23 @@ def test_two_neighbouring_fits_bound_more_than_each_alone_and_never_too_much():
     assert (b >= a).all() and (b > a + 0.02).any(), list(zip(Cs, a, b))
     exact = _cv_errors(X, y, folds, Cs, "squared_hinge", "none")
     assert (b <= exact + 1e-12).all(), list(zip(Cs[b > exact], b[b > exact], exact[b > exact]))
+
+
+def test_the_bound_counts_a_row_only_strictly_inside_its_interval():
+    """A row certified misclassified over the open intervals (1, 10) and (10, 100) of C (two
+    intervals that share an end, as the single fits' and the pairs' can), one row always, of 4:
+    the bound is 2/4 inside either and 1/4 at every end (1, 10 and 100: an end counts in
+    neither interval), below and above them; its minimum over [3, 30] is at C = 10."""
+    from solvers.cv_bounds import LowerBound
+    lo, hi = np.log([1.0, 10.0]), np.log([10.0, 100.0])
+    bound = LowerBound(((lo, hi, 4, 1),))
+    C = np.array([0.5, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0])
+    assert bound.at(C).tolist() == [0.25, 0.25, 0.5, 0.25, 0.5, 0.25, 0.25]
+    assert bound.minimum(3.0, 30.0) == (0.25, pytest.approx(10.0, rel=1e-12))
+    # A range that starts on an end: its minimum is that end (the range is closed, the interval open).
+    assert bound.minimum(1.0, 5.0) == (0.25, pytest.approx(1.0, rel=1e-12))
+    assert bound.minimum(2.0, 10.0) == (0.25, pytest.approx(10.0, rel=1e-12))
+    # Two folds: the mean of their shares.
+    two = LowerBound(((lo, hi, 4, 1), (np.log([5.0]), np.log([50.0]), 2, 0)))
+    assert two.at(np.array([5.0, 10.0, 20.0, 50.0])).tolist() == [0.5 * (0.5 + 0.0), 0.5 * (0.25 + 0.5),
+                                                                  0.5 * (0.5 + 0.5), 0.5 * (0.5 + 0.0)]
