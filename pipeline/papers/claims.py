@@ -733,6 +733,10 @@ def outcome_lines(found: list[Finding]) -> list[str]:
                 where = ("in at least one cell" if f" {OVER['some']} " in f.rule else
                          "in most cells" if f" {OVER['most']} " in f.rule else "in every cell judged")
                 why = _first_clause(f.why) if f.why else f"the 95% interval lies inside the band {where}"
+                if f.why.startswith("set aside: "):
+                    # Cells below power were set aside: the verdict is still the judged cells'.
+                    side = "inside" if group == "reproduced" else "outside"
+                    why = f"the 95% interval lies {side} the band {where} ({_first_clause(f.why)})"
             out.append(f"| {group} | {i} | {claim.replace('|', chr(92) + '|')} | {why.replace('|', chr(92) + '|')} |")
     return out
 

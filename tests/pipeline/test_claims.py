@@ -280,6 +280,10 @@ def test_the_summary_table_says_what_is_reproduced_what_differs_and_what_cannot_
     assert "1 below detectable power" not in cl.counts_line(found) and "0 premise not met" in cl.counts_line(found)
     some = Finding("E", "o", HOLDS, "", "greater: a ratio, above 1.1x, in at least one dataset, C and entry; ...")
     assert cl.outcome_lines([some])[2].endswith("| the 95% interval lies inside the band in at least one cell |")
+    # Cells set aside below power: the row says what the judged cells show, then what was set aside.
+    aside = Finding("F", "o", HOLDS, "set aside: below detectable power at heart; the rest", "nearly equal: in each")
+    assert cl.outcome_lines([aside])[2] == ("| reproduced | 1 | F | the 95% interval lies inside the band in every cell "
+                                            "judged (set aside: below detectable power at heart) |")
 
 
 @pytest.mark.parametrize("b, c, n", [(5, 0, 99), (0, 5, 99), (3, 17, 453), (40, 2, 100), (0, 0, 99)])
