@@ -12,25 +12,12 @@ it is `<run_dir>/papers/<name>/`, so a smoke run never overwrites the committed 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 from ..installation import PAPERS_DIR   # the checkout's outputs/papers, or the CWD's
-
-PAPERS: dict[str, Callable] = {}
-
-
-def paper(name: str):
-    """Register fn(run_dir, out_dir, root) -> README path as the writer of study `name`."""
-    def deco(fn):
-        if name in PAPERS:
-            raise ValueError(f"paper {name!r} registered twice")
-        PAPERS[name] = fn
-        return fn
-    return deco
-
-
-def names() -> list[str]:
-    return sorted(PAPERS)
+# The writers register themselves (`registry.paper`) as they are imported.
+from . import bertini, duros_katzman, roethel_brynda, rupnik, troyan  # noqa: F401
+from .common import smoke_run, stamp_smoke
+from .registry import PAPERS, names, paper  # noqa: F401  (the package's public names)
 
 
 def out_dir(name: str, run_dir: Path, smoke: bool) -> Path:
@@ -42,7 +29,6 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
     """Run study `name`'s writer on the run's tables into `out`; returns its README."""
     if name not in PAPERS:
         raise ValueError(f"paper={name!r}: no such reproduction; registered: {', '.join(names()) or '(none)'}")
-    from .common import smoke_run, stamp_smoke
     out = Path(out)
     if smoke_run(run_dir) and out.resolve().is_relative_to(PAPERS_DIR.resolve()):
         # The committed reproductions come from full runs only: a smoke run's reduced sizes and
@@ -55,5 +41,3 @@ def write_paper(name: str, run_dir: Path, out: Path, root: str | None = None) ->
         stamp_smoke(readme)
     return readme
 
-
-from . import bertini, duros_katzman, roethel_brynda, rupnik, troyan  # noqa: E402, F401  register their writers

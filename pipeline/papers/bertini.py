@@ -20,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from ..report.common import fmt, markdown_table, styles
-from ..report.figures import _decorate, _log_ticks, _panels, c_gamma_heatmap, confusion_matrices, figure_legend
+from ..report.figures import c_gamma_heatmap, confusion_matrices, figure_legend
+from ..report.plotting import decorate, log_ticks, panel_grid
 from ..report.registry import ReportData, Skip
-from . import paper
+from .registry import paper
 from .claims import (LEVEL, REFEREE_WHY, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange,
                      Sensitivity, StudyRules, changes_lines, data_lines, difference_over, exact, judge, ratio_over,
                      sensitivities, sensitivity_lines)
@@ -764,7 +765,7 @@ def fig_accuracy_vs_C(data: ReportData):
     fits = data.results[data.results["solver_entry"].isin(GRID_ENTRIES) & (data.results["status"] != "error")]
     if fits.empty:
         raise Skip("no grid fit")
-    fig, axes = _panels(2, width=5.0, height=3.8)
+    fig, axes = panel_grid(2, width=5.0, height=3.8)
     for ax, (entry, k) in zip(axes, GRID_ENTRIES.items()):
         sub = fits[fits["solver_entry"] == entry]
         sub = sub.assign(h=_num(sub, "degree" if k == "poly" else "gamma"), acc=100 * sub["test_accuracy"])
@@ -826,7 +827,7 @@ def fig_time_vs_q(methods: pd.DataFrame):
     sv = methods[methods["method"] == "svmlight"].sort_values("q")
     if sv.empty:
         raise Skip("no svmlight fit")
-    fig, axes = _panels(2, width=5.2, height=3.9)
+    fig, axes = panel_grid(2, width=5.2, height=3.9)
     ys = [t for reps in sv["time_reps"] for t in reps if t > 0]
     for ax, k in zip(axes, ("rbf", "poly")):
         rows = sv[sv["kernel"] == k]
@@ -847,13 +848,13 @@ def fig_time_vs_q(methods: pd.DataFrame):
                 ax.annotate(r.statuses, (r.q, r.time_s), fontsize=6, textcoords="offset points", xytext=(4, 4))
         ax.axvline(BEST_Q[k][0], color="tab:green", linestyle="--", linewidth=1,
                    label=f"their best q (Table VI: {BEST_Q['rbf'][0]} Gaussian, {BEST_Q['poly'][0]} polynomial)")
-        _decorate(ax, f"{KERNEL_NAME[k]}, {point_text(methods, k)} (their Fig. {4 if k == 'rbf' else 2})",
+        decorate(ax, f"{KERNEL_NAME[k]}, {point_text(methods, k)} (their Fig. {4 if k == 'rbf' else 2})",
                   "working-set size q", "fit time (s)", 0, logx=True, logy=True)
         ax.set_ylim(min(ys) / 1.3, max(ys) * 1.3)
         ax.xaxis.set_major_locator(FixedLocator([t for t in Q_TICKS if q.min() <= t <= q.max()]))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(t) for t in Q_TICKS if q.min() <= t <= q.max()])
-        _log_ticks(ax, x=False, y=True)
+        log_ticks(ax, x=False, y=True)
     figure_legend(fig, [a for a in axes if a.get_visible()])
     fig.suptitle(f"svmlight on MNIST 3 against 8, tol {TOL:g}: time against q ({int(sv['n_prox'].sum())} proximal "
                  "steps in all)", fontsize=10)

@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from ..report.common import fmt, markdown_table
-from ..report.figures import _panels, confusion_matrices
+from ..report.figures import confusion_matrices
+from ..report.plotting import panel_grid
 from ..report.registry import ReportData, Skip
-from . import paper
+from .registry import paper
 from .claims import (ACCURACY, LEVEL, NEARLY_EQUAL_PP, REFEREE_WHY, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate,
                      Finding, RuleChange, StudyRules, changes_lines, data_lines, difference_over, judge, ratio_over)
 from .common import load, draw_figures, figure_lines, findings_table, save_figures, with_costs
@@ -523,7 +524,7 @@ def fig_learning_rate(summary):
     if gd.empty:
         raise Skip("no gd fit")
     sets = [d for d in dict.fromkeys(list(FULL.values()) + list(SMALL.values())) if (gd["dataset"] == d).any()]
-    fig, (ax,) = _panels(1, width=7.0, height=4.4)
+    fig, (ax,) = panel_grid(1, width=7.0, height=4.4)
     for ds in sets:
         c = gd[gd["dataset"] == ds].sort_values("eta")
         line, = ax.plot(c["eta"], c["acc"], marker="o", ms=3, label=ds)
@@ -544,7 +545,7 @@ def fig_iterations(data: ReportData, dataset="rotten_tomatoes", rates=(0.01, 0.1
     if fits.empty:
         raise Skip(f"no gd fit on {dataset}")
     eta = pd.to_numeric(fits["param_eta"], errors="coerce")
-    fig, (ax,) = _panels(1, width=7.0, height=4.4)
+    fig, (ax,) = panel_grid(1, width=7.0, height=4.4)
     drawn = 0
     for lr in rates:
         keys = fits.loc[np.isclose(eta, lr), "key"]
@@ -572,7 +573,7 @@ def fig_doubling(levels: pd.DataFrame, folds: list[pd.DataFrame] | None = None):
     folds = [f for f in (folds or [levels]) if len(f) >= 2]
     if len(levels) < 2 or not folds:
         raise Skip("fewer than two recursion levels (Table 2 needs the newton_doubling fit on > 2000 rows)")
-    fig, (a, b) = _panels(2, width=4.6, height=3.8)
+    fig, (a, b) = panel_grid(2, width=4.6, height=3.8)
     for i, f in enumerate(folds):
         a.loglog(f["n"], f["time_s"], "-", color="tab:blue", alpha=0.35, linewidth=0.9,
                  label="ours, each fold" if i == 0 else None)

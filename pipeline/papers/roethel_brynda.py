@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from ..report.common import fmt, markdown_table
-from ..report.figures import _panels, _plt, figure_legend, w_change_per_pass
+from ..report.figures import figure_legend, w_change_per_pass
+from ..report.plotting import panel_grid, pyplot
 from ..report.registry import ReportData, Skip
-from . import paper
+from .registry import paper
 from .claims import (HOLDS, KINDS, LEVEL, REFEREE_WHY, STAND_IN, THEIRS, VOCABULARY_WHY, Cell, Claim, Estimate, Finding,
                      RuleChange, StudyRules, cell_verdict, changes_lines, data_lines, difference_over, discordant, exact,
                      judge, paired_rows, proportions, ratio_over)
@@ -505,7 +506,7 @@ def _scatter(ax, X, y, s=6, alpha=0.8):
 
 def fig_toy_data(data: ReportData):
     row = _toy_model(data, "dcd", 10.0)
-    fig, (ax,) = _panels(1, width=5.0, height=4.4)
+    fig, (ax,) = panel_grid(1, width=5.0, height=4.4)
     _scatter(ax, row["Xa"], row["ya"])
     ax.set_title(f"Toy data: two overlapping blobs ({len(row['ya'])} training points)")
     ax.set_xlabel("x1")
@@ -514,7 +515,7 @@ def fig_toy_data(data: ReportData):
     return fig
 
 
-def _grid(X, n=150):
+def grid_axes(X, n=150):
     pad = 0.05 * (X.max(axis=0) - X.min(axis=0))
     lo, hi = X.min(axis=0) - pad, X.max(axis=0) + pad
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n))
@@ -524,10 +525,10 @@ def _grid(X, n=150):
 def fig_decision_function(data: ReportData):
     row = _toy_model(data, "dcd", 10.0)
     X, y, w, b = row["Xa"], row["ya"], np.asarray(row["w"], dtype=float), float(row["b"])
-    gx, gy = _grid(X)
+    gx, gy = grid_axes(X)
     f = (np.column_stack([gx.ravel(), gy.ravel()]) @ w + b).reshape(gx.shape)
-    plt = _plt()
-    fig, (ax,) = _panels(1, width=5.6, height=4.4)
+    plt = pyplot()
+    fig, (ax,) = panel_grid(1, width=5.6, height=4.4)
     lim = np.abs(f).max()
     im = ax.contourf(gx, gy, f, levels=np.linspace(-lim, lim, 21), cmap="RdBu", alpha=0.75)
     ax.contour(gx, gy, f, levels=[-1, 0, 1], colors="k", linestyles=["--", "-", "--"], linewidths=0.9)
@@ -617,9 +618,9 @@ def fig_active_points(data: ReportData):
     row = _tracked_rows(data)[0]
     shown = tracked_active_sets(row)        # every pass the solver kept A after, and the end
     X, y = row["Xa"], row["ya"]
-    gx, gy = _grid(X)
+    gx, gy = grid_axes(X)
     f = (np.column_stack([gx.ravel(), gy.ravel()]) @ np.asarray(row["w"], dtype=float) + float(row["b"]))
-    fig, axes = _panels(len(shown), width=4.0, height=3.7, ncols_max=4)
+    fig, axes = panel_grid(len(shown), width=4.0, height=3.7, ncols_max=4)
     for ax, (label, members) in zip(axes, shown):
         live = np.zeros(len(y), dtype=bool)
         live[members] = True
@@ -693,7 +694,7 @@ def misclassified_digits(run_dir: Path, data: ReportData, root: str | None, C=10
 
 
 def fig_misclassified(images, true, predicted, n_wrong, n_test, C=100.0):
-    plt = _plt()
+    plt = pyplot()
     n = len(images)
     if n == 0:
         raise Skip("no misclassified test digit")

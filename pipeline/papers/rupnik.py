@@ -19,10 +19,11 @@ import numpy as np
 import pandas as pd
 
 from ..report.common import fmt, styles
-from ..report.figures import _decorate, _log_ticks, _panels, _value_ticks, figure_legend
+from ..report.figures import figure_legend
+from ..report.plotting import decorate, log_ticks, panel_grid, value_ticks
 from ..report.registry import ReportData, Skip
 from ..report.tables import to_targets
-from . import paper
+from .registry import paper
 from .claims import (LEVEL, OTHER, REFEREE_WHY, STAND_IN, VOCABULARY_WHY, Cell, Claim, Estimate, Finding, RuleChange,
                      StudyRules, changes_lines, difference_over, discordant, exact, judge, paired_rows, ratio_over)
 from .common import (draw_figures, figure_lines, header_lines, load, predictions, save_figures, table_lines,
@@ -562,7 +563,7 @@ def fig_random_starts(data: ReportData):
         raise Skip("no pegasos_starts run")
     by_key = _traces_of(data, fits)
     datasets = sorted(fits["dataset"].unique())
-    fig, axes = _panels(len(datasets), width=5.6, height=4.2)
+    fig, axes = panel_grid(len(datasets), width=5.6, height=4.2)
     for ax, ds in zip(axes, datasets):
         sub = fits[fits["dataset"] == ds].sort_values(["param_random_state", "param_init_seed"])
         seeds = sorted(sub["param_init_seed"].unique())
@@ -576,9 +577,9 @@ def fig_random_starts(data: ReportData):
             ax.plot(tr["iteration"], tr["primal"], color=st[i]["color"],
                     linestyle=dashes[int(r.param_random_state) % len(dashes)], linewidth=1.1, alpha=0.8,
                     label=f"start init_seed={r.param_init_seed:.0f}, batches random_state={r.param_random_state:.0f}")
-        _decorate(ax, _name(ds) + (";\nnot the paper's problem" if RULES.status(ds) == OTHER else ""), "iteration t",
+        decorate(ax, _name(ds) + (";\nnot the paper's problem" if RULES.status(ds) == OTHER else ""), "iteration t",
                   "primal objective P (C = 1/(lambda n))", 0, logx=True, logy=True)
-        _log_ticks(ax)
+        log_ticks(ax)
     figure_legend(fig, axes)   # the same starts and seeds on both datasets: listed once
     fig.suptitle("Figure 2: Pegasos from random starts (colour: start; dash: batch seed)", fontsize=9)
     return fig
@@ -594,7 +595,7 @@ def fig_gap(data: ReportData):
     fits = fits[fits["f_star"].notna()]
     by_key = _traces_of(data, fits)
     datasets = _datasets(fits)
-    fig, axes = _panels(2 * len(datasets), width=5.2, height=4.0, ncols_max=2)
+    fig, axes = panel_grid(2 * len(datasets), width=5.2, height=4.0, ncols_max=2)
     for i, ds in enumerate(datasets):
         ax_n, ax_t = axes[2 * i], axes[2 * i + 1]
         n_train = float(fits[fits["dataset"] == ds]["n_train"].iloc[0])
@@ -621,12 +622,12 @@ def fig_gap(data: ReportData):
                          linewidth=0.9, label=f"theirs to {100 * eps:g}%: {THEIRS_IT[eps]} steps of k=8000")
         other = "; not the paper's problem" if RULES.status(ds) == OTHER else ""
         # Two lines a title: a panel is half the figure's width, and one line ran into its neighbour's.
-        _decorate(ax_n, f"{_name(ds)}{other}:\nagainst examples visited", "examples visited (Pegasos: k per step; "
+        decorate(ax_n, f"{_name(ds)}{other}:\nagainst examples visited", "examples visited (Pegasos: k per step; "
                   "dcd: n per pass)", "(P - f*) / |f*|", 0, logx=True, logy=True)
-        _decorate(ax_t, f"{_name(ds)}{other}:\nagainst solver seconds", "solver seconds", "(P - f*) / |f*|", 0,
+        decorate(ax_t, f"{_name(ds)}{other}:\nagainst solver seconds", "solver seconds", "(P - f*) / |f*|", 0,
                   logx=True, logy=True)
-        _log_ticks(ax_n)
-        _log_ticks(ax_t)
+        log_ticks(ax_n)
+        log_ticks(ax_t)
     figure_legend(fig, axes)   # the same lines in every panel: listed once
     fig.suptitle("Section 4.3: relative gap to the certified optimum (lambda = 1e-4)", fontsize=10)
     return fig
@@ -639,7 +640,7 @@ def fig_test_error(data: ReportData):
     by_key = _traces_of(data, fits)
     exact = _fits(data, EXACT)
     datasets = sorted(fits["dataset"].unique())
-    fig, axes = _panels(len(datasets), width=5.4, height=4.0)
+    fig, axes = panel_grid(len(datasets), width=5.4, height=4.0)
     for ax, ds in zip(axes, datasets):
         n = 0
         for r in fits[fits["dataset"] == ds].itertuples(index=False):
@@ -654,7 +655,7 @@ def fig_test_error(data: ReportData):
                        label="dcd, exact solver")
             n += 1
         ax.axvline(AT_IT, color="0.5", linestyle=":", linewidth=0.9, label=f"{AT_IT} iterations")
-        _decorate(ax, _name(ds) + (";\nnot the paper's problem" if RULES.status(ds) == OTHER else ""), "iteration t",
+        decorate(ax, _name(ds) + (";\nnot the paper's problem" if RULES.status(ds) == OTHER else ""), "iteration t",
                   "test error (%)", n + 1, logx=True)
         # The whole curve from t = 1 (a cap at a multiple of the exact error hid the early
         # iterations, where the curves differ most).
@@ -667,7 +668,7 @@ def fig_k_vs_T(kt: pd.DataFrame):
     if kt.empty or kt["k"].nunique() < 2:
         raise Skip("no k sweep at fixed kT")
     datasets = sorted(kt["dataset"].unique())
-    fig, axes = _panels(len(datasets), width=5.6, height=4.4)
+    fig, axes = panel_grid(len(datasets), width=5.6, height=4.4)
     for ax, ds in zip(axes, datasets):
         sub = kt[kt["dataset"] == ds]
         groups = list(sub.groupby(["epochs", "lazy_t"]))
@@ -681,9 +682,9 @@ def fig_k_vs_T(kt: pd.DataFrame):
                     label=f"kT = {float(g['kT'].iloc[0]):,.0f} ({ep} epoch{'s' if ep > 1 else ''})"
                           + (", lazy t" if lazy else ""))
             ax.fill_between(m.index, m["min"], m["max"], color=colour, alpha=0.15, linewidth=0)
-        _decorate(ax, _name(ds) + (";\nnot the paper's problem" if RULES.status(ds) == OTHER else ""),
+        decorate(ax, _name(ds) + (";\nnot the paper's problem" if RULES.status(ds) == OTHER else ""),
                   "mini-batch size k (T = kT / k steps)", "final (P - f*) / |f*|", len(groups), logx=True, logy=True)
-        _value_ticks(ax, sub["k"])
+        value_ticks(ax, sub["k"])
         ax.set_xticklabels([f"{v:,.0f}" for v in ax.get_xticks()])
     fig.suptitle("Figure 4: k against T at fixed kT (median of the batch seeds, band their range); dotted: t does "
                  "not advance without violators", fontsize=10)

@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from ..report.common import fmt, styles
-from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
+from ..report.figures import figure_legend
+from ..report.plotting import decorate, log_ticks, panel_grid
 from ..report.registry import ReportData, Skip
-from . import paper
+from .registry import paper
 from .claims import (LEVEL, OTHER, REFEREE_WHY, SAME_REL, THEIRS, VOCABULARY_WHY, Cell, Claim, Finding, RuleChange,
                      Sensitivity, StudyRules, changes_lines, exact, judge, ratio_over, sensitivities, sensitivity_lines)
 from .common import load, draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
@@ -462,7 +463,7 @@ def fig5(data: ReportData, seed: int = 0):
         raise Skip("no fit has both a trace and a certified L*")
     by_key = {k: g for k, g in data.traces.groupby("key")}
     datasets = [d for d in DATASETS if d in set(fits["dataset"])] + sorted(set(fits["dataset"]) - set(DATASETS))
-    fig, axes = _panels(len(datasets), width=4.6, height=3.4, ncols_max=4)
+    fig, axes = panel_grid(len(datasets), width=4.6, height=3.4, ncols_max=4)
     order = [e for e in (*METHODS.values(), OURS_ALPHA)]
     st = styles(len(order))
     for ax, ds in zip(axes, datasets):
@@ -488,9 +489,9 @@ def fig5(data: ReportData, seed: int = 0):
         if certainty >= floor:
             ax.axhline(certainty, color="0.4", linestyle=":", linewidth=1, label="certainty of L*")
         other = "; not the paper's problem" if RULES.status(ds) == OTHER else ""
-        _decorate(ax, f"{PAPER_NAMES.get(ds, ds)} (p = {fmt(P_EXPONENT.get(ds, math.nan))}{other})", "solver time (s)",
+        decorate(ax, f"{PAPER_NAMES.get(ds, ds)} (p = {fmt(P_EXPONENT.get(ds, math.nan))}{other})", "solver time (s)",
                   "L - L*", 0, logx=True, logy=True)
-        _log_ticks(ax)
+        log_ticks(ax)
     figure_legend(fig, axes)
     return fig
 

@@ -226,7 +226,14 @@ def close_all() -> None:
 
 
 def _child() -> None:
-    """A forked drawing process: its own connections to the engine (DuckDB's is not shared)."""
+    """A forked drawing process: its own connections to the engine (DuckDB's is not shared), and
+    the default signal dispositions, not its parent's handlers: the pool ends its children with
+    SIGTERM (`Pool.terminate`), which a handler copied from the parent (one that raises in the
+    main thread, or ignores the signal once it ran) would turn into a child that never ends and
+    a parent joined to it for ever; Ctrl-C is the parent's to handle."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .columnar import reopen_all
     reopen_all()
 
@@ -560,8 +567,8 @@ def preload(figures: bool = True) -> None:
     this runs in a thread. Nothing with `figures=False` (tables only need neither)."""
     if not figures:
         return
-    from .figures import _plt
-    _plt()
+    from .plotting import pyplot
+    pyplot()
     import matplotlib.transforms  # noqa: F401
     import plotly.io  # noqa: F401
     from PIL import Image  # noqa: F401

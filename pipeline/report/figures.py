@@ -13,30 +13,8 @@ from .columnar import lit, q
 from .common import (F_STAR_HINT, LAMBDA, MAX_LINES, MISSING, certainty_floor, config_columns, fmt, key_value, keyed, label,
                      present, problem_columns, short, styles)
 from .registry import MAX_PROBLEMS, ReportData, Skip, figure
+from .plotting import decorate, grid_axes, legend_below, log_ticks, panel_grid, pyplot, sort_value, value_ticks
 from .speed import speed_view, target_of, timed_fits
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
-    """A figure of n panels, ncols_max a row."""
-    fig = _plt().figure()
-    return fig, _grid(fig, n, width, height, ncols_max)
-
-
-def _grid(fig, n: int, width: float, height: float, ncols_max: int) -> np.ndarray:
-    """n panels of width x height inches on `fig`, ncols_max a row, in a grid of whole rows whose
-    last row's empty places get no axes (an axes costs its making even hidden)."""
-    ncols = min(n, ncols_max)
-    nrows = -(-n // ncols)
-    fig.set_size_inches(width * ncols, height * nrows)
-    grid = fig.add_gridspec(nrows, ncols)
-    return np.array([fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)], dtype=object)
 
 
 # Figures of small multiples kept, by layout (panels, panel size, columns), for the next figure
@@ -49,7 +27,7 @@ _KEPT: dict[tuple, list] = {}      # layout -> [[figure, state]]; state: "drawin
 
 
 def page_figure(n: int, width: float, height: float, ncols_max: int):
-    """(figure, axes) of `_panels`' layout: a kept figure of that layout not drawing now, cleared,
+    """(figure, axes) of `panel_grid`' layout: a kept figure of that layout not drawing now, cleared,
     or a new one kept from now on. `saved` hands it back once save_figure has drawn it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -62,7 +40,7 @@ def page_figure(n: int, width: float, height: float, ncols_max: int):
             return entry[0], entry[0]._svmbench_page["axes"]
     fig = Figure()
     FigureCanvasAgg(fig)
-    axes = _grid(fig, n, width, height, ncols_max)
+    axes = grid_axes(fig, n, width, height, ncols_max)
     pars = fig.subplotpars
     fig._svmbench_page = {"axes": axes, "size": tuple(fig.get_size_inches()), "dpi": fig.get_dpi(),
                           "pars": {k: getattr(pars, k) for k in ("left", "right", "bottom", "top", "wspace", "hspace")},
@@ -122,13 +100,6 @@ def _clear_page(fig) -> None:
         ax.set_ylabel("")
 
 
-def _legend(ax, n):
-    """Below the panel, never over the lines (the saved figure grows to hold it)."""
-    if n and ax.get_legend_handles_labels()[1]:    # else matplotlib warns of an empty legend
-        # One column: two columns of long labels run into the next panel's legend.
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.26), frameon=False)
-
-
 def figure_legend(fig, axes, order=None, **kw):
     """One legend for a figure whose panels share their lines (the same methods on each dataset):
     the labels of every panel once, in the order first drawn (or `order`'s, for the pages of one
@@ -164,99 +135,6 @@ def _configs(data: ReportData, fits: pd.DataFrame, starts: bool = False):
         cfg = [c for c in cfg if c not in START_KEYS]
         shown = [c for c in shown if c not in START_KEYS]
     return keyed(fits, cfg), ["solver_entry"] + cfg, shown
-
-
-MAX_TICKS = 12      # value ticks on one axis (`_value_ticks`)
-
-
-def _value_ticks(ax, values):
-    """The swept values themselves as the x ticks (a log axis over less than a decade otherwise
-    labels its minor ticks on top of each other); of values closer than a tenth of a decade (a
-    lambda point's mean C beside a C point: 0.09183 and 0.1) only the first gets a tick. A sweep
-    of more than MAX_TICKS values has its ticks at round values (0.001, 0.01, ... on a log axis),
-    not at grid points no one chose (geomspace's 0.003199)."""
-    from matplotlib.ticker import FixedLocator, NullLocator
-    distinct = sorted(set(float(v) for v in values))
-    positive = [v for v in distinct if v > 0]
-    if len(distinct) > MAX_TICKS:
-        # A dense sweep (geomspace of hundreds of C values): its values are no one's round
-        # numbers (0.003199, 0.01023): ticks at round values instead, as any axis has them.
-        if ax.get_xscale() == "log" and len(positive) == len(distinct):
-            _log_ticks(ax, x=True, y=False)
-        else:
-            from matplotlib.ticker import MaxNLocator
-            ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-        return
-    span = np.log10(positive[-1] / positive[0]) if len(positive) > 1 else 0.0
-    gap = max(0.1, span / MAX_TICKS)
-
-    def close(a, b):
-        return a == b or (a > 0 and b > 0 and np.log10(b / a) < gap)
-    ticks = []
-    for v in distinct:
-        if not ticks or not close(ticks[-1], v):
-            ticks.append(v)
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    # Compact labels (1e+05, 5000, 0.0005, 0.08675), not the tables' `fmt` (1.000e+05 beside 1e+04).
-    labels = [f"{v:.4g}" for v in ticks]
-    # Many ticks, or long labels (1.705e-05 beside 0.0001705), run into each other unless turned.
-    rotate = len(ticks) > 6 or len(ticks) * max(map(len, labels), default=0) > 30
-    ax.set_xticklabels(labels, rotation=45 if rotate else 0)
-    legend = ax.get_legend()
-    if rotate and legend is not None and legend.get_bbox_to_anchor().y0 < ax.bbox.y0:
-        # Rotated labels run deeper: the legend below the panel moves down past the x label.
-        legend.set_bbox_to_anchor((0.5, -0.36), transform=ax.transAxes)
-
-
-def _decorate(ax, title, xlabel, ylabel, n_legend, logx=False, logy=False):
-    """What every line panel has: scales, title, axis labels, grid, the legend below."""
-    if logx:
-        ax.set_xscale("log")
-    if logy:
-        ax.set_yscale("log")
-    # y given: matplotlib then skips placing the title above any top tick labels (there are
-    # none), which measured every tick label of every panel again at each draw.
-    ax.set_title(title, y=1.0, **({"fontsize": 10} if "\n" in title else {}))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, n_legend)
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-
-
-def _power_label(v, _pos=None) -> str:
-    """10⁻³ in plain unicode: matplotlib's own $10^{-3}$ goes through mathtext, whose layout was
-    most of the time of saving a figure of a dozen log-log panels."""
-    if v <= 0:
-        return ""
-    k = np.log10(v)
-    return "10" + str(int(round(k))).translate(_SUPERSCRIPT) if abs(k - round(k)) < 1e-9 else f"{v:g}"
-
-
-def _log_ticks(ax, x=True, y=True):
-    """Over many log decades, major ticks only (minor ones dominate drawing time and add
-    nothing); over two decades or less, ticks at 1, 2 and 5 times the powers of ten, labelled
-    plainly (matplotlib's own would label the minor ticks `3x10^0 4x10^0` on top of each other)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
-    for axis, on, lim in ((ax.xaxis, x, ax.get_xlim()), (ax.yaxis, y, ax.get_ylim())):
-        lo, hi = sorted(lim)
-        if not on or lo <= 0:
-            continue
-        if hi / lo > 100:
-            axis.set_major_locator(LogLocator(numticks=8))
-            axis.set_major_formatter(FuncFormatter(_power_label))
-        else:
-            loc = LogLocator(subs=(1.0, 2.0, 5.0))
-            if sum(lo <= t <= hi for t in loc.tick_values(lo, hi)) < 3:      # under a factor of 5 or so
-                # Denser, but no two ticks closer than a factor of 4/3 (0.09 beside 0.1 overlapped).
-                loc = LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0))
-            axis.set_major_locator(loc)
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_locator(NullLocator())
-        axis.set_minor_formatter(NullFormatter())
 
 
 GAP_PT = 4.0
@@ -455,14 +333,6 @@ MAX_PANELS = 12
 PANEL_COLS = 4
 
 
-def _sort_value(v):
-    """Grid order of one key's values: numbers ascending, then the rest by name."""
-    try:
-        return (0, float(v), "")
-    except (TypeError, ValueError):
-        return (1, 0.0, str(v))
-
-
 def problem_key_columns(fits: pd.DataFrame) -> list[str]:
     """What makes one problem (the paper's unit of comparison): the dataset and every problem key,
     and lambda where a point was given by it (C then its mean over the folds, `point_C`), in the
@@ -481,7 +351,7 @@ def problems(fits: pd.DataFrame) -> tuple[pd.DataFrame, list[str], list[tuple]]:
     keyed_fits = keyed(fits, list(dict.fromkeys(prob + cfg)))
     found = list(keyed_fits.groupby(prob, sort=False, dropna=False).groups)
     found = [k if isinstance(k, tuple) else (k,) for k in found]
-    return keyed_fits, prob, sorted(found, key=lambda k: [_sort_value(v) for v in k])
+    return keyed_fits, prob, sorted(found, key=lambda k: [sort_value(v) for v in k])
 
 
 def problem_title(key: dict, varying: list[str]) -> str:
@@ -591,7 +461,7 @@ def small_multiples(panels, draw_panel, what: str, empty=None, fixed: str = "", 
     pages = [panels[i:i + MAX_PANELS] for i in range(0, len(panels), MAX_PANELS)]
     figs = []
     for p, page in enumerate(pages):
-        fig, axes = (page_figure if kept else _panels)(len(page), 4.2, 3.3, PANEL_COLS)
+        fig, axes = (page_figure if kept else panel_grid)(len(page), 4.2, 3.3, PANEL_COLS)
         ncols = min(len(page), PANEL_COLS)
         for i, (ax, (title, lines, problem)) in enumerate(zip(axes, page)):
             draw_panel(ax, title, lines, problem, style_of)
@@ -729,8 +599,8 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
             # Only where it bounds what is drawn: a floor of 1e-12 under lines ending at 1e-5
             # would squeeze them into the top of the panel.
             ax.axhline(floor_of(problem), color="0.4", linestyle=":", linewidth=1, label="f* certainty")
-        _decorate(ax, panel_title(title, cut), xlabel, ylabel, 0, logx=True, logy=log_y)
-        _log_ticks(ax, x=True, y=log_y)
+        decorate(ax, panel_title(title, cut), xlabel, ylabel, 0, logx=True, logy=log_y)
+        log_ticks(ax, x=True, y=log_y)
 
     return small_multiples(panels, draw_panel, ylabel, empty, fixed, kept=True)
 
@@ -833,7 +703,7 @@ def objective_random_starts(data: ReportData):
     if not groups:
         raise Skip("no configuration was run from more than one random_state")
     datasets = sorted({k[0] for k, _ in groups})
-    fig, axes = _panels(len(datasets))
+    fig, axes = panel_grid(len(datasets))
     by_key = {k: g for k, g in sub.traces.groupby("key")}
     for ax, ds in zip(axes, datasets):
         mine, cut = best_lines([g for k, g in groups if k[0] == ds],
@@ -845,12 +715,12 @@ def objective_random_starts(data: ReportData):
                 ax.plot(tr["iteration"], tr["primal"], color=style["color"], linestyle=style["linestyle"],
                         alpha=0.7, linewidth=1,
                         label=f"{label(grp.iloc[0], shown)} ({grp['param_random_state'].nunique()} starts)" if i == 0 else None)
-        _decorate(ax, panel_title(ds, cut), "iteration", "primal objective P", len(mine), logx=True, logy=True)
-        _log_ticks(ax)
+        decorate(ax, panel_title(ds, cut), "iteration", "primal objective P", len(mine), logx=True, logy=True)
+        log_ticks(ax)
     return fig
 
 
-def _line_keys(data: ReportData, x: str) -> tuple[list[str], list[str]]:
+def keys_of_lines(data: ReportData, x: str) -> tuple[list[str], list[str]]:
     """(the keys that make one line: the entry and every configuration key but x; the swept keys
     a label names), as `_other_lines` makes them, for a query over the run's fits."""
     cfg = [c for c in config_columns(data.frame_of("fits")) if c != "dataset" and c not in START_KEYS]
@@ -875,7 +745,7 @@ DENSE_POINTS = 50    # C values on a line above which accuracy_vs_C draws a band
              f"(at most {MAX_LINES} per panel: those of the best mean accuracy at any C); a point given by lambda "
              "sits at the mean of its folds' C = 1/(lambda n).")
 def accuracy_vs_C(data: ReportData):
-    line_keys, shown = _line_keys(data, "C")
+    line_keys, shown = keys_of_lines(data, "C")
     # Mean and spread over folds (and random starts) per configuration, a row each.
     agg = data.summary(["dataset"] + line_keys + ["C"], {"mean": "favg(num(test_accuracy))",
                                                          "std": "stddev_samp(num(test_accuracy))"},
@@ -884,7 +754,7 @@ def accuracy_vs_C(data: ReportData):
                      if g["C"].nunique() > 1] for ds in sorted(agg["dataset"].unique())}
     if not any(lines_by.values()):
         raise Skip("no solver entry was run at more than one C")
-    fig, axes = _panels(sum(1 for lines in lines_by.values() if lines))
+    fig, axes = panel_grid(sum(1 for lines in lines_by.values() if lines))
     for ax, (ds, lines) in zip(axes, [(ds, lines) for ds, lines in lines_by.items() if lines]):
         lines, cut = best_lines(lines, lambda g: g["mean"].max(), "best mean test accuracy", higher=True)
         for i, (grp, style) in enumerate(zip(lines, styles(len(lines)))):
@@ -902,8 +772,8 @@ def accuracy_vs_C(data: ReportData):
             dodge = 1.0 + 0.04 * (i - (len(lines) - 1) / 2)
             ax.errorbar(m["C"] * dodge, m["mean"], yerr=m["std"].fillna(0), label=label(grp.iloc[0], shown),
                         capsize=2, markersize=4, **style)
-        _decorate(ax, panel_title(ds, cut), "C", "test accuracy", len(lines), logx=True)
-        _value_ticks(ax, pd.concat([g["C"] for g in lines]))
+        decorate(ax, panel_title(ds, cut), "C", "test accuracy", len(lines), logx=True)
+        value_ticks(ax, pd.concat([g["C"] for g in lines]))
     left_out(fig, {ds: "one C per line" for ds, lines in lines_by.items() if not lines})
     return fig
 
@@ -916,7 +786,7 @@ def _numeric(s: pd.Series) -> pd.Series:
         hint="sweep C and gamma of a kernel solver (`solvers.smo.grid.gamma=[0.1,1]`)",
         note="Mean test accuracy over folds; one panel per dataset, solver entry and other swept values.")
 def c_gamma_heatmap(data: ReportData):
-    line_keys, shown = _line_keys(data, "C")
+    line_keys, shown = keys_of_lines(data, "C")
     shown = [c for c in shown if c != "gamma"]
     # gamma as a number (a sweep of "scale" beside numbers holds them as text): mean accuracy
     # over the folds of each configuration, a row each.
@@ -928,8 +798,8 @@ def c_gamma_heatmap(data: ReportData):
               if g["C"].nunique() > 1 and g["gamma"].nunique() > 1]
     if not panels:
         raise Skip("no solver entry was run over more than one C and more than one numeric gamma")
-    plt = _plt()
-    fig, axes = _panels(len(panels), width=4.6, height=3.8)
+    plt = pyplot()
+    fig, axes = panel_grid(len(panels), width=4.6, height=3.8)
     for ax, grp in zip(axes, panels):
         grid = grp.pivot_table(index="gamma", columns="C", values="test_accuracy", aggfunc="mean")
         im = ax.imshow(grid.to_numpy(), origin="lower", cmap="viridis", aspect="auto")
@@ -966,7 +836,7 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
     problem key but x: two kernels or two C values are never in one panel), a line per entry and
     every other swept value (at most MAX_LINES per panel: those of the least median y, a time, at any x)."""
     prob = [c for c in problem_key_columns(data.frame_of("fits")) if c not in ("dataset", x)]
-    line_keys, shown = _line_keys(data, x)
+    line_keys, shown = keys_of_lines(data, x)
     keys = ["dataset"] + prob
     numeric = data.engine.view(f"SELECT * REPLACE (num({q(x)}) AS {q(x)}) FROM {data.table('fits')} "
                                f"WHERE num({q(x)}) IS NOT NULL AND num({q(y)}) IS NOT NULL")
@@ -977,7 +847,7 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
                         {"_y": f"median(num({q(y)}))", "_lo": f"min(num({q(y)}))", "_hi": f"max(num({q(y)}))",
                          "_pid": f"any_value({view.pid('_x')})"}, name="_x")
     fits = chosen_rows(data, fits)
-    found = sorted({tuple(k) for k in fits[keys].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
+    found = sorted({tuple(k) for k in fits[keys].itertuples(index=False)}, key=lambda k: [sort_value(v) for v in k])
     named, _ = varying_problem_keys(keys, found)
     rows_of = {k: fits[(fits[keys].apply(tuple, axis=1) == k)] for k in found}
     title = {k: _titled(problem_title(dict(zip(keys, k)), named), rows_of[k]["_why"].iloc[0]) for k in found}
@@ -986,17 +856,17 @@ def _against(data: ReportData, x: str, y: str, xlabel: str, ylabel: str, skip: s
     shown_problems = [k for k in found if lines_by[k]]
     if not shown_problems:
         raise Skip(skip)
-    fig, axes = _panels(len(shown_problems))
+    fig, axes = panel_grid(len(shown_problems))
     for ax, k in zip(axes, shown_problems):
         lines, cut = best_lines(lines_by[k], lambda g: g["_y"].min(), f"least {ylabel}")
         for grp, style in zip(lines, styles(len(lines))):
             ax.plot(grp[x].to_numpy(), grp["_y"].to_numpy(), label=label(grp.iloc[0], shown), markersize=4, **style)
         lo, hi = min(g["_lo"].min() for g in lines), max(g["_hi"].max() for g in lines)
         log = logy and lo > 0 and hi / lo > 10   # under a decade, log labels one tick
-        _decorate(ax, panel_title(title[k], cut), xlabel, ylabel, len(lines), logx=logx, logy=log)
-        _value_ticks(ax, pd.concat([g[x] for g in lines]))
+        decorate(ax, panel_title(title[k], cut), xlabel, ylabel, len(lines), logx=logx, logy=log)
+        value_ticks(ax, pd.concat([g[x] for g in lines]))
         if log:
-            _log_ticks(ax, x=False, y=True)
+            log_ticks(ax, x=False, y=True)
     left_out(fig, {title[k].replace("\n", " "): f"one {xlabel} per line" for k in found if not lines_by[k]})
     return fig
 
@@ -1040,7 +910,7 @@ def time_vs_n(data: ReportData):
     pts = pts[np.isfinite(pts["t"])]
     if pts["n"].nunique() < 2:
         raise Skip("every fit ran on one size of data")
-    found = sorted({tuple(r) for r in pts[kind].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
+    found = sorted({tuple(r) for r in pts[kind].itertuples(index=False)}, key=lambda k: [sort_value(v) for v in k])
     if data.n_problems() > MAX_PROBLEMS:
         # The problems of the chosen ones (a panel is a problem on every dataset).
         chosen = chosen_rows(data, pts)
@@ -1066,14 +936,14 @@ def time_vs_n(data: ReportData):
                         linestyle=st["linestyle"] if len(one) > 1 else "none", label=lab if i == 0 else None)
         ts = sub["t"][sub["t"] > 0]
         log = len(ts) > 0 and ts.max() / ts.min() > 10          # under a decade, log labels one tick
-        _decorate(ax, title, "training rows n", ylabel, 0, logx=True, logy=log)
-        _value_ticks(ax, sub["n"])
+        decorate(ax, title, "training rows n", ylabel, 0, logx=True, logy=log)
+        value_ticks(ax, sub["n"])
         # Each tick names its dataset(s): a reader sees which point is which data.
         names = sub.groupby("n")["dataset"].agg(lambda d: "\n".join(sorted(set(map(str, d)))))
         ticks = ax.get_xticks()
         ax.set_xticklabels([f"{t:.4g}\n{names.get(t, '')}" for t in ticks], fontsize=7)
         if log:
-            _log_ticks(ax, x=False, y=True)
+            log_ticks(ax, x=False, y=True)
 
     return small_multiples(panels, draw_panel, f"{ylabel} against n", {}, fixed)
 
@@ -1109,7 +979,7 @@ def pegasos_k_vs_T(data: ReportData):
     datasets = [ds for ds in datasets if lines_by[ds]]
     if not datasets:
         raise Skip("no pegasos configuration was run at more than one k with the same kT")
-    fig, axes = _panels(len(datasets))
+    fig, axes = panel_grid(len(datasets))
     for ax, ds in zip(axes, datasets):
         lines, cut = best_lines(lines_by[ds], lambda g: g["P"].min(), "least final P")
         for grp, style in zip(lines, styles(len(lines))):
@@ -1120,11 +990,11 @@ def pegasos_k_vs_T(data: ReportData):
                     label=f"{label(grp.iloc[0], shown)} kT~{fmt(float(grp['kT'].iloc[0]))} T={ts}", **style)
         lo, hi = min(g["_lo"].min() for g in lines), max(g["_hi"].max() for g in lines)
         log = lo > 0 and hi / lo > 10     # lines a decade apart or more: else one tick
-        _decorate(ax, panel_title(ds, cut), "mini-batch size k (T = kT / k iterations)",
+        decorate(ax, panel_title(ds, cut), "mini-batch size k (T = kT / k iterations)",
                   "final primal objective P (median)", len(lines), logx=True, logy=log)
-        _value_ticks(ax, pd.concat([g["param_k"] for g in lines]))
+        value_ticks(ax, pd.concat([g["param_k"] for g in lines]))
         if log:
-            _log_ticks(ax, x=False, y=True)
+            log_ticks(ax, x=False, y=True)
     return fig
 
 
@@ -1167,8 +1037,8 @@ def confusion_matrices(data: ReportData):
         cms = [np.array(json.loads(s)) for s in fits.loc[mask, "confusion_test"]]
         if cms:
             panels.append((b, sum(cms)))
-    plt = _plt()
-    fig, axes = _panels(len(panels), width=4.4, height=3.6)
+    plt = pyplot()
+    fig, axes = panel_grid(len(panels), width=4.4, height=3.6)
     for ax, (b, cm) in zip(axes, panels):
         im = ax.imshow(cm, cmap="Blues")
         for (i, j), v in np.ndenumerate(cm):
@@ -1200,7 +1070,7 @@ def active_points_2d(data: ReportData):
     fits, cfg, shown = _configs(data, fits, starts=True)
     # A readable number of panels: up to three configurations of each entry.
     fits = fits.sort_values(["dataset"] + cfg).groupby(["dataset", "solver_entry"]).head(3).head(12)
-    fig, axes = _panels(len(fits), width=4.0, height=3.8, ncols_max=4)
+    fig, axes = panel_grid(len(fits), width=4.0, height=3.8, ncols_max=4)
     for ax, row in zip(axes, fits.to_dict("records")):
         X = np.array([list(p) for p in row["X"]], dtype=float)
         y = np.asarray(row["y"], dtype=float)

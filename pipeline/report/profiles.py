@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from .common import F_STAR_HINT, config_columns, count, floor_sql, fmt, label
-from .figures import START_KEYS, _decorate, _panels, _sort_value, figure_legend, problem_key_columns
+from .figures import START_KEYS, figure_legend, problem_key_columns
+from .plotting import decorate, panel_grid, sort_value
 from .registry import ReportData, Skip, figure
 from .speed import speed_view, target_of, timed_fits
 
@@ -96,7 +97,7 @@ def _per_problem(data: ReportData, measure: str, passes: bool = False):
     med = d.summary(list(dict.fromkeys(prob + line_keys)),
                     {"t": "median(coalesce(_t_target_s, 'inf'::DOUBLE))", "it": "median(coalesce(_it_target, 'inf'::DOUBLE))"},
                     name="_t", where=" AND ".join(where))
-    found = sorted({tuple(p) for p in med[prob].itertuples(index=False)}, key=lambda k: [_sort_value(v) for v in k])
+    found = sorted({tuple(p) for p in med[prob].itertuples(index=False)}, key=lambda k: [sort_value(v) for v in k])
     pid = {p: i for i, p in enumerate(found)}
     med["_solver"] = [label(r, shown) for r in med[line_keys].to_dict("records")]
     med["_pid"] = [pid[tuple(p)] for p in med[prob].itertuples(index=False)]
@@ -130,7 +131,7 @@ def _profile_figure(groups, xlabel: str, ylabel: str, curve, log_base: float = 2
     from .common import styles
     order = list(dict.fromkeys(s for _, t, _ in groups for s in t.columns))
     style_of = dict(zip(order, styles(len(order))))
-    fig, axes = _panels(len(groups), width=4.6, height=3.4, ncols_max=3)
+    fig, axes = panel_grid(len(groups), width=4.6, height=3.4, ncols_max=3)
     for ax, (title, t, it) in zip(axes, groups):
         xs, frac = curve(t, it)
         for s in frac.columns:
@@ -139,7 +140,7 @@ def _profile_figure(groups, xlabel: str, ylabel: str, curve, log_base: float = 2
                     linewidth=1.4)
         ax.set_xscale("log", base=log_base)
         ax.set_ylim(-0.03, 1.03)
-        _decorate(ax, title, xlabel, ylabel, 0)
+        decorate(ax, title, xlabel, ylabel, 0)
     figure_legend(fig, axes)
     if heading:
         fig.suptitle(heading, fontsize=10)

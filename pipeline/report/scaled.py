@@ -86,8 +86,8 @@ def _numeric_view(data: ReportData, keys: list[str]) -> ReportData:
 def summaries(data: ReportData, x: str) -> tuple[pd.DataFrame, list[str], list[str]]:
     """(rows: one per dataset, line and x, with `<measure>`, `<measure>_lo`, `<measure>_hi` and
     `_pid`; the line keys; the swept keys a label names) of the measures against swept key x."""
-    from .figures import _line_keys
-    line_keys, shown = _line_keys(data, x)
+    from .figures import keys_of_lines
+    line_keys, shown = keys_of_lines(data, x)
     view = _numeric_view(data, [x])
     aggs = {}
     for col, centre, *_ in MEASURES:
@@ -125,9 +125,10 @@ def _axis_label(x: str) -> str:
              "the band is the spread over folds (the least to the largest fold), around the mean accuracy or the "
              "median of the others. A key swept over hundreds of values is a curve, not points.")
 def sweep_summary(data: ReportData):
-    from .figures import _decorate, _log_ticks, _panels, _value_ticks, panel_title
-    from .figures import _plt
-    plt = _plt()
+    from .figures import panel_title
+    from .plotting import decorate, log_ticks, panel_grid, value_ticks
+    from .plotting import pyplot
+    plt = pyplot()
     keys = swept_numeric(data)
     if not keys:
         raise Skip("no numeric key was swept")
@@ -139,7 +140,7 @@ def sweep_summary(data: ReportData):
         if not measures:
             continue
         drawn = datasets[:MAX_DATASETS]
-        fig, axes = _panels(len(drawn) * len(measures), ncols_max=len(measures))
+        fig, axes = panel_grid(len(drawn) * len(measures), ncols_max=len(measures))
         for i, ds in enumerate(drawn):
             mine = rows[rows["dataset"] == ds]
             lines, cut = _lines(mine, line_keys, x, "test_accuracy", True) if "test_accuracy" in mine.columns \
@@ -156,14 +157,14 @@ def sweep_summary(data: ReportData):
                 vals = vals[np.isfinite(vals)]
                 log = logy and vals.size and vals.min() > 0 and vals.max() / vals.min() > 10
                 title = f"{ds}: {centre} {SHORT[col]}"
-                _decorate(ax, panel_title(title, cut), _axis_label(x), ylabel, len(lines) if j == 0 else 0,
+                decorate(ax, panel_title(title, cut), _axis_label(x), ylabel, len(lines) if j == 0 else 0,
                           logx=bool((rows[x] > 0).all()), logy=log)
                 if ax.get_legend() is not None and j > 0:
                     ax.get_legend().remove()
                 if lines:
-                    _value_ticks(ax, pd.concat([g[x] for g in lines]))
+                    value_ticks(ax, pd.concat([g[x] for g in lines]))
                 if log:
-                    _log_ticks(ax, x=False, y=True)
+                    log_ticks(ax, x=False, y=True)
         if len(datasets) > len(drawn):
             fig.suptitle(f"{len(datasets) - len(drawn)} more datasets not drawn: {', '.join(map(str, datasets[len(drawn):]))}"[:200])
         pages.append(fig)
@@ -177,7 +178,7 @@ def sweep_summary(data: ReportData):
         note="Mean test accuracy and median fit time over folds at each pair of values of the first two swept keys, "
              "one pair of panels per dataset and solver entry (at most four).")
 def sweep_map(data: ReportData):
-    from .figures import _panels
+    from .plotting import panel_grid
     keys = swept_numeric(data)
     if len(keys) < 2:
         raise Skip("fewer than two numeric keys were swept")
@@ -194,7 +195,7 @@ def sweep_map(data: ReportData):
         raise Skip(f"no solver entry was run at more than one {x} and {y}")
     measures = [m for m in MEASURES[:2] if m[0] in rows.columns]
     panels = panels[:4]
-    fig, axes = _panels(len(panels) * len(measures), ncols_max=len(measures) * (2 if len(panels) > 1 else 1))
+    fig, axes = panel_grid(len(panels) * len(measures), ncols_max=len(measures) * (2 if len(panels) > 1 else 1))
     for i, ((ds, entry), g) in enumerate(panels):
         for j, (col, _, centre, what, logc) in enumerate(measures):
             ax = axes[i * len(measures) + j]

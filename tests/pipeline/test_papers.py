@@ -382,7 +382,7 @@ def test_every_paper_experiment_runs_under_smoke(name, tmp_path):
 
 # ------------------------------------------------------------------------------ bertini
 
-def _grid(val=None, n_free=3.0, bound=0, jitter=0.0):
+def grid_axes(val=None, n_free=3.0, bound=0, jitter=0.0):
     """The CV grid summary as `bt.summarise_grid` returns: 99.6% everywhere but the Gaussian at
     C=0.1 (97.5%); `val` maps (kernel, C, h) -> a validation accuracy that replaces it; each of 5
     folds at the mean (+- `jitter`)."""
@@ -432,7 +432,7 @@ def _check(n_free=0):
 
 
 def test_bertini_findings_flip_with_the_numbers():
-    grid, methods = _grid(jitter=0.1), _methods()
+    grid, methods = grid_axes(jitter=0.1), _methods()
     # Levels of their unnamed data on a stand-in: shown, never judged.
     assert bt.finding_best_points(grid).verdict == "not comparable"
     assert bt.finding_accuracy(methods).verdict == "not comparable"
@@ -441,32 +441,32 @@ def test_bertini_findings_flip_with_the_numbers():
     # Small C at the methods' gamma (0.01): 2.1 pp under the best is slightly worse, and so is 8 pp
     # (no paper sizes "slightly": the kind judges "lower" alone); no drop is not worse.
     assert bt.finding_small_C(grid, 0.01).verdict == "holds"
-    assert bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "holds"
-    assert bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-2): 99.6}, jitter=0.1), 0.01).verdict == "differs"
+    assert bt.finding_small_C(grid_axes(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "holds"
+    assert bt.finding_small_C(grid_axes(val={("rbf", 0.1, 1e-2): 99.6}, jitter=0.1), 0.01).verdict == "differs"
     # ... judged at the methods' gamma: a collapse at another gamma is reported, decides nothing.
-    elsewhere = bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-4): 50.0}, jitter=0.1), 0.01)
+    elsewhere = bt.finding_small_C(grid_axes(val={("rbf", 0.1, 1e-4): 50.0}, jitter=0.1), 0.01)
     assert elsewhere.verdict == "holds" and "49.60 pp (gamma=0.0001)" in elsewhere.ours
     # ... and the sensitivity at their gamma (1e-3) judges that gamma's drop, under the same rule.
-    [(small, at_theirs), (stable, stable_theirs)] = bt.sensitivity_findings(_grid(val={("rbf", 0.1, 1e-3): 99.6},
+    [(small, at_theirs), (stable, stable_theirs)] = bt.sensitivity_findings(grid_axes(val={("rbf", 0.1, 1e-3): 99.6},
                                                                                   jitter=0.1))
     assert (small.claim, small.params) == ("small_C", (("gamma", 1e-3),)) and at_theirs.verdict == "differs"
     assert "gamma=0.001" in at_theirs.ours and stable.claim == "poly_stable"
     # More stable than the Gaussian: the Gaussian falls 8 pp over C where the polynomial stays
     # holds; 2.1 pp against 0 is within the nearly-equal band: differs; both falling alike differs.
-    assert bt.finding_poly_stable(_grid(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "holds"
+    assert bt.finding_poly_stable(grid_axes(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "holds"
     level = bt.finding_poly_stable(grid, 0.01)
     assert level.verdict == "differs" and "the Gaussian (gamma=0.01) falls 2.10 pp" in level.ours
-    both = _grid(val={("rbf", 0.1, 1e-2): 91.6, ("poly", 0.1, 2.0): 91.6}, jitter=0.1)
+    both = grid_axes(val={("rbf", 0.1, 1e-2): 91.6, ("poly", 0.1, 2.0): 91.6}, jitter=0.1)
     assert bt.finding_poly_stable(both, 0.01).verdict == "differs"
     # The under-fitting case: no free support vector in every fold holds; two free in each differs.
     assert bt.finding_no_free_sv(_check()).verdict == "holds"
     assert bt.finding_no_free_sv(_check(n_free=2)).verdict == "differs"
     assert bt.finding_no_free_sv(None).verdict == "not checked"
     # "When all the support vectors are at bound": judged only where finding 4 holds.
-    low = _grid(val={("rbf", 0.1, 1e-4): 51.0}, jitter=0.1)
+    low = grid_axes(val={("rbf", 0.1, 1e-4): 51.0}, jitter=0.1)
     bound, free = bt.finding_no_free_sv(_check()), bt.finding_no_free_sv(_check(n_free=2))
     assert bt.finding_underfit_low(low, bound).verdict == "holds"
-    assert bt.finding_underfit_low(_grid(val={("rbf", 0.1, 1e-4): 99.6}, jitter=0.1), bound).verdict == "differs"
+    assert bt.finding_underfit_low(grid_axes(val={("rbf", 0.1, 1e-4): 99.6}, jitter=0.1), bound).verdict == "differs"
     not_met = bt.finding_underfit_low(low, free)
     assert not_met.verdict == "premise not met" and "finding 4 (no_free_sv) holds, and it differs" in not_met.why
     with pytest.raises(ValueError, match="underfit_low is judged only where no_free_sv holds"):

@@ -348,8 +348,9 @@ def test_init_seed_starts_are_one_line_like_random_state():
 def test_figure_legend_lists_each_line_once_for_panels_that_share_them():
     """Panels of the same methods on several datasets get one legend, each label once, in the
     order first drawn (the reproductions' figures listed the same lines under every panel)."""
-    from pipeline.report.figures import _panels, figure_legend
-    fig, axes = _panels(3)
+    from pipeline.report.figures import figure_legend
+    from pipeline.report.plotting import panel_grid
+    fig, axes = panel_grid(3)
     for ax in axes:
         for name in ("a", "b"):
             ax.plot([0, 1], [0, 1], label=name)

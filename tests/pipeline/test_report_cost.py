@@ -39,7 +39,7 @@ def test_a_kept_page_is_reused_cleared_and_draws_the_same_png(tmp_path, monkeypa
     assert again is first and list(again.axes) == axes
     save_figure(again, tmp_path / "kept", "gap")
     # The same figure drawn on a new one (no figure kept): the same bytes.
-    monkeypatch.setattr(figures, "page_figure", lambda *layout: figures._panels(*layout))
+    monkeypatch.setattr(figures, "page_figure", lambda *layout: figures.panel_grid(*layout))
     save_figure(figures.gap_vs_time(data), tmp_path / "new", "gap")
     assert _digest(tmp_path / "kept" / "gap.png") == _digest(tmp_path / "new" / "gap.png")
     # A report's figures over: every kept page is empty (nothing drawn held), pyplot holds none.
@@ -69,10 +69,10 @@ def test_a_report_of_a_small_run_leaves_its_kept_pages_empty(tmp_path):
 
 
 def test_ticks_are_thinned_once_a_draw_and_again_when_the_axis_changes(tmp_path, monkeypatch):
-    fig, (ax,) = figures._panels(1, width=1.6, height=1.2)
+    fig, (ax,) = figures.panel_grid(1, width=1.6, height=1.2)
     ax.plot([4e-4, 1.3e-3], [1.0, 0.1])
-    figures._decorate(ax, "short", "s", "P", 0, logx=True, logy=True)
-    figures._log_ticks(ax)
+    figures.decorate(ax, "short", "s", "P", 0, logx=True, logy=True)
+    figures.log_ticks(ax)
     figures.space_ticks(fig)
     cls = type(ax.xaxis.get_major_locator())
     calls = []
@@ -154,3 +154,26 @@ def test_a_bounded_report_says_its_cpu_seconds(tmp_path):
     traces_for(res).to_parquet(run / "traces.parquet", index=False)
     _, info = build_bounded(run, figures=False)
     assert info["cpu_s"] > 0 and np.isfinite(info["cpu_s"])
+
+
+def _dispositions(_):
+    import signal
+    return signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+
+
+def test_a_drawing_process_ends_on_sigterm_whatever_its_parent_set():
+    """`Pool.terminate` ends the figure processes with SIGTERM and joins them: a child that kept
+    its parent's handler (one that ignores SIGTERM after its first, as a command's or the test
+    session's may) never ended, and the report waited for it for ever. The pool's initializer
+    puts the defaults back: SIGTERM ends a child, Ctrl-C is its parent's."""
+    import multiprocessing as mp
+    import signal
+
+    from pipeline.report.build import _child
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with mp.get_context("fork").Pool(1, initializer=_child) as pool:
+            term, intr = pool.apply(_dispositions, (0,))
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert term == signal.SIG_DFL and intr == signal.SIG_IGN

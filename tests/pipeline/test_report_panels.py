@@ -15,7 +15,7 @@ from .report_data import folds, rows
 REG = {it.name: it for it in REGISTRY}
 
 
-def _grid(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,)):
+def grid_axes(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,)):
     """dcd and liblinear on linear problems over Cs, smo and libsvm on rbf problems over rbf_Cs,
     on each dataset. Problem p's traces end at (P - f*)/|f*| = 10^-(p+2): a panel showing any
     other problem's line would show another value."""
@@ -47,7 +47,7 @@ def _axes(out):
 
 
 def test_one_problem_per_panel_every_problem_once_in_grid_order():
-    data, level = _grid()
+    data, level = grid_axes()
     figs, axes = _axes(figures.suboptimality_vs_time(data))
     titles = [ax.get_title() for ax in axes]
     # Grid order: dataset, then kernel, then C along a row; the titles name what differs.
@@ -74,7 +74,7 @@ def test_one_problem_per_panel_every_problem_once_in_grid_order():
 
 def test_a_large_grid_pages_into_several_figures_and_drops_no_problem():
     Cs = tuple(10.0 ** k for k in range(-3, 4))                  # 7 linear + 1 rbf problems per dataset
-    data, level = _grid(Cs=Cs)
+    data, level = grid_axes(Cs=Cs)
     assert len(level) == 16 > MAX_PANELS
     figs, axes = _axes(figures.suboptimality_vs_iterations(data))
     assert len(figs) == 2 and [len([a for a in f.axes if a.get_visible()]) for f in figs] == [MAX_PANELS, 4]
@@ -197,19 +197,19 @@ def test_tick_labels_of_a_saved_figure_never_overlap(tmp_path, span, width):
     """A narrow panel of a linear time axis (0.0005 beside 0.001 ran together) and of a log axis:
     after save_figure draws it, no two tick labels' extents intersect, on either axis."""
     from pipeline.report.build import save_figure
-    fig, (ax,) = figures._panels(1, width=width, height=1.0)
+    fig, (ax,) = figures.panel_grid(1, width=width, height=1.0)
     x = np.linspace(0, span, 50)
     ax.plot(x, 1 + x / span)
-    fig2, (ax2,) = figures._panels(1, width=width, height=1.2)
+    fig2, (ax2,) = figures.panel_grid(1, width=width, height=1.2)
     ax2.plot(np.geomspace(1e-6, 1e2, 30), np.geomspace(1e-9, 1, 30))
-    figures._decorate(ax2, "log", "s", "P", 0, logx=True, logy=True)
-    figures._log_ticks(ax2)
-    # A time axis over less than a decade: _log_ticks labels 1, 1.5, 2, 3, 4, 5, 7 x 10^k plainly
+    figures.decorate(ax2, "log", "s", "P", 0, logx=True, logy=True)
+    figures.log_ticks(ax2)
+    # A time axis over less than a decade: log_ticks labels 1, 1.5, 2, 3, 4, 5, 7 x 10^k plainly
     # (0.0004 0.0005 0.0007 0.001), wider than the panel has room for.
-    fig3, (ax3,) = figures._panels(1, width=1.6, height=1.0)
+    fig3, (ax3,) = figures.panel_grid(1, width=1.6, height=1.0)
     ax3.plot([4e-4 * (1 + span / 1e7), 1.3e-3], [1.0, 0.1])
-    figures._decorate(ax3, "short", "s", "P", 0, logx=True, logy=True)
-    figures._log_ticks(ax3)
+    figures.decorate(ax3, "short", "s", "P", 0, logx=True, logy=True)
+    figures.log_ticks(ax3)
     for f, name in ((fig, "lin"), (fig2, "log"), (fig3, "short")):
         save_figure(f, tmp_path, name)
         assert _label_overlaps(f) == [], name
@@ -219,7 +219,7 @@ def test_tick_labels_of_a_saved_figure_never_overlap(tmp_path, span, width):
 def test_report_figures_tick_labels_never_overlap(tmp_path):
     """Every convergence figure of a grid, saved as the report saves it: no overlapping tick labels."""
     from pipeline.report.build import save_figures
-    data, _ = _grid(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,))
+    data, _ = grid_axes(datasets=("a", "b"), Cs=(0.1, 1.0), rbf_Cs=(1.0,))
     for name in ("suboptimality_vs_time", "time_vs_n"):
         try:
             value = REG[name].fn(data)
