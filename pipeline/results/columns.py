@@ -174,6 +174,7 @@ class Column:
     proto: pd.Series
     sql: Callable[[str | None], str] | None = None
     python: Callable | None = None
+    reads_info: bool = False
 
 
 @dataclass
@@ -290,6 +291,18 @@ def _params(profiles: list[dict]) -> dict[str, pd.Series]:
         params.append({f"param_{k}": v for k, v in merged.items() if k not in row})
     names = dict.fromkeys(name for p in params for name in p)
     return {name: pd.Series([p.get(name, math.nan) for p in params]) for name in names}
+
+
+def _ranks(frame: pd.DataFrame) -> list[int]:
+    """Each profile's place in the results' order of (dataset, solver entry), a missing value
+    last, as pandas sorted them; equal pairs share a rank. Python orders strings by code point,
+    as DuckDB orders them by UTF-8 bytes."""
+    def sort_key(v):
+        missing = v is None or (isinstance(v, float) and math.isnan(v))
+        return (1, "") if missing else (0, v)
+    pairs = [(sort_key(d), sort_key(e)) for d, e in zip(frame["dataset"], frame["solver_entry"])]
+    rank = {pair: i for i, pair in enumerate(sorted(set(pairs)))}
+    return [rank[pair] for pair in pairs]
 
 
 # ------------------------------------------------------------------------------------ the query
@@ -409,23 +422,32 @@ class FitTables:
         table = {f"_k{i}": pa.array([p["_texts"][i] for p in profiles], pa.string()) for i in range(len(keys))}
         table.update(_kh=pa.array([p["held"] for p in profiles]), _kc=pa.array([p["confusion"] for p in profiles]),
                      _kl=pa.array([p["classes"] for p in profiles]))
+        # A profile's own columns are not carried through the sort (a row holds the profile's
+        # number, `_pid`): they are taken per record batch (`Column.python`), and what the sort
+        # needs of them, the order of (dataset, solver entry), is the profile's rank.
+        self.profile_columns = {}
         for name in frame.columns:
             values = pa.Array.from_pandas(frame[name])
-            # An untyped column (None alone) is read as NULL, never from here.
-            table[f"_p_{name}"] = values if not pa.types.is_null(values.type) else pa.nulls(len(frame), pa.string())
+            self.profile_columns[name] = values
+            if name == "_C":        # C is computed per row (a record's own C, else its problem's)
+                table["_p__C"] = values if not pa.types.is_null(values.type) else pa.nulls(len(frame), pa.float64())
+        table["_pid"] = pa.array(range(len(profiles)), pa.int64())
+        table["_rank"] = pa.array(_ranks(frame), pa.int64())
         name = f"_profiles_{int(timed)}"
         self.src.con.register(name, pa.table(table))
         on = [f"k.{q(k)} IS NOT DISTINCT FROM p._k{i}" for i, k in enumerate(keys)]
         on += ["k._held = p._kh", "k._conf = p._kc", "k._classes = p._kl"]
         rows = f"FROM ({self._cte} SELECT * FROM k WHERE _timed = {str(timed).lower()}) k JOIN {name} p ON {' AND '.join(on)}"
         columns = self._columns(frame, kinds, profiles)
-        order = ", ".join(f"{q(c)} ASC NULLS LAST" for c in ORDER)
+        order = ", ".join(["_rank", *(f"{q(c)} ASC NULLS LAST" for c in ORDER[2:])])
         extra = sorted(c.name for c in columns if c.name not in RESULT_COLUMNS)
         by_name = {c.name: c for c in columns}
         names = RESULT_COLUMNS + extra
         if timed:
             names = [c for c in names if c not in TIMING_FIT_COLUMNS] + TIMING_FIT_COLUMNS
-        helpers = {"_info_raw": f"k.{q('info')}"} if any(c.python for c in columns) else {}
+        helpers = {"_pid": "p._pid", "_rank": "p._rank"}
+        if any(c.python and c.reads_info for c in columns):
+            helpers["_info_raw"] = f"k.{q('info')}"
         return Query([by_name[n] for n in names], rows, order, helpers)
 
     def _columns(self, frame: pd.DataFrame, kinds: dict[str, set], profiles: list[dict]) -> list[Column]:
@@ -445,7 +467,7 @@ class FitTables:
                 lambda t, n=source or name: self._value(n, t, "k"))
 
         def profiled(name):
-            add(name, frame[name], lambda t, n=name: f"p.{q('_p_' + n)}")
+            add(name, frame[name], python=lambda batch, n=name, a=self.profile_columns: a[n].take(batch.column("_pid")))
 
         add("key", column_proto(f["key"], {"str"}), lambda t: "k.key")
         for name in ("dataset", "dataset_name", "fingerprint", "solver", "solver_entry", "solver_version", "family",
@@ -596,9 +618,9 @@ class FitTables:
             proto = pd.Series(reps + [math.nan] * ("absent" in kinds))
             name = f"info_{key}"
             if mixed(name, proto):
-                cols.append(Column(name, as_strings(proto), python=_info_maker(key, strings=True)))
+                cols.append(Column(name, as_strings(proto), python=_info_maker(key, strings=True), reads_info=True))
             elif kinds & {"ARRAY", "OBJECT"}:
-                cols.append(Column(name, proto, python=_info_maker(key, strings=False)))
+                cols.append(Column(name, proto, python=_info_maker(key, strings=False), reads_info=True))
             else:
                 pointer = "/" + key.replace("~", "~0").replace("/", "~1")
                 cols.append(Column(name, proto, lambda t, p=pointer: self._info_value(p, t)))
@@ -616,9 +638,9 @@ def _info_maker(key: str, strings: bool):
     info (lists and dicts as json.dumps writes them), as strings where the column is mixed."""
     name = f"info_{key}"
 
-    def make(texts: list) -> list:
+    def make(batch) -> list:
         out = []
-        for text in texts:
+        for text in batch.column("_info_raw").to_pylist():
             info = json.loads(text) if text is not None else None
             v = info_columns(info).get(name, math.nan) if info else math.nan
             out.append((None if v is None else str(v)) if strings else v)

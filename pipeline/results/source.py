@@ -168,8 +168,9 @@ class Source:
     ``_refof``. Close it (or use it as a context manager): its spill folder goes."""
 
     def __init__(self, run_dir: Path, files: list[Path], keys=None, reference_of=None,
-                 memory_mb: int = MEMORY_MB, threads: int = THREADS):
+                 memory_mb: int | None = None, threads: int | None = None):
         import duckdb
+        memory_mb, threads = memory_mb or MEMORY_MB, threads or THREADS
         self.run_dir = Path(run_dir)
         self.spill = self.run_dir / SPILL_DIR
         self.con = duckdb.connect(config={"memory_limit": f"{memory_mb}MB", "threads": threads,

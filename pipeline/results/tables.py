@@ -201,12 +201,19 @@ def _write_query(src: Source, query: Query, path: Path) -> int:
 
 
 def _fill(batch: pa.RecordBatch, columns: list[Column], schema: pa.Schema) -> pa.RecordBatch:
-    """The columns made in Python (`Column.python`), from the batch's helper columns."""
-    info = batch.column("_info_raw").to_pylist()
+    """The columns made in Python (`Column.python`: a profile's, an info column of lists or of
+    mixed kinds), from the batch's helper columns."""
     out = {name: batch.column(name) for name in batch.schema.names if not name.startswith("_")}
     for c in columns:
         if c.python is not None:
-            out[c.name] = pa.array(c.python(info), type=schema.field(c.name).type, from_pandas=True)
+            kind = schema.field(c.name).type
+            made = c.python(batch)
+            if pa.types.is_null(kind):
+                out[c.name] = pa.nulls(batch.num_rows)
+            elif isinstance(made, pa.Array):
+                out[c.name] = made if made.type == kind else made.cast(kind)
+            else:
+                out[c.name] = pa.array(made, type=kind, from_pandas=True)
     return pa.record_batch(list(out.values()), names=list(out))
 
 
