@@ -119,3 +119,23 @@ def write_run(run_dir: Path, n_fits: int, n_c: int = 5000, per_shard: int = 10_0
         table = shard(first, min(per_shard, n_fits - first), n_c, rng, traced)
         pq.write_table(table, shards / f"{table.column('key')[0].as_py()}.parquet", compression="zstd")
     return Path(run_dir)
+
+
+def main(argv=None) -> None:
+    """``python -m pipeline.bench.synthetic RUN_DIR FITS [--traced]``: a synthetic run dir, to
+    time its tables (`results.tables.write_tables`) and its report (``python -m pipeline.report``)
+    alone at sizes nobody waits the fits for."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m pipeline.bench.synthetic", description=main.__doc__)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("fits", type=int)
+    parser.add_argument("--traced", action="store_true", help="a trace point per fit, as scenario (t)'s")
+    args = parser.parse_args(argv)
+    if (args.run_dir / "shards").exists():
+        parser.error(f"{args.run_dir / 'shards'} exists: give a new folder")
+    write_run(args.run_dir, args.fits, traced=args.traced)
+    print(f"{args.run_dir}: {args.fits} synthetic fits' shards")
+
+
+if __name__ == "__main__":
+    main()
