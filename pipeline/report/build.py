@@ -753,7 +753,7 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     folds, side by side, and the fit-time ratio other / this."""
     from .columnar import lit, norm, q
     from .common import swept_keys_sql
-    from .registry import point_c
+    from .common import point_c
     from .speed import start_sql
     union = sorted(set(a.columns("results")) | set(b.columns("results")))
     cfg = ["dataset", "solver_entry"] + [c for c in config_columns(pd.DataFrame(columns=union))

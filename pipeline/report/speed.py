@@ -212,7 +212,7 @@ def _speed_views(data) -> tuple[str, str, str]:
     alike, with its `start`): the speed tables count starts in their own column."""
     if "speed_views" in data.cache:
         return data.cache["speed_views"]
-    from .registry import point_c
+    from .common import point_c
     eng = data.engine
     sweep_t = data.types("fits")
     prob = problem_key(data.frame_of("fits"))

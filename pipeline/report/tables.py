@@ -326,10 +326,10 @@ def point_names(data: ReportData, where: str) -> str:
 def _values_among(data: ReportData, some: str, all_: str, col: str) -> str:
     """`eta=1, 2, 3` where some fits of an entry (`some`) hold only part of the values `col` takes
     over all its fits (`all_`: the step sizes that diverged); "" where they hold them all, or it has one."""
-    from .common import _key_values
+    from .common import key_values
     expr = data.norm(col)
-    mine = set(_key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {some}")["v"]))
-    every = set(_key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {all_}")["v"]))
+    mine = set(key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {some}")["v"]))
+    every = set(key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {all_}")["v"]))
     vals = mine - {MISSING}
     if len(every) < 2 or mine == every or not vals:
         return ""
