@@ -80,6 +80,7 @@ def _records():
     lam["problem"] = {"loss": "hinge", "intercept": "free", "lambda": 0.5, "lambda_convention": "svmmaj"}
     lam["grid_point"] = {"lambda": 0.5}
     out.append(_fit("fit-f", lam, info={"passes": 2.5, "b_range": None}))
+    del out[-1]["C"]        # no C at all (a problem given by lambda): NaN, sorted last
     for key, gamma in (("fit-g", "scale"), ("fit-h", 0.5)):
         spec = _spec(key, kernel="rbf", gamma=gamma)
         spec["solver_params"] = {"cache_mb": 64 if key == "fit-g" else "auto", "n_heldout": 1}
