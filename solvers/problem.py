@@ -304,12 +304,18 @@ class Problem:
 
     @cached_property
     def X_csr(self) -> sp.csr_matrix:
-        """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows."""
+        """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows. The
+        problems `with_` makes from one problem share its X, and its CSR form with it: the C
+        values of a fold (a sweep's, a C path's) convert dense X once, not once per C."""
         if self.is_sparse:
             return self.X
+        origin = self.__dict__.get("_origin")
+        if origin is not None and origin.X is self.X:
+            return origin.X_csr
         # One compiled scan instead of scipy's dense -> COO -> CSR, whose fixed cost is a visible
-        # share of a whole dcd fit on a small dense set (docs/benchmarks/code-notes.md). X is finite (checked when built); a
-        # row-major scan gives sorted indices, and zeros (also -0.0) are dropped, as scipy does.
+        # share of a whole dcd fit on a small dense set (docs/benchmarks/code-notes.md). X is
+        # finite (checked when built); a row-major scan gives sorted indices, and zeros (also
+        # -0.0) are dropped, as scipy does.
         X = self.X
         counts = _row_nnz(X)
         nnz = int(counts.sum())
@@ -349,8 +355,8 @@ class Problem:
         """A copy with some settings changed, checked like any new Problem's. X and y, unless
         among the changes, are this problem's own, checked when it was built, and are not
         checked again: that is a pass over X's values, which a sweep would otherwise repeat for
-        every C of a fold. Nothing
-        derived from them (`X_csr`, `row_norms_sq`) is carried over: a fit computes its own."""
+        every C of a fold. A dense X's CSR form (`X_csr`) is made once, by the problem the copies
+        came from, when the first of them asks for it; `row_norms_sq` is each copy's own."""
         if "X" in changes or "y" in changes:
             return replace(self, **changes)
         names = {f.name for f in fields(self)}
@@ -363,6 +369,7 @@ class Problem:
         if "sample_weight" in changes:
             object.__setattr__(out, "sample_weight", _checked_weights(out.sample_weight, out.n_samples))
         out._check_settings()
+        object.__setattr__(out, "_origin", self.__dict__.get("_origin") or self)
         return out
 
     def subset(self, rows) -> "Problem":

@@ -2,7 +2,7 @@
 
 Each scenario's rows are printed as it ends and written as one markdown table per scenario (--out).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm,r1,dist,paired] [--reps 2] [--full]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,ps,ho,cf,hs,libsvm,r1,dist,paired] [--reps 2] [--full]
                              [--out bench.md] [--set KEY=VALUE ...] [--libsvm-rows 5000,20000] [--dist-rows 2000000]
                              [--against main]
 
@@ -30,7 +30,8 @@ SCENARIOS = {
     "c": overhead.scenario_c, "d": overhead.scenario_d, "k": overhead.scenario_k, "m": overhead.scenario_m,
     "g": large.scenario_g, "h": large.scenario_h, "t": large.scenario_t,
     "f": kernel.scenario_f,
-    "cs": search.scenario_cs, "hs": search.scenario_hs,
+    "cs": search.scenario_cs, "ps": search.scenario_ps, "ho": search.scenario_ho, "cf": search.scenario_cf,
+    "hs": search.scenario_hs,
     "u": upstream.scenario_u, "libsvm": upstream.scenario_libsvm,
     "r1": recipes.scenario_r1,
     "dist": distributed.scenario_dist,

@@ -739,6 +739,28 @@ def read_labels(root: str | os.PathLike, name: str, *, verify: bool = True) -> n
         return y
 
 
+def row_norms_sq(root: str | os.PathLike, name: str) -> np.ndarray:
+    """||x_i||^2 of every row of a dataset, from its ``values`` column alone, a batch at a time
+    (no matrix held, nothing verified: a number for planning, e.g. LIBLINEAR's start C of a
+    path search, not data a fit reads)."""
+    with _open_entry(root, name) as (pf, meta, data_file, path):
+        out = np.empty(int(meta["n_rows"]))
+        at = 0
+        try:
+            for batch in pf.iter_batches(batch_size=_READ_BATCH_ROWS, columns=["values"], use_threads=False):
+                column = batch.column(0)
+                offsets = column.offsets.to_numpy()
+                values = column.values.to_numpy(zero_copy_only=False)[offsets[0]:offsets[-1]]
+                row = np.repeat(np.arange(batch.num_rows), np.diff(offsets))
+                out[at:at + batch.num_rows] = np.bincount(row, weights=values * values, minlength=batch.num_rows)
+                at += batch.num_rows
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
+        if at != len(out):
+            raise StoreError(f"dataset {name!r} at {path}: {DATA_FILE} has {at} rows, {META_FILE} says {len(out)}")
+        return out
+
+
 @contextlib.contextmanager
 def _open_entry(root, name: str):
     """(Parquet file, meta, data file, entry path) of an entry, open for reading."""

@@ -144,7 +144,7 @@ def _worker_loads(client) -> dict:
 
 
 def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, client=None,
-            warmup: WarmUp | None = None) -> Summary:
+            warmup: WarmUp | None = None, finished: tuple[set, set] | None = None) -> Summary:
     """Run every task of the plan whose shard is missing; write a shard per task as tasks
     finish. client: a Dask client already open for exp.cluster, and warmup its warm-up
     (`warm_workers`), which run.py starts while it plans; without one, execute opens the
@@ -154,7 +154,11 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     # The plan stores its specs as columns (`plan.Specs`): the tasks to run are views of them
     # (`plan.SpecView`), grouped and cut into tasks, and each task's specs are made as it is cut.
     total = len(plan.references) + len(plan.fits)
-    have, errors = finished_in_plan(run_dir, plan, exp.run.retry_errors)
+    # finished: (have, errors) as `finished_in_plan` gives them, from a caller that knows them
+    # already (a search's driver, which reads every shard as it comes: each round would read
+    # all the shards of the rounds before again).
+    have, errors = finished if finished is not None else finished_in_plan(run_dir, plan, exp.run.retry_errors)
+    have, errors = set(have), set(errors)
     if errors:
         # A fixed environment must be able to finish the run; the newer shard replaces its record.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")

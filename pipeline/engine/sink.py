@@ -166,6 +166,9 @@ class RecordSink:
             raise
 
 
+_WAKE = "wake"      # not a batch: put by `RecordStream.close` to end its thread's wait
+
+
 class RecordStream:
     """The records that running tasks' sandboxes send (`sandbox.run_sandboxed`'s stream: each
     batch the child sends every FLUSH_S), taken from a Dask queue on the scheduler by a thread
@@ -189,6 +192,7 @@ class RecordStream:
         return first + self.queue.get(batch=True, callback_timeout=10)
 
     def _add(self, batches: list) -> None:
+        batches = [b for b in batches if b != _WAKE]
         records = [r for keys, blob in batches if self.sink.wanted(keys) for r in pickle.loads(blob)]
         self.sink.add(records)
 
@@ -206,6 +210,10 @@ class RecordStream:
         """Stop the thread, then take what is still on the queue (after Ctrl-C too: what the
         tasks sent until now), and let the queue go; the sink writes it (`execute`)."""
         self._stop.set()
+        # The thread waits up to FLUSH_S on the queue: woken at once, each execute ends that much
+        # sooner, which a search pays once a round.
+        with contextlib.suppress(Exception):
+            self.queue.put(_WAKE)
         self._thread.join()
         with contextlib.suppress(Exception):
             self._add(self._take(None))

@@ -51,6 +51,8 @@ FOLD_CACHE_BYTES = 1 << 28
 _FOLD_BYTES = 0
 # A Problem of each cached fold's training rows, by the fold's key, evicted with it: X and y
 # checked once per fold, not once per C (`_train_problem`).
+# A dense fold's CSR form, made by the first linear coordinate
+# fit that asks for it, lives with that Problem (`Problem.X_csr`), and goes with it.
 _TRAIN_PROBLEMS: dict = {}
 # What this process has loaded: datasets read from the store, folds extracted (execute's summary).
 _LOADS = {"datasets": 0, "folds": 0}
@@ -162,6 +164,27 @@ def _evict_oldest_fold() -> None:
     key, fold = _FOLDS.popitem(last=False)
     _FOLD_BYTES -= _nbytes(fold)
     _TRAIN_PROBLEMS.pop(key, None)
+    for share in [k for k in _SHARES if k[0] == key]:
+        _FOLD_BYTES -= _array_bytes(_SHARES.pop(share).X)
+
+
+# A halving rung's rows of each cached fold (`share_rows`), by (the fold's key, the share), evicted
+# with the fold and counted in its bytes: the rung's candidates fit the very same arrays, so a
+# kernel path's cache serves them all (smo._serves: the same X object), and the rows are copied
+# once a rung, not once a fit.
+_SHARES: dict = {}
+
+
+def _share_problem(data: dict, fold: int, share: float, rows):
+    """The Problem of a fold's training rows restricted to a rung's share, in their stratified
+    order: made once per (fold, share) by this process (`_SHARES`)."""
+    global _FOLD_BYTES
+    key = (_fold_key(data, fold), float(share))
+    problem = _SHARES.get(key)
+    if problem is None:
+        problem = _SHARES[key] = rows.subset(share_rows(rows.y, share, data["folds_seed"], fold))
+        _FOLD_BYTES += _array_bytes(problem.X)
+    return problem
 
 
 def _train_problem(root: str, data: dict, fold: int):
@@ -184,6 +207,7 @@ def clear_caches() -> None:
     _FOLDS.clear()
     _SPLITS.clear()
     _TRAIN_PROBLEMS.clear()
+    _SHARES.clear()
     _FOLD_BYTES = 0
 
 
@@ -448,7 +472,10 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
             fit.info["fit_time_s_repeats"] = times
         return fit
 
-    if timing is not None and timing["method"] == "ladder":
+    kept = _kept(spec, problem, warm_start)
+    if kept is not None:
+        fit = kept
+    elif timing is not None and timing["method"] == "ladder":
         fit = _run_ladder(spec, fastest, budget, timing)
     else:
         fit = fastest()
@@ -459,6 +486,21 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     if timing is not None:
         fit.info["setup_s"] = setup_s      # the record's own column (`_binary_record`)
     return problem, fit
+
+
+def _kept(spec: dict, problem, warm_start):
+    """LIBLINEAR's C search (a path search's spec, ``path_stop``): where its ``-s 2`` solver,
+    started from the last C's model, would stop at once, the fold keeps that model, unsolved
+    (`pipeline.search.path`); None otherwise."""
+    rule, last = spec.get("path_stop"), (warm_start or {}).get("last_model")
+    if rule is None or last is None or last.w is None:
+        return None
+    from ..search.path import kept_fit, unchanged
+    started = time.perf_counter()
+    Xw = last.train_Xw if last.train_Xw is not None and len(last.train_Xw) == problem.n_samples else \
+        np.asarray(problem.X @ last.w).ravel()
+    same, grad, tol = unchanged(problem, last.w, last.b, rule["eps"], Xw)
+    return kept_fit(problem, last.w, last.b, grad, tol, started, Xw) if same else None
 
 
 @functools.cache
@@ -554,6 +596,10 @@ def _heldout_columns(y_ho, predicted) -> dict:
 
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
+    if spec.get("gap_rule") and X_te.shape[0]:
+        fit = _gap_for_epsilon(spec, problem, fit, X_te, y_te,
+                               lambda tol, start: _solve_binary({**spec, "budget": {**spec["budget"], "tol": tol}},
+                                                                X_tr, y_tr, X_te, y_te, start, rows)[1])
     setup = fit.info.pop("setup_s", None)
     # A ladder whose top is its sweep twin's solve takes that fit's record as its own (`_ladder`):
     # its model is not here to score again.
@@ -582,6 +628,34 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
     ), fit
 
 
+# A fit that stopped here cannot tighten: a smaller tol stops at the same place.
+_SHORT = ("max_iter", "timeout", "diverged")
+
+
+def _gap_for_epsilon(spec: dict, problem, fit, X_te, y_te, solve):
+    """A held-out search's fit (``gap_rule``), its tolerance set from the search's epsilon: solved
+    again, warm from itself at tol x refine, until its duality gap hides at most epsilon/2 of its
+    fold's validation rows (misclassified rows whose margin t has t^2 <= G, which no ball of it
+    can certify, even at its own C: docs/design/search.md), or down to min_tol, or a stop that a
+    tighter tol would not move. The iterations and seconds are the solves' sum."""
+    from solvers.cv_bounds import alpha_from_w, certificate
+    rule = spec["gap_rule"]
+    tol, refits, n_iter, seconds = float(spec["budget"]["tol"]), 0, int(fit.n_iter), float(fit.fit_time_s)
+    while True:
+        alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
+        cert = certificate(problem, alpha, X_te, y_te, pairs=False)
+        hidden = int(np.count_nonzero(cert.t * cert.t <= cert.gap))
+        if hidden <= rule["epsilon"] / 2 * cert.n_val or fit.status in _SHORT or tol * rule["refine"] < rule["min_tol"]:
+            break
+        tol *= rule["refine"]
+        refits += 1
+        fit = solve(tol, {"alpha": fit.alpha, "w": fit.w, "b": fit.b})
+        n_iter, seconds = n_iter + int(fit.n_iter), seconds + float(fit.fit_time_s)
+    fit.n_iter, fit.fit_time_s = n_iter, seconds
+    fit.info.update(tol_reached=tol, tol_refits=refits, hidden_rows=hidden)
+    return fit
+
+
 def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
     """What a search reads of a fit (pipeline/search/): ``cv_bound``, the certificate of the CV
     error bound on this fold's validation rows (solvers/cv_bounds.py), from the fit's dual point
@@ -591,7 +665,9 @@ def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
     if spec.get("cv_bound") and X_te.shape[0]:
         from solvers.cv_bounds import alpha_from_w, certificate
         alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
-        out["cv_bound"] = certificate(problem, alpha, X_te, y_te).to_dict()
+        # "single": each fit's own ball, no v_32 for the bound between two fits (a path search's
+        # neighbours are a doubling apart, where the pair adds nothing: docs/design/search.md).
+        out["cv_bound"] = certificate(problem, alpha, X_te, y_te, pairs=spec["cv_bound"] != "single").to_dict()
     if spec.get("keep_state"):
         out["state"] = _state(fit)
     return out
@@ -626,7 +702,8 @@ def start_of(spec: dict, warm_start=None):
         start = {"w": np.frombuffer(base64.b64decode(state["w64"]), dtype="<f4").astype(np.float64), "b": state["b"]}
     else:
         return warm_start
-    return {**start, "from": state.get("key")}       # the fit it starts from (the record's warm_from)
+    # The fit it starts from (the record's warm_from), and its C where a C search names one.
+    return {**start, "from": state.get("key"), **({"C": state["C"]} if state.get("C") else {})}
 
 
 def json_safe(v):
@@ -745,9 +822,9 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
             rows = _train_problem(root, spec["data"], spec["fold"])
             share = spec["budget"].get("train_fraction")
             if share is not None:     # a halving rung on part of the training rows, in their stratified order
-                idx = share_rows(y_tr, share, spec["data"]["folds_seed"], spec["fold"])
-                X_tr, y_tr, rows = X_tr[idx], y_tr[idx], rows.subset(idx)
-                warm_start = _padded(warm_start, len(idx))
+                rows = _share_problem(spec["data"], spec["fold"], share, rows)
+                X_tr, y_tr = rows.X, rows.y
+                warm_start = _padded(warm_start, len(y_tr))
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho, rows)
             record.update(rec)
         else:
@@ -867,11 +944,26 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
             start = _scaled_start(prev[1], prev[2], C) if prev else None
             seeded = start is not None
         own = start_of(spec, start)
-        if own is not start:      # a halving rung's own start, not the path's
+        # A search's own start (a halving rung's model of the rung before, a C search's nearest
+        # fitted C) replaces the path's, unless the path's last point is nearer in log C than
+        # the fitted C it names: a C search's new points then walk warm from each other. On a
+        # kernel path it starts the path's first fit, with the path's kernel cache: the later
+        # points of one (fold, kernel), a halving rung's candidates of one gamma, take the
+        # columns the first computed and their seed from the C before, on the same rows.
+        if own is not start and kernel_path is not None:
+            if not kernel_path.ready:
+                start, seeded = {**own, "path": kernel_path}, False
+        elif own is not start and not (seeded and prev and own.get("C") and
+                                       abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
             start, seeded = own, False
+        if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
+            start = {**start, "last_model": prev[1]}
         _start(notify, spec["key"])
         record, fit = runner(spec, root, start)
-        if seeded and prev:
+        if seeded and prev and record.get("info", {}).get("unchanged"):
+            record.update(warm_from=prev[0], start="warm",
+                          start_from=f"C={prev[2]:g}: its w and b, kept (LIBLINEAR's -s 2 test holds there)")
+        elif seeded and prev:
             record.update(warm_from=prev[0], start="warm",
                           start_from=_start_from(start, prev[2], C, kernel_path is not None))
         elif start is not None and start.get("from"):     # a search's start: the model of the fit it names

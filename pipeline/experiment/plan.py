@@ -44,6 +44,7 @@ import numpy as np
 
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
+from ..search.path import EPS as PATH_EPS
 from .schema import (BUDGET_KEYS, DEFAULT_TOL, PROBLEM_KEYS, REPORT_TARGET, SUBSAMPLE_KEY, TASK_KEYS,  # noqa: F401 (DEFAULT_TOL: the plan's)
                      TIMING_BUDGET_S)
 
@@ -648,11 +649,17 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                 if exp.run.keep_models:   # only when asked, so default keys stay as they were
                     template["keep_model"] = True
                 # What a search reads of each fit (pipeline/search/): the certificate of the CV
-                # error bound (certified; its v is also the model a later round starts from),
-                # or the model the next halving rung starts from. In the key: the records of a
+                # error bound (certified, path; a certified fit's v is also the model a later round
+                # starts from), or the model the next halving rung starts from. In the key: the records of a
                 # grid's fits lack them.
                 if exp.search_kind == "certified":
                     template["cv_bound"] = True
+                elif exp.search_kind == "heldout":    # each fit's tolerance from epsilon (tasks._gap_for_epsilon)
+                    se = exp.search
+                    template.update(cv_bound=True, gap_rule={"epsilon": float(se.epsilon), "refine": float(se.refine),
+                                                             "min_tol": float(se.min_tol)})
+                elif exp.search_kind == "path":   # single balls; LIBLINEAR's stopping test along each fold's path
+                    template.update(cv_bound="single", path_stop={"eps": PATH_EPS})
                 elif exp.search_kind == "halving":
                     template["keep_state"] = True
                 if plugin is not None:    # its sha256 in the key: an edited file reruns its fits

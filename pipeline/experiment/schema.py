@@ -25,8 +25,9 @@ CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
 # How a sweep visits its grid (`SearchConf`): every point (grid), a C search with a certified CV
-# error (certified), or successive halving over the grid's points (halving).
-SEARCH_KINDS = ("grid", "certified", "halving")
+# error (certified), LIBLINEAR's warm C search (path), or successive halving over the grid's
+# points (halving).
+SEARCH_KINDS = ("grid", "certified", "heldout", "path", "halving")
 HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
 # A halving rung's share of each training fold's rows (search.resource=train_fraction): in a fit's
 # budget, and so in its key, only when set.
@@ -170,22 +171,29 @@ class SearchConf:
     kind: str = allowed("grid", kind="str", options=SEARCH_KINDS)   # grid (every point), certified or halving
     # certified: C over [C_min, C_max] until the best CV error found is within epsilon (a share
     # of the rows: 0.005 is half a point) of a lower bound on the CV error at every C in the range
-    # (Shibagaki et al. 2015); the entry's own C values are not used.
-    C_min: float = allowed(1.0e-3, low=0.0, open_low=True, finite=True, when=("certified",))
-    C_max: float = 1.0e3
-    epsilon: float = allowed(0.01, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+    # (Shibagaki et al. 2015); the entry's own C values are not used. heldout: the same for the
+    # validation error of one fold (the first), each fit's tolerance set from epsilon, the other
+    # folds fitted at the best C and reported.
+    C_min: float = allowed(1.0e-3, low=0.0, open_low=True, finite=True, when=("certified", "heldout"))
+    # certified: the range's top; path: the last C (LIBLINEAR's cap, 1024: conf/search/path.yaml)
+    C_max: float = allowed(1.0e3, low=0.0, open_low=True, finite=True, when=("certified", "heldout", "path"))
+    # path: LIBLINEAR's C search (`train -C`): from C_start (null: LIBLINEAR's own start,
+    # 2^floor(log2(1/(2 l max ||x||^2)))) doubling up to C_max, each fold warm along it, stopping
+    # once every fold's model is unchanged for 5 C values in a row (pipeline/search/path.py)
+    C_start: Optional[float] = allowed(None, low=0.0, open_low=True, finite=True, none_ok=True, when=("path",))
+    epsilon: float = allowed(0.01, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified", "heldout"),
                              why="must be in (0, 1): a share of the validation rows (0.005 is half a point of CV error)")
     # certified: log-spaced C values of the first round
-    initial: int = allowed(5, kind="int", low=1, when=("certified",))
+    initial: int = allowed(5, kind="int", low=1, when=("certified", "heldout"))
     # certified: new C values a round (their folds run in parallel)
-    per_round: int = allowed(2, kind="int", low=1, when=("certified",))
+    per_round: int = allowed(2, kind="int", low=1, when=("certified", "heldout"))
     # certified: rounds after the first before it stops uncertified
-    max_rounds: int = allowed(20, kind="int", low=0, when=("certified",))
+    max_rounds: int = allowed(20, kind="int", low=0, when=("certified", "heldout"))
     # certified: a C whose own bound is more than epsilon/2 below its CV error is fitted again at
     # tol x refine (its duality gap hides its rows), down to min_tol
-    refine: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+    refine: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified", "heldout"),
                             why="must be in (0, 1): a refit's tol is the last one's times refine")
-    min_tol: float = allowed(1.0e-6, low=0.0, open_low=True, finite=True, when=("certified",))
+    min_tol: float = allowed(1.0e-6, low=0.0, open_low=True, finite=True, when=("certified", "heldout"))
     # halving: successive halving over the entry's grid (scikit-learn's HalvingGridSearchCV):
     # each rung keeps the best 1/factor of the candidates and gives them factor times the
     # resource, warm-started from their last rung
