@@ -28,7 +28,7 @@ from .experiment.experiment import Experiment, thaw
 from .engine.materialise import materialise_datasets, missing_datasets
 from .engine.clusters import ClusterError, probe_cluster, shared_client
 from .engine import costs
-from .engine.execute import error_keys, execute, failure_lines, Interrupted
+from .engine.execute import execute, failure_lines, Interrupted
 from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
 from .engine.warmup import task_modules, uncompiled_solvers, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
@@ -303,7 +303,6 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     timing.mark("execute")
     costs.record(run_dir, plan, root)     # what this run measured, for the next one's estimate
     # What the tables and the closing lines need of the plan; the plan itself goes.
-    references = list(plan.references)
     reference_of = plan.fits.reference_of(fit_keys)
     del plan, fit_keys
     say(summary.line())
@@ -312,22 +311,19 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if warmed:
         say(f"warm-up while planning: {len(warmed)} worker threads started their sandbox and warmed "
             f"its solvers (longest {max(warmed):.1f} s), outside every task's time and the execute phase's")
-    others = len(finished_keys(run_dir) - set(keys))
-    if others:
-        say(f"left out of the tables: {others} records of other configs in {run_dir / 'shards'} "
-            f"(kept: running that config here again resumes them)")
     # Each fit's f* from the reference the current plan gives it (a reused fit's shard may name
-    # an earlier one: the reference key is not part of a fit's key).
-    results, traces = write_tables(run_dir, set(keys), reference_of)
+    # an earlier one: the reference key is not part of a fit's key). The tables are written by
+    # DuckDB from the shards; what this needs of them (rows, points, failed tasks, other configs'
+    # records) comes back as counts, never as a frame of every fit.
+    written = write_tables(run_dir, keys, reference_of)
     del reference_of
-    # The fits' statuses are in the table; only the reference shards are read again.
-    failed = set(results.loc[results["status"] == "error", "key"]) | error_keys(run_dir, references)
+    if written.others:
+        say(f"left out of the tables: {written.others} records of other configs in {run_dir / 'shards'} "
+            f"(kept: running that config here again resumes them)")
+    failed, rows, points = written.failed, written.results, written.points
     # The report reads the tables from their files (as `python -m pipeline.report` does), in a
-    # process of its own. A command (frames=False) lets its frames go first rather than hold
-    # them beside the report: at 1,000,000 fits the results alone are about 800 MB.
-    rows, points = len(results), len(traces)
-    frames = (results, traces) if frames else None
-    del results, traces
+    # process of its own; the API (frames=True) reads them back for its caller.
+    frames = _read_frames(run_dir) if frames else None
     timing.mark("tables")
     # The report's imports were started in a thread once the plan was made (`_preload_report`);
     # joined here, so nothing forks the report's process while it imports.
@@ -348,14 +344,20 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"
-        say(f"{len(failed)} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
+        say(f"{failed} of {len(keys)} tasks failed (status=error); running again into {run_dir} {again}:")
         for line in failure_lines(run_dir, keys):
             say(line)
-    out = {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper, "failed": len(failed),
+    out = {"run_dir": str(run_dir), "report": str(report), "summary": summary, "paper": paper, "failed": failed,
            "report_failed": report_failed}
     if frames is not None:
         out.update(results=frames[0], traces=frames[1])
     return out
+
+
+def _read_frames(run_dir: Path) -> tuple:
+    """(results, traces) read back from their files, for a caller of `run` that wants them."""
+    import pandas as pd
+    return pd.read_parquet(run_dir / "results.parquet"), pd.read_parquet(run_dir / "traces.parquet")
 
 
 def _report(run_dir: Path, say) -> tuple:

@@ -255,7 +255,7 @@ def norm(column: str, dtype: str, source: str = "") -> str:
 
 def arrow_table(df: pd.DataFrame):
     """A frame as Arrow (NaN as null, as Parquet stores it); a column of mixed kinds (numbers and
-    strings) as strings, as `results.tables.finish_results` writes it."""
+    strings) as strings, as the results tables write it (`results.columns.mixed`)."""
     import pyarrow as pa
     try:
         return pa.Table.from_pandas(df, preserve_index=False)

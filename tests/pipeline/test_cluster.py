@@ -354,13 +354,21 @@ def test_kubernetes_without_its_package_is_a_clear_error(monkeypatch):
             pass
 
 
-def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown():
+def test_a_reference_killed_at_its_hard_limit_leaves_f_star_unknown(tmp_path):
     """A reference whose sandbox was killed has no f* (a timeout row of its own, without one):
     its fits get no suboptimality rather than a KeyError or a made-up value."""
-    from pipeline.results.tables import _f_star_columns
-    killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s"}
-    cols = _f_star_columns(1.0, killed)
-    assert pd.isna(cols["f_star"]) and pd.isna(cols["rel_suboptimality"]) and cols["f_star_status"] is None
+    from pipeline.engine.sink import write_shard
+    from pipeline.results.tables import write_tables
+    killed = {"key": "ref-x", "kind": "reference", "status": "timeout", "error": "killed after 62.0 s",
+              "spec": {"key": "ref-x", "kind": "reference"}}
+    spec = {"kind": "fit", "data": {"entry": "d", "name": "d", "fingerprint": "f"}, "solver": "dcd",
+            "solver_entry": "dcd", "solver_version": "5", "family": "dual_cd", "fold": 0, "seed": 1,
+            "problem": {"loss": "hinge", "intercept": "none", "C": 1.0}, "reference_key": "ref-x"}
+    write_shard(tmp_path, [killed, {"key": "fit-x", "kind": "fit", "status": "converged", "primal_objective": 1.0,
+                                    "spec": spec}])
+    write_tables(tmp_path)
+    row = pd.read_parquet(tmp_path / "results.parquet").iloc[0]
+    assert pd.isna(row["f_star"]) and pd.isna(row["rel_suboptimality"]) and row["f_star_status"] is None
 
 
 @pytest.mark.slow

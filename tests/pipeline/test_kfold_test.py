@@ -4,6 +4,7 @@ entries restricted to some datasets (`solvers.X.datasets`)."""
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pipeline.engine import tasks
@@ -56,7 +57,8 @@ def _run(tmp_path):
         "cv=kfold_test", "cv.folds=3", "cluster=sequential", "run.progress=false", "run.trace=false"]))
     plan = build_plan(cfg, materialise_datasets(cfg))
     execute(plan, tmp_path / "run", cfg, str(tmp_path / "store"))
-    return cfg, plan, write_tables(tmp_path / "run", set(plan.fits))[0]
+    write_tables(tmp_path / "run", list(plan.fits))
+    return cfg, plan, pd.read_parquet(tmp_path / "run" / "results.parquet")
 
 
 def test_every_fold_is_scored_on_the_heldout_rows(tmp_path):

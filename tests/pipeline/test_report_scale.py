@@ -121,7 +121,7 @@ def test_status_lines_name_the_swept_values_of_the_fits_they_count():
 def test_a_fixed_problem_lambda_reaches_the_results(tmp_path):
     # duros_katzman's gd: lambda in its params, not its grid; its folds' C differ, its lambda does not.
     from pipeline.results.shards import encode
-    from pipeline.results.tables import build_tables
+    from pipeline.results.tables import write_tables
     import pyarrow.parquet as pq
     spec = {"problem": {"loss": "squared_hinge", "intercept": "basis", "lambda": 1e-3, "lambda_convention": "pegasos"},
             "data": {"entry": "d", "name": "d", "fingerprint": "f"}, "solver": "gd", "solver_entry": "gd",
@@ -130,7 +130,8 @@ def test_a_fixed_problem_lambda_reaches_the_results(tmp_path):
     (tmp_path / "shards").mkdir()
     pq.write_table(encode([{"key": "k", "kind": "fit", "status": "max_iter", "C": 1 / (1e-3 * 90), "n_train": 90,
                             "spec": spec}]), tmp_path / "shards" / "k.parquet")
-    row = build_tables(tmp_path)[0].iloc[0]
+    write_tables(tmp_path)
+    row = pd.read_parquet(tmp_path / "results.parquet").iloc[0]
     assert row["param_lambda"] == 1e-3 and row["param_lambda_convention"] == "pegasos" and row["param_eta"] == 0.1
 
 

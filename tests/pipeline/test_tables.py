@@ -1,20 +1,42 @@
-"""The results tables are built from the shards' columns (`results.tables._latest_columns`), with
-what a row takes from its spec derived once per distinct spec: the tables must be exactly those
-the row-by-row builder made (tests/pipeline/rowwise_tables.py), columns, dtypes and values, for
-every kind of record a run writes, since the report and the papers read them."""
+"""The tables are written by DuckDB from the shard files (`results.tables.write_tables`), never
+through a frame of every fit: they must be, file for file, those pandas built one row per record
+and wrote with `DataFrame.to_parquet` (tests/pipeline/rowwise_tables.py): column names, Arrow
+types and pandas' metadata, the rows' order, every value and every missing one, for every kind of
+record and run, since the report, the papers and users' notebooks read them."""
 import json
 import math
 import re
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.engine import sink
 from pipeline.experiment.config import compose
-from pipeline.results import tables
+from pipeline.results import columns, tables
 from pipeline.run import run
 
-from .rowwise_tables import build_tables as rowwise
+from . import rowwise_tables
+
+TABLES = ("results.parquet", "traces.parquet", "timing.parquet", "timing_traces.parquet", "models.parquet")
+
+
+def _assert_same_tables(run_dir, keys=None, reference_of=None):
+    """write_tables' files are the row-by-row builder's, byte for byte in what they hold (schema
+    with pandas' metadata, and every column); returns what write_tables counted."""
+    old_dir = run_dir / "rowwise"
+    old = rowwise_tables.write(run_dir, old_dir, keys, reference_of)
+    written = tables.write_tables(run_dir, keys, reference_of)
+    assert {n for n in TABLES if (run_dir / n).exists()} == set(old)
+    for name in old:
+        new_t, old_t = pq.read_table(run_dir / name), pq.read_table(old_dir / name)
+        assert new_t.schema.equals(old_t.schema, check_metadata=True), (name, new_t.schema, old_t.schema)
+        for column in old_t.column_names:
+            assert new_t.column(column).equals(old_t.column(column)), (name, column)
+        pd.testing.assert_frame_equal(pd.read_parquet(run_dir / name), pd.read_parquet(old_dir / name))
+    assert (written.results, written.points) == (len(old["results.parquet"]), len(old["traces.parquet"]))
+    assert written.timing == len(old.get("timing.parquet", ()))
+    return pd.read_parquet(run_dir / "results.parquet")
 
 
 def _spec(key, C=1.0, fold=0, **problem):
@@ -58,6 +80,7 @@ def _records():
     lam["problem"] = {"loss": "hinge", "intercept": "free", "lambda": 0.5, "lambda_convention": "svmmaj"}
     lam["grid_point"] = {"lambda": 0.5}
     out.append(_fit("fit-f", lam, info={"passes": 2.5, "b_range": None}))
+    del out[-1]["C"]        # no C at all (a problem given by lambda): NaN, sorted last
     for key, gamma in (("fit-g", "scale"), ("fit-h", 0.5)):
         spec = _spec(key, kernel="rbf", gamma=gamma)
         spec["solver_params"] = {"cache_mb": 64 if key == "fit-g" else "auto", "n_heldout": 1}
@@ -66,45 +89,76 @@ def _records():
     return out
 
 
-def test_columnar_tables_are_the_row_by_row_tables(tmp_path):
+def test_the_tables_are_the_row_by_row_tables(tmp_path):
     records = _records()
     sink.write_shard(tmp_path, records[:4])
     sink.write_shard(tmp_path, records[4:])
     # A retried fit in a later generation: its newest record is the one in the tables.
     sink.write_shard(tmp_path, [_fit("fit-a", _spec("fit-a"), n_iter=9)])
-    for keys in (None, {"fit-a", "fit-b", "fit-e", "fit-g", "ref-1"}):
-        new, old = tables.build_tables(tmp_path, keys), rowwise(tmp_path, keys)
-        pd.testing.assert_frame_equal(new[0], old[0])
-        pd.testing.assert_frame_equal(new[1], old[1])
-    results, _ = tables.build_tables(tmp_path)
+    _assert_same_tables(tmp_path, ["fit-a", "fit-b", "fit-e", "fit-g", "ref-1"])
+    results = _assert_same_tables(tmp_path)
     assert results.set_index("key").loc["fit-a", "n_iter"] == 9
     assert {"class_weight", "n_heldout", "confusion_test", "param_lambda", "param_cache_mb", "info_b_range"} <= set(results)
+    # fit-c failed and ref-2 (a reference) failed: the run's closing line counts both.
+    written = tables.write_tables(tmp_path)
+    assert (written.failed, written.others) == (2, 0)
+    written = tables.write_tables(tmp_path, ["fit-a", "fit-c", "ref-1"])
+    assert (written.results, written.failed, written.others) == (2, 1, 7)
 
 
-def test_the_tables_of_a_run_with_references_are_the_row_by_row_tables(tmp_path):
-    """A real run: two solvers share reference solves (f*), with kept models and held-out rows;
-    its log ends with the timing line."""
-    cfg = compose([f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80",
-                   "solvers=[dcd,liblinear]", "grid.C=[0.5,2.0]", "cv=kfold_test", "cv.folds=2",
-                   "run.reference=true", "run.keep_models=true", "cluster=sequential", "run.progress=false"])
-    out = run(cfg, tmp_path / "run")
-    old = rowwise(tmp_path / "run")
-    pd.testing.assert_frame_equal(out["results"], old[0])
-    pd.testing.assert_frame_equal(out["traces"], old[1])
-    assert out["results"]["f_star"].notna().all() and "n_heldout" in out["results"]
-    assert len(pd.read_parquet(tmp_path / "run" / "models.parquet")) == len(out["results"])
-    # run.log says where the command's seconds went, phase by phase, adding up to the total.
-    timing = next(ln for ln in (tmp_path / "run" / "run.log").read_text().splitlines() if "timing: " in ln)
-    phases = dict(re.findall(r"(?<=[:,] )(plan|execute|tables|report) ([\d.]+) s", timing))
-    total = float(re.search(r"; total ([\d.]+) s before exit", timing).group(1))
-    assert set(phases) == {"plan", "execute", "tables", "report"} and sum(map(float, phases.values())) <= total + 0.2
+TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "run.progress=false",
+        "cluster=sequential", "solvers=[dcd,liblinear]", "grid.C=[0.1,1]", "report.figures=false"]
+# Runs of every kind a user makes, each its own tables' shapes: references (f*), kept models and
+# timing fits (a trace and a ladder); a holdout split without traces whose ladders are censored
+# at the budget; repeated splits; k-fold with a held-out test set; a multiclass fit (confusion
+# matrices); a halving search's rounds.
+RUNS = {
+    "kfold": [*TINY, "run.reference=true", "run.keep_models=true"],
+    "holdout": [*TINY, "cv=holdout", "run.trace=false", "run.timing_budget_s=1e-4"],
+    "repeated": [*TINY, "cv=repeated", "cv.rounds=2", "run.timing=false"],
+    "kfold_test": [*TINY, "cv=kfold_test", "run.reference=true"],
+    "multiclass": ["datasets=[toy_blobs]", "solvers=[dcd]", "datasets.toy_blobs.builder=iris_test",
+                   "datasets.toy_blobs.scale=standard", "cluster=sequential", "cv.folds=3", "run.progress=false",
+                   "solvers.dcd.grid.C=[1.0]", "+solvers.dcd.params.multi_class=ovr", "report.figures=false"],
+    "halving": ["datasets=[breast_cancer]", "datasets.breast_cancer.max_rows=120", "solvers=[smo]",
+                "solvers.smo.params.kernel=rbf", "solvers.smo.grid.C=[0.1,1,10]", "solvers.smo.grid.gamma=[0.01,0.1]",
+                "cv.folds=2", "run.trace=false", "run.reference=false", "run.progress=false", "cluster=sequential",
+                "search=halving", "search.resource=tol", "report.figures=false"],
+}
+
+
+@pytest.mark.parametrize("kind", list(RUNS))
+def test_the_tables_of_each_kind_of_run_are_the_row_by_row_tables(store, tmp_path, kind):
+    if kind == "multiclass":
+        from sklearn.datasets import load_iris
+        from pipeline.data.store import exists, write_dataset
+        if not exists(store, "iris_test"):
+            X, y = load_iris(return_X_y=True)
+            write_dataset(store, "iris_test", X, y, source={"test": "sklearn load_iris"})
+    out = run(compose([f"store.root={store}", *RUNS[kind]]), tmp_path / "run")
+    results = _assert_same_tables(tmp_path / "run")
+    pd.testing.assert_frame_equal(out["results"], results)
+    present = {n for n in TABLES if (tmp_path / "run" / n).exists()}
+    expected = {"kfold": set(TABLES), "holdout": set(TABLES) - {"models.parquet"},
+                "kfold_test": set(TABLES) - {"models.parquet"}}.get(kind, {"results.parquet", "traces.parquet"})
+    assert present == expected
+    columns_of = {"kfold": {"f_star", "info_n_updates"}, "kfold_test": {"n_heldout", "heldout_accuracy"},
+                  "multiclass": {"n_classes", "confusion_test"}, "halving": {"search_round"}}
+    assert columns_of.get(kind, set()) <= set(results)
+    if kind == "kfold":
+        assert results["f_star"].notna().all()
+        # run.log says where the command's seconds went, phase by phase, adding up to the total.
+        timing = next(ln for ln in (tmp_path / "run" / "run.log").read_text().splitlines() if "timing: " in ln)
+        phases = dict(re.findall(r"(?<=[:,] )(plan|execute|tables|report) ([\d.]+) s", timing))
+        total = float(re.search(r"; total ([\d.]+) s before exit", timing).group(1))
+        assert set(phases) == {"plan", "execute", "tables", "report"} and sum(map(float, phases.values())) <= total + 0.2
+    if kind == "holdout":
+        assert len(pd.read_parquet(tmp_path / "run" / "traces.parquet")) == 0
+        assert pd.read_parquet(tmp_path / "run" / "timing.parquet")["info_censored_at_s"].notna().any()
 
 
 def _assert_rowwise(run_dir, keys=None):
-    new, old = tables.build_tables(run_dir, keys), rowwise(run_dir, keys)
-    pd.testing.assert_frame_equal(new[0], old[0])
-    pd.testing.assert_frame_equal(new[1], old[1])
-    return new[0]
+    return _assert_same_tables(run_dir, keys)
 
 
 def test_shards_of_different_columns_and_generations_are_the_row_by_row_tables(tmp_path):
@@ -134,7 +188,8 @@ def test_shards_of_different_columns_and_generations_are_the_row_by_row_tables(t
     assert by_key.loc["fit-0", "n_iter"] == 11 and len(results) == 8
     assert by_key.loc["fit-y", "error"] == "ValueError: planted" and by_key.loc["fit-z", "status"] == "error"
     _assert_rowwise(tmp_path, {"fit-0", "fit-x", "fit-z"})
-    assert len(tables.build_tables(tmp_path, set())[0]) == 0
+    _assert_rowwise(tmp_path, set())
+    assert len(pd.read_parquet(tmp_path / "results.parquet")) == 0
 
 
 def test_many_distinct_json_texts_are_the_row_by_row_tables(tmp_path):
@@ -152,6 +207,11 @@ def test_many_distinct_json_texts_are_the_row_by_row_tables(tmp_path):
     assert results["seed"].dtype == "int64" and results["warm_from"].isna().sum() == 3
 
 
+def _results(run_dir, keys=None, reference_of=None):
+    tables.write_tables(run_dir, keys, reference_of)
+    return pd.read_parquet(run_dir / "results.parquet")
+
+
 def test_each_fit_takes_its_f_star_from_the_reference_the_plan_gives_it(tmp_path):
     """`reference_of` (the current plan's fit -> reference) overrides the reference a fit's
     shard names: a resumed run whose reference changed gives the reused fit the new f*."""
@@ -160,14 +220,14 @@ def test_each_fit_takes_its_f_star_from_the_reference_the_plan_gives_it(tmp_path
                     "f_star_gap": 1e-6, "f_star_kkt": 0.0, "f_star_solver": "smo", "n_iter": 9, "C": 2.0,
                     "spec": {"key": "ref-3", "kind": "reference"}})
     sink.write_shard(tmp_path, records)
-    stored = tables.build_tables(tmp_path)[0].set_index("key")
-    planned = tables.build_tables(tmp_path, reference_of={"fit-b": "ref-3", "fit-a": None})[0].set_index("key")
+    stored = _results(tmp_path).set_index("key")
+    planned = _results(tmp_path, reference_of={"fit-b": "ref-3", "fit-a": None}).set_index("key")
     assert stored.loc["fit-b", "f_star"] == 1.9 and planned.loc["fit-b", "f_star"] == 1.5
     assert planned.loc["fit-b", "f_star_solver"] == "smo"
     assert planned.loc["fit-b", "rel_suboptimality"] == pytest.approx((2.0 - 1.5) / 1.5)
     assert math.isnan(planned.loc["fit-a", "f_star"])
     # Fits the plan does not name keep the reference their shard names.
-    kept = tables.build_tables(tmp_path, reference_of={"fit-a": None})[0].set_index("key")
+    kept = _assert_same_tables(tmp_path, reference_of={"fit-a": None}).set_index("key")
     assert kept.loc["fit-b", "f_star"] == 1.9 and kept.loc["fit-b", "f_star_solver"] == "dcd"
 
 
@@ -186,37 +246,51 @@ def test_a_json_text_is_parsed_once_however_many_fits_share_it(tmp_path, monkeyp
     parsed = []
     counting = type("json", (), {"loads": staticmethod(lambda t: parsed.append(t) or json.loads(t)),
                                  "dumps": staticmethod(json.dumps)})
-    monkeypatch.setattr(tables, "json", counting)
-    results = tables.build_tables(tmp_path)[0]
+    monkeypatch.setattr(columns, "json", counting)
+    results = _results(tmp_path)
     assert len(results) == 2000 and results["seed"].nunique() == 2000
     assert len(parsed) < 100, f"{len(parsed)} JSON texts parsed for 2,000 fits"
 
 
-def test_a_command_lets_its_frames_go_before_the_report(tmp_path, monkeypatch):
-    """run(frames=False), as `python -m pipeline` calls it: when the report starts, the results
-    and traces frames the tables returned are gone (at 1,000,000 fits the results alone are
-    about 800 MB, which the report would hold twice); frames=True returns them, the same objects."""
-    import gc
-    import weakref
-    from pipeline.report import build as report_build
-    made, alive_at_report = [], []
-    write = tables.write_tables
+def test_a_failed_write_leaves_the_tables_before_it_whole(tmp_path, monkeypatch):
+    """Every table is written to a temporary file and all are renamed into place only once all
+    are written: a write that fails part-way (a full disk, an interrupt) leaves each table of the
+    run before as it was, and no temporary file behind."""
+    records = _records()
+    sink.write_shard(tmp_path, records)
+    tables.write_tables(tmp_path)
+    before = {n: (tmp_path / n).read_bytes() for n in TABLES if (tmp_path / n).exists()}
+    assert {"results.parquet", "traces.parquet", "models.parquet"} <= set(before)
+    # A later fit, then a disk that fills while the traces are written (after the results).
+    sink.write_shard(tmp_path, [_fit("fit-new", _spec("fit-new", C=5.0))])
+    real = tables._write_traces
 
-    def tracked(*args, **kw):
-        res, tr = write(*args, **kw)
-        made[:] = [weakref.ref(res), weakref.ref(tr)]
-        return res, tr
-    build = report_build.build_bounded      # the report, in a process of its own
+    def full(src, timed, path):
+        real(src, timed, path)
+        raise OSError(28, "No space left on device (planted)")
+    monkeypatch.setattr(tables, "_write_traces", full)
+    with pytest.raises(OSError, match="planted"):
+        tables.write_tables(tmp_path)
+    assert {n: (tmp_path / n).read_bytes() for n in TABLES if (tmp_path / n).exists()} == before
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.setattr(tables, "_write_traces", real)
+    assert "fit-new" in set(_results(tmp_path)["key"])
 
-    def checked(run_dir, *args, **kw):
-        gc.collect()
-        alive_at_report.append([ref() is not None for ref in made])
-        return build(run_dir, *args, **kw)
-    monkeypatch.setattr("pipeline.run.write_tables", tracked)
-    monkeypatch.setattr(report_build, "build_bounded", checked)
+
+def test_a_command_counts_its_tables_and_reads_no_frame_back(tmp_path, monkeypatch):
+    """run(frames=False), as `python -m pipeline` calls it: the closing lines take the tables'
+    counts from write_tables, and no frame of the results is read back (at 1,000,000 fits the
+    results alone are about 800 MB as a frame); frames=True reads them back for the API."""
+    import pipeline.run as run_module
+    read = []
+    real = run_module._read_frames
+    monkeypatch.setattr(run_module, "_read_frames", lambda run_dir: read.append(run_dir) or real(run_dir))
     base = [f"store.root={tmp_path / 'store'}", "datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=60",
-            "solvers=[dcd]", "grid.C=[1.0]", "cv.folds=2", "cluster=sequential", "run.progress=false"]
+            "solvers=[dcd]", "grid.C=[1.0]", "cv.folds=2", "cluster=sequential", "run.progress=false",
+            "report.figures=false"]
     out = run(compose(base), tmp_path / "command", frames=False)
-    assert alive_at_report == [[False, False]] and "results" not in out and out["failed"] == 0
+    assert "results" not in out and out["failed"] == 0 and read == []
+    assert "results.parquet (2 rows), traces: " in (tmp_path / "command" / "run.log").read_text()
     out = run(compose(base), tmp_path / "api")
-    assert alive_at_report[1] == [True, True] and out["results"] is made[0]() and len(out["results"]) == 2
+    assert len(read) == 1 and len(out["results"]) == 2
+    pd.testing.assert_frame_equal(out["results"], pd.read_parquet(tmp_path / "api" / "results.parquet"))
