@@ -1,7 +1,9 @@
 """`make mutate`'s last step: mutmut's verdicts (mutants/**/*.meta) as a table per module, and
 the survivors set against the ones docs/development/testing.md explains.
 
-    python tests/mutation_summary.py [MODULE ...]      # e.g. pipeline.report.speed; default: all
+    python tests/mutation_summary.py [--root DIR] [MODULE ...]   # e.g. pipeline.report.speed; default: all
+
+DIR holds mutmut's mutants/ (the tree's root by default; tests/mutate.py's project for a subset).
 
 Per module: mutants, killed (a test failed, or timed out), survived, without a test (no listed
 test runs the function), not run yet, the kill rate (killed over those run) and the seconds its
@@ -45,7 +47,10 @@ def explained(docs: Path) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
-    found = verdicts(ROOT)
+    root = ROOT
+    if argv[:1] == ["--root"]:
+        root, argv = Path(argv[1]), argv[2:]
+    found = verdicts(root)
     if not found:
         print("no mutmut results under mutants/: run `make mutate` first")
         return 1
