@@ -9,7 +9,8 @@ MODULES, every module at once).
 The project is a copy of pyproject.toml whose `[tool.mutmut]` names only these modules and
 their tests, beside links to the tree's pipeline/, solvers/, conf/ and tests/: mutmut copies
 them into .mutate/<modules>/mutants/ and mutates the copy, never the tree. A second run with the
-same modules reuses the verdicts of mutants whose function and tests did not change."""
+same modules reuses mutmut's first pass (which test runs which function) and runs every mutant
+again."""
 from __future__ import annotations
 
 import re
@@ -70,17 +71,22 @@ def main(argv: list[str]) -> int:
     if not argv or unknown:
         print(f"tests/mutate.py: unknown module(s) {unknown}; one or more of: {' '.join(RELATED)}", file=sys.stderr)
         return 2
-    where = project(argv)
+    modules = argv
+    where = project(modules)
     mutmut = Path(sys.executable).with_name("mutmut")
     log = where / "mutants.log"
     print(f"mutmut in {where.relative_to(ROOT)} (its log: {log.relative_to(ROOT)})", flush=True)
     with open(log, "w") as out:
-        code = subprocess.call([str(mutmut), "run", "--max-children", "2"], cwd=where, stdout=out,
+        # Each module's mutants named (a glob each): mutmut then runs every one of them again. Left
+        # to itself it keeps a survivor's verdict when only its tests changed, so a new test
+        # that kills it would not show.
+        code = subprocess.call([str(mutmut), "run", "--max-children", "2", *(f"{m}.*" for m in modules)],
+                               cwd=where, stdout=out,
                                stderr=subprocess.STDOUT)
     if code:
         print(log.read_text()[-3000:], file=sys.stderr)
         return code
-    return subprocess.call([sys.executable, str(ROOT / "tests" / "mutation_summary.py"), "--root", str(where), *argv])
+    return subprocess.call([sys.executable, str(ROOT / "tests" / "mutation_summary.py"), "--root", str(where), *modules])
 
 
 if __name__ == "__main__":
