@@ -68,8 +68,9 @@ def test_the_module_check_finds_each_table_and_names_the_place():
     from solvers import params
     assert params.check("degree", 2.0) == 2 and params.check("max_iter", None) is None
     assert params.check("multi_class", "ovo") == "ovo"
-    with pytest.raises(ValueError, match=r"^budget.tol=0: must be a number > 0$"):
+    with pytest.raises(ValueError, match=r"^budget.tol=0: must be a number > 0$") as raised:
         params.check("tol", 0, where="budget.tol", error=ValueError)
+    assert type(raised.value) is ValueError         # the caller's class, not SolverError (a ValueError too)
     with pytest.raises(SolverError, match=r"^C=-1: must be a number > 0$"):
         params.check("C", -1)
 
