@@ -131,13 +131,15 @@ def test_a_command_handed_off_exits_with_the_launchers_status_having_sent_what_i
     descriptors themselves (passed, not named), the fingerprint and no ignored signal; the
     command then ends with the status the launcher reports, as given (`exit 3`: 3)."""
     monkeypatch.setenv("SVMBENCH_HANDOFF_PROBE", "x y")
+    path = [str(p) for p in sys.path] + ["/probe/of/the/path"]      # as this process has it now, under any runner
+    monkeypatch.setattr(sys, "path", path)
     with serving(state, _lines("ok 1", "exit 3")) as seen, pytest.raises(SystemExit) as ended:
         _hand_off()
     assert ended.value.code == 3
     r = seen["request"]
     assert r["argv"] == ARGV and r["argv0"] == sys.argv[0] and r["cwd"] == os.getcwd()
     assert r["env"]["SVMBENCH_HANDOFF_PROBE"] == "x y" and r["env"] == dict(os.environ)
-    assert r["path"] == sys.path and r["started"] == 12.5 and r["ignored"] == []
+    assert r["path"] == path and r["started"] == 12.5 and r["ignored"] == []
     assert r["fingerprint"] == handoff.fingerprint()
     assert r["fds"] == [0, 1, 2]
     assert seen["fds"] == [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (0, 1, 2)]
