@@ -5,8 +5,9 @@ a temporary folder (never outputs/papers/), and compares their verdicts finding 
 Two regenerations contradict each other when one says **holds** and the other **differs** (or a
 finding changes category: comparable or not, checked or not): such a verdict rests on noise, its
 interval too narrow for its repeats (pipeline/papers/claims.py). A finding that is decided in one
-run and **undecided** in the other sits at the edge of its band: each verdict is what its own
-interval supports at 95%, and near an edge a rerun lands on either side of it. Contradictions fail
+run and open in the other (**undecided**, **below detectable power**, or **premise not met**
+where its premise flipped so) sits at the edge of its band: each verdict is what its own interval
+supports at 95%, and near an edge a rerun lands on either side of it. Contradictions fail
 the check (exit 1); edge flips are listed and fail it only with `--strict`.
 
 `--against DIR` runs each study once and compares it with the reproduction already in
@@ -49,13 +50,17 @@ def differences(first: list[tuple[int, str, str]], second: list[tuple[int, str, 
         if n not in a or n not in b:
             out.append(f"finding {n}: only in the {'first' if n in a else 'second'} run")
         elif a[n][1] != b[n][1]:
-            kind = EDGE if "undecided" in (a[n][1], b[n][1]) and {a[n][1], b[n][1]} <= DECIDABLE else CONTRADICTION
+            pair = {a[n][1], b[n][1]}
+            kind = EDGE if pair & OPEN and pair <= DECIDABLE else CONTRADICTION
             out.append(f"finding {n} ({a[n][0][:70]}...): {a[n][1]} then {b[n][1]} ({kind})")
     return out
 
 
 EDGE, CONTRADICTION = "at the edge of its band", "a contradiction"
-DECIDABLE = {"holds", "differs", "undecided"}
+# Verdicts one interval can move between from run to run: the open ones (an interval across an
+# edge, one wider than its band, a premise that is itself at an edge) and the decided ones.
+OPEN = {"undecided", "below detectable power", "premise not met"}
+DECIDABLE = {"holds", "differs"} | OPEN
 
 
 def is_edge(line: str) -> bool:
@@ -73,21 +78,34 @@ def regenerate(name: str, run_dir: Path, out: Path, overrides: list[str] = ()) -
     return verdicts(write_paper(name, run_dir, out).read_text())
 
 
+def load_text(run_dir: Path) -> str:
+    """The 1-minute load average at a run's start and end (its run.log), as a check line says it:
+    a timing verdict is only as steady as the load it was measured under."""
+    from .papers.common import run_timing
+    t = run_timing(run_dir)
+    if "load_start" not in t or "load_end" not in t:
+        return "load not recorded"
+    return f"load {t['load_start'][0]:.1f} to {t['load_end'][0]:.1f} on {t.get('cores', '?')} cores"
+
+
 def check(names=FAST, overrides: list[str] = (), log=print, against: Path | None = None) -> dict[str, list[str]]:
     """name -> the differences between two regenerations (empty: they agree); with `against`,
-    the first is the reproduction already written in against/<name>/README.md."""
+    the first is the reproduction already written in against/<name>/README.md. Each line says the
+    load each fresh run was measured under."""
     found = {}
     with tempfile.TemporaryDirectory(prefix="papers-check-") as tmp:
         for name in names:
             start = time.perf_counter()
             runs = [] if against is None else [verdicts((Path(against) / name / "README.md").read_text())]
+            fresh = range(len(runs) + 1, 3)
             runs += [regenerate(name, Path(tmp) / f"{name}-{i}", Path(tmp) / f"{name}-{i}-paper", overrides)
-                     for i in range(len(runs) + 1, 3)]
+                     for i in fresh]
             found[name] = differences(*runs)
             edges = sum(map(is_edge, found[name]))
+            loads = "; ".join(f"run {i} at {load_text(Path(tmp) / f'{name}-{i}')}" for i in fresh)
             log(f"papers-check: {name}: {len(runs[0])} findings, "
                 f"{'agree' if not found[name] else f'{len(found[name]) - edges} contradict, {edges} at an edge'} "
-                f"({time.perf_counter() - start:.0f} s for {'the fresh run' if against else 'both runs'})")
+                f"({time.perf_counter() - start:.0f} s for {'the fresh run' if against else 'both runs'}; {loads})")
             for line in found[name]:
                 log(f"  {line}")
     return found

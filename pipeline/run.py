@@ -27,9 +27,10 @@ from .experiment.config import ConfigError
 from .experiment.experiment import Experiment, thaw
 from .engine.materialise import materialise_datasets, missing_datasets
 from .engine.clusters import ClusterError, probe_cluster, shared_client
+from .engine import costs
 from .engine.execute import error_keys, execute, failure_lines, Interrupted
 from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
-from .engine.warmup import task_modules, warm_workers, WarmUp
+from .engine.warmup import task_modules, uncompiled_solvers, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.runlock import LockError, run_lock
@@ -112,7 +113,7 @@ class Timing:
         self.phases.append((phase, now - self.last))
         self.last = now
 
-    def line(self, summary=None, own_mb: float | None = None) -> str:
+    def line(self, summary=None, own_mb: float | None = None, report_cpu: float | None = None) -> str:
         """"timing: start 2.1 s (...), plan 0.4 s, warm-up wait 0.3 s (...), execute 13.6 s,
         tables 1.1 s, report 0.9 s; total 18.4 s before exit": the phases add up to the total.
         start is the command's own (interpreter, imports, Hydra composing the config) up to
@@ -132,6 +133,10 @@ class Timing:
                 around = seconds - summary.wall_s - wait
                 if around >= 0.05:
                     parts.append(f"around execute {around:.1f} s (the skip list, the last shards, the workers' counts)")
+            elif phase == "report" and report_cpu is not None:
+                # The report's own processes (a fork and its figure processes) on more than one
+                # core: their CPU seconds say what it costs beside what it waits.
+                parts.append(f"report {seconds:.1f} s (CPU {report_cpu:.1f} s in its processes)")
             else:
                 parts.append(f"{phase} {seconds:.1f} s")
         total = time.perf_counter() - self.t0 + (self.before or 0.0)
@@ -188,11 +193,13 @@ def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
     probe_cluster(exp.cluster)      # a dead address: the one line `run` would give first, not twice the wait
     try:
         names, modules = exp.solver_names(), task_modules(exp)
+        compiling = uncompiled_solvers(names)       # before the sandboxes write numba's cache
         with shared_client(exp.cluster) as client:     # kept open by keep_clusters
             futures = warm_workers(client, names, int(exp.cluster.blas_threads), modules)
     except Exception:  # noqa: BLE001 - run() starts it again and reports what fails
         return
-    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names), modules=set(modules)))]
+    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names), modules=set(modules),
+                                 compiling=compiling))]
 
 
 def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitStack):
@@ -280,6 +287,10 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
         f"{len(plan.datasets)} datasets (store: {root})")
     for line in plan_lines(plan, exp):
         say(line)
+    if exp.search_kind == "grid":      # a search decides its rounds' fits as it goes
+        done = finished_in_plan(run_dir, plan, exp.run.retry_errors)[0] if shard_files(run_dir) else set()
+        for line in costs.lines(costs.estimate(plan, done, run_dir, root), exp.run):
+            say(line)
     say(_machine_line("start"))
     if exp.search_kind == "grid":
         summary = execute(plan, run_dir, exp, root, log=say, client=client, warmup=warmup)
@@ -290,6 +301,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
         # In place: the tables read these keys, and an interrupt's line counts them.
         keys[:] = list(plan.references) + fit_keys
     timing.mark("execute")
+    costs.record(run_dir, plan, root)     # what this run measured, for the next one's estimate
     # What the tables and the closing lines need of the plan; the plan itself goes.
     references = list(plan.references)
     reference_of = plan.fits.reference_of(fit_keys)
@@ -332,7 +344,7 @@ def _run_phases(exp: Experiment, held: list, held_fit_keys: list, keys: list, ru
     if paper is not None:
         timing.mark("paper")
         say(f"paper: {paper}  ({time.perf_counter() - timing.t0:.1f} s)")
-    say(timing.line(summary, info.get("own_mb")))
+    say(timing.line(summary, info.get("own_mb"), info.get("cpu_s")))
     if failed:
         # Last, so that it closes the log: what failed, and that a rerun retries it.
         again = "retries them" if exp.run.retry_errors else "keeps them (run.retry_errors=false)"
@@ -418,6 +430,9 @@ def dry_run(exp: Experiment, run_dir: Path | None, say) -> dict:
     say(f"  fits: {len(fits)} ({', '.join(f'{k} {n}' for k, n in by_solver.items()) or 'none'})")
     for line in plan_lines(plan, exp) if plan else []:
         say(f"  {line}")
+    if plan is not None and exp.search_kind == "grid":
+        for line in costs.lines(costs.estimate(plan, have - errors, run_dir, root), exp.run):
+            say(f"  {line}")
     ref_by = refs.count_by("solver") if plan else {}
     say(f"  reference solves: {len(refs)} ({', '.join(f'{k} {n}' for k, n in ref_by.items()) or 'none'}; "
         f"run.reference={exp.run.reference})")

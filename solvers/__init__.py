@@ -10,7 +10,7 @@ from .registry import (Param, Plugin, SolverError, SolverSpec, fit, get_solver, 
                        registered_names, solver_names, warm_all)
 
 # Importing a solver module registers it.
-from . import dcd, gd, newton, pegasos, references, qp, svmlight, smo, majorization, cpm, smooth_newton  # noqa: F401
+from . import dcd, gd, newton, pegasos, references, qp, svmlight, smo, majorization, cpm, smooth_newton, cocoa  # noqa: F401
 
 
 def __getattr__(name):

@@ -57,6 +57,7 @@ implemented), the Huber hinge (no dual here).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -64,6 +65,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from .kernels import row_norms_sq
 from .objectives import dual_box_i, dual_objective, intercept_coordinate, primal_objective
 from .problem import Problem
 
@@ -130,11 +132,12 @@ class Certificate:
         return rows, centre - half, centre + half
 
 
-def certificate(problem: Problem, alpha: np.ndarray, X_val, y_val: np.ndarray) -> Certificate:
+def certificate(problem: Problem, alpha: np.ndarray, X_val, y_val: np.ndarray, pairs: bool = True) -> Certificate:
     """The lemma's inputs from a dual-feasible alpha at the problem's C (the training fold's
     problem) and the fold's validation rows. v = sum alpha_i y_i x_i is recomputed from alpha, and
     G = P(v) - D(alpha) from v, so the certificate holds whatever the solver's own iterate was.
-    alpha is projected onto the dual's box first (it is what the gap is taken at)."""
+    alpha is projected onto the dual's box first (it is what the gap is taken at). pairs: keep
+    v_32 and the rows' margins on it, for the bound between two fits (`pair_intervals`)."""
     if problem.loss not in LOSSES:
         raise ValueError(f"loss={problem.loss!r}: the CV error bound covers {list(LOSSES)}")
     if problem.intercept not in INTERCEPTS:
@@ -154,19 +157,21 @@ def certificate(problem: Problem, alpha: np.ndarray, X_val, y_val: np.ndarray) -
     # P and D are sums of many terms: their difference is known to a few ulps of their size.
     gap = max(P - D, 0.0) + 8.0 * np.finfo(float).eps * (abs(P) + abs(D))
     f = np.asarray(X_val @ v).ravel() + c * u
-    norms = np.sqrt(_row_norms_sq(X_val) + c * c)
+    norms = np.sqrt(row_norms_sq(X_val) + c * c)
     y_val = np.asarray(y_val, dtype=np.float64)
     zero = norms == 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(zero, 0.0, y_val * f / np.where(zero, 1.0, norms))
     neg = np.flatnonzero((t < 0) & ~zero)
+    cert = Certificate(C=float(problem.C), norm_sq=norm_sq, gap=float(gap), n_val=int(len(y_val)),
+                       rows=neg.astype(np.int64), t=t[neg], always=int(np.count_nonzero(zero & (y_val > 0))))
+    if not pairs:
+        return cert
     # v rounded to float32, with the rows' margins on it computed here, exactly as a later
     # bound between two fits reads them (`pair_intervals`).
     v32 = np.r_[v, u].astype(np.float32)
     f32 = np.asarray(X_val @ v32[:-1].astype(np.float64)).ravel() + c * float(v32[-1])
-    return Certificate(C=float(problem.C), norm_sq=norm_sq, gap=float(gap), n_val=int(len(y_val)),
-                       rows=neg.astype(np.int64), t=t[neg], always=int(np.count_nonzero(zero & (y_val > 0))),
-                       v32=v32, t32=y_val[neg] * f32[neg] / norms[neg])
+    return dataclasses.replace(cert, v32=v32, t32=y_val[neg] * f32[neg] / norms[neg])
 
 
 def alpha_from_w(problem: Problem, w: np.ndarray, b: float) -> np.ndarray:
@@ -178,14 +183,6 @@ def alpha_from_w(problem: Problem, w: np.ndarray, b: float) -> np.ndarray:
                          "solver's alpha")
     f = np.asarray(problem.X @ np.asarray(w, dtype=np.float64)).ravel() + b
     return 2.0 * problem.C_i * np.maximum(1.0 - problem.y * f, 0.0)
-
-
-def _row_norms_sq(X) -> np.ndarray:
-    if sp.issparse(X):
-        X = X.tocsr()
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    X = np.asarray(X, dtype=np.float64)
-    return np.einsum("ij,ij->i", X, X)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,8 @@ def _is_canonical_csr(X) -> bool:
 
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every value is finite. A finite sum says so in one pass with no temporary
-    (np.isfinite(a).all() allocates a boolean per value: 61 MB, and 0.1 s or more, on full
-    RCV1); an infinite or NaN sum may still come from large finite values, so then each value
+    (np.isfinite(a).all() allocates a boolean per value: 61 MB on full RCV1, and faults it
+    in); an infinite or NaN sum may still come from large finite values, so then each value
     is tested (scikit-learn's check_array does the same)."""
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(a.sum()):
@@ -304,12 +304,18 @@ class Problem:
 
     @cached_property
     def X_csr(self) -> sp.csr_matrix:
-        """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows."""
+        """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows. The
+        problems `with_` makes from one problem share its X, and its CSR form with it: the C
+        values of a fold (a sweep's, a C path's) convert dense X once, not once per C."""
         if self.is_sparse:
             return self.X
-        # One compiled scan instead of scipy's dense -> COO -> CSR (0.11 ms against about 0.01
-        # on 1372 x 4, a tenth of a whole dcd fit there). X is finite (checked when built); a
-        # row-major scan gives sorted indices, and zeros (also -0.0) are dropped, as scipy does.
+        origin = self.__dict__.get("_origin")
+        if origin is not None and origin.X is self.X:
+            return origin.X_csr
+        # One compiled scan instead of scipy's dense -> COO -> CSR, whose fixed cost is a visible
+        # share of a whole dcd fit on a small dense set (docs/benchmarks/code-notes.md). X is
+        # finite (checked when built); a row-major scan gives sorted indices, and zeros (also
+        # -0.0) are dropped, as scipy does.
         X = self.X
         counts = _row_nnz(X)
         nnz = int(counts.sum())
@@ -348,9 +354,9 @@ class Problem:
     def with_(self, **changes) -> "Problem":
         """A copy with some settings changed, checked like any new Problem's. X and y, unless
         among the changes, are this problem's own, checked when it was built, and are not
-        checked again: that is a pass over X's values (0.3 ms of a 50 ms dcd fit on 20,800
-        rcv1_like rows), which a sweep would otherwise repeat for every C of a fold. Nothing
-        derived from them (`X_csr`, `row_norms_sq`) is carried over: a fit computes its own."""
+        checked again: that is a pass over X's values, which a sweep would otherwise repeat for
+        every C of a fold. A dense X's CSR form (`X_csr`) is made once, by the problem the copies
+        came from, when the first of them asks for it; `row_norms_sq` is each copy's own."""
         if "X" in changes or "y" in changes:
             return replace(self, **changes)
         names = {f.name for f in fields(self)}
@@ -363,6 +369,7 @@ class Problem:
         if "sample_weight" in changes:
             object.__setattr__(out, "sample_weight", _checked_weights(out.sample_weight, out.n_samples))
         out._check_settings()
+        object.__setattr__(out, "_origin", self.__dict__.get("_origin") or self)
         return out
 
     def subset(self, rows) -> "Problem":

@@ -33,17 +33,22 @@ def rules_page() -> str:
            "Every finding of every reproduction is judged by one of these kinds, with the threshold below, the "
            f"same in every study. A measured statistic carries its {100 * claims.CONFIDENCE:.0f}% interval "
            "(a ratio: the geometric mean over independent repeats with Student's t on its logarithms; an accuracy "
-           "difference: over paired folds, or from the test rows); the verdict is **holds** when the interval "
-           "lies inside the band, **differs** when it lies outside, **undecided** when it straddles an edge or "
-           f"rests on fewer than {claims.MIN_REPEATS} repeats. How the overview reads them: "
+           "difference: over paired folds, or from the test rows, Student's t on n - 1 over repeats); the verdict is "
+           "**holds** when the interval lies inside the band, **differs** when it lies outside, **undecided** when it "
+           f"straddles an edge or rests on fewer than {claims.MIN_REPEATS} repeats, **below detectable power** when "
+           "it straddles a band narrower than itself. How the overview reads them: "
            "[Paper reproductions](index.md).\n", *claims.vocabulary_table(), ""]
     for name in sorted(WRITERS):
         rules = importlib.import_module(f"pipeline.papers.{name}").RULES
         out += [f"## {name}\n", f"Rules digest `{rules.digest()}`; the reproduction: [{name}]({name}/index.md).\n",
-                "| dataset | whose | why |", "|---|---|---|",
-                *[f"| {d} | {s} | {w} |" for d, s, w in rules.data], "",
+                "| dataset | whose | why | kept out of |", "|---|---|---|---|",
+                *[f"| {row[0]} | {row[1]} | {row[2]} | "
+                  f"{'; '.join(f'every {cat} claim: {why}' for cat, why in (row[3] if len(row) > 3 else ()))} |"
+                  for row in rules.data], "",
                 "| claim | the paper | rule |", "|---|---|---|",
                 *[f"| `{c.key}` | {_cell(c.paper)} | {_cell(c.rule_text())} |" for c in rules.claims], "",
+                *(["Sensitivities, declared with the rules:\n",
+                   *[f"- `{x.claim}`: {x.what}" for x in rules.sensitivities], ""] if rules.sensitivities else []),
                 "Rule log:\n", *[f"- {c.date} (`{c.digest}`): {c.what}" for c in rules.changes], ""]
     return "\n".join(out) + "\n"
 

@@ -1,9 +1,12 @@
-"""What the engine adds around fits, and a command's fixed cost (docs/benchmarks/sweep.md).
+"""What the engine adds around fits, `make run`'s report, and a command's fixed cost
+(docs/benchmarks/sweep.md).
 
   c  2000 short fits (8 C x 250 random splits of 26k rows, folds sized so a fit takes tens of
      milliseconds, not a few), cold: execute phase against the summed fit times over the
      workers: what the engine adds around a short fit.
   d  10,000 tiny fits: scheduling overhead and the client's peak memory against 1,000.
+  m  `make run` (the default experiment: 525 tasks, 21 problems): its report and the whole
+     command against its execute phase, the report's CPU seconds beside its wall seconds.
   k  the fixed cost of a command, what a user waits for beyond the fits themselves
      (conf/experiment/bench_fixed.yaml: 10 fits of milliseconds): the whole command on a fresh
      local cluster and on kept ones (`svmbench cluster start`, cluster=kept), with TLS (the
@@ -21,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..engine.materialise import materialise_datasets
+from ..experiment.config import compose, validate
 from .harness import Options, kept_cluster, last_line, prebuild, run_ours, timing_phases
 
 # 20,800 training rows, so that dcd's fits are tens of milliseconds, the short fits a sweep
@@ -64,6 +69,37 @@ def scenario_d(opts: Options) -> list[dict]:
         for rounds in (100, 1000):
             run = run_ours(OVERRIDES_D + [f"cv.rounds={rounds}"], opts.work, f"d{rounds}_{r}")
             rows.append(overhead_row(f"d{rounds * 10}", run))
+    return rows
+
+
+def scenario_m(opts: Options) -> list[dict]:
+    """`make run`: its report and the whole command against its execute phase (goal: <= 1x, <= 2x).
+
+    The default experiment (no +experiment), once first for numba's cache and the store (not
+    counted), then `reps` times, each a fresh local cluster, waited for directly. The report's
+    goal is its execute phase (and 3 s): `report_over_execute`; the command's is twice it:
+    `wall_over_execute`. `report_cpu_s`: the report's processes' CPU seconds (the timing line's),
+    what it costs whatever the load."""
+    import re
+    materialise_datasets(validate(compose([])))
+    rows = []
+    for r in range(-1, opts.reps):
+        run_dir = opts.work / f"m{r}"
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pipeline", f"hydra.run.dir={run_dir}"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        wall = time.perf_counter() - t0
+        if r < 0:
+            continue
+        log = (run_dir / "run.log").read_text()
+        phases = timing_phases(log)
+        cpu = re.search(r"report [\d.]+ s \(CPU ([\d.]+) s in its processes\)", last_line(log, "timing: "))
+        rows.append({"scenario": "m", "rep": r, "load": load, "wall_s": wall,
+                     **{f"{k.replace(' ', '_')}_s": v for k, v in phases.items() if k != "total"},
+                     "report_cpu_s": float(cpu.group(1)) if cpu else None, "exit_s": wall - phases["total"],
+                     "report_over_execute": phases["report"] / phases["execute"],
+                     "wall_over_execute": wall / phases["execute"]})
     return rows
 
 

@@ -97,7 +97,9 @@ def cut_paths(units: list[list[dict]], workers: int) -> list[list[dict]]:
     path above, 0.28M coordinate steps of 5.2M). The segments go last, so that they fill
     the round the whole paths leave. Only while the sweep has fewer than PATH_ROUNDS paths per
     worker: with more, the last round is a small part of the sweep."""
-    paths = [i for i, u in enumerate(units) if len(u) > 1]
+    # A path search's walk (``path_stop``: LIBLINEAR's -C, pipeline/search/path.py) is never cut:
+    # each of its points is tested from the one before, which a cold segment would not have.
+    paths = [i for i, u in enumerate(units) if len(u) > 1 and not u[0].get("path_stop")]
     r = len(paths) % workers if workers > 1 else 0
     if not r or len(paths) >= PATH_ROUNDS * workers:
         return units

@@ -17,6 +17,9 @@ The engine in its parts, each a module:
   `IN_FLIGHT`; one once a unit lasts half a second, `in_flight`), gathers them with
   ``as_completed``, refills, and hands every record to the sink; and the `Summary` it returns.
 
+The fits of a distributed solver (cocoa) are not cut into tasks: each is driven from a thread of
+this process beside the loop, across all the workers (`pipeline.engine.distributed`).
+
 On Dask, each task runs in its worker thread's sandbox (`pipeline.engine.sandbox`): a spec past
 its hard time limit becomes a ``timeout`` row, one whose process dies or outgrows its memory is
 retried, then an error row naming the cause. A worker that dies is retried by Dask
@@ -38,7 +41,10 @@ from ..experiment.plan import Plan, made
 from .sandbox import call_in_sandboxes, run_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 from .clusters import dashboard_line, quiet_on_interrupt, shared_client
+from .distributed import DistributedFits, is_distributed
 from .cutting import TaskCutter, first_chunk, hard_limits, make_tasks, make_units, paced_chunk
+from .handover import Handover
+from .progress import ProgressLines, phase_of, wanted as progress_wanted, write_line
 from .sink import RecordSink, RecordStream, ShardWriter, finished_in_plan, latest_status
 from .warmup import WarmUp, WorkerEvents, check_worker_plugins, task_modules
 
@@ -138,7 +144,7 @@ def _worker_loads(client) -> dict:
 
 
 def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, client=None,
-            warmup: WarmUp | None = None) -> Summary:
+            warmup: WarmUp | None = None, finished: tuple[set, set] | None = None) -> Summary:
     """Run every task of the plan whose shard is missing; write a shard per task as tasks
     finish. client: a Dask client already open for exp.cluster, and warmup its warm-up
     (`warm_workers`), which run.py starts while it plans; without one, execute opens the
@@ -148,7 +154,11 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     # The plan stores its specs as columns (`plan.Specs`): the tasks to run are views of them
     # (`plan.SpecView`), grouped and cut into tasks, and each task's specs are made as it is cut.
     total = len(plan.references) + len(plan.fits)
-    have, errors = finished_in_plan(run_dir, plan, exp.run.retry_errors)
+    # finished: (have, errors) as `finished_in_plan` gives them, from a caller that knows them
+    # already (a search's driver, which reads every shard as it comes: each round would read
+    # all the shards of the rounds before again).
+    have, errors = finished if finished is not None else finished_in_plan(run_dir, plan, exp.run.retry_errors)
+    have, errors = set(have), set(errors)
     if errors:
         # A fixed environment must be able to finish the run; the newer shard replaces its record.
         log(f"retrying {len(errors)} tasks that ended in error (run.retry_errors=false keeps them)")
@@ -164,6 +174,9 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     loads = None
     started = time.perf_counter()
     sink = RecordSink(ShardWriter(run_dir))
+    # A library's timing ladders wait for their reference's and sweep twin's records (handover.py).
+    handover = Handover(plan, todo, run_dir, have)
+    sink.listeners.append(handover.take)
     opened = contextlib.nullcontext(client) if client is not None and todo else shared_client(cluster)
     # However the phase ends (Ctrl-C, an error), the records the client holds are written last.
     with _finally(sink.flush, True), opened as client, quiet_on_interrupt(), contextlib.ExitStack() as stack:
@@ -176,9 +189,17 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             before = _worker_loads(None) if todo else None
             t0 = time.perf_counter()
             bar = sink.bar = _progress(len(todo), bool(exp.run.progress))
+            stack.enter_context(_progress_lines(todo, exp, run_dir, sink))
+
+            def tasks():
+                yield from make_tasks(make_units(handover.rest, interleave=bool(exp.run.interleave)), 1, chunk)
+                while len(handover):     # the ladders last: every record they wait for is in
+                    yield handover.ready(first_chunk(len(handover), 1, chunk), force=True)
+
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
-                for units in make_tasks(make_units(todo, interleave=bool(exp.run.interleave)), 1, chunk):
+                for units in tasks():
                     units = made(units)
+                    handover.hand(units)
                     sink.expect(units)
                     run_task(units, root, notify=_flushed(sink))
                     sink.ended(units)
@@ -190,16 +211,26 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             if dashboard:
                 log(dashboard)
             workers = _n_workers(client, cluster)
-            cutter = TaskCutter(make_units(todo, workers, bool(exp.run.interleave)))
-            first = first_chunk(cutter.left, workers, chunk)
+            # Fits trained across the workers run in a thread of this process beside the loop
+            # below, holding no worker slot (pipeline/engine/distributed.py); no ladder is one.
+            spread = DistributedFits([s for s in todo if is_distributed(s)], root, client, run_dir, sink,
+                                     int(exp.run.retries), log)
+            stack.push(lambda kind, *_: spread.finish(interrupted=kind is not None))
+            cutter = TaskCutter(make_units([s for s in handover.rest if not is_distributed(s)], workers,
+                                           bool(exp.run.interleave)))
+            first = first_chunk(cutter.left + len(handover), workers, chunk)
             futures, pace, counted, unit_s = {}, None, time.monotonic(), None
 
-            def cut():
-                """The next task, cut by the pace so far: (units, pickled units, hard limits), or None."""
-                units = cutter.next(paced_chunk(cutter.left, workers, pace) if pace and chunk == "auto" else first)
-                if units is None:
+            def cut(last: bool = False):
+                """The next task, cut by the pace so far: (units, pickled units, hard limits), or None.
+                Ladders whose records have come go first; `last`: nothing is in flight and every
+                record that came is taken, so a ladder still waiting goes without what it waits for."""
+                size = paced_chunk(cutter.left + len(handover), workers, pace) if pace and chunk == "auto" else first
+                units = handover.ready(size) or cutter.next(size) or (handover.ready(size, force=True) if last else None)
+                if not units:
                     return None
                 units = made(units)
+                handover.hand(units)
                 # The units go pickled, and the records come back pickled: Dask walks every
                 # nested dict and list of a task's arguments looking for futures (1.7 s for
                 # 10,000 specs on the client) and of its result to size it; bytes it passes
@@ -221,24 +252,29 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 futures[fut] = units
                 pending.add(fut)
 
-            def refill():
-                while len(futures) < in_flight(workers, unit_s) and (task := cut()) is not None:
+            def refill(records_in: bool = True):
+                while len(futures) < in_flight(workers, unit_s) and (task := cut(records_in and not futures)) is not None:
                     submit(task)
 
             # The first tasks are cut while the workers warm (20 ms for 10,000 specs, which each
             # worker would otherwise wait for at the clock's start), and sent once all are warm.
-            first_wave = [task for task in (cut() for _ in range(IN_FLIGHT * workers)) if task is not None]
+            first_wave = []
+            while len(first_wave) < IN_FLIGHT * workers and (task := cut(last=not first_wave)) is not None:
+                first_wave.append(task)
             stack.enter_context(contextlib.closing(WorkerEvents(client, log)))
             warmup.wait(log)
             check_worker_plugins(client, todo)
             t0 = time.perf_counter()
+            if spread.specs:
+                spread.start()
             for task in first_wave:
                 submit(task)
             bar = sink.bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
+            stack.enter_context(_progress_lines(todo, exp, run_dir, sink))
             for fut in pending:
                 units = futures.pop(fut)
                 if pace is not None:
-                    refill()    # before this task's records and shard: the workers' queues first
+                    refill(False)    # before this task's records and shard: the workers' queues first
                 try:
                     blobs, worker_peak = fut.result()
                     # The batches the stream has written already are not unpickled again.
@@ -266,6 +302,8 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 # in flight: the first task back sets both (the refill above waited for it).
                 refill()
                 sink.flush(force=True)     # a task's end writes what is held, as ever
+            if spread.specs:
+                spread.finish(interrupted=False)
         wall = time.perf_counter() - t0
         bar.close()
         if todo:
@@ -281,6 +319,27 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                    worker_rss_mb=worker_rss if worker_rss[2] else None, csr_mb=_largest_csr_mb(plan, root),
                    startup_s=warmup.seconds if warmup else None, startup_wait_s=warmup.waited if warmup else None,
                    threads_of_client=None if client is None else threads_of_client)
+
+
+@contextlib.contextmanager
+def _progress_lines(todo: list, exp: Experiment, run_dir: Path, sink: RecordSink):
+    """Progress lines to stderr and run.log while the block runs, where stderr is not a terminal (`progress`)."""
+    if not todo or not progress_wanted(exp.run.progress):
+        yield None
+        return
+    planned: dict = {}
+    for spec in todo:
+        phase = phase_of(spec)
+        planned[phase] = planned.get(phase, 0) + 1
+    search = next((s.get("search") for s in todo if s.get("kind") == "fit" and s.get("search")), None)
+    lines = ProgressLines(planned, write_line(run_dir), exp.run.progress_every_s,
+                          sweep=f"search round {search['round']}" if search else "sweep")
+    sink.listeners.append(lines.take)
+    lines.start()
+    try:
+        yield lines
+    finally:
+        lines.stop()
 
 
 @contextlib.contextmanager

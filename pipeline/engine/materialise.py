@@ -10,11 +10,13 @@ from ..data.store import dataset_info, read_labels
 from ..experiment.experiment import Experiment, thaw
 
 
-def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
+def materialise_datasets(exp: Experiment, build: bool = True, verify: bool = True) -> dict:
     """Each dataset entry of the experiment -> (meta, labels), building a built-in dataset the store
     lacks (or holds with other parameters) and reading its labels (a verified read). The one step of
     planning that touches the store; `run` calls it before `build_plan`. With build=False (a dry
-    run) an entry the store lacks is left out and named in `missing_datasets` instead."""
+    run) an entry the store lacks is left out and named in `missing_datasets` instead. verify=False
+    reads the labels alone: for a caller whose command has verified the entries already (the
+    search driver, after the run's planning; the verified read hashes every row)."""
     root = exp.store_root
     out = {}
     for dkey, ds in exp.datasets.items():
@@ -28,7 +30,7 @@ def materialise_datasets(exp: Experiment, build: bool = True) -> dict:
             meta = ensure_dataset(root, builder, params)
         else:   # a store entry of the user's (ingested), used as it is: the preflight found it there
             meta = dataset_info(root, builder)
-        out[dkey] = (meta, read_labels(root, meta["name"]))
+        out[dkey] = (meta, read_labels(root, meta["name"], verify=verify))
     return out
 
 

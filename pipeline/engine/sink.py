@@ -90,6 +90,9 @@ class RecordSink:
         self._held: list[dict] = []            # records to write, oldest first
         self._since: float | None = None       # when the oldest of them came
         self._seconds: dict[str, float] = {}   # key -> its task seconds, of the tasks not yet ended
+        # Who else hears each record taken (with its spec), outside the lock: a timing ladder's
+        # hand-over (`handover.Handover.take`), the progress lines (`progress.ProgressLines.take`).
+        self.listeners: list = []
 
     def expect(self, units: list[list[dict]]) -> None:
         """A task's specs, before it is sent: its records may come from then on."""
@@ -119,11 +122,17 @@ class RecordSink:
     def add(self, records: list[dict]) -> int:
         """Take the records of keys this execute expects and has no record of, each with its
         spec, to write (`flush`); returns how many."""
+        batch = self._take(records)
+        for listener in self.listeners if batch else ():
+            listener(batch)
+        return len(batch)
+
+    def _take(self, records: list[dict]) -> list[dict]:
         with self.lock:
             batch = [{**r, "spec": _without_plugin_text(self.specs[r["key"]])} for r in records
                      if r["key"] not in self.taken and r["key"] in self.specs]
             if not batch:
-                return 0
+                return []
             if not self._held:
                 self._since = time.monotonic()
             self._held += batch
@@ -138,7 +147,7 @@ class RecordSink:
                 if self.failed:
                     self.bar.set_postfix(failed=self.failed, refresh=False)
                 self.bar.update(len(batch))
-            return len(batch)
+            return batch
 
     def flush(self, force: bool = False) -> None:
         """Write the records held as one shard, if the oldest is WRITE_S old (or force). A write
@@ -155,6 +164,9 @@ class RecordSink:
             with self.lock:
                 self._held, self._since = batch + self._held, since
             raise
+
+
+_WAKE = "wake"      # not a batch: put by `RecordStream.close` to end its thread's wait
 
 
 class RecordStream:
@@ -180,6 +192,7 @@ class RecordStream:
         return first + self.queue.get(batch=True, callback_timeout=10)
 
     def _add(self, batches: list) -> None:
+        batches = [b for b in batches if b != _WAKE]
         records = [r for keys, blob in batches if self.sink.wanted(keys) for r in pickle.loads(blob)]
         self.sink.add(records)
 
@@ -197,6 +210,10 @@ class RecordStream:
         """Stop the thread, then take what is still on the queue (after Ctrl-C too: what the
         tasks sent until now), and let the queue go; the sink writes it (`execute`)."""
         self._stop.set()
+        # The thread waits up to FLUSH_S on the queue: woken at once, each execute ends that much
+        # sooner, which a search pays once a round.
+        with contextlib.suppress(Exception):
+            self.queue.put(_WAKE)
         self._thread.join()
         with contextlib.suppress(Exception):
             self._add(self._take(None))
@@ -239,9 +256,10 @@ def _sync_file(path: Path) -> None:
         os.close(fd)
 
 
-# Spec fields that travel to the workers only: a file plugin's text (its sha256 names it) and a
-# halving rung's warm starts (the rung before's models, in their own records).
-TRANSPORT_ONLY = ("plugin_text", "warm_state")
+# Spec fields that travel to the workers only: a file plugin's text (its sha256 names it), a
+# halving rung's warm starts (the rung before's models, in their own records) and what a timing
+# ladder is handed (f* and its sweep twin, in theirs: handover.py).
+TRANSPORT_ONLY = ("plugin_text", "warm_state", "ladder")
 
 
 def _without_plugin_text(spec: dict) -> dict:

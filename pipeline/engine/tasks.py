@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..experiment.plan import binary_labels, heldout_rows, make_folds, subsample_rows
+from ..experiment.schema import REPORT_TARGET, TIMING_BUDGET_S
 from .rss import peak_rss_mb, reset_peak_rss
 from ..data.store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
 
@@ -50,6 +51,8 @@ FOLD_CACHE_BYTES = 1 << 28
 _FOLD_BYTES = 0
 # A Problem of each cached fold's training rows, by the fold's key, evicted with it: X and y
 # checked once per fold, not once per C (`_train_problem`).
+# A dense fold's CSR form, made by the first linear coordinate
+# fit that asks for it, lives with that Problem (`Problem.X_csr`), and goes with it.
 _TRAIN_PROBLEMS: dict = {}
 # What this process has loaded: datasets read from the store, folds extracted (execute's summary).
 _LOADS = {"datasets": 0, "folds": 0}
@@ -161,6 +164,27 @@ def _evict_oldest_fold() -> None:
     key, fold = _FOLDS.popitem(last=False)
     _FOLD_BYTES -= _nbytes(fold)
     _TRAIN_PROBLEMS.pop(key, None)
+    for share in [k for k in _SHARES if k[0] == key]:
+        _FOLD_BYTES -= _array_bytes(_SHARES.pop(share).X)
+
+
+# A halving rung's rows of each cached fold (`share_rows`), by (the fold's key, the share), evicted
+# with the fold and counted in its bytes: the rung's candidates fit the very same arrays, so a
+# kernel path's cache serves them all (smo._serves: the same X object), and the rows are copied
+# once a rung, not once a fit.
+_SHARES: dict = {}
+
+
+def _share_problem(data: dict, fold: int, share: float, rows):
+    """The Problem of a fold's training rows restricted to a rung's share, in their stratified
+    order: made once per (fold, share) by this process (`_SHARES`)."""
+    global _FOLD_BYTES
+    key = (_fold_key(data, fold), float(share))
+    problem = _SHARES.get(key)
+    if problem is None:
+        problem = _SHARES[key] = rows.subset(share_rows(rows.y, share, data["folds_seed"], fold))
+        _FOLD_BYTES += _array_bytes(problem.X)
+    return problem
 
 
 def _train_problem(root: str, data: dict, fold: int):
@@ -183,6 +207,7 @@ def clear_caches() -> None:
     _FOLDS.clear()
     _SPLITS.clear()
     _TRAIN_PROBLEMS.clear()
+    _SHARES.clear()
     _FOLD_BYTES = 0
 
 
@@ -380,7 +405,10 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     A timing fit (the spec's `timing`, plan.timing_template) builds its problem from the fold's
     arrays, timed (`info["setup_s"]`: what an estimator's fit does before its solver, so that our
     solvers' time is the whole call, as a library's fit call is; 0 for a library, whose own call
-    checks its input inside its time), and a reference library's is a ladder (`_ladder`)."""
+    checks its input inside its time), runs within its budget (`run.timing_budget_s`, on its own
+    clock: a fit past it is cut, and a target it had not reached is censored), and a reference
+    library's is a ladder (`_run_ladder`). A library's sweep fit also notes the CPU seconds of its
+    call (`call_cpu_s`): its ladder reads it as its top rung's time, on the ladder's clock."""
     import solvers
 
     timing = spec.get("timing")
@@ -389,7 +417,9 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     # docs/benchmarks/fairness.md), and the wait is the machine's, not the solver's. Every solver
     # here runs in its task's process (LIBLINEAR and LIBSVM inside scikit-learn's call); one that
     # used k threads would be charged the k threads' seconds.
-    clock = time.process_time if timing is not None else time.perf_counter
+    # A timing fit compared with a distributed fit is on the wall clock, as the distributed
+    # fit's driver is (plan._add_timing_fits; the results' `clock` column says so).
+    clock = time.process_time if timing is not None and timing.get("clock") != "wall" else time.perf_counter
     setup_s = 0.0
     if timing is not None and timing["method"] != "ladder":
         t0 = clock()
@@ -402,18 +432,30 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
         params["random_state"] = spec["seed"]
     b = spec["budget"]
     budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
+    limit = timing_budget(timing)
+    cut_at = None
+    if timing is not None and timing["method"] != "ladder" and limit is not None \
+            and (budget.time_limit_s is None or limit - setup_s < budget.time_limit_s):
+        # The budget is on the call clock, which counts the problem's setup: the solver gets the rest.
+        cut_at = max(limit - setup_s, 1e-6)
+        budget = solvers.Budget(max_iter=budget.max_iter, tol=budget.tol, time_limit_s=cut_at)
     extras = {}
     if spec["trace"].get("test_error") and X_test is not None and X_test.shape[0]:
         # Test error of the solver's current model at each trace point (clock paused).
         extras["test_error"] = lambda m: 1.0 - _accuracy(y_test, problem.decision(m, X_test))
+    library = timing is None and spec.get("family") == "reference"
 
     def solve(budget=budget, enabled=spec["trace"]["enabled"]):
-        rec = solvers.Recorder(per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock,
-                               extras=extras, max_overhead=spec["trace"].get("max_overhead", 0.05))
+        rec = (_call_recorder() if library else solvers.Recorder)(
+            per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock, extras=extras,
+            max_overhead=spec["trace"].get("max_overhead", 0.05))
         _solver_starts()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # non-convergence is the status column
-            return solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
+            fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
+        if library:
+            fit.info["call_cpu_s"] = rec.cpu_s
+        return fit
 
     def fastest(budget=budget, enabled=spec["trace"]["enabled"]):
         fit = solve(budget, enabled)
@@ -430,55 +472,118 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
             fit.info["fit_time_s_repeats"] = times
         return fit
 
-    fit = _ladder(fastest, budget, int(timing["per_decade"])) if timing is not None and \
-        timing["method"] == "ladder" else fastest()
+    kept = _kept(spec, problem, warm_start)
+    if kept is not None:
+        fit = kept
+    elif timing is not None and timing["method"] == "ladder":
+        fit = _run_ladder(spec, fastest, budget, timing)
+    else:
+        fit = fastest()
+    if cut_at is not None:
+        fit.info["timing_budget_s"] = float(limit)
+        if fit.status == "timeout":
+            fit.info["censored_at_s"] = float(limit)     # cut by the budget, not by its own time limit
     if timing is not None:
         fit.info["setup_s"] = setup_s      # the record's own column (`_binary_record`)
     return problem, fit
 
 
-# A ladder's rungs end at its solver's own stop; past this many a ladder is cut (a million
-# iterations at 10 rungs a decade) and says so.
-MAX_RUNGS = 60
-
-
-def _ladder(solve, budget, per_decade: int):
-    """A library that runs as one call (LIBLINEAR, LIBSVM and SGD through scikit-learn) has no
-    trace to read a time to target from, and its time to its own stop is not one. So it is timed
-    as benchopt times a black box: a ladder of cold solves capped at k = 1, 2, 3, ... iterations,
-    k growing by 10^(1/per_decade) as the recorder's points do (the same grid, so that a time to
-    target is read at the same resolution on both sides), each solve timed alone (its whole call).
-    The rungs are the fit's trace: (iterations, that solve's seconds, P, D, gap); the fit returned
-    is the last rung, which stopped by the solver's own test (or at its cap or time limit), so its
-    status, iterations and time are those of the plain fit. Same start and seed each time: rung k's
-    model is the k-th iterate of the full solve."""
-    from solvers import Budget
-
-    cap = budget.max_iter
-    rungs, spent, k = [], 0.0, 1
-    # The rungs, their certificates and the calls' own costs all run inside one task, which the
-    # sandbox kills at the fit's time limit (and a grace): the ladder stops at half of it, cut
-    # (`ladder_cut`: the report then cannot tell whether the target was reached after it).
+def _kept(spec: dict, problem, warm_start):
+    """LIBLINEAR's C search (a path search's spec, ``path_stop``): where its ``-s 2`` solver,
+    started from the last C's model, would stop at once, the fold keeps that model, unsolved
+    (`pipeline.search.path`); None otherwise."""
+    rule, last = spec.get("path_stop"), (warm_start or {}).get("last_model")
+    if rule is None or last is None or last.w is None:
+        return None
+    from ..search.path import kept_fit, unchanged
     started = time.perf_counter()
-    while True:
-        k = min(k, cap) if cap is not None else k
-        fit = solve(Budget(max_iter=k, tol=budget.tol, time_limit_s=budget.time_limit_s), False)
-        spent += float(fit.fit_time_s)
-        rungs.append((int(fit.n_iter), float(fit.fit_time_s), float(fit.primal), float(fit.dual), float(fit.gap)))
-        done = fit.status != "max_iter" or (cap is not None and k >= cap)
-        late = budget.time_limit_s is not None and time.perf_counter() - started > budget.time_limit_s / 2
-        if done or len(rungs) >= MAX_RUNGS or late:
-            break
-        k = max(k + 1, int(math.ceil(k * 10 ** (1.0 / per_decade) - 1e-9)))
-    # A solve capped at k' > k passes through the k-th iterate before it ends: each rung's
-    # seconds bound the time to every earlier iterate too, so the time of rung k is the least of
-    # its own and every later rung's (a rung slowed by the machine is bounded by a later one,
-    # and the trace's seconds grow with k, as a trace's do).
-    times = np.minimum.accumulate(np.array([r[1] for r in rungs])[::-1])[::-1]
-    fit.trace = [(k, float(t), P, D, gap) for (k, _, P, D, gap), t in zip(rungs, times)]
-    fit.trace_extra = [{} for _ in rungs]
-    fit.info.update(ladder_rungs=len(rungs), ladder_s=spent, ladder_cut=not done,
-                    ladder_times=[r[1] for r in rungs])
+    Xw = last.train_Xw if last.train_Xw is not None and len(last.train_Xw) == problem.n_samples else \
+        np.asarray(problem.X @ last.w).ravel()
+    same, grad, tol = unchanged(problem, last.w, last.b, rule["eps"], Xw)
+    return kept_fit(problem, last.w, last.b, grad, tol, started, Xw) if same else None
+
+
+@functools.cache
+def _call_recorder():
+    """A Recorder that also reads the CPU seconds of a library's call (`cpu_s`), where the
+    library reads its seconds: a library's adapter (solvers/references.py) reads `seconds()`
+    once its one call returns, before it records its one point. Its ladder takes that solve as
+    its top rung, on the ladder's clock (`_run_ladder`), instead of solving it again."""
+    import solvers
+
+    class CallRecorder(solvers.Recorder):
+        def start(self):
+            self.cpu_s = math.nan
+            self._cpu0 = time.process_time()
+            return super().start()
+
+        def seconds(self):
+            if not self.points and self.overhead_s() == 0.0:
+                self.cpu_s = time.process_time() - self._cpu0
+            return super().seconds()
+
+    return CallRecorder
+
+
+def timing_budget(timing: dict | None) -> float | None:
+    """A timing fit's budget B in seconds on its clock (`run.timing_budget_s`; the default stays out
+    of its key, plan.timing_template), None: no budget."""
+    return None if timing is None else timing.get("budget_s", TIMING_BUDGET_S)
+
+
+# The sweep twin's record, as a ladder's own (`_run_ladder`): the full solve it would otherwise
+# have run again as its top rung.
+TWIN_FIELDS = ("status", "n_iter", "primal_objective", "dual_objective", "duality_gap", "kkt_violation",
+               "train_accuracy", "test_accuracy", "n_sv", "heldout_accuracy", "n_heldout")
+
+
+def _run_ladder(spec: dict, solve, budget, timing: dict):
+    """A reference library's timing fit: its ladder (`_ladder`) with what the run handed over
+    (`spec["ladder"]`, execute.py): f*, the reference's objective, and the top, the sweep's own
+    fit of the same problem, the same cold solve (same seed): its iterations, certificates, CPU
+    seconds and record."""
+    given = spec.get("ladder") or {}
+    return _ladder(solve, budget, int(timing["per_decade"]), f_star=given.get("f_star"),
+                   target=timing.get("target", REPORT_TARGET), top=given.get("top"),
+                   limit_s=timing_budget(timing), record=given.get("record"))
+
+
+def _ladder(solve, budget, per_decade: int, f_star=None, target=None, top=None, limit_s=None, record=None):
+    """A library's ladder of cold solves (pipeline/engine/ladder.py): solve(budget, enabled) -> Fit.
+    With f*, it stops at the first rung within `target` of it, within the budget B (limit_s); with
+    the top (a dict of the full solve: n_iter, seconds, primal, dual, gap, status),
+    that solve is not run again, and the record is the top's (`record`: the sweep twin's, as a
+    ladder's record always was the full solve's). Without f*, every rung to the solver's own stop.
+    The fit returned carries the rungs as its trace, its record's certificates, and in `info` the
+    ladder's rungs, seconds and how it ended."""
+    import solvers
+    from .ladder import Rung, climb
+
+    top = top if f_star is not None else None
+    top_rung = Rung(int(top["n_iter"]), float(top["seconds"]), float(top["primal"]), float(top["dual"]),
+                    float(top["gap"]), str(top["status"])) if top else None
+    # The rungs, their certificates and the calls' own costs all run inside one task, which the
+    # sandbox kills at the fit's time limit (and a grace): the ladder starts no rung past half of
+    # it (`ladder_cut`: the report then cannot tell whether the target was reached after it).
+    deadline = time.perf_counter() + budget.time_limit_s / 2 if budget.time_limit_s is not None else None
+    ladder, info = climb(lambda k: solve(solvers.Budget(max_iter=k, tol=budget.tol, time_limit_s=budget.time_limit_s),
+                                         False),
+                         per_decade, budget.max_iter, f_star=f_star, target=target,
+                         top=top_rung, limit_s=limit_s, deadline=deadline)
+    end = ladder.rungs.get(ladder.end) if ladder.end is not None else None
+    ran = [r for _, r in sorted(ladder.rungs.items()) if r.fit is not None]
+    if end is not None and end.fit is not None:
+        fit = end.fit         # its own stop, found by a rung
+    elif ran:
+        fit = ran[-1].fit     # the highest rung (with a top: the record's certificates are the top's, below)
+    else:                     # no rung was needed: the top's end decided every target
+        fit = solvers.Fit(b=0.0, status=top["status"], n_iter=int(top["n_iter"]), primal=float(top["primal"]))
+    if top_rung is not None and (end is None or end.fit is None):
+        fit.info["as_record"] = {**{k: v for k, v in (record or {}).items() if k in TWIN_FIELDS},
+                                 "fit_time_s": float(top["seconds"])}
+    fit.trace = ladder.trace()
+    fit.trace_extra = [{} for _ in fit.trace]
+    fit.info.update(info, ladder_top="sweep fit" if top_rung is not None else None)
     return fit
 
 
@@ -491,7 +596,18 @@ def _heldout_columns(y_ho, predicted) -> dict:
 
 def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_ho=(), rows=None) -> tuple[dict, object]:
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
+    if spec.get("gap_rule") and X_te.shape[0]:
+        fit = _gap_for_epsilon(spec, problem, fit, X_te, y_te,
+                               lambda tol, start: _solve_binary({**spec, "budget": {**spec["budget"], "tol": tol}},
+                                                                X_tr, y_tr, X_te, y_te, start, rows)[1])
     setup = fit.info.pop("setup_s", None)
+    # A ladder whose top is its sweep twin's solve takes that fit's record as its own (`_ladder`):
+    # its model is not here to score again.
+    given = fit.info.pop("as_record", None)
+    if given is not None:
+        return dict(n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
+                    C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
+                    info=json_safe(fit.info), **given, **({"setup_s": setup} if setup is not None else {})), fit
     f_tr = problem.decision(fit)
     # A kernel path keeps the test rows' kernel columns for its later fits (KernelPath.decision).
     path = (warm_start or {}).get("path")
@@ -512,6 +628,34 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
     ), fit
 
 
+# A fit that stopped here cannot tighten: a smaller tol stops at the same place.
+_SHORT = ("max_iter", "timeout", "diverged")
+
+
+def _gap_for_epsilon(spec: dict, problem, fit, X_te, y_te, solve):
+    """A held-out search's fit (``gap_rule``), its tolerance set from the search's epsilon: solved
+    again, warm from itself at tol x refine, until its duality gap hides at most epsilon/2 of its
+    fold's validation rows (misclassified rows whose margin t has t^2 <= G, which no ball of it
+    can certify, even at its own C: docs/design/search.md), or down to min_tol, or a stop that a
+    tighter tol would not move. The iterations and seconds are the solves' sum."""
+    from solvers.cv_bounds import alpha_from_w, certificate
+    rule = spec["gap_rule"]
+    tol, refits, n_iter, seconds = float(spec["budget"]["tol"]), 0, int(fit.n_iter), float(fit.fit_time_s)
+    while True:
+        alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
+        cert = certificate(problem, alpha, X_te, y_te, pairs=False)
+        hidden = int(np.count_nonzero(cert.t * cert.t <= cert.gap))
+        if hidden <= rule["epsilon"] / 2 * cert.n_val or fit.status in _SHORT or tol * rule["refine"] < rule["min_tol"]:
+            break
+        tol *= rule["refine"]
+        refits += 1
+        fit = solve(tol, {"alpha": fit.alpha, "w": fit.w, "b": fit.b})
+        n_iter, seconds = n_iter + int(fit.n_iter), seconds + float(fit.fit_time_s)
+    fit.n_iter, fit.fit_time_s = n_iter, seconds
+    fit.info.update(tol_reached=tol, tol_refits=refits, hidden_rows=hidden)
+    return fit
+
+
 def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
     """What a search reads of a fit (pipeline/search/): ``cv_bound``, the certificate of the CV
     error bound on this fold's validation rows (solvers/cv_bounds.py), from the fit's dual point
@@ -521,7 +665,9 @@ def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
     if spec.get("cv_bound") and X_te.shape[0]:
         from solvers.cv_bounds import alpha_from_w, certificate
         alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
-        out["cv_bound"] = certificate(problem, alpha, X_te, y_te).to_dict()
+        # "single": each fit's own ball, no v_32 for the bound between two fits (a path search's
+        # neighbours are a doubling apart, where the pair adds nothing: docs/design/search.md).
+        out["cv_bound"] = certificate(problem, alpha, X_te, y_te, pairs=spec["cv_bound"] != "single").to_dict()
     if spec.get("keep_state"):
         out["state"] = _state(fit)
     return out
@@ -556,7 +702,8 @@ def start_of(spec: dict, warm_start=None):
         start = {"w": np.frombuffer(base64.b64decode(state["w64"]), dtype="<f4").astype(np.float64), "b": state["b"]}
     else:
         return warm_start
-    return {**start, "from": state.get("key")}       # the fit it starts from (the record's warm_from)
+    # The fit it starts from (the record's warm_from), and its C where a C search names one.
+    return {**start, "from": state.get("key"), **({"C": state["C"]} if state.get("C") else {})}
 
 
 def json_safe(v):
@@ -663,7 +810,7 @@ def run_fit(spec: dict, root: str) -> dict:
 
 def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     """(record, fit); fit is None unless a binary fit returned a model (the next path point's start)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     reset_peak_rss()
     record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
@@ -675,9 +822,9 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
             rows = _train_problem(root, spec["data"], spec["fold"])
             share = spec["budget"].get("train_fraction")
             if share is not None:     # a halving rung on part of the training rows, in their stratified order
-                idx = share_rows(y_tr, share, spec["data"]["folds_seed"], spec["fold"])
-                X_tr, y_tr, rows = X_tr[idx], y_tr[idx], rows.subset(idx)
-                warm_start = _padded(warm_start, len(idx))
+                rows = _share_problem(spec["data"], spec["fold"], share, rows)
+                X_tr, y_tr = rows.X, rows.y
+                warm_start = _padded(warm_start, len(y_tr))
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho, rows)
             record.update(rec)
         else:
@@ -685,6 +832,9 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     except Exception as exc:  # noqa: BLE001 - a failed task is a row, not a crash
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
+    # Its CPU seconds beside (this thread's: the fit runs in it), what a cost estimate and a share
+    # of a run's work are counted in (run.py's cost lines; the shards keep it, the tables do not).
+    record["task_cpu_s"] = time.thread_time() - c0
     record.update(environment(), env_peak_rss_mb=peak_rss_mb())
     return record, fit
 
@@ -697,7 +847,7 @@ def run_reference(spec: dict, root: str) -> dict:
 def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     import solvers
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     reset_peak_rss()
     record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
     fit = None
@@ -723,6 +873,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
     except Exception as exc:  # noqa: BLE001
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     record["task_time_s"] = time.perf_counter() - t0
+    record["task_cpu_s"] = time.thread_time() - c0
     record["env_peak_rss_mb"] = peak_rss_mb()
     return record, fit
 
@@ -793,11 +944,26 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
             start = _scaled_start(prev[1], prev[2], C) if prev else None
             seeded = start is not None
         own = start_of(spec, start)
-        if own is not start:      # a halving rung's own start, not the path's
+        # A search's own start (a halving rung's model of the rung before, a C search's nearest
+        # fitted C) replaces the path's, unless the path's last point is nearer in log C than
+        # the fitted C it names: a C search's new points then walk warm from each other. On a
+        # kernel path it starts the path's first fit, with the path's kernel cache: the later
+        # points of one (fold, kernel), a halving rung's candidates of one gamma, take the
+        # columns the first computed and their seed from the C before, on the same rows.
+        if own is not start and kernel_path is not None:
+            if not kernel_path.ready:
+                start, seeded = {**own, "path": kernel_path}, False
+        elif own is not start and not (seeded and prev and own.get("C") and
+                                       abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
             start, seeded = own, False
+        if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
+            start = {**start, "last_model": prev[1]}
         _start(notify, spec["key"])
         record, fit = runner(spec, root, start)
-        if seeded and prev:
+        if seeded and prev and record.get("info", {}).get("unchanged"):
+            record.update(warm_from=prev[0], start="warm",
+                          start_from=f"C={prev[2]:g}: its w and b, kept (LIBLINEAR's -s 2 test holds there)")
+        elif seeded and prev:
             record.update(warm_from=prev[0], start="warm",
                           start_from=_start_from(start, prev[2], C, kernel_path is not None))
         elif start is not None and start.get("from"):     # a search's start: the model of the fit it names

@@ -145,8 +145,9 @@ def _parse(overrides: list[str]) -> list:
 @functools.lru_cache(maxsize=256)
 def _parse_one(text: str) -> tuple:
     """One override parsed, once per process: the checks before composing each parse the command
-    line again, and Hydra's parser takes time quadratic in a list's length (a 5,000-value C list:
-    seconds a parse; issue 30, scenario g). The parsed overrides are only read."""
+    line again, and Hydra's parser takes time quadratic in a list's length (a C list of thousands
+    of values: seconds a parse, scenario g of `python -m pipeline.bench`). The parsed overrides
+    are only read."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     try:
         return tuple(OverridesParser.create().parse_overrides([text]))
@@ -394,8 +395,8 @@ def _plain(node):
 
 # A grid key's values given as a range, numpy's function of the same name: "geomspace(0.01, 100,
 # 5000)" is 5,000 log-spaced values from 0.01 to 100. A list of thousands of values costs OmegaConf
-# a node per value in every copy of the config (compose and validate of 5,000 C values took minutes
-# under load: issue 30, scenario g) and Hydra's override parser time quadratic in its length. A
+# a node per value in every copy of the config (minutes for thousands of C values: scenario g of
+# `python -m pipeline.bench`) and Hydra's override parser time quadratic in its length. A
 # string, not a mapping: it replaces a default list where a config merges over it.
 GRID_RANGE = re.compile(r"^\s*(geomspace|linspace)\(([^,()]*),([^,()]*),([^,()]*)\)\s*$")
 
@@ -713,7 +714,8 @@ def validate(cfg: DictConfig) -> Experiment:
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
-                spec.check_params(solver_params)
+                # The loss a point leaves unset is the pipeline's default, hinge (`_check_problem_keys`).
+                spec.check_combination(merged.get("loss", "hinge"), spec.check_params(solver_params))
             except solvers.SolverError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             for dkey, ds in cfg.datasets.items():   # each dataset's problem keys on this point
@@ -765,21 +767,57 @@ def _check_search(cfg: DictConfig, fail) -> None:
     if cfg.cv.kind == "none":
         fail("cv.kind", cfg.cv.kind, f"search.kind={se.kind} compares validation errors, and cv=none has no "
              f"validation rows: use kfold, holdout, repeated, ordered or kfold_test")
-    if se.kind == "certified":
+    if se.kind in ("certified", "heldout"):
         _check_certified(cfg, se, fail)
+    elif se.kind == "path":
+        _check_path(cfg, se, fail)
     else:
         _check_halving(cfg, se, fail)
 
 
 def _check_certified(cfg: DictConfig, se, fail) -> None:
-    import solvers
-    from solvers.cv_bounds import INTERCEPTS as BOUND_INTERCEPTS, LOSSES as BOUND_LOSSES
     from ..search.certified import HINGE_DUAL_SOLVERS
     if not (_positive_number(se.C_max) and se.C_max > se.C_min):
         fail("search.C_min", se.C_min, f"must be < search.C_max={se.C_max!r}: the search's range is [C_min, C_max]")
+    for key, sc, name, params in _linear_C_entries(cfg, se.kind, fail):
+        if params.get("loss", "hinge") == "hinge" and name not in HINGE_DUAL_SOLVERS:
+            fail(f"solvers.{key}.solver", name, f"on the hinge the {se.kind} search needs the solver's dual point: "
+                 f"{', '.join(HINGE_DUAL_SOLVERS)} (or loss=squared_hinge, whose dual point any solver's w gives)")
+
+
+def _check_path(cfg: DictConfig, se, fail) -> None:
+    import solvers
+    if se.C_start is not None and se.C_start > se.C_max:
+        fail("search.C_start", se.C_start, f"must be <= search.C_max={se.C_max!r}: the path doubles C from C_start "
+             "up to C_max")
+    if not cfg.run.warm_start:
+        fail("run.warm_start", False, "search.kind=path walks each fold's C values warm, as LIBLINEAR's -C does: "
+             "set run.warm_start=true")
+    for key, sc, name, params in _linear_C_entries(cfg, "path", fail):
+        if params.get("loss", "hinge") != "squared_hinge":
+            fail(f"solvers.{key}.params.loss", params.get("loss", "hinge"), "search.kind=path is LIBLINEAR's -C "
+                 "for the squared hinge (-s 2: its start C and stopping test are the squared hinge's): set "
+                 "loss=squared_hinge")
+        if not solvers.get_solver(name).warm_start:
+            fail(f"solvers.{key}.solver", name, "search.kind=path walks C warm: a solver that takes a warm start "
+                 f"({', '.join(n for n in solvers.solver_names() if _warm_linear(n))})")
+
+
+def _warm_linear(name: str) -> bool:
+    import solvers
+    spec = solvers.get_solver(name)
+    return spec.warm_start and "linear" in spec.kernels and "squared_hinge" in spec.losses
+
+
+def _linear_C_entries(cfg: DictConfig, kind: str, fail):
+    """The checks a C search (certified, path) makes of every solver entry: C alone is searched
+    (no other grid key, no lambda, no dataset's own C), on a problem its CV error bound covers
+    (loss, intercept, linear kernel); yields (key, entry, solver name, params) for the kind's own."""
+    import solvers
+    from solvers.cv_bounds import INTERCEPTS as BOUND_INTERCEPTS, LOSSES as BOUND_LOSSES
     for dkey, ds in cfg.datasets.items():
         for k in _replaced_by(_plain(ds.problem) or {}) & {"C", "lambda"}:
-            fail(f"datasets.{dkey}.problem.{k}", _plain(ds.problem).get(k), "search.kind=certified searches C on "
+            fail(f"datasets.{dkey}.problem.{k}", _plain(ds.problem).get(k), f"search.kind={kind} searches C on "
                  "every dataset: a dataset's own C or lambda would replace it")
     for key, sc in cfg.solvers.items():
         name = sc.solver or key
@@ -790,23 +828,21 @@ def _check_certified(cfg: DictConfig, se, fail) -> None:
             for k in point:
                 if k != "C":
                     fail(f"{where}.grid.{k}", _plain(sc.grid).get(k, _zip_of(_plain(sc.grid)).get(k)),
-                         f"search.kind=certified searches C alone: set {k} in {where}.params")
+                         f"search.kind={kind} searches C alone: set {k} in {where}.params")
         if "lambda" in params:
-            fail(f"{where}.params.lambda", params["lambda"], "search.kind=certified searches C: give the problem by C")
+            fail(f"{where}.params.lambda", params["lambda"], f"search.kind={kind} searches C: give the problem by C")
         loss = params.get("loss", "hinge")
         if loss not in BOUND_LOSSES:
-            fail(f"{where}.params.loss", loss, f"the certified search's CV error bound covers {list(BOUND_LOSSES)} "
+            fail(f"{where}.params.loss", loss, f"the {kind} search's CV error bound covers {list(BOUND_LOSSES)} "
                  f"(L2-regularised, with a dual; docs/guide/search.md)")
         intercept = params.get("intercept", spec.intercepts[0])
         if intercept not in BOUND_INTERCEPTS:
-            fail(f"{where}.params.intercept", intercept, f"the certified search's CV error bound covers "
+            fail(f"{where}.params.intercept", intercept, f"the {kind} search's CV error bound covers "
                  f"{list(BOUND_INTERCEPTS)} (a free intercept is not regularised: no ball holds the solution)")
         if params.get("kernel", "linear") != "linear" or "linear" not in spec.kernels:
             fail(f"{where}.params.kernel", params.get("kernel", "linear"),
-                 "the certified search's CV error bound covers the linear kernel (kernel grids: search=halving)")
-        if loss == "hinge" and name not in HINGE_DUAL_SOLVERS:
-            fail(f"{where}.solver", name, f"on the hinge the certified search needs the solver's dual point: "
-                 f"{', '.join(HINGE_DUAL_SOLVERS)} (or loss=squared_hinge, whose dual point any solver's w gives)")
+                 f"the {kind} search's CV error bound covers the linear kernel (kernel grids: search=halving)")
+        yield key, sc, name, params
 
 
 def _check_halving(cfg: DictConfig, se, fail) -> None:
@@ -861,7 +897,7 @@ def smoke(cfg: DictConfig) -> DictConfig:
     # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
     cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
     # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
-    # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
+    # smo steps); a smoke run checks the pipeline, not f*, and flags it if short.
     cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
     # Timing repeats make a timing verdict stable; a smoke run's verdicts are not meaningful.
     cfg.run.time_repeats = 1

@@ -44,7 +44,9 @@ import numpy as np
 
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
-from .schema import BUDGET_KEYS, DEFAULT_TOL, PROBLEM_KEYS, SUBSAMPLE_KEY, TASK_KEYS  # noqa: F401 (DEFAULT_TOL: the plan's)
+from ..search.path import EPS as PATH_EPS
+from .schema import (BUDGET_KEYS, DEFAULT_TOL, PROBLEM_KEYS, REPORT_TARGET, SUBSAMPLE_KEY, TASK_KEYS,  # noqa: F401 (DEFAULT_TOL: the plan's)
+                     TIMING_BUDGET_S)
 
 KEY_LENGTH = 16
 # A certified solver per problem type: (kernel is linear, loss, intercept) -> candidates in order.
@@ -647,11 +649,17 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                 if exp.run.keep_models:   # only when asked, so default keys stay as they were
                     template["keep_model"] = True
                 # What a search reads of each fit (pipeline/search/): the certificate of the CV
-                # error bound (certified; its v is also the model a later round starts from),
-                # or the model the next halving rung starts from. In the key: the records of a
+                # error bound (certified, path; a certified fit's v is also the model a later round
+                # starts from), or the model the next halving rung starts from. In the key: the records of a
                 # grid's fits lack them.
                 if exp.search_kind == "certified":
                     template["cv_bound"] = True
+                elif exp.search_kind == "heldout":    # each fit's tolerance from epsilon (tasks._gap_for_epsilon)
+                    se = exp.search
+                    template.update(cv_bound=True, gap_rule={"epsilon": float(se.epsilon), "refine": float(se.refine),
+                                                             "min_tol": float(se.min_tol)})
+                elif exp.search_kind == "path":   # single balls; LIBLINEAR's stopping test along each fold's path
+                    template.update(cv_bound="single", path_stop={"eps": PATH_EPS})
                 elif exp.search_kind == "halving":
                     template["keep_state"] = True
                 if plugin is not None:    # its sha256 in the key: an edited file reruns its fits
@@ -663,7 +671,7 @@ def build_plan(exp: Experiment, labels: dict, tail_of=None) -> Plan:
                 n_folds = min(len(folds), sc.folds or len(folds))
                 fits.add(template, tail, *_by_fold(template, n_folds, "fit-", paths, texts))
     notes = tuple(shared_problem_notes(fits.templates, exp))
-    n_timing = _add_timing_fits(fits, datasets, exp.run, paths, texts)
+    n_timing = _add_timing_fits(fits, datasets, exp.run, paths, texts, exp.report.get("target"))
     fits, refs = _attach_references(fits, datasets, exp.run, paths, texts)
     return Plan(fits=fits, references=refs, datasets=datasets, notes=notes, timing_fits=n_timing)
 
@@ -694,28 +702,36 @@ def compared_problems(templates: list) -> set:
     return {p for p, e in entries.items() if len(e) >= 2}
 
 
-def timing_template(template: dict) -> dict:
+def timing_template(template: dict, budget_s=TIMING_BUDGET_S, target=REPORT_TARGET) -> dict:
     """The timing fit of a fit template: the same problem, solver, parameters and budget, started
     cold and traced at every due point (the recorder's overhead budget off: recording pauses the
     solver's clock, so a dense trace costs wall time, not solver time). A reference library
     (family "reference": one call, no trace) is timed by a ladder of cold solves capped at 1, 2,
-    3, ... iterations (tasks.run_ladder). The `timing` field is in the key, so a timing fit never
-    shares a key with a sweep fit, and the keys of existing specs are unchanged."""
+    3, ... iterations (tasks._ladder), which stops at the report's target. The `timing` field is
+    in the key, so a timing fit never shares a key with a sweep fit, and the keys of existing
+    specs are unchanged; its budget (`run.timing_budget_s`) and a ladder's target
+    (`report.target`) are in it where they differ from their defaults, so that the default keys
+    are those of before and a run with another budget or target computes its timing fits again."""
     out = {k: v for k, v in template.items() if k != "keep_model"}
     trace = {**template["trace"], "enabled": True, "max_overhead": None}
-    out.update(warm_start=False, trace=trace,
-               timing={"method": "ladder" if template["family"] == "reference" else "trace",
-                       "per_decade": int(trace["per_decade"])})
+    ladder = template["family"] == "reference"
+    timing = {"method": "ladder" if ladder else "trace", "per_decade": int(trace["per_decade"])}
+    if budget_s != TIMING_BUDGET_S:
+        timing["budget_s"] = None if budget_s is None else float(budget_s)
+    if ladder and target is not None and float(target) != REPORT_TARGET:
+        timing["target"] = float(target)
+    out.update(warm_start=False, trace=trace, timing=timing)
     return out
 
 
-def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, texts: dict) -> int:
+def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, texts: dict, target=None) -> int:
     """Add a timing fit (`timing_template`) for each binary fit template whose problem gets a
     certified f* and is compared (`run.timing`: auto, the problems two or more entries share;
     true, every problem with a reference; false, none). Returns how many timing fits were added."""
     if run.timing is False or run.reference is False:
         return 0
     compared = compared_problems(fits.templates)
+    spread = {problem_text(t) for t in fits.templates if _distributed(t["solver"])}
     counts = np.bincount(np.frombuffer(fits.template, dtype=np.int32), minlength=len(fits.templates)).tolist()
     added = 0
     for template, tail, rows in list(zip(fits.templates, fits.tails, counts)):
@@ -725,10 +741,61 @@ def _add_timing_fits(fits: "_SpecColumns", datasets: dict, run, paths: dict, tex
             continue
         if reference_solver(template["problem"], info["n_features"]) is None:
             continue
-        timed = timing_template(template)
+        timed = timing_template(template, run.timing_budget_s, target)
+        if problem_text(template) in spread:
+            # A distributed fit is timed on its driver's wall clock, across processes: the fits
+            # it is compared with are timed on their own process's wall clock, not its CPU
+            # seconds, so that the report can put them in one ratio (engine/distributed.py).
+            timed["timing"]["clock"] = "wall"
         fits.add(timed, tail, *_by_fold(timed, rows, "fit-", paths, texts))
         added += rows
     return added
+
+
+def ladder_twins(fits: "Specs") -> dict[str, str]:
+    """Each ladder timing fit's key -> its sweep twin's key: the library's own sweep fit of the same
+    problem, parameters, budget and fold (the template `timing_template` made it from). For a
+    library the two are the same cold solve, so the ladder takes the twin's as its top rung
+    instead of solving it again (tasks._ladder). Found from the templates (the sweep templates of
+    libraries, as timing templates, against the ladders' own), then row by row on the fold."""
+    ladders = [j for j, t in enumerate(fits._templates) if (t.get("timing") or {}).get("method") == "ladder"]
+    if not ladders:
+        return {}
+    libraries = {i: t for i, t in enumerate(fits._templates) if t.get("family") == "reference" and "timing" not in t}
+    twin_of = {}
+    by_args: dict = {}
+    for j in ladders:
+        timing = fits._templates[j]["timing"]
+        args = (timing.get("budget_s", TIMING_BUDGET_S), timing.get("target", REPORT_TARGET))
+        if args not in by_args:
+            by_args[args] = {canonical_json(timing_template(t, *args)): i for i, t in libraries.items()}
+        own = dict(fits._templates[j])
+        # A ladder timed on the wall clock (its problem shared with a distributed entry) is still
+        # its twin's solve: the clock says how it is timed, not what it solves.
+        own["timing"] = {k: v for k, v in timing.items() if k != "clock"}
+        i = by_args[args].get(canonical_json(own))
+        if i is not None:
+            twin_of[j] = i
+    if not twin_of:
+        return {}
+    template, fold = fits._template.astype(np.int64), fits._fold.astype(np.int64)
+    slot = template * (1 << 32) + fold
+    twins = np.isin(template, list(twin_of.values()))
+    row_of = dict(zip(slot[twins].tolist(), np.flatnonzero(twins).tolist()))
+    out = {}
+    for row in np.flatnonzero(np.isin(template, list(twin_of))).tolist():
+        twin = row_of.get(twin_of[int(template[row])] * (1 << 32) + int(fold[row]))
+        if twin is not None:
+            out[fits._key(fits._digest[row])] = fits._key(fits._digest[twin])
+    return out
+
+
+def _distributed(solver: str) -> bool:
+    import solvers
+    try:
+        return bool(solvers.get_solver(solver).distributed)
+    except solvers.SolverError:
+        return False
 
 
 def shared_problem_notes(templates: list, exp: Experiment) -> list[str]:

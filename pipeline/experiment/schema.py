@@ -25,8 +25,9 @@ CLUSTER_KINDS = ("local", "sequential", "address", "slurm", "kubernetes")
 SCALINGS = ("none", "standard", "maxabs", "minmax")
 REFERENCE_MODES = ("auto", True, False)
 # How a sweep visits its grid (`SearchConf`): every point (grid), a C search with a certified CV
-# error (certified), or successive halving over the grid's points (halving).
-SEARCH_KINDS = ("grid", "certified", "halving")
+# error (certified), LIBLINEAR's warm C search (path), or successive halving over the grid's
+# points (halving).
+SEARCH_KINDS = ("grid", "certified", "heldout", "path", "halving")
 HALVING_RESOURCES = ("max_iter", "tol", "train_fraction")
 # A halving rung's share of each training fold's rows (search.resource=train_fraction): in a fit's
 # budget, and so in its key, only when set.
@@ -39,6 +40,16 @@ DEFAULT_TOL = 1e-4
 # true for every fit with a certified reference, false for none (docs/design/execution.md,
 # "Timing fits").
 TIMING_MODES = ("auto", True, False)
+# A timing fit's budget B, CPU seconds on its own clock (`run.timing_budget_s`): a fit that has not
+# reached the target by then is censored, "not reached within B" (benchopt's timeout). The
+# default is in no key (plan.timing_template). It holds what README recipe 1 compares below
+# C = 100 and cuts the cold solves of C = 100 that never reach the target; a larger file needs a
+# larger one, which the plan's cost line names (docs/design/execution.md, "Timing fits").
+TIMING_BUDGET_S = 0.5
+
+# The relative suboptimality (P - f*)/|f*| the report times solvers to unless `report.target`
+# says otherwise: the one a library's timing ladder resolves (pipeline/engine/ladder.py).
+REPORT_TARGET = 1e-3
 
 
 # What the report reads from a run's config: `baseline` (a solver entry the ratios are taken
@@ -160,22 +171,29 @@ class SearchConf:
     kind: str = allowed("grid", kind="str", options=SEARCH_KINDS)   # grid (every point), certified or halving
     # certified: C over [C_min, C_max] until the best CV error found is within epsilon (a share
     # of the rows: 0.005 is half a point) of a lower bound on the CV error at every C in the range
-    # (Shibagaki et al. 2015); the entry's own C values are not used.
-    C_min: float = allowed(1.0e-3, low=0.0, open_low=True, finite=True, when=("certified",))
-    C_max: float = 1.0e3
-    epsilon: float = allowed(0.01, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+    # (Shibagaki et al. 2015); the entry's own C values are not used. heldout: the same for the
+    # validation error of one fold (the first), each fit's tolerance set from epsilon, the other
+    # folds fitted at the best C and reported.
+    C_min: float = allowed(1.0e-3, low=0.0, open_low=True, finite=True, when=("certified", "heldout"))
+    # certified: the range's top; path: the last C (LIBLINEAR's cap, 1024: conf/search/path.yaml)
+    C_max: float = allowed(1.0e3, low=0.0, open_low=True, finite=True, when=("certified", "heldout", "path"))
+    # path: LIBLINEAR's C search (`train -C`): from C_start (null: LIBLINEAR's own start,
+    # 2^floor(log2(1/(2 l max ||x||^2)))) doubling up to C_max, each fold warm along it, stopping
+    # once every fold's model is unchanged for 5 C values in a row (pipeline/search/path.py)
+    C_start: Optional[float] = allowed(None, low=0.0, open_low=True, finite=True, none_ok=True, when=("path",))
+    epsilon: float = allowed(0.01, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified", "heldout"),
                              why="must be in (0, 1): a share of the validation rows (0.005 is half a point of CV error)")
     # certified: log-spaced C values of the first round
-    initial: int = allowed(5, kind="int", low=1, when=("certified",))
+    initial: int = allowed(5, kind="int", low=1, when=("certified", "heldout"))
     # certified: new C values a round (their folds run in parallel)
-    per_round: int = allowed(2, kind="int", low=1, when=("certified",))
+    per_round: int = allowed(2, kind="int", low=1, when=("certified", "heldout"))
     # certified: rounds after the first before it stops uncertified
-    max_rounds: int = allowed(20, kind="int", low=0, when=("certified",))
+    max_rounds: int = allowed(20, kind="int", low=0, when=("certified", "heldout"))
     # certified: a C whose own bound is more than epsilon/2 below its CV error is fitted again at
     # tol x refine (its duality gap hides its rows), down to min_tol
-    refine: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified",),
+    refine: float = allowed(0.1, low=0.0, high=1.0, open_low=True, open_high=True, when=("certified", "heldout"),
                             why="must be in (0, 1): a refit's tol is the last one's times refine")
-    min_tol: float = allowed(1.0e-6, low=0.0, open_low=True, finite=True, when=("certified",))
+    min_tol: float = allowed(1.0e-6, low=0.0, open_low=True, finite=True, when=("certified", "heldout"))
     # halving: successive halving over the entry's grid (scikit-learn's HalvingGridSearchCV):
     # each rung keeps the best 1/factor of the candidates and gives them factor times the
     # resource, warm-started from their last rung
@@ -256,9 +274,16 @@ class RunConf:
     # iterations): "auto" for the problems two or more solver entries share, true for every fit
     # with a certified reference, false none (speed is then compared only warm to warm, cold to cold).
     timing: Any = allowed("auto", kind="any", rule=_one_of(TIMING_MODES, "must be auto, true or false"))
+    # Each timing fit's budget, CPU seconds on its own clock (TIMING_BUDGET_S): a traced fit is cut
+    # there, a ladder runs no rung past it, and a target not reached within it is censored ("not
+    # reached within B" in the report, never a time); null: none (to the solver's own stop).
+    timing_budget_s: Optional[float] = allowed(TIMING_BUDGET_S, low=0.0, open_low=True, none_ok=True)
     # fits per task for short fits: "auto" or an int >= 1
     chunk: Any = allowed("auto", kind="any", rule=_auto_or_count)
-    progress: bool = True                    # a progress bar on a terminal
+    progress: bool = True                    # a progress bar on a terminal, progress lines in a log
+    # Without a terminal (nohup, a SLURM or CI log), a progress line to stderr and run.log this often:
+    # fits done of planned per phase, elapsed, a rough ETA.
+    progress_every_s: float = allowed(15.0, low=0.0, open_low=True)
     dry_run: bool = False                    # print the plan (datasets, tasks, shards done and to do); run nothing
     retry_errors: bool = True                # a rerun recomputes tasks that ended in "error"
 

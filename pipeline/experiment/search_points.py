@@ -8,17 +8,23 @@ from __future__ import annotations
 
 from ..search.certified import Settings, first_points as certified_points
 from ..search.halving import schedule
+from ..search.path import path_Cs
 from .schema import DEFAULT_TOL
 
 
 def first_points(search: dict, entry: dict, key: str, points: list[dict]) -> list[dict]:
     """A solver entry's points of the first round (its `SolverEntry.points`): the grid's points
-    (grid), the first C values (certified), or every candidate at the first rung's resource
+    (grid), the first C values (certified), the C path (path, where search.C_start gives its
+    start), or every candidate at the first rung's resource
     (halving). entry: the validated entry (plain data); search: the search section; points: the
     entry's grid (`config.grid_points`), which the config hands over: the search reads no config."""
     kind = search["kind"]
-    if kind == "certified":
+    if kind in ("certified", "heldout"):
         return certified_points(Settings(**{f: search[f] for f in Settings.__dataclass_fields__}))
+    if kind == "path":
+        # LIBLINEAR's start reads the rows (`search_run.PathSearch`): without C_start the entry has
+        # no point before the data are read, and the search's one round is planned then.
+        return [] if search["C_start"] is None else [{"C": C} for C in path_Cs(search["C_start"], search["C_max"])]
     if kind == "halving":
         rungs = halving_rungs(search, entry, key, len(points))
         return [{**p, search["resource"]: rungs[0].resource} for p in points]

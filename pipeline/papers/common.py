@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from ..report.build import save_figure
 from ..report.common import markdown_table
 from ..report.registry import Skip
-from .claims import Finding, counts_line
+from .claims import Finding, counts_line, outcome_lines
 
 
 def load(run_dir: Path):
@@ -29,9 +31,41 @@ def load(run_dir: Path):
         data.engine.close()
 
 
+def predictions(run_dir: Path, data, root: str | None, entries=None) -> dict | None:
+    """fit key -> which of its test rows the kept model classifies right (a boolean array in the
+    test rows' order), from each fit's w and b (of the solver entries `entries`, or every one) and
+    its dataset's test rows (read once per dataset from the store): what an accuracy verdict pairs
+    two models on (`claims.discordant`). None when the models or the store are not at hand (a
+    verdict then uses the accuracies alone, with a wider interval)."""
+    from ..data.store import default_store_root
+    from ..engine.tasks import fold_data
+    from ..results.tables import read_shards
+    if data.models.empty or "w" not in data.models.columns:
+        return None
+    fits = data.fits if entries is None else data.fits[data.fits["solver_entry"].isin(entries)]
+    fits = fits.merge(data.models[["key", "w", "b"]], on="key")
+    out = {}
+    try:
+        for _, group in fits.groupby("dataset"):
+            spec = read_shards(run_dir, {group["key"].iloc[0]})[0]["spec"]
+            _, _, X_te, y_te, _ = fold_data(str(root or default_store_root()), spec["data"], spec["fold"])
+            for r in group.itertuples():
+                if r.w is None:
+                    continue
+                f = X_te @ np.asarray(r.w, dtype=float) + float(r.b)
+                out[r.key] = np.where(np.asarray(f).ravel() > 0, 1.0, -1.0) == y_te
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    return out or None
+
+
 def findings_table(found: list[Finding]) -> list[str]:
-    """The README's findings as markdown lines: one row per claim, the verdict in bold."""
-    out = ["| # | the paper | rule | ours | verdict | why |", "|---|---|---|---|---|---|"]
+    """The README's findings as markdown lines: the summary (which are reproduced, which differ,
+    which cannot be judged, and why), then one row per claim with its rule, our numbers and the
+    verdict in bold."""
+    out = ["Which findings are reproduced, which differ and which cannot be judged, and why in a line (each is "
+           "judged in full in the table after this one):\n", *outcome_lines(found), "",
+           "| # | the paper | rule | ours | verdict | why |", "|---|---|---|---|---|---|"]
     for i, f in enumerate(found, 1):
         cells = [c.replace("|", "\\|") for c in (f.claim, f.rule, f.ours, f.why)]
         out.append(f"| {i} | {cells[0]} | {cells[1]} | {cells[2]} | **{f.verdict}** | {cells[3]} |")
@@ -125,21 +159,28 @@ def run_timing(run_dir: Path) -> dict:
     """What run.log says of the run's time: `sessions` (one per execute phase: a resumed run has
     several), the tasks run and the execute phase's wall seconds summed over them, the last
     session's whole command up to its report (`report_s`: planning, building the datasets,
-    execute, tables, report), the cores, and the 1/5/15-min load averages at the first start and
-    the last end (pipeline/run.py's machine lines). Empty when the log has none of them."""
+    execute, tables, report), the cores, and the 1/5/15-min load averages at the start of the
+    first timed session and the last end (pipeline/run.py's machine lines). A session stopped
+    before its execute phase ended (a start line and no tasks line) is counted in `interrupted`:
+    its tasks and load are in no number here. Empty when the log has none of them."""
     path = Path(run_dir) / "run.log"
     if not path.exists():
         return {}
-    out: dict = {"sessions": 0, "tasks_run": 0, "execute_s": 0.0}
+    out: dict = {"sessions": 0, "tasks_run": 0, "execute_s": 0.0, "interrupted": 0}
+    started = None
     for line in path.read_text(errors="replace").splitlines():
         if m := _MACHINE.search(line):
             loads = tuple(float(x) for x in m.group(3, 4, 5))
             out["cores"] = int(m.group(2))
             if m.group(1) == "start":
-                out.setdefault("load_start", loads)
+                out["interrupted"] += started is not None
+                started = loads
             else:
                 out["load_end"] = loads
         elif m := _WALL.search(line):
+            if started is not None:
+                out.setdefault("load_start", started)
+                started = None
             out["sessions"] += 1
             out["tasks_run"] += int(m.group(2))
             out["execute_s"] += float(m.group(3))
@@ -207,6 +248,9 @@ def cost_lines(run_dir: Path, root: str | None, results) -> list[str]:
         whole = (f"; the whole command, planning, dataset builds, tables and report included, "
                  f"{_duration(t['report_s'])}" if "report_s" in t and t["sessions"] == 1 else "")
         sessions = f" over {t['sessions']} sessions (a resumed run)" if t["sessions"] > 1 else ""
+        if t.get("interrupted"):
+            sessions += (f", after {t['interrupted']} session{'s' if t['interrupted'] > 1 else ''} stopped before "
+                         "its end, whose tasks (the run's others) and time are not counted here")
         lines.append(f"This run took {_duration(t['execute_s'])} to fit its {t['tasks_run']} tasks{sessions}"
                      f"{whole}, on {t.get('cores', '?')} cores at {load}. A load above the cores means "
                      "other processes shared them: every second in this README was measured so.\n")

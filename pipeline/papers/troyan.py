@@ -21,8 +21,8 @@ from ..report.common import fmt, styles
 from ..report.figures import _decorate, _log_ticks, _panels, figure_legend
 from ..report.registry import ReportData, Skip
 from . import paper
-from .claims import (LEVEL, OTHER, SAME_REL, THEIRS, VOCABULARY_WHY, Cell, Claim, Finding, RuleChange, StudyRules,
-                     changes_lines, exact, judge, ratio_over)
+from .claims import (LEVEL, OTHER, REFEREE_WHY, SAME_REL, THEIRS, VOCABULARY_WHY, Cell, Claim, Finding, RuleChange,
+                     Sensitivity, StudyRules, changes_lines, exact, judge, ratio_over, sensitivities, sensitivity_lines)
 from .common import load, draw_figures, figure_lines, header_lines, save_figures, table_lines, with_costs
 
 NAME = "troyan"
@@ -76,7 +76,37 @@ CHANGES = (
         # the verdicts after
         "1 global minimum holds, 2 alpha-Maj over Maj undecided, 3 larger sets undecided, 4 ours over Maj "
         "holds, 5 alpha-Maj over 2Maj undecided, 6 2Maj over Maj undecided, 7 CD/GD stall holds, 8 GD's start "
-        "holds, 9 losses differs (Heart's coding)"),
+        "holds, 9 losses differs (Heart's coding); finding 1's flip from differs to holds is Hepatitis's "
+        "exclusion (added 2026-11-28: with Hepatitis judged, Maj's starts 1 and 2 there stop 3.4e-4 above L* "
+        "and 1 differs)"),
+    RuleChange(
+        "2026-11-28", "144031594a2f8e4c",
+        # what changed
+        "every interval over repeats with Student's t on n - 1 degrees of freedom, and an interval wider than a "
+        "finite band 'below detectable power' (the vocabulary); one mean for every speed-up, the geometric mean "
+        "over the paper's datasets (findings 2-6 quoted two: finding 3 a median over starts of 2.23x, finding 2 "
+        "a geometric mean over starts of the arithmetic means over datasets, 2.38x), the paper's k recomputed as "
+        "the same mean of their own Table 2 (3.23x, 1.71x, 1.78x become 2.64x, 1.57x, 1.68x; their printed 3.4x, "
+        "1.8x and 2x lie within a factor 1.5 of these); Australian's coding, Breast.cancer.w's filling and "
+        "Heart's coding were each chosen among those tried as the closest to their losses, so all three are "
+        "kept out of every level claim (finding 9 rests on Pima and Sonar, whose data were not chosen by it; "
+        "was judged on all five, with Heart's 'differs' put down to 'the data differ' while Heart was declared "
+        "theirs); a sensitivity declared for findings 1, 7 and 8 at the same-optimum thresholds 1.7e-5 (the "
+        "paper's widest gap it calls one minimum) and 1e-3; 20 random starts (was 5: at load the intervals of "
+        "the speed-ups over 5 starts were as wide as their bands, 'below detectable power', and a rerun moved "
+        "them across the edges). The flip of finding 1 recorded on 2026-11-27 "
+        "(differs to holds) was Hepatitis's exclusion: judged with Hepatitis, Maj stops 3.4e-4 above L* there "
+        "in two starts, beyond 1e-4",
+        REFEREE_WHY,
+        # the verdicts before
+        "1 holds, 2 undecided, 3 undecided, 4 holds, 5 undecided, 6 undecided, 7 holds, 8 holds, 9 differs",
+        # the verdicts after (a regeneration at load average 27-34 on 2 cores, a check of the code: the
+        # speed-ups are timings, to be read again from a regeneration on an idle machine)
+        "1 holds (at 1.7e-5 it differs: Maj and alpha-Maj stop 2-3e-5 above L* in 23 of 400 cells; at 1e-3 it "
+        "holds), 2 holds (2.46x [2.12, 2.85] against 1.76x-3.95x), 3 undecided (each larger set's ratio over the "
+        "mean within 1.07x-1.22x, across 1.1x), 4 undecided (3.71x [2.95, 4.68], across 3.95x), 5 holds (1.41x "
+        "[1.19, 1.67]), 6 holds (1.75x [1.54, 1.98]), 7 holds (also at 1.7e-5 and 1e-3), 8 holds (also at 1.7e-5 "
+        "and 1e-3), 9 holds (Pima and Sonar; the three calibrated sets shown beside)"),
 )
 
 
@@ -123,32 +153,40 @@ def _certified(summary, ds) -> bool:
 
 # ------------------------------------------------------------------------------ the rules
 def paper_ratio(slow: str, fast: str, datasets) -> float:
-    """The paper's mean over `datasets` of Table 2's time(slow) / time(fast), entries by our names:
-    their "3.4x on average" is such a mean (of the seven per-dataset ratios, 3.32)."""
+    """The paper's mean over `datasets` of Table 2's time(slow) / time(fast), entries by our names,
+    as every mean of ratios here: the geometric mean (a set 2x slower and one 2x faster cancel).
+    Their "3.4x on average" is the arithmetic mean of the seven per-dataset ratios (3.32); the
+    statistic judged is the same one on their table and on ours."""
     i, j = list(METHODS.values()).index(slow), list(METHODS.values()).index(fast)
-    return float(np.mean([TABLE2[d][i] / TABLE2[d][j] for d in datasets]))
+    return float(np.exp(np.mean([math.log(TABLE2[d][i] / TABLE2[d][j]) for d in datasets])))
 
 
+_CALIBRATED = "chosen among those tried because it gives the paper's losses, so a loss that matches is no evidence"
 DATA = (
-    ("australian", THEIRS, "Statlog Australian credit, their 690 rows"),
-    ("breast_cancer_wisconsin_699", THEIRS, "the original 699 rows, missing values as 0: their loss to 6 digits"),
+    ("australian", THEIRS, "Statlog Australian credit, their 690 rows",
+     ((LEVEL, f"its coding (categorical codes) and scaling (z-scores) were {_CALIBRATED}"),)),
+    ("breast_cancer_wisconsin_699", THEIRS, "the original 699 rows, missing values as 0",
+     ((LEVEL, f"its filling of the 16 missing values (0) was {_CALIBRATED}"),)),
     ("pima_diabetes", THEIRS, "Pima Indians diabetes, their 768 rows"),
-    ("heart_statlog", THEIRS, "Statlog heart, their 270 rows; their coding is not stated, ours the closest of those tried"),
+    ("heart_statlog", THEIRS, "Statlog heart, their 270 rows; the paper states no coding",
+     ((LEVEL, f"its coding (categorical codes, raw values) was {_CALIBRATED}, though none tried gives them"),)),
     ("hepatitis", OTHER, "their 101.3649 cannot be a minimum of their eq. 3 on the 123 / 32 classes of Table 1 at "
                          "lambda = 1 (w = 0, c = 1 already gives L = 64): their file, labels or lambda are not what "
                          "Table 1 states, so ours is another problem"),
     ("sonar", THEIRS, "Sonar, their 208 rows"),
     ("voting", OTHER, "KEEL's 232 complete rows against their 434: another problem"),
 )
-THEIR_SETS = tuple(d for d, st, _ in DATA if st == THEIRS)
-_STARTS = "5 random starts (paired; the methods of a start run back to back), each start's time its fastest of 5 solves"
+THEIR_SETS = tuple(row[0] for row in DATA if row[1] == THEIRS)
+_STARTS = ("20 random starts (paired; the methods of a start run back to back), each start's time its fastest of "
+           "5 solves")
 
 
 def _about(key, paper, slow, fast, ours_fast=None) -> Claim:
     k = paper_ratio(slow, fast, THEIR_SETS)
-    return Claim(key, paper, "about", f"the mean over the paper's {len(THEIR_SETS)} datasets of time({LABELS[slow]}) / "
-                 f"time({LABELS[ours_fast or fast]}), against their Table 2's mean over the same datasets "
-                 f"({k:.2f}x)", "the paper's datasets", _STARTS, over="mean", params=(("k", round(k, 4)),))
+    return Claim(key, paper, "about", f"the geometric mean over the paper's {len(THEIR_SETS)} datasets of "
+                 f"time({LABELS[slow]}) / time({LABELS[ours_fast or fast]}), against the same mean of their Table 2 "
+                 f"({k:.2f}x)", "the paper's datasets", _STARTS, over="mean", params=(("k", round(k, 4)),),
+                 printed=f"Table 2 times ({LABELS[slow]} and {LABELS[fast]})")
 
 
 RULES = StudyRules(NAME, DATA, (
@@ -160,8 +198,8 @@ RULES = StudyRules(NAME, DATA, (
            "5.2, Table 2; alpha-Maj as printed, Algorithm 3)", "svmmaj", "alpha_maj_printed"),
     Claim("larger_sets", "on the larger datasets the CPU time decrease of alpha-Maj over SVM-Maj is consistently "
           "higher than on average, up to 6.3x (Section 5.2; their Table 2 gives 4.40, 4.75, 4.73 against 3.23 on "
-          "their data)", "greater", "time(Maj) / time(alpha-Maj) on a larger set over its mean over the paper's "
-          "datasets", "larger set (their n >= 690: Australian, Breast.cancer.w, Diabetes)", _STARTS),
+          "their data)", "greater", "time(Maj) / time(alpha-Maj) on a larger set over its geometric mean over the "
+          "paper's datasets", "larger set (their n >= 690: Australian, Breast.cancer.w, Diabetes)", _STARTS),
     _about("ours_over_maj", "the same speed-up over SVM-Maj, for our alpha-Maj (kink guard widened, with a retry at "
            "the printed guard; DESIGN.md, Deviations)", "svmmaj", "alpha_maj_printed", OURS_ALPHA),
     _about("alpha_over_2maj", "alpha-Maj is about 1.8x faster than 2Maj on average (Section 5.2; as printed)",
@@ -176,8 +214,12 @@ RULES = StudyRules(NAME, DATA, (
           "the spread (max - min) of GD's final L over the random starts, over L*", "dataset", "exact"),
     Claim("losses_match", "the loss values of Table 3: the best of Maj, 2Maj and alpha-Maj (e.g. Australian 199.3365, "
           "Heart 92.1240, Sonar 121.5664)", "same optimum", "|L* - their loss| / their loss, L* our certified "
-          "optimum", "dataset", "exact", scope=LEVEL),
-), changes=CHANGES)
+          "optimum", "dataset", "exact", scope=LEVEL, printed="Table 3 losses"),
+), changes=CHANGES, sensitivities=tuple(
+    Sensitivity(key, f"the same-optimum threshold at {what} (the rule's is 1e-4)", (("rel", rel),))
+    for key in ("global_minimum", "cd_gd_stall", "gd_start")
+    for rel, what in ((1.7e-5, "1.7e-5, the paper's widest gap it calls one minimum (Heart, Table 3)"),
+                      (1e-3, "1e-3, 10x looser"))))
 
 
 def _star(summary, ds) -> tuple[float, float]:
@@ -223,35 +265,48 @@ def _start_ratios(summary, slow, fast, datasets) -> dict[str, np.ndarray]:
 
 
 def _per_start_mean(per: dict[str, np.ndarray]) -> list[float]:
+    """Per random start, the geometric mean of the datasets' ratios (the one mean of the study's
+    speed-ups: findings 2-6 all quote it, over the starts by `ratio_over`)."""
     n = min((len(r) for r in per.values()), default=0)
-    return [float(np.mean([r[i] for r in per.values()])) for i in range(n)]
+    return [float(np.exp(np.mean([math.log(r[i]) for r in per.values()]))) for i in range(n)]
+
+
+def _over_starts(r) -> str:
+    return f"{ratio_over(r, 'random starts').value:.2f}x"
 
 
 def _speedup(summary, key, slow, fast) -> Finding:
-    """An "about k times faster on average" finding: per start the mean over the paper's datasets
-    of time(slow)/time(fast), its interval over the starts, against the paper's own mean (k)."""
+    """An "about k times faster on average" finding: per start the geometric mean over the
+    paper's datasets of time(slow)/time(fast), its interval over the starts, against the same
+    mean of the paper's Table 2 (k)."""
     claim = RULES.claim(key)
     judged = _start_ratios(summary, slow, fast, [d for d in _datasets(summary) if RULES.status(d) == THEIRS])
     aside = _start_ratios(summary, slow, fast, [d for d in _datasets(summary) if RULES.status(d) != THEIRS])
     iters = {d: _cell(summary, d, slow, "n_iter") / _cell(summary, d, fast, "n_iter") for d in judged}
     ours = ""
     if judged:
-        ours = ("per dataset, median over starts: " + ", ".join(f"{PAPER_NAMES.get(d, d)} {np.median(r):.2f}x"
-                                                                for d, r in judged.items())
-                + f"; iterations: mean {np.mean(list(iters.values())):.2f}x")
-    cells = [Cell("", f"mean over {len(judged)} datasets", ratio_over(_per_start_mean(judged), "random starts"))] \
-        if judged else []
+        ours = ("per dataset, geometric mean over starts: " + ", ".join(f"{PAPER_NAMES.get(d, d)} {_over_starts(r)}"
+                                                                        for d, r in judged.items())
+                + f"; iterations: geometric mean {np.exp(np.mean(np.log(list(iters.values())))):.2f}x")
+    cells = [Cell("", f"geometric mean over {len(judged)} datasets", ratio_over(_per_start_mean(judged),
+                                                                                "random starts"))] if judged else []
     cells += [Cell(d, PAPER_NAMES.get(d, d), ratio_over(r, "random starts")) for d, r in aside.items()]
     return judge(RULES, claim, cells, ours, f"our mean ratio is not within a factor 1.5 of the paper's "
                  f"{claim.p['k']:.2f}x on these datasets")
 
 
-def finding_global_minimum(summary) -> Finding:
+def _rel(claim: Claim) -> float:
+    """The claim's same-optimum threshold (the vocabulary's, or a sensitivity's)."""
+    return claim.p.get("rel", SAME_REL)
+
+
+def finding_global_minimum(summary, claim: Claim | None = None) -> Finding:
+    claim = claim or RULES.claim("global_minimum")
     cells = _excess_cells(summary, MAJ_FAMILY)
-    off = [c for c in cells if RULES.status(c.dataset) == THEIRS and c.estimate.value > SAME_REL]
-    why = ("stopped more than 1e-4 (relative) above L* by the relative-decrease rule alone: " +
+    off = [c for c in cells if RULES.status(c.dataset) == THEIRS and c.estimate.value > _rel(claim)]
+    why = (f"stopped more than {_rel(claim):g} (relative) above L* by the relative-decrease rule alone: " +
            "; ".join(f"{c.label} ({c.estimate.value:.1e})" for c in off[:6])) if off else ""
-    return judge(RULES, RULES.claim("global_minimum"), cells, why=why or "L* not certified")
+    return judge(RULES, claim, cells, why=why or "L* not certified")
 
 
 def finding_alpha_over_maj(summary) -> Finding:
@@ -278,21 +333,22 @@ def finding_larger_sets(summary, slow="svmmaj", fast="alpha_maj_printed") -> Fin
     means = np.asarray(_per_start_mean(judged))
     cells = [Cell(d, PAPER_NAMES[d], ratio_over(judged[d][:len(means)] / means, "random starts"))
              for d in LARGER if d in judged]
-    ours = (", ".join(f"{PAPER_NAMES[d]} {np.median(judged[d]):.2f}x" for d in LARGER if d in judged)
-            + f" against the mean {np.median(means):.2f}x (medians over starts)")
+    ours = (", ".join(f"{PAPER_NAMES[d]} {_over_starts(judged[d])}" for d in LARGER if d in judged)
+            + f" against the mean {_over_starts(means)} (geometric means over the starts, as finding 2's)")
     return judge(RULES, RULES.claim("larger_sets"), cells, ours,
                  "a larger set's speed-up is not above the mean here: alpha-Maj's gain grows with the iterations "
                  "Maj needs, not with n (iterations in Table 2 below)")
 
 
-def finding_cd_gd_stall(summary) -> Finding:
+def finding_cd_gd_stall(summary, claim: Claim | None = None) -> Finding:
+    claim = claim or RULES.claim("cd_gd_stall")
     cells = _excess_cells(summary, ("cd_cpm", "gd_cpm"))
-    near = [c for c in cells if RULES.status(c.dataset) == THEIRS and c.estimate.value <= SAME_REL]
-    return judge(RULES, RULES.claim("cd_gd_stall"), cells,
-                 why=f"they reach L* to 1e-4 in {len(near)} of the judged cells" if near else "")
+    near = [c for c in cells if RULES.status(c.dataset) == THEIRS and c.estimate.value <= _rel(claim)]
+    return judge(RULES, claim, cells,
+                 why=f"they reach L* to {_rel(claim):g} in {len(near)} of the judged cells" if near else "")
 
 
-def finding_gd_start(summary) -> Finding:
+def finding_gd_start(summary, claim: Claim | None = None) -> Finding:
     cells = []
     for ds in _datasets(summary):
         star, _ = _star(summary, ds)
@@ -305,7 +361,8 @@ def finding_gd_start(summary) -> Finding:
            if _cell(summary, d, e, "runs") > 1 and math.isfinite(_star(summary, d)[0])]
     ours = (f"for contrast, the majorization family's largest spread over starts on the paper's datasets is "
             f"{max(maj):.1e} of L*" if maj else "")
-    return judge(RULES, RULES.claim("gd_start"), cells, ours, "GD ends at the same loss from every start on some dataset")
+    return judge(RULES, claim or RULES.claim("gd_start"), cells, ours,
+                 "GD ends at the same loss from every start on some dataset")
 
 
 def finding_losses_match(summary) -> Finding:
@@ -316,10 +373,11 @@ def finding_losses_match(summary) -> Finding:
             continue
         theirs = min(TABLE3[ds][:3])
         cells.append(Cell(ds, f"{PAPER_NAMES[ds]} {star:.4f} (theirs {theirs:.4f})", exact(abs(star - theirs) / theirs)))
-        if RULES.status(ds) == THEIRS and abs(star - theirs) / theirs > SAME_REL:
+        if not RULES.aside(ds, RULES.claim("losses_match")) and abs(star - theirs) / theirs > SAME_REL:
             off.append(ds)
-    why = "the data differ: " + "; ".join(f"{PAPER_NAMES[d]}: {DATA_NOTES.get(d, 'unknown preprocessing')}"
-                                          for d in off) if off else ""
+    why = ("our certified minimum of their eq. 3 at their lambda on these rows is not their loss, and the paper "
+           "states no preprocessing that would tell why: " + "; ".join(
+               f"{PAPER_NAMES[d]}: {DATA_NOTES.get(d, 'unknown preprocessing')}" for d in off)) if off else ""
     return judge(RULES, RULES.claim("losses_match"), cells, why=why)
 
 
@@ -329,6 +387,13 @@ FINDINGS = (finding_global_minimum, finding_alpha_over_maj, finding_larger_sets,
 
 def findings(summary: pd.DataFrame) -> list[Finding]:
     return [f(summary) for f in FINDINGS]
+
+
+def sensitivity_findings(summary: pd.DataFrame):
+    """The declared sensitivities (RULES.sensitivities): the same-optimum findings at other thresholds."""
+    return sensitivities(RULES, {"global_minimum": lambda c: finding_global_minimum(summary, c),
+                                 "cd_gd_stall": lambda c: finding_cd_gd_stall(summary, c),
+                                 "gd_start": lambda c: finding_gd_start(summary, c)})
 
 
 # ------------------------------------------------------------------------------ tables
@@ -466,6 +531,7 @@ def readme(summary, found, figs, skipped, setup: dict) -> str:
     out = [
         *header_lines(NAME, 'Y. Troyan, "Change point method: an exact line search method for SVMs", bachelor '
                       "thesis, Erasmus University Rotterdam, 2017.", setup.get("fits", "?"), found, RULES),
+        *sensitivity_lines(RULES, sensitivity_findings(summary)),
         "## Setup, and how it differs from theirs\n",
         "- Problem: their eq. (3), L = sum_i max(0, 1 - y_i (c + x_i'w)) + lambda w'w with a free intercept c, at "
         "their lambda = 2^p per dataset (Table 2's p). In the project's terms (README, `lambda_convention: svmmaj`): "

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import exits
-from . import figures, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
+from . import figures, glossary, profiles, scaled, search, tables  # noqa: F401  importing them registers the tables and figures
 from .figures import space_ticks
 from .common import MAX_LINES, config_columns, count, fmt, html_table, markdown_table, md_text, split_wide
 from .registry import MAX_PROBLEMS, ReportData, Skip, items
@@ -165,12 +165,12 @@ def _cut(sec: Section, it, table_dir: Path) -> None:
 
 def prepare(data: ReportData) -> None:
     """What the figures share, made once before the drawing processes fork (each would make it
-    again): the swept keys, the speed view, the problems drawn one panel each and their traces
-    split by fit."""
+    again): the speed view, the swept keys of it and of the run, the problems drawn one panel each
+    and their traces split by fit."""
     from .figures import panel_data
-    data.swept()
     data.n_problems()
     for d in (data, speed_view(data)):
+        d.swept()
         try:
             panel_data(d).trace_arrays()
         except Skip:
@@ -217,10 +217,12 @@ def _draw_one(name: str):
 
 
 def close_all() -> None:
-    """Close every figure pyplot holds (a figure left open keeps its canvas and arrays)."""
+    """Close every figure pyplot holds (a figure left open keeps its canvas and arrays), and clear
+    the pages figures.py keeps of what they drew."""
     import sys
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
+    figures.clear_pages()
 
 
 def _child() -> None:
@@ -335,7 +337,8 @@ def save_figure(fig, fig_dir: Path, name: str, formats=("png",)) -> Path:
             from matplotlib.transforms import Bbox
             h = rgba.shape[0]
             fig.savefig(fig_dir / f"{name}.pdf", bbox_inches=Bbox([[c0 / DPI, (h - r1) / DPI], [c1 / DPI, (h - r0) / DPI]]))
-    plt.close(fig)
+    if not figures.saved(fig):          # a kept page is cleared when it is drawn again (figures.page_figure)
+        plt.close(fig)
     return png
 
 
@@ -455,6 +458,24 @@ def skip_lines(secs: list[Section]) -> list[str]:
             for (why, hint), titles in groups.items()]
 
 
+TERMS_TITLE = "Terms"
+
+
+def terms_used(intro: list[str], secs: list[Section]) -> list[str]:
+    """The glossary's terms the report's own words use: its intro, and of each section drawn its
+    title, note, lines and table (headers and text cells), and the skipped sections' reasons."""
+    texts = list(intro) + skip_lines(secs)
+    for s in secs:
+        if s.skipped:
+            continue
+        texts += [s.title, s.note, *s.lines]
+        if s.table is not None:
+            texts += [str(c) for c in s.table.columns]
+            texts += [v for col in s.table.columns if s.table[col].dtype == object or str(s.table[col].dtype) == "str"
+                      for v in s.table[col].dropna().unique() if isinstance(v, str)]
+    return glossary.used(texts)
+
+
 def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path, pdf: bool = False) -> str:
     def figure(s, png):
         rel = png.relative_to(rel_to).as_posix()
@@ -463,6 +484,9 @@ def to_markdown(title: str, intro: list[str], secs: list[Section], rel_to: Path,
     body = _walk(secs, lambda s: f"## {md_text(s.title)}\n", lambda n: md_text(n) + "\n",
                  lambda t: "\n".join(markdown_table(part) for part in split_wide(t)),
                  lambda ls: "\n".join(map(md_text, ls)) + "\n", figure)
+    terms = terms_used(intro, secs)
+    if terms:
+        body += [f"## {TERMS_TITLE}\n", "\n".join(glossary.lines(terms)) + "\n"]
     skips = skip_lines(secs)
     if skips:
         body += [f"## {SKIPPED_TITLE}\n", "\n".join(map(md_text, skips)) + "\n"]
@@ -473,16 +497,20 @@ _CSS = ("body{font-family:sans-serif;max-width:1400px;margin:1em auto;padding:0 
         "table{border-collapse:collapse;font-size:12px;margin:0.5em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eee}"
         ".wide{overflow-x:auto}img{max-width:100%}.note{color:#444}.skip{color:#666}"
-        "code{background:#f3f3f3;padding:0 2px}")
+        "code{background:#f3f3f3;padding:0 2px}a.term{color:inherit;text-decoration:underline dotted}"
+        "dt{font-weight:bold;margin-top:0.4em}")
 
 
-def inline(text: str) -> str:
+def inline(text: str, terms: set[str] = frozenset()) -> str:
     """Markdown's inline code (`run.reference=true`) as HTML <code>, the rest escaped: the page
-    shows no raw backticks."""
+    shows no raw backticks. The first use of each of `terms` outside code links to its entry
+    under *Terms* (`glossary.link_first`)."""
     parts = html.escape(text).split("`")
+    done: set[str] = set()               # each term linked once in the text, the first time
     if len(parts) % 2 == 0:              # an unpaired backtick: left as it is
-        return html.escape(text)
-    return "".join(p if i % 2 == 0 else f"<code>{p}</code>" for i, p in enumerate(parts))
+        return glossary.link_first(html.escape(text), terms, done)
+    return "".join(glossary.link_first(p, terms, done) if i % 2 == 0 else f"<code>{p}</code>"
+                   for i, p in enumerate(parts))
 
 
 def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
@@ -494,13 +522,22 @@ def to_html(title: str, intro: list[str], secs: list[Section]) -> str:
         return f'<img alt="{esc(s.title)}" src="data:image/png;base64,{b64}">'
     drawn = [s for s in secs if not s.skipped]
     skips = skip_lines(secs)
-    toc = [(s.name, s.title) for s in drawn] + ([("not_drawn", SKIPPED_TITLE)] if skips else [])
+    terms = terms_used(intro, secs)
+    known = set(terms)
+    toc = [(s.name, s.title) for s in drawn] + ([("terms", TERMS_TITLE)] if terms else []) \
+        + ([("not_drawn", SKIPPED_TITLE)] if skips else [])
     head = [f"<!doctype html><meta charset=utf-8><title>{esc(title)}</title><style>{_CSS}</style>",
-            f"<h1>{esc(title)}</h1>", *[f"<p>{inline(x)}</p>" for x in intro],
+            f"<h1>{esc(title)}</h1>", *[f"<p>{inline(x, known)}</p>" for x in intro],
             "<ul>" + "".join(f'<li><a href="#{name}">{esc(t)}</a></li>' for name, t in toc) + "</ul>"]
-    items_ = lambda ls: "<ul>" + "".join(f"<li>{inline(x.lstrip('- '))}</li>" for x in ls) + "</ul>"  # noqa: E731
-    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>', lambda n: f"<p class=note>{inline(n)}</p>",
+    items_ = lambda ls: "<ul>" + "".join(f"<li>{inline(x.lstrip('- '), known)}</li>" for x in ls) + "</ul>"  # noqa: E731
+    body = _walk(secs, lambda s: f'<h2 id="{s.name}">{esc(s.title)}</h2>',
+                 lambda n: f"<p class=note>{inline(n, known)}</p>",
                  lambda t: "".join(f"<div class=wide>{html_table(part)}</div>" for part in split_wide(t)), items_, figure)
+    if terms:
+        body += [f'<h2 id="terms">{TERMS_TITLE}</h2>',
+                 "<dl>" + "".join(f'<dt id="term-{glossary.anchor(t)}">{esc(t)}</dt><dd>{inline(glossary.TERMS[t][0])} '
+                                  f"(<code>{esc(glossary.DOCS)}#{esc(glossary.anchor(t))}</code>)</dd>" for t in terms)
+                 + "</dl>"]
     if skips:
         body += [f'<h2 id="not_drawn">{SKIPPED_TITLE}</h2>', f"<div class=skip>{items_(skips)}</div>"]
     return "\n".join(head + body) + "\n"
@@ -610,6 +647,22 @@ def left_out(data: ReportData, secs: list[Section], figures: bool) -> list[str]:
     return out
 
 
+def censored_line(data: ReportData) -> str:
+    """How many timing fits their budget cut before they reached the target (run.timing_budget_s):
+    a sentence, or nothing."""
+    if not data.has("timing", "info_censored_at_s"):
+        return ""
+    n, low, high = data.engine.con.execute(
+        f"SELECT count(*), min(TRY_CAST(info_censored_at_s AS DOUBLE)), max(TRY_CAST(info_censored_at_s AS DOUBLE)) "
+        f"FROM {data.table('timing')} WHERE info_censored_at_s IS NOT NULL").fetchall()[0]
+    if not n:
+        return ""
+    budget = f"{low:g} s" if low == high else f"{low:g}-{high:g} s"
+    return (f" {count(n, 'timing fit')} reached the end of {'its' if n == 1 else 'their'} budget of {budget} "
+            f"(run.timing_budget_s) first: a target {'it' if n == 1 else 'they'} had not reached by then reads "
+            f"`not reached within {budget}`, never a time (censored).")
+
+
 def speed_intro(data: ReportData) -> list[str]:
     """What the report's speed comparisons show, said once at the top: the target, which fits they
     read (the timing fits, cold; or the sweep's, each with its start) and which fits started warm."""
@@ -625,7 +678,7 @@ def speed_intro(data: ReportData) -> list[str]:
         return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target) of "
                 f"{count(timing, 'timing fit')}: cold starts, traced at every due point (a library: a ladder "
                 f"of cold solves), on the call clock (the whole call from the fold's arrays to a model), one problem "
-                f"and one start per ratio." + where]
+                f"and one start per ratio." + censored_line(data) + where]
     return [f"Speed is the time to (P - f*)/|f*| <= {fmt(target_of(data))} (report.target), read from the sweep's "
             f"own fits (this run has no timing fits: run.timing=false), whose traces may be thinned: a time to "
             f"target is an upper bound; ratios only between fits of one start (warm with warm, cold with cold)."
@@ -700,7 +753,7 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
     folds, side by side, and the fit-time ratio other / this."""
     from .columnar import lit, norm, q
     from .common import swept_keys_sql
-    from .registry import point_c
+    from .common import point_c
     from .speed import start_sql
     union = sorted(set(a.columns("results")) | set(b.columns("results")))
     cfg = ["dataset", "solver_entry"] + [c for c in config_columns(pd.DataFrame(columns=union))
@@ -751,6 +804,7 @@ def compare_table(a: ReportData, b: ReportData) -> pd.DataFrame:
 REPORT_MEMORY_MB = 2048
 REBUILD = "python -m pipeline.report"
 _WATCH_S = 0.25
+_SAMPLE_S = 0.5
 
 
 class ReportFailed(Exception):
@@ -761,8 +815,9 @@ class ReportFailed(Exception):
 def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -> tuple[Path, dict]:
     """`build_report` in a forked process of its own group, watched: its progress lines reach
     `log`; past `memory_mb` (REPORT_MEMORY_MB) of memory of its own (its figure processes'
-    included) it is ended. Returns (report.md, `info`: what it summarised and left out, and its
-    processes' peak RSS `peak_mb`); raises ReportFailed with one line (why, and the command that
+    included) it is ended. Returns (report.md, `info`: what it summarised and left out, its
+    processes' peak RSS `peak_mb`, their own memory at its peak `own_mb` and their CPU seconds
+    `cpu_s`); raises ReportFailed with one line (why, and the command that
     rebuilds it) for a report that failed, outgrew its memory or was killed. The run's tables are
     only read, and report.md, report.html and each figure are replaced whole (a temporary file
     renamed), so a report ended at any point leaves the run as it was."""
@@ -799,7 +854,7 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         finally:
             exits.fast_exit(code, forked=True)    # a fork of the command: its handlers are the command's
     os.close(w)
-    outcome, peak_own = None, 0.0
+    outcome, watch = None, MemoryWatch(pid, limit)
     try:
         while True:
             ready, _, _ = select.select([r], [], [], _WATCH_S)
@@ -813,9 +868,8 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
                 else:
                     outcome = msg
                 continue
-            own = _private_mb(pid)
-            peak_own = max(peak_own, own)
-            if own > limit:
+            own = watch.over()
+            if own is not None:
                 _kill_group(pid)
                 outcome = ("memory", own)
                 break
@@ -827,7 +881,8 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
         _, status, usage = os.wait4(pid, 0)
     peak_mb = usage.ru_maxrss / 1024
     if outcome is not None and outcome[0] == "done":
-        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": peak_own}
+        return Path(outcome[1]), {**outcome[2], "peak_mb": peak_mb, "own_mb": watch.peak,
+                                  "cpu_s": usage.ru_utime + usage.ru_stime}
     if outcome is not None and outcome[0] == "memory":
         why = f"its processes passed {limit} MB of memory of their own ({outcome[1]:.0f} MB; {REBUILD} --memory-mb sets it)"
     elif outcome is not None and outcome[0] == "error":
@@ -838,6 +893,31 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
     else:
         why = f"its process ended with status {os.waitstatus_to_exitcode(status)} before writing the report"
     raise ReportFailed(f"report failed: {why}; the results are whole; {rebuild}")
+
+
+class MemoryWatch:
+    """When the watcher reads the memory of their own of a report's processes (`_private_mb`, from
+    smaps: a walk of their page tables, costlier the larger the process and the busier the
+    machine), and its peak: at once whenever the cheap bound of their counters
+    (`_resident_mb`) passes the limit, so an outgrown report is ended at the next tick; else only
+    for the peak, every _SAMPLE_S and at most a tenth of the time."""
+
+    def __init__(self, pid: int, limit: float, clock=None, own=None, bound=None):
+        import time
+        self.pid, self.limit, self.peak, self.next = pid, limit, 0.0, 0.0
+        self.clock = clock or time.monotonic
+        self.own, self.bound = own or _private_mb, bound or _resident_mb
+
+    def over(self) -> float | None:
+        """The processes' own MB if they passed the limit (the report is to end), else None."""
+        now = self.clock()
+        if now < self.next and self.bound(self.pid) <= self.limit:
+            return None
+        own = self.own(self.pid)
+        done = self.clock()
+        self.next = done + max(_SAMPLE_S, 9 * (done - now))
+        self.peak = max(self.peak, own)
+        return own if own > self.limit else None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -897,6 +977,21 @@ def _private_mb(pid: int) -> float:
         try:
             for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
                 if line.startswith(("Private_Clean:", "Private_Dirty:", "Swap:")):
+                    total += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+def _resident_mb(pid: int) -> float:
+    """A bound on `_private_mb` read from the kernel's counters (/proc/<pid>/status: resident
+    and swapped pages, private or shared), no page table walked: while it is under a limit, so
+    is the memory of their own."""
+    total = 0
+    for p in _group(pid):
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith(("VmRSS:", "VmSwap:")):
                     total += int(line.split()[1])
         except (OSError, ValueError):
             continue

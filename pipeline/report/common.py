@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..experiment.config import BUDGET_KEYS
+from .columnar import norm, q
 
 # Columns that define the optimisation problem a fit solves: two fits with equal values solve the
 # same problem (fold apart), so their times may be compared and put in ratio. The `param_` ones
@@ -74,6 +75,18 @@ def point_C(results: pd.DataFrame) -> pd.Series:
     return C.where(~mask, mean)
 
 
+def point_c(types: dict[str, str]) -> str:
+    """SQL for `common.point_C`: C, but for a fit given by lambda the mean C of the fits of its
+    dataset, entry and lambda (over the rows the query keeps), a compensated mean as pandas'."""
+    if LAMBDA not in types:
+        return '"C"'
+    lam = norm(LAMBDA, types[LAMBDA])
+    by = ["dataset", "solver_entry"]
+    part = [q(c) for c in by] + [lam] + [norm(c, types[c]) for c in ("param_lambda_convention", "job_overrides")
+                                          if c in types]
+    return f"(CASE WHEN {lam} IS NOT NULL THEN favg(\"C\") OVER (PARTITION BY {', '.join(part)}) ELSE \"C\" END)"
+
+
 def swept_keys(results: pd.DataFrame) -> list[str]:
     """The configuration columns (dataset aside) that take more than one value within some
     dataset x solver entry, a missing value counting as one, plus C always: what a reader needs
@@ -92,8 +105,6 @@ def swept_keys(results: pd.DataFrame) -> list[str]:
 def swept_keys_sql(data) -> list[str]:
     """`swept_keys` of a ReportData's results, counted by the engine (registry.ReportData.swept):
     the distinct keyed values of every configuration column within each dataset x entry."""
-    from .columnar import norm
-    from .registry import point_c
     types = data.types("results")
     results = data.frame_of("results")
     cols = [c for c in config_columns(results) if c != "dataset"]
@@ -134,11 +145,11 @@ def keyed(results: pd.DataFrame, cols) -> pd.DataFrame:
     if "C" in cols:
         out["C"] = point_C(out)
     for c in cols:
-        out[c] = _key_values(out[c])
+        out[c] = key_values(out[c])
     return out
 
 
-def _key_values(col: pd.Series) -> pd.Series:
+def key_values(col: pd.Series) -> pd.Series:
     """col.map(key_value), mapped once per distinct value and spread by codes: a configuration
     column holds few values (5,000 C values over 1,000,000 fits), and a Python call per row was
     most of the report's time at that size. The distinct values go through the same `map`, so

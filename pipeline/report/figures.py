@@ -24,14 +24,102 @@ def _plt():
 
 
 def _panels(n: int, width=5.0, height=3.8, ncols_max=3):
-    plt = _plt()
+    """A figure of n panels, ncols_max a row."""
+    fig = _plt().figure()
+    return fig, _grid(fig, n, width, height, ncols_max)
+
+
+def _grid(fig, n: int, width: float, height: float, ncols_max: int) -> np.ndarray:
+    """n panels of width x height inches on `fig`, ncols_max a row, in a grid of whole rows whose
+    last row's empty places get no axes (an axes costs its making even hidden)."""
     ncols = min(n, ncols_max)
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
-    flat = axes.ravel()
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return fig, flat[:n]
+    fig.set_size_inches(width * ncols, height * nrows)
+    grid = fig.add_gridspec(nrows, ncols)
+    return np.array([fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)], dtype=object)
+
+
+# Figures of small multiples kept, by layout (panels, panel size, columns), for the next figure
+# of that layout in this process (`page_figure`): their axes, and the ticks of each, are made
+# once, and cleared of what a figure drew before they draw the next (`_clear_page`): making them
+# is a large share of drawing a page (docs/benchmarks/sweep.md, the report of a small run). Not
+# pyplot's: `clear_pages` empties them (every array and artist a figure drew let go) where
+# pyplot's figures are closed; a process keeps a few, empty, per layout it drew.
+_KEPT: dict[tuple, list] = {}      # layout -> [[figure, state]]; state: "drawing", "saved", "clear"
+
+
+def page_figure(n: int, width: float, height: float, ncols_max: int):
+    """(figure, axes) of `_panels`' layout: a kept figure of that layout not drawing now, cleared,
+    or a new one kept from now on. `saved` hands it back once save_figure has drawn it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    kept = _KEPT.setdefault((n, width, height, ncols_max), [])
+    for entry in kept:
+        if entry[1] != "drawing":
+            if entry[1] == "saved":
+                _clear_page(entry[0])
+            entry[1] = "drawing"
+            return entry[0], entry[0]._svmbench_page["axes"]
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    axes = _grid(fig, n, width, height, ncols_max)
+    pars = fig.subplotpars
+    fig._svmbench_page = {"axes": axes, "size": tuple(fig.get_size_inches()), "dpi": fig.get_dpi(),
+                          "pars": {k: getattr(pars, k) for k in ("left", "right", "bottom", "top", "wspace", "hspace")},
+                          "positions": [ax.get_position() for ax in axes]}
+    kept.append([fig, "drawing"])
+    return fig, axes
+
+
+def saved(fig) -> bool:
+    """A kept figure's drawing is saved: it may be cleared and drawn again. False for a figure
+    that is not kept (its caller closes it)."""
+    for kept in _KEPT.values():
+        for entry in kept:
+            if entry[0] is fig:
+                entry[1] = "saved"
+                return True
+    return False
+
+
+def clear_pages() -> None:
+    """Every kept figure cleared of what it drew (a figure that raised halfway too)."""
+    for kept in _KEPT.values():
+        for entry in kept:
+            if entry[1] != "clear":
+                _clear_page(entry[0])
+                entry[1] = "clear"
+
+
+def _clear_page(fig) -> None:
+    """A kept figure as `page_figure` made it: no line, band, legend nor heading; its size, dpi,
+    margins and panel places as made (save_figure grows and spaces them); linear scales, no
+    titles nor labels. Its axes and their ticks stay."""
+    import matplotlib as mpl
+    page = fig._svmbench_page
+    for leg in list(fig.legends):
+        leg.remove()
+    for text in list(fig.texts):
+        text.remove()
+    fig._suptitle = None
+    fig.set_dpi(page["dpi"])
+    fig.set_size_inches(page["size"], forward=False)
+    fig.subplots_adjust(**page["pars"])
+    for ax, pos in zip(page["axes"], page["positions"]):
+        ax.set_position(pos)
+        for artist in [*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images]:
+            artist.remove()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        ax.set_xscale("linear")
+        ax.set_yscale("linear")
+        ax.relim()
+        ax.set_autoscale_on(True)
+        ax.set_prop_cycle(None)
+        ax.grid(False)
+        ax.set_title("", fontsize=mpl.rcParams["axes.titlesize"])
+        ax.set_xlabel("")
+        ax.set_ylabel("")
 
 
 def _legend(ax, n):
@@ -205,6 +293,7 @@ def _spaced_class():
 
         def __init__(self, base):
             self.base = base
+            self._last = (None, None)       # (what the ticks were thinned for, the ticks)
 
         def set_axis(self, axis):
             super().set_axis(axis)
@@ -221,6 +310,16 @@ def _spaced_class():
             if inside.size < 3:
                 return ticks
             fig = axis.get_figure(root=True) if hasattr(axis, "get_figure") else axis.figure
+            # A draw asks an axis for its ticks three times (the ticks, the label's place, the
+            # offset text's): thinned once for the same ticks, range, scale, panel and dpi.
+            key = (tuple(ticks), lo, hi, axis.get_scale(), axis.axes.bbox.bounds, fig.dpi,
+                   id(axis.get_major_formatter()))
+            if self._last[0] == key:
+                return self._last[1]
+            self._last = (key, self._spaced(axis, fig, inside))
+            return self._last[1]
+
+        def _spaced(self, axis, fig, inside):
             # Measured the way Agg draws text, at the figure's dpi of the moment (a PDF is
             # laid out at 72): the canvas drawing may be one without a renderer to ask (PDF).
             renderer = (fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer")
@@ -437,13 +536,23 @@ def fixed_keys_line(prob: list[str], found: list[tuple], named: list[str], rest:
     return ("Problems: " if kinds else "Every problem: ") + "; ".join(parts) if parts else ""
 
 
+# The columns of a fit `_problem_panels` hands its draw_line beside its entry and keys: its
+# trace's key, its f*, the certainty floor and why its problem was chosen.
+LINE_COLUMNS = ("key", "f_star", "_floor", "_why")
+
+
 def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
     """Group fits into problems (grid order) and, within each, lines: a solver entry with every own
     swept key (a tol or step-size sweep is lines of one problem; folds and random starts are runs
-    of a line). draw_line(grp, problem) -> (band, runs) or None, `problem` all the problem's fits.
-    Returns (panels, empty, fixed): panels are (title, [(label, runs, band)], problem); empty maps
-    the title of a problem with nothing drawn to why; fixed names the keys the titles leave out."""
-    fits, prob, found = problems(fits)
+    of a line). draw_line(grp, problem) -> (band, runs) or None, `problem` all the problem's fits,
+    each with its problem and configuration keys and LINE_COLUMNS. Returns (panels, empty,
+    fixed): panels are (title, [(label, runs, band)], problem); empty maps the title of a problem
+    with nothing drawn to why; fixed names the keys the titles leave out."""
+    # Only the columns read: every group below is a frame of its columns, and the results' ~90
+    # (pyarrow strings most of them) made the grouping most of a convergence figure's own time.
+    keep = (problem_key_columns(fits) + ["solver_entry"] + config_columns(fits)
+            + [c for c in LINE_COLUMNS if c in fits.columns])
+    fits, prob, found = problems(fits[list(dict.fromkeys(keep))])
     cfg = [c for c in config_columns(fits) if c not in START_KEYS]
     line_keys = ["solver_entry"] + [c for c in cfg if c not in prob]
     shown = [c for c in data.swept() if c not in prob and c not in START_KEYS]
@@ -470,17 +579,19 @@ def _problem_panels(data: ReportData, fits: pd.DataFrame, draw_line):
     return panels, empty, fixed
 
 
-def small_multiples(panels, draw_panel, what: str, empty=None, fixed: str = ""):
+def small_multiples(panels, draw_panel, what: str, empty=None, fixed: str = "", kept: bool = False):
     """Panels of one problem each, MAX_PANELS a figure (more page into further figures), a colour
     per line label the same in every panel and page, and one legend per figure. draw_panel(ax,
-    title, lines, problem, style_of) draws one panel. Returns a Figure, or a list of Figures for
-    a grid that pages."""
+    title, lines, problem, style_of) draws one panel; `kept`: the pages are kept figures
+    (`page_figure`), for a draw_panel that sets nothing `_clear_page` does not clear (scales,
+    locators and formatters, titles and labels, lines and bands; no tick's own property). Returns
+    a Figure, or a list of Figures for a grid that pages."""
     order = list(dict.fromkeys(lab for _, lines, _ in panels for lab, _, _ in lines))
     style_of = dict(zip(order, styles(len(order))))
     pages = [panels[i:i + MAX_PANELS] for i in range(0, len(panels), MAX_PANELS)]
     figs = []
     for p, page in enumerate(pages):
-        fig, axes = _panels(len(page), width=4.2, height=3.3, ncols_max=PANEL_COLS)
+        fig, axes = (page_figure if kept else _panels)(len(page), 4.2, 3.3, PANEL_COLS)
         ncols = min(len(page), PANEL_COLS)
         for i, (ax, (title, lines, problem)) in enumerate(zip(axes, page)):
             draw_panel(ax, title, lines, problem, style_of)
@@ -621,7 +732,7 @@ def _trace_figure(data: ReportData, y_of, x_col: str, xlabel: str, ylabel: str, 
         _decorate(ax, panel_title(title, cut), xlabel, ylabel, 0, logx=True, logy=log_y)
         _log_ticks(ax, x=True, y=log_y)
 
-    return small_multiples(panels, draw_panel, ylabel, empty, fixed)
+    return small_multiples(panels, draw_panel, ylabel, empty, fixed, kept=True)
 
 
 def _subopt(tr, row):

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .columnar import Engine, norm, q
+from .common import LAMBDA, PROBLEM_COLUMNS, key_values, point_c, swept_keys_sql
 
 
 class Skip(Exception):
@@ -150,7 +151,6 @@ class ReportData:
         with aggs {column: SQL aggregate}: the groups keyed as `common.keyed` keys a frame (each
         missing value "-", C one per lambda point, over the rows kept), in the order pandas' sorted
         groupby gives them."""
-        from .common import _key_values
         types = self.types(name)
         rows = f"SELECT * FROM {self.table(name)}" + (f" WHERE {where}" if where else "")
         if "C" in by and "C" in types:
@@ -159,7 +159,7 @@ class ReportData:
         body = ", ".join(f"{expr} AS {q(col)}" for col, expr in aggs.items())
         out = self.engine.df(f"SELECT {keys}{', ' if body else ''}{body} FROM ({rows}) GROUP BY ALL", params)
         for c in by:
-            out[c] = _key_values(out[c])
+            out[c] = key_values(out[c])
         return groupby_order(out, by) if sort else out
 
     def swept(self) -> list[str]:
@@ -167,14 +167,12 @@ class ReportData:
         if self.parent is not None:
             return self.parent.swept()
         if "swept" not in self.cache:
-            from .common import swept_keys_sql
             self.cache["swept"] = swept_keys_sql(self)
         return self.cache["swept"]
 
     def pid(self, name: str = "results", alias: str = "") -> str:
         """SQL naming a fit's problem (`figures.problem_key_columns`: the dataset and every problem
         key; a point given by lambda by its lambda, its C being a mean): one text per problem."""
-        from .common import LAMBDA, PROBLEM_COLUMNS
         types = self.types(name)
         parts = []
         for c in PROBLEM_COLUMNS:
@@ -308,19 +306,6 @@ class ReportData:
             self._arrays = {str(keys[order[idx[0]]]): {c: v[idx] for c, v in cols.items()}
                             for idx in np.split(np.arange(len(order)), cuts) if idx.size}
         return self._arrays
-
-
-def point_c(types: dict[str, str]) -> str:
-    """SQL for `common.point_C`: C, but for a fit given by lambda the mean C of the fits of its
-    dataset, entry and lambda (over the rows the query keeps), a compensated mean as pandas'."""
-    from .common import LAMBDA
-    if LAMBDA not in types:
-        return '"C"'
-    lam = norm(LAMBDA, types[LAMBDA])
-    by = ["dataset", "solver_entry"]
-    part = [q(c) for c in by] + [lam] + [norm(c, types[c]) for c in ("param_lambda_convention", "job_overrides")
-                                          if c in types]
-    return f"(CASE WHEN {lam} IS NOT NULL THEN favg(\"C\") OVER (PARTITION BY {', '.join(part)}) ELSE \"C\" END)"
 
 
 def groupby_order(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -1,6 +1,6 @@
-"""The report's view of a search (`search.kind` certified or halving; pipeline/search/): how each
-search ended, the CV error lower bound against C with the points fitted (certified), and the
-rungs (halving). Read from the run directory's search.json (`ReportData.search`), which the
+"""The report's view of a search (`search.kind` certified, heldout, path or halving;
+pipeline/search/): how each search ended, the CV error lower bound against C with the points
+fitted (certified, heldout, path), and the rungs (halving). Read from the run directory's search.json (`ReportData.search`), which the
 search writes after each round; a grid's run has none, and these items are left out with a hint."""
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pandas as pd
 from .common import fmt, styles
 from .registry import ReportData, Skip, figure, table
 
-HINT = "run a search (`search=certified` for a linear C, `search=halving` for any grid)"
+HINT = "run a search (`search=path` or `search=certified` for a linear C, `search=halving` for any grid)"
+# The searches over a linear C whose state holds CV errors per C and the bound over them.
+C_SEARCHES = ("certified", "heldout", "path")
 
 
 def state(run_dir: Path) -> dict | None:
@@ -47,7 +49,7 @@ def _costs(data: ReportData, by_round: bool = False) -> dict:
 def _outcome_lines(data: ReportData) -> list[str]:
     out = []
     for s in _searches(data):
-        if s["kind"] == "certified" and s.get("reason"):
+        if s["kind"] in C_SEARCHES and s.get("reason"):
             out.append(f"- {s['solver_entry']} on {s['dataset']}: {s['reason']}.")
     return out
 
@@ -55,8 +57,9 @@ def _outcome_lines(data: ReportData) -> list[str]:
 @table("search", "Search", needs=("search_round",), hint=HINT, lines=_outcome_lines,
        note="Each search's rounds, fits (every fit of every round is a row of the results, its round in "
             "`search_round`) and outcome: for a certified search the best CV error found, the lower bound's "
-            "minimum over the whole C range and whether their difference is within epsilon; for halving the "
-            "candidate its last rung chose.")
+            "minimum over the whole C range and whether their difference is within epsilon; for LIBLINEAR's C "
+            "search (path) the C values it walked, its best C and CV accuracy and the bound's minimum over the "
+            "walked range; for halving the candidate its last rung chose.")
 def search_table(data: ReportData) -> pd.DataFrame:
     rows = []
     costs = _costs(data)
@@ -65,12 +68,21 @@ def search_table(data: ReportData) -> pd.DataFrame:
         row = {"dataset": s["dataset"], "solver entry": s["solver_entry"], "search": s["kind"],
                "rounds": len(s.get("rounds") or s.get("rungs") or []), "fits": int(n),
                "iterations": int(iters) if iters is not None and iters == iters else None}
-        if s["kind"] == "certified":
+        if s["kind"] in ("certified", "heldout"):
             st = s["settings"]
             row.update({"C range": f"[{fmt(st['C_min'])}, {fmt(st['C_max'])}]", "epsilon": st["epsilon"],
                         "best C": s.get("best_C"), "best CV error": s.get("best_error"),
                         "bound minimum": s.get("bound_min"), "at C": s.get("bound_min_C"),
                         "certified": "yes" if s.get("certified") else "no"})
+            if s["kind"] == "heldout":
+                row.update({"certified on": "the first fold", "CV error at best C": s.get("cv_error_at_best")})
+        elif s["kind"] == "path":
+            walked = s.get("walked") or []
+            row.update({"C range": f"[{fmt(walked[0])}, {fmt(walked[-1])}]" if walked else "",
+                        "C values": len(walked), "stopped": "LIBLINEAR's rule" if s.get("stopped_at") else "C_max",
+                        "best C": s.get("best_C"), "CV accuracy": s.get("cv_accuracy"),
+                        "best CV error": s.get("best_error"), "bound minimum": s.get("bound_min"),
+                        "at C": s.get("bound_min_C")})
         else:
             best = s.get("best") or {}
             row.update({"resource": s["resource"], "factor": s["factor"],
@@ -132,13 +144,13 @@ def _point_text(point: dict) -> str:
 @figure("search_bound", "CV error lower bound against C", needs=("search_round",), hint=HINT,
         note="The step line is the lower bound on the CV error of the exact solution at each C (Shibagaki et al. "
              "2015), from every fit so far; the dots are the CV errors of the C values fitted, coloured by round. "
-             "The search is certified once the best dot is within epsilon of the line's lowest point over the "
-             "whole range (the dashed line is the best CV error less epsilon: where the bound dips under it, a "
-             "better C may hide).")
+             "A certified search is certified once the best dot is within epsilon of the line's lowest point over "
+             "the whole range (the dashed line is the best CV error less epsilon: where the bound dips under it, a "
+             "better C may hide); a path search's line is what its fits certify between its doublings.")
 def search_bound(data: ReportData):
-    found = [s for s in _searches(data, "certified") if s.get("bound")]
+    found = [s for s in _searches(data) if s["kind"] in C_SEARCHES and s.get("bound")]
     if not found:
-        raise Skip("no certified search reached its first decision")
+        raise Skip("no C search reached its first decision")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -152,21 +164,24 @@ def search_bound(data: ReportData):
         cmap = matplotlib.colormaps["viridis"]
         sc = ax.scatter(errors["C"], errors["cv_error"], c=errors["round"], cmap=cmap, vmin=0,
                         vmax=max(n_rounds - 1, 1), s=22, zorder=3, label="CV error of a C fitted")
-        eps = s["settings"]["epsilon"]
-        ax.axhline(s["best_error"] - eps, color=styles(2)[1]["color"], linestyle="--", linewidth=1,
-                   label=f"best CV error - epsilon ({fmt(eps)})")
+        eps = s["settings"].get("epsilon")
+        if eps is not None:
+            ax.axhline(s["best_error"] - eps, color=styles(2)[1]["color"], linestyle="--", linewidth=1,
+                       label=f"best CV error - epsilon ({fmt(eps)})")
         ax.scatter([s["best_C"]], [s["best_error"]], marker="*", s=160, color="crimson", zorder=4,
                    label=f"best C = {fmt(s['best_C'])}")
         ax.set_xscale("log")
         ax.set_xlabel("C")
         ax.set_ylabel("CV error")
-        verdict = "certified" if s.get("certified") else "not certified"
+        verdict = ("LIBLINEAR's C search" if s["kind"] == "path" else
+                   "certified" if s.get("certified") else "not certified")
         ax.set_title(f"{s['solver_entry']} on {s['dataset']}: {verdict}\n{len(errors)} C values, "
                      f"{len(s['rounds'])} rounds; bound min {fmt(s['bound_min'])}", fontsize=9)
         ax.grid(True, alpha=0.3)
         top = float(np.nanmax(errors["cv_error"])) if len(errors) else 1.0
         ax.set_ylim(0, min(1.0, 1.1 * max(top, float(lb.max(initial=0.0)))) or 1.0)
-        fig.colorbar(sc, ax=ax, label="round")
+        if n_rounds > 1:
+            fig.colorbar(sc, ax=ax, label="round")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False, ncols=2)
     return fig
 

@@ -43,10 +43,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..experiment.schema import REPORT_TARGET
 from .columnar import norm, q
 from .common import certainty_floor, config_columns, fmt, problem_columns
 
-TARGET = 1e-3
+TARGET = REPORT_TARGET
 
 # The clocks a time column can be on, by the name the tables give them.
 CLOCKS = {
@@ -56,6 +57,9 @@ CLOCKS = {
     "solver": "the solver's own seconds from a built problem to its model, trace points and certificates "
               "excluded (a library's: its whole fit call)",
     "task": "the task's seconds: loading the fold, the fit, its certificates and scores",
+    "wall": "wall seconds of the process that drives the fit, trace points excluded: a distributed fit's driver "
+            "in the client, across its workers' processes (pipeline/engine/distributed.py), and the timing fits "
+            "compared with it, each in its own process (with the seconds its problem took to build)",
 }
 # Where the times of a speed row come from.
 SOURCES = {
@@ -99,13 +103,16 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
     """Per fit (`key`): `t_target_s`, the seconds on the call clock until its measure first fell
     to `target` (inf: never; NaN: f* not certain enough to tell), `it_target` its iteration,
     `own_stop_s` the seconds to the fit's own stop on the same clock, `rel_subopt` where it ended,
-    and `clock` ("call" where the fit carries its setup seconds, else "solver"). The measure:
+    `censored_s` the budget B of a fit cut by it before the target (`t_target_s` inf: not reached
+    within B), and `clock` ("call" where the fit carries its setup seconds, else "solver"). The measure:
     `subopt`, (P - f*)/|f*|; `gap`, the relative duality gap (P - D)/|P|, which needs no f*. A fit
     without a trace point reaches the target at its own stop if it ended within it."""
     out = fits[["key"]].copy()
     setup = pd.to_numeric(fits["setup_s"], errors="coerce") if "setup_s" in fits.columns \
         else pd.Series(np.nan, index=fits.index)
     out["clock"] = np.where(setup.notna(), "call", "solver")
+    if "clock" in fits.columns:       # timing fits that name their clock ("wall": beside a distributed fit)
+        out["clock"] = fits["clock"].where(fits["clock"].notna(), out["clock"]).to_numpy()
     setup = setup.fillna(0.0).to_numpy()
     out["own_stop_s"] = pd.to_numeric(fits["fit_time_s"], errors="coerce").to_numpy() + setup
     out["rel_subopt"] = pd.to_numeric(fits.get("rel_suboptimality"), errors="coerce").to_numpy() \
@@ -123,7 +130,10 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
         final = (pd.to_numeric(fits["duality_gap"], errors="coerce")
                  / pd.to_numeric(fits["primal_objective"], errors="coerce").abs()).to_numpy()
         ok = np.ones(len(fits), bool)
-    hit = tr[(rel <= target).to_numpy()].groupby("key")[["time_s", "iteration"]].min()
+    # A censored fit's points past its budget are not read (a ladder's top may lie past it).
+    cut_at = tr["key"].map(pd.Series(_column(fits, "info_censored_at_s", np.inf).astype(float), index=fits["key"]))
+    within = (tr["time_s"] + tr["key"].map(pd.Series(setup, index=fits["key"]))) <= cut_at
+    hit = tr[((rel <= target) & within).to_numpy()].groupby("key")[["time_s", "iteration"]].min()
     traced = out["key"].isin(tr["key"]).to_numpy()
     t = out["key"].map(hit["time_s"]).astype(float).to_numpy() + setup
     it = out["key"].map(hit["iteration"]).astype(float).to_numpy()
@@ -131,16 +141,36 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
     final_in = final <= target
     t = np.where(traced, t, np.where(final_in, out["own_stop_s"].to_numpy(), np.nan))
     it = np.where(traced, it, np.where(final_in, pd.to_numeric(fits["n_iter"], errors="coerce").to_numpy(), np.nan))
-    # A ladder cut short (its budget spent, or its task killed: no rung at all) cannot tell that the
-    # target was never reached: the library might have got there on a later rung.
+    # A ladder cut short (its task killed: no rung at all) cannot tell that the target was never
+    # reached: the library might have got there on a later rung.
     method = fits["timing_method"].to_numpy() if "timing_method" in fits.columns else np.full(len(fits), None)
-    cut = fits["info_ladder_cut"].fillna(False).astype(bool).to_numpy() if "info_ladder_cut" in fits.columns \
-        else np.zeros(len(fits), bool)
+    cut = _column(fits, "info_ladder_cut", False).astype(bool)
     unknown = (method == "ladder") & (cut | ~traced)
-    never = np.where(unknown, np.nan, np.inf)
-    out["t_target_s"] = np.where(ok, np.where(np.isnan(t), never, t), np.nan)
-    out["it_target"] = np.where(ok, np.where(np.isnan(it), never, it), np.nan)
+    how = np.where(~np.isnan(t), "time", np.where(unknown, "unknown", "never")).astype(object)
+    # `fit_times_sql`'s rules for a fit cut by its budget (censored) and for a ladder of the
+    # current kind (it resolves one target; its record's end is the solver's own stop or not).
+    censored_at = _column(fits, "info_censored_at_s", np.nan).astype(float)
+    in_trace = ~np.isnan(out["key"].map(hit["time_s"]).astype(float).to_numpy())     # a trace point reached it
+    how = np.where(~in_trace & ~np.isnan(censored_at), "censored", how)
+    new = (method == "ladder") & pd.notna(_column(fits, "info_ladder_end", None))
+    resolved = new & (measure == "subopt") & np.isclose(_column(fits, "info_ladder_target", np.nan).astype(float),
+                                                        target, rtol=1e-9, atol=0.0)
+    never = _column(fits, "info_ladder_own_stop", False).astype(bool) & (final > target)
+    read = np.where(in_trace, "time", np.where(~np.isnan(censored_at), "censored", np.where(never, "never", "unknown")))
+    how = np.where(new, np.where(resolved, read, np.where(never, "never", "unknown")), how)
+    how = np.where(ok, how, "unknown")
+    out["t_target_s"] = np.where(how == "time", t, np.where(how == "unknown", np.nan, np.inf))
+    out["it_target"] = np.where(how == "time", it, np.where(how == "unknown", np.nan, np.inf))
+    out["censored_s"] = np.where(how == "censored", censored_at, np.nan)
     return out
+
+
+def _column(df: pd.DataFrame, name: str, default) -> np.ndarray:
+    """A column's values (missing ones `default`), or `default` everywhere."""
+    if name not in df.columns:
+        return np.full(len(df), default, dtype=object)
+    values = df[name].to_numpy(dtype=object)
+    return np.where(pd.isna(values), default, values) if default is not None else values
 
 
 def start_sql(types: dict[str, str]) -> str:
@@ -182,7 +212,7 @@ def _speed_views(data) -> tuple[str, str, str]:
     alike, with its `start`): the speed tables count starts in their own column."""
     if "speed_views" in data.cache:
         return data.cache["speed_views"]
-    from .registry import point_c
+    from .common import point_c
     eng = data.engine
     sweep_t = data.types("fits")
     prob = problem_key(data.frame_of("fits"))
@@ -245,6 +275,8 @@ def fit_times_sql(view, target: float, measure: str = "subopt", fits: str | None
     eps = repr(float(target))
     setup = "coalesce(num(setup_s), 0.0)" if has("setup_s") else "0.0"
     clock = "(CASE WHEN num(setup_s) IS NOT NULL THEN 'call' ELSE 'solver' END)" if has("setup_s") else "'solver'"
+    if has("clock"):       # timing fits that name their clock ("wall": beside a distributed fit)
+        clock = f"coalesce(CAST(clock AS VARCHAR), {clock})"
     rel_sub = "num(rel_suboptimality)" if has("rel_suboptimality") else "NULL::DOUBLE"
     if measure == "subopt":
         star = "num(f_star)" if has("f_star") else "NULL::DOUBLE"
@@ -260,24 +292,49 @@ def fit_times_sql(view, target: float, measure: str = "subopt", fits: str | None
     cut = "coalesce(TRY_CAST(info_ladder_cut AS BOOLEAN), FALSE)" if has("info_ladder_cut") else "FALSE"
     gap_col = "t.gap" if "gap" in view.types("traces") else "NULL::DOUBLE"
     rel = rel.replace("t.gap", gap_col)
+    # A ladder of the current kind says how it ended (`info_ladder_end`) and the one target its
+    # rungs resolve (`info_ladder_target`): `_resolved`, this target; `_own`, its record is the
+    # solver's own stop. A fit cut by its timing budget carries it (`info_censored_at_s`).
+    new = f"({method} = 'ladder' AND info_ladder_end IS NOT NULL)" if has("info_ladder_end") else "FALSE"
+    ladder_target = "TRY_CAST(info_ladder_target AS DOUBLE)" if has("info_ladder_target") else "NULL::DOUBLE"
+    resolved = (f"({measure == 'subopt'} AND abs({ladder_target} - {eps}) <= 1e-9 * {eps})"
+                if has("info_ladder_target") else "FALSE")
+    own = "coalesce(TRY_CAST(info_ladder_own_stop AS BOOLEAN), FALSE)" if has("info_ladder_own_stop") else "FALSE"
+    censored = "TRY_CAST(info_censored_at_s AS DOUBLE)" if has("info_censored_at_s") else "NULL::DOUBLE"
+    within = "(f._censored_at IS NULL OR t.time_s + f._setup <= f._censored_at)"
     return f"""
         WITH f AS (SELECT key, {clock} AS clock, num(fit_time_s) + {setup} AS own_stop_s, {rel_sub} AS rel_subopt,
                           {star} AS _star, {final} AS _final, {ok} AS _ok, {setup} AS _setup,
-                          num(n_iter) AS _n_iter, {method} AS _method, {cut} AS _cut FROM ({fits})),
-             hit AS (SELECT t.key, min(t.time_s) FILTER (WHERE {rel} <= {eps}) AS _t,
-                            min(t.iteration) FILTER (WHERE {rel} <= {eps}) AS _it
+                          num(n_iter) AS _n_iter, {method} AS _method, {cut} AS _cut, coalesce({new}, FALSE) AS _new,
+                          coalesce({resolved}, FALSE) AS _resolved, {own} AS _own, {censored} AS _censored_at
+                   FROM ({fits})),
+             -- A censored fit's points past its budget are not read (a ladder's top, its sweep
+             -- twin's own stop, may lie past it).
+             hit AS (SELECT t.key, min(t.time_s) FILTER (WHERE {rel} <= {eps} AND {within}) AS _t,
+                            min(t.iteration) FILTER (WHERE {rel} <= {eps} AND {within}) AS _it
                      FROM {view.table('traces')} t JOIN f ON t.key = f.key GROUP BY t.key),
              g AS (SELECT f.*, hit.key IS NOT NULL AS _traced, hit._t + f._setup AS _t, CAST(hit._it AS DOUBLE) AS _it
                    FROM f LEFT JOIN hit ON f.key = hit.key),
              h AS (SELECT *, CASE WHEN _traced THEN _t WHEN _final <= {eps} THEN own_stop_s END AS _tt,
                              CASE WHEN _traced THEN _it WHEN _final <= {eps} THEN _n_iter END AS _ii,
-                             coalesce(_method = 'ladder' AND (_cut OR NOT _traced), FALSE) AS _unknown FROM g)
+                             coalesce(_method = 'ladder' AND (_cut OR NOT _traced), FALSE) AS _unknown,
+                             coalesce(_own AND _final > {eps}, FALSE) AS _never FROM g),
+             -- _how: how a fit reads at this target: 'time', 'never', 'censored' (not reached within
+             -- its budget) or 'unknown'.
+             r AS (SELECT *, CASE
+                     WHEN NOT _ok THEN 'unknown'
+                     WHEN _new AND NOT _resolved THEN (CASE WHEN _never THEN 'never' ELSE 'unknown' END)
+                     WHEN _new THEN (CASE WHEN _t IS NOT NULL THEN 'time' WHEN _censored_at IS NOT NULL THEN 'censored'
+                                          WHEN _never THEN 'never' ELSE 'unknown' END)
+                     WHEN _t IS NOT NULL THEN 'time'
+                     WHEN _censored_at IS NOT NULL THEN 'censored'
+                     WHEN _tt IS NOT NULL THEN 'time'
+                     WHEN _unknown THEN 'unknown' ELSE 'never' END AS _how FROM h)
         SELECT key, clock, own_stop_s, rel_subopt,
-               CASE WHEN NOT _ok THEN NULL WHEN _tt IS NULL THEN (CASE WHEN _unknown THEN NULL ELSE 'inf'::DOUBLE END)
-                    ELSE _tt END AS t_target_s,
-               CASE WHEN NOT _ok THEN NULL WHEN _ii IS NULL THEN (CASE WHEN _unknown THEN NULL ELSE 'inf'::DOUBLE END)
-                    ELSE _ii END AS it_target
-        FROM h"""
+               CASE _how WHEN 'time' THEN coalesce(_t, _tt) WHEN 'unknown' THEN NULL ELSE 'inf'::DOUBLE END AS t_target_s,
+               CASE _how WHEN 'time' THEN coalesce(_it, _ii) WHEN 'unknown' THEN NULL ELSE 'inf'::DOUBLE END AS it_target,
+               CASE WHEN _how = 'censored' THEN _censored_at END AS censored_s
+        FROM r"""
 
 
 def start_label(starts: pd.Series) -> str:
@@ -315,7 +372,8 @@ def timed_fits(data, target: float, measure: str = "subopt", own: bool = True) -
         view = speed_view(data)
         src = own_view if own else fits
         times = fit_times_sql(view, target, measure, f"SELECT * FROM {q(src)}")
-        cols = ", ".join(f"t.{c} AS _{c}" for c in ("t_target_s", "it_target", "own_stop_s", "rel_subopt", "clock"))
+        cols = ", ".join(f"t.{c} AS _{c}" for c in ("t_target_s", "it_target", "own_stop_s", "rel_subopt", "clock",
+                                                      "censored_s"))
         data.cache[key] = data.engine.view(f"SELECT f.*, {cols} FROM {q(src)} f JOIN ({times}) t ON f.key = t.key",
                                            keep=True)
     return data.cache[key]
@@ -337,6 +395,7 @@ def _speed_rows(data, target: float, bases: list[str]) -> pd.DataFrame:
     out = d.summary(keys, {
         "source": "any_value(_source)", "start": "histogram(\"start\")", "clock": "histogram(_clock)",
         "folds": "count(key)", "_hit": "count_if(isfinite(_t_target_s))", "_told": "count(_t_target_s)",
+        "censored": "count(_censored_s)", "budget_s": "max(_censored_s)",
         "t_target_s": "median(_t_target_s)", "it_target": "median(_it_target)",
         "own_stop_s": "median(_own_stop_s)", "rel_subopt": f"median({floored})"}, name="_timed", where=where)
     out["start"] = out["start"].map(label_of)

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .columnar import q
-from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, floor_sql, fmt, keyed,
-                     problem_columns, short)
+from .common import (F_STAR_HINT, LAMBDA, MISSING, certainty_floor, config_columns, floor_sql, fmt, key_value,
+                     keyed, problem_columns, short)
 from .registry import ReportData, Skip, table
 from .speed import (CLOCKS, SOURCES, TARGET, headline, label_of, problem_key, shares_problem, speed_rows, start_sql,
                     target_of, timed_fits)
@@ -26,21 +26,35 @@ def _groups(data: ReportData):
     return ["dataset", "solver_entry"] + cfg, data.swept()
 
 
-def cv_table(data: ReportData) -> pd.DataFrame:
-    """One row per dataset x entry x configuration, in the shape of scikit-learn's
-    `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
-    rank within the dataset x entry, train score, fit time and how many folds converged."""
+def _cv_rows(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
+    """(cv_table's rows with `_scored`, the folds with a test score of each, and the swept keys
+    shown); computed once for the tables that read them (a copy each)."""
+    if "cv_rows" not in data.cache:
+        data.cache["cv_rows"] = _cv_summary(data)
+    agg, shown = data.cache["cv_rows"]
+    return agg.copy(), list(shown)
+
+
+def _cv_summary(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
     keys, shown = _groups(data)
     agg = data.summary(keys, {
         "mean_test_score": "favg(num(test_accuracy))", "std_test_score": "stddev_samp(num(test_accuracy))",
         "mean_train_score": "favg(num(train_accuracy))", "mean_fit_time": "favg(num(fit_time_s))",
         "std_fit_time": "stddev_samp(num(fit_time_s))", "mean_n_iter": "favg(num(n_iter))",
-        "_converged": "count_if(status = 'converged')", "_n": "count(*)",
+        "_converged": "count_if(status = 'converged')", "_n": "count(*)", "_scored": "count(num(test_accuracy))",
         "start": f"histogram({start_sql(data.types('fits'))})"})
     agg["converged_folds"] = [f"{c}/{n}" for c, n in zip(agg.pop("_converged"), agg.pop("_n"))]
     agg["start"] = agg["start"].map(label_of)
     agg["rank_test_score"] = agg.groupby(["dataset", "solver_entry"])["mean_test_score"].rank(
         ascending=False, method="min").astype("Int64")
+    return agg, shown
+
+
+def cv_table(data: ReportData) -> pd.DataFrame:
+    """One row per dataset x entry x configuration, in the shape of scikit-learn's
+    `cv_results_`: the swept parameters, mean/std of the test score (accuracy) over folds, its
+    rank within the dataset x entry, train score, fit time and how many folds converged."""
+    agg, shown = _cv_rows(data)
     return agg[["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "rank_test_score",
                 "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds", "start"]]
 
@@ -52,14 +66,73 @@ table("cv_results", "Cross-validation", needs=("test_accuracy",), top=("rank_tes
            "previous C's solution on its C path). Not a speed comparison: see Time to target.")(cv_table)
 
 
-@table("best_params", "Best parameters per dataset and solver", needs=("test_accuracy",),
-       note="The configuration of best mean test accuracy (ties: the faster); every swept key is shown.")
+ONE_SE_NOTE = ("The configuration of best mean test accuracy (ties: the faster), picked from `configs` "
+               "configurations, each score a mean over folds: the best of many noisy means is optimistic. "
+               "`se_test_score` is the standard error of the best's mean (its std over folds / sqrt(folds)); "
+               "`C_1se` is the one-standard-error choice (Hastie, Tibshirani and Friedman, *The Elements of "
+               "Statistical Learning*, section 7.10; glmnet's `lambda.1se`): the smallest C, every other key as the "
+               "best's, whose mean test accuracy is at least the best's less one standard error, the most "
+               "regularised model the folds cannot tell from the best (scikit-learn's example *Balance model "
+               "complexity and cross-validated score* takes one standard deviation instead: a wider band). Every "
+               "swept key is shown.")
+
+
+@table("best_params", "Best parameters per dataset and solver", needs=("test_accuracy",), note=ONE_SE_NOTE,
+       lines=lambda data: one_se_lines(best_params(data)))
 def best_params(data: ReportData) -> pd.DataFrame:
-    cv = cv_table(data)
-    cv = cv.assign(_acc=cv["mean_test_score"].fillna(-np.inf))
-    cv = cv.sort_values(["dataset", "solver_entry", "_acc", "mean_fit_time"], ascending=[True, True, False, True])
-    best = cv.groupby(["dataset", "solver_entry"], sort=True).head(1).drop(columns=["_acc", "rank_test_score"])
-    return best.reset_index(drop=True)
+    cv, shown = _cv_rows(data)
+    cv["se_test_score"] = cv["std_test_score"] / np.sqrt(cv["_scored"].astype(float))
+    cv["_acc"] = cv["mean_test_score"].fillna(-np.inf)
+    cv = cv.sort_values(["dataset", "solver_entry", "_acc", "mean_fit_time"], ascending=[True, True, False, True],
+                        kind="stable")
+    along = [c for c in ("C", LAMBDA) if c in shown]
+    rows = []
+    for _, grp in cv.groupby(["dataset", "solver_entry"], sort=True):
+        best = grp.iloc[0].to_dict()
+        best["configs"] = len(grp)
+        if "C" in along:
+            one = one_se_choice(grp, best, [c for c in shown if c not in along])
+            best.update({f"{c}_1se": one[c] for c in along})
+            best["mean_test_score_1se"] = one["mean_test_score"]
+        rows.append(best)
+    one_se = [f"{c}_1se" for c in along] + (["mean_test_score_1se"] if "C" in along else [])
+    cols = ["dataset", "solver_entry", *shown, "mean_test_score", "std_test_score", "se_test_score", "configs",
+            *one_se, "mean_train_score", "mean_fit_time", "std_fit_time", "mean_n_iter", "converged_folds", "start"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def one_se_choice(grp: pd.DataFrame, best: dict, fixed: list[str]) -> dict:
+    """The one-standard-error choice among the configurations `grp` of one dataset and entry: of
+    those that share the best's `fixed` keys (its C path), the one of least C whose mean test
+    score is at least the best's less the best's standard error (no spread known, one fold: at
+    least the best's). The best itself when no smaller C gets there."""
+    path = grp
+    for c in fixed:
+        path = path[path[c].map(key_value) == key_value(best[c])]
+    se = best["se_test_score"]
+    floor = best["mean_test_score"] - (se if np.isfinite(se) else 0.0)
+    within = path[path["mean_test_score"] >= floor]
+    C = pd.to_numeric(within["C"], errors="coerce")
+    if C.notna().any():
+        return within.loc[C.idxmin()].to_dict()
+    return best
+
+
+def one_se_lines(best: pd.DataFrame) -> list[str]:
+    """A line when a one-standard-error choice is not the best: the folds cannot tell it from
+    the best, with less C."""
+    if "C_1se" not in best.columns or best.empty:
+        return []
+    C, C1 = pd.to_numeric(best["C"], errors="coerce"), pd.to_numeric(best["C_1se"], errors="coerce")
+    other = best[C1 < C]
+    if other.empty:
+        return []
+    r = other.iloc[0]
+    return [f"- {len(other)} of {len(best)} best configurations have a smaller C within one standard error of "
+            f"their score (first: {r['solver_entry']} on {r['dataset']}, C={fmt(float(r['C_1se']))} at "
+            f"{fmt(float(r['mean_test_score_1se']))} against C={fmt(float(r['C']))} at "
+            f"{fmt(float(r['mean_test_score']))}, standard error {fmt(float(r['se_test_score']))}): the folds do "
+            f"not tell them apart; the smaller C is the more regularised model."]
 
 
 @table("timing", "Timing", needs=("fit_time_s",),
@@ -253,10 +326,10 @@ def point_names(data: ReportData, where: str) -> str:
 def _values_among(data: ReportData, some: str, all_: str, col: str) -> str:
     """`eta=1, 2, 3` where some fits of an entry (`some`) hold only part of the values `col` takes
     over all its fits (`all_`: the step sizes that diverged); "" where they hold them all, or it has one."""
-    from .common import _key_values
+    from .common import key_values
     expr = data.norm(col)
-    mine = set(_key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {some}")["v"]))
-    every = set(_key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {all_}")["v"]))
+    mine = set(key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {some}")["v"]))
+    every = set(key_values(data.sql(f"SELECT DISTINCT {expr} AS v FROM {data.table('results')} WHERE {all_}")["v"]))
     vals = mine - {MISSING}
     if len(every) < 2 or mine == every or not vals:
         return ""
@@ -358,19 +431,26 @@ def _speed(data: ReportData) -> tuple[pd.DataFrame, list[str]]:
 
 def _target_note(what: str) -> str:
     return (f"One row per whole problem (every problem key) and solver configuration; {what} Times are on the call "
-            f"clock ({CLOCKS['call']}) and read from the {SOURCES['timing']}, or, where `source` says `sweep`, from "
+            f"clock ({CLOCKS['call']}), or where `clock` says `wall` on the wall clock ({CLOCKS['wall']}), and read "
+            f"from the {SOURCES['timing']}, or, where `source` says `sweep`, from "
             f"{SOURCES['sweep']}.")
 
 
-def _never(v: float) -> object:
-    return "not reached" if v == np.inf else v
+def _never(v: float, censored: float = 0, budget: float | None = None) -> object:
+    """A median time (or iteration count) as shown: `not reached` for inf, `not reached within B s`
+    where folds were cut by their timing budget B (censored: never a time)."""
+    if v != np.inf:
+        return v
+    return f"not reached within {budget:g} s" if censored and budget is not None and np.isfinite(budget) \
+        else "not reached"
 
 
 @table("time_to_target", "Time to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note=_target_note("`t_target_s`: the median over folds of the seconds until (P - f*)/|f*| first fell to the "
                          "report's target (said at the top of the report and under the table), `not reached` where "
                          "the median fold never got there (it stopped above the target, by its own rule or at its "
-                         "cap); `reached`: folds that got there, of the folds whose f* is certain enough to tell; "
+                         "cap), `not reached within B s` where folds were cut by their timing budget B first "
+                         "(run.timing_budget_s: censored, never a time); `reached`: folds that got there, of the folds whose f* is certain enough to tell; "
                          "`ratio`: t_target_s over its `baseline`'s on the same problem, from the same start and on "
                          "the same clock (the baseline's fastest configuration there), only where both reached the "
                          "target; `own_stop_s`: the time to the solver's own stop, a different rule per solver, never "
@@ -383,7 +463,7 @@ def time_to_target(data: ReportData) -> pd.DataFrame:
     out = rows[shown + labels + ["reached", "t_target_s"]].copy()
     out["baseline"], out["ratio"] = _own_ratio(rows)
     out["own_stop_s"], out["rel_subopt"] = rows["own_stop_s"], rows["rel_subopt"]
-    out["t_target_s"] = out["t_target_s"].map(_never)
+    out["t_target_s"] = [_never(v, c, b) for v, c, b in zip(out["t_target_s"], rows["censored"], rows["budget_s"])]
     return out
 
 
@@ -427,14 +507,18 @@ def target_lines(data: ReportData) -> list[str]:
 @table("iterations_to_target", "Iterations to target suboptimality", needs=("f_star",), hint=F_STAR_HINT,
        note="As above in the solver's own iterations (passes, steps, pairs: not comparable across solvers), from the "
             "same fits; `it_eps`: the median over folds of the iterations until (P - f*)/|f*| <= eps (`not reached` "
-            "where the median fold never got there; empty where f* is not certain to eps).")
+            "where the median fold never got there, `not reached within B s` where its timing budget cut it first; "
+            "empty where f* is not certain to eps, and for a library's ladder at an eps other than report.target: "
+            "its rungs stop at the first that reaches report.target, so they resolve no other).")
 def iterations_to_target(data: ReportData) -> pd.DataFrame:
     rows, shown = _speed(data)
     # The fits of the speed rows, each with its iterations to every target (`fit_times_sql`).
-    its = [data.engine.view(f"SELECT key AS _k, _it_target FROM {q(timed_fits(data, eps))}") for eps in TARGETS]
+    its = [data.engine.view(f"SELECT key AS _k, _it_target, _censored_s FROM {q(timed_fits(data, eps))}")
+           for eps in TARGETS]
     icols = [f"it_{eps:g}" for eps in TARGETS]
     joined = data.engine.view(
-        "SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}" for j, c in enumerate(icols))
+        "SELECT f.*, " + ", ".join(f"i{j}._it_target AS {q(c)}, i{j}._censored_s AS {q('_cut_' + c)}"
+                                   for j, c in enumerate(icols))
         + f" FROM {q(timed_fits(data, TARGETS[0]))} f "
         + " ".join(f"JOIN {q(v)} i{j} ON f.key = i{j}._k" for j, v in enumerate(its)))
     d = data.view({"_its": joined})
@@ -444,10 +528,12 @@ def iterations_to_target(data: ReportData) -> pd.DataFrame:
     keys = prob + ["solver_entry"] + own
     where = "f_star IS NOT NULL" if "f_star" in d.types("_its") else None
     agg = d.summary(keys, {"runs": "count(key)", "start": "histogram(\"start\")", "n_iter": "median(num(n_iter))",
-                           **{c: f"median({q(c)})" for c in icols}}, name="_its", where=where)
+                           **{c: f"median({q(c)})" for c in icols},
+                           **{f"_n_{c}": f"count({q('_cut_' + c)})" for c in icols},
+                           **{f"_b_{c}": f"max({q('_cut_' + c)})" for c in icols}}, name="_its", where=where)
     agg["start"] = agg["start"].map(label_of)
     for c in icols:
-        agg[c] = agg[c].map(_never)
+        agg[c] = [_never(v, n, b) for v, n, b in zip(agg[c], agg.pop(f"_n_{c}"), agg.pop(f"_b_{c}"))]
     return agg[[c for c in shown if c in agg.columns] + ["runs", "start", "n_iter", *icols]]
 
 
@@ -485,9 +571,12 @@ def methods_table(data: ReportData) -> pd.DataFrame:
             mine_ = [(tuple(getattr(row_, c) for c in prob), np.isfinite(row_.t_target_s))
                      for row_ in grp.itertuples(index=False)]
             missed = sum(1 for p, hit in mine_ if not hit and p in reached_by_base)
+            cut = sum(1 for row_ in grp.itertuples(index=False) if row_.censored and not np.isfinite(row_.t_target_s)
+                      and tuple(getattr(row_, c) for c in prob) in reached_by_base)
             won = sum(1 for p, hit in mine_ if hit and p in shared - reached_by_base)
             text = f"x{fmt(float(np.exp(np.log(r).mean())))} over {len(r)}" if len(r) else "no ratio"
             row[ds] = text + (f"; {missed} not reached" if missed else "") + \
+                (f" ({cut} within the timing budget: censored)" if cut else "") + \
                 (f"; {won} reached where {base} did not" if won else "")
         out.append(row)
     return pd.DataFrame(out).fillna("")

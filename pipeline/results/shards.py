@@ -183,6 +183,19 @@ def read_statuses(path: Path) -> list[tuple[str, str | None, str | None]]:
     return list(zip(keys, out["status"], out["error"]))
 
 
+def read_columns(path: Path, columns) -> dict[str, list]:
+    """Of one shard file, the key and those of `columns` it has, each a list over its records
+    (None where a record has no value), JSON text parsed: a few columns of every record, not its
+    records (a run's cost history; what a resumed run hands a timing ladder)."""
+    table = _parquet(Path(path), ("key", *columns))
+    meta = table.schema.metadata or {}
+    json_columns = set(json.loads(meta.get(JSON_KEY, b"[]")))
+    values = {name: table.column(name).to_pylist() for name in table.column_names}
+    for name in values.keys() & json_columns:
+        values[name] = [json.loads(v) if v is not None else None for v in values[name]]
+    return values
+
+
 def read_table(path: Path):
     """(table, JSON columns) of one shard file: its records as an Arrow table, every string
     column but the key dictionary-encoded (a sweep's records repeat their spec's texts: read as

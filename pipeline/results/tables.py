@@ -409,6 +409,9 @@ def _results(shards: _Shards, rows: np.ndarray, refs: dict, reference_of: dict |
     if (timing.codes >= 0).any():
         optional["timing_method"] = _derive(timing, lambda t: t["method"] if t else None)
         optional["setup_s"] = _column(field("setup_s"), n, nan)
+        if any(isinstance(t, dict) and t.get("clock") for t in timing.values()):
+            # Timed on the wall clock, beside a distributed fit (plan._add_timing_fits).
+            optional["clock"] = _derive(timing, lambda t: t.get("clock") if t else None)
     # A search's fits (pipeline/search/): the round (a halving rung) that asked for each.
     search = spec("search")
     if (search.codes >= 0).any():

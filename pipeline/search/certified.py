@@ -25,6 +25,7 @@ Each round:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -112,9 +113,11 @@ def cv_errors(fits: list[FoldFit], n_folds: int) -> dict:
     return out
 
 
-def decide(s: Settings, fits: list[FoldFit], n_folds: int, rounds_done: int, pairs: dict | None = None) -> Decision:
+def decide(s: Settings, fits: list[FoldFit], n_folds: int, rounds_done: int, pairs: dict | None = None,
+           place=None) -> Decision:
     """The next round (or the end) from every fit so far; `rounds_done` rounds have run. pairs:
-    `cv_bounds.lower_bound`'s cache, kept by the caller across rounds."""
+    `cv_bounds.lower_bound`'s cache, kept by the caller across rounds. place(s, fits, decision):
+    the next round's points where not certified (default `next_points`, the paper's rule)."""
     errors = cv_errors(fits, n_folds)
     nan = math.nan
     if not errors:
@@ -137,7 +140,7 @@ def decide(s: Settings, fits: list[FoldFit], n_folds: int, rounds_done: int, pai
         decision.done = True
         decision.reason = (f"not certified: max_rounds={s.max_rounds} reached; " + why_not(s, fits, decision))
         return decision
-    decision.points = next_points(s, fits, decision)
+    decision.points = (place or next_points)(s, fits, decision)
     if not decision.points:
         decision.done = True
         decision.reason = ("not certified: the bound's lowest point in every range where it is below the best CV "
@@ -251,3 +254,111 @@ def why_not(s: Settings, fits: list[FoldFit], d: Decision) -> str:
         text += (f"; the fits at C={', '.join(f'{C:.4g}' for C in stopped[:4])}{' ...' if len(stopped) > 4 else ''} "
                  f"stopped at their iteration cap, short of their tol (raise max_iter)")
     return text
+
+
+# ------------------------------------------------------------------ how many fits epsilon needs
+def reach(certs: list[Certificate], level: float) -> float:
+    """How far in log C, each way, one C's fits (one certificate per fold) keep the CV error
+    bound at or above `level` by themselves (their single balls): each misclassified row counts
+    while |log C - log C~| < its half-width 2 artanh(q/p) (`Certificate.intervals`), each fold's
+    rows weighed 1 / (its size x the folds). inf when the rows counted everywhere reach the level
+    already (`always`); 0 when even at C~ they do not (the fits' gaps hide too many rows)."""
+    n = len(certs)
+    widths, weights, base = [], [], 0.0
+    for c in certs:
+        _, lo, hi = c.intervals()
+        widths.append((hi - lo) / 2.0)
+        weights.append(np.full(len(lo), 1.0 / (c.n_val * n)))
+        base += c.always / (c.n_val * n)
+    if base >= level:
+        return math.inf
+    h, w = np.concatenate(widths), np.concatenate(weights)
+    order = np.argsort(-h, kind="stable")
+    covered = base + np.cumsum(w[order])
+    k = int(np.searchsorted(covered, level - 1e-12))
+    return float(h[order][k]) if k < len(h) else 0.0
+
+
+def estimate(s: Settings, by_C: dict, best: float, epsilons=None) -> dict:
+    """From the fits of a first round (by_C: C -> its certificates, one per fold), how many C
+    values the bound needs over [C_min, C_max] to certify the best CV error within each epsilon:
+    between two neighbouring C values a and b with reaches r_a, r_b (`reach` at best - epsilon),
+    about (log b - log a) / (r_a + r_b) C values, the single balls' own need (the bound between
+    two fits certifies more, so this counts high). The reaches are those of fits whose gap hides
+    no row (G = 0 in the lemma): the gaps are the tolerance's to close (the refits; a held-out
+    search's tolerance from epsilon), the spacing is what epsilon asks; None where a fit's rows
+    reach the level nowhere."""
+    epsilons = sorted({s.epsilon, *(epsilons or (s.epsilon / 2, 2 * s.epsilon))})
+    Cs = sorted(by_C)
+    exact = {C: [dataclasses.replace(c, gap=0.0) for c in certs] for C, certs in by_C.items()}
+    out = {}
+    for eps in epsilons:
+        r = [reach(exact[C], best - eps) for C in Cs]
+        if min(r) == 0.0:
+            out[eps] = None
+            continue
+        need = len(Cs)
+        for (a, ra), (b, rb) in zip(zip(Cs, r), zip(Cs[1:], r[1:])):
+            need += max(0, math.ceil(math.log(b / a) / (ra + rb)) - 1)
+        out[eps] = need
+    return out
+
+
+# How much farther apart than their single balls' reach two fits may be placed, for the bound
+# between them (`cv_bounds.pair_intervals`) to certify the C values between: where the solution
+# path is nearly straight the two balls meet in a lens far smaller than either (docs/design/search.md,
+# "Between two fits"); the next round fills what it leaves, at the single balls' own spacing.
+PAIR_REACH = 2.0
+
+
+def _spaced(a: float, b: float, ra: float, rb: float, stretch: float) -> list[float]:
+    """Points of log C strictly between a and b so that consecutive ones are about
+    stretch (r(x) + r(x')) apart, r the reach, interpolated log-linearly from ra at a to rb at b:
+    the points where the count n(x) = integral from a to x of dx / (2 stretch r) reaches 1, 2, ...
+    (n(b) - 1 of them, at least one)."""
+    span = b - a
+    beta = (math.log(rb) - math.log(ra)) / span
+    def count(x):
+        return (x - a) / (2 * stretch * ra) if abs(beta * span) < 1e-9 else \
+            (1.0 - math.exp(-beta * (x - a))) / (2 * stretch * ra * beta)
+    k = max(1, math.ceil(count(b)) - 1)
+    total = count(b)
+    out = []
+    for j in range(1, k + 1):
+        n = j * total / (k + 1)          # k points dividing the count evenly
+        x = a + n * 2 * stretch * ra if abs(beta * span) < 1e-9 else \
+            a - math.log(1.0 - 2 * stretch * ra * beta * n) / beta
+        out.append(x)
+    return out
+
+
+def heldout_points(s: Settings, fits: list[FoldFit], d: Decision, max_points: int) -> list[dict]:
+    """The next round of a held-out search: in every range where the bound is below the best
+    validation error less epsilon, C values between the fitted C values around it, spaced by
+    what the fits at its two ends reach (`reach`, interpolated log-linearly between them) and
+    PAIR_REACH times that on a range's first filling (the bound between two fits carries
+    further; a range already filled once gets the single balls' spacing); at least one a range;
+    in increasing C, a sequential walk warm from each neighbour."""
+    certs = {}
+    for f in fits:
+        if f.certificate is not None and (f.C not in certs or f.tol < certs[f.C][0]):
+            certs[f.C] = (f.tol, f.certificate)
+    C_of = {math.log(C): C for C in certs}
+    logs = sorted(C_of)
+    level = d.best_error - s.epsilon
+    rounds = {f.C: f.round for f in fits}
+    out: set = set()
+    for r in uncertified(s, d.bound, d.best_error):
+        a = max((x for x in logs if x <= r["lo"] + 1e-12), default=logs[0])
+        b = min((x for x in logs if x >= r["hi"] - 1e-12), default=logs[-1])
+        if b - a < 1e-9:
+            continue
+        ra, rb = (reach([certs[C_of[x]][1]], level) or reach([dataclasses.replace(certs[C_of[x]][1], gap=0.0)], level)
+                  for x in (a, b))
+        # Two fits of the first round at the ends: a range never filled; else filled before.
+        stretch = PAIR_REACH if max(rounds[C_of[a]], rounds[C_of[b]]) == 0 else 1.0
+        xs = _spaced(a, b, max(ra, 1e-6), max(rb, 1e-6), stretch) if ra + rb > 0 and math.isfinite(ra + rb) \
+            else [(a + b) / 2.0]
+        out.update(rounded(math.exp(x)) for x in xs[:max_points])
+    fitted = set(certs)
+    return [{"C": C} for C in sorted(out - fitted)][:max_points]

@@ -54,7 +54,7 @@ PIECES = [
     ("peak-RSS reads", tasks, "peak_rss_mb"),
     ("peak-RSS reset", tasks, "reset_peak_rss"),
 ]
-TIMINGS = {"fit_time_s", "task_time_s", "env_peak_rss_mb"}
+TIMINGS = {"fit_time_s", "task_time_s", "task_cpu_s", "env_peak_rss_mb"}
 
 
 def _timed(fn, label, seconds, calls, active):

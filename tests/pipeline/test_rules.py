@@ -5,12 +5,15 @@ judged by pipeline/papers/claims.py) with a digest; a change to any of them must
 entry in the study's rule log (`CHANGES`: what changed, why, the verdicts before and after), which
 the README prints. And the committed README's rule column must be the text the code generates
 from those rules today: a README that says "in every fold" while the code checks something else
-fails here until it is regenerated. No solver runs."""
+fails here until it is regenerated. And `claims.lint` must find nothing in a study's claims: a claim
+that measures against a number the paper printed names it, and such a claim on a study with a
+stand-in is a level (or says why the number is the method's on any data). No solver runs."""
 import re
 
 import pytest
 
 from pipeline.papers import PAPERS_DIR, bertini, duros_katzman, roethel_brynda, rupnik, troyan
+from pipeline.papers.claims import lint
 
 STUDIES = {m.NAME: m for m in (bertini, duros_katzman, roethel_brynda, rupnik, troyan)}
 _CELL = re.compile(r"(?<!\\)\|")
@@ -50,3 +53,16 @@ def test_the_committed_readme_says_what_the_code_checks(name):
     assert f"rules have digest `{rules.digest()}`" in text, f"{name}: the README is from other rules: regenerate it"
     last = rules.changes[-1]
     assert f"### {last.date} (digest `{last.digest}`)" in text and last.what in text
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_no_printed_number_is_judged_as_a_mechanism_on_a_stand_in(name):
+    assert lint(STUDIES[name].RULES) == []
+
+
+@pytest.mark.parametrize("name", sorted(STUDIES))
+def test_the_committed_readme_says_in_one_table_what_is_reproduced(name):
+    text = (PAPERS_DIR / name / "README.md").read_text()
+    assert "| outcome | # | the finding | why |" in text, f"{name}: regenerate its README (the summary table)"
+    rows = [line for line in text.splitlines() if re.match(r"^\| (reproduced|differs|cannot be judged) \| \d+ \|", line)]
+    assert len(rows) == len(STUDIES[name].RULES.claims)

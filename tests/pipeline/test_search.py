@@ -43,17 +43,29 @@ def certified(store, tmp_path_factory):
     return run_dir, out
 
 
-def _exact_cv_errors(store, Cs):
-    """The CV error of the exact solution (smooth_newton, certified to rounding) at each C, on
-    the search's own folds and scaling (the workers' fold extraction)."""
-    exp = validate(compose([f"store.root={store}", "cluster=sequential", *CERTIFIED]))
+def assert_bound_below(state, Cs, exact):
+    """search.json's bound is at most the exact error at each C of Cs (away from its breaks,
+    where the step function's value is that of the open intervals' ends)."""
+    edges = np.asarray(state["bound"]["log_breaks"])
+    between = np.asarray(state["bound"]["between"])
+    at = np.clip(np.searchsorted(edges, np.log(Cs), side="right") - 1, 0, len(between) - 1)
+    on_edge = np.isin(np.log(Cs), edges)
+    assert (between[at][~on_edge] <= exact[~on_edge] + 1e-12).all()
+
+
+def exact_errors(store, overrides, Cs, folds=None):
+    """The validation error of the exact solution (smooth_newton, certified to rounding) at each
+    C, the mean over `folds` (None: all), on the experiment's own folds and scaling (the workers'
+    fold extraction)."""
+    exp = validate(compose([f"store.root={store}", *overrides]))
     plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
-    folds = [fold_data(str(store), data, k)[:4] for k in range(len(plan.datasets["breast_cancer"]["folds"]))]
+    folds = range(len(next(iter(plan.datasets.values()))["folds"])) if folds is None else folds
+    rows = [fold_data(str(store), data, k)[:4] for k in folds]
     out = []
     for C in Cs:
         errs = []
-        for X, y, Xv, yv in folds:
+        for X, y, Xv, yv in rows:
             p = solvers.Problem(X, y, C=C, loss="squared_hinge", intercept="regularized")
             fit = solvers.fit(p, "smooth_newton", budget=solvers.Budget(tol=1e-12, max_iter=500))
             assert fit.gap <= 1e-8 * abs(fit.primal)
@@ -75,13 +87,9 @@ def test_the_certified_search_stops_with_its_guarantee_between_grid_points(store
     # The guarantee, checked independently: no exact solution on a dense grid over the range
     # has a CV error below the best found less epsilon; and the bound is below each of them.
     Cs = np.geomspace(1e-3, 1.0, 121)
-    exact = _exact_cv_errors(store, Cs)
+    exact = exact_errors(store, ["cluster=sequential", *CERTIFIED], Cs)
     assert exact.min() >= state["best_error"] - eps, (exact.min(), state["best_error"])
-    edges = np.asarray(state["bound"]["log_breaks"])
-    between = np.asarray(state["bound"]["between"])
-    at = np.clip(np.searchsorted(edges, np.log(Cs), side="right") - 1, 0, len(between) - 1)
-    on_edge = np.isin(np.log(Cs), edges)
-    assert (between[at][~on_edge] <= exact[~on_edge] + 1e-12).all()
+    assert_bound_below(state, Cs, exact)
     # Every fit of every round is a row of the results, marked with its round.
     res = out["results"]
     rounds = res.groupby("search_round")["C"].nunique()
@@ -106,11 +114,21 @@ def test_halving_promotes_the_best_of_each_rung_and_ends_on_the_grids_best(store
     assert (state["best"]["point"]["C"], state["best"]["point"]["gamma"]) == best
     res = out["results"]
     assert len(res) == 3 * (12 + 4 + 2) and list(res.groupby("search_round").size()) == [36, 12, 6]
-    # Each later rung started from its candidate's own model of the rung before.
+    # Each later rung's first candidate of a (fold, gamma) started from its own model of the rung
+    # before; the next ones of that gamma from the C before on the same rows, with its kernel cache.
     later = res[res["search_round"] > 0]
-    assert later["warm_from"].notna().all() and (later["info_seeded"] == "alpha").all()
-    first = res[res["search_round"] == 0].set_index("key")
-    assert set(later["warm_from"]) <= set(first.index) | set(res.loc[res["search_round"] == 1, "key"])
+    assert later["warm_from"].notna().all() and later["info_seeded"].isin(["alpha", "path"]).all()
+    by_key = res.set_index("key")
+    for _, r in later.iterrows():
+        src = by_key.loc[r["warm_from"]]
+        assert src["fold"] == r["fold"] and src["gamma"] == r["gamma"]
+        if r["info_seeded"] == "alpha":
+            assert src["search_round"] == r["search_round"] - 1 and src["C"] == r["C"]
+        else:
+            assert src["search_round"] == r["search_round"] and src["C"] < r["C"]
+    for (rung, fold, gamma), g in later.groupby(["search_round", "fold", "gamma"]):
+        assert list(g.sort_values("C")["info_seeded"]) == ["alpha"] + ["path"] * (len(g) - 1)
+    assert (later["info_seeded"] == "path").any()
 
 
 def test_halving_a_solver_that_takes_no_warm_start_runs_every_rung_cold(store, tmp_path):
@@ -195,7 +213,7 @@ def test_a_killed_search_resumes_without_refitting(store, certified, tmp_path):
     (["search=halving", "search.resource=tol", "solvers.dcd.grid.tol=[0.1,0.01]"],
      ["solvers.dcd.grid.tol=[0.1, 0.01]", "sets tol per rung"]),
     (["search=certified", "cv=none"], ["cv.kind='none'", "no validation rows"]),
-    (["search.kind=nosuch"], ["search.kind='nosuch'", "must be one of ['grid', 'certified', 'halving']"]),
+    (["search.kind=nosuch"], ["search.kind='nosuch'", "must be one of ['grid', 'certified', 'heldout', 'path', 'halving']"]),
 ])
 def test_bad_search_settings_are_refused_in_one_line_naming_the_key(tmp_path, overrides, words):
     with pytest.raises(ConfigError) as exc:
@@ -238,3 +256,20 @@ def test_plans_joined_keep_each_key_once_and_their_references(tmp_path):
     assert {s["key"]: s["reference_key"] for s in joined.fits.values()} == want
     assert list(joined.references) == list(dict.fromkeys([*p1.references, *p2.references]))
     assert len(joined.fits) == len(p1.fits) + len(p2.fits) - len(set(p1.fits) & set(p2.fits)) > len(p1.fits)
+
+
+def test_closing_a_record_stream_wakes_its_wait_at_once(tmp_path, monkeypatch):
+    """Each execute closes its record stream, a search once a round: closing wakes the thread
+    waiting on the queue instead of waiting out its poll (FLUSH_S), and the wake is no batch."""
+    from distributed import Client, LocalCluster
+    from pipeline.engine import sink
+    monkeypatch.setattr(sink, "FLUSH_S", 30.0)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,      # in-process: no port
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        records = sink.RecordSink(sink.ShardWriter(tmp_path))
+        stream = sink.RecordStream(client, records)
+        time.sleep(0.5)                   # the thread is in its 30 s wait
+        started = time.perf_counter()
+        stream.close()
+        assert time.perf_counter() - started < 10.0
+        assert not stream._thread.is_alive() and records.failed == 0 and not records._held

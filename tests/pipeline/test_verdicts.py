@@ -23,7 +23,7 @@ NO_NUMBERS = {
     ("roethel_brynda", "active_end"): "by construction (the KKT conditions)",
     ("troyan", "gd_start"): "one start per method in the paper",
     ("bertini", "small_C"): "Figure 3 is a picture",
-    ("bertini", "poly_stable"): "the text only",
+    ("bertini", "poly_stable"): "the text only (Figure 3 is a picture)",
     ("bertini", "no_free_sv"): "the text only",
     ("bertini", "underfit_low"): "the text only ('really low')",
     ("bertini", "converges"): "their tables are of solutions: every method stopped on its test",
@@ -35,7 +35,7 @@ NO_NUMBERS = {
     ("duros_katzman", "multiclass_level"): "a level, against the paper's own number (trivially equal)",
     ("rupnik", "starts"): "by construction (the first step erases the start)",
     ("rupnik", "small_k_slow"): "Figure 4 is a picture",
-    ("rupnik", "larger_kT"): "Figure 4 is a picture",
+    ("rupnik", "larger_kT"): "Figure 4 is a picture (and by construction: Pegasos's rate)",
     ("rupnik", "lazy_better"): "the text only",
     ("rupnik", "lazy_still_slower"): "the text only",
 }
@@ -64,9 +64,10 @@ def test_roethel_brynda_rules_hold_on_the_papers_own_tables():
     # Heart at C=100, their exception: LinearSVC 74.75 against 82.83 (our) and 80.81 (our shrinking).
     for col in ("our", "our shrinking"):
         assert holds(rb, "heart_drop", rb.TABLE1["cleveland_heart"][col][2] - rb.TABLE1["cleveland_heart"]["sklearn"][2])
-    # Shrinking no faster: the mean over their cells of time without over with is 0.97x.
+    # Shrinking no faster: the geometric mean over their cells of time without over with is 0.94x.
     ratios = [rb.TABLE2[ds]["our"][i] / rb.TABLE2[ds]["our shrinking"][i] for ds in rb.DATASETS for i in range(3)]
-    assert np.mean(ratios) == pytest.approx(0.965, abs=0.01) and holds(rb, "shrinking_not_faster", np.mean(ratios))
+    mean = float(np.exp(np.mean(np.log(ratios))))
+    assert mean == pytest.approx(0.936, abs=1e-3) and holds(rb, "shrinking_not_faster", mean)
 
 
 def test_roethel_brynda_timing_findings_hold_on_their_times_as_repeats():
@@ -112,11 +113,16 @@ def test_troyan_rules_hold_on_the_papers_own_tables():
     CHECKED.add(("troyan", "ours_over_maj"))            # the same rule as alpha_over_maj, for our alpha-Maj
     # Their Table 3's Heart: Maj 0.0016 above alpha-Maj is the same minimum to 4 digits.
     assert holds(tr, "global_minimum", (92.1256 - 92.1240) / 92.1240)
-    # The speed-ups are judged against their own mean over the datasets that are theirs; their
-    # printed 3.4x, 1.8x and "around twice" (over all seven) are within the same factor of it.
+    # The speed-ups are judged against the geometric mean of their own Table 2's ratios over the
+    # datasets that are theirs (the one mean of ratios the study quotes, ours and theirs alike);
+    # their printed 3.4x, 1.8x and "around twice" (arithmetic means over all seven) are within the
+    # same factor of it.
     for key, printed in (("alpha_over_maj", 3.4), ("alpha_over_2maj", 1.8), ("2maj_over_maj", 2.0)):
         assert holds(tr, key, printed), key
-    assert tr.paper_ratio("svmmaj", "alpha_maj_printed", tr.THEIR_SETS) == pytest.approx(3.23, abs=0.01)
+    ratios = [tr.TABLE2[d][0] / tr.TABLE2[d][2] for d in tr.THEIR_SETS]
+    assert tr.paper_ratio("svmmaj", "alpha_maj_printed", tr.THEIR_SETS) == pytest.approx(
+        np.exp(np.mean(np.log(ratios)))) == pytest.approx(2.636, abs=1e-3)
+    assert np.mean(ratios) == pytest.approx(3.23, abs=0.01)                 # the arithmetic mean it replaced
     assert tr.THEIR_SETS == ("australian", "breast_cancer_wisconsin_699", "pima_diabetes", "heart_statlog", "sonar")
 
 
@@ -154,6 +160,7 @@ def test_duros_katzman_rules_hold_on_the_papers_own_tables():
 def test_rupnik_rules_hold_on_the_papers_own_numbers():
     for eps in rp.TARGETS:
         assert holds(rp, "gap_iterations", rp.THEIRS_IT[eps] / rp.THEIRS_IT[eps])
+    assert holds(rp, "gap_ratio", rp.THEIRS_IT[1e-3] / rp.THEIRS_IT[3e-3])              # 560 / 200
     # Their own comparison: SVMlight's four hours to the optimum against Pegasos's 9.2 s to 0.3%.
     assert holds(rp, "exact_is_slow", rp.THEIRS_EXACT_H * 3600 / rp.THEIRS_S_03)
     assert holds(rp, "test_error", rp.THEIRS_ERR_50 - rp.THEIRS_ERR_EXACT)

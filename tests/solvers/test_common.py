@@ -21,11 +21,12 @@ NAMES = [n for n in solvers.solver_names() if not n.startswith("_")]
 # `reference_bounds`). Measured: qp -2e-15, newton 2e-16, smooth_newton 1.6e-16 (its exact step), gd 8e-14, dcd 1.7e-10, liblinear 2.8e-10,
 # svmlight 3.7e-10, smo 4.4e-10 (its path differs by a few pairs dense/CSR), svmmaj 4.3e-8,
 # libsvm 4.8e-8 (LIBSVM keeps Q in float32), alpha_maj 7.8e-8 (majorization stops on a relative
-# decrease below tol, on a flat stretch). Stochastic methods only approach the optimum (seeded:
+# decrease below tol, on a flat stretch), cocoa 9.8e-9 (its tol bounds the relative duality gap,
+# hence (P - f*)/f*). Stochastic methods only approach the optimum (seeded:
 # pegasos 2.3e-3, sgd 1.4e-2).
 REACHES = {"qp": 1e-13, "newton": 1e-13, "smooth_newton": 1e-13, "gd": 1e-12, "dcd": 2e-9, "liblinear": 3e-9,
            "svmlight": 4e-9, "smo": 5e-9, "svmmaj": 5e-7, "libsvm": 5e-7, "alpha_maj": 1e-6,
-           "pegasos": 0.03, "sgd": 0.05}
+           "cocoa": 1e-7, "pegasos": 0.03, "sgd": 0.05}
 # Methods that stop short of f* here and say "stalled" (troyan's zigzagging CD and GD: no single
 # coordinate, or the chosen subgradient, descends at a kink): how far short they may be.
 # Measured: cd_cpm 2.3e-2 (dense and CSR), gd_cpm 2.6e-2 to 2.8e-2 (where it stalls depends on

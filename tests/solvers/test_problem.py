@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.datasets import make_classification
 
 from solvers import Problem, ProblemError
 from solvers import objectives as obj
@@ -227,3 +228,17 @@ def test_with_keeps_the_checked_data_and_checks_the_settings(monkeypatch):
     with pytest.raises(ProblemError, match=r"y\[0\] = "):
         p.with_(y=np.r_[2.0, y[1:]])
     assert len(calls) == 2
+
+
+def test_the_problems_with_makes_share_one_csr_form_of_dense_X():
+    """The C values of a fold are `with_` copies of one problem: a dense X is converted to CSR
+    once, by that problem, whichever copy asks first; another X gets its own."""
+    X, y = make_classification(60, 5, random_state=0)
+    y = np.where(y == 1, 1.0, -1.0)
+    rows = Problem(X, y)
+    a, b = rows.with_(C=2.0), rows.with_(C=3.0).with_(loss="squared_hinge")
+    assert "X_csr" not in rows.__dict__
+    assert a.X_csr is b.X_csr is rows.X_csr
+    np.testing.assert_array_equal(a.X_csr.toarray(), X)
+    other = rows.with_(X=X[:30], y=y[:30])
+    assert other.X_csr is not rows.X_csr and other.X_csr.shape == (30, 5)
