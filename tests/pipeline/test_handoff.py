@@ -131,8 +131,9 @@ def test_a_command_handed_off_exits_with_the_launchers_status_having_sent_what_i
     descriptors themselves (passed, not named), the fingerprint and no ignored signal; the
     command then ends with the status the launcher reports, as given (`exit 3`: 3)."""
     monkeypatch.setenv("SVMBENCH_HANDOFF_PROBE", "x y")
-    path = [str(p) for p in sys.path] + ["/probe/of/the/path"]      # as this process has it now, under any runner
-    monkeypatch.setattr(sys, "path", path)
+    # sys.path as the command has it when it asks (a copy: an import afterwards may add to it)
+    path = [str(p) for p in sys.path] + ["/probe/of/the/path"]
+    monkeypatch.setattr(sys, "path", list(path))
     with serving(state, _lines("ok 1", "exit 3")) as seen, pytest.raises(SystemExit) as ended:
         _hand_off()
     assert ended.value.code == 3
