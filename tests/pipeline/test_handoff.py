@@ -33,14 +33,20 @@ def state(tmp_path, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def handlers(monkeypatch):
-    """The handed signals' handlers as they were before the test (a hand-off that ends in
+    """The handed signals' handlers at the test's start (restored after it: a hand-off that ends in
     `fast_exit` leaves its own), and fast_exit as a SystemExit carrying its code."""
     before = {sig: signal.getsignal(sig) for sig in handoff.HANDED_SIGNALS}
+    # As a terminal's command starts, none ignored (a runner may start its tests with some ignored:
+    # mutmut's does), the tests that ignore one say so
+    start = {sig: signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+             for sig in handoff.HANDED_SIGNALS}
+    for sig, handler in start.items():
+        signal.signal(sig, handler)
 
     def fast_exit(code, forked=False):
         raise SystemExit(code)
     monkeypatch.setattr(handoff.exits, "fast_exit", fast_exit)
-    yield before
+    yield start
     for sig, handler in before.items():
         signal.signal(sig, handler)
 
