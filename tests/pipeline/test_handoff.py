@@ -199,10 +199,11 @@ def test_a_launcher_that_says_nothing_runs_the_command_here_without_a_word(state
     assert capsys.readouterr().err == ""
     assert {sig: signal.getsignal(sig) for sig in handoff.HANDED_SIGNALS} == handlers
     monkeypatch.setattr(handoff, "REPLY_TIMEOUT_S", 0.2)
-    release = threading.Event()
-    with serving(state, lambda conn, request, fds: release.wait(10)):
+    release, held = threading.Event(), []
+    with serving(state, lambda conn, request, fds: held.append(release.wait(10))):
         assert _hand_off() is None
         release.set()
+    assert held == [True]       # the command gave up at its timeout, not when the silent launcher let go
     assert {sig: signal.getsignal(sig) for sig in handoff.HANDED_SIGNALS} == handlers
 
 
