@@ -3,7 +3,7 @@
 #   make test  [PYTEST_ARGS='...']        set up .venv with the test extra, then run the tests
 #   make test-all [PYTEST_ARGS='...']     the same, with the tests that wait on a clock none can
 #                                         shorten (marker `long`: SLURM walltimes, wheel installs)
-#   make mutate                           mutation testing of the modules that carry a guarantee
+#   make mutate [MODULES='...']           mutation testing of the modules that carry a guarantee
 #                                         (mutmut; results in mutants/, `.venv/bin/mutmut browse`)
 #   make papers [ARGS='hydra overrides']  set up .venv, then regenerate every paper reproduction
 #                                         (outputs/papers/<name>/), saying how long each took
@@ -91,11 +91,16 @@ test-all: $(VENV)/.installed-test
 # the tree is mutated (mutants/), never the working tree; a rerun reuses the results of mutants
 # whose function and tests did not change. The survivors and their reasons:
 # docs/development/testing.md, "Mutation testing".
+# MODULES='pipeline.kept.handoff solvers.params' runs those modules only, each against its own
+# related tests (tests/mutate.py), in .mutate/<modules>/: the docs give each module's time.
 mutate: $(VENV)/.installed-mutate
 	$(PY) -c 'import solvers; solvers.warm_all()'
+ifdef MODULES
+	$(PY) tests/mutate.py $(MODULES)
+else
 	$(VENV)/bin/mutmut run --max-children 2 > mutants.log 2>&1 || { tail -20 mutants.log; exit 1; }
-	$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json
-	$(VENV)/bin/mutmut results
+	$(PY) tests/mutation_summary.py
+endif
 
 # The pages under docs/reference/ are generated at build time from the code (docs/gen/*.py):
 # the configuration schema and conf/ groups, the solver registry, the API from docstrings (griffe
@@ -106,4 +111,4 @@ docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build $(DOCS_ARGS) --site-dir site
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis site mutants mutants.log
+	rm -rf $(VENV) .pytest_cache .hypothesis site mutants mutants.log .mutate

@@ -48,6 +48,42 @@ def pytest_runtest_logreport(report):
         _marked_slow.add(report.nodeid)
 
 
+# SVMBENCH_TEST_CPU=DIR: each pytest process appends, per test, the CPU seconds it and the
+# children it waited for spent (setup, call and teardown), and the wall seconds, to
+# DIR/<worker>.jsonl; `python tests/cpu_seconds.py DIR` sums them by file. CPU seconds move less
+# with the machine's load than wall seconds do, so a loaded machine can still say where the
+# suite's time goes (a server a module starts is counted when it is reaped, at the module's end).
+CPU_DIR = "SVMBENCH_TEST_CPU"
+
+
+def pytest_runtest_logstart(nodeid, location):
+    # xdist's controller hears of each test too, after the fact: only the process running it counts
+    if os.environ.get(CPU_DIR) and (os.environ.get("PYTEST_XDIST_WORKER") or not _distributing):
+        _cpu_before[nodeid] = (_cpu_now(), time.perf_counter())
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if nodeid not in _cpu_before:
+        return
+    import json
+    (own0, children0), wall0 = _cpu_before.pop(nodeid)
+    own, children = _cpu_now()
+    path = os.path.join(os.environ[CPU_DIR], f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.jsonl")
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"test": nodeid, "own": own - own0, "children": children - children0,
+                             "wall": time.perf_counter() - wall0}) + "\n")
+
+
+_cpu_before: dict = {}
+_distributing = False       # this process is xdist's controller, its tests run by workers
+
+
+def _cpu_now() -> tuple[float, float]:
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 def pytest_terminal_summary(terminalreporter):
     over = sorted(((s, n) for n, s in _seconds.items() if s > SLOW_S and n not in _marked_slow), reverse=True)
     if over:
@@ -94,6 +130,8 @@ def _note_descendants(session: str) -> None:
 
 
 def pytest_configure(config):
+    global _distributing
+    _distributing = bool(getattr(config.option, "numprocesses", None)) and not os.environ.get("PYTEST_XDIST_WORKER")
     if not os.environ.get("PYTEST_XDIST_WORKER"):        # the controller, or a run without workers
         os.environ[SESSION] = os.environ.pop(NEXT_SESSION, None) or uuid.uuid4().hex
         config._svmbench_controller = True

@@ -80,10 +80,11 @@ def peer(sock: socket.socket) -> tuple[int, int] | None:
 
 
 def _read_line(sock: socket.socket) -> str:
-    """One reply line ('' at end of file)."""
+    """One reply line ('' at end of file), read a byte at a time: the launcher's next line (a
+    quick command's ``exit``) may already wait behind this one, and is the next call's."""
     data = b""
     while not data.endswith(b"\n"):
-        chunk = sock.recv(256)
+        chunk = sock.recv(1)
         if not chunk:
             break
         data += chunk
@@ -126,6 +127,7 @@ def hand_off(argv: list[str], started: float) -> None:
         ours = peer(conn)
         if ours is None or ours[1] != os.geteuid():
             conn.close()     # not this user's launcher: it gets neither the environment nor the streams
+            _run_here(previous, held)
             return
         socket.send_fds(conn, [struct.pack("!I", len(request)) + request], fds)
         reply = _read_line(conn)

@@ -377,7 +377,7 @@ def write_scaled_page(data: ReportData, path, title: str) -> bool:
     except Skip:
         path.unlink(missing_ok=True)
         return False
-    if not payload["keys"] and not payload["traces"]["lines"]:
+    if not any(k["lines"] for k in payload["keys"]) and not payload["traces"]["lines"]:
         path.unlink(missing_ok=True)
         return False
     from plotly.offline import get_plotlyjs

@@ -131,8 +131,10 @@ def fit_times(fits: pd.DataFrame, traces: pd.DataFrame, target: float = TARGET, 
                  / pd.to_numeric(fits["primal_objective"], errors="coerce").abs()).to_numpy()
         ok = np.ones(len(fits), bool)
     # A censored fit's points past its budget are not read (a ladder's top may lie past it).
-    cut_at = tr["key"].map(pd.Series(_column(fits, "info_censored_at_s", np.inf).astype(float), index=fits["key"]))
-    within = (tr["time_s"] + tr["key"].map(pd.Series(setup, index=fits["key"]))) <= cut_at
+    # astype(float): mapped over no trace point, the keys' own (string) dtype would be kept
+    cut_at = tr["key"].map(pd.Series(_column(fits, "info_censored_at_s", np.inf).astype(float),
+                                     index=fits["key"])).astype(float)
+    within = (tr["time_s"] + tr["key"].map(pd.Series(setup, index=fits["key"])).astype(float)) <= cut_at
     hit = tr[((rel <= target) & within).to_numpy()].groupby("key")[["time_s", "iteration"]].min()
     traced = out["key"].isin(tr["key"]).to_numpy()
     t = out["key"].map(hit["time_s"]).astype(float).to_numpy() + setup

@@ -132,6 +132,7 @@ def _dead(proc: psutil.Process) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.long     # waits on the workers' own clocks: a spin past its limit and grace, each nanny's restart
 def test_abort_memory_and_a_runaway_loop_lose_only_their_own_task(store, cluster, tmp_path):
     spin_pid = tmp_path / "spin.pid"
     out = _run(store, tmp_path / "run", "cluster=address", f"cluster.address={cluster}",

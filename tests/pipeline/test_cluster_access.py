@@ -7,7 +7,9 @@ another user; a state directory another user can write to is refused; cluster=ad
 plain tcp:// scheduler on another machine is warned about once. The SLURM side is in
 test_slurm.py."""
 import atexit
+import contextlib
 import functools
+import io
 import ipaddress
 import json
 import logging
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import psutil
@@ -153,6 +156,17 @@ def _cluster(state, *args):
     # past the start's own limits (pipeline.cluster.START_TIMEOUT_S): it ends what it started
     return subprocess.run([sys.executable, "-m", "pipeline.cluster", *args], capture_output=True, text=True,
                           env=env, timeout=300)
+
+
+def _cluster_here(*args):
+    """`svmbench cluster ARGS` in this process (`pipeline.kept.cluster.main`, which returns the
+    exit code): for a refusal decided before anything starts, where a process of its own would
+    prove nothing more than `_cluster`'s starts and stops do."""
+    from pipeline.kept.cluster import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(list(args))
+    return SimpleNamespace(returncode=code, stderr=err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -319,10 +333,10 @@ def test_a_state_directory_others_can_write_to_is_refused(store, tmp_path, monke
                                  (0o700, NOBODY, f"owned by uid {NOBODY}, not by you")):
             os.chown(state, owner, -1)
             state.chmod(mode)
-            up = _cluster(state, "start", "--workers", "1", "--warm", "none")
+            up = _cluster_here("start", "--workers", "1", "--warm", "none")
             assert up.returncode == 2 and f"state directory {state} is not yours alone: {why}" in up.stderr, up.stderr
             assert sorted(os.listdir(state)) == []          # nothing started, nothing written
-            down = _cluster(state, "stop")
+            down = _cluster_here("stop")
             assert down.returncode == 2 and why in down.stderr, down.stderr
             with pytest.raises(ClusterError, match="is not yours alone: " + why.replace("(", r"\(").replace(")", r"\)")):
                 run(compose([f"store.root={store}", *TINY, "cluster=kept"]), tmp_path / "run")

@@ -135,6 +135,7 @@ def large(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.long     # a 138 MiB CSR written, then read twice: large by nature, so that RSS tells a fold from the whole
 def test_a_task_on_a_large_dataset_holds_its_fold_not_the_dataset_beside_it(large, tmp_path):
     spec = next(iter(_plan(large, "large", "cv=holdout").fits.values()))
     csr_mb = store.csr_nbytes(store.dataset_info(large, "large")) / 2**20

@@ -188,3 +188,74 @@ def test_fit_times_over_frames_and_through_the_engine_agree_on_every_kind_of_fit
         assert got["unsure"] == pytest.approx(0.4) and got["setup"] == pytest.approx(0.4 + 0.25)   # no f* needed
     assert frames["clock"].to_dict() == {**{k: "solver" for k in frames.index}, "setup": "call"}
     assert frames.loc["setup", "own_stop_s"] == pytest.approx(0.5 + 7 + 0.25)
+
+
+def test_reachable_is_false_without_an_f_star_and_true_at_a_certainty_equal_to_the_target():
+    """Without f* no fit can tell the target (False for each, on the fits' own index); with f*,
+    its certainty (the reference's relative gap) at the target exactly is certain enough, a hair
+    above it is not."""
+    fits = rows([{}, {}]).drop(columns=["f_star"]).set_axis([5, 7])
+    out = speed.reachable(fits, T)
+    assert out.dtype == bool and out.index.tolist() == [5, 7] and out.tolist() == [False, False]
+    fits = rows([{"f_star_rel_gap": T}, {"f_star_rel_gap": T * (1 + 1e-12)}, {"f_star": np.nan}])
+    assert speed.reachable(fits, T).tolist() == [True, False, False]
+
+
+def test_fit_times_reads_a_value_that_is_not_a_number_as_missing_never_an_error():
+    """A results table whose columns hold text beside numbers (an older table, a hand-edited one):
+    setup seconds, fit seconds, the final suboptimality, the gap, the objective and the passes
+    that do not parse are missing (NaN), and the rest is read as usual."""
+    res, tr = _kinds()
+    res = res.astype({c: object for c in ("setup_s", "fit_time_s", "rel_suboptimality", "duality_gap",
+                                          "primal_objective", "n_iter")})
+    bad = res["key"] == "untraced_at"
+    for c in ("setup_s", "fit_time_s", "rel_suboptimality", "duality_gap", "primal_objective", "n_iter"):
+        res.loc[bad, c] = "n/a"
+    for measure in ("subopt", "gap"):
+        ft = fit_times(res, tr, target=T, measure=measure).set_index("key")
+        # No trace and no final value: it cannot be said to have ended within the target.
+        assert math.isnan(ft.loc["untraced_at", "own_stop_s"]) and ft.loc["untraced_at", "t_target_s"] == np.inf
+        assert ft.loc["untraced_at", "clock"] == "solver" and ft.loc["setup", "clock"] == "call"
+        assert ft.loc["setup", "own_stop_s"] == pytest.approx(7.75)
+    assert math.isnan(fit_times(res, tr, target=T).set_index("key").loc["untraced_at", "rel_subopt"])
+
+
+def test_fit_times_without_any_trace_table_reads_each_fits_own_stop():
+    """run.trace=false: no trace table at all (not even its columns): each fit that ended within
+    the target reached it at its own stop, with its own passes; the others never; every column
+    a float."""
+    res, _ = _kinds()
+    ft = fit_times(res, pd.DataFrame(), target=T).set_index("key")
+    assert ft.loc["untraced_at", "t_target_s"] == 2.5 and ft.loc["untraced_at", "it_target"] == 12
+    assert ft.loc["reach", "t_target_s"] == 0.5 and ft.loc["never", "t_target_s"] == np.inf
+    assert math.isnan(ft.loc["unsure", "t_target_s"])
+    assert ft["t_target_s"].dtype == float and ft["it_target"].dtype == float
+    assert fit_times(res.drop(columns=["setup_s"]), pd.DataFrame(), target=T)["clock"].eq("solver").all()
+    no_final = fit_times(res.drop(columns=["rel_suboptimality"]), pd.DataFrame(), target=T).set_index("key")
+    assert no_final["rel_subopt"].isna().all() and not np.isfinite(no_final["t_target_s"]).any()
+
+
+def test_the_gap_measure_divides_by_the_objective_and_keeps_a_trace_point_at_one():
+    """The relative duality gap (P - D)/|P| of a trace point whose P is 1 exactly is its gap (a
+    point at P = 0 has none); a fit's final one is its gap over |P|, not times it."""
+    res = rows([{"key": "one", "fit_time_s": 1.0, "duality_gap": 0.5, "primal_objective": 100.0,
+                 "f_star_gap": 1e-12},
+                {"key": "zero", "fit_time_s": 1.0, "duality_gap": 0.5, "primal_objective": 100.0}])
+    tr = pd.DataFrame([{"key": "one", "iteration": 1, "time_s": 0.25, "primal": 1.0, "gap": T},
+                       {"key": "zero", "iteration": 1, "time_s": 0.25, "primal": 0.0, "gap": 0.0}])
+    ft = fit_times(res, tr, target=T, measure="gap").set_index("key")
+    assert ft.loc["one", "t_target_s"] == 0.25 and ft.loc["one", "it_target"] == 1
+    assert ft.loc["zero", "t_target_s"] == np.inf          # traced, and P = 0 tells nothing
+    untraced = fit_times(res, tr.iloc[:0], target=0.01, measure="gap").set_index("key")
+    assert untraced["t_target_s"].tolist() == [1.0, 1.0]   # 0.5 / 100 = 0.005 <= 0.01 (0.5 x 100 is not)
+
+
+def test_a_ladder_whose_cut_is_not_recorded_is_not_cut():
+    """A ladder fit with `info_ladder_cut` missing (NaN: not recorded) that ran its rungs and
+    never reached the target never did (inf), as one recorded uncut; a recorded cut: unknown."""
+    res, tr = _kinds()
+    res["info_ladder_cut"] = res["info_ladder_cut"].astype(object)
+    res.loc[res["key"] == "cut", "info_ladder_cut"] = None
+    ft = fit_times(res, tr, target=T).set_index("key")
+    assert ft.loc["cut", "t_target_s"] == np.inf and ft.loc["cut", "it_target"] == np.inf
+    assert math.isnan(ft.loc["norung", "t_target_s"])      # no rung at all: still unknown

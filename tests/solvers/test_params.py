@@ -16,10 +16,16 @@ from solvers.params import PROBLEM_PARAMS, Param, SolverError
     (Param(3, "int", low=1), [1, 7, 2.0, np.int64(4)], [0, 1.5, "3", None], "an integer >= 1"),
     (Param(None, "int", low=1, none_ok=True), [None, 1], [0], "an integer >= 1 or null"),
     (Param(0.5, "float", low=0.0, high=1.0, open_low=True), [1.0, 0.5], [0.0, 1.01], "a number in (0, 1]"),
+    (Param(0.5, "float", low=0.0, high=1.0, open_high=True), [0.0, 0.5], [-0.01, 1.0], "a number in [0, 1)"),
+    (Param(0.5, "float", high=1.0), [1.0, -5], [1.01, math.nan], "a number <= 1"),
+    (Param(0.5, "float", high=1.0, open_high=True), [0.99, -5], [1.0, 2], "a number < 1"),
+    (Param(0.5, "float"), [-1e300, 0, math.inf], [math.nan, None, "0.5"], "a number"),
+    (Param(3, "int", low=1, open_low=True), [2], [1, 0], "an integer > 1"),
     (Param("scale", "float", low=0.0, open_low=True, finite=True, words=("scale", "auto")), ["scale", "auto", 0.1],
      ["big", 0, math.inf], "'scale', 'auto' or a finite number > 0"),
     (Param("a", "str", options=("a", "b")), ["a", "b"], ["c", 1, None], "one of ['a', 'b']"),
     (Param(False, "bool"), [True, False, 0, 1], [2, "yes"], "true or false"),
+    (Param(None, "any", rule=lambda v: None if v != "bad" else "must be any value"), [1, "x"], ["bad"], "any value"),
 ])
 def test_a_param_refuses_exactly_what_is_outside_its_range(param, good, bad, words):
     assert param.allowed() == words
@@ -39,6 +45,36 @@ def test_check_returns_the_value_as_the_param_holds_it():
         PROBLEM_PARAMS["huber_k"].check("huber_k", -1, ValueError)
 
 
+def test_a_word_is_taken_as_it_is_and_only_a_listed_word():
+    """`check` hands a listed word back unconverted; any other string is refused, never passed on."""
+    gamma = PROBLEM_PARAMS["gamma"]
+    assert gamma.check("gamma", "scale") == "scale" and gamma.check("gamma", 2) == 2.0
+    with pytest.raises(SolverError, match=r"^gamma='big': must be 'scale', 'auto' or a finite number > 0$"):
+        gamma.check("gamma", "big")
+
+
+def test_a_solver_takes_a_loss_only_if_it_declares_it():
+    """`solver_reason` reads the solver's own list (`takes`): None for a value it holds, for None
+    (the solver's default) and for a parameter no solver declares; else the solver and its list."""
+    from types import SimpleNamespace
+    spec = SimpleNamespace(name="s", losses=("hinge",))
+    loss, C = PROBLEM_PARAMS["loss"], PROBLEM_PARAMS["C"]
+    assert loss.solver_reason(spec, "hinge") is None and loss.solver_reason(spec, None) is None
+    assert loss.solver_reason(spec, "squared_hinge") == "solver 's' takes ['hinge']"
+    assert C.solver_reason(spec, 5.0) is None
+
+
+def test_the_module_check_finds_each_table_and_names_the_place():
+    from solvers import params
+    assert params.check("degree", 2.0) == 2 and params.check("max_iter", None) is None
+    assert params.check("multi_class", "ovo") == "ovo"
+    with pytest.raises(ValueError, match=r"^budget.tol=0: must be a number > 0$") as raised:
+        params.check("tol", 0, where="budget.tol", error=ValueError)
+    assert type(raised.value) is ValueError         # the caller's class, not SolverError (a ValueError too)
+    with pytest.raises(SolverError, match=r"^C=-1: must be a number > 0$"):
+        params.check("C", -1)
+
+
 def test_class_weight_takes_null_balanced_or_positive_weights():
     cw = PROBLEM_PARAMS["class_weight"]
     for good in (None, "balanced", {-1: 2.0, 1: 0.5}, {"a": 1}):
@@ -46,3 +82,4 @@ def test_class_weight_takes_null_balanced_or_positive_weights():
     assert cw.reason("heavy") == "must be null, 'balanced' or a mapping {label: weight > 0}"
     assert cw.reason({-1: 0}) == "the weight of label -1 must be a finite number > 0"
     assert cw.reason({1: math.inf}) == "the weight of label 1 must be a finite number > 0"
+    assert cw.reason({1: True}) == "the weight of label 1 must be a finite number > 0"     # a bool is no weight
