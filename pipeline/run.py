@@ -228,7 +228,7 @@ def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitS
     warmup.planned = time.perf_counter()
     # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS), and a multiclass
     # dataset's fits a module (`task_modules`): warmed as well (what is warm already is not again).
-    warmup.warm(client, {spec["solver"] for spec in plan.references.values()}, threads, task_modules(exp, plan))
+    warmup.warm(client, {spec.solver for spec in plan.references.values()}, threads, task_modules(exp, plan))
     return plan, client, warmup
 
 

@@ -37,11 +37,11 @@ def make_units(specs: list[dict], workers: int = 1, interleave: bool = False) ->
     together."""
     units, paths = [], {}
     for spec in specs:
-        if spec.get("path"):
-            if spec["path"] not in paths:
-                paths[spec["path"]] = []
-                units.append(paths[spec["path"]])
-            paths[spec["path"]].append(spec)
+        if spec.path:
+            if spec.path not in paths:
+                paths[spec.path] = []
+                units.append(paths[spec.path])
+            paths[spec.path].append(spec)
         else:
             units.append([spec])
     ids = _fold_ids(units)
@@ -49,7 +49,7 @@ def make_units(specs: list[dict], workers: int = 1, interleave: bool = False) ->
     if interleave:
         seen: dict = {}
         for i, unit in enumerate(units):
-            slot = (ids[i], unit[0].get("solver_entry"))
+            slot = (ids[i], unit[0].solver_entry)
             turn[i] = seen[slot] = seen.get(slot, -1) + 1
     order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i], turn[i]))
     return cut_paths([units[i] for i in order], workers)
@@ -71,8 +71,8 @@ def _point_cost(C: float, C_first: float) -> float:
 def _segments(path: list[dict], k: int) -> list[list[dict]]:
     """A path (in increasing C) cut into up to k runs of consecutive points of about equal
     `_point_cost`; each segment after the first starts cold (run_path)."""
-    path = sorted(path, key=lambda s: s["problem"]["C"])
-    costs = [_point_cost(s["problem"]["C"], path[0]["problem"]["C"]) for s in path]
+    path = sorted(path, key=lambda s: s.problem["C"])
+    costs = [_point_cost(s.problem["C"], path[0].problem["C"]) for s in path]
     k = min(k, len(path))
     total, out, acc, start = sum(costs), [], 0.0, 0
     for i, c in enumerate(costs):
@@ -111,11 +111,11 @@ def _fold_ids(units: list[list[dict]]) -> list[int]:
     folds, data_ids, out = {}, {}, []
     for unit in units:
         spec = unit[0]
-        data = spec.get("data")
+        data = spec.data
         # The plan shares one data dict among a dataset's specs: its id stands for its content.
         if id(data) not in data_ids:
             data_ids[id(data)] = json.dumps(data, sort_keys=True, default=str)
-        out.append(folds.setdefault((data_ids[id(data)], spec.get("fold")), len(folds)))
+        out.append(folds.setdefault((data_ids[id(data)], spec.fold), len(folds)))
     return out
 
 
@@ -180,11 +180,11 @@ def hard_limits(plan: Plan, grace_s: float, specs=None) -> dict[str, float]:
     from solvers.multiclass import class_pairs
     out = {}
     for spec in specs if specs is not None else [*plan.references.values(), *plan.fits.values()]:
-        limit = spec["budget"].get("time_limit_s")
+        limit = spec.budget.get("time_limit_s")
         if limit is None:
             continue
-        n_classes = len(plan.datasets[spec["data"]["entry"]]["classes"])
-        problems = 1 if n_classes <= 2 or spec["kind"] == "reference" else \
-            len(class_pairs(spec["task"].get("multi_class", "ovr"), n_classes))
-        out[spec["key"]] = float(limit) * problems + grace_s
+        n_classes = len(plan.datasets[spec.data["entry"]]["classes"])
+        problems = 1 if n_classes <= 2 or spec.kind == "reference" else \
+            len(class_pairs(spec.task.get("multi_class", "ovr"), n_classes))
+        out[spec.key] = float(limit) * problems + grace_s
     return out

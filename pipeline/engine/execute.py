@@ -178,7 +178,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     with _finally(sink.flush, True), opened as client, quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
             warmup = WarmUp([], started=started, planned=started)
-            warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads), task_modules(exp, plan))
+            warmup.warm(client, {s.solver for s in todo}, int(cluster.blas_threads), task_modules(exp, plan))
         chunk = exp.run.chunk
 
         if client is None:
@@ -194,8 +194,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
 
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
                 for units in tasks():
-                    units = made(units)
-                    handover.hand(units)
+                    units = handover.hand(made(units))
                     sink.expect(units)
                     run_task(units, root, notify=_flushed(sink))
                     sink.ended(units)
@@ -225,8 +224,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                 units = handover.ready(size) or cutter.next(size) or (handover.ready(size, force=True) if last else None)
                 if not units:
                     return None
-                units = made(units)
-                handover.hand(units)
+                units = handover.hand(made(units))
                 # The units go pickled, and the records come back pickled: Dask walks every
                 # nested dict and list of a task's arguments looking for futures (1.7 s for
                 # 10,000 specs on the client) and of its result to size it; bytes it passes
@@ -281,7 +279,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
                     for record in records:
                         record["env_worker_peak_rss_mb"] = worker_peak
                 except Exception as exc:  # worker lost beyond retries, or unpicklable result
-                    records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
+                    records = [{"key": spec.key, "kind": spec.kind, "status": "error",
                                 "error": f"{type(exc).__name__}: {exc} (the task did not return; "
                                          f"retried {exp.run.retries} times)"} for u in units for spec in u]
                 fut.release()
@@ -327,7 +325,7 @@ def _progress_lines(todo: list, exp: Experiment, run_dir: Path, sink: RecordSink
     for spec in todo:
         phase = phase_of(spec)
         planned[phase] = planned.get(phase, 0) + 1
-    search = next((s.get("search") for s in todo if s.get("kind") == "fit" and s.get("search")), None)
+    search = next((s.search for s in todo if s.kind == "fit" and s.search), None)
     lines = ProgressLines(planned, write_line(run_dir), exp.run.progress_every_s,
                           sweep=f"search round {search['round']}" if search else "sweep")
     sink.listeners.append(lines.take)
