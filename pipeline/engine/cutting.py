@@ -2,7 +2,9 @@
 or the points of one C path on one fold, run warm in increasing C; a few paths cut into segments
 so that the workers finish together: `make_units`), and tasks of units (`TaskCutter`: as many as
 `first_chunk` says before the sweep's pace is known, then each cut to last about TASK_S by the
-last task's pace, `paced_chunk`); and each spec's hard time limit (`hard_limits`)."""
+last task's pace, `paced_chunk`); how many tasks are in flight and how big the next one is,
+from the tasks that ended (`Pacer`, which holds no future and no clock: the dispatcher in
+`execute` tells it what ended); and each spec's hard time limit (`hard_limits`)."""
 from __future__ import annotations
 
 import json
@@ -162,6 +164,59 @@ def paced_chunk(left: int, n_workers: int, seconds_per_spec: float) -> int:
     1/(2 x workers) of the specs left, at least MIN_TASK_S of work (see TASK_S)."""
     pace = max(seconds_per_spec, 1e-9)
     return max(1, int(max(min(TASK_S / pace, left / (2 * max(1, n_workers))), MIN_TASK_S / pace)))
+
+
+# Tasks per worker thread submitted ahead: one runs, one waits on its worker (Dask's
+# worker-saturation sends two to a one-thread worker), one waits on the scheduler, which sends
+# it as a worker's task ends. The client refills as tasks return, but it also unpickles their
+# records and writes their shards, on cores the fits share: with only two in flight, a worker
+# whose next task was short sometimes waited for it.
+IN_FLIGHT = 3
+# Once a unit (a spec, or a C path, which no task splits) takes this long, one task per worker
+# thread is in flight, none queued: Dask sends a one-thread worker a second task to hold while
+# the first runs, and at a sweep's end the other worker, done, cannot take it (a sweep of 50 C
+# paths of 3 s: one worker ran a held path alone at the end). Tasks of shorter units shrink
+# towards the end (`paced_chunk`), so a held one costs little, and they keep three in flight:
+# the client's round trip between tasks would cost them more.
+LONG_UNIT_S = 0.5
+
+
+def in_flight(workers: int, unit_s: float | None) -> int:
+    """Tasks to keep submitted: IN_FLIGHT per worker thread, one once units last LONG_UNIT_S."""
+    return workers if unit_s is not None and unit_s >= LONG_UNIT_S else IN_FLIGHT * workers
+
+
+class Pacer:
+    """The execute loop's decisions, from what it is told and nothing else (no Dask, no clock):
+    how many tasks to keep in flight (`in_flight`), and how many specs the next task takes
+    (`size`): run.chunk's, or before any task has ended `first_chunk`'s, then under
+    run.chunk=auto `paced_chunk`'s by the seconds per spec of the last task that ended with a
+    measured time (`ended`). `workers` follows the cluster (adaptive clusters grow and shrink)."""
+
+    def __init__(self, specs: int, workers: int, chunk):
+        self.workers, self.chunk = workers, chunk
+        self.first = first_chunk(specs, workers, chunk)
+        self.pace: float | None = None       # seconds per spec, of the last task timed
+        self.unit_s: float | None = None     # seconds per unit, of the same task
+
+    @property
+    def paced(self) -> bool:
+        """Whether a task has ended with a measured time (the loop refills before writing then)."""
+        return self.pace is not None
+
+    def in_flight(self) -> int:
+        return in_flight(self.workers, self.unit_s)
+
+    def size(self, left: int) -> int:
+        """Specs for the next task, with `left` specs not yet in a task."""
+        if self.pace and self.chunk == "auto":
+            return paced_chunk(left, self.workers, self.pace)
+        return self.first
+
+    def ended(self, seconds: float, specs: int, units: int) -> None:
+        """A task ended: its specs' summed seconds (0: none measured, which changes nothing)."""
+        if seconds > 0:
+            self.pace, self.unit_s = seconds / specs, seconds / units
 
 
 def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:

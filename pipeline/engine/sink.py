@@ -121,6 +121,18 @@ class RecordSink:
         unpickling)."""
         return any(key in self.specs and key not in self.taken for key in keys)
 
+    def receive(self, batches: list[tuple[list[str], bytes]], **fields) -> int:
+        """The one way a sandbox's records come in, whichever way they travelled: batches (their
+        keys, their records pickled), from the stream while the task runs (`RecordStream`) or
+        with the task's result when it ends (`execute.Dispatcher`). A batch none of whose keys
+        is still wanted is not unpickled; a record already taken is not taken again (`add`), so
+        a record is written once whichever way comes first. fields: set on every record taken
+        (the worker's peak, which only the task's result carries); returns how many."""
+        records = [r for keys, blob in batches if self.wanted(keys) for r in pickle.loads(blob)]
+        for record in records if fields else ():
+            record.update(fields)
+        return self.add(records)
+
     def add(self, records: list[dict]) -> int:
         """Take the records of keys this execute expects and has no record of, each with its
         spec, to write (`flush`); returns how many."""
@@ -191,8 +203,7 @@ class RecordStream:
         return first + self.queue.get(batch=True, callback_timeout=10)
 
     def _add(self, batches: list) -> None:
-        records = [r for keys, blob in batches if self.sink.wanted(keys) for r in pickle.loads(blob)]
-        self.sink.add(records)
+        self.sink.receive(batches)
 
     def _serve(self) -> None:
         while not self._stop.is_set():
