@@ -18,7 +18,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # compat: a plain path entry, so workers spawned by Dask import the working tree too.
-PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q
+# --no-compile: pip would byte-compile every module of every dependency (two thirds of the
+# install's CPU); Python compiles the ones a run imports, once, as it first imports them.
+PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q --no-compile
 
 .PHONY: run test test-all mutate papers papers-check docs install install-test install-docs install-mutate clean
 

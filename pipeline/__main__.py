@@ -3,7 +3,7 @@ has the exit codes), handed to a kept cluster's launcher first when it names ``c
 import sys
 
 if __name__ == "__main__":
-    # Before the command's imports (about 2 s of CPU): a kept cluster's launcher, which has them
+    # Before the command's imports (most of a small command's CPU): a kept cluster's launcher, which has them
     # done, runs a `cluster=kept` command in a child of its own (pipeline/kept/launcher.py).
     from pipeline.engine.rss import process_start
     from pipeline.kept.handoff import hand_off

@@ -30,7 +30,7 @@ from .engine.clusters import ClusterError, probe_cluster, shared_client
 from .engine import costs
 from .engine.execute import error_keys, execute, failure_lines, Interrupted
 from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
-from .engine.warmup import task_modules, warm_workers, WarmUp
+from .engine.warmup import task_modules, uncompiled_solvers, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
 from .engine.rss import peak_rss_mb, reset_peak_rss
@@ -207,11 +207,13 @@ def start_ahead(exp: Experiment, run_dir: Path | None) -> None:
     probe_cluster(exp.cluster)      # a dead address: the one line `run` would give first, not twice the wait
     try:
         names, modules = exp.solver_names(), task_modules(exp)
+        compiling = uncompiled_solvers(names)       # before the sandboxes write numba's cache
         with shared_client(exp.cluster) as client:     # kept open by keep_clusters
             futures = warm_workers(client, names, int(exp.cluster.blas_threads), modules)
     except Exception:  # noqa: BLE001 - run() starts it again and reports what fails
         return
-    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names), modules=set(modules)))]
+    _AHEAD[:] = [(client, WarmUp(futures, started=started, solvers=set(names), modules=set(modules),
+                                 compiling=compiling))]
 
 
 def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitStack):

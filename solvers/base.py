@@ -268,17 +268,34 @@ class Recorder:
         self.extra_points.append(row)
 
 
-def finish(status: str, solver: str, n_iter: int, detail: str = "") -> None:
-    """Non-convergence is a status and a ConvergenceWarning, never an exception."""
+def finish(status: str, solver: str, n_iter: int, detail: str = "", *, kernel_dual: bool = False) -> None:
+    """Non-convergence is a status and a ConvergenceWarning, never an exception.
+
+    A fit stopped by its iteration cap or its time limit is said in scikit-learn's sentences,
+    so that its users' warning filters and its tests' matches apply to the drop-in estimator:
+    SVC's ("Solver terminated early (max_iter=N).  Consider pre-processing your data with
+    StandardScaler or MinMaxScaler.") for the kernel duals (`kernel_dual`: smo, svmlight, qp,
+    libsvm), LinearSVC's ("... failed to converge, increase the number of iterations.", with
+    the solver's name for its "Liblinear") for the others; then the solver, its status and
+    the reason in our words."""
     if status in ("max_iter", "timeout", "diverged", "stalled"):
         if _everything_ignored():
             return
-        msg = f"{solver} stopped with status {status!r} after {n_iter} iterations"
+        ours = f"{solver} stopped with status {status!r} after {n_iter} iterations" + (f": {detail}" if detail else "")
+        if status == "max_iter" and kernel_dual:
+            msg = (f"Solver terminated early (max_iter={n_iter}).  Consider pre-processing your data with "
+                   f"StandardScaler or MinMaxScaler. ({ours})")
+        elif status == "max_iter":
+            msg = f"{solver} failed to converge, increase the number of iterations. ({ours})"
+        elif status == "timeout":
+            msg = f"{solver} failed to converge within its time limit, increase the time limit. ({ours})"
+        else:
+            msg = ours
         # scikit-learn's class, so that its users' filters apply; imported here, since importing
         # sklearn costs about a second and most fits converge (every worker imports solvers).
         from sklearn.exceptions import ConvergenceWarning
 
-        warnings.warn(msg + (f": {detail}" if detail else ""), ConvergenceWarning, stacklevel=_caller_level())
+        warnings.warn(msg, ConvergenceWarning, stacklevel=_caller_level())
 
 
 def _caller_level() -> int:

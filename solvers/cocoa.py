@@ -63,12 +63,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from .base import Budget, Fit, Recorder, finish
-from .dcd import _dcd_passes, _dense_rows, _PREFETCH_BYTES, _qd, _row_table, _seed
+from .dcd import dcd_passes, pass_state, rows_are_full, PREFETCH_BYTES, q_diag, row_table, pass_seed
 from .objectives import diag_term, dual_box_i, dual_from_sums, loss_values, primal_from_sums, projected_gradient
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
-DEFAULT_MAX_ITER = 1000
+# A round is one pass over each block's rows, as a dcd iteration is one pass over all rows:
+# the same cap as dcd's (ill-conditioned problems, e.g. unscaled features at C = 1, need thousands).
+DEFAULT_MAX_ITER = 10_000
 
 # What `LocalSubproblem.sums` returns, by position: one float64 vector a partition, summed (or
 # maximised, minimised) by `combine`.
@@ -91,22 +93,21 @@ class LocalSubproblem:
         self.X, self.y, self.B, self.sigma, self.loss = X, np.asarray(y, dtype=np.float64), float(B), float(sigma), loss
         self.sample_weight = sample_weight
         self.diag, self.U = dual_box_i(SimpleNamespace(C=float(C), n_samples=n, sample_weight=sample_weight, loss=loss))
-        self.QD = _qd(X.data, X.indptr, self.sigma * self.B * self.B + self.diag, self.sigma)
-        self.rinfo = _row_table(self.y, self.QD, self.diag, self.U)
+        self.QD = q_diag(X.data, X.indptr, self.sigma * self.B * self.B + self.diag, self.sigma)
+        self.rinfo = row_table(self.y, self.QD, self.diag, self.U)
         self.indices_u = X.indices.view(np.uint32)
         self.alpha = np.zeros(n) if alpha is None else np.clip(np.asarray(alpha, dtype=np.float64), 0.0, self.U)
         self.index = np.arange(n, dtype=np.uint64)
-        self.state = np.array([n, 0, 1, n, 0, 0, 0, 0, 0], dtype=np.int64)
-        self.fstate = np.array([np.inf, -np.inf, np.nan, np.inf, 0.0, 0.0])
-        self.rng = np.array([_seed(random_state)], dtype=np.uint64)
+        self.state = pass_state(n)
+        self.rng = np.array([pass_seed(random_state)], dtype=np.uint64)
         self.shrinking = bool(shrinking)
         d = X.shape[1]
         self.u, self.ub, self.w_prev = np.zeros(d), np.zeros(1), np.empty(d)
         # Gram mode off (dense_speed 0): zero-sized arrays, never entered.
         self.gram = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.empty((2, 0, 0)),
                      np.empty(0), np.empty(0), np.empty(0), np.empty(0))
-        self.dense_rows = _dense_rows(X) if n else False
-        self.prefetch = _PREFETCH_BYTES < X.data.nbytes + X.indices.nbytes
+        self.dense_rows = rows_are_full(X) if n else False
+        self.prefetch = PREFETCH_BYTES < X.data.nbytes + X.indices.nbytes
 
     def solve(self, w, wb: float, passes: int, tol: float) -> tuple[np.ndarray, float, bool]:
         """`passes` passes of dcd on G_k at w (fewer if its projected gradients lie within tol on
@@ -115,11 +116,11 @@ class LocalSubproblem:
             return np.zeros_like(self.u), 0.0, True
         self.u[:] = w
         self.ub[0] = wb
-        _dcd_passes(self.X.data, self.indices_u, self.X.indptr, self.y, self.alpha, self.u, self.ub, self.B,
-                    self.QD, self.diag, self.rinfo, self.index, self.state, self.fstate, self.rng,
+        dcd_passes(self.X.data, self.indices_u, self.X.indptr, self.y, self.alpha, self.u, self.ub, self.B,
+                    self.QD, self.diag, self.rinfo, self.index, self.state, self.rng,
                     self.w_prev, int(passes), False, float(tol), self.shrinking, False, *self.gram, 0.0,
                     self.dense_rows, self.prefetch, self.sigma)
-        finite = bool(self.state[2]) and math.isfinite(self.ub[0])
+        finite = bool(self.state["finite"][0]) and math.isfinite(self.ub[0])
         return (self.u - w) / self.sigma, (self.ub[0] - wb) / self.sigma, finite
 
     def sums(self, w, wb: float) -> np.ndarray:
@@ -138,7 +139,7 @@ class LocalSubproblem:
     @property
     def passes(self) -> int:
         """Coordinate steps taken so far over the partition's size: passes, shrinking counted."""
-        return int(self.state[1])
+        return int(self.state["n_updates"][0])
 
 
 @dataclass

@@ -54,7 +54,7 @@ CASES = ("a", "b", "c", "d", "e", "f", "-")
 
 # ----------------------------------------------------------------------------- kernel
 @njit(cache=True, nogil=True)
-def _cpm_core(r, d, beta1, beta2):
+def cpm_core(r, d, beta1, beta2):
     """Minimise phi(h) = sum_i max(0, r_i - h d_i) + beta1 h + beta2 h^2 / 2 (beta2 >= 0).
 
     Returns (h, case index into CASES, E, S) with E <= 0 <= S the left and right derivatives
@@ -189,7 +189,7 @@ def cpm_step(Z, y, v, s, lam, *, pen=None, margins=None) -> LineMin:
     ps = pen * s
     beta1 = 2.0 * lam * float(v @ ps)
     beta2 = 2.0 * lam * float(s @ ps)
-    h, case, E, S = _cpm_core(1.0 - m, d, beta1, beta2)
+    h, case, E, S = cpm_core(1.0 - m, d, beta1, beta2)
     vh = v + h * s
     loss = float(np.maximum(1.0 - m - h * d, 0.0).sum() + lam * (vh @ (pen * vh)))
     if case in (0, 4, 5, 6) and math.isfinite(h):
@@ -271,7 +271,7 @@ def _project_equality(alpha_hat, y, U):
     return np.clip(alpha_hat - mu * y, 0.0, U)
 
 
-def _dual_at(problem, Z, pen, alpha):
+def dual_at(problem, Z, pen, alpha):
     """(alpha made dual feasible, D(alpha), u = Z'(alpha y))."""
     U = problem.C if problem.loss == "hinge" else math.inf
     if problem.intercept == "free":
@@ -303,7 +303,7 @@ def _hinge_alpha_lsq(problem, Z, pen, v, m, eps):
     return alpha
 
 
-def _kkt_on_sets(Z, pen, y, C, below, F):
+def kkt_on_sets(Z, pen, y, C, below, F):
     """(v, alpha) solving the absolute hinge's KKT system for given sets: alpha_i = C on
     `below` (margin < 1), y_i z_i'v = 1 on the margin set F, alpha_i = 0 elsewhere, and
 
@@ -340,14 +340,14 @@ def _kkt_on_sets(Z, pen, y, C, below, F):
 
 def _hinge_alpha_polish(problem, Z, pen, v, m, eps):
     """alpha of the absolute hinge from the KKT system of the active sets: with F = {|m_i - 1|
-    <= eps} on the margin, alpha = C on L = {m_i < 1 - eps} and 0 elsewhere (`_kkt_on_sets`).
+    <= eps} on the margin, alpha = C on L = {m_i < 1 - eps} and 0 elsewhere (`kkt_on_sets`).
     It does not depend on v beyond the sets, so it is alpha* itself once they are right, and the
     gap it gives is second order in the distance to the optimum (the `_hinge_alpha_lsq` one is
     first order). None when F is empty or too large (|F| > 1500) for the dense |F| x |F| system."""
     F = np.flatnonzero(np.abs(m - 1.0) <= eps)
     if F.size == 0 or F.size > 1500:
         return None
-    return _kkt_on_sets(Z, pen, problem.y, problem.C, np.flatnonzero(m < 1.0 - eps), F)[1]
+    return kkt_on_sets(Z, pen, problem.y, problem.C, np.flatnonzero(m < 1.0 - eps), F)[1]
 
 
 def certificate(problem: Problem, Z, pen, v, m, hints=(), lsq=True):
@@ -386,7 +386,7 @@ def certificate(problem: Problem, Z, pen, v, m, hints=(), lsq=True):
             candidates.append(np.where(m < 1.0, problem.C, 0.0))
     best = None
     for alpha in candidates:
-        alpha, D, u = _dual_at(problem, Z, pen, alpha)
+        alpha, D, u = dual_at(problem, Z, pen, alpha)
         if best is None or D > best[0]:
             best = (D, u)
     D, u = best
@@ -529,7 +529,7 @@ def _cd_sweep(data, indices, indptr, y, v, m, pen, lam, r_buf, d_buf):
             d_buf[t] = y[i] * data[start + t]
         beta1 = 2.0 * lam * pen[j] * v[j]
         beta2 = 2.0 * lam * pen[j]
-        h, case, E, S = _cpm_core(r_buf[:cnt], d_buf[:cnt], beta1, beta2)
+        h, case, E, S = cpm_core(r_buf[:cnt], d_buf[:cnt], beta1, beta2)
         if h != 0.0 and np.isfinite(h):
             v[j] += h
             for t in range(cnt):
@@ -592,7 +592,7 @@ def fit_gd_cpm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
         if not np.any(s):
             return v, m
         d = y * np.asarray(Z @ s).ravel()
-        h, _, _, _ = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ (pen * s)), 2.0 * lam * float(s @ (pen * s)))
+        h, _, _, _ = cpm_core(1.0 - m, d, 2.0 * lam * float(v @ (pen * s)), 2.0 * lam * float(s @ (pen * s)))
         if not math.isfinite(h):
             return v + np.nan, m
         v = v + h * s

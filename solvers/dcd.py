@@ -33,7 +33,7 @@ at O(nnz(x_i)) cost. Stopping (``stop``):
   call");
 - ``w_change``: ||w_{k+1} - w_k|| < tol between passes (roethel_brynda Section 2, Algorithm 1).
 
-The passes run inside one compiled call (`_dcd_passes`) until the stopping test passes, the pass
+The passes run inside one compiled call (`dcd_passes`) until the stopping test passes, the pass
 cap, the recorder's next scheduled point or, under a time limit, about 0.05 s: on small problems a
 pass costs microseconds, less than the interpreter work around it. The pass order is a
 Fisher-Yates shuffle of the active set from a splitmix64 generator seeded by ``random_state``.
@@ -41,7 +41,7 @@ Fisher-Yates shuffle of the active set from a splitmix64 generator seeded by ``r
 Memory. A pass visits rows in a random order, so each step's per-row numbers and the start of
 its row are reads the hardware cannot predict: at RCV1's size, where the CSR is far larger than
 the caches, each is a miss to memory. The numbers a step reads, y_i, Qbar_ii, diag_i and U_i,
-sit in one 32-byte record of a table aligned to cache lines (`_row_table`; five arrays cost five
+sit in one 32-byte record of a table aligned to cache lines (`row_table`; five arrays cost five
 misses, LIBLINEAR's three), and the pass asks for the records, alpha_i and indptr 16 steps ahead
 and the rows' data and column indices 6 steps ahead (`_prefetch_rows`, LLVM's prefetch hint),
 where the CSR outgrows the caches. The iterates are bit for bit those without; what the prefetch
@@ -143,7 +143,7 @@ _GRAM_DENSE_SPEED = 6.0
 _GRAM_MAX = 1024
 
 
-# The per-row numbers a step reads, packed (`_row_table`): [y_i, Qbar_ii, diag_i, U_i] in one
+# The per-row numbers a step reads, packed (`row_table`): [y_i, Qbar_ii, diag_i, U_i] in one
 # 32-byte record, one cache line where five arrays cost five random reads (module docstring).
 _ROW = 4
 # Prefetch distances, in steps ahead of the pass (`_prefetch_rows`): the rows' records and
@@ -156,7 +156,7 @@ _PF_LINES = 16
 # Prefetching pays only where the rows miss the caches: below this much CSR (data and indices)
 # the hints are instructions spent for nothing and slow a small solve down (Linear solvers
 # benchmark, "Older measurements from the solvers' comments").
-_PREFETCH_BYTES = 4 << 20
+PREFETCH_BYTES = 4 << 20
 
 
 @intrinsic
@@ -209,7 +209,7 @@ def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
     """One pass over index[:active] in its current order. Shrinks (moves to the tail of
     `index`) variables at a bound whose gradient points outward beyond last pass's extremes.
 
-    indices None: every row stores all its columns in order (`_dense_rows`), read without
+    indices None: every row stores all its columns in order (`rows_are_full`), read without
     index loads. Q not None: the pass runs on the dual alone (Gram mode, module docstring): G_i is read
     from Gs[loc[i]] and a step d on alpha_i adds d Qbar[E, i] (row loc[i] of Q, m long) to Gs,
     where the sparse pass computes G_i from w (a dot over x_i) and adds d y_i x_i to w. Q = None
@@ -218,7 +218,7 @@ def _dcd_pass(data, indices, indptr, rinfo, alpha, w, wb, B, index, active,
     banknote's), where the test is a large share of a step.
 
     sigma scales the quadratic term's step on w: a step d on alpha_i adds sigma d y_i x_i to w
-    (and Qbar_ii, in rinfo, holds sigma (||x_i||^2 + B^2) + diag_i: `_qd`). 1 is the dual
+    (and Qbar_ii, in rinfo, holds sigma (||x_i||^2 + B^2) + diag_i: `q_diag`). 1 is the dual
     above; sigma' > 1 makes the pass a pass of the CoCoA+ local subproblem, w then holding
     w_global + sigma' v_k (solvers/cocoa.py). A multiplication by 1.0 is exact, so dcd's own
     iterates are bit for bit those without it.
@@ -402,7 +402,7 @@ def _gram_enter(data, indices, indptr, y, alpha, w, wb, B, QD, diag, index, acti
 
 
 @njit(cache=True, nogil=True)
-def _qd(data, indptr, extra, sigma=1.0):
+def q_diag(data, indptr, extra, sigma=1.0):
     """Qbar_ii = sigma ||x_i||^2 + extra_i from the CSR arrays: dcd's extra_i = B^2 + diag_i
     (sigma 1, exact), the CoCoA+ subproblem's sigma' B^2 + diag_i (`_dcd_pass`'s sigma)."""
     n = indptr.shape[0] - 1
@@ -502,8 +502,42 @@ def _gram_gain(indptr, index, active, loc, cap, dense_speed):
     return saving, (new_rows + 1) * active * nnz_a
 
 
+# What the compiled passes of one fit carry from call to call, named: one record of a numpy
+# structured dtype, which numba reads and writes by field inside the compiled loop and caches
+# (a jitclass would name them too, but numba cannot cache a jitclass, and the passes are
+# compiled once per install, not once per process).
+PASS_STATE = np.dtype([
+    ("active", np.int64),          # |A|: the variables the next pass visits (index[:active])
+    ("n_updates", np.int64),       # coordinate steps taken, the sum of |A| over the passes
+    ("finite", np.int64),          # 0 once a step left alpha, w or w_b non-finite
+    ("active_after", np.int64),    # |A| after the last pass (a recheck restores the count)
+    ("gram", np.int64),            # 1 while in Gram mode (module docstring)
+    ("gram_size", np.int64),       # |E|: the variables whose Qbar rows Qbuf holds
+    ("gram_slot", np.int64),       # the Qbuf slot holding them
+    ("gram_passes", np.int64),     # passes run in Gram mode
+    ("gram_rows", np.int64),       # Qbar rows computed
+    ("pg_max_old", np.float64),    # the shrinking thresholds of the next pass
+    ("pg_min_old", np.float64),
+    ("w_change", np.float64),      # ||w_k+1 - w_k|| of the last pass, NaN if not measured
+    ("recheck_at", np.float64),    # the spread at which a shrunken set is rechecked on the full set
+    ("credit", np.float64),        # Gram mode's saving passed up so far (ski rental)
+    ("wb_base", np.float64),       # w_b of w_base, the solver's own w in Gram mode
+], align=True)
+
+
+def pass_state(n: int, finite: bool = True) -> np.ndarray:
+    """A fresh `PASS_STATE` for n variables: all active, no shrinking threshold yet."""
+    state = np.zeros(1, dtype=PASS_STATE)
+    state["active"] = state["active_after"] = n
+    state["finite"] = int(finite)
+    state["pg_max_old"], state["pg_min_old"] = _INF, -_INF
+    state["w_change"] = np.nan
+    state["recheck_at"] = _INF
+    return state
+
+
 @njit(cache=True, nogil=True)
-def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, index, state, fstate,
+def dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, index, state,
                 rng, w_prev, n_passes, stop_w, tol, shrinking, dw_last, gram_ids, loc, Qbuf, Gs,
                 astart, alpha_pre, w_base, dense_speed, dense_rows, prefetch, sigma=1.0):
     """Up to `n_passes` passes of Algorithm 1 in one compiled call, with the shrinking, the
@@ -511,16 +545,12 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
     problems a pass costs microseconds, so the per-pass interpreter work (permutation, trace and
     divergence checks, copies) cost more than the pass itself.
 
-    state (int64): [active, n_updates, finite (0/1), active after the last pass, Gram mode on
-    (0/1), |E| (the variables whose Qbar rows Qbuf holds), the Qbuf slot holding them, passes
-    run in Gram mode, Qbar rows computed]; fstate (float64): [PGmax_old, PGmin_old,
-    ||w_k+1 - w_k|| of the last pass (NaN if not measured), the spread at which a shrunken set
-    is rechecked on the full set, Gram mode's credit (the saving passed up so far, module
-    docstring), w_b of w_base]. w_prev (d) is scratch for w before a pass, copied only when the
+    state: the one record of `PASS_STATE` (`pass_state`) that the calls of one fit share.
+    w_prev (d) is scratch for w before a pass, copied only when the
     w_change rule needs it or, with dw_last, before the last pass (for the trace's w_change).
     Gram mode's arrays (`_gram_arrays`) and its state persist between calls; w is exact
     (folded) whenever this returns. dense_speed <= 0 keeps every pass sparse. dense_rows:
-    every row stores all its columns (`_dense_rows`), so the sparse passes run the pass
+    every row stores all its columns (`rows_are_full`), so the sparse passes run the pass
     compiled for indices = None; chosen per pass, not per compiled call, so that one
     compilation (and the warm-up's tiny problems) covers all three passes. sigma: `_dcd_pass`'s;
     Gram mode needs sigma 1 (its Qbar_EE and G_E hold the plain dual's), so a caller with
@@ -529,21 +559,22 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
     Returns (passes done, code): code 0 ran all n_passes, 1 converged (the test passed on a
     pass that started with every variable active), 2 diverged."""
     n = alpha.shape[0]
-    active = state[0]
-    n_updates = state[1]
-    gram = state[4] == 1
-    m = state[5]
-    slot = state[6]
+    st = state[0]
+    active = st.active
+    n_updates = st.n_updates
+    gram = st.gram == 1
+    m = st.gram_size
+    slot = st.gram_slot
     cap = gram_ids.shape[0]
-    PGmax_old = fstate[0]
-    PGmin_old = fstate[1]
-    recheck_at = fstate[3]
-    credit = fstate[4]
-    fstate[2] = np.nan
+    PGmax_old = st.pg_max_old
+    PGmin_old = st.pg_min_old
+    recheck_at = st.recheck_at
+    credit = st.credit
+    st.w_change = np.nan
     if gram:
         # The solver's own w, as the last call found it before showing the caller a folded copy.
         w[:] = w_base
-        wb[0] = fstate[5]
+        wb[0] = st.wb_base
     code = 0
     done = 0
     while done < n_passes:
@@ -571,7 +602,7 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
             m = active
             gram = True
             credit = 0.0
-            state[8] += rows
+            st.gram_rows += rows
         n_updates += active
         measure = stop_w or (dw_last and done == n_passes - 1)
         wb_prev = wb[0]
@@ -595,8 +626,8 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
                 PGmax_old, PGmin_old, shrinking, loc, None, Gs, m, prefetch, sigma)
         done += 1
         if gram:
-            state[7] += 1
-        state[3] = active
+            st.gram_passes += 1
+        st.active_after = active
         dw = np.nan
         if measure:
             if gram:
@@ -614,10 +645,10 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
                 for j in range(w.shape[0]):
                     s += (w[j] - w_prev[j]) ** 2
             dw = math.sqrt(s)
-            fstate[2] = dw
+            st.w_change = dw
         if not ok:
-            state[2] = 0
-        if state[2] == 0 or not math.isfinite(wb[0]):
+            st.finite = 0
+        if st.finite == 0 or not math.isfinite(wb[0]):
             code = 2
             break
         if active == 0:
@@ -643,21 +674,21 @@ def _dcd_passes(data, indices, indptr, y, alpha, w, wb, B, QD, diag, rinfo, inde
     if gram:
         # The caller sees w = sum_i alpha_i y_i x_i; the solver resumes from w_base.
         w_base[:] = w
-        fstate[5] = wb[0]
+        st.wb_base = wb[0]
         _gram_fold(data, indices, indptr, y, alpha, w, wb, B, gram_ids, astart, m, False)
-    state[0] = active
-    state[1] = n_updates
-    state[4] = 1 if gram else 0
-    state[5] = m
-    state[6] = slot
-    fstate[0] = PGmax_old
-    fstate[1] = PGmin_old
-    fstate[3] = recheck_at
-    fstate[4] = credit
+    st.active = active
+    st.n_updates = n_updates
+    st.gram = 1 if gram else 0
+    st.gram_size = m
+    st.gram_slot = slot
+    st.pg_max_old = PGmax_old
+    st.pg_min_old = PGmin_old
+    st.recheck_at = recheck_at
+    st.credit = credit
     return done, code
 
 
-def _row_table(y, QD, diag, U) -> np.ndarray:
+def row_table(y, QD, diag, U) -> np.ndarray:
     """The per-row numbers of a step packed, [y_i, Qbar_ii, diag_i, U_i] in row i's 32 bytes
     (`_ROW`), flat and starting on a 64-byte boundary, so that no record straddles two cache
     lines: a step reads one line where four arrays cost four random reads (at RCV1's size each
@@ -671,7 +702,7 @@ def _row_table(y, QD, diag, U) -> np.ndarray:
     return out
 
 
-def _seed(random_state) -> int:
+def pass_seed(random_state) -> int:
     """The generator's starting state: random_state itself (splitmix64 decorrelates
     consecutive seeds), or 64 fresh bits of OS entropy for None."""
     if random_state is None:
@@ -696,10 +727,9 @@ def _ray_step(alpha, w, wb, diag, U) -> float:
 
     Where a C path's last alpha is scaled by C_to / C_from (LIBLINEAR's C search; Chu et al.,
     KDD 2015, Section 3), the scale is right only while alpha_i grows with C: at large C a
-    nearly separable problem's w, and alpha with it, barely move, and scaled alpha overshoots.
-    On an 80k-row rcv1_like path C = 0.01..30 (squared hinge, tol 0.1) the scaled start took
-    7.2M coordinate steps against 6.8M cold; along the ray, 4.9M, 1.0M against 1.75M cold at
-    C = 30. f(t* alpha) <= f(alpha), so the step never hurts the dual."""
+    nearly separable problem's w, and alpha with it, barely move, and scaled alpha overshoots
+    (the step counts of both starts on a C path: docs/benchmarks/code-notes.md). f(t* alpha) <=
+    f(alpha), so the step never hurts the dual."""
     quad = float(w @ w) + wb * wb + float(diag @ (alpha * alpha))
     lin = float(alpha.sum())
     if not (quad > 0.0 and lin > 0.0 and math.isfinite(quad)):
@@ -725,7 +755,7 @@ def _gram_arrays(X, n):
             np.empty(cap), np.empty(cap), np.empty(cap), np.empty(X.shape[1] if cap else 0))
 
 
-def _dense_rows(X) -> bool:
+def rows_are_full(X) -> bool:
     """Whether every row stores all of its columns (dense input without zeros, e.g. heart,
     banknote, toy): a canonical CSR row is then columns 0..d-1 in order, x_ij =
     data[indptr[i] + j], and `_dcd_pass` compiled for indices = None reads it without the index
@@ -767,7 +797,7 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     B = float(problem.B)
     # Norms from the CSR itself, so dense and sparse input take bit-identical paths; one
     # compiled loop, not scipy's X.multiply(X) (a copy of X, for one number a row).
-    QD = _qd(X.data, X.indptr, B * B + diag)
+    QD = q_diag(X.data, X.indptr, B * B + diag)
     tol = budget.tol
     max_iter = budget.iterations(DEFAULT_MAX_ITER)
 
@@ -808,17 +838,16 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
         D = dual_objective(problem, alpha, float(w @ w) + wb[0] ** 2)
         return P, D, P - D
 
-    rinfo = _row_table(y, QD, diag, U)
+    rinfo = row_table(y, QD, diag, U)
     # Unsigned views (same bits; every index is >= 0) let numba drop its negative-index
     # wraparound test in the two inner loops, the hot path of the whole solver.
     indices_u = X.indices.view(np.uint32)
     index = np.arange(n, dtype=np.uint64)
     # [active, n_updates, alpha finite, active after the last pass, then Gram mode's five
-    # (`_dcd_passes`)]; a non-finite warm start is reported as divergence after the first
+    # (`dcd_passes`)]; a non-finite warm start is reported as divergence after the first
     # pass, as the per-pass check did.
-    state = np.array([n, 0, int(np.isfinite(alpha).all()), n, 0, 0, 0, 0, 0], dtype=np.int64)
-    fstate = np.array([_INF, -_INF, np.nan, _INF, 0.0, 0.0])
-    rng = np.array([_seed(random_state)], dtype=np.uint64)
+    state = pass_state(n, bool(np.isfinite(alpha).all()))
+    rng = np.array([pass_seed(random_state)], dtype=np.uint64)
     w_prev = np.empty_like(w)
     gram = _gram_arrays(X, n)
     stop_w = stop == "w_change"
@@ -844,22 +873,23 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
             # record_active_at: the compiled call returns after each pass whose A is kept.
             chunk = min(chunk, min((p for p in track if p > it), default=max_iter) - it)
         t0 = time.perf_counter()
-        done, code = _dcd_passes(
-            X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, rinfo, index, state, fstate,
+        done, code = dcd_passes(
+            X.data, indices_u, X.indptr, y, alpha, w, wb, B, QD, diag, rinfo, index, state,
             rng, w_prev, chunk, stop_w, tol, shrinking, nxt is not None, *gram, _GRAM_DENSE_SPEED,
-            _dense_rows(X), _PREFETCH_BYTES < X.data.nbytes + X.indices.nbytes)
+            rows_are_full(X), PREFETCH_BYTES < X.data.nbytes + X.indices.nbytes)
         pass_s = (time.perf_counter() - t0) / done
         it += done
         if track and it in track:
-            # A after the pass: index[:state[3]] (a recheck restores the count, not the order).
-            active_at.append([it, np.sort(index[:state[3]]).astype(np.int64).tolist()])
+            # A after the pass: index[:active_after] (a recheck restores the count, not the order).
+            active_at.append([it, np.sort(index[:state["active_after"][0]]).astype(np.int64).tolist()])
         # The trace's w_change is the last pass's.
         if end := recorder.after(it, certificates, budget, diverged=code == 2, converged=code == 1,
-                                 notes={"w_change": fstate[2], "n_active": int(state[3])}):
+                                 notes={"w_change": float(state["w_change"][0]),
+                                        "n_active": int(state["active_after"][0])}):
             status = end
             break
-    active = int(state[0])
-    n_updates = int(state[1])
+    active = int(state["active"][0])
+    n_updates = int(state["n_updates"][0])
 
     fit_time = recorder.seconds()
     # The closing trace point is the final certificate: one product X w, not two.
@@ -873,7 +903,8 @@ def fit_dcd(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=
     return Fit(b=float(wb[0] * B), status=status, n_iter=it, primal=P, w=w, alpha=alpha, dual=D,
                gap=gap, kkt_violation=kkt, fit_time_s=fit_time, train_Xw=last_f[1],
                info={"n_active_end": int(active), "n_sv": int(np.count_nonzero(alpha)),
-                     "n_updates": int(n_updates), "gram_passes": int(state[7]), "gram_rows": int(state[8]),
+                     "n_updates": int(n_updates), "gram_passes": int(state["gram_passes"][0]),
+                     "gram_rows": int(state["gram_rows"][0]),
                      **({"active_at": active_at + [["end", np.sort(index[:active]).astype(np.int64).tolist()]]}
                         if track else {})})
 

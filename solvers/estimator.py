@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .base import Budget, Recorder
 from .kernels import Kernel, kernel_block, resolve_gamma
 from .problem import Problem
-from .params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS
+from .params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS, estimator_message
 from .registry import Param, SolverError, fit as solve, get_solver
 
 
@@ -30,7 +30,9 @@ def _check_magnitude(X) -> None:
     data = X.data if sp.issparse(X) else X
     if data.size == 0:
         return
-    amax = float(np.max(np.abs(data)))
+    # Two reductions and no temporary: np.abs(data) would allocate a copy of X's values (on
+    # full RCV1, 490 MB of pages touched for the first time) for one number.
+    amax = max(float(data.max()), -float(data.min()))
     limit = math.sqrt(np.finfo(np.float64).max / max(X.shape[1], 1))
     if amax <= limit or not math.isfinite(amax):
         return     # NaN and inf in sparse X: Problem refuses them, naming the row
@@ -42,6 +44,12 @@ def _check_magnitude(X) -> None:
     raise ValueError(f"X has a value of magnitude {amax:.3g} (row {row}, column {col}): with {X.shape[1]} "
                      f"features, squared norms and kernel values overflow float64 above {limit:.3g}; "
                      "rescale X (e.g. sklearn.preprocessing.MaxAbsScaler)")
+
+
+def _gram(K) -> np.ndarray:
+    """A callable kernel's value as a dense float64 array: on sparse rows a kernel such as
+    ``lambda A, B: A @ B.T`` returns a sparse matrix, which SVC densifies too."""
+    return np.asarray(K.toarray() if sp.issparse(K) else K, dtype=np.float64)
 
 
 class SVMClassifier(ClassifierMixin, BaseEstimator):
@@ -107,8 +115,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
     class_weight_ : ndarray of shape (n_classes,)
         The weight of each class (all 1 without class_weight), as SVC's.
     coef_ : ndarray of shape (1, n_features) or (n_models, n_features)  (linear kernel)
-        w of each model; for the kernel duals (smo, svmlight, qp, libsvm) with the linear kernel,
-        dual_coef_ @ support_vectors_ per model, as SVC's. A CSR matrix after `sparsify`.
+        w of each model, as LinearSVC's (an attribute; a CSR matrix after `sparsify`); for the
+        kernel duals (smo, svmlight, qp, libsvm) with the linear kernel, SVC's: dual_coef_ @
+        support_vectors_ per model, computed at each read and read-only (a CSR matrix after a
+        sparse fit).
     intercept_ : ndarray of shape (1,) or (n_models,)
         n_models: n_classes (ovr), n_classes (n_classes - 1) / 2 (ovo, one per pair as SVC's),
         n_classes - 1 (ordinal), in the column order of `decision_function`.
@@ -133,17 +143,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         The binary models (``.models``), their class pairs and the ordinal table.
     probA_, probB_ : ndarray of shape (n_models,)  (probability=True)
         Each binary model's sigmoid P(+1 | f) = 1 / (1 + exp(A f + B)).
-    n_iter_ : ndarray of shape (n_models,)
-        Iterations of each binary model (an array also for two classes, as SVC's).
+    n_iter_ : int, or ndarray of shape (n_models,)
+        Iterations of each binary model: an int for two classes when the model predicts from w
+        (LinearSVC's), an array otherwise (SVC's, also for two classes).
     status_ : str, or list of str per model
     objective_ : float, or ndarray of shape (n_models,)
         The primal objective P at the returned model(s).
     trace_ : list of (iteration, seconds, primal, dual, gap), or one such list per model
 
-    Predictions read the attributes above (coef_ and intercept_ for the linear kernel,
-    dual_coef_, support_vectors_ and intercept_ otherwise), so reassigning or editing them
-    changes the model, as LinearSVC's coef_ and intercept_; the binary models in
-    ``multiclass_`` are the fit's record and are not read again.
+    Predictions read the attributes above (coef_ and intercept_ for a model with w, dual_coef_,
+    support_vectors_ and intercept_ for a model that predicts from its support vectors), so
+    reassigning or editing them changes the model, as LinearSVC's coef_ and SVC's dual_coef_;
+    the binary models in ``multiclass_`` are the fit's record and are not read again. A model
+    of dense support vectors refuses sparse rows at predict, as SVC's.
 
     Examples
     --------
@@ -197,19 +209,29 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
+        """The solver's spec and its checked parameters, or scikit-learn's InvalidParameterError
+        for a refused value, in its words ("The 'C' parameter of SVMClassifier must be a float
+        in the range (0.0, inf]. Got nan instead."), what the table refuses (`params`)."""
+        from sklearn.utils._param_validation import InvalidParameterError
+
         for key, p in self._parameter_constraints.items():
             value = getattr(self, key)
-            if not (value is None and key in self._solver_defaults):
-                p.check(key, value)
+            why = None if value is None and key in self._solver_defaults else p.reason(value)
+            if why is not None:
+                said = None if p.rule is not None else p.constraint()
+                raise InvalidParameterError(estimator_message("SVMClassifier", key, value, why, said))
         if not (callable(self.kernel) or self.kernel in ("linear", "rbf", "poly", "precomputed")):
-            raise ValueError(f"kernel={self.kernel!r} must be 'linear', 'rbf', 'poly', 'precomputed' or a callable")
+            raise InvalidParameterError(estimator_message(
+                "SVMClassifier", "kernel", self.kernel, "",
+                "a str among {'linear', 'poly', 'precomputed', 'rbf'} or a callable"))
         if self.solver_params is not None and not isinstance(self.solver_params, dict):
-            raise ValueError(f"solver_params={self.solver_params!r} must be a dict or None")
+            raise InvalidParameterError(estimator_message("SVMClassifier", "solver_params", self.solver_params, "",
+                                                          "an instance of 'dict' or None"))
         spec = get_solver(self.solver)
         params = dict(self.solver_params or {})
         if "random_state" in spec.params and "random_state" not in params and self.random_state is not None:
             params["random_state"] = self.random_state
-        spec.check_params(params)
+        spec.check_combination(self.loss if self.loss is not None else spec.losses[0], spec.check_params(params))
         return spec, params
 
     # ------------------------------------------------------------------ fit
@@ -224,21 +246,23 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         spec, params = self._validate_params()
         # A CSR already in float64 passes through as is (no copy; Problem shares its buffers).
         # Its values are checked for NaN and inf once, by Problem (naming the row), not also here:
-        # each check is a pass over all nonzeros (0.05 s on full RCV1). Dense X keeps
+        # each check is a pass over all nonzeros (docs/benchmarks/linear.md counts them). Dense X keeps
         # scikit-learn's check, whose message its estimator checks expect.
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              ensure_all_finite=not sp.issparse(X))
         _check_magnitude(X)
+        self._sparse_fit = sp.issparse(X)
         check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        # Each row's class index, from the same sort that finds the classes (one sort of y).
+        self.classes_, yi = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
         if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"Precomputed matrix must be a square matrix. Input is a {X.shape[0]}x{X.shape[1]} matrix.")
-        weights, kept = self._row_weights(X, y, sample_weight)
+        weights, kept = self._row_weights(X, yi, sample_weight)
         X_given, y_given = X, y
         if kept is not None:
-            X, y = X[kept], y[kept]
+            X, y, yi = X[kept], y[kept], yi[kept]
         self._kept = kept
         self._gram = callable(self.kernel) or self.kernel == "precomputed"
         if self._gram:
@@ -253,7 +277,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         self._intercept = self.intercept if self.intercept is not None else spec.intercepts[0]
         budget = Budget(max_iter=self.max_iter, tol=self.tol if self.tol is not None else spec.default_tol)
         if len(self.classes_) == 2:
-            ybin = np.where(y == self.classes_[1], 1.0, -1.0)
+            ybin = np.where(yi == 1, 1.0, -1.0)
             self._model = self._fit_binary(X, ybin, spec, params, budget, weights)
             # One model: classes_[1] is +1, as SVC's binary sign (dual_coef_ > 0 for classes_[1]).
             self._set_layout([self._model], [(1, 0)], [None], X, y)
@@ -352,7 +376,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             if kept is not None:
                 K = K[:, kept]
         else:
-            K = np.asarray(self.kernel(X, X), dtype=np.float64)
+            K = _gram(self.kernel(X, X))
             if K.shape != (X.shape[0], X.shape[0]):
                 raise ValueError(f"kernel(X, X) returned shape {K.shape}, expected ({X.shape[0]}, {X.shape[0]})")
         if not np.all(np.isfinite(K)):
@@ -371,29 +395,36 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         if not hasattr(self, "dual_coef_"):
             raise SolverError(f"solver {self.solver!r} returned no dual variables, which kernel={self.kernel!r} needs to "
                               "predict; use smo, svmlight, qp, libsvm, dcd or newton")
-        self.__dict__.pop("coef_", None)
         if callable(self.kernel):
             self.support_vectors_ = X_given[self.support_]
         else:
             self.support_vectors_ = np.empty((0, 0))
 
-    def _row_weights(self, X, y, sample_weight):
+    def _row_weights(self, X, yi, sample_weight):
         """(weights, kept): each kept row's weight sample_weight_i * class_weight[y_i] (None when
         every weight is 1, so an unweighted fit is the very fit it was before weights existed,
         and solvers that cannot weight still take it), and the indices of the rows of weight
         > 0 (None when all are), which alone are fitted, as LIBSVM drops them in SVC.
-        Sets class_weight_."""
+        yi: each row's index in classes_. Sets class_weight_."""
         from sklearn.utils.class_weight import compute_class_weight
         from sklearn.utils.validation import _check_sample_weight
 
-        if isinstance(self.class_weight, dict):
+        K = self.classes_.size
+        if self.class_weight is None:
+            self.class_weight_ = np.ones(K)
+        elif isinstance(self.class_weight, str):
+            # "balanced": n_samples / (n_classes * count(class)), scikit-learn's rule, from the
+            # class indices already at hand (compute_class_weight would sort y again).
+            self.class_weight_ = yi.size / (K * np.bincount(yi, minlength=K).astype(np.float64))
+        else:
             unknown = [c for c in self.class_weight if c not in self.classes_]
             if unknown:
                 raise ValueError(f"class_weight has the label {unknown[0]!r}, which is not in y "
                                  f"(classes: {self.classes_.tolist()})")
-        # Finite weights > 0: checked with the other parameters (`params.class_weight_reason`).
-        self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_, y=y)
-        s = self.class_weight_[np.searchsorted(self.classes_, y)]
+            # Finite weights > 0: checked with the other parameters (`params.class_weight_reason`).
+            self.class_weight_ = compute_class_weight(self.class_weight, classes=self.classes_,
+                                                      y=self.classes_[yi])
+        s = self.class_weight_[yi]
         if sample_weight is not None:
             raw = np.asarray(sample_weight, dtype=np.float64)
             if raw.shape == (X.shape[0],) and np.all(raw <= 0):
@@ -405,15 +436,16 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         keep = s > 0
         if not keep.any():
             raise ValueError("Invalid input - all samples have zero or negative weights.")
-        left = np.unique(y[keep])
-        if left.size < 2:
-            raise ValueError("Invalid input - all samples with positive weights belong to the same class "
-                             f"({left[0]!r}).")
-        if left.size < self.classes_.size:
-            gone = np.setdiff1d(self.classes_, left)
-            raise ValueError(f"class {gone[0]!r} has no sample of positive weight; a classifier needs "
-                             "each class it is given")
         kept = None if keep.all() else np.flatnonzero(keep)
+        if kept is not None:
+            left = np.flatnonzero(np.bincount(yi[kept], minlength=K))
+            if left.size < 2:
+                raise ValueError("Invalid input - all samples with positive weights belong to the same class "
+                                 f"({self.classes_[left[0]]!r}).")
+            if left.size < K:
+                gone = np.setdiff1d(np.arange(K), left)
+                raise ValueError(f"class {self.classes_[gone[0]]!r} has no sample of positive weight; a classifier "
+                                 "needs each class it is given")
         s = s if kept is None else s[kept]
         # A solver that cannot weight is refused by the registry, naming it.
         return (None if np.all(s == 1.0) else s), kept
@@ -457,11 +489,19 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         binary models, their class pairs and training rows (None: all of X), on the rows X, y
         that were solved. Prediction reads these attributes, not the models."""
         n_models = len(models)
-        self.n_iter_ = np.array([m["n_iter"] for m in models], dtype=np.int32)
+        binary = n_models == 1 and len(self.classes_) == 2
+        # What an earlier fit left (another solver's) is not this model's.
+        for name in ("_coef", "support_vectors_", "dual_coef_", "support_", "n_support_"):
+            self.__dict__.pop(name, None)
+        # SVC's counterpart predicts from its support vectors (a kernel dual; a precomputed or
+        # callable kernel); LinearSVC's from w (dcd, liblinear, pegasos, ...).
+        self._dual_model = self._gram or any(m["support_vectors"] is not None for m in models)
+        n_iter = np.array([m["n_iter"] for m in models], dtype=np.int32)
+        # LinearSVC's n_iter_ is an int; SVC's an array with one count per pair, also for two classes.
+        self.n_iter_ = int(n_iter[0]) if binary and not self._dual_model else n_iter
         status = [m["status"] for m in models]
         objective = np.array([m["objective"] for m in models])
         trace = [m["trace"] for m in models]
-        binary = n_models == 1 and len(self.classes_) == 2
         self.status_, self.objective_, self.trace_ = (status[0], objective[0], trace[0]) if binary else \
             (status, objective, trace)
         self.intercept_ = np.array([m["b"] for m in models])
@@ -488,18 +528,53 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
             self.dual_coef_ = sp.csr_matrix(coef) if sp.issparse(X) else coef
             # Only a model without w needs its support vectors to predict; one with w (dcd,
             # liblinear) predicts from coef_, as LinearSVC (which keeps none), and X[sv] would
-            # copy up to all of X (1.4 s on full RCV1, where half the rows are support vectors).
-            if any(m["support_vectors"] is not None for m in models):
+            # copy up to all of X (on RCV1 about half the rows are support vectors).
+            if self._dual_model:
                 self.support_vectors_ = X[sv]
-        if self._kernel.is_linear and all(m["w"] is not None for m in models):
-            self.coef_ = np.vstack([m["w"] for m in models])
-            if sp.issparse(X) and hasattr(self, "support_vectors_"):
-                # SVC's coef_ after a sparse fit (dual_coef_ @ support_vectors_, both sparse).
-                self.coef_ = sp.csr_matrix(self.coef_)
+        if self._kernel.is_linear and not self._dual_model and all(m["w"] is not None for m in models):
+            self._coef = np.vstack([m["w"] for m in models])
+
+    @property
+    def coef_(self):
+        """w of each model (linear kernel). A model that predicts from w (LinearSVC's
+        counterpart: dcd, liblinear, pegasos, ...) holds it as an attribute, which may be
+        reassigned or edited and is what predicts. A model that predicts from its support
+        vectors (SVC's: smo, svmlight, qp, libsvm with kernel="linear") computes it at each read
+        as dual_coef_ @ support_vectors_ per model (a CSR matrix after a sparse fit) and returns
+        it read-only, as SVC's: an edit of dual_coef_ shows in it, and an edit of coef_, which
+        would not change the model, is refused rather than ignored."""
+        if "_coef" in self.__dict__:
+            return self.__dict__["_coef"]
+        if "_dual_model" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'coef_'")
+        if not self._dual_model or self._gram or not self._kernel.is_linear:
+            raise AttributeError("coef_ is only available when using a linear kernel")
+        coef = self._model_coef()
+        sv = self.support_vectors_
+        if sp.issparse(sv):
+            coef = (sp.csr_matrix(coef) @ sv).tocsr()
+            coef.data.flags.writeable = False
+        else:
+            coef = coef @ sv
+            coef.flags.writeable = False
+        return coef
+
+    @coef_.setter
+    def coef_(self, value):
+        if self.__dict__.get("_dual_model"):
+            raise AttributeError(f"coef_ of a model that predicts from its support vectors (solver {self.solver!r}) is "
+                                 "read-only, as SVC's: it is dual_coef_ @ support_vectors_; set or edit dual_coef_")
+        self.__dict__["_coef"] = value
+
+    @coef_.deleter
+    def coef_(self):
+        if self.__dict__.pop("_coef", None) is None:
+            raise AttributeError("coef_")
 
     def sparsify(self):
         """coef_ as a scipy CSR matrix (LinearSVC's sparsify): smaller when most weights are 0;
-        predictions are unchanged. Linear kernel only."""
+        predictions are unchanged. Linear kernel and a model that predicts from w only (the
+        coef_ of one that predicts from its support vectors is read-only)."""
         check_is_fitted(self, "coef_")
         self.coef_ = sp.csr_matrix(self.coef_)
         return self
@@ -530,7 +605,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
                 K = X[:, self.support_]
                 K = K.toarray() if sp.issparse(K) else K
             else:
-                K = np.asarray(self.kernel(X, self.support_vectors_), dtype=np.float64)
+                K = _gram(self.kernel(X, self.support_vectors_))
             coef = self._model_coef()
             return K @ coef.T + intercept
         if self._kernel.is_linear:
@@ -559,6 +634,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """Decision values: shape (n_samples,) for two classes (> 0 means classes_[1]); for
         more, the multiclass strategy's (n_samples, n_classes) or ovo's pairwise values."""
         check_is_fitted(self)
+        if sp.issparse(X) and self._dual_model and not self._sparse_fit and not callable(self.kernel):
+            # SVC's rule: a model of dense support vectors takes dense rows (LinearSVC's
+            # counterpart, which predicts from w, takes either).
+            raise ValueError(f"cannot use sparse input in {type(self).__name__!r} trained on dense data")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
         D = self._decision_matrix(X)
         return D[:, 0] if len(self.classes_) == 2 else D

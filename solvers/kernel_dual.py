@@ -340,7 +340,7 @@ def finish_fit(name: str, problem: Problem, alpha: np.ndarray, G: np.ndarray, st
     elif not math.isfinite(P):
         status = "diverged"
     detail = f"m - M = {kkt:.3g} (tol {tol:g})" + (f"; {reason}" if reason else "")
-    finish(status, name, n_iter, detail if status != "converged" else "")
+    finish(status, name, n_iter, detail if status != "converged" else "", kernel_dual=True)
     info.update(extra)
     if reason and status != "converged":
         info["stop_reason"] = reason

@@ -84,7 +84,7 @@ def resolve_gamma(gamma, X) -> float:
 # nonzeros only: a skipped term is a product with a zero, and s + (+-0) = s (up to the sign of
 # a zero sum, which no kernel value or update can tell). A dense loop in this order cannot be
 # vectorised along the features, so the dense kernels vectorise across rows instead: smo's cache
-# keeps its rows in panels (`_panels`), svmlight's reads four rows at a time (`_row_dots`).
+# keeps its rows in panels (`_panels`), svmlight's reads four rows at a time (`row_dots`).
 # LIBSVM's dot (svm.cpp's Kernel::dot, over sparse nodes or, in scikit-learn's dense build, over
 # all features) sums in this order too. BLAS's products (`kernel_block`) sum in blocks of its own
 # choice; they are kept for the blocks computed outside the solvers' loops and made
@@ -157,7 +157,7 @@ def row_norms_sq(X) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _row_dots(X, rows, n_rows, x, out):
+def row_dots(X, rows, n_rows, x, out):
     """out[t] = X[rows[t]] . x for t < n_rows, each summed in feature order (dense X, row-major):
     four rows at a time, so that four independent sums share each x_f."""
     d = X.shape[1]
@@ -240,9 +240,9 @@ def _dot(X, Z) -> np.ndarray:
     """X Z^T as a dense array: BLAS for dense operands, a sparse product otherwise.
 
     A sparse operand that is small as a dense array (DENSE_OPERAND_BYTES) is made dense first:
-    on 8,000 x 2,000 rows of MNIST (784 columns, 19% nonzero) the product of two CSR matrices
-    (scipy's csr_matmat) or of a CSR and a dense one took 5-7 s, dense BLAS 1.2 s (a loaded
-    machine). The decision values on test rows and a warm start's gradient are such products.
+    on image rows (hundreds of columns, a fifth of them nonzero) a dense BLAS product beats
+    scipy's CSR products several times over (docs/benchmarks/code-notes.md). The decision
+    values on test rows and a warm start's gradient are such products.
     A text set's 47k columns keep its rows sparse.
 
     Made dense, a CSR operand is the very array a dense caller passes, so the product is the same
@@ -301,7 +301,7 @@ _N_USED, _EPOCH, _HITS, _MISSES = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
+def kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
     if kind == 0:
         return dot
     if kind == 1:
@@ -317,7 +317,7 @@ def _kernel_value(kind, gamma, coef0, degree, dot, ni, nk):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _scattered_dot(scratch, vals, indices, indptr, k):
+def scattered_dot(scratch, vals, indices, indptr, k):
     """x_i . x_k for CSR row k, with x_i scattered into the dense `scratch` (LIBSVM's sparse dot)."""
     s = 0.0
     for p in range(indptr[k], indptr[k + 1]):
@@ -328,24 +328,24 @@ def _scattered_dot(scratch, vals, indices, indptr, k):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _fill_column(i, rows, n_rows, out, data, ker):
     """out[k] = Q_ik = y_i y_k K(x_i, x_k) for k in rows[:n_rows]: one pass over X, BLAS-free,
-    the dot products in feature order (`_row_dots` on dense rows, a scatter/gather sparse dot on
+    the dot products in feature order (`row_dots` on dense rows, a scatter/gather sparse dot on
     CSR rows, as LIBSVM's sparse dot: the same floats)."""
     dense, Xd, vals, indices, indptr, xn, y, scratch = data
     kind, gamma, coef0, degree = ker
     yi = y[i]
     ni = xn[i]
     if dense:
-        _row_dots(Xd, rows, n_rows, Xd[i], scratch)
+        row_dots(Xd, rows, n_rows, Xd[i], scratch)
         for t in range(n_rows):
             k = rows[t]
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, scratch[t], ni, xn[k])
+            out[k] = yi * y[k] * kernel_value(kind, gamma, coef0, degree, scratch[t], ni, xn[k])
     else:
         for p in range(indptr[i], indptr[i + 1]):
             scratch[indices[p]] = vals[p]
         for t in range(n_rows):
             k = rows[t]
-            s = _scattered_dot(scratch, vals, indices, indptr, k)
-            out[k] = yi * y[k] * _kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
+            s = scattered_dot(scratch, vals, indices, indptr, k)
+            out[k] = yi * y[k] * kernel_value(kind, gamma, coef0, degree, s, ni, xn[k])
         for p in range(indptr[i], indptr[i + 1]):
             scratch[indices[p]] = 0.0
 
@@ -400,7 +400,7 @@ def _lru_arrays(n, n_slots):
 @njit(cache=True, nogil=True)
 def _cache_slot(i, cache):
     """Slot holding column i, allocated (evicting the least recently used) when absent.
-    Returns (slot, present); a present slot may still need recomputation (see _cache_get)."""
+    Returns (slot, present); a present slot may still need recomputation (see cache_get)."""
     buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
     s, present = _lru_slot(i, slot_of, col_of, prev, nxt, stats)
     if not present:
@@ -410,7 +410,7 @@ def _cache_slot(i, cache):
 
 
 @njit(cache=True, nogil=True)
-def _cache_get(i, need_full, rows, n_rows, cache, data, ker):
+def cache_get(i, need_full, rows, n_rows, cache, data, ker):
     """Q_i as a row of the cache buffer, valid on rows[:n_rows] (on all n rows if need_full)."""
     buf, slot_of, col_of, prev, nxt, full, epoch, stats = cache
     s, present = _cache_slot(i, cache)
@@ -481,7 +481,7 @@ class QColumnCache:
     Notes
     -----
     ``columns(idx)`` returns full columns Q[:, idx] (misses computed together by one BLAS
-    block, `kernel_block`); the numba solvers call `_cache_get` on ``state`` directly.
+    block, `kernel_block`); the numba solvers call `cache_get` on ``state`` directly.
     ``hits``/``misses`` count column requests.
     """
 
@@ -578,7 +578,7 @@ class QColumnCache:
 # ------------------------------------------------------------------ LIBSVM's layout (smo)
 # LIBSVM's shrinking layout (Chang & Lin 2011, Section 5; svm.cpp's Cache and
 # Solver::swap_index), `PrefixQColumnCache`: the cache indexes variables by *position*, and a
-# solver that shrinks swaps the shrunken variables to the end (`_prefix_swaps`), so that the
+# solver that shrinks swaps the shrunken variables to the end (`prefix_swaps`), so that the
 # active set is the prefix [0, n_active) of positions and a column is needed, computed and scanned
 # on that prefix only. A slot holds the prefix [0, length) of its column; a request for a longer
 # prefix computes only the entries it lacks (LIBSVM's Cache::get_data). The rows of X, their
@@ -613,14 +613,14 @@ def _fill_prefix(p, start, stop, out, data, ker):
             _panel_dots(P, b, xp, dots, (b - b0) * PANEL)
         at = b0 * PANEL
         for k in range(start, stop):
-            out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, dots[k - at], npp, xn[k])
+            out[k] = yp * y[k] * kernel_value(kind, gamma, coef0, degree, dots[k - at], npp, xn[k])
         return
     r = perm[p]
     for q in range(indptr[r], indptr[r + 1]):
         scratch[indices[q]] = vals[q]
     for k in range(start, stop):
-        s = _scattered_dot(scratch, vals, indices, indptr, perm[k])
-        out[k] = yp * y[k] * _kernel_value(kind, gamma, coef0, degree, s, npp, xn[k])
+        s = scattered_dot(scratch, vals, indices, indptr, perm[k])
+        out[k] = yp * y[k] * kernel_value(kind, gamma, coef0, degree, s, npp, xn[k])
     for q in range(indptr[r], indptr[r + 1]):
         scratch[indices[q]] = 0.0
 
@@ -637,7 +637,7 @@ def _prefix_slot(p, state):
 
 
 @njit(cache=True, nogil=True)
-def _prefix_get(p, n_rows, state, data, ker):
+def prefix_get(p, n_rows, state, data, ker):
     """Q_p as a row of the cache buffer, valid on the positions [0, n_rows); only the entries
     the slot lacks are computed."""
     buf, slot_of, col_of, prev, nxt, length, stats = state
@@ -654,7 +654,7 @@ def _prefix_get(p, n_rows, state, data, ker):
 
 
 @njit(cache=True, nogil=True)
-def _prefix_swaps(I, J, m, state, data):
+def prefix_swaps(I, J, m, state, data):
     """Exchange the variables at positions I[t] and J[t], t < m, in this order (LIBSVM's
     Cache::swap_index with Kernel::swap_index, batched): the data rows, which slot is whose
     column, and the two entries of every cached column. A column that holds only the first of
@@ -695,10 +695,10 @@ def _prefix_swaps(I, J, m, state, data):
 
 class PrefixQColumnCache(QColumnCache):
     """`QColumnCache` on LIBSVM's layout (smo): columns by position, each a valid prefix, and the
-    positions reordered by `_prefix_swaps`. ``perm[k]`` is the row of X at position k (the
+    positions reordered by `prefix_swaps`. ``perm[k]`` is the row of X at position k (the
     identity until a swap). The cache keeps its own copies of a dense X, the norms and labels in
-    position order, so the caller's X is never modified. The numba solver calls `_prefix_get`
-    and `_prefix_swaps` on ``state`` and ``data``; ``matvec`` and ``block`` take rows of X. A dense
+    position order, so the caller's X is never modified. The numba solver calls `prefix_get`
+    and `prefix_swaps` on ``state`` and ``data``; ``matvec`` and ``block`` take rows of X. A dense
     X is kept in panels (`_panels`), the rows of position b PANEL + r in panel b.
     ``hits``/``misses`` count column requests, ``kernel_evaluations`` the entries computed."""
 
@@ -735,4 +735,4 @@ class PrefixQColumnCache(QColumnCache):
         return int(self.state[-1][_P_EVALS])
 
     def columns(self, idx):
-        raise TypeError("PrefixQColumnCache holds columns by position, as prefixes: use _prefix_get")
+        raise TypeError("PrefixQColumnCache holds columns by position, as prefixes: use prefix_get")

@@ -85,9 +85,9 @@ import scipy.sparse.linalg as spla
 from .base import Budget, Fit, Recorder
 from .cpm import (
     STOP_PARAMS,
-    _cpm_core,
-    _dual_at,
-    _kkt_on_sets,
+    cpm_core,
+    dual_at,
+    kkt_on_sets,
     augmented_design,
     paper_lambda,
     run_descent,
@@ -255,12 +255,12 @@ def kkt_finish(problem, Z, pen, v, m, *, eps=1e-6, rounds=10, max_rows=KKT_MAX_R
     converge, "svmmaj alone"). The sets, though, are right long before the digits.
     The primal-dual active set method (Hintermueller, Ito & Kunisch, SIAM J. Optim. 13 (2003))
     takes F = {|m_i - 1| <= eps}, `below` = {m_i < 1 - eps}, solves the KKT system of these sets
-    (`_kkt_on_sets`), moves each row whose answer contradicts its set (alpha_F < 0 above,
+    (`kkt_on_sets`), moves each row whose answer contradicts its set (alpha_F < 0 above,
     alpha_F > C below, m > 1 in below or m < 1 above into F) and repeats, at most `rounds`
     times. With the right sets the answer is the optimum (v*, alpha*), so alpha's gap is the
     point's true suboptimality. Plain active-set steps can cycle, so each answer is only a
     candidate: the primal moves from v along v_k - v by the exact line search of L
-    (`_cpm_core`, as alpha-Maj), which never increases L, and the dual keeps the largest D."""
+    (`cpm_core`, as alpha-Maj), which never increases L, and the dual keeps the largest D."""
     y, C = problem.y, problem.C
     lam = paper_lambda(problem)
     # The starting sets need not be right (each round corrects them); eps only keeps rows whose
@@ -273,15 +273,15 @@ def kkt_finish(problem, Z, pen, v, m, *, eps=1e-6, rounds=10, max_rows=KKT_MAX_R
     for _ in range(rounds):
         if F.sum() > max_rows:
             break
-        v_k, alpha = _kkt_on_sets(Z, pen, y, C, np.flatnonzero(below), np.flatnonzero(F))
-        alpha_f, D, _ = _dual_at(problem, Z, pen, alpha)
+        v_k, alpha = kkt_on_sets(Z, pen, y, C, np.flatnonzero(below), np.flatnonzero(F))
+        alpha_f, D, _ = dual_at(problem, Z, pen, alpha)
         if D > best_D:
             best_alpha, best_D = alpha_f, D
         s = v_k - v
         if np.any(s):
             d = y * np.asarray(Z @ s).ravel()
             ps = pen * s
-            h = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))[0]
+            h = cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))[0]
             if h > 0 and math.isfinite(h):
                 v_h = v + h * s
                 m_h = y * np.asarray(Z @ v_h).ravel()
@@ -347,7 +347,7 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
         fin = finished(*state["at"])
         if fin is None:
             return theta
-        return fin[3] if fin[4] > _dual_at(problem, Z, pen, theta)[1] else theta
+        return fin[3] if fin[4] > dual_at(problem, Z, pen, theta)[1] else theta
 
     def majorize(v, m, guard):
         alpha, beta = coef(m, k, guard)
@@ -369,7 +369,7 @@ def _majorize(name, problem, budget, recorder, warm_start, *, update, relax_from
             return v, m
         d = y * np.asarray(Z @ s).ravel()
         ps = pen * s
-        h, _, _, _ = _cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))
+        h, _, _, _ = cpm_core(1.0 - m, d, 2.0 * lam * float(v @ ps), 2.0 * lam * float(s @ ps))
         v_new = v + h * s
         return v_new, y * np.asarray(Z @ v_new).ravel()
 

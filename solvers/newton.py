@@ -18,7 +18,7 @@ The Newton system H d = -grad is solved by conjugate gradient with products Z_sv
 the active rows only (never a d x d matrix; an inexact Newton method with forcing term
 eta_k = min(0.1, sqrt(||grad||/||grad P(0)||))), or, for few features, directly by Cholesky
 (``linear_solver``). The step length is the exact minimiser of P along d (a convex piecewise
-quadratic in t; `_line_search` below, Chapelle's ``line_search_linear``).
+quadratic in t; `line_search` below, Chapelle's ``line_search_linear``).
 
 Kernel (``formulation="kernel"``, any kernel): f = K beta (+ b). Chapelle eq. (10) /
 duros_katzman eq. (5): on the current sv the Newton point is
@@ -61,7 +61,7 @@ from .registry import Param, SolverSpec, register
 
 # ------------------------------------------------------------------ numba kernel
 @njit(cache=True, nogil=True)
-def _line_search(m, q, C, mu, kink, a0, a1, s=None):
+def line_search(m, q, C, mu, kink, a0, a1, s=None):
     """argmin_t phi(t) = a0 t + a1 t^2 / 2 + C sum_i s_i l(m_i + t q_i), l the smoothed loss with
     quadratic piece (1 - m)^2 / (2 mu) for 0 < 1 - m < kink and slope -kink/mu beyond; a1 is the
     regulariser's curvature along the direction. Newton passes the squared hinge (mu = 1/2,
@@ -130,7 +130,7 @@ def _line_search(m, q, C, mu, kink, a0, a1, s=None):
 
 
 # ------------------------------------------------------------------ linear Newton
-def _cg(hess_vec, g, tol_abs, max_cg):
+def conjugate_gradient(hess_vec, g, tol_abs, max_cg):
     """Conjugate gradient for H d = -g, stopped when ||H d + g|| <= tol_abs."""
     d = np.zeros_like(g)
     r = -g.copy()
@@ -233,14 +233,14 @@ def _fit_linear(problem, budget, recorder, warm_start, linear_solver, max_cg):
                 return out_w
 
             eta = min(0.1, math.sqrt(gnorm / g0))
-            step, n_cg = _cg(hess_vec, g, eta * gnorm, max_cg)
+            step, n_cg = conjugate_gradient(hess_vec, g, eta * gnorm, max_cg)
         n_cg_total += n_cg
         s_w = step[:d]
         s_u = float(step[d]) if has_u else 0.0
         q = np.asarray(X @ s_w).ravel() + c * s_u
         a0 = float(w @ s_w) + r * u * s_u
         a1 = float(s_w @ s_w) + r * s_u * s_u
-        t = _line_search(y * f, y * q, C, 0.5, math.inf, a0, a1, sw)
+        t = line_search(y * f, y * q, C, 0.5, math.inf, a0, a1, sw)
         decrement = -0.5 * float(g @ step)
         w = w + t * s_w
         u = u + t * s_u
@@ -360,7 +360,7 @@ def _kernel_newton(problem, Kr, idx, beta0, b0, max_iter, tol, free, recorder, t
         q = Kdelta + db
         a0 = float(beta @ Kdelta)
         a1 = float(delta @ Kdelta)
-        t = _line_search(y * f, y * q, C, 0.5, math.inf, a0, a1, sw)
+        t = line_search(y * f, y * q, C, 0.5, math.inf, a0, a1, sw)
         beta = beta + t * delta
         b = b + t * db
         Kbeta = Kbeta + t * Kdelta

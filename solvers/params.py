@@ -36,6 +36,20 @@ def _number(v: float) -> str:
     return f"{v:g}"
 
 
+def _among(options) -> str:
+    return "a str among {" + ", ".join(repr(o) for o in sorted(options)) + "}"
+
+
+def estimator_message(owner: str, key: str, value, why: str, constraint: str | None = None) -> str:
+    """scikit-learn's sentence for a refused parameter value ("The 'C' parameter of SVC must be
+    a float in the range (0.0, inf]. Got nan instead."), so that a drop-in estimator refuses a
+    value in the words its users' code and scikit-learn's own tests expect. constraint: what
+    the parameter takes (`Param.constraint`); None: the table's own reason `why`, for a value
+    a rule refused (a class_weight's label)."""
+    said = f"must be {constraint}" if constraint is not None else (why if why.startswith("must ") else f"is refused: {why}")
+    return f"The {key!r} parameter of {owner} {said}. Got {value!r} instead."
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter: default, type and allowed range or options, and which solvers take it.
@@ -80,6 +94,31 @@ class Param:
         else:
             what = "any value"
         return what + (" or null" if self.none_ok else "")
+
+    def constraint(self) -> str:
+        """What the parameter takes in scikit-learn's words, as its parameter validation says them
+        ("a float in the range (0.0, inf]", "a str among {'auto', 'scale'} or a float in the range
+        (0.0, inf)", "an int in the range [1, inf) or None"): the estimator's message for a
+        refused value is scikit-learn's sentence around these words (`estimator_message`)."""
+        if self.kind == "bool":
+            parts = ["an instance of 'bool'"]
+        elif self.kind == "str":
+            parts = [_among(self.options) if self.options else "an instance of 'str'"]
+        elif self.kind in ("int", "float"):
+            parts = [_among(self.words)] if self.words else []
+            as_bound = int if self.kind == "int" else float
+            left = "-inf" if self.low is None else repr(as_bound(self.low))
+            right = "inf" if self.high is None else repr(as_bound(self.high))
+            opened_left = self.open_low or self.low is None
+            # An unbounded side includes inf unless the parameter is finite (C = inf: a hard margin).
+            opened_right = self.open_high if self.high is not None else (self.finite or self.kind == "int")
+            parts.append(f"{'an int' if self.kind == 'int' else 'a float'} in the range "
+                         f"{'(' if opened_left else '['}{left}, {right}{')' if opened_right else ']'}")
+        else:
+            parts = ["any value"]
+        if self.none_ok:
+            parts.append("None")
+        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
     def _bounds(self) -> str:
         low, high = self.low, self.high

@@ -55,8 +55,8 @@ def _is_canonical_csr(X) -> bool:
 
 def _all_finite(a: np.ndarray) -> bool:
     """Whether every value is finite. A finite sum says so in one pass with no temporary
-    (np.isfinite(a).all() allocates a boolean per value: 61 MB, and 0.1 s or more, on full
-    RCV1); an infinite or NaN sum may still come from large finite values, so then each value
+    (np.isfinite(a).all() allocates a boolean per value: 61 MB on full RCV1, and faults it
+    in); an infinite or NaN sum may still come from large finite values, so then each value
     is tested (scikit-learn's check_array does the same)."""
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(a.sum()):
@@ -307,8 +307,8 @@ class Problem:
         """X as canonical CSR (int32 indices); the linear coordinate solvers walk rows."""
         if self.is_sparse:
             return self.X
-        # One compiled scan instead of scipy's dense -> COO -> CSR (0.11 ms against about 0.01
-        # on 1372 x 4, a tenth of a whole dcd fit there). X is finite (checked when built); a
+        # One compiled scan instead of scipy's dense -> COO -> CSR, whose fixed cost is a visible
+        # share of a whole dcd fit on a small dense set (docs/benchmarks/code-notes.md). X is finite (checked when built); a
         # row-major scan gives sorted indices, and zeros (also -0.0) are dropped, as scipy does.
         X = self.X
         counts = _row_nnz(X)
@@ -348,8 +348,8 @@ class Problem:
     def with_(self, **changes) -> "Problem":
         """A copy with some settings changed, checked like any new Problem's. X and y, unless
         among the changes, are this problem's own, checked when it was built, and are not
-        checked again: that is a pass over X's values (0.3 ms of a 50 ms dcd fit on 20,800
-        rcv1_like rows), which a sweep would otherwise repeat for every C of a fold. Nothing
+        checked again: that is a pass over X's values, which a sweep would otherwise repeat for
+        every C of a fold. Nothing
         derived from them (`X_csr`, `row_norms_sq`) is carried over: a fit computes its own."""
         if "X" in changes or "y" in changes:
             return replace(self, **changes)

@@ -744,7 +744,7 @@ def _unit_box_lowrank(V, c, yv, u):
 FINISH_ROUNDS = 50
 MAX_WS = 1000  # the dense IPM fallback of a round costs O(MAX_WS^3) per iteration
 # A start with more free variables than this goes to the IPM at once: the polish from it would
-# spend up to POLISH_ITERS eigen-decompositions (1 s at 275 free) before giving up.
+# spend up to POLISH_ITERS eigen-decompositions, O(free^3) each, before giving up.
 FACE_POLISH_FREE = 200
 FINISH_IPM_TOL = 1e-10  # that fallback's tolerance: the polish after it needs a converged iterate
 FINISH_CACHE_MB = 32.0
@@ -950,8 +950,7 @@ def fit_qp(problem: Problem, *, budget: Budget, recorder: Recorder, warm_start=N
         status, reason, it, z, w = _ipm_loop(problem, Ht, np.zeros((n, 0)), ct, yt, x, budget, recorder,
                                              ipm_tol, max_iter, lambda al: Q @ al - 1.0)
         # Out of time, the iterate is snapped, not polished: the active-set polish from an early
-        # iterate runs up to POLISH_ITERS dense KKT solves (6 s at n = 200 after one IPM step),
-        # which would overrun time_limit_s by far (found by solvers.testing's time_limit check).
+        # iterate runs up to POLISH_ITERS dense KKT solves, O(n^3) each, which would overrun time_limit_s by far (found by solvers.testing's time_limit check).
         if status == "timeout":
             polished = False
         else:

@@ -39,7 +39,7 @@ from .objectives import kkt_violation_equality, lambda_from_C, linear_certificat
 from .kernels import kernel_block
 from .kernel_dual import box
 from .problem import Problem
-from .registry import Param, SolverError, SolverSpec, register
+from .registry import Param, SolverSpec, register
 
 
 def _run(estimator, problem):
@@ -87,12 +87,20 @@ def fit_liblinear(problem: Problem, *, budget: Budget, recorder: Recorder, warm_
     """LIBLINEAR through scikit-learn's LinearSVC (module docstring): dual=True is the dual
     coordinate descent (-s 1 / -s 3), dual=False the primal trust-region Newton (-s 2)."""
     from sklearn.svm import LinearSVC
-    if problem.loss == "hinge" and not dual:
-        raise SolverError("solver 'liblinear' has no primal (dual=False) method for loss='hinge'; use dual=True")
     est = LinearSVC(C=problem.C, loss=problem.loss, dual=dual, tol=budget.tol,
                     max_iter=budget.iterations(LIBLINEAR_MAX_ITER), fit_intercept=problem.intercept == "regularized",
                     intercept_scaling=problem.intercept_scaling, random_state=random_state)
     return _linear_fit(problem, "liblinear", est, recorder, {"dual": dual})
+
+
+def _liblinear_refuses(loss: str, params: dict) -> str | None:
+    """LIBLINEAR has no primal method for the plain hinge (its -s 2 is the squared hinge's), so
+    LinearSVC refuses dual=False there; this says it in LinearSVC's own words, before any work."""
+    if loss == "hinge" and not params.get("dual", True):
+        return ("Unsupported set of arguments: The combination of penalty='l2' and loss='hinge' are not supported "
+                "when dual=False, Parameters: penalty='l2', loss='hinge', dual=False (solver 'liblinear': use "
+                "dual=True, or loss='squared_hinge')")
+    return None
 
 
 # LinearSVC's pass cap when the budget names none: dcd's (and conf/solvers/liblinear.yaml's), so
@@ -161,7 +169,8 @@ def fit_libsvm(problem: Problem, *, budget: Budget, recorder: Recorder, warm_sta
         status = "diverged"
     if recorder.enabled:
         recorder.record(n_iter, lambda: (cert["primal"], cert["dual"], cert["gap"]))
-    finish(status, "libsvm", n_iter, "scikit-learn reported non-convergence" if status == "max_iter" else "")
+    finish(status, "libsvm", n_iter, "scikit-learn reported non-convergence" if status == "max_iter" else "",
+           kernel_dual=True)
     return Fit(b=b, status=status, n_iter=n_iter, primal=cert["primal"], alpha=alpha, dual=cert["dual"],
                gap=cert["gap"], kkt_violation=cert["kkt_violation"], fit_time_s=fit_time,
                info={"n_sv": int(est.support_.size)})
@@ -174,7 +183,7 @@ register(SolverSpec(
             "random_state": Param(0, "int", low=0, none_ok=True, doc="seed of LIBLINEAR's permutations")},
     losses=("hinge", "squared_hinge"), intercepts=("regularized", "none"), kernels=("linear",),
     default_max_iter=LIBLINEAR_MAX_ITER, default_tol=0.1,   # LIBLINEAR's own eps, as dcd (LinearSVC's is 1e-4)
-    time_limit=False, version="1", description="scikit-learn LinearSVC (LIBLINEAR)",
+    refuse=_liblinear_refuses, time_limit=False, version="1", description="scikit-learn LinearSVC (LIBLINEAR)",
 ))
 register(SolverSpec(
     name="sgd", family="reference", fit=fit_sgd,

@@ -55,6 +55,10 @@ class SolverSpec:
     description: str = ""
     # Compiles the numba kernels (or loads numba's cache) on tiny inputs; None: `default_warmup`.
     warmup: Callable[[], None] | None = None
+    # Why a combination of problem settings and the solver's own parameters is refused, or None:
+    # refuse(loss, params) for a pair no method of the solver solves (LIBLINEAR has no primal
+    # method for the hinge), checked wherever the two meet (`check_combination`).
+    refuse: Callable[[str, dict], str | None] | None = None
 
     def check_params(self, params: dict) -> dict:
         unknown = sorted(set(params) - set(self.params))
@@ -66,6 +70,13 @@ class SolverSpec:
             v = params.get(key, p.default)
             out[key] = p.check(f"{self.name}.{key}", v)
         return out
+
+    def check_combination(self, loss: str, params: dict) -> None:
+        """SolverError with the solver's reason (`refuse`) when it solves no problem of this loss
+        with these parameters: the estimator, the config and `fit` ask it before any work."""
+        why = self.refuse(loss, params) if self.refuse is not None else None
+        if why is not None:
+            raise SolverError(why)
 
     def check_problem(self, problem: Problem) -> None:
         if problem.loss not in self.losses:
@@ -555,10 +566,83 @@ def default_warmup(spec: SolverSpec) -> None:
 
 
 def warm(spec: SolverSpec) -> None:
-    """The solver's warmup, once per process (memoised by name)."""
+    """The solver's warmup, once per process (memoised by name), under a lock per solver that
+    every process warming it on this machine takes (`_compile_lock`): on a first run, when
+    numba compiles the solver's kernels into its cache, a second process waits for the first's
+    compilation and then loads it, instead of compiling the same kernels at the same time. A
+    run's sandboxes warm its solvers in different orders (`pipeline.engine.warmup`), so on two
+    cores two solvers compile at once and neither is compiled twice."""
     if spec.name not in _WARM:
-        (spec.warmup or (lambda: default_warmup(spec)))()
+        with _compile_lock(spec.name):
+            (spec.warmup or (lambda: default_warmup(spec)))()
         _WARM.add(spec.name)
+
+
+def _compile_lock(name: str):
+    """An exclusive lock on a file named for the solver and this package's folder (checkouts
+    and their numba caches apart), in the temporary folder; released when its holder ends, by
+    the system if the holder dies. Where no such file can be made, no lock: a process then
+    compiles what it finds uncompiled, as without one."""
+    import contextlib
+    import hashlib
+    import os
+    import tempfile
+
+    try:
+        import fcntl
+    except ImportError:       # not POSIX: no lock
+        return contextlib.nullcontext()
+    here = hashlib.sha256(os.path.dirname(os.path.abspath(__file__)).encode()).hexdigest()[:12]
+    folder = os.path.join(tempfile.gettempdir(), f"svmbench-compile-{os.getuid()}-{here}")
+
+    @contextlib.contextmanager
+    def held():
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fh = open(os.path.join(folder, f"{name}.lock"), "a")
+        except OSError:
+            yield
+            return
+        with fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+    return held()
+
+
+def uncompiled(names) -> list[str]:
+    """Of these solvers, those whose driver's module has nothing in numba's on-disk cache yet
+    (its index files, ``<module>.<function>-<line>.py3xx.nbi``, in the module's __pycache__ or
+    under NUMBA_CACHE_DIR): what a first run compiles, and a later one loads. A hint, read from
+    this process's files: a worker elsewhere has a cache of its own."""
+    import glob
+    import os
+    import sys
+
+    out = []
+    for name in names:
+        module = sys.modules.get(getattr(get_solver(name).fit, "__module__", "") or "")
+        path = getattr(module, "__file__", None)
+        if not path or not _has_numba_kernels(module):
+            continue
+        stem = os.path.splitext(os.path.basename(path))[0]
+        places = [os.path.join(os.path.dirname(path), "__pycache__", f"{stem}.*.nbi")]
+        cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+        if cache_dir:
+            places.append(os.path.join(cache_dir, "**", f"{stem}.*.nbi"))
+        if not any(glob.glob(p, recursive=True) for p in places):
+            out.append(name)
+    return out
+
+
+def _has_numba_kernels(module) -> bool:
+    """Whether the module defines numba-compiled functions that cache (`njit(cache=True)`)."""
+    for value in vars(module).values():
+        if getattr(getattr(value, "_cache", None), "__class__", type(None)).__name__ == "FunctionCache":
+            return True
+    return False
 
 
 
@@ -582,6 +666,7 @@ def fit(problem: Problem, solver: str, *, budget: Budget | None = None, recorder
     spec = get_solver(solver)
     spec.check_problem(problem)
     checked = spec.check_params(params)
+    spec.check_combination(problem.loss, checked)
     budget = budget or Budget(tol=spec.default_tol)
     if warm_start is not None and not spec.warm_start:
         raise SolverError(f"solver {spec.name!r} does not take a warm start")

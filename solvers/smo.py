@@ -35,7 +35,7 @@ from numba import njit
 from .base import Budget, Fit, Recorder
 from .kernel_dual import (INTERCEPTS, KERNELS, LOSSES, box, certificates, check_separable, dual_f, finish_fit, gradient,
                           path_seed, warm_alpha)
-from .kernels import PrefixQColumnCache, _prefix_get, _prefix_swaps
+from .kernels import PrefixQColumnCache, prefix_get, prefix_swaps
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -85,7 +85,7 @@ def _select(G, y, up, low, QD, n_active, eps, wss, cache, data, ker):
                 Gmax2 = v
                 j = k
     else:
-        Qi = _prefix_get(i, n_active, cache, data, ker)
+        Qi = prefix_get(i, n_active, cache, data, ker)
         yi = y[i]
         qdi = QD[i]
         obj_min = np.inf
@@ -155,7 +155,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
         n_free += st[k] == _FREE
     if n_free * n > 2 * n_active * (n - n_active):
         for i in range(n_active, n):
-            Qi = _prefix_get(i, n_active, cache, data, ker)
+            Qi = prefix_get(i, n_active, cache, data, ker)
             s = 0.0
             for k in range(n_active):
                 if st[k] == _FREE:
@@ -164,7 +164,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
     else:
         for i in range(n_active):
             if st[i] == _FREE:
-                Qi = _prefix_get(i, n, cache, data, ker)
+                Qi = prefix_get(i, n, cache, data, ker)
                 ai = alpha[i]
                 for k in range(n_active, n):
                     G[k] += ai * Qi[k]
@@ -174,7 +174,7 @@ def _reconstruct(alpha, G, G_bar, st, n_active, cache, data, ker):
 def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, Cb, swaps, cache, data, ker):
     """LIBSVM's do_shrinking: move the bounded variables whose gradient says they will stay at
     their bound behind the active prefix, by swaps (Solver::swap_index) applied to the solver's
-    arrays here and to the cache and data in one batch (`_prefix_swaps`). Once, when m - M first
+    arrays here and to the cache and data in one batch (`prefix_swaps`). Once, when m - M first
     falls below 10 eps, the gradient is rebuilt and every variable is active again before
     shrinking, so the final iterations see every variable. Returns (n_active, unshrunk now)."""
     Gmax1 = -np.inf  # max_{I_up} -y G
@@ -213,7 +213,7 @@ def _shrink(n_active, unshrunk, eps, alpha, G, G_bar, st, up, low, y, QD, Cb, sw
                     break
                 n_active -= 1
         i += 1
-    _prefix_swaps(swaps[0], swaps[1], m, cache, data)
+    prefix_swaps(swaps[0], swaps[1], m, cache, data)
     return n_active, unshrunk
 
 
@@ -257,8 +257,8 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
             ctl[1] = 1  # shrink again at the next iteration
         steps += 1
         ctl[5] += n_active
-        Qi = _prefix_get(i, n_active, cache, data, ker)
-        Qj = _prefix_get(j, n_active, cache, data, ker)
+        Qi = prefix_get(i, n_active, cache, data, ker)
+        Qj = prefix_get(j, n_active, cache, data, ker)
         Ci = C[i]
         Cj = C[j]
         ai_old = alpha[i]
@@ -326,12 +326,12 @@ def _smo_chunk(max_steps, eps, wss, shrinking, C, alpha, G, G_bar, st, up, low, 
         _set_status(i, ai, Ci, y, st, up, low)
         _set_status(j, aj, Cj, y, st, up, low)
         if ui != (st[i] == _UPPER):
-            Qf = _prefix_get(i, n, cache, data, ker)
+            Qf = prefix_get(i, n, cache, data, ker)
             sgn = -Ci if ui else Ci
             for k in range(n):
                 G_bar[k] += sgn * Qf[k]
         if uj != (st[j] == _UPPER):
-            Qf = _prefix_get(j, n, cache, data, ker)
+            Qf = prefix_get(j, n, cache, data, ker)
             sgn = -Cj if uj else Cj
             for k in range(n):
                 G_bar[k] += sgn * Qf[k]

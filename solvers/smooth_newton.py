@@ -22,7 +22,7 @@ Z = [X, B 1], P_mu(v) = 1/2 ||v||^2 + C sum l_mu(y_i z_i . v) is piecewise quadr
     grad = v - Z' (alpha * y),      H = I + (C / mu) Z_S' Z_S,
 
 and Newton's method with an exact line search (a convex piecewise quadratic in the step, solved
-by `_line_search`) reaches its optimum in finitely many steps once S and L stop changing (the
+by `line_search`) reaches its optimum in finitely many steps once S and L stop changing (the
 finite Newton method of Chapelle 2007, Section 3; LIBLINEAR's primal solver is the trust-region
 variant on the squared hinge: Lin, Weng & Keerthi, "Trust region Newton method for large-scale
 logistic regression", JMLR 9 (2008)). The squared hinge is this same loss with mu = 1/2 and no
@@ -76,7 +76,7 @@ import scipy.sparse as sp
 
 from .base import Budget, Fit, Recorder, finish, import_optimize, split_warm_start
 from .objectives import dual_objective, intercept_coordinate, pg_violation, primal_from_decision
-from .newton import _cg, _line_search
+from .newton import conjugate_gradient, line_search
 from .problem import Problem
 from .registry import Param, SolverSpec, register
 
@@ -133,7 +133,7 @@ class _Z:
 
 
 def _smoothed_loss_sum(m, mu, kink, s=None):
-    """sum_i s_i l(m_i) for the loss of `_line_search` (kink = mu: smoothed hinge; inf: squared
+    """sum_i s_i l(m_i) for the loss of `line_search` (kink = mu: smoothed hinge; inf: squared
     hinge); s None: all 1."""
     r = 1.0 - m
     quad = (r > 0.0) & (r < kink)
@@ -273,7 +273,7 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
             # of an optimum is not 1).
             q = y * f
             mu_s = 1e-12 if hinge else mu
-            t = _line_search(np.zeros_like(q), q, C, mu_s, kink_of(mu_s), 0.0, float(v @ v), sw)
+            t = line_search(np.zeros_like(q), q, C, mu_s, kink_of(mu_s), 0.0, float(v @ v), sw)
             v = t * v if t > 0 else np.zeros(dim)
             if hinge and identify and t > 0:
                 # A warm start off only in scale (the optimum of a nearby C) is identified here.
@@ -340,10 +340,11 @@ def fit_smooth_newton(problem: Problem, *, budget: Budget, recorder: Recorder, w
                 z = Zs.dot(p)
                 return p + (C / mu) * Zs.tdot(z if s_idx is None else s_idx * z)
             gn = float(np.linalg.norm(g))
-            step, n_cg = _cg(hess_vec, g, min(0.1, math.sqrt(gn / max(float(np.linalg.norm(v)) + gn, 1e-300))) * gn, max_cg)
+            forcing = min(0.1, math.sqrt(gn / max(float(np.linalg.norm(v)) + gn, 1e-300)))
+            step, n_cg = conjugate_gradient(hess_vec, g, forcing * gn, max_cg)
             info["n_cg"] += n_cg
         q = y * Z.dot(step)
-        t = _line_search(m, q, C, mu, kink, float(v @ step), float(step @ step), sw)
+        t = line_search(m, q, C, mu, kink, float(v @ step), float(step @ step), sw)
         it += 1
         v_new = v + t * step
         if not np.isfinite(v_new).all():

@@ -23,9 +23,9 @@ The whole loop is compiled (`_chunk`, numba), the Python driver only owns the cl
 trace, as smo's. The subproblem is solved by SMO restricted to W (`_smo_subproblem`: pair steps
 on the most violating pair of the subproblem, warm-started at alpha_W^k, until its own violation
 is below sub_tol * tol): a dense q x q problem costs O(q) a step, against the O(n q) of the
-gradient update, and needs no factorisation, so a singular Q_WW is no special case. (Versions 1-3
-solved it by qp's interior point method from Python: 1-3 ms a subproblem, 9-34x SVC's time on
-5k blobs where smo is 1-2x.)
+gradient update, and needs no factorisation, so a singular Q_WW is no special case. (Earlier
+versions solved it by qp's interior point method from Python, a fixed interpreter cost per
+subproblem that made the whole fit several times SVC's: docs/benchmarks/code-notes.md.)
 
 Descent is guaranteed without trusting the subproblem solver:
 
@@ -72,7 +72,7 @@ from numba import njit
 
 from .base import Budget, Fit, Recorder
 from .kernel_dual import INTERCEPTS, KERNELS, LOSSES, box, certificates, dual_f, gradient, intercept, warm_alpha, finish_fit
-from .kernels import QColumnCache, _cache_get, _kernel_value, _row_dots, _scattered_dot
+from .kernels import QColumnCache, cache_get, kernel_value, row_dots, scattered_dot
 from .problem import Problem
 from .registry import Param, SolverError, SolverSpec, register
 
@@ -411,21 +411,21 @@ def _kernel_QWW(W, data, ker):
     dots = np.empty(w)
     for s in range(w):
         i = W[s]
-        # x_i . x_j for j in W[s:], in feature order (kernels._row_dots, or the scattered
+        # x_i . x_j for j in W[s:], in feature order (kernels.row_dots, or the scattered
         # sparse dot): the same floats as the cached columns, for dense and CSR rows alike
         if dense:
-            _row_dots(Xd, W[s:], w - s, Xd[i], dots)
+            row_dots(Xd, W[s:], w - s, Xd[i], dots)
         else:
             for p in range(indptr[i], indptr[i + 1]):
                 scratch[indices[p]] = vals[p]
             for t in range(s, w):
-                dots[t - s] = _scattered_dot(scratch, vals, indices, indptr, W[t])
+                dots[t - s] = scattered_dot(scratch, vals, indices, indptr, W[t])
             for p in range(indptr[i], indptr[i + 1]):
                 scratch[indices[p]] = 0.0
         for t in range(s, w):
             j = W[t]
             # the upper triangle mirrored: symmetric
-            QWW[s, t] = QWW[t, s] = y[i] * y[j] * _kernel_value(kind, gamma, coef0, degree, dots[t - s], xn[i], xn[j])
+            QWW[s, t] = QWW[t, s] = y[i] * y[j] * kernel_value(kind, gamma, coef0, degree, dots[t - s], xn[i], xn[j])
     return QWW
 
 
@@ -520,7 +520,7 @@ def _chunk(max_iters, q, n_new, tol, sub_eps, C, tau, prox, fault, shrinking, al
         for t in range(w):
             if d[t] != 0.0:
                 to_C = (a[t] >= CW[t]) != (aW[t] >= CW[t])
-                col = _cache_get(W[t], shrinking and to_C, active, n_active, cache, data, ker)
+                col = cache_get(W[t], shrinking and to_C, active, n_active, cache, data, ker)
                 if shrinking and to_C:
                     sgn = CW[t] if a[t] >= CW[t] else -CW[t]
                     for k in range(n):

@@ -137,10 +137,12 @@ def pytest_unconfigure(config):
     names = []
     for proc in left:
         try:
-            names.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+            name = f"{proc.pid} {' '.join(proc.cmdline())[:80]}"
             proc.kill()
-        except psutil.Error:
-            pass
+        except psutil.Error:       # ended (or a zombie awaiting its parent) since it was listed
+            continue
+        names.append(name)
     psutil.wait_procs(left, timeout=10)
-    print(f"\nsvmbench tests: {len(left)} processes of this run were still running and were killed:\n  "
-          + "\n  ".join(names), file=sys.stderr)
+    if names:
+        print(f"\nsvmbench tests: {len(names)} processes of this run were still running and were killed:\n  "
+              + "\n  ".join(names), file=sys.stderr)

@@ -12,7 +12,9 @@ The package, beside the pipeline (nothing in the pipeline imports it):
   LIBLINEAR's search), `overhead` (c, d, k, m: what the engine adds around fits, a command's
   fixed cost, `make run`'s report), `large` (g, h, t: 50,000 to 1,000,000 fits), `kernel` (f: the kernel grid),
   `search` (cs, hs: the searches against a grid and their references), `upstream` (u, libsvm:
-  our solvers against upstream LIBLINEAR and LIBSVM, solver call against solver call);
+  our solvers against upstream LIBLINEAR and LIBSVM, solver call against solver call), `paired`
+  (the solver scenarios' whole calls in processes of this checkout and of a base commit, a call
+  more than 10% slower flagged);
 - `anchors`: the reference sides as plain functions. Those compared with our whole command run
   in a fresh process of their own, by name (``python -m pipeline.bench.anchors NAME --json
   ARGS``), so that the time of that process is a whole process's too; those compared solver

@@ -2,8 +2,9 @@
 
 Each scenario's rows are printed as it ends and written as one markdown table per scenario (--out).
 
-    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm,r1,dist] [--reps 2] [--full] [--out bench.md]
-                             [--set KEY=VALUE ...] [--libsvm-rows 5000,20000] [--dist-rows 2000000]
+    python -m pipeline.bench [--only a,b,c,d,e,f,g,h,k,t,u,cs,hs,libsvm,r1,dist,paired] [--reps 2] [--full]
+                             [--out bench.md] [--set KEY=VALUE ...] [--libsvm-rows 5000,20000] [--dist-rows 2000000]
+                             [--against main]
 
 The datasets are built into the store before anything is timed. --set adds Hydra overrides to
 every run of scenarios f and hs (ours and the anchors alike), e.g. a smaller kernel grid:
@@ -20,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..report import markdown_table
-from . import distributed, kernel, large, overhead, recipes, search, sweep, upstream
+from . import distributed, kernel, large, overhead, paired, recipes, search, sweep, upstream
 from .harness import Options
 
 # name -> scenario: a function of the Options that returns its rows (one dict per rep or case).
@@ -33,6 +34,7 @@ SCENARIOS = {
     "u": upstream.scenario_u, "libsvm": upstream.scenario_libsvm,
     "r1": recipes.scenario_r1,
     "dist": distributed.scenario_dist,
+    "paired": paired.scenario_paired,
 }
 DEFAULT = "a,b,c,d"
 
@@ -66,7 +68,9 @@ def parser() -> argparse.ArgumentParser:
                     help="a Hydra override added to every run of scenarios f and hs (ours and the anchors)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default="bench_sweep.md")
-    ap.add_argument("--full", action="store_true", help="scenario u also at RCV1's size (minutes)")
+    ap.add_argument("--full", action="store_true", help="scenarios u and paired also at RCV1's size (minutes)")
+    ap.add_argument("--against", default="main",
+                    help="scenario paired: the base commit, branch or tag (or another checkout's folder)")
     ap.add_argument("--dist-rows", type=int, default=2_000_000, help="rows of scenario dist")
     return ap
 
@@ -76,7 +80,7 @@ def main(argv=None) -> int:
     parts = []
     with tempfile.TemporaryDirectory(prefix="svmbench-bench-") as tmp:
         opts = Options(work=Path(tmp), reps=args.reps, extra=tuple(args.set), full=args.full,
-                       libsvm_rows=args.libsvm_rows, dist_rows=args.dist_rows)
+                       libsvm_rows=args.libsvm_rows, dist_rows=args.dist_rows, against=args.against)
         for name in args.only:
             df = pd.DataFrame(SCENARIOS[name](opts))
             print(df.to_string(index=False), flush=True)

@@ -36,8 +36,9 @@ class Options:
     work: Path                          # a temporary folder for our commands' run folders
     reps: int = 2
     extra: tuple[str, ...] = ()         # --set: Hydra overrides for every run of f and hs, ours and anchors
-    full: bool = False                  # --full: scenario u at RCV1's size too
+    full: bool = False                  # --full: scenarios u and paired at RCV1's size too
     libsvm_rows: tuple[int, ...] = (5000, 20000)
+    against: str = "main"               # --against: the base commit (or checkout) of scenario paired
     dist_rows: int = 2_000_000          # --dist-rows: scenario dist's rows
 
 

@@ -57,28 +57,28 @@ import scipy.sparse as sp
 
 from .cache import user_cache_dir  # noqa: F401  (store.user_cache_dir, as before)
 from .store_csr import (
-    _Fingerprinter,
-    _indptr_dtype,
-    _make_csr,
-    _row_group_digest,
+    Fingerprinter,
+    indptr_dtype,
+    make_csr,
+    row_group_digest,
     canonicalize,
     csr_nbytes,
     fingerprint,
 )
 from .store_fs import (
-    _fs_copy,
-    _fs_delete,
-    _fs_exists,
-    _fs_isdir,
-    _fs_isfile,
-    _fs_listdir,
-    _fs_makedirs,
-    _fs_open,
-    _fs_read_text,
-    _fs_rename,
-    _fs_rmtree,
-    _fs_write_text,
-    _Loc,
+    fs_copy,
+    fs_delete,
+    fs_exists,
+    fs_isdir,
+    fs_isfile,
+    fs_listdir,
+    fs_makedirs,
+    fs_open,
+    fs_read_text,
+    fs_rename,
+    fs_rmtree,
+    fs_write_text,
+    Loc,
     is_remote,
 )
 
@@ -288,10 +288,10 @@ def arrow_to_csr(
         raise StoreError(
             f"{what}: feature index {max_index} out of range for n_features={n_features}"
         )
-    X = _make_csr(
+    X = make_csr(
         np.ascontiguousarray(data, dtype=np.float64),
         np.ascontiguousarray(indices, dtype=np.int32),
-        indptr.astype(_indptr_dtype(nnz)),
+        indptr.astype(indptr_dtype(nnz)),
         (len(y), int(n_features)),
     )
     # Rows written by someone else may be unsorted; only we can vouch for our own files.
@@ -337,14 +337,14 @@ def dataset_path(root: str | os.PathLike, name: str) -> Path | str:
     return _entry(root, name).public()
 
 
-def _entry(root: str | os.PathLike, name: str) -> _Loc:
+def _entry(root: str | os.PathLike, name: str) -> Loc:
     _check_name(name)
     return _fs_root(root) / name
 
 
 def exists(root: str | os.PathLike, name: str) -> bool:
     """Whether the store holds a complete dataset ``name`` (its ``meta.json``, written last)."""
-    return _fs_isfile(_entry(root, name) / META_FILE)
+    return fs_isfile(_entry(root, name) / META_FILE)
 
 
 def write_dataset(
@@ -472,13 +472,13 @@ def write_dataset_chunks(
 
     root_path = _fs_root(root)
     try:
-        _fs_makedirs(root_path)
+        fs_makedirs(root_path)
     except OSError as exc:  # a read-only folder, a bucket that does not exist, no credentials
         raise StoreError(f"store root {root_path}: cannot write to it: {exc}") from exc
     tmp = root_path / f".{name}.tmp-{uuid.uuid4().hex}"
-    _fs_makedirs(tmp)
+    fs_makedirs(tmp)
     try:
-        fp = _Fingerprinter(n_features)
+        fp = Fingerprinter(n_features)
         digests: list[str] = []
         label_counts: dict[float, int] = {}
         data_file = tmp / DATA_FILE
@@ -489,7 +489,7 @@ def write_dataset_chunks(
                     row_group_size=row_group_size,
                 )
                 fp.update(X_group, y_group)
-                digests.append(_row_group_digest(X_group, y_group))
+                digests.append(row_group_digest(X_group, y_group))
                 # Counting per group keeps memory flat; more than _MAX_LISTED_CLASSES distinct
                 # labels are not listed, so stop collecting them then.
                 if len(label_counts) <= _MAX_LISTED_CLASSES:
@@ -524,11 +524,11 @@ def write_dataset_chunks(
             meta_text = json.dumps(meta, indent=2, allow_nan=False, default=_json_default) + "\n"
         except (TypeError, ValueError) as exc:
             raise StoreError(f"dataset {name!r}: metadata is not JSON-serialisable: {exc}") from exc
-        _fs_write_text(tmp / META_FILE, meta_text)
+        fs_write_text(tmp / META_FILE, meta_text)
         _publish(tmp, target, root, name, overwrite)
     finally:
-        if _fs_exists(tmp):
-            _fs_rmtree(tmp)
+        if fs_exists(tmp):
+            fs_rmtree(tmp)
     return json.loads(meta_text)
 
 
@@ -563,10 +563,10 @@ def _slice_rows(X: sp.csr_matrix, start: int, stop: int) -> sp.csr_matrix:
     """Rows ``start:stop`` of a canonical CSR as a canonical CSR (arrays copied)."""
     lo, hi = int(X.indptr[start]), int(X.indptr[stop])
     indptr = np.asarray(X.indptr[start : stop + 1], dtype=np.int64) - lo
-    return _make_csr(
+    return make_csr(
         X.data[lo:hi].copy(),
         X.indices[lo:hi].copy(),
-        indptr.astype(_indptr_dtype(hi - lo)),
+        indptr.astype(indptr_dtype(hi - lo)),
         (stop - start, X.shape[1]),
     )
 
@@ -581,16 +581,16 @@ def _vstack_canonical(blocks, n_features: int) -> tuple[sp.csr_matrix, np.ndarra
     for X, _ in blocks:
         indptr_parts.append(np.asarray(X.indptr[1:], dtype=np.int64) + base)
         base += int(X.nnz)
-    X = _make_csr(
+    X = make_csr(
         np.concatenate([X.data for X, _ in blocks]),
         np.concatenate([X.indices for X, _ in blocks]).astype(np.int32, copy=False),
-        np.concatenate(indptr_parts).astype(_indptr_dtype(nnz)),
+        np.concatenate(indptr_parts).astype(indptr_dtype(nnz)),
         (sum(X.shape[0] for X, _ in blocks), n_features),
     )
     return X, np.concatenate([y for _, y in blocks])
 
 
-def _count_distinct_labels(data_file: _Loc) -> int:
+def _count_distinct_labels(data_file: Loc) -> int:
     # Only reached with more than _MAX_LISTED_CLASSES labels (regression targets): one
     # extra pass over the label column alone, which is small.
     table = pq.read_table(data_file.path, columns=["y"], filesystem=data_file.fs)
@@ -688,7 +688,7 @@ def _all_rows(subsets, meta: dict, name: str) -> list[np.ndarray]:
     return [_normalise_rows(rows, int(meta["n_rows"]), name) for rows in subsets]
 
 
-def _read_subsets(pf, meta: dict, subsets, verify: bool, data_file: _Loc, name: str, path: _Loc):
+def _read_subsets(pf, meta: dict, subsets, verify: bool, data_file: Loc, name: str, path: Loc):
     """The body of :func:`read_row_subsets`, given the open file whose digests apply (or
     ``verify`` false)."""
     subsets = _all_rows(subsets, meta, name)
@@ -726,7 +726,7 @@ def read_labels(root: str | os.PathLike, name: str, *, verify: bool = True) -> n
             return np.asarray(column.to_numpy(), dtype=np.float64).copy()
         group_rows, _, _ = _layout(pf, meta, name, path)
         n_features = int(meta["n_features"])
-        fp = _Fingerprinter(n_features)
+        fp = Fingerprinter(n_features)
         y = np.empty(int(meta["n_rows"]))
         for g in range(len(group_rows)):
             for Xb, yb in _group_batches(pf, g, n_features, data_file, name, path):
@@ -748,9 +748,9 @@ def _open_entry(root, name: str):
         raise _format_error(name, path, meta)
     data_file = path / DATA_FILE
     try:
-        source = _fs_open(data_file)
+        source = fs_open(data_file)
     except OSError as exc:
-        if not _fs_isfile(data_file):
+        if not fs_isfile(data_file):
             raise _data_missing_error(name, path, meta) from None
         raise StoreError(f"dataset {name!r} at {path}: cannot read {DATA_FILE}: {exc}") from exc
     with source:
@@ -764,7 +764,7 @@ def _open_entry(root, name: str):
         yield pf, meta, data_file, path
 
 
-def _layout(pf, meta: dict, name: str, path: _Loc):
+def _layout(pf, meta: dict, name: str, path: Loc):
     """(rows per row group, first row of each group and the total, the per-group digests or
     None when they do not apply to the file's layout)."""
     n_rows = int(meta["n_rows"])
@@ -788,7 +788,7 @@ def _layout(pf, meta: dict, name: str, path: _Loc):
     return group_rows, starts, digests
 
 
-def _check_fingerprint(computed: str, meta: dict, name: str, path: _Loc) -> None:
+def _check_fingerprint(computed: str, meta: dict, name: str, path: Loc) -> None:
     if computed != meta["fingerprint"]:
         raise StoreError(
             f"dataset {name!r} at {path}: fingerprint mismatch: stored "
@@ -797,7 +797,7 @@ def _check_fingerprint(computed: str, meta: dict, name: str, path: _Loc) -> None
         )
 
 
-def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: _Loc, name: str, path: _Loc):
+def _read_entry(pf, meta: dict, verify: bool, rows: Any, data_file: Loc, name: str, path: Loc):
     """The body of :func:`read_dataset`, given the open Parquet file."""
     n_features = int(meta["n_features"])
     group_rows, starts, digests = _layout(pf, meta, name, path)
@@ -857,7 +857,7 @@ def _normalise_rows(rows: Any, n_rows: int, name: str) -> np.ndarray:
 _READ_BATCH_ROWS = 8192
 
 
-def _group_batches(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _Loc):
+def _group_batches(pf, g: int, n_features: int, data_file: Loc, name: str, path: Loc):
     """Yield row group ``g`` as (CSR, y) batches of at most ``_READ_BATCH_ROWS`` rows."""
     what = f"{data_file} (row group {g})"
     try:
@@ -884,11 +884,11 @@ def _group_batches(pf, g: int, n_features: int, data_file: _Loc, name: str, path
         ) from exc
 
 
-def _read_group(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _Loc, lengths):
+def _read_group(pf, g: int, n_features: int, data_file: Loc, name: str, path: Loc, lengths):
     """Row group ``g`` as one canonical CSR and its labels, filled batch by batch into arrays
     of the size its rows' ``lengths`` give (stacking the batches would hold the group twice)."""
     nnz = int(lengths.sum())
-    indptr = np.zeros(len(lengths) + 1, dtype=_indptr_dtype(nnz))
+    indptr = np.zeros(len(lengths) + 1, dtype=indptr_dtype(nnz))
     np.cumsum(lengths, out=indptr[1:])
     data, indices = np.empty(nnz), np.empty(nnz, dtype=np.int32)
     y = np.empty(len(lengths))
@@ -902,12 +902,12 @@ def _read_group(pf, g: int, n_features: int, data_file: _Loc, name: str, path: _
         row += n
     if row != len(lengths):
         raise StoreError(f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} is short")
-    return _make_csr(data, indices, indptr, (len(lengths), n_features)), y
+    return make_csr(data, indices, indptr, (len(lengths), n_features)), y
 
 
-def _check_group(X, y, g: int, digests, name: str, path: _Loc) -> None:
+def _check_group(X, y, g: int, digests, name: str, path: Loc) -> None:
     """Row group ``g`` matches its digest, when ``digests`` are given."""
-    if digests is not None and _row_group_digest(X, y) != digests[g]:
+    if digests is not None and row_group_digest(X, y) != digests[g]:
         raise StoreError(
             f"dataset {name!r} at {path}: row group {g} of {DATA_FILE} does not match its "
             f"digest in {META_FILE}; the data were modified or corrupted: rebuild or "
@@ -915,7 +915,7 @@ def _check_group(X, y, g: int, digests, name: str, path: _Loc) -> None:
         )
 
 
-def _row_lengths(pf, groups, starts, data_file: _Loc, name: str, path: _Loc) -> np.ndarray:
+def _row_lengths(pf, groups, starts, data_file: Loc, name: str, path: Loc) -> np.ndarray:
     """Entries per row of the given row groups (0 elsewhere), from the list offsets of the
     ``indices`` column alone (the float64 ``values``, two thirds of the bytes, are not read)."""
     lengths = np.zeros(int(starts[-1]), dtype=np.int64)
@@ -948,7 +948,7 @@ class _SubsetFiller:
         self.sorted_rows = rows[self.order]
         row_nnz = lengths[rows]
         nnz = int(row_nnz.sum())
-        self.indptr = np.zeros(len(rows) + 1, dtype=_indptr_dtype(nnz))
+        self.indptr = np.zeros(len(rows) + 1, dtype=indptr_dtype(nnz))
         np.cumsum(row_nnz, out=self.indptr[1:])
         self.data = np.empty(nnz, dtype=np.float64)
         self.indices = np.empty(nnz, dtype=np.int32)
@@ -973,7 +973,7 @@ class _SubsetFiller:
             self.indices[dst] = X.indices[src]
 
     def result(self) -> tuple[sp.csr_matrix, np.ndarray]:
-        return _make_csr(self.data, self.indices, self.indptr, self.shape), self.y
+        return make_csr(self.data, self.indices, self.indptr, self.shape), self.y
 
 
 def _read_all(pf, group_rows, n_features, nnz, data_file, name, path):
@@ -981,10 +981,10 @@ def _read_all(pf, group_rows, n_features, nnz, data_file, name, path):
     n_rows = int(group_rows.sum())
     data = np.empty(nnz, dtype=np.float64)
     indices = np.empty(nnz, dtype=np.int32)
-    indptr = np.empty(n_rows + 1, dtype=_indptr_dtype(nnz))
+    indptr = np.empty(n_rows + 1, dtype=indptr_dtype(nnz))
     indptr[0] = 0
     y = np.empty(n_rows, dtype=np.float64)
-    fp = _Fingerprinter(n_features)
+    fp = Fingerprinter(n_features)
     row = at = 0
     for g in range(len(group_rows)):
         group_start = row
@@ -1009,7 +1009,7 @@ def _read_all(pf, group_rows, n_features, nnz, data_file, name, path):
             f"dataset {name!r} at {path}: {DATA_FILE} has {n_rows} rows and {at} entries, "
             f"{META_FILE} says {n_rows} rows and {nnz} entries"
         )
-    return _make_csr(data, indices, indptr, (n_rows, n_features)), y, fp
+    return make_csr(data, indices, indptr, (n_rows, n_features)), y, fp
 
 
 def dataset_info(root: str | os.PathLike, name: str) -> dict:
@@ -1022,10 +1022,10 @@ def dataset_info(root: str | os.PathLike, name: str) -> dict:
         unreadable.
     """
     path = _entry(root, name)
-    if not _fs_isfile(path / META_FILE):
+    if not fs_isfile(path / META_FILE):
         raise _missing_error(root, name)
     try:
-        return json.loads(_fs_read_text(path / META_FILE))
+        return json.loads(fs_read_text(path / META_FILE))
     except (OSError, ValueError) as exc:
         raise StoreError(f"dataset {name!r} at {path}: unreadable {META_FILE}: {exc}") from exc
 
@@ -1069,7 +1069,7 @@ def remove_dataset(root: str | os.PathLike, name: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _publish(tmp: _Loc, target: _Loc, root, name: str, overwrite: bool) -> None:
+def _publish(tmp: Loc, target: Loc, root, name: str, overwrite: bool) -> None:
     """Move a finished temporary entry into place.
 
     Locally, ``rename`` of a folder onto an existing non-empty folder fails, which makes it
@@ -1082,23 +1082,23 @@ def _publish(tmp: _Loc, target: _Loc, root, name: str, overwrite: bool) -> None:
         return
     for _ in range(10):
         try:
-            _fs_rename(tmp, target)
+            fs_rename(tmp, target)
             return
         except OSError as exc:
-            if not _fs_exists(target):
+            if not fs_exists(target):
                 raise StoreError(f"dataset {name!r}: cannot move {tmp} to {target}: {exc}") from exc
             if not overwrite:
                 raise _exists_error(root, name) from exc
         trash = target.parent / f".{name}.trash-{uuid.uuid4().hex}"
         try:
-            _fs_rename(target, trash)
+            fs_rename(target, trash)
         except FileNotFoundError:
             continue  # someone else moved it away first; try again
-        _fs_rmtree(trash)
+        fs_rmtree(trash)
     raise StoreError(f"dataset {name!r}: gave up replacing {target} (concurrent writers?)")
 
 
-def _publish_by_copy(tmp: _Loc, target: _Loc, root, name: str, overwrite: bool) -> None:
+def _publish_by_copy(tmp: Loc, target: Loc, root, name: str, overwrite: bool) -> None:
     """Publish on an object store, where a folder cannot be renamed but each object appears
     whole (a PUT or copy is atomic) and an entry exists exactly when its ``meta.json`` does.
 
@@ -1108,26 +1108,26 @@ def _publish_by_copy(tmp: _Loc, target: _Loc, root, name: str, overwrite: bool) 
     (no conditional PUT here): the last ``meta.json`` wins, and should it describe the other
     writer's data, the fingerprint check of every read says so.
     """
-    if _fs_isfile(target / META_FILE):
+    if fs_isfile(target / META_FILE):
         if not overwrite:
             raise _exists_error(root, name)
         _unpublish(target, name)
-    for part in _fs_listdir(tmp):
+    for part in fs_listdir(tmp):
         if part != META_FILE:
-            _fs_copy(tmp / part, target / part)
-    _fs_copy(tmp / META_FILE, target / META_FILE)
+            fs_copy(tmp / part, target / part)
+    fs_copy(tmp / META_FILE, target / META_FILE)
 
 
-def _unpublish(path: _Loc, name: str) -> None:
+def _unpublish(path: Loc, name: str) -> None:
     """Remove an entry so that readers see it vanish at once: locally it is renamed to a
     hidden trash name first; on an object store its ``meta.json`` is deleted first."""
     if path.local:
         trash = path.parent / f".{name}.trash-{uuid.uuid4().hex}"
-        _fs_rename(path, trash)
-        _fs_rmtree(trash)
+        fs_rename(path, trash)
+        fs_rmtree(trash)
     else:
-        _fs_delete(path / META_FILE)
-        _fs_rmtree(path)
+        fs_delete(path / META_FILE)
+        fs_rmtree(path)
 
 
 def _rows_strictly_increasing(indptr: np.ndarray, indices: np.ndarray) -> bool:
@@ -1159,12 +1159,12 @@ def _check_name(name: str) -> None:
 
 def _entry_names(root) -> list[str]:
     root_path = _fs_root(root)
-    if not _fs_isdir(root_path):
+    if not fs_isdir(root_path):
         return []
     return sorted(
         n
-        for n in _fs_listdir(root_path)
-        if not n.startswith(".") and _fs_isfile(root_path / n / META_FILE)
+        for n in fs_listdir(root_path)
+        if not n.startswith(".") and fs_isfile(root_path / n / META_FILE)
     )
 
 
@@ -1234,17 +1234,17 @@ def _json_default(obj: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def _fs_root(root: str | os.PathLike) -> _Loc:
+def _fs_root(root: str | os.PathLike) -> Loc:
     text = os.fspath(root)
     if not is_remote(text):
         local = text.removeprefix("file://")
-        return _Loc(_local_filesystem(), os.path.abspath(os.path.expanduser(local)), "")
+        return Loc(_local_filesystem(), os.path.abspath(os.path.expanduser(local)), "")
     # Credentials and endpoint come from the environment (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL,
     # ...) as every S3 client reads them, or from the URI's query (?endpoint_override=...); the
     # environment is part of the cache key so that a changed endpoint opens a new filesystem.
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CREDENTIAL_ENV)))
     fs, path = _open_filesystem(text, env)
-    return _Loc(fs, path.rstrip("/"), text.split("://", 1)[0])
+    return Loc(fs, path.rstrip("/"), text.split("://", 1)[0])
 
 
 _CREDENTIAL_ENV = ("AWS_", "GOOGLE_", "GCS_", "AZURE_")

@@ -65,9 +65,9 @@ def canonicalize(X: Any, y: Any) -> tuple[sp.csr_matrix, np.ndarray]:
     if not np.all(np.isfinite(X.data)):
         raise ValueError("X contains NaN or infinite values")
     indices = np.ascontiguousarray(X.indices, dtype=np.int32)
-    indptr = np.ascontiguousarray(X.indptr, dtype=_indptr_dtype(X.nnz))
+    indptr = np.ascontiguousarray(X.indptr, dtype=indptr_dtype(X.nnz))
     data = np.ascontiguousarray(X.data, dtype=np.float64)
-    X = _make_csr(data, indices, indptr, (n_rows, n_features))
+    X = make_csr(data, indices, indptr, (n_rows, n_features))
 
     y = np.array(y, dtype=np.float64, copy=True)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -88,7 +88,7 @@ def fingerprint(X: Any, y: Any) -> str:
     all of the canonical form (:func:`canonicalize`). It therefore depends only on the matrix
     and the labels, not on row groups, compression or how ``X`` was passed; and because each
     array has its own running digest it can be computed over rows streamed in chunks of any
-    size (see :class:`_Fingerprinter`).
+    size (see :class:`Fingerprinter`).
 
     Parameters
     ----------
@@ -104,7 +104,7 @@ def fingerprint(X: Any, y: Any) -> str:
     return _fingerprint_canonical(Xc, yc)
 
 
-class _Fingerprinter:
+class Fingerprinter:
     """Running :func:`fingerprint` over consecutive canonical row blocks.
 
     The version 1 fingerprint hashed the totals (n_rows, nnz) *before* the arrays, which
@@ -142,12 +142,12 @@ def _le_bytes(arr: np.ndarray, dtype: str) -> memoryview:
 
 def _fingerprint_canonical(X: sp.csr_matrix, y: np.ndarray) -> str:
     # Caller guarantees canonical form; only byte order and width are fixed here.
-    fp = _Fingerprinter(X.shape[1])
+    fp = Fingerprinter(X.shape[1])
     fp.update(X, y)
     return fp.hexdigest()
 
 
-def _row_group_digest(X: sp.csr_matrix, y: np.ndarray) -> str:
+def row_group_digest(X: sp.csr_matrix, y: np.ndarray) -> str:
     """sha256 of one row group's canonical rows (indptr rebased at 0), for partial reads."""
     h = hashlib.sha256(_ROW_GROUP_TAG)
     h.update(struct.pack("<qqq", X.shape[0], X.shape[1], X.nnz))
@@ -162,14 +162,14 @@ def csr_nbytes(meta: dict) -> int:
     """Bytes of a dataset's CSR in memory, from its ``meta.json``: float64 values, int32
     indices, and an int32 indptr (int64 past 2**31 entries), as :func:`read_dataset` returns it."""
     nnz = int(meta["nnz"])
-    return nnz * (8 + 4) + (int(meta["n_rows"]) + 1) * np.dtype(_indptr_dtype(nnz)).itemsize
+    return nnz * (8 + 4) + (int(meta["n_rows"]) + 1) * np.dtype(indptr_dtype(nnz)).itemsize
 
 
-def _indptr_dtype(nnz: int) -> type:
+def indptr_dtype(nnz: int) -> type:
     return np.int32 if nnz <= np.iinfo(np.int32).max else np.int64
 
 
-def _make_csr(data, indices, indptr, shape) -> sp.csr_matrix:
+def make_csr(data, indices, indptr, shape) -> sp.csr_matrix:
     # The constructor may otherwise re-derive an index dtype and copy; our arrays are already
     # canonical, and the sorted flag saves scipy a later O(nnz) check.
     X = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)

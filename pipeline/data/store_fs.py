@@ -1,10 +1,10 @@
 """The store's file system access: every byte `pipeline.data.store` reads or writes goes through one
-pyarrow FileSystem, held with the path on it by a `_Loc`.
+pyarrow FileSystem, held with the path on it by a `Loc`.
 
-A `_Loc` is a local folder (LocalFileSystem), an object store pyarrow opens itself (s3://, gs://,
+A `Loc` is a local folder (LocalFileSystem), an object store pyarrow opens itself (s3://, gs://,
 hdfs://, abfs://) or anything fsspec opens (wrapped by pyarrow's FSSpecHandler). The store only asks
 the questions below; the one difference between the two kinds of file system that matters to it,
-whether a folder can be renamed atomically, is `_Loc.local`, consulted by its _publish and
+whether a folder can be renamed atomically, is `Loc.local`, consulted by its _publish and
 _unpublish alone. Opening a root (credentials, fsspec fallback) is the store's `_fs_root`.
 
 Split from store.py along its seam: this part knows nothing of datasets, only of paths.
@@ -23,18 +23,18 @@ import pyarrow.fs as pafs
 
 
 @dataclasses.dataclass(frozen=True)
-class _Loc:
+class Loc:
     """A path in the store's filesystem: ``/`` joins, and it prints as the user would write it."""
 
     fs: Any  # pyarrow.fs.FileSystem
     path: str  # the path on fs: "/abs/folder" or "bucket/prefix"
     scheme: str  # "" for a local folder, else the URI scheme it was opened from
 
-    def __truediv__(self, part: str) -> _Loc:
+    def __truediv__(self, part: str) -> Loc:
         return dataclasses.replace(self, path=f"{self.path.rstrip('/')}/{part}")
 
     @property
-    def parent(self) -> _Loc:
+    def parent(self) -> Loc:
         return dataclasses.replace(self, path=self.path.rstrip("/").rsplit("/", 1)[0] or "/")
 
     @property
@@ -55,58 +55,58 @@ def is_remote(root: str | os.PathLike) -> bool:
     return "://" in os.fspath(root) and not os.fspath(root).startswith("file://")
 
 
-def _fs_type(path: _Loc):
+def _fs_type(path: Loc):
     return path.fs.get_file_info(path.path).type
 
 
-def _fs_exists(path: _Loc) -> bool:
+def fs_exists(path: Loc) -> bool:
     return _fs_type(path) != pafs.FileType.NotFound
 
 
-def _fs_isfile(path: _Loc) -> bool:
+def fs_isfile(path: Loc) -> bool:
     return _fs_type(path) == pafs.FileType.File
 
 
-def _fs_isdir(path: _Loc) -> bool:
+def fs_isdir(path: Loc) -> bool:
     return _fs_type(path) == pafs.FileType.Directory
 
 
-def _fs_listdir(path: _Loc) -> Iterable[str]:
+def fs_listdir(path: Loc) -> Iterable[str]:
     return [i.base_name for i in path.fs.get_file_info(pafs.FileSelector(path.path, allow_not_found=True))]
 
 
-def _fs_makedirs(path: _Loc) -> None:
+def fs_makedirs(path: Loc) -> None:
     path.fs.create_dir(path.path, recursive=True)
 
 
-def _fs_rename(src: _Loc, dst: _Loc) -> None:
+def fs_rename(src: Loc, dst: Loc) -> None:
     # POSIX rename: fails, rather than merging, when dst is a non-empty folder (see _publish).
     src.fs.move(src.path, dst.path)
 
 
-def _fs_copy(src: _Loc, dst: _Loc) -> None:
+def fs_copy(src: Loc, dst: Loc) -> None:
     src.fs.copy_file(src.path, dst.path)
 
 
-def _fs_delete(path: _Loc) -> None:
+def fs_delete(path: Loc) -> None:
     path.fs.delete_file(path.path)
 
 
-def _fs_rmtree(path: _Loc) -> None:
+def fs_rmtree(path: Loc) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.fs.delete_dir(path.path)
 
 
-def _fs_write_text(path: _Loc, text: str) -> None:
+def fs_write_text(path: Loc, text: str) -> None:
     with path.fs.open_output_stream(path.path, compression=None) as fh:
         fh.write(text.encode("utf-8"))
 
 
-def _fs_read_text(path: _Loc) -> str:
+def fs_read_text(path: Loc) -> str:
     with path.fs.open_input_stream(path.path, compression=None) as fh:
         return fh.read().decode("utf-8")
 
 
-def _fs_open(path: _Loc):
+def fs_open(path: Loc):
     """A random-access file, for Parquet's reader (which fetches only the row groups it needs)."""
     return path.fs.open_input_file(path.path)

@@ -261,9 +261,38 @@ def _frame_to_xy(frame, label: str | None, where: str, locate: Callable[[int], s
             f"{where}: label column {label!r} not found; columns: {', '.join(columns)}"
         )
     labels = frame[label]
-    missing = np.flatnonzero(labels.isna().to_numpy())
-    if missing.size:
-        raise ValueError(f"{locate(int(missing[0]))}: missing label in column {label!r}")
+    features = frame.drop(columns=[label])
+    # Every row's problems are found before one is named, so that the message names the first
+    # bad line of the file, whichever column or check it fails (a file with two bad lines is
+    # fixed from the top).
+    problems: list[tuple[int, int, str]] = []   # (row, column position, what is wrong)
+
+    def first(mask, position: int, what) -> None:
+        rows = np.flatnonzero(mask)
+        if rows.size:
+            problems.append((int(rows[0]), position, what(int(rows[0]))))
+
+    first(labels.isna().to_numpy(), columns.index(label), lambda i: f"missing label in column {label!r}")
+    numeric = {}
+    for column in features.columns:
+        values, position = features[column], columns.index(column)
+        if pd.api.types.is_bool_dtype(values):
+            numeric[column] = values
+            continue
+        missing = values.isna().to_numpy()
+        if not pd.api.types.is_numeric_dtype(values):
+            parsed = pd.to_numeric(values, errors="coerce")
+            first(parsed.isna().to_numpy() & ~missing, position,
+                  lambda i, c=column, v=values: f"feature column {c!r} is not numeric ({v.iloc[i]!r}, dtype {v.dtype}); "
+                                                "encode or drop it before ingesting")
+            values = parsed
+        first(missing, position, lambda i, c=column: f"missing value in feature column {c!r}")
+        first(np.isinf(values.to_numpy(dtype=np.float64, na_value=np.nan)), position,
+              lambda i, c=column: f"non-finite value in feature column {c!r}")
+        numeric[column] = values
+    if problems:
+        row, _, what = min(problems)
+        raise ValueError(f"{locate(row)}: {what}")
     extra: dict[str, Any] = {}
     if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
         y = labels.to_numpy(dtype=np.float64)
@@ -272,31 +301,7 @@ def _frame_to_xy(frame, label: str | None, where: str, locate: Callable[[int], s
         codes, names = pd.factorize(labels, sort=True)
         y = codes.astype(np.float64)
         extra["label_names"] = [str(n) for n in names]
-
-    features = frame.drop(columns=[label])
-    for column in features.columns:
-        values = features[column]
-        if pd.api.types.is_bool_dtype(values):
-            continue
-        if not pd.api.types.is_numeric_dtype(values):
-            parsed = pd.to_numeric(values, errors="coerce")
-            bad = np.flatnonzero(parsed.isna().to_numpy() & values.notna().to_numpy())
-            example = f"; e.g. {values.iloc[bad[0]]!r} at {locate(int(bad[0]))}" if bad.size else ""
-            raise ValueError(
-                f"{where}: feature column {column!r} is not numeric (dtype {values.dtype}"
-                f"{example}); encode or drop it before ingesting"
-            )
-        missing = np.flatnonzero(values.isna().to_numpy())
-        if missing.size:
-            raise ValueError(
-                f"{locate(int(missing[0]))}: missing value in feature column {column!r}"
-            )
-    X = features.to_numpy(dtype=np.float64)
-    if X.size and not np.all(np.isfinite(X)):
-        row, col = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(
-            f"{locate(int(row))}: non-finite value in feature column {features.columns[col]!r}"
-        )
+    X = pd.DataFrame(numeric).to_numpy(dtype=np.float64) if numeric else np.empty((len(frame), 0))
     extra["feature_names"] = list(features.columns)
     extra["label_column"] = label
     return X, y, extra
@@ -320,7 +325,13 @@ def read_csv(path: str | os.PathLike, label: str | None = None, header: bool = T
     try:
         frame = pd.read_csv(path, header=0 if header else None)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable CSV file: {exc}") from exc
+        # pandas stops at the first line of the wrong width ("Expected 3 fields in line 5,
+        # saw 4"): named as path:line, as every other bad line is.
+        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if ragged:
+            want, line, saw = ragged.groups()
+            raise ValueError(f"{path}:{line}: {saw} fields where the first line has {want}") from exc
+        raise ValueError(f"{path}: not a readable CSV file: {str(exc).strip()}") from exc
     if not header:
         label = "0" if label is None else str(label)
     # Data row i is on line i + 2 below a header, else on line i + 1.

@@ -41,9 +41,16 @@ def warm_workers(client, solver_names: list[str], threads: int, modules: list[st
     Submitted before the tasks, they run first (Dask's priority follows submission order); a
     worker that joins later (adaptive clusters) warms on its first task, outside the fit's clock."""
     futures = []
+    names = sorted(solver_names)
+    k = 0
     for address, info in client.scheduler_info()["workers"].items():
         for thread in range(int(info.get("nthreads", 1))):
-            futures.append(client.submit(warm_sandboxed, sorted(solver_names), int(threads), sorted(modules),
+            # Each thread starts at another solver: on a first run, where each solver's warm-up
+            # compiles its kernels under a lock (`solvers.registry.warm`), the threads compile
+            # different solvers at once and load the others' from numba's cache after.
+            order = names[k % len(names):] + names[:k % len(names)] if names else names
+            k += 1
+            futures.append(client.submit(warm_sandboxed, order, int(threads), sorted(modules),
                                          workers=[address],
                                          allow_other_workers=False, pure=False,
                                          key=f"warm-up-{uuid.uuid4().hex[:8]}-{thread}"))
@@ -104,8 +111,13 @@ class WarmUp:
     waited: float = 0.0             # what the run waited for it after planning ended
     solvers: set = field(default_factory=set)   # what the workers warm for (named in the progress lines)
     modules: set = field(default_factory=set)   # what they import for the tasks (`task_modules`)
+    # Of those, the ones numba's cache lacked before the warm-ups were submitted (`uncompiled_solvers`):
+    # compiled now, and said at once. None: look now.
+    compiling: set | None = None
 
     def __post_init__(self):
+        if self.compiling is None:
+            self.compiling = uncompiled_solvers(self.solvers)
         self._done = []
         futures, self.futures = self.futures, []
         self.extend(futures)
@@ -121,6 +133,7 @@ class WarmUp:
         with the rest; what it warmed already is not warmed again."""
         solvers, modules = set(solvers) - self.solvers, set(modules) - self.modules
         if solvers or modules:
+            self.compiling.update(uncompiled_solvers(solvers))     # before the sandboxes write the cache
             self.extend(warm_workers(client, sorted(solvers), threads, sorted(modules)))
             self.solvers.update(solvers)
             self.modules.update(modules)
@@ -132,11 +145,13 @@ class WarmUp:
         warm-up (2 cores: up to 160 ms later, against 3-13 ms apart when they warm alone).
 
         A warm-up that outlasts WARMUP_QUIET_S is said, then how far it is every
-        WARMUP_PROGRESS_S: on a machine's first run numba compiles the solvers' kernels here,
-        a minute or two in which the command would otherwise print nothing."""
+        WARMUP_PROGRESS_S; one that compiles (numba's cache lacks some solvers' kernels: a
+        machine's first run) is said at once, naming those solvers, since the command would
+        otherwise print nothing while it lasts."""
         from distributed import wait
         deadline = time.perf_counter() + WARMUP_WAIT_S
-        say_at, first = self.started + WARMUP_QUIET_S, True
+        # A compile ahead is said at once: it is the wait of a first run, not a slow start.
+        say_at, first = self.started + (0.0 if self.compiling else WARMUP_QUIET_S), True
         while (pending := [f for f in self.futures if not f.done()]) and (now := time.perf_counter()) < deadline:
             if log is not None and now >= say_at:
                 log(self.progress_line(now, first))
@@ -156,11 +171,15 @@ class WarmUp:
         """How far the warm-up is; the first line says what it does and why it can take minutes."""
         ready = sum(f.done() for f in self.futures)
         line = f"warming {len(self.futures)} worker threads: {ready} ready after {now - self.started:.0f} s"
-        if first:
+        if first and self.compiling:
+            line = (f"warming {len(self.futures)} worker threads for {', '.join(sorted(self.solvers))}: compiling the "
+                    f"numba kernels of {', '.join(sorted(self.compiling))} into numba's cache, which has none of them "
+                    f"yet (a first run's cost, some seconds of CPU a solver, the threads taking different solvers at "
+                    f"once; later runs load them in a second); {ready} ready after {now - self.started:.0f} s")
+        elif first:
             line = (f"warming {len(self.futures)} worker threads for {', '.join(sorted(self.solvers)) or 'the solvers'}: "
                     f"{ready} ready after {now - self.started:.0f} s (each starts its sandbox and loads the solvers' "
-                    f"numba kernels; the first run on a machine compiles them into numba's cache, a minute or two, "
-                    f"and later runs load them in a second)")
+                    f"numba kernels from numba's cache)")
         return line
 
     def thread_seconds(self) -> list[float]:
@@ -173,6 +192,16 @@ class WarmUp:
         summed: the run's own reads are the workers' counts at its end less these. A sandbox
         that died, or started later, began its counts at zero."""
         return {k: sum(r["loads"][k] for r in self._results()) for k in ("datasets", "folds")}
+
+
+def uncompiled_solvers(names) -> set:
+    """The solvers whose numba kernels this machine's cache lacks (`solvers.registry.uncompiled`),
+    named in the warm-up's first line; none where that cannot be told (an unknown plugin)."""
+    from solvers.registry import uncompiled
+    try:
+        return set(uncompiled(sorted(names)))
+    except Exception:  # noqa: BLE001 - a hint for a log line, never a reason to fail the run
+        return set()
 
 
 WARMUP_WAIT_S = 300

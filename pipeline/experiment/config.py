@@ -145,8 +145,9 @@ def _parse(overrides: list[str]) -> list:
 @functools.lru_cache(maxsize=256)
 def _parse_one(text: str) -> tuple:
     """One override parsed, once per process: the checks before composing each parse the command
-    line again, and Hydra's parser takes time quadratic in a list's length (a 5,000-value C list:
-    seconds a parse; issue 30, scenario g). The parsed overrides are only read."""
+    line again, and Hydra's parser takes time quadratic in a list's length (a C list of thousands
+    of values: seconds a parse, scenario g of `python -m pipeline.bench`). The parsed overrides
+    are only read."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     try:
         return tuple(OverridesParser.create().parse_overrides([text]))
@@ -394,8 +395,8 @@ def _plain(node):
 
 # A grid key's values given as a range, numpy's function of the same name: "geomspace(0.01, 100,
 # 5000)" is 5,000 log-spaced values from 0.01 to 100. A list of thousands of values costs OmegaConf
-# a node per value in every copy of the config (compose and validate of 5,000 C values took minutes
-# under load: issue 30, scenario g) and Hydra's override parser time quadratic in its length. A
+# a node per value in every copy of the config (minutes for thousands of C values: scenario g of
+# `python -m pipeline.bench`) and Hydra's override parser time quadratic in its length. A
 # string, not a mapping: it replaces a default list where a config merges over it.
 GRID_RANGE = re.compile(r"^\s*(geomspace|linspace)\(([^,()]*),([^,()]*),([^,()]*)\)\s*$")
 
@@ -713,7 +714,8 @@ def validate(cfg: DictConfig) -> Experiment:
             solver_params = {k: v for k, v in merged.items()
                              if k not in PROBLEM_KEYS + BUDGET_KEYS + TASK_KEYS and k != "seed"}
             try:
-                spec.check_params(solver_params)
+                # The loss a point leaves unset is the pipeline's default, hinge (`_check_problem_keys`).
+                spec.check_combination(merged.get("loss", "hinge"), spec.check_params(solver_params))
             except solvers.SolverError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             for dkey, ds in cfg.datasets.items():   # each dataset's problem keys on this point
@@ -861,7 +863,7 @@ def smoke(cfg: DictConfig) -> DictConfig:
     # A trace point every pass (a paper's per-epoch figure) is not what a smoke run checks.
     cfg.run.trace_per_decade = min(int(cfg.run.trace_per_decade), 10)
     # A study may raise the reference cap to certify ill-conditioned raw data (troyan: millions of
-    # smo steps, 10-25 s); a smoke run checks the pipeline, not f*, and flags it if short.
+    # smo steps); a smoke run checks the pipeline, not f*, and flags it if short.
     cfg.run.reference_max_iter = min(int(cfg.run.reference_max_iter), 100_000)
     # Timing repeats make a timing verdict stable; a smoke run's verdicts are not meaningful.
     cfg.run.time_repeats = 1

@@ -9,8 +9,8 @@ cluster kept between commands, which `cluster=kept` runs on (the package's docst
 `start` runs `dask scheduler` on 127.0.0.1 (a free port, Dask's scheduler file) and `dask worker`
 with one single-threaded worker process per core (as cluster=local), each in a session of its
 own (Ctrl-C in the terminal that started them does not reach them), waits for the workers, and
-warms their sandboxes for the solvers named (all registered ones by default: numba compiles them
-on a machine's first run, a minute or two, said as it goes). The scheduler ends itself after
+warms their sandboxes for the solvers named (all registered ones by default: on a machine's first
+run numba compiles their kernels, the workers taking different solvers at once, said as it goes). The scheduler ends itself after
 `--idle-timeout` without a task (Dask's own idle timeout), and its workers with it.
 Exit codes: 0, 2 for a cluster already running (start), none running (stop) or one that
 did not come up (start: its log is named).
@@ -111,8 +111,12 @@ def start(workers: int | None = None, idle_timeout: str = "1h", warm: list[str] 
             names = warm if warm is not None else _all_solvers()
             if names:
                 t0 = time.perf_counter()
-                log(f"warming {n} workers for {', '.join(names)} (numba compiles what its cache lacks: "
-                    f"on a machine's first run a minute or two)")
+                from solvers.registry import uncompiled
+                new = uncompiled(names)
+                log(f"warming {n} workers for {', '.join(names)}" + (
+                    f" (compiling the numba kernels of {', '.join(new)}, which numba's cache lacks: a first run's "
+                    f"cost, some seconds of CPU a solver, the workers taking different solvers at once)" if new else
+                    " (numba's kernels loaded from its cache)"))
                 failed = [r for r in client.gather(warm_workers(client, names, blas_threads)) if r is None]
                 if failed:
                     raise KeptError(f"{len(failed)} of {n} workers' sandboxes died while warming; see {directory / 'cluster.log'}")

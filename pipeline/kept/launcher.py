@@ -1,12 +1,12 @@
 """The kept cluster's launcher: a process that has imported what a run's client imports and
 forks a child for each `python -m pipeline ... cluster=kept`, which runs the command there.
 
-Why. On a kept cluster the workers are warm, and what is left of a 10-fit command's 3.6 s
-(idle, issue 30, point 3) is the client alone, and half of that is its imports: Hydra, pandas,
-pyarrow, Dask's client, numba and the solvers' registry, matplotlib and plotly, about 2 s of CPU
-paid again by every command. The launcher pays them once, when `svmbench cluster start` starts
-it; a command forked from it starts with them done (the same command: 1.0-1.1 s against
-2.4-2.7 s by itself, idle: scenario (k) of `python -m pipeline.bench`). This is
+Why. On a kept cluster the workers are warm, and what is left of a small command's seconds is
+the client alone, and about half of that is its imports: Hydra, pandas, pyarrow, Dask's client,
+numba and the solvers' registry, matplotlib and plotly, paid again by every command. The
+launcher pays them once, when `svmbench cluster start` starts it; a command forked from it
+starts with them done (measured by scenario k of `python -m pipeline.bench`:
+docs/benchmarks/sweep.md). This is
 multiprocessing's forkserver, or a build tool's daemon (Gradle's, Bazel's server), for one command.
 
 The hand-off (`handoff.hand_off`, called at the top of `python -m pipeline` before any heavy import):

@@ -101,6 +101,9 @@ def _validate(tmp_path, *overrides):
     (["solvers=[dcd]", "solvers.dcd.params.gamma=0.5"], "solvers.dcd.params.gamma=0.5: solver 'dcd' is linear-only"),
     (["solvers=[smo]", "solvers.smo.params.kernel=poly", "solvers.smo.params.coef0=abc"], "solvers.smo.params.coef0='abc'"),
     (["+datasets.x={builder: ../x}"], "datasets.x.builder='../x': not a store entry name"),
+    # A combination no method of the solver solves, in LinearSVC's words, before any fit.
+    (["solvers=[liblinear]", "solvers.liblinear.params.loss=hinge", "solvers.liblinear.params.dual=false"],
+     "solvers.liblinear: Unsupported set of arguments: The combination of penalty='l2' and loss='hinge'"),
 ])
 def test_a_bad_value_is_refused_naming_key_and_value(tmp_path, overrides, message):
     with pytest.raises(ConfigError) as err:

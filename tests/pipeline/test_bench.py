@@ -91,3 +91,47 @@ def test_nothing_in_the_pipeline_imports_the_benchmark():
     offenders = [str(p.relative_to(ROOT)) for p in pipeline.rglob("*.py")
                  if pipeline / "bench" not in p.parents and imports.search(p.read_text())]
     assert not offenders
+
+
+def test_a_paired_side_imports_its_own_trees_solvers(tmp_path):
+    """Scenario paired times each side in a process that imports `solvers` from that side's tree
+    (its PYTHONPATH): a tree whose solvers is a stand-in is the one the process runs, not this
+    checkout's, which the virtualenv's editable install would give (seen failing without it)."""
+    from pipeline.bench import paired
+    tree = tmp_path / "tree"
+    (tree / "solvers").mkdir(parents=True)
+    (tree / "solvers" / "__init__.py").write_text(
+        "class SVMClassifier:\n    def __init__(self, **kw):\n        self.kw = kw\n"
+        "    def fit(self, X, y):\n        return self\n"
+        "Budget = Problem = fit = None\n")
+    data = tmp_path / "d.npz"
+    np.savez(data, X=np.eye(4), y=np.array([1.0, -1.0, 1.0, -1.0]))
+    rec = paired._side(tree, "pegasos_epoch", data, 2)
+    assert rec["solvers"] == str(tree / "solvers" / "__init__.py")
+    assert rec["wall_s"] >= 0 and rec["cpu_s"] >= 0 and rec["process_s"] > 0
+
+
+def test_paired_flags_a_whole_call_more_than_ten_percent_slower(monkeypatch, tmp_path):
+    """A case is flagged when its wall and its CPU minima (over processes, alternating which side
+    goes first) both exceed the base's by more than 10%: at 1.11x it is, at 1.09x, or with only
+    the wall past it (a loaded machine), it is not."""
+    from pipeline.bench import paired
+    base, head = tmp_path / "base", paired._ROOT
+    base.mkdir()
+    times = {"a": (1.11, 1.11), "b": (1.09, 1.09), "c": (1.30, 1.00)}      # head's (wall, cpu), base's 1
+    order = []
+
+    def side(tree, call, data, calls):
+        order.append((call, "base" if tree == base else "head"))
+        wall, cpu = times[call] if tree == paired._ROOT else (1.0, 1.0)
+        return {"wall_s": wall, "cpu_s": cpu, "process_s": 2.0, "load": 0.5}
+
+    monkeypatch.setattr(paired, "_side", side)
+    monkeypatch.setattr(paired, "write_data", lambda name, folder: folder / f"{name}.npz")
+    monkeypatch.setattr(paired, "CASES", {name: ("toy", name) for name in times})
+    monkeypatch.setattr(paired, "FULL_CASES", {})
+    rows = paired.compare(str(base), reps=2, calls=1)
+    assert [r["slower"] for r in rows] == [True, False, False]
+    assert [round(r["ratio_wall"], 2) for r in rows] == [1.11, 1.09, 1.30]
+    # One untimed process each, then base first, then head first.
+    assert order[:6] == [("a", "base"), ("a", "head"), ("a", "base"), ("a", "head"), ("a", "head"), ("a", "base")]

@@ -374,7 +374,7 @@ def test_read_csv(tmp_path):
         datasets.read_csv(path)
     with pytest.raises(ValueError, match="label column 'nope' not found"):
         datasets.read_csv(path, "nope")
-    with pytest.raises(ValueError, match=r"column 'colour' is not numeric.*'red' at .*t.csv:2"):
+    with pytest.raises(ValueError, match=r"t.csv:2: feature column 'colour' is not numeric \('red'"):
         datasets.read_csv(path, "cls")
     path.write_text("a,b,label\n1,2,1\n3,,0\n")
     with pytest.raises(ValueError, match=r"t.csv:3: missing value in feature column 'b'"):
@@ -382,6 +382,26 @@ def test_read_csv(tmp_path):
     path.write_text("a,label\n1,1\n3,\n")
     with pytest.raises(ValueError, match=r"t.csv:3: missing label"):
         datasets.read_csv(path)
+
+
+@pytest.mark.parametrize("lines, first", [
+    # Two bad lines, the later one in an earlier column (or the label), each kind against each.
+    (["1,2,0", "3,x,1", "y,6,0"], ":3: feature column 'b' is not numeric ('x'"),
+    (["1,2,0", "3,,1", ",6,0"], ":3: missing value in feature column 'b'"),
+    (["1,2,0", "3,inf,1", "inf,6,0"], ":3: non-finite value in feature column 'b'"),
+    (["1,2,0", "3,x,1", "5,6,"], ":3: feature column 'b' is not numeric ('x'"),
+    (["1,2,0", "3,4,", "5,,0"], ":3: missing label in column 'label'"),
+    (["1,2,0", "3,,1", "5,x,0"], ":3: missing value in feature column 'b'"),
+    (["1,2,0", "3,4,5,1", "5,6,0", "1,2,3,4,5"], ":3: 4 fields where the first line has 3"),
+])
+def test_read_csv_names_the_first_of_two_bad_lines(tmp_path, lines, first):
+    """A file with two bad lines is refused naming the first (a user fixes it from the top),
+    whichever column, check or label each fails."""
+    path = tmp_path / "two.csv"
+    path.write_text("a,b,label\n" + "\n".join(lines) + "\n")
+    with pytest.raises(ValueError) as err:
+        datasets.read_csv(path)
+    assert str(err.value).startswith(f"{path}{first}"), str(err.value)
 
 
 def test_read_parquet_store_layout_and_plain_table(tmp_path):

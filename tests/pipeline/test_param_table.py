@@ -1,17 +1,19 @@
 """The problem's parameters have one table (solvers/params.py): the estimator, `Problem` and the
-pipeline's config check a value against it, so a bad value gets the same message from the
-estimator as from the command line (the key named as each names it), and a value one accepts
-the other accepts too."""
+pipeline's config check a value against it, so a bad value is refused by each in the table's
+words (the estimator in scikit-learn's sentence around them, the config naming the key as set),
+and a value one accepts the other accepts too."""
 
 import numpy as np
 import pytest
 
 from pipeline.experiment.config import ConfigError, compose, validate
 from solvers import SVMClassifier
+from solvers.params import BUDGET_PARAMS, PROBLEM_PARAMS, TASK_PARAMS, estimator_message
 from solvers.problem import Problem, ProblemError
 
 from .test_bad_input import _cli
 
+TABLE = {**PROBLEM_PARAMS, **BUDGET_PARAMS, **TASK_PARAMS}
 X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 2.0]])
 Y = np.array([1, -1, 1, -1, 1, -1])
 
@@ -36,19 +38,29 @@ def _estimator_message(key, value) -> str:
     return str(err.value)
 
 
+def _table_message(key, value) -> str:
+    """What the table says of a refused value, the key named as set: `key=value: why`."""
+    return f"{key}={value!r}: {TABLE[key].reason(value)}"
+
+
 @pytest.mark.parametrize("key, value, text", BAD, ids=[b[0] for b in BAD])
-def test_a_bad_value_gets_the_estimators_message_from_the_config(tmp_path, key, value, text):
-    message = _estimator_message(key, value)
-    assert message.startswith(f"{key}={value!r}: must be "), message
+def test_a_bad_value_is_refused_by_the_estimator_and_the_config_in_the_tables_words(tmp_path, key, value, text):
+    """The estimator says it in scikit-learn's sentence around the table's words (what a drop-in
+    estimator's users and scikit-learn's tests expect: "The 'C' parameter of SVMClassifier must
+    be a float in the range (0.0, inf]. Got 0 instead."); the config names the key as set."""
+    param = TABLE[key]
+    assert param.reason(value) is not None
+    said = None if param.rule is not None else param.constraint()
+    assert _estimator_message(key, value) == estimator_message("SVMClassifier", key, value, param.reason(value), said)
     level = "grid" if text.startswith("[") else "params"
     with pytest.raises(ConfigError) as err:
         validate(compose([f"store.root={tmp_path}", "datasets=[toy_blobs]", "solvers=[dcd]",
                           f"solvers.dcd.{level}.{key}={text}"]))
-    assert str(err.value) == f"solvers.dcd.{level}.{message}"
+    assert str(err.value) == f"solvers.dcd.{level}.{_table_message(key, value)}"
 
 
 def test_the_command_line_says_it_in_one_line(tmp_path):
-    message = _estimator_message("huber_k", -2)
+    message = _table_message("huber_k", -2)
     p = _cli(tmp_path / "run", "datasets=[toy_blobs]", "solvers=[svmmaj]", "solvers.svmmaj.params.loss=huber_hinge",
              "solvers.svmmaj.params.huber_k=-2", store_root=tmp_path / "store")
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]

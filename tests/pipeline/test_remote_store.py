@@ -56,13 +56,13 @@ def test_an_object_store_entry_round_trips(memory_root):
 
 
 def _fail_when_copying(monkeypatch, part):
-    real = store._fs_copy
+    real = store.fs_copy
 
     def copy(src, dst):
         if src.path.endswith("/" + part):
             raise OSError(f"connection lost while copying {part}")
         real(src, dst)
-    monkeypatch.setattr(store, "_fs_copy", copy)
+    monkeypatch.setattr(store, "fs_copy", copy)
 
 
 @pytest.mark.parametrize("part", [store.DATA_FILE, store.META_FILE])
@@ -81,14 +81,14 @@ def test_an_interrupted_object_store_write_leaves_no_entry_that_reads_as_complet
         store.read_dataset(memory_root, "old")
     # Nor is a temporary prefix left behind.
     root = store._fs_root(memory_root)
-    assert [n for n in store._fs_listdir(root) if n.startswith(".")] == []
+    assert [n for n in store.fs_listdir(root) if n.startswith(".")] == []
 
 
 def test_data_changed_on_an_object_store_fail_the_fingerprint_check(memory_root):
     store.write_dataset(memory_root, "a", *_data(12, 4), source={})
     store.write_dataset(memory_root, "b", *_data(12, 5), source={})
     a, b = store._entry(memory_root, "a"), store._entry(memory_root, "b")
-    store._fs_copy(b / store.DATA_FILE, a / store.DATA_FILE)
+    store.fs_copy(b / store.DATA_FILE, a / store.DATA_FILE)
     with pytest.raises(StoreError, match="fingerprint mismatch"):
         store.read_dataset(memory_root, "a")
 

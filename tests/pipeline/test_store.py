@@ -251,7 +251,7 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(store, "_fs_write_text", boom)
+    monkeypatch.setattr(store, "fs_write_text", boom)
     with pytest.raises(OSError, match="disk full"):
         store.write_dataset(tmp_path, "f", np.ones((3, 2)), [1, 1, 1], source={})
     assert os.listdir(tmp_path) == []

@@ -110,10 +110,16 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
     calls = []
     real_warm = run_module.warm_workers
     monkeypatch.setattr(run_module, "warm_workers", lambda *a, **k: calls.append(a[1]) or real_warm(*a, **k))
+    # What numba's cache lacks is looked up before the warm-up is submitted, and the head start's
+    # warm-up says it (a fresh clone's first run once said "loads ... from numba's cache").
+    monkeypatch.setattr(run_module, "uncompiled_solvers", lambda names: calls.append(("looked", list(names))) or {"dcd"})
     with keep_clusters(), contextlib.ExitStack() as stack:
         run_module.start_ahead(cfg, tmp_path / "new")
-        assert len(run_module._AHEAD) == 1 and calls == [["dcd"]]
+        assert len(run_module._AHEAD) == 1 and calls == [("looked", ["dcd"]), ["dcd"]]
+        calls.remove(("looked", ["dcd"]))
         client, ahead = run_module._AHEAD[0]
+        assert ahead.compiling == {"dcd"} and ahead.progress_line(0.0, first=True).startswith(
+            "warming 1 worker threads for dcd: compiling the numba kernels of dcd")
         plan, planned_client, warmup = run_module._plan_while_starting(cfg, tmp_path / "new", stack)
         assert planned_client is client and warmup is ahead and calls == [["dcd"]] and not run_module._AHEAD
         warmup.wait()
@@ -126,9 +132,10 @@ def test_python_m_pipeline_starts_the_cluster_ahead_and_the_run_takes_its_warm_u
 
 
 def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
-    """A first run compiles numba's kernels in the warm-up, a minute or two: the command says so
-    once the warm-up outlasts WARMUP_QUIET_S, and how many threads are ready every
-    WARMUP_PROGRESS_S (here scaled down), on a real in-process Dask cluster."""
+    """A first run compiles numba's kernels in the warm-up: the command says so at once, naming
+    what numba's cache lacks; a warm-up that outlasts WARMUP_QUIET_S is said, and how many
+    threads are ready every WARMUP_PROGRESS_S (here scaled down), on a real in-process Dask
+    cluster."""
     import time as _time
 
     from distributed import Client, LocalCluster
@@ -138,12 +145,21 @@ def test_a_long_warm_up_says_how_far_it_is(monkeypatch):
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         futures = [client.submit(_time.sleep, s, pure=False) for s in (0.8, 2.5)]
-        warmup = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"})
+        warmup = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"}, compiling=set())
         warmup.wait(lines.append)
+        # A first run's warm-up, whose solvers numba's cache lacks: said at once, naming them.
+        said = []
+        futures = [client.submit(_time.sleep, 0.5, pure=False)]
+        compiling = warmup_module.WarmUp(futures, started=_time.perf_counter(), solvers={"dcd", "smo"},
+                                         compiling={"smo"})
+        compiling.wait(said.append)
     assert len(lines) >= 3, lines
     assert lines[0].startswith("warming 2 worker threads for dcd, smo: 0 ready after")
     assert any(": 1 ready after" in line for line in lines[1:]), lines
-    assert "compiles them into numba's cache" in lines[0]
+    assert "loads the solvers' numba kernels from numba's cache" in lines[0]
+    assert said[0].startswith("warming 1 worker threads for dcd, smo: compiling the numba kernels of smo into "
+                              "numba's cache, which has none of them yet (a first run's cost"), said
+    assert said[0].endswith("; 0 ready after 0 s"), said
     quiet = []
     warmup = warmup_module.WarmUp([], started=_time.perf_counter())
     warmup.wait(quiet.append)
@@ -199,3 +215,21 @@ def test_the_warm_up_imports_the_scikit_learn_modules_the_plan_s_tasks_import_an
     assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=100") == (["sklearn.model_selection"],) * 2
     assert modules("datasets=[toy_blobs]", "datasets.toy_blobs.scale=standard") == (["sklearn.preprocessing"],) * 2
     assert modules("datasets=[digits_bertini_3class]", "datasets.digits_bertini_3class.scale=none") == ([], ["sklearn.metrics"])
+
+
+def test_the_worker_threads_start_their_warm_ups_at_different_solvers():
+    """On a first run each solver's warm-up compiles its kernels under a lock (one process
+    compiles, the others wait and load): thread k begins at the k-th solver, so two threads
+    compile two solvers at once instead of queueing on the first."""
+    submitted = []
+
+    class Client:
+        def scheduler_info(self):
+            return {"workers": {"tcp://a": {"nthreads": 1}, "tcp://b": {"nthreads": 2}}}
+
+        def submit(self, fn, order, threads, modules, **kw):
+            submitted.append(order)
+
+    warmup_module.warm_workers(Client(), ["smo", "dcd", "libsvm"], 1)
+    assert submitted == [["dcd", "libsvm", "smo"], ["libsvm", "smo", "dcd"], ["smo", "dcd", "libsvm"]]
+

@@ -222,10 +222,10 @@ def test_empty_row_under_the_hinge_goes_to_the_bound():
 def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     """The pass loop written out in Python, one compiled pass (`_dcd_pass`) per iteration and the
     permutation drawn by a Python splitmix64 + Fisher-Yates: the slow obvious version of what
-    `_dcd_passes` runs compiled (shrinking, the full-set rechecks, both rules, the thresholds).
+    `dcd_passes` runs compiled (shrinking, the full-set rechecks, both rules, the thresholds).
     drop: under pg, a shrunken set is rechecked once its spread is drop times below the last
     full pass's (the solver's `_RECHECK_DROP`); inf is LIBLINEAR's rule, recheck at tol only."""
-    from solvers.dcd import _dcd_pass, _row_table
+    from solvers.dcd import _dcd_pass, row_table
     from solvers.objectives import dual_box_i
     mask = (1 << 64) - 1
     state = [seed & mask]
@@ -243,7 +243,7 @@ def _reference_dcd(problem, tol, max_iter, stop, shrinking, seed, drop=100.0):
     B = problem.B
     # Summed in row order, as the compiled loop does (np.dot's blocked sum rounds differently).
     QD = np.array([sum(v * v for v in X.data[a:b]) for a, b in zip(X.indptr[:-1], X.indptr[1:])]) + (B * B + diag)
-    rinfo = _row_table(problem.y, QD, diag, U)
+    rinfo = row_table(problem.y, QD, diag, U)
     alpha, w, wb = np.zeros(n), np.zeros(problem.n_features), np.zeros(1)
     index = np.arange(n, dtype=np.uint64)
     no_gram = (np.empty(0, dtype=np.int64), None, np.empty(0), 0)  # Q = None: every pass sparse
@@ -418,14 +418,14 @@ def test_deferred_trace_point_waits_until_affordable(breast_cancer, monkeypatch)
     with pytest.warns(ConvergenceWarning):  # the process's warm-up (compiled calls) runs first
         fit(problem, "dcd", budget=Budget(max_iter=1))
     calls = []
-    compiled = dcd._dcd_passes
+    compiled = dcd.dcd_passes
 
     def counted(*args):
         out = compiled(*args)
         calls.append(out[0])
         return out
 
-    monkeypatch.setattr(dcd, "_dcd_passes", counted)
+    monkeypatch.setattr(dcd, "dcd_passes", counted)
     with pytest.warns(ConvergenceWarning):
         res = fit(problem, "dcd", budget=Budget(tol=1e-12, max_iter=3000), recorder=Recorder())
     assert res.n_iter == sum(calls) == 3000
@@ -532,10 +532,10 @@ def test_rows_storing_every_column_take_the_same_steps(breast_cancer_standardise
     import solvers.dcd as dcd
     X, y = breast_cancer_standardised
     problem = Problem(X, y, C=1.0, loss="squared_hinge", intercept="regularized")
-    assert dcd._dense_rows(problem.X_csr) and not dcd._dense_rows(Problem(*rcv1_small).X_csr)
+    assert dcd.rows_are_full(problem.X_csr) and not dcd.rows_are_full(Problem(*rcv1_small).X_csr)
     budget = Budget(tol=1e-5, max_iter=2000)
     dense = fit(problem, "dcd", budget=budget, random_state=1)
-    monkeypatch.setattr(dcd, "_dense_rows", lambda X: False)
+    monkeypatch.setattr(dcd, "rows_are_full", lambda X: False)
     indexed = fit(problem, "dcd", budget=budget, random_state=1)
     assert dense.status == indexed.status == "converged" and dense.info["gram_passes"] > 0
     assert (dense.n_iter, dense.info) == (indexed.n_iter, indexed.info)

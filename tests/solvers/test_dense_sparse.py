@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_iris
 from test_kernels import _prefix_col
 
 from solvers import Budget, Problem, SVMClassifier, fit, kernels
-from solvers.kernels import (Kernel, PrefixQColumnCache, QColumnCache, _cache_get, _prefix_swaps, kernel_block,
+from solvers.kernels import (Kernel, PrefixQColumnCache, QColumnCache, cache_get, prefix_swaps, kernel_block,
                              resolve_gamma, row_norms_sq)
 
 SOLVERS = ["smo", "svmlight", "qp"]
@@ -212,15 +212,15 @@ def test_cached_columns_are_one_float(rows, kernel):
     caches = [QColumnCache(kernel, Xf, y) for Xf in (X, Xs)]
     subset = np.arange(1, n, 3, dtype=np.int64)
     for i in (0, 5, 69):
-        full = [_cache_get(i, True, subset, 0, c.state, c.data, c.ker).copy() for c in caches]
+        full = [cache_get(i, True, subset, 0, c.state, c.data, c.ker).copy() for c in caches]
         np.testing.assert_array_equal(full[0], full[1])
-        part = [_cache_get((i + 1) % n, False, subset, subset.size, c.state, c.data, c.ker)[subset].copy()
+        part = [cache_get((i + 1) % n, False, subset, subset.size, c.state, c.data, c.ker)[subset].copy()
                 for c in caches]
         np.testing.assert_array_equal(part[0], part[1])
     caches = [PrefixQColumnCache(kernel, Xf, y) for Xf in (X, Xs)]
     I, J = np.array([2, 33], dtype=np.int64), np.array([66, 40], dtype=np.int64)
     for c in caches:
-        _prefix_swaps(I, J, 2, c.state, c.data)
+        prefix_swaps(I, J, 2, c.state, c.data)
     for p in (0, 2, 31, 32, 69):
         cols = [_prefix_col(p, n - 3, c.state, c.data, c.ker)[:n - 3] for c in caches]
         np.testing.assert_array_equal(cols[0], cols[1])

@@ -8,7 +8,7 @@ from numba import njit
 from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 
 from solvers import Problem
-from solvers.kernels import (Kernel, PrefixQColumnCache, QColumnCache, _cache_get, _prefix_get, kernel_block,
+from solvers.kernels import (Kernel, PrefixQColumnCache, QColumnCache, cache_get, prefix_get, kernel_block,
                              kernel_diagonal, resolve_gamma, row_norms_sq)
 
 KERNELS = [Kernel("linear"), Kernel("rbf", gamma=0.3), Kernel("poly", gamma=0.2, degree=3, coef0=1.0),
@@ -60,7 +60,7 @@ def test_gamma_scale_as_scikit_learn(data):
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: f"{k.name}{k.degree}")
 def test_cache_columns_are_Q(data, k, sparse):
     """Q[:, idx] from the cache (misses by BLAS, hits from the buffer) and from the numba path
-    (_cache_get, on a subset of rows as after shrinking) equal diag(y) K diag(y)."""
+    (cache_get, on a subset of rows as after shrinking) equal diag(y) K diag(y)."""
     X, y = data
     Xc = sp.csr_matrix(X) if sparse else X
     if sparse:
@@ -77,9 +77,9 @@ def test_cache_columns_are_Q(data, k, sparse):
     assert cache.hits == 3
     rows = np.array([1, 3, 4, 9, 22, 39], dtype=np.int64)
     for i in (0, 3, 30, 31, 32, 33, 34, 35):  # more columns than slots: evictions
-        col = _cache_get(i, False, rows, rows.size, cache.state, cache.data, cache.ker)
+        col = cache_get(i, False, rows, rows.size, cache.state, cache.data, cache.ker)
         np.testing.assert_allclose(col[rows], Q[rows, i], rtol=1e-12, atol=1e-12)
-    full = _cache_get(31, True, rows, rows.size, cache.state, cache.data, cache.ker)
+    full = cache_get(31, True, rows, rows.size, cache.state, cache.data, cache.ker)
     np.testing.assert_allclose(full, Q[:, 31], rtol=1e-12, atol=1e-12)
     # the least recently used columns (3 and 17 from the first request) were evicted
     slot_of = cache.state[1]
@@ -93,23 +93,23 @@ def test_cache_partial_columns_invalidated_when_the_active_set_grows(data):
     Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
     cache = QColumnCache(k, X, y)
     rows = np.arange(0, 40, 2, dtype=np.int64)
-    _cache_get(7, False, rows, rows.size, cache.state, cache.data, cache.ker)
+    cache_get(7, False, rows, rows.size, cache.state, cache.data, cache.ker)
     misses = cache.misses
-    _cache_get(7, False, rows[:5], 5, cache.state, cache.data, cache.ker)  # a smaller set: a hit
+    cache_get(7, False, rows[:5], 5, cache.state, cache.data, cache.ker)  # a smaller set: a hit
     assert cache.misses == misses
     cache.invalidate_partial()
     allrows = np.arange(40, dtype=np.int64)
-    col = _cache_get(7, False, allrows, 40, cache.state, cache.data, cache.ker)
+    col = cache_get(7, False, allrows, 40, cache.state, cache.data, cache.ker)
     assert cache.misses == misses + 1
     np.testing.assert_allclose(col, Q[:, 7], rtol=1e-12)
 
 
 @njit
 def _prefix_col(p, n_rows, state, data, ker):
-    """_prefix_get from Python, through an uncached caller: numba 0.68 cannot box the array a
+    """prefix_get from Python, through an uncached caller: numba 0.68 cannot box the array a
     cached function returns to Python once another cached function that calls it was loaded
     ('NRT_adapt_ndarray_to_python: descr is NULL'); the solvers call it from numba only."""
-    return _prefix_get(p, n_rows, state, data, ker).copy()
+    return prefix_get(p, n_rows, state, data, ker).copy()
 
 
 def _csr(X):
@@ -122,7 +122,7 @@ def _csr(X):
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: f"{k.name}{k.degree}")
 def test_prefix_cache_columns_are_Q(data, k, sparse):
-    """smo's cache (LIBSVM's layout): _prefix_get on a prefix of the positions, with evictions,
+    """smo's cache (LIBSVM's layout): prefix_get on a prefix of the positions, with evictions,
     equals diag(y) K diag(y); the least recently used columns go first."""
     X, y = data
     Q = y[:, None] * kernel_block(k, X, X) * y[None, :]
@@ -158,7 +158,7 @@ def test_prefix_swaps_keep_columns_in_position_order(data, sparse):
     """LIBSVM's layout: after swaps, position p holds row perm[p] of X and every cached column's
     valid prefix holds Q[perm][:, perm]'s entries; a column holding only the first of two swapped
     entries is cut before it (the rest would be stale), one holding both keeps its length."""
-    from solvers.kernels import _prefix_swaps
+    from solvers.kernels import prefix_swaps
     X, y = data
     X0 = X.copy()
     k = KERNELS[2]
@@ -170,7 +170,7 @@ def test_prefix_swaps_keep_columns_in_position_order(data, sparse):
     # nested, as LIBSVM's shrinking makes them: (i ascending, j descending)
     I = np.array([1, 6, 9, 20], dtype=np.int64)
     J = np.array([35, 28, 15, 21], dtype=np.int64)
-    _prefix_swaps(I, J, 4, cache.state, cache.data)
+    prefix_swaps(I, J, 4, cache.state, cache.data)
     perm = cache.perm
     ref = np.arange(40)
     for i, j in zip(I, J):

@@ -89,6 +89,44 @@ def test_attributes_are_the_model(iris):
     np.testing.assert_allclose(ker.decision_function(X) - ker.intercept_, 3.0 * (before - ker.intercept_), atol=1e-10)
 
 
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_an_edited_dual_coef_is_the_linear_kernel_models_too(iris, fmt):
+    """SVC's way for a model that predicts from its support vectors, the linear kernel included:
+    coef_ is dual_coef_ @ support_vectors_ at each read, so an edit of dual_coef_ changes coef_
+    and the predictions, and coef_ itself is read-only (an edit would change nothing)."""
+    X, y = iris
+    X, y = X[y > 0], y[y > 0]
+    Xf = sp.csr_matrix(X) if fmt == "csr" else X
+    clf = SVMClassifier(solver="smo", kernel="linear", tol=1e-8).fit(Xf, y)
+    before = clf.decision_function(X)
+    dense = (lambda A: A.toarray()) if fmt == "csr" else np.asarray
+    coef = dense(clf.dual_coef_).copy()
+    if fmt == "csr":
+        clf.dual_coef_ = sp.csr_matrix(2.0 * coef)
+    else:
+        clf.dual_coef_ *= 2.0
+    np.testing.assert_allclose(dense(clf.coef_), 2.0 * coef @ X[clf.support_], rtol=1e-12)
+    np.testing.assert_allclose(clf.decision_function(X) - clf.intercept_, 2.0 * (before - clf.intercept_), rtol=1e-10)
+    with pytest.raises(AttributeError, match="read-only"):
+        clf.coef_ = np.zeros_like(dense(clf.coef_))
+
+
+def test_a_refit_keeps_nothing_of_the_last_model(iris):
+    """A refit with another solver leaves no attribute of the last one: a w model (dcd) after a
+    support-vector model (smo) keeps no support_vectors_ and its coef_ is its own, writable,
+    with LinearSVC's int n_iter_; and back again."""
+    X, y = iris
+    X, y = X[y > 0], y[y > 0]
+    clf = SVMClassifier(solver="smo", kernel="linear").fit(X, y)
+    assert hasattr(clf, "support_vectors_") and isinstance(clf.n_iter_, np.ndarray)
+    clf.set_params(solver="dcd").fit(X, y)
+    assert not hasattr(clf, "support_vectors_") and isinstance(clf.n_iter_, int)
+    clf.coef_ = clf.coef_ * 0.0
+    np.testing.assert_allclose(clf.decision_function(X), clf.intercept_[0])
+    clf.set_params(solver="smo").fit(X, y)
+    np.testing.assert_allclose(clf.coef_, clf.dual_coef_ @ clf.support_vectors_)
+
+
 def test_sparsify_and_densify_keep_predictions(iris):
     X, y = iris
     clf = SVMClassifier(solver="dcd", tol=1e-6, max_iter=10**5).fit(X, y)

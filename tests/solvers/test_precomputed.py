@@ -60,7 +60,8 @@ def test_gram_kernel_errors(iris):
         SVMClassifier(solver="smo", kernel="precomputed").fit(X, y)
     with pytest.raises(SolverError, match="solver 'gd' returned no dual variables, which kernel='precomputed' needs"):
         SVMClassifier(solver="gd", kernel="precomputed").fit(rbf_kernel(X, X), y)
-    with pytest.raises(ValueError, match="kernel='sigmoid' must be 'linear', 'rbf', 'poly', 'precomputed' or a callable"):
+    with pytest.raises(ValueError, match=r"The 'kernel' parameter of SVMClassifier must be a str among \{'linear', "
+                                         r"'poly', 'precomputed', 'rbf'\} or a callable. Got 'sigmoid' instead."):
         SVMClassifier(kernel="sigmoid").fit(X, y)
     with pytest.raises(ValueError, match=r"kernel\(X, X\) returned shape \(150,\), expected \(150, 150\)"):
         SVMClassifier(solver="smo", kernel=lambda A, B: A[:, 0]).fit(X, y)

@@ -136,3 +136,54 @@ def test_basis_intercept_reaches_the_traced_extras():
     rec = Recorder(max_overhead=None, extras={"err": err})
     r = solvers.fit(pr, "gd", recorder=rec)
     assert r.trace_extra[-1]["err"] == err(r) < float(np.mean(np.sign(X @ r.w) != y))
+
+
+def test_two_processes_never_warm_one_solver_at_once(tmp_path):
+    """The warm-up holds a lock per solver (`registry.warm`): a second process that reaches a
+    solver another one is compiling waits for it and then loads numba's cache, instead of
+    compiling the same kernels at the same time. Two processes warm one solver whose warm-up
+    takes 0.5 s: their warm-ups do not overlap."""
+    import subprocess
+    import sys
+    import textwrap
+
+    log = tmp_path / "warm.log"
+    code = textwrap.dedent(f"""
+        import os, time
+        from solvers import registry
+        from solvers.registry import SolverSpec
+
+        def warmup():
+            start = time.time()
+            time.sleep(0.5)
+            with open({str(log)!r}, "a") as fh:
+                fh.write(f"{{start}} {{time.time()}}\\n")
+
+        spec = SolverSpec(name="_locked_{tmp_path.name}", family="test", fit=None, warmup=warmup)
+        registry.warm(spec)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    (a0, a1), (b0, b1) = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+    assert a1 <= b0, ((a0, a1), (b0, b1))
+
+
+def test_uncompiled_names_a_solver_whose_kernels_numbas_cache_lacks(fresh_registry, tmp_path, monkeypatch):
+    """What the warm-up's line names as compiled now: a solver whose driver's module has cached
+    numba kernels but no index file in its __pycache__ (nor under NUMBA_CACHE_DIR); once one is
+    there, none; a solver without numba kernels never."""
+    import importlib.util
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    (tmp_path / "kernels_mod.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef step(x):\n    return x + 1\n\n"
+        "def fit_mod(problem, *, budget, recorder, warm_start=None):\n    raise NotImplementedError\n")
+    spec_ = importlib.util.spec_from_file_location("kernels_mod", tmp_path / "kernels_mod.py")
+    module = importlib.util.module_from_spec(spec_)
+    monkeypatch.setitem(__import__("sys").modules, "kernels_mod", module)
+    spec_.loader.exec_module(module)
+    registry.register(SolverSpec(name="_kernels_mod", family="test", fit=module.fit_mod))
+    assert registry.uncompiled(["_kernels_mod", "liblinear"]) == ["_kernels_mod"]
+    (tmp_path / "__pycache__").mkdir(exist_ok=True)
+    (tmp_path / "__pycache__" / "kernels_mod.step-3.py311.nbi").write_bytes(b"")
+    assert registry.uncompiled(["_kernels_mod"]) == []

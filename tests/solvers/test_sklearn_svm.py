@@ -17,7 +17,7 @@ import scipy.sparse as sparse
 from numpy.testing import assert_allclose, assert_almost_equal, assert_array_almost_equal, assert_array_equal
 from sklearn import base, datasets, metrics
 from sklearn.datasets import make_blobs, make_classification
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import f1_score
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.utils import check_random_state
@@ -35,8 +35,10 @@ def SVC(**kw):
 
 def LinearSVC(**kw):
     """LinearSVC's defaults on dcd: squared hinge, LIBLINEAR's bias feature, tol 1e-4, 1000
-    passes, one-vs-rest."""
-    kw.pop("dual", None)   # dcd is LIBLINEAR's dual coordinate descent
+    passes, one-vs-rest. dcd is LIBLINEAR's dual coordinate descent; dual=False is LIBLINEAR's
+    primal method, reached through the `liblinear` reference solver."""
+    if kw.pop("dual", True) is False:
+        kw.update(solver="liblinear", solver_params={"dual": False})
     return SVMClassifier(**{"solver": "dcd", "loss": "squared_hinge", "intercept": "regularized", "tol": 1e-4,
                             "max_iter": 1000, "multi_class": "ovr", **kw})
 
@@ -274,9 +276,9 @@ def test_bad_input():
     clf = SVC(kernel="precomputed")
     with pytest.raises(ValueError):
         clf.fit(X, Y)
-    # Differs: a model fitted on dense X predicts sparse X (SVC refuses it); the values agree.
     clf = SVC().fit(X, Y)
-    assert_array_almost_equal(clf.decision_function(sparse.lil_matrix(X)), clf.decision_function(X))
+    with pytest.raises(ValueError, match="cannot use sparse input in 'SVMClassifier' trained on dense data"):
+        clf.predict(sparse.lil_matrix(X))
     Xt = np.array(X).T
     clf.fit(np.dot(X, Xt), Y)
     with pytest.raises(ValueError):
@@ -361,14 +363,17 @@ def test_liblinear_set_coef():
     assert_array_equal(values, values2)
 
 
-def test_mutable_coef_property():
-    """Differs (test_immutable_coef_property): SVC's coef_ is read-only; SVMClassifier's is
-    LinearSVC's, for every solver: a modification is honoured, never silently ignored."""
+def test_immutable_coef_property():
     iris = get_iris_dataset(SEED)
-    clf = SVC(kernel="linear").fit(iris.data, iris.target)
-    before = clf.decision_function(iris.data)
-    clf.coef_[0, 0] += 1.0
-    assert_allclose(clf.decision_function(iris.data)[:, 0], before[:, 0] + iris.data[:, 0])
+    for clf in (SVC(kernel="linear").fit(iris.data, iris.target),
+                SVC(kernel="linear").fit(sparse.csr_matrix(iris.data), iris.target)):
+        with pytest.raises(AttributeError):
+            clf.__setattr__("coef_", np.arange(3))
+        with pytest.raises((RuntimeError, ValueError)):
+            if sparse.issparse(clf.coef_):
+                clf.coef_.data.__setitem__(0, 0)
+            else:
+                clf.coef_.__setitem__((0, 0), 0)
 
 
 def test_svc_clone_with_callable_kernel():
@@ -463,6 +468,59 @@ def test_svm_with_infinite_C():
         SVC(C=np.inf).fit(Xc, yc)
 
 
+def test_svc_nonfinite_C_and_gamma():
+    """Not in scikit-learn's file: a non-finite C or gamma is refused in SVC's words (its
+    parameter validation), before any work. Differs: gamma > 0 (SVC takes gamma = 0, which
+    makes every kernel value the same)."""
+    from sklearn.svm import SVC as SklearnSVC
+    for bad in ({"C": np.nan}, {"C": -1.0}, {"gamma": np.nan}):
+        with pytest.raises(ValueError) as theirs:
+            SklearnSVC(**bad).fit(X, Y)
+        with pytest.raises(ValueError) as ours:
+            SVC(**bad).fit(X, Y)
+        # (scikit-learn lists a set of options in its hash order, which varies between runs.)
+        expected = str(theirs.value).replace("of SVC", "of SVMClassifier").replace("[0.0, inf)", "(0.0, inf)")
+        assert str(ours.value) == expected.replace("{'scale', 'auto'}", "{'auto', 'scale'}")
+    with pytest.raises(ValueError, match=r"^The 'gamma' parameter of SVMClassifier must be a str among \{'auto', "
+                                         r"'scale'\} or a float in the range \(0.0, inf\). Got inf instead.$"):
+        SVC(gamma=np.inf).fit(X, Y)
+
+
+@pytest.mark.parametrize("loss, penalty, dual", [("hinge", "l2", False), ("hinge", "l2", True),
+                                                 ("squared_hinge", "l2", False), ("squared_hinge", "l2", True)])
+def test_linearsvc_parameters(loss, penalty, dual):
+    """The l2 cases of scikit-learn's test (SVMClassifier has no l1 penalty)."""
+    Xc, yc = make_classification(n_samples=5, n_features=5, random_state=SEED)
+    clf = LinearSVC(loss=loss, dual=dual, random_state=SEED)
+    if (loss, penalty, dual) == ("hinge", "l2", False):
+        with pytest.raises(ValueError, match="Unsupported set of arguments.*penalty='%s.*loss='%s.*dual=%s"
+                                             % (penalty, loss, dual)):
+            clf.fit(Xc, yc)
+    else:
+        clf.fit(Xc, yc)
+
+
+def test_libsvm_convergence_warnings():
+    a = SVC(kernel=lambda x, y: np.dot(x, y.T), random_state=SEED, max_iter=2)
+    warning_msg = (r"Solver terminated early \(max_iter=2\).  Consider pre-processing "
+                   r"your data with StandardScaler or MinMaxScaler.")
+    with pytest.warns(ConvergenceWarning, match=warning_msg):
+        a.fit(np.array(X), Y)
+    assert np.all(a.n_iter_ == 2)
+
+
+def test_linear_svm_convergence_warnings():
+    lsvc = LinearSVC(random_state=SEED, max_iter=2)
+    # Differs: the solver's name where LinearSVC says "Liblinear".
+    warning_msg = "dcd failed to converge, increase the number of iterations."
+    with pytest.warns(ConvergenceWarning, match=warning_msg):
+        lsvc.fit(X, Y)
+    # Check that we have an n_iter_ attribute with int type as opposed to a
+    # numpy array or an np.int32 so as to match the docstring.
+    assert isinstance(lsvc.n_iter_, int)
+    assert lsvc.n_iter_ == 2
+
+
 # ------------------------------------------------------------------ test_sparse.py
 X2 = np.array([[0, 0, 0], [1, 1, 1], [2, 0, 0], [0, 0, 2], [3, 3, 3]])
 Y2 = [1, 2, 2, 2, 3]
@@ -490,7 +548,9 @@ def check_svm_model_equal(dense_svm, X_train, y_train, X_test):
     assert_array_almost_equal(dense_svm.decision_function(X_test_dense), sparse_svm.decision_function(X_test_dense))
     if hasattr(dense_svm, "predict_proba"):
         assert_array_almost_equal(dense_svm.predict_proba(X_test_dense), sparse_svm.predict_proba(X_test), decimal=4)
-    # Differs: a dense-trained model also predicts sparse X (SVC raises).
+    if sparse.issparse(X_test):
+        with pytest.raises(ValueError, match="cannot use sparse input in 'SVMClassifier' trained on dense data"):
+            dense_svm.predict(X_test)
 
 
 # One CSR and one LIL container (csr_array and lil_array: tests/solvers/test_dense_sparse.py). The
@@ -558,3 +618,21 @@ def test_sparse_sample_weights():
     sample_weight = [0.1] * 3 + [10] * 3
     clf.fit(X_sp, Y, sample_weight=sample_weight)
     assert_array_equal(clf.predict([X[2]]), [2.0])
+
+
+def test_error():
+    clf = SVC()
+    X_sp = sparse.lil_matrix(X)
+    Y2 = Y[:-1]
+    with pytest.raises(ValueError):
+        clf.fit(X_sp, Y2)
+    clf.fit(X_sp, Y)
+    assert_array_equal(clf.predict(T), true_result)
+
+
+def test_timeout():
+    sp = SVC(C=1, kernel=lambda x, y: x @ y.T, random_state=0, max_iter=1)
+    warning_msg = (r"Solver terminated early \(max_iter=1\).  Consider pre-processing "
+                   r"your data with StandardScaler or MinMaxScaler.")
+    with pytest.warns(ConvergenceWarning, match=warning_msg):
+        sp.fit(sparse.lil_matrix(X), Y)

@@ -227,7 +227,8 @@ def test_estimator_weight_errors_are_clear():
         SVMClassifier().fit(X, y, sample_weight=(y == 1).astype(float))
     with pytest.raises(ValueError, match=r"class_weight has the label 7, which is not in y"):
         SVMClassifier(class_weight={7: 2.0}).fit(X, y)
-    with pytest.raises(ValueError, match=r"class_weight='heavy': must be null, 'balanced' or a mapping {label: weight > 0}"):
+    with pytest.raises(ValueError, match=r"The 'class_weight' parameter of SVMClassifier must be null, 'balanced' or a "
+                                         r"mapping {label: weight > 0}. Got 'heavy' instead."):
         SVMClassifier(class_weight="heavy").fit(X, y)
     with pytest.raises(SolverError, match="solver 'svmmaj' does not take sample weights"):
         SVMClassifier(solver="svmmaj", class_weight="balanced").fit(X, y)
