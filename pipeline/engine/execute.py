@@ -247,8 +247,9 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             workers = _n_workers(client, cluster)
             # Fits trained across the workers run in a thread of this process beside the loop
             # below, holding no worker slot (pipeline/engine/distributed.py); no ladder is one.
-            spread = DistributedFits([s for s in todo if is_distributed(s)], root, client, run_dir, sink,
-                                     int(exp.run.retries), log)
+            # Their specs are made whole here: the driver reads them and the sink stores them.
+            spread = DistributedFits(made([[s for s in todo if is_distributed(s)]])[0], root, client, run_dir,
+                                     sink, int(exp.run.retries), log)
             stack.push(lambda kind, *_: spread.finish(interrupted=kind is not None))
             cutter = TaskCutter(make_units([s for s in handover.rest if not is_distributed(s)], workers,
                                            bool(exp.run.interleave)))

@@ -317,6 +317,10 @@ class Specs(Mapping):
         return [SpecView(self, row) for row in np.flatnonzero(rows).tolist()]
 
 
+# The names a view answers as attributes, as a typed spec does (`SpecView.__getattr__`).
+_VIEW_FIELDS = frozenset(FitSpec._fields) | frozenset(ReferenceSpec._fields) | {"kind", "is_timing", "is_ladder"}
+
+
 class SpecView(Mapping):
     """One spec of a `Specs`, read field by field from its columns without making its dict:
     what `execute` holds for each task to run while it groups them (C paths, folds) and cuts
@@ -346,7 +350,7 @@ class SpecView(Mapping):
 
     def __getattr__(self, name):
         """A field as the typed spec has it (None where the spec's dict lacks it)."""
-        if name.startswith("_"):
+        if name not in _VIEW_FIELDS:
             raise AttributeError(name)
         if name in ("is_timing", "is_ladder"):
             timing = self.get("timing")
@@ -365,9 +369,9 @@ class SpecView(Mapping):
         return len(made([[self]])[0][0].as_dict())
 
 
-def made(units: list[list]) -> list[list[dict]]:
-    """The units (lists of specs) with each `SpecView` made a spec dict, a Specs' rows at once;
-    a dict stays as it is."""
+def made(units: list[list]) -> list[list]:
+    """The units (lists of specs) with each `SpecView` made its typed spec (`specs.FitSpec`,
+    `ReferenceSpec`), a Specs' rows at once; a spec already made stays as it is."""
     rows: dict = {}       # id(Specs) -> (Specs, its rows)
     for unit in units:
         for spec in unit:
