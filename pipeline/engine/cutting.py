@@ -174,8 +174,8 @@ def paced_chunk(left: int, n_workers: int, seconds_per_spec: float) -> int:
 IN_FLIGHT = 3
 # Once a unit (a spec, or a C path, which no task splits) takes this long, one task per worker
 # thread is in flight, none queued: Dask sends a one-thread worker a second task to hold while
-# the first runs, and at a sweep's end the other worker, done, cannot take it (a sweep of 50 C
-# paths of 3 s: one worker ran a held path alone at the end). Tasks of shorter units shrink
+# the first runs, and at a sweep's end the other worker, done, cannot take it (a sweep of long
+# C paths: one worker ran a held path alone at the end). Tasks of shorter units shrink
 # towards the end (`paced_chunk`), so a held one costs little, and they keep three in flight:
 # the client's round trip between tasks would cost them more.
 LONG_UNIT_S = 0.5

@@ -381,7 +381,7 @@ class Sandbox:
         """(spec, started, solving) that the slot names, unless its record came already (between
         specs); solving 0.0 while its solver has not started."""
         index, started, solving = self._slot.read()
-        if 0 <= index < len(specs) and specs[index]["key"] not in ended:
+        if 0 <= index < len(specs) and specs[index].key not in ended:
             return specs[index], started, (solving if solving >= started else 0.0)
         return None
 
@@ -390,7 +390,7 @@ class Sandbox:
         now = self._running(specs, ended)
         if now is None:
             return
-        limit = limits.get(now[0]["key"])
+        limit = limits.get(now[0].key)
         # From the solver's start; before it, the spec's preparation has a limit of its own.
         if limit and time.monotonic() > (now[2] or now[1]) + (limit if now[2] else max(limit, PREPARE_LIMIT_S)):
             raise _Ended("ran past its hard time limit", timeout=True)
