@@ -33,6 +33,7 @@ from .engine.sink import clean_partial_shards, finished_in_plan, finished_keys
 from .engine.warmup import task_modules, uncompiled_solvers, warm_workers, WarmUp
 from .experiment.plan import build_plan, plan_lines
 from .results.tables import shard_files, write_tables
+from .engine.rss import peak_rss_mb, reset_peak_rss
 from .engine.runlock import LockError, run_lock
 from .preflight import preflight
 from .results.shards import ShardError
@@ -107,10 +108,14 @@ class Timing:
     def __init__(self, t0: float, before: float | None = None):
         self.last, self.t0, self.before = t0, t0, before
         self.phases: list[tuple[str, float]] = []
+        # The client's peak resident memory phase by phase (MB): what the interpreter, imports
+        # and config hold before the first phase (a fixed cost), then each phase's own peak.
+        self.peaks: list[tuple[str, float]] = [("start", _phase_peak_mb())]
 
     def mark(self, phase: str) -> None:
         now = time.perf_counter()
         self.phases.append((phase, now - self.last))
+        self.peaks.append((phase, _phase_peak_mb()))
         self.last = now
 
     def line(self, summary=None, own_mb: float | None = None, report_cpu: float | None = None) -> str:
@@ -140,15 +145,24 @@ class Timing:
             else:
                 parts.append(f"{phase} {seconds:.1f} s")
         total = time.perf_counter() - self.t0 + (self.before or 0.0)
-        import resource
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = max([peak_rss_mb(), *(mb for _, mb in self.peaks)])
+        phases = ", ".join(f"{phase} {mb:.0f}" for phase, mb in self.peaks)
         # The report runs in processes of its own (forks of this one, which waits meanwhile): the
         # command's memory at its worst is its own peak plus the report's private pages at theirs
         # (the pages a fork shares with the command are the command's, counted once).
         report = (f", {peak + own_mb:.0f} MB with the report's processes' own memory at its peak ({own_mb:.0f} MB)"
                   if own_mb else "")
         return (f"timing: {', '.join(parts)}; total {total:.1f} s before exit; client peak RSS {peak:.0f} MB over the "
-                f"run{report}")
+                f"run{report}; the client's peak by phase, MB: {phases}")
+
+
+def _phase_peak_mb() -> float:
+    """This process's peak resident memory since the last call (MB), and a new peak started: the
+    phase that just ended's own (`rss.reset_peak_rss`; where the peak cannot be reset, the
+    process's so far)."""
+    mb = peak_rss_mb()
+    reset_peak_rss()
+    return mb
 
 
 class _Planning(threading.Thread):
@@ -230,7 +244,7 @@ def _plan_while_starting(exp: Experiment, run_dir: Path, stack: contextlib.ExitS
     warmup.planned = time.perf_counter()
     # Reference solves may use a solver no entry names (plan.REFERENCE_SOLVERS), and a multiclass
     # dataset's fits a module (`task_modules`): warmed as well (what is warm already is not again).
-    warmup.warm(client, {spec["solver"] for spec in plan.references.values()}, threads, task_modules(exp, plan))
+    warmup.warm(client, {spec.solver for spec in plan.references.values()}, threads, task_modules(exp, plan))
     return plan, client, warmup
 
 

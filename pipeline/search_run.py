@@ -584,8 +584,8 @@ def _round_plan(exp: Experiment, labels: dict, wanted: dict, round_: int) -> tup
         for skey, (s, _) in entries.items():
             s.n_folds = min(n_folds, exp.solvers[skey].folds or n_folds)
         for spec in plan.fits.values():
-            s, points = entries[spec["solver_entry"]]
-            owners[spec["key"]] = (s, points[spec["search"]["point"]], spec["fold"])
+            s, points = entries[spec.solver_entry]
+            owners[spec.key] = (s, points[spec.search["point"]], spec.fold)
         plans.append(plan)
     return concat_plans(plans), owners
 

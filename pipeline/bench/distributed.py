@@ -118,7 +118,7 @@ def dask_cluster(work: Path, workers: int, memory_limit: str | None):
                 os.killpg(p.pid, signal.SIGKILL)
 
 
-def cocoa_spec(root: str, rows: int, C: float, K: int, max_rounds: int, tol: float = 1e-3, loss: str = "hinge") -> dict:
+def cocoa_spec(root: str, rows: int, C: float, K: int, max_rounds: int, tol: float = 1e-3, loss: str = "hinge"):
     """The spec the pipeline plans for cocoa on this problem (cv=none), traced at every due round,
     stopped by its gap at the target (which bounds its distance to f*) or at max_rounds."""
     from ..engine.materialise import materialise_datasets
@@ -133,8 +133,7 @@ def cocoa_spec(root: str, rows: int, C: float, K: int, max_rounds: int, tol: flo
                             f"solvers.cocoa.params.max_iter={max_rounds}",
                             "run.reference=false"]))
     spec = next(iter(build_plan(exp, materialise_datasets(exp)).fits.values()))
-    spec["trace"] = {**spec["trace"], "enabled": True, "max_overhead": None}
-    return spec
+    return spec._replace(trace={**spec.trace, "enabled": True, "max_overhead": None})
 
 
 def run_cocoa(root: str, rows: int, C: float, K: int, f_star: float, work: Path, memory_limit: str | None,

@@ -2,7 +2,9 @@
 or the points of one C path on one fold, run warm in increasing C; a few paths cut into segments
 so that the workers finish together: `make_units`), and tasks of units (`TaskCutter`: as many as
 `first_chunk` says before the sweep's pace is known, then each cut to last about TASK_S by the
-last task's pace, `paced_chunk`); and each spec's hard time limit (`hard_limits`)."""
+last task's pace, `paced_chunk`); how many tasks are in flight and how big the next one is,
+from the tasks that ended (`Pacer`, which holds no future and no clock: the dispatcher in
+`execute` tells it what ended); and each spec's hard time limit (`hard_limits`)."""
 from __future__ import annotations
 
 import json
@@ -37,11 +39,11 @@ def make_units(specs: list[dict], workers: int = 1, interleave: bool = False) ->
     together."""
     units, paths = [], {}
     for spec in specs:
-        if spec.get("path"):
-            if spec["path"] not in paths:
-                paths[spec["path"]] = []
-                units.append(paths[spec["path"]])
-            paths[spec["path"]].append(spec)
+        if spec.path:
+            if spec.path not in paths:
+                paths[spec.path] = []
+                units.append(paths[spec.path])
+            paths[spec.path].append(spec)
         else:
             units.append([spec])
     ids = _fold_ids(units)
@@ -49,7 +51,7 @@ def make_units(specs: list[dict], workers: int = 1, interleave: bool = False) ->
     if interleave:
         seen: dict = {}
         for i, unit in enumerate(units):
-            slot = (ids[i], unit[0].get("solver_entry"))
+            slot = (ids[i], unit[0].solver_entry)
             turn[i] = seen[slot] = seen.get(slot, -1) + 1
     order = sorted(range(len(units)), key=lambda i: (units[i][0].get("kind") != "reference", ids[i], turn[i]))
     return cut_paths([units[i] for i in order], workers)
@@ -71,8 +73,8 @@ def _point_cost(C: float, C_first: float) -> float:
 def _segments(path: list[dict], k: int) -> list[list[dict]]:
     """A path (in increasing C) cut into up to k runs of consecutive points of about equal
     `_point_cost`; each segment after the first starts cold (run_path)."""
-    path = sorted(path, key=lambda s: s["problem"]["C"])
-    costs = [_point_cost(s["problem"]["C"], path[0]["problem"]["C"]) for s in path]
+    path = sorted(path, key=lambda s: s.problem["C"])
+    costs = [_point_cost(s.problem["C"], path[0].problem["C"]) for s in path]
     k = min(k, len(path))
     total, out, acc, start = sum(costs), [], 0.0, 0
     for i, c in enumerate(costs):
@@ -113,11 +115,11 @@ def _fold_ids(units: list[list[dict]]) -> list[int]:
     folds, data_ids, out = {}, {}, []
     for unit in units:
         spec = unit[0]
-        data = spec.get("data")
+        data = spec.data
         # The plan shares one data dict among a dataset's specs: its id stands for its content.
         if id(data) not in data_ids:
             data_ids[id(data)] = json.dumps(data, sort_keys=True, default=str)
-        out.append(folds.setdefault((data_ids[id(data)], spec.get("fold")), len(folds)))
+        out.append(folds.setdefault((data_ids[id(data)], spec.fold), len(folds)))
     return out
 
 
@@ -166,6 +168,59 @@ def paced_chunk(left: int, n_workers: int, seconds_per_spec: float) -> int:
     return max(1, int(max(min(TASK_S / pace, left / (2 * max(1, n_workers))), MIN_TASK_S / pace)))
 
 
+# Tasks per worker thread submitted ahead: one runs, one waits on its worker (Dask's
+# worker-saturation sends two to a one-thread worker), one waits on the scheduler, which sends
+# it as a worker's task ends. The client refills as tasks return, but it also unpickles their
+# records and writes their shards, on cores the fits share: with only two in flight, a worker
+# whose next task was short sometimes waited for it.
+IN_FLIGHT = 3
+# Once a unit (a spec, or a C path, which no task splits) takes this long, one task per worker
+# thread is in flight, none queued: Dask sends a one-thread worker a second task to hold while
+# the first runs, and at a sweep's end the other worker, done, cannot take it (a sweep of long
+# C paths: one worker ran a held path alone at the end). Tasks of shorter units shrink
+# towards the end (`paced_chunk`), so a held one costs little, and they keep three in flight:
+# the client's round trip between tasks would cost them more.
+LONG_UNIT_S = 0.5
+
+
+def in_flight(workers: int, unit_s: float | None) -> int:
+    """Tasks to keep submitted: IN_FLIGHT per worker thread, one once units last LONG_UNIT_S."""
+    return workers if unit_s is not None and unit_s >= LONG_UNIT_S else IN_FLIGHT * workers
+
+
+class Pacer:
+    """The execute loop's decisions, from what it is told and nothing else (no Dask, no clock):
+    how many tasks to keep in flight (`in_flight`), and how many specs the next task takes
+    (`size`): run.chunk's, or before any task has ended `first_chunk`'s, then under
+    run.chunk=auto `paced_chunk`'s by the seconds per spec of the last task that ended with a
+    measured time (`ended`). `workers` follows the cluster (adaptive clusters grow and shrink)."""
+
+    def __init__(self, specs: int, workers: int, chunk):
+        self.workers, self.chunk = workers, chunk
+        self.first = first_chunk(specs, workers, chunk)
+        self.pace: float | None = None       # seconds per spec, of the last task timed
+        self.unit_s: float | None = None     # seconds per unit, of the same task
+
+    @property
+    def paced(self) -> bool:
+        """Whether a task has ended with a measured time (the loop refills before writing then)."""
+        return self.pace is not None
+
+    def in_flight(self) -> int:
+        return in_flight(self.workers, self.unit_s)
+
+    def size(self, left: int) -> int:
+        """Specs for the next task, with `left` specs not yet in a task."""
+        if self.pace and self.chunk == "auto":
+            return paced_chunk(left, self.workers, self.pace)
+        return self.first
+
+    def ended(self, seconds: float, specs: int, units: int) -> None:
+        """A task ended: its specs' summed seconds (0: none measured, which changes nothing)."""
+        if seconds > 0:
+            self.pace, self.unit_s = seconds / specs, seconds / units
+
+
 def make_tasks(units: list[list[dict]], n_workers: int, chunk) -> list[list[list[dict]]]:
     """All the units cut into tasks of `first_chunk` specs (`TaskCutter`): cluster=sequential's
     tasks, and what `execute` starts a Dask sweep with."""
@@ -182,11 +237,11 @@ def hard_limits(plan: Plan, grace_s: float, specs=None) -> dict[str, float]:
     from solvers.multiclass import class_pairs
     out = {}
     for spec in specs if specs is not None else [*plan.references.values(), *plan.fits.values()]:
-        limit = spec["budget"].get("time_limit_s")
+        limit = spec.budget.get("time_limit_s")
         if limit is None:
             continue
-        n_classes = len(plan.datasets[spec["data"]["entry"]]["classes"])
-        problems = 1 if n_classes <= 2 or spec["kind"] == "reference" else \
-            len(class_pairs(spec["task"].get("multi_class", "ovr"), n_classes))
-        out[spec["key"]] = float(limit) * problems + grace_s
+        n_classes = len(plan.datasets[spec.data["entry"]]["classes"])
+        problems = 1 if n_classes <= 2 or spec.kind == "reference" else \
+            len(class_pairs(spec.task.get("multi_class", "ovr"), n_classes))
+        out[spec.key] = float(limit) * problems + grace_s
     return out

@@ -161,14 +161,13 @@ def fold_blocks(root: str, data: dict, fold: int, K: int):
     over its range (module docstring), from the labels alone; and (classes, the positive label,
     training and test row counts). The same rows, labels and folds as `tasks.split_data`."""
     from solvers.cocoa import partition_bounds
-    from ..experiment.plan import binary_labels, make_folds, subsample_rows
+    from ..experiment.specs import data_split
 
     y = read_labels(root, data["name"], verify=False)
-    index = subsample_rows(y, data["max_rows"], data["rows_seed"])
-    y_bin, classes = binary_labels(y[index], data["positive"])
+    index, _, classes, folds, _ = data_split(y, data)
     if len(classes) != 2:
         raise ValueError(f"dataset {data['entry']!r} has {len(classes)} classes: a distributed fit takes two")
-    train, test = make_folds(y_bin, data["cv"], data["folds_seed"])[fold]
+    train, test = folds[fold]
     positive = classes[1] if data["positive"] is None else data["positive"]
     tr, te = np.sort(index[train]), np.sort(index[test])
     cuts = partition_bounds(len(tr), K)
@@ -305,13 +304,13 @@ def _read_checkpoint(path: Path, n_train: int):
         return int(ck["rounds"]), ck["alpha"], [tuple(r) for r in ck["trace"].tolist()], float(ck["seconds"])
 
 
-def run_distributed(spec: dict, root: str, client, run_dir: Path, stop: threading.Event, log=print) -> dict:
+def run_distributed(spec, root: str, client, run_dir: Path, stop: threading.Event, log=print, retries: int = 1) -> dict:
     """A distributed fit of one spec: its record (as `tasks.run_fit`'s, and the rounds, bytes,
     workers, per-worker seconds and start in ``info``). Never raises but for Stopped."""
     from .tasks import environment
     t0 = time.perf_counter()
-    record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
-    retries = int(spec.get("retries", 1))
+    record = {"key": spec.key, "kind": "fit", "status": "error", "error": None, "trace": []}
+    retries = int(retries)
     attempt = 0
     while True:
         try:
@@ -324,7 +323,7 @@ def run_distributed(spec: dict, root: str, client, run_dir: Path, stop: threadin
             if attempt > retries:
                 record.update(status="error", error=f"WorkerLost: {exc} (retried {retries} times)")
                 break
-            log(f"distributed fit {spec['key']}: {exc}; starting it again ({attempt} of {retries})")
+            log(f"distributed fit {spec.key}: {exc}; starting it again ({attempt} of {retries})")
         except Exception as exc:  # noqa: BLE001 - a failed fit is a row, not a crash
             record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
             break
@@ -339,7 +338,7 @@ def _fit(spec: dict, root: str, client, run_dir: Path, stop: threading.Event) ->
     import solvers
     from solvers.cocoa import run_rounds
 
-    data, prob = spec["data"], dict(spec["problem"])
+    data, prob = spec.data, dict(spec.problem)
     if data["scale"] != "none":
         raise ValueError(f"datasets.{data['entry']}.scale={data['scale']}: a distributed fit reads its rows "
                          f"as stored and takes scale=none (a scaler fitted on one worker's rows would not be "
@@ -350,22 +349,22 @@ def _fit(spec: dict, root: str, client, run_dir: Path, stop: threading.Event) ->
     # rows themselves are the workers'.
     problem = solvers.Problem(np.zeros((2, 1)), np.array([-1.0, 1.0]), C=prob["C"], loss=prob["loss"],
                               intercept=prob["intercept"], intercept_scaling=prob.get("intercept_scaling", 1.0))
-    spec_solver = solvers.get_solver(spec["solver"])
+    spec_solver = solvers.get_solver(spec.solver)
     spec_solver.check_problem(problem)
-    params = spec_solver.check_params(spec["solver_params"])
+    params = spec_solver.check_params(spec.solver_params)
     if params.get("random_state") is None:
-        params["random_state"] = spec["seed"]
+        params["random_state"] = spec.seed
     if not client.scheduler_info()["workers"]:
         # An adaptive cluster (SLURM) may have none yet: its first one is waited for, and the
         # fit runs on the workers present then.
         client.wait_for_workers(1, timeout=WORKER_WAIT_S)
     workers = sorted(client.scheduler_info()["workers"])
     K = int(params["partitions"])
-    blocks, classes, positive, n_train, n_test = fold_blocks(root, data, spec["fold"], K)
+    blocks, classes, positive, n_train, n_test = fold_blocks(root, data, spec.fold, K)
     meta = dataset_info(root, data["name"])
-    checkpoint = checkpoint_path(run_dir, spec["key"])
+    checkpoint = checkpoint_path(run_dir, spec.key)
     resumed = _read_checkpoint(checkpoint, n_train)
-    fit_id = f"{spec['key']}-{uuid.uuid4().hex[:8]}"
+    fit_id = f"{spec.key}-{uuid.uuid4().hex[:8]}"
     part_ids = [f"{fit_id}-{k}" for k in range(K)]
     where = [workers[k % len(workers)] for k in range(K)]
     B = float(problem.B)
@@ -387,9 +386,9 @@ def _fit(spec: dict, root: str, client, run_dir: Path, stop: threading.Event) ->
             first, _, old_trace, offset = resumed
             full = parts.w_of_alpha()
             w0, wb0 = full[:-1], float(full[-1])
-        b = spec["budget"]
+        b = spec.budget
         budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
-        trace = spec["trace"]
+        trace = spec.trace
         recorder = solvers.Recorder(per_decade=trace["per_decade"], enabled=trace["enabled"],
                                     max_overhead=trace.get("max_overhead", 0.05)).start()
         last = {"t": 0.0, "n": 0, "s": 0.0}
@@ -464,8 +463,8 @@ class DistributedFits(threading.Thread):
                 units = [[spec]]
                 self.sink.expect(units)
                 try:
-                    record = run_distributed({**spec, "retries": self.retries}, self.root, self.client,
-                                             self.run_dir, self.stop, self.log)
+                    record = run_distributed(spec, self.root, self.client, self.run_dir, self.stop, self.log,
+                                             self.retries)
                 except Stopped:
                     return
                 self.sink.add([record])
@@ -489,6 +488,6 @@ def is_distributed(spec: dict) -> bool:
     """Whether a spec's solver trains across the workers (its SolverSpec's ``distributed``)."""
     import solvers
     try:
-        return bool(getattr(solvers.get_solver(spec["solver"]), "distributed", False))
+        return bool(getattr(solvers.get_solver(spec.solver), "distributed", False))
     except Exception:  # noqa: BLE001 - an unknown solver: its own task reports it
         return False

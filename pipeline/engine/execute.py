@@ -7,15 +7,20 @@ The engine in its parts, each a module:
 - `cutting`: specs into units (a spec, or the missing points of one C path, run warm) and units
   into tasks (`TaskCutter`), pure functions of the specs: short fits share a task so that
   Dask's per-task cost stays a small part of the sweep; each next task is cut by the pace of the
-  last (`paced_chunk`);
+  last, and as many kept in flight as the pace says (`Pacer`: three per worker thread,
+  `IN_FLIGHT`; one once a unit lasts half a second, `in_flight`), a pure object the loop tells
+  what ended;
 - `warmup`: the workers warmed for the plan's solvers before the clock starts (`WarmUp`), their
   plugins checked, their sandboxes' events;
 - `sink`: every record to disk as shards (`RecordSink`, `ShardWriter`: temporary file, one sync,
   rename), within WRITE_S of its coming, also while its task still runs (`RecordStream`), so an
-  interrupted run loses only the fits that were running; what a rerun skips (`finished_in_plan`);
-- this module: `execute`, the loop that submits tasks (three per worker thread in flight,
-  `IN_FLIGHT`; one once a unit lasts half a second, `in_flight`), gathers them with
-  ``as_completed``, refills, and hands every record to the sink; and the `Summary` it returns.
+  interrupted run loses only the fits that were running; records come in one way
+  (`RecordSink.receive`), whether streamed or returned with their task, and each is taken once;
+  what a rerun skips (`finished_in_plan`);
+- this module: `Dispatcher`, which owns the futures of the tasks in flight (submits, yields
+  each task as it ends, hands its records to the sink); `execute`, the loop that cuts tasks at
+  the pacer's size, keeps the pacer's count in flight and tells it what ended; and the
+  `Summary` it returns.
 
 The fits of a distributed solver (cocoa) are not cut into tasks: each is driven from a thread of
 this process beside the loop, across all the workers (`pipeline.engine.distributed`).
@@ -42,29 +47,11 @@ from .sandbox import call_in_sandboxes, run_sandboxed
 from .tasks import load_counts, run_task, thread_limits
 from .clusters import dashboard_line, quiet_on_interrupt, shared_client
 from .distributed import DistributedFits, is_distributed
-from .cutting import TaskCutter, first_chunk, hard_limits, make_tasks, make_units, paced_chunk
+from .cutting import IN_FLIGHT, Pacer, TaskCutter, first_chunk, hard_limits, make_tasks, make_units
 from .handover import Handover
 from .progress import ProgressLines, phase_of, wanted as progress_wanted, write_line
 from .sink import RecordSink, RecordStream, ShardWriter, finished_in_plan, latest_status
 from .warmup import WarmUp, WorkerEvents, check_worker_plugins, task_modules
-
-# Tasks per worker thread submitted ahead: one runs, one waits on its worker (Dask's
-# worker-saturation sends two to a one-thread worker), one waits on the scheduler, which sends
-# it as a worker's task ends. The client refills as tasks return, but it also unpickles their
-# records and writes their shards (tens of ms for a task of 2,000 fits, on cores the fits
-# share): with only two in flight, a worker whose next task was short sometimes waited for it.
-IN_FLIGHT = 3
-# Once a unit (a spec, or a C path, which no task splits) takes this long, one task per worker
-# thread is in flight, none queued: Dask sends a one-thread worker a second task to hold while
-# the first runs, and at a sweep's end the other worker, done, cannot take it (scenario (b)'s 50
-# C paths of 2.9 s: one worker ran a held path alone, 3.1 s of imbalance in 77 s). Tasks of
-# shorter units shrink towards the end (`paced_chunk`), so a held one costs little, and they
-# keep three in flight: the client's round trip between tasks would cost them more.
-LONG_UNIT_S = 0.5
-def in_flight(workers: int, unit_s: float | None) -> int:
-    """Tasks to keep submitted: IN_FLIGHT per worker thread, one once units last LONG_UNIT_S."""
-    return workers if unit_s is not None and unit_s >= LONG_UNIT_S else IN_FLIGHT * workers
-
 
 # The worker's peak is given over the CSR only for data this large: below, the processes' own
 # imports (~350 MB) are most of it and the ratio says nothing about the data path.
@@ -143,6 +130,59 @@ def _worker_loads(client) -> dict:
     return {k: sum(c[k] for c in per_process) for k in ("datasets", "folds")}
 
 
+class Dispatcher:
+    """The Dask tasks in flight: `submit` sends one (its units pickled, with their hard limits,
+    to `sandbox.run_sandboxed`) and keeps its future; iterating yields each task's units as it
+    ends, and `take` then hands the sink what the task returned, on the one channel its streamed
+    records came by (`RecordSink.receive`); a task that did not return (a worker lost beyond
+    run.retries, a result that cannot be unpickled) becomes an error record for each of its specs
+    that has no record yet. The futures are its own: released as their tasks are taken."""
+
+    def __init__(self, client, sink: RecordSink, root: str, retries: int, threads: int, stream: str | None,
+                 threads_of_client: bool):
+        from distributed import as_completed
+        self.client, self.sink, self.root, self.retries, self.threads, self.stream = \
+            client, sink, root, retries, threads, stream
+        self.threads_of_client = threads_of_client
+        self.futures: dict = {}
+        self.done: dict = {}          # units (by id) -> their ended future, until taken
+        self.pending = as_completed()
+        self.ended = 0
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def submit(self, task) -> None:
+        units, payload, limits = task
+        self.sink.expect(units)
+        fut = self.client.submit(run_sandboxed, payload, self.root, limits, self.retries, self.threads, self.stream,
+                                 key=units[0][0].key, retries=self.retries, pure=False)
+        self.futures[fut] = units
+        self.pending.add(fut)
+
+    def __iter__(self):
+        for fut in self.pending:
+            units = self.futures.pop(fut)
+            self.done[id(units)] = fut
+            yield units
+
+    def take(self, units) -> None:
+        """The ended task's records to the sink (see the class), and its future let go."""
+        fut = self.done.pop(id(units))
+        try:
+            blobs, worker_peak = fut.result()
+        except Exception as exc:  # worker lost beyond retries, or unpicklable result
+            self.sink.add([{"key": spec.key, "kind": spec.kind, "status": "error",
+                            "error": f"{type(exc).__name__}: {exc} (the task did not return; "
+                                     f"retried {self.retries} times)"} for u in units for spec in u])
+        else:
+            # The worker's own peak, beside its sandbox's; none where the worker is a thread of
+            # this process (its peak is the client's, in the closing line).
+            self.sink.receive(blobs, env_worker_peak_rss_mb=math.nan if self.threads_of_client else worker_peak)
+        fut.release()
+        self.ended += 1
+
+
 def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, client=None,
             warmup: WarmUp | None = None, finished: tuple[set, set] | None = None) -> Summary:
     """Run every task of the plan whose shard is missing; write a shard per task as tasks
@@ -182,7 +222,7 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
     with _finally(sink.flush, True), opened as client, quiet_on_interrupt(), contextlib.ExitStack() as stack:
         if client is not None and warmup is None:    # opened here (a resumed run): warmed as well
             warmup = WarmUp([], started=started, planned=started)
-            warmup.warm(client, {s["solver"] for s in todo}, int(cluster.blas_threads), task_modules(exp, plan))
+            warmup.warm(client, {s.solver for s in todo}, int(cluster.blas_threads), task_modules(exp, plan))
         chunk = exp.run.chunk
 
         if client is None:
@@ -198,66 +238,56 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
 
             with thread_limits(int(cluster.blas_threads)):     # as a sandbox child runs, by its environment
                 for units in tasks():
-                    units = made(units)
-                    handover.hand(units)
+                    units = handover.hand(made(units))
                     sink.expect(units)
                     run_task(units, root, notify=_flushed(sink))
                     sink.ended(units)
                     sink.flush(force=True)
                     n_tasks += 1
         else:
-            from distributed import as_completed
             dashboard = dashboard_line(client, cluster)
             if dashboard:
                 log(dashboard)
             workers = _n_workers(client, cluster)
             # Fits trained across the workers run in a thread of this process beside the loop
             # below, holding no worker slot (pipeline/engine/distributed.py); no ladder is one.
-            spread = DistributedFits([s for s in todo if is_distributed(s)], root, client, run_dir, sink,
-                                     int(exp.run.retries), log)
+            # Their specs are made whole here: the driver reads them and the sink stores them.
+            spread = DistributedFits(made([[s for s in todo if is_distributed(s)]])[0], root, client, run_dir,
+                                     sink, int(exp.run.retries), log)
             stack.push(lambda kind, *_: spread.finish(interrupted=kind is not None))
             cutter = TaskCutter(make_units([s for s in handover.rest if not is_distributed(s)], workers,
                                            bool(exp.run.interleave)))
-            first = first_chunk(cutter.left + len(handover), workers, chunk)
-            futures, pace, counted, unit_s = {}, None, time.monotonic(), None
+            pacer = Pacer(cutter.left + len(handover), workers, chunk)
+            counted = time.monotonic()
 
             def cut(last: bool = False):
                 """The next task, cut by the pace so far: (units, pickled units, hard limits), or None.
                 Ladders whose records have come go first; `last`: nothing is in flight and every
                 record that came is taken, so a ladder still waiting goes without what it waits for."""
-                size = paced_chunk(cutter.left + len(handover), workers, pace) if pace and chunk == "auto" else first
+                size = pacer.size(cutter.left + len(handover))
                 units = handover.ready(size) or cutter.next(size) or (handover.ready(size, force=True) if last else None)
                 if not units:
                     return None
-                units = made(units)
-                handover.hand(units)
+                units = handover.hand(made(units))
                 # The units go pickled, and the records come back pickled: Dask walks every
-                # nested dict and list of a task's arguments looking for futures (1.7 s for
-                # 10,000 specs on the client) and of its result to size it; bytes it passes
+                # nested dict and list of a task's arguments looking for futures (seconds for a
+                # sweep's specs on the client) and of its result to size it; bytes it passes
                 # through. The pickle also keeps the one data dict that the task's specs share.
                 return (units, pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL),
                         hard_limits(plan, float(exp.run.timeout_grace_s), [s for u in units for s in u]))
 
-            # A few tasks per worker thread at a time, so each next one is cut knowing the pace.
-            pending = as_completed()
-            # The records of ended fits, streamed while their tasks run, written as they come.
+            # The records of ended fits, streamed while their tasks run, taken as they come.
             stream = stack.enter_context(contextlib.closing(RecordStream(client, sink)))
-
-            def submit(task):
-                units, payload, task_limits = task
-                sink.expect(units)
-                fut = client.submit(run_sandboxed, payload, root, task_limits, int(exp.run.retries),
-                                    int(cluster.blas_threads), stream.name, key=units[0][0]["key"],
-                                    retries=int(exp.run.retries), pure=False)
-                futures[fut] = units
-                pending.add(fut)
+            dispatcher = Dispatcher(client, sink, root, int(exp.run.retries), int(cluster.blas_threads), stream.name,
+                                    threads_of_client)
 
             def refill(records_in: bool = True):
-                while len(futures) < in_flight(workers, unit_s) and (task := cut(records_in and not futures)) is not None:
-                    submit(task)
+                while len(dispatcher) < pacer.in_flight() and \
+                        (task := cut(records_in and not len(dispatcher))) is not None:
+                    dispatcher.submit(task)
 
-            # The first tasks are cut while the workers warm (20 ms for 10,000 specs, which each
-            # worker would otherwise wait for at the clock's start), and sent once all are warm.
+            # The first tasks are cut while the workers warm (which each worker would otherwise
+            # wait for at the clock's start), and sent once all are warm.
             first_wave = []
             while len(first_wave) < IN_FLIGHT * workers and (task := cut(last=not first_wave)) is not None:
                 first_wave.append(task)
@@ -268,40 +298,23 @@ def execute(plan: Plan, run_dir: Path, exp: Experiment, root: str, log=print, cl
             if spread.specs:
                 spread.start()
             for task in first_wave:
-                submit(task)
+                dispatcher.submit(task)
             bar = sink.bar = _progress(len(todo), bool(exp.run.progress))     # after the first tasks are out
             stack.enter_context(_progress_lines(todo, exp, run_dir, sink))
-            for fut in pending:
-                units = futures.pop(fut)
-                if pace is not None:
+            for units in dispatcher:
+                if pacer.paced:
                     refill(False)    # before this task's records and shard: the workers' queues first
-                try:
-                    blobs, worker_peak = fut.result()
-                    # The batches the stream has written already are not unpickled again.
-                    records = [r for keys, blob in blobs if sink.wanted(keys) for r in pickle.loads(blob)]
-                    # The worker's own peak, beside its sandbox's; none where the worker is a
-                    # thread of this process (its peak is the client's, in the closing line).
-                    worker_peak = math.nan if threads_of_client else worker_peak
-                    for record in records:
-                        record["env_worker_peak_rss_mb"] = worker_peak
-                except Exception as exc:  # worker lost beyond retries, or unpicklable result
-                    records = [{"key": spec["key"], "kind": spec["kind"], "status": "error",
-                                "error": f"{type(exc).__name__}: {exc} (the task did not return; "
-                                         f"retried {exp.run.retries} times)"} for u in units for spec in u]
-                fut.release()
-                n_tasks += 1
-                sink.add(records)
+                dispatcher.take(units)
                 # The pace: this task's seconds per spec, over its records however they came (most
                 # of a long task's by the stream, before it ended).
-                seconds, n = sink.ended(units)
-                if seconds > 0:
-                    pace, unit_s = seconds / n, seconds / len(units)
+                pacer.ended(*sink.ended(units), len(units))
                 if time.monotonic() - counted > 1.0:     # workers join and leave (adaptive clusters)
-                    workers, counted = _n_workers(client, cluster), time.monotonic()
+                    pacer.workers, counted = _n_workers(client, cluster), time.monotonic()
                 # The pace and unit length this task gave decide the next cuts and how many are
                 # in flight: the first task back sets both (the refill above waited for it).
                 refill()
                 sink.flush(force=True)     # a task's end writes what is held, as ever
+            n_tasks = dispatcher.ended
             if spread.specs:
                 spread.finish(interrupted=False)
         wall = time.perf_counter() - t0
@@ -331,7 +344,7 @@ def _progress_lines(todo: list, exp: Experiment, run_dir: Path, sink: RecordSink
     for spec in todo:
         phase = phase_of(spec)
         planned[phase] = planned.get(phase, 0) + 1
-    search = next((s.get("search") for s in todo if s.get("kind") == "fit" and s.get("search")), None)
+    search = next((s.search for s in todo if s.kind == "fit" and s.search), None)
     lines = ProgressLines(planned, write_line(run_dir), exp.run.progress_every_s,
                           sweep=f"search round {search['round']}" if search else "sweep")
     sink.listeners.append(lines.take)

@@ -7,7 +7,7 @@ problem and fold: for a library the same cold solve) as its top rung instead of 
 again. Both are records of the same run. `Handover` keeps each ladder out of the tasks until
 the records it needs have come (`take`, which hears every record the sink gets), or are on disk
 already (a resumed run: `read_columns` of its shards), then hands them over in its spec
-(`spec["ladder"]`, outside its key) with the twin's seed, so that its rungs are the twin's
+(`spec.ladder`, outside its key) with the twin's seed, so that its rungs are the twin's
 iterates. A ladder whose records never come (a failed reference) goes last, without them: it
 then climbs every rung to its own stop, as it always did.
 
@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from ..experiment.plan import ladder_twins, seed_from_key
-from ..results.shards import read_columns
+from ..results.shards import Record, read_columns
 from ..results.tables import shard_files
 from .tasks import TWIN_FIELDS
 
@@ -37,7 +37,7 @@ class Handover:
         self.lock = threading.Lock()
         self.known: dict[str, dict] = {}
         # By template: a run without ladders pays one pass over its templates, not one per spec.
-        marked = [j for j, t in enumerate(plan.fits._templates) if _is_ladder(t)]
+        marked = [j for j, t in enumerate(plan.fits._templates) if (t.get("timing") or {}).get("method") == "ladder"]
         self.held: dict = {}        # key -> (its view, its reference's key, its twin's key)
         self.twins: dict = {}       # ladder key -> its sweep twin's key
         self.rest, self.needed = todo, set()
@@ -50,7 +50,7 @@ class Handover:
         self.twins = ladder_twins(plan.fits)
         rows = {v.row for v in ladders}
         self.rest = [v for v in todo if v.specs is not plan.fits or v.row not in rows]
-        self.held = {v["key"]: (v, v["reference_key"], self.twins.get(v["key"])) for v in ladders}
+        self.held = {v.key: (v, v.reference_key, self.twins.get(v.key)) for v in ladders}
         self.needed = {k for _, ref, twin in self.held.values() for k in (ref, twin) if k is not None}
         self._read(run_dir, self.needed & done)
 
@@ -65,11 +65,12 @@ class Handover:
         for path in shard_files(run_dir):
             got = read_columns(path, columns)
             mine = [i for i, key in enumerate(got["key"]) if key in keys]
-            self.take([{name: got[name][i] for name in got if got[name][i] is not None} for i in mine])
+            self.take([Record({name: got[name][i] for name in got if got[name][i] is not None}) for i in mine])
 
-    def take(self, records: list[dict]) -> None:
-        """Keep what a held ladder needs of these records (any records: the sink's listener)."""
-        mine = [r for r in records if r.get("key") in self.needed]
+    def take(self, records: list) -> None:
+        """Keep what a held ladder needs of these records (`results.shards.Record`s: the sink's
+        listener), their fields alone."""
+        mine = [r.fields for r in records if r.key in self.needed]
         if mine:
             with self.lock:
                 self.known.update((r["key"], r) for r in mine)
@@ -87,17 +88,11 @@ class Handover:
                         break
         return out
 
-    def hand(self, units: list[list[dict]]) -> None:
-        """Into each ladder spec of these units (made dicts), what it is handed: f* and its twin."""
-        for unit in units:
-            for spec in unit:
-                if _is_ladder(spec):
-                    twin = self.twins.get(spec["key"])
-                    spec.update(handed(self.known.get(spec.get("reference_key")), self.known.get(twin), twin))
-
-
-def _is_ladder(spec) -> bool:
-    return spec.get("kind") == "fit" and (spec.get("timing") or {}).get("method") == "ladder"
+    def hand(self, units: list[list]) -> list[list]:
+        """These units (made specs) with each ladder given what it is handed: f* and its twin."""
+        return [[spec._replace(**handed(self.known.get(spec.reference_key), self.known.get(self.twins.get(spec.key)),
+                                        self.twins.get(spec.key))) if spec.is_ladder else spec for spec in unit]
+                for unit in units]
 
 
 def handed(reference: dict | None, twin: dict | None, twin_key: str | None = None) -> dict:

@@ -22,10 +22,10 @@ PHASES = ("sweep", "timing", "references")
 
 
 def phase_of(spec) -> str:
-    """The phase a spec (a dict or a plan's view) counts in."""
-    if spec.get("kind") == "reference":
+    """The phase a spec (typed, or a plan's view) counts in."""
+    if spec.kind == "reference":
         return "references"
-    return "timing" if spec.get("timing") is not None else "sweep"
+    return "timing" if spec.is_timing else "sweep"
 
 
 def write_line(run_dir: Path | None):
@@ -60,10 +60,11 @@ class ProgressLines:
         self._thread = None
         self.t0 = None
 
-    def take(self, records: list[dict]) -> None:
+    def take(self, records: list) -> None:
+        """Count these records (`results.shards.Record`, each with its spec) by phase."""
         with self.lock:
             for r in records:
-                phase = "references" if r.get("kind") == "reference" else phase_of(r.get("spec") or {})
+                phase = phase_of(r.spec)
                 if phase in self.done:
                     self.done[phase] += 1
 

@@ -359,7 +359,7 @@ class Sandbox:
         """The records of every spec of the task, in order; limits: spec key -> hard seconds."""
         by_key = {r["key"]: r for r in records_of(self.run_pickled(
             pickle.dumps(units, protocol=pickle.HIGHEST_PROTOCOL), root, limits, retries, memory_limit, on_records))}
-        return [by_key[s["key"]] for u in units for s in u]
+        return [by_key[s.key] for u in units for s in u]
 
     def run_pickled(self, payload: bytes, root: str, limits: dict, retries: int = 1,
                     memory_limit: float | None = None, on_records=None) -> list[tuple[list[str], bytes]]:
@@ -381,7 +381,7 @@ class Sandbox:
         """(spec, started, solving) that the slot names, unless its record came already (between
         specs); solving 0.0 while its solver has not started."""
         index, started, solving = self._slot.read()
-        if 0 <= index < len(specs) and specs[index]["key"] not in ended:
+        if 0 <= index < len(specs) and specs[index].key not in ended:
             return specs[index], started, (solving if solving >= started else 0.0)
         return None
 
@@ -390,7 +390,7 @@ class Sandbox:
         now = self._running(specs, ended)
         if now is None:
             return
-        limit = limits.get(now[0]["key"])
+        limit = limits.get(now[0].key)
         # From the solver's start; before it, the spec's preparation has a limit of its own.
         if limit and time.monotonic() > (now[2] or now[1]) + (limit if now[2] else max(limit, PREPARE_LIMIT_S)):
             raise _Ended("ran past its hard time limit", timeout=True)
@@ -433,33 +433,33 @@ class Sandbox:
                 now = self._running(specs, ended) if self._slot is not None else None
                 self.close()
                 # The spec the slot names; dead between specs (at start-up): the next one due.
-                spec, started, solving = now or (next(s for s in specs if s["key"] not in ended), None, 0.0)
+                spec, started, solving = now or (next(s for s in specs if s.key not in ended), None, 0.0)
                 elapsed = time.monotonic() - started if started else 0.0
                 record = None
                 if end.timeout and solving:
                     record = _ended_record(
                         spec, "timeout", elapsed,
                         f"killed {time.monotonic() - solving:.1f} s after its solver started: the solver did not "
-                        f"stop at its time limit (hard limit {limits[spec['key']]:.1f} s = time limit x problems "
+                        f"stop at its time limit (hard limit {limits[spec.key]:.1f} s = time limit x problems "
                         f"+ grace); its process was replaced")
                 elif end.timeout:
                     record = _ended_record(
                         spec, "timeout", elapsed,
                         f"killed after {elapsed:.1f} s before its solver started (reading its data, loading its "
                         f"solver): past the limit of "
-                        f"{max(limits[spec['key']], PREPARE_LIMIT_S):.1f} s on a fit's preparation; its process was replaced")
+                        f"{max(limits[spec.key], PREPARE_LIMIT_S):.1f} s on a fit's preparation; its process was replaced")
                 else:
-                    n = attempts[spec["key"]] = attempts.get(spec["key"], 0) + 1
+                    n = attempts[spec.key] = attempts.get(spec.key, 0) + 1
                     if n > retries:
                         record = _ended_record(
                             spec, "error", elapsed, f"WorkerProcessDied: {end.why} while running this "
                             f"task ({n} attempt{'s' * (n > 1)}, run.retries={retries})")
                 if record is not None:
-                    ended.add(spec["key"])
-                    blobs.append(([spec["key"]], pickle.dumps([record], protocol=pickle.HIGHEST_PROTOCOL)))
+                    ended.add(spec.key)
+                    blobs.append(([spec.key], pickle.dumps([record], protocol=pickle.HIGHEST_PROTOCOL)))
                     if on_records is not None:
                         on_records(*blobs[-1])
-                todo = [r for r in ([s for s in u if s["key"] not in ended] for u in todo) if r]
+                todo = [r for r in ([s for s in u if s.key not in ended] for u in todo) if r]
         return blobs
 
 
@@ -474,8 +474,8 @@ def records_of(blobs: list[tuple[list[str], bytes]]) -> list[dict]:
 
 def _ended_record(spec: dict, status: str, elapsed: float, why: str) -> dict:
     from .tasks import environment
-    record = {"key": spec["key"], "kind": spec["kind"], "status": status, "error": why, "task_time_s": elapsed}
-    if spec["kind"] == "fit":
+    record = {"key": spec.key, "kind": spec.kind, "status": status, "error": why, "task_time_s": elapsed}
+    if spec.kind == "fit":
         record.update(environment())
     return record
 
@@ -646,7 +646,7 @@ def main() -> None:
 def _child_task(units, root, slot: _Slot, out, run_task) -> None:
     """One task in the child: each spec named in the slot before it runs, the records of ended
     specs sent at most every FLUSH_S, the rest with `done`."""
-    index = {spec["key"]: i for i, spec in enumerate(s for u in units for s in u)}
+    index = {spec.key: i for i, spec in enumerate(s for u in units for s in u)}
     ended, flushed = [], time.monotonic()
 
     def notify(what, payload):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..experiment.plan import Plan
 from ..results import shards as shard_format
+from ..results.shards import Record
 from ..results.tables import iter_statuses, shard_files, shard_generation
 from .sandbox import FLUSH_S
 
@@ -40,14 +41,15 @@ class ShardWriter:
         files = shard_files(run_dir)
         self.generation = shard_generation(files[-1]) + 1 if files else 0
 
-    def write(self, records: list[dict]) -> Path:
+    def write(self, records: list) -> Path:
         """Write one task's records as one shard, atomically: to a temporary file, synced to disk,
         then renamed into place. A reader sees all of the task's records or none, after a killed
         process (rename is atomic) and after a power cut (the data is on disk before the rename
         makes it visible); one file and one sync per task, not per fit (issue 10, scenario d)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         suffix = f".{self.generation}" if self.generation else ""
-        path = self.dir / f"{records[0]['key']}{suffix}.parquet"
+        first = records[0]
+        path = self.dir / f"{first.key if isinstance(first, Record) else first['key']}{suffix}.parquet"
         # The temporary name starts with "." and does not end in a shard suffix, so neither a rerun
         # (finished_keys) nor the results reader ever takes a half-written file for a shard.
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
@@ -97,7 +99,7 @@ class RecordSink:
     def expect(self, units: list[list[dict]]) -> None:
         """A task's specs, before it is sent: its records may come from then on."""
         with self.lock:
-            self.specs.update((spec["key"], spec) for u in units for spec in u)
+            self.specs.update((spec.key, spec) for u in units for spec in u)
 
     def ended(self, units: list[list[dict]]) -> tuple[float, int]:
         """A task has ended and its records are added: what comes of it later is a copy.
@@ -107,9 +109,9 @@ class RecordSink:
         with self.lock:
             for u in units:
                 for spec in u:
-                    self.specs.pop(spec["key"], None)
-                    self.taken.discard(spec["key"])
-                    took = self._seconds.pop(spec["key"], None)
+                    self.specs.pop(spec.key, None)
+                    self.taken.discard(spec.key)
+                    took = self._seconds.pop(spec.key, None)
                     if took is not None:
                         seconds, n = seconds + took, n + 1
         return seconds, n
@@ -119,6 +121,18 @@ class RecordSink:
         unpickling)."""
         return any(key in self.specs and key not in self.taken for key in keys)
 
+    def receive(self, batches: list[tuple[list[str], bytes]], **fields) -> int:
+        """The one way a sandbox's records come in, whichever way they travelled: batches (their
+        keys, their records pickled), from the stream while the task runs (`RecordStream`) or
+        with the task's result when it ends (`execute.Dispatcher`). A batch none of whose keys
+        is still wanted is not unpickled; a record already taken is not taken again (`add`), so
+        a record is written once whichever way comes first. fields: set on every record taken
+        (the worker's peak, which only the task's result carries); returns how many."""
+        records = [r for keys, blob in batches if self.wanted(keys) for r in pickle.loads(blob)]
+        for record in records if fields else ():
+            record.update(fields)
+        return self.add(records)
+
     def add(self, records: list[dict]) -> int:
         """Take the records of keys this execute expects and has no record of, each with its
         spec, to write (`flush`); returns how many."""
@@ -127,21 +141,21 @@ class RecordSink:
             listener(batch)
         return len(batch)
 
-    def _take(self, records: list[dict]) -> list[dict]:
+    def _take(self, records: list[dict]) -> list[Record]:
         with self.lock:
-            batch = [{**r, "spec": _without_plugin_text(self.specs[r["key"]])} for r in records
+            batch = [Record(r, self.specs[r["key"]]) for r in records
                      if r["key"] not in self.taken and r["key"] in self.specs]
             if not batch:
                 return []
             if not self._held:
                 self._since = time.monotonic()
             self._held += batch
-            self.taken.update(r["key"] for r in batch)
-            self._seconds.update((r["key"], r.get("task_time_s") or 0.0) for r in batch)
-            self.failed += sum(r["status"] == "error" for r in batch)
+            self.taken.update(r.key for r in batch)
+            self._seconds.update((r.key, r.get("task_time_s") or 0.0) for r in batch)
+            self.failed += sum(r.status == "error" for r in batch)
             self.worker_rss = max(
-                [self.worker_rss, *((r["env_peak_rss_mb"], _measured(r.get("env_worker_peak_rss_mb")),
-                                     r["spec"]["solver"]) for r in batch if r.get("env_peak_rss_mb"))],
+                [self.worker_rss, *((r.get("env_peak_rss_mb"), _measured(r.get("env_worker_peak_rss_mb")),
+                                     r.spec.solver) for r in batch if r.get("env_peak_rss_mb"))],
                 key=lambda m: m[0] + m[1])
             if self.bar is not None:
                 if self.failed:
@@ -192,9 +206,7 @@ class RecordStream:
         return first + self.queue.get(batch=True, callback_timeout=10)
 
     def _add(self, batches: list) -> None:
-        batches = [b for b in batches if b != _WAKE]
-        records = [r for keys, blob in batches if self.sink.wanted(keys) for r in pickle.loads(blob)]
-        self.sink.add(records)
+        self.sink.receive([b for b in batches if b != _WAKE])
 
     def _serve(self) -> None:
         while not self._stop.is_set():
@@ -254,17 +266,6 @@ def _sync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-# Spec fields that travel to the workers only: a file plugin's text (its sha256 names it), a
-# halving rung's warm starts (the rung before's models, in their own records) and what a timing
-# ladder is handed (f* and its sweep twin, in theirs: handover.py).
-TRANSPORT_ONLY = ("plugin_text", "warm_state", "ladder")
-
-
-def _without_plugin_text(spec: dict) -> dict:
-    return {k: v for k, v in spec.items() if k not in TRANSPORT_ONLY} \
-        if any(k in spec for k in TRANSPORT_ONLY) else spec
 
 
 def _measured(mb: float | None) -> float:

@@ -31,7 +31,7 @@ from functools import lru_cache
 import numpy as np
 import scipy.sparse as sp
 
-from ..experiment.plan import binary_labels, heldout_rows, make_folds, subsample_rows
+from ..experiment.specs import data_split
 from ..experiment.schema import REPORT_TARGET, TIMING_BUDGET_S
 from .rss import peak_rss_mb, reset_peak_rss
 from ..data.store import csr_nbytes, dataset_info, read_dataset, read_labels, read_row_subsets
@@ -231,25 +231,30 @@ def _extract_fold(root: str, data: dict, fold: int):
 
 
 class _Rows:
-    """The rows a data setting uses (after max_rows), whole in memory or left in the store."""
+    """The rows a data setting uses (after max_rows: `index`, its rows among the dataset's), whole
+    in memory or left in the store; `y`, the dataset's labels, from which the setting's rows and
+    folds are made (`specs.data_split`)."""
 
     def __init__(self, root: str, data: dict):
         meta = dataset_info(root, data["name"])
         self.stream = csr_nbytes(meta) > STREAM_DATASET_BYTES
         if self.stream:
             _check_plan_fingerprint(meta, root, data["fingerprint"])
-            y = read_labels(root, data["name"], verify=False)   # the fold reads verify their rows
+            self.y = read_labels(root, data["name"], verify=False)   # the fold reads verify their rows
             _LOADS["datasets"] += 1
             self.root, self.name, self.fingerprint = root, data["name"], meta["fingerprint"]
             self.dense = meta["density"] > 0.5
             self.nbytes_bound = csr_nbytes(meta)
         else:
-            ds = load_dataset(root, data["name"], data["fingerprint"])
-            y = ds.y
-        self.index = subsample_rows(y, data["max_rows"], data["rows_seed"])
-        self.y = y[self.index]
+            self.ds = load_dataset(root, data["name"], data["fingerprint"])
+            self.y = self.ds.y
+
+    def use(self, index: np.ndarray) -> None:
+        """Keep the rows `index` of the dataset, positions into them from now on (`take`)."""
+        self.index, self.y = index, None
         if not self.stream:
-            X = ds.X[self.index] if len(self.index) < ds.X.shape[0] else ds.X
+            ds = self.__dict__.pop("ds")
+            X = ds.X[index] if len(index) < ds.X.shape[0] else ds.X
             self.X = X.toarray() if X.nnz > 0.5 * X.shape[0] * X.shape[1] else X
             self.nbytes_bound = _array_bytes(self.X)
 
@@ -278,9 +283,9 @@ def split_data(root: str, data: dict):
     out = _SPLITS.get(key)
     if out is None:
         rows = _Rows(root, data)
-        y, classes = binary_labels(rows.y, data["positive"])
-        out = _SPLITS[key] = (rows, y, classes, make_folds(y, data["cv"], data["folds_seed"]),
-                              heldout_rows(y, data["cv"], data["folds_seed"]))
+        index, y, classes, folds, heldout = data_split(rows.y, data)
+        rows.use(index)
+        out = _SPLITS[key] = (rows, y, classes, folds, heldout)
         while len(_SPLITS) > _MAX_CACHED:
             _SPLITS.popitem(last=False)
     else:
@@ -411,7 +416,7 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     call (`call_cpu_s`): its ladder reads it as its top rung's time, on the ladder's clock."""
     import solvers
 
-    timing = spec.get("timing")
+    timing = spec.timing
     # A timing fit is timed in the CPU seconds of its process, not the wall's: on a shared
     # machine a millisecond fit can wait for a core longer than it runs (measured in
     # docs/benchmarks/fairness.md), and the wait is the machine's, not the solver's. Every solver
@@ -423,14 +428,14 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     setup_s = 0.0
     if timing is not None and timing["method"] != "ladder":
         t0 = clock()
-        problem = _problem(spec["problem"], X, y)
+        problem = _problem(spec.problem, X, y)
         setup_s = clock() - t0
     else:
-        problem = _problem(spec["problem"], X, y, rows)
-    params = dict(spec["solver_params"])
-    if "random_state" in solvers.get_solver(spec["solver"]).params and params.get("random_state") is None:
-        params["random_state"] = spec["seed"]
-    b = spec["budget"]
+        problem = _problem(spec.problem, X, y, rows)
+    params = dict(spec.solver_params)
+    if "random_state" in solvers.get_solver(spec.solver).params and params.get("random_state") is None:
+        params["random_state"] = spec.seed
+    b = spec.budget
     budget = solvers.Budget(max_iter=b.get("max_iter"), tol=b["tol"], time_limit_s=b.get("time_limit_s"))
     limit = timing_budget(timing)
     cut_at = None
@@ -440,24 +445,24 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
         cut_at = max(limit - setup_s, 1e-6)
         budget = solvers.Budget(max_iter=budget.max_iter, tol=budget.tol, time_limit_s=cut_at)
     extras = {}
-    if spec["trace"].get("test_error") and X_test is not None and X_test.shape[0]:
+    if spec.trace.get("test_error") and X_test is not None and X_test.shape[0]:
         # Test error of the solver's current model at each trace point (clock paused).
         extras["test_error"] = lambda m: 1.0 - _accuracy(y_test, problem.decision(m, X_test))
-    library = timing is None and spec.get("family") == "reference"
+    library = timing is None and spec.family == "reference"
 
-    def solve(budget=budget, enabled=spec["trace"]["enabled"]):
+    def solve(budget=budget, enabled=spec.trace["enabled"]):
         rec = (_call_recorder() if library else solvers.Recorder)(
-            per_decade=spec["trace"]["per_decade"], enabled=enabled, clock=clock, extras=extras,
-            max_overhead=spec["trace"].get("max_overhead", 0.05))
+            per_decade=spec.trace["per_decade"], enabled=enabled, clock=clock, extras=extras,
+            max_overhead=spec.trace.get("max_overhead", 0.05))
         _solver_starts()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # non-convergence is the status column
-            fit = solvers.fit(problem, spec["solver"], budget=budget, recorder=rec, warm_start=warm_start, **params)
+            fit = solvers.fit(problem, spec.solver, budget=budget, recorder=rec, warm_start=warm_start, **params)
         if library:
             fit.info["call_cpu_s"] = rec.cpu_s
         return fit
 
-    def fastest(budget=budget, enabled=spec["trace"]["enabled"]):
+    def fastest(budget=budget, enabled=spec.trace["enabled"]):
         fit = solve(budget, enabled)
         repeats = int(b.get("time_repeats", 1))
         if repeats > 1:
@@ -539,10 +544,10 @@ TWIN_FIELDS = ("status", "n_iter", "primal_objective", "dual_objective", "dualit
 
 def _run_ladder(spec: dict, solve, budget, timing: dict):
     """A reference library's timing fit: its ladder (`_ladder`) with what the run handed over
-    (`spec["ladder"]`, execute.py): f*, the reference's objective, and the top, the sweep's own
+    (`spec.ladder`, execute.py): f*, the reference's objective, and the top, the sweep's own
     fit of the same problem, the same cold solve (same seed): its iterations, certificates, CPU
     seconds and record."""
-    given = spec.get("ladder") or {}
+    given = spec.ladder or {}
     return _ladder(solve, budget, int(timing["per_decade"]), f_star=given.get("f_star"),
                    target=timing.get("target", REPORT_TARGET), top=given.get("top"),
                    limit_s=timing_budget(timing), record=given.get("record"))
@@ -598,7 +603,7 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
     problem, fit = _solve_binary(spec, X_tr, y_tr, X_te, y_te, warm_start, rows)
     if spec.get("gap_rule") and X_te.shape[0]:
         fit = _gap_for_epsilon(spec, problem, fit, X_te, y_te,
-                               lambda tol, start: _solve_binary({**spec, "budget": {**spec["budget"], "tol": tol}},
+                               lambda tol, start: _solve_binary(spec._replace(budget={**spec.budget, "tol": tol}),
                                                                 X_tr, y_tr, X_te, y_te, start, rows)[1])
     setup = fit.info.pop("setup_s", None)
     # A ladder whose top is its sweep twin's solve takes that fit's record as its own (`_ladder`):
@@ -622,7 +627,7 @@ def _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start=None, X_ho=None, y_h
         n_sv=int(np.count_nonzero(fit.alpha)) if fit.alpha is not None else int(np.count_nonzero(y_tr * f_tr < 1)),
         n_train=int(len(y_tr)), n_test=int(len(y_te)), n_features=int(problem.n_features),
         C=float(problem.C), trace=[list(p) for p in fit.trace], trace_extra=list(fit.trace_extra),
-        info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.get("keep_model") else {}),
+        info=json_safe(fit.info), **({"model": _model(fit, X_tr, y_tr)} if spec.keep_model else {}),
         **_search_fields(spec, problem, fit, X_te, y_te),
         **({"setup_s": setup} if setup is not None else {}),
     ), fit
@@ -662,13 +667,13 @@ def _search_fields(spec: dict, problem, fit, X_te, y_te) -> dict:
     (alpha, or the squared hinge's KKT map of w); ``state``, the model the next halving rung
     starts from (`_state`)."""
     out = {}
-    if spec.get("cv_bound") and X_te.shape[0]:
+    if spec.cv_bound and X_te.shape[0]:
         from solvers.cv_bounds import alpha_from_w, certificate
         alpha = fit.alpha if fit.alpha is not None else alpha_from_w(problem, fit.w, fit.b)
         # "single": each fit's own ball, no v_32 for the bound between two fits (a path search's
         # neighbours are a doubling apart, where the pair adds nothing: docs/design/search.md).
-        out["cv_bound"] = certificate(problem, alpha, X_te, y_te, pairs=spec["cv_bound"] != "single").to_dict()
-    if spec.get("keep_state"):
+        out["cv_bound"] = certificate(problem, alpha, X_te, y_te, pairs=spec.cv_bound != "single").to_dict()
+    if spec.keep_state:
         out["state"] = _state(fit)
     return out
 
@@ -691,8 +696,8 @@ def start_of(spec: dict, warm_start=None):
     neighbouring C, and a kernel path's: the same problem partly solved, or the nearest C's
     solution, is the closer start. A linear model's w goes in as w (dcd maps it to the dual
     point of this C, as its own C paths' starts do not need to)."""
-    state = (spec.get("warm_state") or {}).get(spec["fold"])
-    if state is None or spec["kind"] != "fit":
+    state = (spec.warm_state or {}).get(spec.fold)
+    if state is None or spec.kind != "fit":
         return warm_start
     if "alpha" in state:
         alpha = np.zeros(state["n"])
@@ -756,7 +761,7 @@ def _multiclass_record(spec, X_tr, y_tr, X_te, y_te, classes, X_ho=None, y_ho=()
     def decision(model, X):
         return model[0].decision(model[1], X)
 
-    strategy = spec["task"].get("multi_class", "ovr")
+    strategy = spec.task.get("multi_class", "ovr")
     mc = fit_multiclass(strategy, X_tr, y_tr, np.asarray(classes), fit_binary, decision)
     pred_tr = mc.predict(X_tr, decision)
     pred_te = mc.predict(X_te, decision) if X_te.shape[0] else np.empty(0)
@@ -812,17 +817,17 @@ def _run_fit(spec: dict, root: str, warm_start=None) -> tuple[dict, object]:
     """(record, fit); fit is None unless a binary fit returned a model (the next path point's start)."""
     t0, c0 = time.perf_counter(), time.thread_time()
     reset_peak_rss()
-    record = {"key": spec["key"], "kind": "fit", "status": "error", "error": None, "trace": []}
+    record = {"key": spec.key, "kind": "fit", "status": "error", "error": None, "trace": []}
     fit = None
     try:
         ensure_plugin(spec)
-        X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec["data"], spec["fold"])
-        X_ho, y_ho = heldout_data(root, spec["data"], spec["fold"])
+        X_tr, y_tr, X_te, y_te, classes = fold_data(root, spec.data, spec.fold)
+        X_ho, y_ho = heldout_data(root, spec.data, spec.fold)
         if len(classes) == 2:
-            rows = _train_problem(root, spec["data"], spec["fold"])
-            share = spec["budget"].get("train_fraction")
+            rows = _train_problem(root, spec.data, spec.fold)
+            share = spec.budget.get("train_fraction")
             if share is not None:     # a halving rung on part of the training rows, in their stratified order
-                rows = _share_problem(spec["data"], spec["fold"], share, rows)
+                rows = _share_problem(spec.data, spec.fold, share, rows)
                 X_tr, y_tr = rows.X, rows.y
                 warm_start = _padded(warm_start, len(y_tr))
             rec, fit = _binary_record(spec, X_tr, y_tr, X_te, y_te, warm_start, X_ho, y_ho, rows)
@@ -849,26 +854,26 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
 
     t0, c0 = time.perf_counter(), time.thread_time()
     reset_peak_rss()
-    record = {"key": spec["key"], "kind": "reference", "status": "error", "error": None}
+    record = {"key": spec.key, "kind": "reference", "status": "error", "error": None}
     fit = None
     try:
-        X_tr, y_tr, _, _, classes = fold_data(root, spec["data"], spec["fold"])
+        X_tr, y_tr, _, _, classes = fold_data(root, spec.data, spec.fold)
         if len(classes) != 2:
             raise ValueError(f"{len(classes)} classes: no binary reference problem")
-        problem = _problem(spec["problem"], X_tr, y_tr, _train_problem(root, spec["data"], spec["fold"]))
-        b = spec["budget"]
+        problem = _problem(spec.problem, X_tr, y_tr, _train_problem(root, spec.data, spec.fold))
+        b = spec.budget
         params = {}
-        if "random_state" in solvers.get_solver(spec["solver"]).params:
-            params["random_state"] = spec["seed"]
+        if "random_state" in solvers.get_solver(spec.solver).params:
+            params["random_state"] = spec.seed
         budget = solvers.Budget(max_iter=b["max_iter"], tol=b["tol"], time_limit_s=b.get("time_limit_s"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _solver_starts()
-            fit = solvers.fit(problem, spec["solver"], budget=budget, warm_start=warm_start, **params)
+            fit = solvers.fit(problem, spec.solver, budget=budget, warm_start=warm_start, **params)
         # f* is certified: the dual bounds it from below, so f* lies in [P - gap, P]. A solve
         # that stopped short (status max_iter/timeout) keeps its status: results flag that f*.
         record.update(status=fit.status, f_star=float(fit.primal), f_star_gap=float(fit.gap),
-                      f_star_kkt=float(fit.kkt_violation), f_star_solver=spec["solver"],
+                      f_star_kkt=float(fit.kkt_violation), f_star_solver=spec.solver,
                       n_iter=int(fit.n_iter), fit_time_s=float(fit.fit_time_s), C=float(problem.C))
     except Exception as exc:  # noqa: BLE001
         record.update(status="error", error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
@@ -880,7 +885,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
 
 def run_spec(spec: dict, root: str) -> dict:
     """One spec on its own: it starts cold (`start`; a C path's points are `run_path`'s)."""
-    record = run_reference(spec, root) if spec["kind"] == "reference" else run_fit(spec, root)
+    record = run_reference(spec, root) if spec.kind == "reference" else run_fit(spec, root)
     record.update(start="cold", start_from=None)
     return record
 
@@ -889,11 +894,11 @@ def ensure_plugin(spec: dict) -> None:
     """Load the plugin that registers the spec's solver (`plan`: a fit spec of a plugin solver
     carries ``plugin``, its source and sha256, in its key, and ``plugin_text``, the file itself,
     beside it), so that a worker that never had the file runs it. Once per process per plugin."""
-    plugin = spec.get("plugin")
+    plugin = spec.plugin
     if plugin is None:
         return
     from solvers.registry import ensure_plugin as load
-    load(plugin["source"], plugin.get("sha256"), spec.get("plugin_text"))
+    load(plugin["source"], plugin.get("sha256"), spec.plugin_text)
 
 
 def _scaled_start(fit, C_from: float, C_to: float) -> dict | None:
@@ -920,10 +925,10 @@ def _kernel_path(spec: dict):
     import solvers
     from solvers.kernel_dual import KernelPath
 
-    if spec["kind"] != "fit":
+    if spec.kind != "fit":
         return None
     try:
-        shares = solvers.get_solver(spec["solver"]).kernel_path
+        shares = solvers.get_solver(spec.solver).kernel_path
     except Exception:  # noqa: BLE001 - a plugin not loaded yet, or unknown: its fit reports that
         return None
     return KernelPath() if shares else None
@@ -933,11 +938,11 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
     """The points of one C path in increasing C, each warm-started from the previous one's model
     (the first cold); each point is its own record, with `warm_from` naming the point it
     started from. A point that fails or diverges gives the next one a cold start."""
-    runner = _run_reference if specs[0]["kind"] == "reference" else _run_fit
+    runner = _run_reference if specs[0].kind == "reference" else _run_fit
     records, prev = [], None
     kernel_path = _kernel_path(specs[0])
-    for spec in sorted(specs, key=lambda s: s["problem"]["C"]):
-        C = spec["problem"]["C"]
+    for spec in sorted(specs, key=lambda s: s.problem["C"]):
+        C = spec.problem["C"]
         if kernel_path is not None:
             start, seeded = {"path": kernel_path}, kernel_path.ready
         else:
@@ -956,9 +961,9 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         elif own is not start and not (seeded and prev and own.get("C") and
                                        abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
             start, seeded = own, False
-        if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
+        if seeded and prev and spec.path_stop:     # LIBLINEAR's test reads the last model (`_kept`)
             start = {**start, "last_model": prev[1]}
-        _start(notify, spec["key"])
+        _start(notify, spec.key)
         record, fit = runner(spec, root, start)
         if seeded and prev and record.get("info", {}).get("unchanged"):
             record.update(warm_from=prev[0], start="warm",
@@ -972,7 +977,7 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         else:
             record.update(warm_from=None, start="cold", start_from=None)
         records.append(_notify(notify, "record", record))
-        prev = (spec["key"], fit, C) if fit is not None else None
+        prev = (spec.key, fit, C) if fit is not None else None
     return records
 
 
@@ -999,9 +1004,9 @@ def run_task(units: list[list[dict]], root: str, notify=None) -> list[dict]:
         if len(unit) > 1:
             records.extend(run_path(unit, root, notify))
         else:
-            _start(notify, unit[0]["key"])
+            _start(notify, unit[0].key)
             spec = unit[0]
-            start = start_of(spec) if spec["kind"] == "fit" else None
+            start = start_of(spec) if spec.kind == "fit" else None
             if start is None:
                 record = run_spec(spec, root)
             else:       # a search's fit, warm from the model of the fit it names

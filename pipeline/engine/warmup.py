@@ -68,8 +68,8 @@ def check_worker_plugins(client, specs) -> None:
     fit specs does (`tasks.ensure_plugin`): a file that imports what a worker lacks is caught
     too. Workers that join later (adaptive clusters) are not checked: their fits say it."""
     from solvers.registry import plugin_needs
-    texts = {spec["plugin"]["sha256"]: spec["plugin_text"] for spec in specs if spec.get("plugin_text")}
-    needs = plugin_needs({spec["solver"] for spec in specs}, texts)
+    texts = {spec.plugin["sha256"]: spec.plugin_text for spec in specs if spec.plugin_text}
+    needs = plugin_needs({spec.solver for spec in specs}, texts)
     if not needs:
         return
 

@@ -45,6 +45,7 @@ import numpy as np
 from .config import ConfigError, apply_dataset_problem
 from .experiment import Experiment, as_dict, thaw
 from ..search.path import EPS as PATH_EPS
+from .specs import FitSpec, ReferenceSpec, binary_labels, heldout_rows, make_folds, subsample_rows
 from .schema import (BUDGET_KEYS, DEFAULT_TOL, PROBLEM_KEYS, REPORT_TARGET, SUBSAMPLE_KEY, TASK_KEYS,  # noqa: F401 (DEFAULT_TOL: the plan's)
                      TIMING_BUDGET_S)
 
@@ -101,80 +102,6 @@ def seed_from_key(key: str) -> int:
 
 
 # ------------------------------------------------------------------------ folds
-def subsample_rows(y: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:
-    """A stratified random subset of at most max_rows rows (all rows if None), sorted."""
-    n = len(y)
-    if max_rows is None or max_rows >= n:
-        return np.arange(n)
-    from sklearn.model_selection import train_test_split
-    keep, _ = train_test_split(np.arange(n), train_size=max_rows, stratify=y, random_state=seed)
-    return np.sort(keep)
-
-
-def make_folds(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(train, test) index arrays for the CV scheme: stratified k-fold, one stratified holdout,
-    `rounds` repeated stratified random splits, ``none`` (train on all, empty test), ``ordered``
-    (the first n_train rows train, the rest test, order kept: rupnik 4.4's RCV1 split), or
-    ``kfold_test``: stratified k-fold over the rows left after a held-out test set
-    (`heldout_rows`), whose folds' "test" is then the validation fold."""
-    n = len(y)
-    idx = np.arange(n)
-    kind = cv["kind"]
-    if kind == "none":
-        return [(idx, idx[:0])]
-    if kind == "ordered":
-        return [ordered_split(n, cv["n_train"])]
-    if kind == "kfold":
-        return _kfold(y, cv, seed)
-    if kind == "kfold_test":
-        rest = np.setdiff1d(idx, heldout_rows(y, cv, seed))
-        return [(rest[tr], rest[va]) for tr, va in _kfold(y[rest], cv, seed)]
-    rounds = 1 if kind == "holdout" else int(cv["rounds"])
-    return shuffle_splits(y, rounds, float(cv["test_size"]), seed)
-
-
-def shuffle_splits(y: np.ndarray, rounds: int, test_size: float, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """StratifiedShuffleSplit(rounds, test_size=test_size, random_state=seed)'s rounds, sorted:
-    the same random draws in the same order, so the same rows, with each round built from
-    arrays. scikit-learn builds a round's rows as Python lists, slow for many rounds of many rows
-    (scenario (c)'s 250 rounds: The sweep benchmark, "What is left"), and the client's
-    planning and every worker's first task paid it.
-    Anything outside the plain case (a class of one row, a test size that is not a fraction, a
-    scikit-learn without `_approximate_mode`) goes to scikit-learn itself, errors included."""
-    from sklearn.model_selection import StratifiedShuffleSplit
-    from sklearn.utils import check_random_state
-    try:
-        from sklearn.utils.extmath import _approximate_mode
-    except ImportError:
-        _approximate_mode = None
-    n = len(y)
-    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
-    n_test = math.ceil(test_size * n) if 0 < test_size < 1 else 0
-    n_train = n - n_test
-    if _approximate_mode is None or counts.min() < 2 or min(n_train, n_test) < len(counts):
-        split = StratifiedShuffleSplit(n_splits=rounds, test_size=test_size, random_state=seed)
-        return [(np.sort(tr), np.sort(te)) for tr, te in split.split(np.zeros(n), y)]
-    members = np.split(np.argsort(inverse, kind="stable"), np.cumsum(counts)[:-1])
-    rng = check_random_state(seed)
-    out = []
-    for _ in range(rounds):
-        # scikit-learn's _iter_indices, draw for draw: each class's share of the train and test
-        # rows (ties broken anew each round), a permutation of each class, then a shuffle of the
-        # round's train and of its test rows, which only the next rounds' draws depend on here.
-        n_i = _approximate_mode(counts, n_train, rng)
-        t_i = _approximate_mode(counts - n_i, n_test, rng)
-        train, test = [], []
-        for i, rows in enumerate(members):
-            perm = rows.take(rng.permutation(counts[i]), mode="clip")
-            train.append(perm[:n_i[i]])
-            test.append(perm[n_i[i]:n_i[i] + t_i[i]])
-        train, test = np.concatenate(train), np.concatenate(test)
-        rng.shuffle(train)
-        rng.shuffle(test)
-        out.append((np.sort(train), np.sort(test)))
-    return out
-
-
 def check_labels(where: str, name: str, y: np.ndarray, cv: dict, max_rows=None) -> None:
     """Refuse, before any task, labels the CV scheme cannot split: one class (no SVM to fit;
     every fit would end in error), or a class with fewer rows than stratified k-fold has folds
@@ -195,75 +122,37 @@ def check_labels(where: str, name: str, y: np.ndarray, cv: dict, max_rows=None) 
                           f"lower cv.folds or use cv=holdout")
 
 
-def _kfold(y: np.ndarray, cv: dict, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """StratifiedKFold(folds, shuffle, random_state=seed)'s folds, sorted, without importing
-    scikit-learn: its `_make_test_folds`, step for step (the same draws from the same
-    RandomState, so the same rows; tests/pipeline/test_folds.py holds it to scikit-learn's own).
-    The import (scipy.stats, pandas-free but slow) was the only thing a binary k-fold plan and a
-    worker's sandbox needed scikit-learn for, and both are on the path from command to first
-    task, a command's fixed cost (The sweep benchmark, "The fixed cost of a command").
-
-    Each class's rows go to the folds in blocks, the fold sizes of a class taken round robin
-    over the sorted labels (so fold sizes differ by at most one, class by class); with shuffle
-    the fold labels of each class are permuted, class after class in order of appearance."""
-    folds = int(cv["folds"])
-    _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
-    if min(np.bincount(inverse)) < folds:
-        raise ValueError(f"cv.folds={folds}: the smallest class has only {min(np.bincount(inverse))} rows")
-    # Classes numbered by first appearance, as scikit-learn numbers them (the order of the draws).
-    encoded = np.unique(first, return_inverse=True)[1][inverse.ravel()]
-    n_classes = len(first)
-    ordered = np.sort(encoded)
-    allocation = np.asarray([np.bincount(ordered[i::folds], minlength=n_classes) for i in range(folds)])
-    rng = np.random.RandomState(seed) if cv["shuffle"] else None
-    test_fold = np.empty(len(y), dtype=np.intp)
-    for k in range(n_classes):
-        fold_of_row = np.arange(folds).repeat(allocation[:, k])
-        if rng is not None:
-            rng.shuffle(fold_of_row)
-        test_fold[encoded == k] = fold_of_row
-    return [(np.flatnonzero(test_fold != i), np.flatnonzero(test_fold == i)) for i in range(folds)]
-
-
-def heldout_rows(y: np.ndarray, cv: dict, seed: int) -> np.ndarray:
-    """The rows no fold trains or validates on (``kfold_test``: a stratified `test_size` share,
-    drawn from the same seed as the folds; every fold's model is also scored on them), sorted;
-    empty for the other schemes."""
-    if cv["kind"] != "kfold_test":
-        return np.arange(0)
-    from sklearn.model_selection import StratifiedShuffleSplit
-    split = StratifiedShuffleSplit(n_splits=1, test_size=float(cv["test_size"]), random_state=seed)
-    _, test = next(split.split(np.zeros(len(y)), y))
-    return np.sort(test)
-
-
-def ordered_split(n: int, n_train) -> tuple[np.ndarray, np.ndarray]:
-    """The first rows train, the rest test, in their stored order (no shuffle, no stratification).
-    n_train: a row count, or a fraction of n (rounded to the nearest row)."""
-    rows = round(n_train * n) if isinstance(n_train, float) else int(n_train)
-    if not 1 <= rows < n:
-        raise ValueError(f"cv.n_train={n_train!r}: {rows} training rows of {n}; an ordered split needs at "
-                         f"least one training and one test row (a fraction adapts to the data's size)")
-    idx = np.arange(n)
-    return idx[:rows], idx[rows:]
-
-
-def binary_labels(y: np.ndarray, positive) -> tuple[np.ndarray, list]:
-    """Classes and, for two classes, y as -1/+1 (`positive`, default the larger label, is +1)."""
-    classes = np.unique(y)
-    if len(classes) != 2:
-        return y, classes.tolist()
-    pos = classes[1] if positive is None else positive
-    if pos not in classes:
-        raise ValueError(f"positive={positive!r} is not one of the labels {classes.tolist()}")
-    return np.where(y == pos, 1.0, -1.0), classes.tolist()
-
-
 # ------------------------------------------------------------------------ plan
 # A key's hex digits by code point: 0-9 and a-f their value, everything else -1 (`Specs.rows`).
 _HEX = np.full(128, -1, dtype=np.int64)
 _HEX[48:58] = np.arange(10)
 _HEX[97:103] = np.arange(10, 16)
+
+
+def made_by(template: dict, tail: dict, index: int):
+    """A function (fold, key, seed, path, reference key) -> the typed spec (`specs.FitSpec` or
+    `ReferenceSpec`) of a template (what the specs of one grid point share) and its tail (what
+    they carry outside their keys): the spec's values in field order, made once, then a tuple
+    per spec (a NamedTuple from its values: `specs` says why)."""
+    cls = ReferenceSpec if template.get("kind") == "reference" else FitSpec
+    given = {**template, **tail}
+    unknown = given.keys() - set(cls._fields) - {"kind"}
+    if unknown:
+        raise TypeError(f"a {cls.kind} spec has no field {', '.join(sorted(unknown))}")
+    base = [given.get(name, default) for name, default in
+            ((name, cls._field_defaults.get(name)) for name in cls._fields)]
+    base[cls._fields.index("template")] = index
+    at = [cls._fields.index(name) for name in ("fold", "key", "seed", "path")]
+    ref_at = cls._fields.index("reference_key") if cls is FitSpec else None
+    make = cls._make
+
+    def spec(fold, key, seed, path, reference_key=None):
+        values = base.copy()
+        values[at[0]], values[at[1]], values[at[2]], values[at[3]] = fold, key, seed, path
+        if ref_at is not None:
+            values[ref_at] = reference_key
+        return make(values)
+    return spec
 
 
 class Specs(Mapping):
@@ -290,6 +179,7 @@ class Specs(Mapping):
         self._reference = None if reference is None else np.asarray(reference, dtype=np.int32)
         self._references = references
         self._sorted = None                                 # (digests sorted, their rows), made on a lookup
+        self._makers: list = []                             # per template: how its specs are made (`made_by`)
 
     @classmethod
     def empty(cls, prefix: str) -> "Specs":
@@ -380,13 +270,19 @@ class Specs(Mapping):
         seeds = ((digests >> np.uint64(32)) & np.uint64(0x7FFFFFFF)).tolist()    # seed_from_key
         refs = self._reference[rows].tolist() if self._reference is not None else None
         ref_digests = self._references._digest if refs is not None else None
+        makers = self._makers
         for i, (t, fold, digest, path) in enumerate(zip(self._template[rows].tolist(), self._fold[rows].tolist(),
                                                         digests.tolist(), self._path[rows].tolist())):
-            spec = {**self._templates[t], "fold": fold, "key": self._key(digest), "seed": seeds[i],
-                    "path": self._paths[path] if path >= 0 else None, **self._tails[t]}
-            if refs is not None:
-                spec["reference_key"] = self._references._key(ref_digests[refs[i]]) if refs[i] >= 0 else None
-            yield spec
+            maker = makers[t] if t < len(makers) and makers[t] is not None else self._maker(t)
+            ref = (self._references._key(ref_digests[refs[i]]) if refs[i] >= 0 else None) if refs is not None else None
+            yield maker(fold, self._key(digest), seeds[i], self._paths[path] if path >= 0 else None, ref)
+
+    def _maker(self, t: int):
+        """How template t's specs are made (`made_by`), kept per template."""
+        while len(self._makers) <= t:
+            self._makers.append(None)
+        maker = self._makers[t] = made_by(self._templates[t], self._tails[t], t)
+        return maker
 
     def _all(self):
         for chunk in self._chunks():
@@ -422,6 +318,10 @@ class Specs(Mapping):
         return [SpecView(self, row) for row in np.flatnonzero(rows).tolist()]
 
 
+# The names a view answers as attributes, as a typed spec does (`SpecView.__getattr__`).
+_VIEW_FIELDS = frozenset(FitSpec._fields) | frozenset(ReferenceSpec._fields) | {"kind", "is_timing", "is_ladder"}
+
+
 class SpecView(Mapping):
     """One spec of a `Specs`, read field by field from its columns without making its dict:
     what `execute` holds for each task to run while it groups them (C paths, folds) and cuts
@@ -449,16 +349,30 @@ class SpecView(Mapping):
         tail = specs._tails[t]
         return tail[name] if name in tail else specs._templates[t][name]
 
+    def __getattr__(self, name):
+        """A field as the typed spec has it (None where the spec's dict lacks it)."""
+        if name not in _VIEW_FIELDS:
+            raise AttributeError(name)
+        if name in ("is_timing", "is_ladder"):
+            timing = self.get("timing")
+            return timing is not None and (name == "is_timing" or timing.get("method") == "ladder")
+        if name == "kind":
+            return self["kind"]
+        try:
+            return self[name]
+        except KeyError:
+            return None
+
     def __iter__(self):
-        return iter(made([[self]])[0][0])
+        return iter(made([[self]])[0][0].as_dict())
 
     def __len__(self) -> int:
-        return len(made([[self]])[0][0])
+        return len(made([[self]])[0][0].as_dict())
 
 
-def made(units: list[list]) -> list[list[dict]]:
-    """The units (lists of specs) with each `SpecView` made a spec dict, a Specs' rows at once;
-    a dict stays as it is."""
+def made(units: list[list]) -> list[list]:
+    """The units (lists of specs) with each `SpecView` made its typed spec (`specs.FitSpec`,
+    `ReferenceSpec`), a Specs' rows at once; a spec already made stays as it is."""
     rows: dict = {}       # id(Specs) -> (Specs, its rows)
     for unit in units:
         for spec in unit:
@@ -475,7 +389,7 @@ class _SpecValues(ValuesView):
 
 class _SpecItems(ItemsView):
     def __iter__(self):
-        return ((spec["key"], spec) for spec in self._mapping._all())
+        return ((spec.key, spec) for spec in self._mapping._all())
 
 
 @dataclass(frozen=True)

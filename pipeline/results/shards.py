@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, NamedTuple
 
 # File metadata: the format's version and the columns stored as JSON text.
 FORMAT_KEY = b"svmbench.shard"
@@ -54,17 +55,52 @@ def dumps(value) -> str:
     return json.dumps(value, allow_nan=True, default=json_default)
 
 
-def encode(records: list[dict]):
-    """The records as one Arrow table (see the module's docstring for the columns)."""
+class Record(NamedTuple):
+    """One spec's result as a shard stores it: what its task returned (`fields`: key, kind,
+    status, error, certificates, timings, ``env_*``; plain values, as the task made them) and
+    the spec that produced it (a typed spec, `experiment.specs`, whose `as_dict(stored=True)`
+    is its ``spec.<field>`` columns; None for none). The engine's sink makes one per record it
+    takes and hands it to its listeners and to the shard writer (`encode`)."""
+
+    fields: dict
+    spec: Any = None
+
+    @property
+    def key(self) -> str:
+        return self.fields["key"]
+
+    @property
+    def kind(self) -> str | None:
+        return self.fields.get("kind")
+
+    @property
+    def status(self) -> str | None:
+        return self.fields.get("status")
+
+    def get(self, name: str, default=None):
+        """A field of the task's result (`fields`), or default."""
+        return self.fields.get(name, default)
+
+    def row(self) -> dict:
+        """The record as one flat row: its fields, then its spec's as ``spec.<field>``."""
+        return _row(self.fields, self.spec)
+
+
+def _row(fields: dict, spec) -> dict:
+    row = {k: v for k, v in fields.items() if k != "spec"}
+    if spec is not None:
+        stored = spec.as_dict(stored=True) if hasattr(spec, "as_dict") else \
+            {k: v for k, v in spec.items() if k != "key"}
+        row.update((SPEC_PREFIX + k, v) for k, v in stored.items())
+    return row
+
+
+def encode(records: list):
+    """The records as one Arrow table (see the module's docstring for the columns): `Record`s,
+    or dicts of a record's fields with its spec's dict under ``spec``, as `decode` returns them."""
     import pyarrow as pa
 
-    rows = []
-    for record in records:
-        row = {k: v for k, v in record.items() if k != "spec"}
-        spec = record.get("spec")
-        if spec is not None:
-            row.update((SPEC_PREFIX + k, v) for k, v in spec.items() if k != "key")
-        rows.append(row)
+    rows = [record.row() if isinstance(record, Record) else _row(record, record.get("spec")) for record in records]
     names = list(dict.fromkeys(k for row in rows for k in row))
     arrays, json_columns = [], []
     for name in names:
@@ -97,7 +133,7 @@ def _native(values: list):
         return None
 
 
-def write(records: list[dict], path: Path) -> None:
+def write(records: list, path: Path) -> None:
     """The records as a Parquet file at path (zstd: the keys and numbers are what is left)."""
     import pyarrow.parquet as pq
     pq.write_table(encode(records), path, compression="zstd")

@@ -42,7 +42,7 @@ WITHIN = "  of which dcd's closing"                                  # parts of 
 # same piece are not counted twice.
 PIECES = [
     ("dataset read (once per worker)", tasks, "load_dataset"),
-    ("folds' split (once per worker)", tasks, "make_folds"),
+    ("folds' split (once per worker)", tasks, "data_split"),
     ("fold rows copied (once per fold)", tasks._Rows, "take"),
     ("Problem: X and y checked", problem_module, "_checked_data"),
     ("Problem: settings of each C", tasks, "_problem"),

@@ -14,7 +14,8 @@ from pipeline.bench.__main__ import SCENARIOS, parser
 from pipeline.engine.materialise import materialise_datasets
 from pipeline.engine.tasks import load_dataset
 from pipeline.experiment.config import compose, validate
-from pipeline.experiment.plan import binary_labels, build_plan
+from pipeline.experiment.plan import build_plan
+from pipeline.experiment.specs import binary_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = re.compile(r"python -m pipeline\.bench(?![.\w])([^`#|\n]*)")

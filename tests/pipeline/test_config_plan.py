@@ -6,7 +6,8 @@ from hydra.errors import ConfigCompositionException, HydraException
 from omegaconf.errors import ValidationError
 
 from pipeline.experiment.config import ConfigError, compose, grid_points, validate
-from pipeline.experiment.plan import build_plan, canonical_json, make_folds, spec_key
+from pipeline.experiment.plan import build_plan, canonical_json, spec_key
+from pipeline.experiment.specs import make_folds
 from pipeline.run import materialise_datasets
 
 
@@ -293,7 +294,7 @@ def test_shuffle_splits_are_scikit_learns_rounds_built_from_arrays(monkeypatch, 
     """The repeated and holdout splits draw scikit-learn's StratifiedShuffleSplit rounds, row for
     row, and (in the plain case) without it: its Python lists cost 1.3 s for 250 rounds of 26k rows."""
     from sklearn import model_selection
-    from pipeline.experiment.plan import shuffle_splits
+    from pipeline.experiment.specs import shuffle_splits
     y = np.random.default_rng(seed).integers(0, n_classes, size=n).astype(float)
     want = [(np.sort(tr), np.sort(te)) for tr, te in model_selection.StratifiedShuffleSplit(
         rounds, test_size=test_size, random_state=seed).split(np.zeros(n), y)]
@@ -303,7 +304,7 @@ def test_shuffle_splits_are_scikit_learns_rounds_built_from_arrays(monkeypatch, 
 
 
 def test_shuffle_splits_outside_the_plain_case_are_scikit_learns_with_its_errors():
-    from pipeline.experiment.plan import shuffle_splits
+    from pipeline.experiment.specs import shuffle_splits
     with pytest.raises(ValueError, match="least populated class"):
         shuffle_splits(np.array([0.0, 1.0, 1.0, 1.0]), 3, 0.5, 0)
 
@@ -319,7 +320,7 @@ def test_kfold_is_scikit_learns_stratified_kfold_without_importing_it(n, n_class
     import subprocess
     import sys
     from sklearn.model_selection import StratifiedKFold
-    from pipeline.experiment.plan import make_folds
+    from pipeline.experiment.specs import make_folds
     rng = np.random.default_rng(seed % 1000)
     y = (n_classes - 1 - rng.integers(0, n_classes, size=n)).astype(float)   # the largest label first, mostly
     if n_classes == 2:
@@ -329,7 +330,7 @@ def test_kfold_is_scikit_learns_stratified_kfold_without_importing_it(n, n_class
     got = make_folds(y, {"kind": "kfold", "folds": folds, "shuffle": shuffle}, seed)
     assert len(got) == folds and all(np.array_equal(a, c) and np.array_equal(b, d) for (a, b), (c, d) in zip(got, want))
     if seed == 123:     # once: planning k-fold folds imports no scikit-learn
-        code = ("import sys, numpy as np; from pipeline.experiment.plan import make_folds; "
+        code = ("import sys, numpy as np; from pipeline.experiment.specs import make_folds; "
                 "make_folds(np.repeat([1.0, -1.0], 50), {'kind': 'kfold', 'folds': 5, 'shuffle': True}, 1); "
                 "print(any(m.startswith('sklearn') for m in sys.modules))")
         assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -17,7 +17,11 @@ import pytest
 from pipeline.engine import costs
 from pipeline.engine.progress import ProgressLines
 from pipeline.experiment.config import compose
+from pipeline.experiment.specs import ReferenceSpec
+from pipeline.results.shards import Record
 from pipeline.run import run
+
+from .typed_specs import DATA, fit_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=80", "cv.folds=2", "run.progress=false",
@@ -96,8 +100,10 @@ def test_progress_lines_count_each_phase_with_a_rough_eta():
     """The line itself: fits done of planned per phase, elapsed, ETA from the pace so far."""
     lines = ProgressLines({"sweep": 90, "timing": 90, "references": 30}, print, 15.0)
     lines.t0 = 0.0
-    lines.take([{"kind": "reference"}] * 30 + [{"kind": "fit", "spec": {"timing": {"method": "trace"}}}] * 10
-               + [{"kind": "fit", "spec": {}}] * 20)
+    reference = ReferenceSpec(DATA, 0, {"C": 1.0}, "dcd", "1", {}, key="ref-1")
+    lines.take([Record({"key": "ref-1", "kind": "reference"}, reference)] * 30
+               + [Record({"key": "fit-1", "kind": "fit"}, fit_spec("fit-1", timing={"method": "trace"}))] * 10
+               + [Record({"key": "fit-2", "kind": "fit"}, fit_spec("fit-2"))] * 20)
     assert lines.line(now=30.0) == ("progress: sweep 20/90 fits, timing 10/90, references 30/30; 30 s elapsed, "
                                     "about 75 s left (rough: fits differ in cost)")
 

@@ -4,24 +4,28 @@ lands in exactly one task, a C path is never split (unless cut into segments for
 workers) and keeps its increasing C, references come
 first, and the same specs cut the same way twice."""
 from pipeline.engine.cutting import make_tasks, make_units
+from pipeline.experiment.specs import FitSpec, ReferenceSpec
 
 DATA = {"name": "toy", "max_rows": None}      # one dataset: the plan shares its data dict
 
 
-def _specs() -> list[dict]:
+def _fit(key, fold, C, entry, path=None) -> FitSpec:
+    return FitSpec(DATA, fold, entry, entry, "1", "linear", {"C": C}, {}, {}, {}, {}, {}, path is not None,
+                   key=key, path=path)
+
+
+def _specs() -> list:
     """Two folds x (a C path of 4 points, 6 lone fits) and one reference listed last, as a plan
     lists them: by grid point, not by fold, a path's points in increasing C (the plan's order,
     which the cutting keeps)."""
     specs = []
     for C in (0.1, 1.0, 10.0, 100.0):
         for fold in (0, 1):
-            specs.append({"key": f"path-{fold}-{C}", "kind": "fit", "fold": fold, "data": DATA, "problem": {"C": C},
-                          "path": f"p{fold}", "solver_entry": "dcd"})
+            specs.append(_fit(f"path-{fold}-{C}", fold, C, "dcd", f"p{fold}"))
     for i in range(6):
         for fold in (0, 1):
-            specs.append({"key": f"fit-{fold}-{i}", "kind": "fit", "fold": fold, "data": DATA, "problem": {"C": float(i)},
-                          "solver_entry": "smo"})
-    specs.append({"key": "ref-0", "kind": "reference", "fold": 0, "data": DATA})
+            specs.append(_fit(f"fit-{fold}-{i}", fold, float(i), "smo"))
+    specs.append(ReferenceSpec(DATA, 0, {"C": 1.0}, "dcd", "1", {}, key="ref-0"))
     return specs
 
 

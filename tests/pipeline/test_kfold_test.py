@@ -9,7 +9,8 @@ import pytest
 
 from pipeline.engine import tasks
 from pipeline.experiment.config import ConfigError, compose, validate
-from pipeline.experiment.plan import build_plan, heldout_rows, make_folds
+from pipeline.experiment.plan import build_plan
+from pipeline.experiment.specs import heldout_rows, make_folds
 from pipeline.engine.execute import execute
 from pipeline.results.tables import write_tables
 from pipeline.run import materialise_datasets

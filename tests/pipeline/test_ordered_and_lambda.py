@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from pipeline.experiment.config import ConfigError, compose, validate
-from pipeline.experiment.plan import build_plan, make_folds
+from pipeline.experiment.plan import build_plan
+from pipeline.experiment.specs import make_folds
 from pipeline.run import materialise_datasets
 from pipeline.engine.tasks import run_fit, run_reference
 

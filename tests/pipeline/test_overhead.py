@@ -11,8 +11,11 @@ from pipeline.engine import cutting, execute, sink, tasks
 from pipeline.experiment.config import compose, validate
 from pipeline.engine.cutting import make_tasks, make_units
 from pipeline.experiment.plan import build_plan
+from pipeline.experiment.specs import ReferenceSpec
 from pipeline.results.shards import read_shard
 from pipeline.run import materialise_datasets
+
+from .typed_specs import fit_spec
 
 ROUNDS, CS = 12, [0.1, 1.0, 10.0]
 SHORT_FITS = ["datasets=[toy_blobs]", "datasets.toy_blobs.max_rows=120", "cv=repeated", f"cv.rounds={ROUNDS}",
@@ -24,16 +27,15 @@ def test_units_of_a_fold_sit_together_with_references_first():
     """The plan lists fits C-major (every fold at one C, then the next C); a task of 3 units
     should hold one fold's 3 C values, not one C on 3 folds."""
     data = {"name": "d", "scale": "none"}
-    fits = [{"key": f"fit-{c}-{f}", "kind": "fit", "data": data, "fold": f, "path": None}
-            for c in range(3) for f in range(4)]
-    ref = {"key": "ref-0", "kind": "reference", "data": data, "fold": 3, "path": None}
+    fits = [fit_spec(f"fit-{c}-{f}", data=data, fold=f) for c in range(3) for f in range(4)]
+    ref = ReferenceSpec(data, 3, {"C": 1.0}, "dcd", "1", {}, key="ref-0")
     units = make_units(fits + [ref])
     assert units[0][0]["key"] == "ref-0"
     assert [u[0]["fold"] for u in units[1:]] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
     tasks = make_tasks(units[1:], n_workers=1, chunk=3)
     assert [{u[0]["fold"] for u in t} for t in tasks] == [{0}, {1}, {2}, {3}]
     # The same fold number of other data (another scaling) is another fold.
-    other = [{**s, "data": {**data, "scale": "maxabs"}} for s in fits]
+    other = [s._replace(data={**data, "scale": "maxabs"}) for s in fits]
     assert len({(json.dumps(u[0]["data"]), u[0]["fold"]) for u in make_units(fits + other)[:6]}) == 2
 
 
@@ -42,7 +44,7 @@ def test_interleaved_units_take_a_folds_solver_entries_in_turn():
     fold, so that the fits a timing verdict pairs (troyan's methods in one random start) run
     back to back; without it, entry after entry."""
     data = {"name": "d", "scale": "none"}
-    fits = [{"key": f"{e}-{s}-{f}", "kind": "fit", "data": data, "fold": f, "path": None, "solver_entry": e}
+    fits = [fit_spec(f"{e}-{s}-{f}", data=data, fold=f, solver_entry=e)
             for f in range(2) for e in ("maj", "alpha", "cd") for s in range(3)]
     keys = [u[0]["key"] for u in make_units(fits, interleave=True)]
     assert keys[:6] == ["maj-0-0", "alpha-0-0", "cd-0-0", "maj-1-0", "alpha-1-0", "cd-1-0"]
@@ -55,11 +57,10 @@ def test_a_task_ends_between_two_folds_but_one_fold_still_spreads():
     two workers (each would extract it), unless that makes them over twice as large: a fold of
     10 fits is cut as before (and run.chunk=1 still runs one unit per task)."""
     data = {"name": "d", "scale": "none"}
-    fits = [{"key": f"fit-{c}-{f}", "kind": "fit", "data": data, "fold": f, "path": None}
-            for c in range(3) for f in range(4)]
+    fits = [fit_spec(f"fit-{c}-{f}", data=data, fold=f) for c in range(3) for f in range(4)]
     tasks = make_tasks(make_units(fits), n_workers=1, chunk=2)
     assert [[u[0]["fold"] for u in t] for t in tasks] == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
-    one_fold = [{**s, "fold": 0} for s in fits[:10]]
+    one_fold = [s._replace(fold=0) for s in fits[:10]]
     assert [len(t) for t in make_tasks(make_units(one_fold), n_workers=1, chunk=2)] == [2, 2, 2, 2, 2]
 
 
@@ -133,7 +134,7 @@ def test_once_the_pace_is_known_tasks_last_about_task_s_and_shrink_towards_the_e
     assert cutting.paced_chunk(2 * by_time, 2, 5e-4) == by_time // 2
     assert cutting.paced_chunk(100, 2, 5e-4) == round(cutting.MIN_TASK_S / 5e-4)
     assert cutting.paced_chunk(100, 2, 30.0) == 1
-    cutter = cutting.TaskCutter([[{"key": f"fit-{i}", "fold": i // 10, "data": None}] for i in range(1000)])
+    cutter = cutting.TaskCutter([[fit_spec(f"fit-{i}", fold=i // 10, data=None)] for i in range(1000)])
     assert [len(cutter.next(25)), len(cutter.next(6)), len(cutter.next(3)), cutter.left] == [30, 10, 3, 957]
 
 

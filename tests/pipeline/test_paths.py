@@ -13,6 +13,7 @@ from pipeline.run import materialise_datasets, run
 from pipeline.experiment.plan import build_plan
 
 from .shard_edit import drop_records
+from .typed_specs import fit_spec
 
 C_PATH = [0.1, 1.0, 10.0, 100.0]
 SWEEP = ["datasets=[rcv1_like]", "+datasets.rcv1_like.params.n_samples=1000",
@@ -142,8 +143,8 @@ def test_fold_cache_returns_the_same_arrays_and_folds_do_not_collide(store, monk
 
 
 def test_short_fits_are_packed_and_paths_never_split():
-    specs = [{"key": f"fit-{i}", "path": None} for i in range(2000)]
-    path = [{"key": f"fit-p{i}", "path": "path-x"} for i in range(8)]
+    specs = [fit_spec(f"fit-{i}") for i in range(2000)]
+    path = [fit_spec(f"fit-p{i}", path="path-x") for i in range(8)]
     units = make_units(specs[:5] + path + specs[5:])
     assert len(units) == 2001 and [len(u) for u in units[:7]] == [1] * 5 + [8, 1]
     packed = make_tasks(units, n_workers=2, chunk="auto")
@@ -161,8 +162,8 @@ def test_folds_are_split_once_per_worker(store, monkeypatch):
     plan = build_plan(exp, materialise_datasets(exp))
     data = next(iter(plan.fits.values()))["data"]
     calls = []
-    real = tasks.make_folds
-    monkeypatch.setattr(tasks, "make_folds", lambda *a: calls.append(1) or real(*a))
+    real = tasks.data_split
+    monkeypatch.setattr(tasks, "data_split", lambda *a: calls.append(1) or real(*a))
     tasks.clear_caches()
     for fold in range(5):
         tasks.fold_data(str(store), data, fold)
@@ -192,8 +193,7 @@ def test_a_warm_path_at_large_C_takes_fewer_steps_than_cold():
 
 
 def _path_specs(folds, Cs):
-    return [{"key": f"fit-{f}-{C}", "path": f"path-{f}", "fold": f, "data": None, "problem": {"C": C}}
-            for f in range(folds) for C in Cs]
+    return [fit_spec(f"fit-{f}-{C}", path=f"path-{f}", fold=f, problem={"C": C}) for f in range(folds) for C in Cs]
 
 
 def test_paths_are_cut_so_that_the_workers_finish_together():

@@ -118,8 +118,8 @@ def test_execute_groups_views_and_makes_the_specs_of_each_task(tmp_path):
     plan = build_plan(_experiment(tmp_path, 4, "run.reference=true"), _labels())
     done = set(list(plan.fits)[::7]) | set(list(plan.references)[::5])
     views = plan.references.select(done) + plan.fits.select(done)
-    dicts = [s for s in [*plan.references.values(), *plan.fits.values()] if s["key"] not in done]
-    assert [dict(v) for v in views] == dicts
+    dicts = [s for s in [*plan.references.values(), *plan.fits.values()] if s.key not in done]
+    assert [dict(v) for v in views] == [s.as_dict() for s in dicts]
     for workers in (1, 2, 3):
         assert made(make_units(views, workers, True)) == make_units(dicts, workers, True)
     tasks = make_tasks(make_units(views, 2), 2, "auto")

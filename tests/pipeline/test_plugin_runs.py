@@ -190,10 +190,11 @@ def test_a_task_process_without_the_file_runs_the_shipped_copy(store, tmp_path, 
     assert spec["plugin"]["sha256"] and spec["plugin_text"] == path.read_text()
     path.unlink()                                   # the worker's machine has no copy
     code = ("import json, sys; from pipeline.engine.tasks import run_task\n"
-            "spec = json.loads(sys.stdin.read())\n"
+            "from pipeline.experiment.specs import spec_from_dict\n"
+            "spec = spec_from_dict(json.loads(sys.stdin.read()))\n"
             f"rec = run_task([[spec]], {str(store)!r})[0]\n"
             "print(rec['status'], rec['error'])\n")
-    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(spec), capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(spec.as_dict()), capture_output=True, text=True,
                          env=ENV, check=True, cwd=tmp_path)
     assert out.stdout.split()[0] == "converged", out.stdout + out.stderr
 

@@ -18,6 +18,8 @@ from pipeline.results import shards
 from pipeline.results.tables import ShardError, read_shards
 from pipeline.run import run
 
+from .typed_specs import fit_spec
+
 REPO = Path(__file__).resolve().parents[2]
 
 RECORD = {"key": "fit-abc123", "kind": "fit", "status": "converged", "trace": [[1, 0.1, 2.0, 1.0, 1.0]],
@@ -115,7 +117,7 @@ def test_a_crash_while_writing_a_shard_is_recomputed_on_rerun(tmp_path, monkeypa
     calls = []
 
     def third_fails(records, path):
-        calls.append(records[0]["key"])
+        calls.append(records[0].key)
         if len(calls) >= 3:
             _write_half_then_fail(records, path)
         real_write(records, path)
@@ -143,9 +145,9 @@ def test_records_whose_write_was_cut_short_are_written_again_under_the_same_name
     phase's end) writes them again, as the same file (named by its first key), so none is lost
     and no key is in two shards of one execute."""
     into = sink.RecordSink(sink.ShardWriter(tmp_path))
-    specs = [{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"} for c in "abc"]
+    specs = [fit_spec(f"fit-{c}") for c in "abc"]
     into.expect([[s] for s in specs])
-    into.add([{**RECORD, "key": s["key"]} for s in specs[:2]])
+    into.add([{**RECORD, "key": s.key} for s in specs[:2]])
     real, cut = os.replace, []
 
     def replace_then_interrupt(src, dst):
@@ -328,7 +330,7 @@ def test_the_progress_bar_counts_records_and_names_failures_once_there_are_any(t
     from tqdm import tqdm
     into = sink.RecordSink(sink.ShardWriter(tmp_path))
     into.bar = tqdm(total=3, file=io.StringIO())
-    into.expect([[{"key": f"fit-{c}", "kind": "fit", "solver": "dcd"}] for c in "abc"])
+    into.expect([[fit_spec(f"fit-{c}")] for c in "abc"])
     into.add([{**RECORD, "key": "fit-a"}])
     assert into.bar.n == 1 and into.bar.postfix is None
     into.add([{**RECORD, "key": "fit-b", "status": "error"}, {**RECORD, "key": "fit-c"}])

@@ -169,8 +169,8 @@ def test_a_timing_fit_reads_the_cpu_clock_and_a_sweep_fit_the_wall(tmp_path):
     X, y = _problem(n=60).X, np.where(np.arange(60) % 3 == 0, 1.0, -1.0)
     nap = {"solver": "_nap", "solver_params": {}}
     tasks._solve_binary(twin, X, y)          # dcd compiled (or loaded) outside the clocks read below
-    _, timed = tasks._solve_binary({**spec, **nap}, X, y)
-    _, swept = tasks._solve_binary({**twin, **nap}, X, y)
+    _, timed = tasks._solve_binary(spec._replace(**nap), X, y)
+    _, swept = tasks._solve_binary(twin._replace(**nap), X, y)
     assert swept.fit_time_s >= NAP_S and timed.fit_time_s < NAP_S / 3
     assert "setup_s" in timed.info and "setup_s" not in swept.info
     # The setup is read on the CPU clock too: a wait inside the problem's build is not in it.

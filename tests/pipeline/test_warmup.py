@@ -178,7 +178,7 @@ def test_a_sandbox_warms_and_runs_a_binary_kfold_fit_without_scikit_learn():
     import subprocess
     code = ("import sys, warnings, numpy as np\n"
             "from pipeline.engine import tasks\n"
-            "from pipeline.experiment.plan import make_folds\n"
+            "from pipeline.experiment.specs import make_folds\n"
             "tasks.warm(['dcd', 'smo'])\n"
             "make_folds(np.repeat([1.0, -1.0], 50), {'kind': 'kfold', 'folds': 5, 'shuffle': True}, 3)\n"
             "env = tasks.environment()\n"

@@ -39,7 +39,7 @@ RUNS = [("smo", dict(wss="mvp", shrinking=False)), ("qp", {})] + [
 
 def _folds():
     from pipeline.data.datasets import get_builder
-    from pipeline.experiment.plan import make_folds
+    from pipeline.experiment.specs import make_folds
     X, y, _ = get_builder("digits_bertini_binary")()
     y = np.where(y == y.max(), 1.0, -1.0)
     cv = {"kind": "kfold_test", "folds": 5, "shuffle": True, "test_size": 0.2}
