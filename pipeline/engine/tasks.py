@@ -961,7 +961,7 @@ def run_path(specs: list[dict], root: str, notify=None) -> list[dict]:
         elif own is not start and not (seeded and prev and own.get("C") and
                                        abs(math.log(C / prev[2])) < abs(math.log(C / own["C"]))):
             start, seeded = own, False
-        if seeded and prev and spec.path_stop:     # LIBLINEAR's test reads the last model (`_kept`)
+        if seeded and prev and spec.get("path_stop"):     # LIBLINEAR's test reads the last model (`_kept`)
             start = {**start, "last_model": prev[1]}
         _start(notify, spec.key)
         record, fit = runner(spec, root, start)
