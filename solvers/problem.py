@@ -64,7 +64,7 @@ def _all_finite(a: np.ndarray) -> bool:
     return bool(np.isfinite(a).all())
 
 
-def _canonical_X(X):
+def canonical_X(X):
     if sp.issparse(X):
         if X.ndim != 2:
             raise ProblemError(f"X must be 2-D, got {X.ndim}-D")
@@ -105,9 +105,9 @@ def _canonical_X(X):
 
 
 def _checked_data(X, labels):
-    """(X, y) as a Problem holds them (`_canonical_X`; y float64 in {-1, +1}, both classes), or a
+    """(X, y) as a Problem holds them (`canonical_X`; y float64 in {-1, +1}, both classes), or a
     ProblemError naming what is wrong."""
-    X = _canonical_X(X)
+    X = canonical_X(X)
     y_in = np.asarray(labels)
     if y_in.ndim != 1:
         raise ProblemError(f"y must be 1-D, got shape {y_in.shape}")

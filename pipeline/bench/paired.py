@@ -119,14 +119,9 @@ def write_data(name: str, folder: Path) -> Path:
         from ..data.datasets import get_builder
         X, y, _ = get_builder("rcv1_like")(n_samples=80000, n_features=47236, mean_nnz=76.0, margin=0.5)
     elif name == "rcv1_full":
-        from omegaconf import OmegaConf
-
-        from ..data.datasets import ensure_dataset
-        from ..data.store import default_store_root, read_dataset
-        conf = OmegaConf.load(_ROOT / "conf/datasets/rcv1_full.yaml")
-        root = default_store_root()
-        ds = read_dataset(root, ensure_dataset(root, conf.builder, OmegaConf.to_container(conf.params))["name"])
-        X, y = ds.X, ds.y
+        # The store's rcv1_full, as scenario u reads it (built into the store the first time).
+        from .upstream import upstream_data
+        X, y = upstream_data(full=True)
     elif name == "blobs_5k":
         from sklearn.preprocessing import StandardScaler
 

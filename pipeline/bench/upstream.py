@@ -47,7 +47,7 @@ def mnist_halves(n_rows: int, seed: int = 0):
     return StandardScaler().fit_transform(ds.X[rows].toarray()), y[rows]
 
 
-def _upstream_data(full: bool):
+def upstream_data(full: bool):
     """(X, y) of scenario u: rcv1_like at 80k rows (bench_linear's shape), or the store's rcv1_full
     (conf/datasets/rcv1_full.yaml, built into the store the first time)."""
     if not full:
@@ -66,7 +66,7 @@ def scenario_u(opts: Options) -> list[dict]:
     rule at the same eps (solvers/dcd.py, ``stop="pg"``), on other pass orders."""
     rows = []
     for size in (["80k", "full"] if opts.full else ["80k"]):
-        X, y = _upstream_data(size == "full")
+        X, y = upstream_data(size == "full")
         prob = anchors.liblinear_problem(X, y)
 
         def primal(w, loss):

@@ -81,7 +81,7 @@ def load_partition(part_id: str, root: str, name: str, fingerprint: str, block: 
     (`_PARTS`); what it holds and what the read cost."""
     import solvers
     from solvers.cocoa import LocalSubproblem
-    from solvers.problem import _canonical_X
+    from solvers.problem import canonical_X
     from solvers.registry import warm
 
     # The kernels compiled (or loaded from numba's cache) here, before the fit's clock starts.
@@ -94,7 +94,7 @@ def load_partition(part_id: str, root: str, name: str, fingerprint: str, block: 
     (X, y_raw), (X_te, y_te_raw) = read_row_subsets(root, name, [train, test], fingerprint=fingerprint)
     y, y_te = _signs(y_raw, problem["positive"]), _signs(y_te_raw, problem["positive"])
     # The store's CSR is canonical already: taken as it is (its buffers, no copy).
-    X = _canonical_X(X)
+    X = canonical_X(X)
     part = LocalSubproblem(X, y, C=problem["C"], loss=problem["loss"], B=problem["B"], sigma=sigma,
                            shrinking=shrinking, random_state=seed, alpha=alpha)
     _PARTS[part_id] = (part, X_te, y_te)

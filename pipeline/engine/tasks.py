@@ -293,7 +293,7 @@ def split_data(root: str, data: dict):
     return out
 
 
-def _problem(problem: dict, X, y, rows=None):
+def problem_of(problem: dict, X, y, rows=None):
     """The spec's problem on (X, y); from `rows`, a Problem of the same X and y (`_train_problem`),
     whose check of them stands."""
     import solvers
@@ -405,7 +405,7 @@ _STATUS_RANK = {"converged": 0, "budget": 1, "stalled": 2, "max_iter": 3, "timeo
 
 def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, rows=None):
     """One binary problem of the spec, solved: (problem, fit). With the test rows, the trace can
-    carry the test error at each point (run.trace_test_error); `rows`: as `_problem` takes it.
+    carry the test error at each point (run.trace_test_error); `rows`: as `problem_of` takes it.
 
     A timing fit (the spec's `timing`, plan.timing_template) builds its problem from the fold's
     arrays, timed (`info["setup_s"]`: what an estimator's fit does before its solver, so that our
@@ -428,10 +428,10 @@ def _solve_binary(spec: dict, X, y, X_test=None, y_test=None, warm_start=None, r
     setup_s = 0.0
     if timing is not None and timing["method"] != "ladder":
         t0 = clock()
-        problem = _problem(spec.problem, X, y)
+        problem = problem_of(spec.problem, X, y)
         setup_s = clock() - t0
     else:
-        problem = _problem(spec.problem, X, y, rows)
+        problem = problem_of(spec.problem, X, y, rows)
     params = dict(spec.solver_params)
     if "random_state" in solvers.get_solver(spec.solver).params and params.get("random_state") is None:
         params["random_state"] = spec.seed
@@ -860,7 +860,7 @@ def _run_reference(spec: dict, root: str, warm_start=None) -> tuple[dict, object
         X_tr, y_tr, _, _, classes = fold_data(root, spec.data, spec.fold)
         if len(classes) != 2:
             raise ValueError(f"{len(classes)} classes: no binary reference problem")
-        problem = _problem(spec.problem, X_tr, y_tr, _train_problem(root, spec.data, spec.fold))
+        problem = problem_of(spec.problem, X_tr, y_tr, _train_problem(root, spec.data, spec.fold))
         b = spec.budget
         params = {}
         if "random_state" in solvers.get_solver(spec.solver).params:

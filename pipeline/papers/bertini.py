@@ -619,7 +619,7 @@ def bound_b_check(run_dir: Path, data: ReportData, root: str | None) -> pd.DataF
 
     from ..results.tables import read_shards
     from ..data.store import default_store_root
-    from ..engine.tasks import _problem, fold_data
+    from ..engine.tasks import problem_of, fold_data
     fits = data.fits[data.fits["solver_entry"].isin(UNDERFIT_ENTRIES)]
     if fits.empty:
         raise Skip(f"no fit of {', '.join(UNDERFIT_ENTRIES)}")
@@ -633,7 +633,7 @@ def bound_b_check(run_dir: Path, data: ReportData, root: str | None) -> pd.DataF
             raise Skip(f"no shard of {r.key} in {run_dir}: the fold's rows cannot be found")
         spec = shard[0]["spec"]
         X_tr, y_tr, X_va, y_va, _ = fold_data(str(root or default_store_root()), spec["data"], spec["fold"])
-        problem = _problem(spec["problem"], X_tr, y_tr)
+        problem = problem_of(spec["problem"], X_tr, y_tr)
         alpha = np.zeros(len(y_tr))
         alpha[np.asarray(r.support, dtype=int)] = np.asarray(r.alpha, dtype=float)
         G = y_tr * (kernel_block(problem.kernel, problem.X, problem.X) @ (alpha * y_tr)) - 1.0

@@ -29,3 +29,38 @@ def test_a_process_ends_through_fast_exit_only():
     """`os._exit` (which skips the atexit handlers and the streams' flush) is called in one place,
     `exits.fast_exit`, which runs or leaves those on purpose."""
     assert _lines(r"\bos\._exit\(", skip=("pipeline/exits.py",)) == []
+
+
+def _private_imports() -> list[str]:
+    """Every `from X import _name` in the packages whose X is one of ours (pipeline, solvers,
+    relative or absolute) and whose module is not X itself."""
+    import ast
+    found = []
+    for path in SOURCES:
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            ours = node.level > 0 or (node.module or "").split(".")[0] in ("pipeline", "solvers")
+            for alias in node.names:
+                if ours and alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{rel}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {alias.name}")
+    return found
+
+
+def test_no_private_name_is_imported_across_modules():
+    """What one module uses of another is that module's public name: a private name (a leading
+    underscore) may change without notice, so a module that reads another's is a seam no one
+    sees. (Third-party private helpers are another matter: scikit-learn's, where the pipeline
+    reproduces its draws exactly, are said where they are used.)"""
+    assert _private_imports() == []
+
+
+def test_the_private_import_scan_sees_relative_and_absolute_imports(tmp_path, monkeypatch):
+    """The scan above finds both spellings (a scan that found neither would pass vacuously)."""
+    a = tmp_path / "pipeline" / "a.py"
+    a.parent.mkdir()
+    a.write_text("from .b import _x, y\nfrom solvers.dcd import _passes\nfrom numpy import _core\n")
+    monkeypatch.setitem(globals(), "SOURCES", [a])
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    assert _private_imports() == ["pipeline/a.py:1: from .b import _x", "pipeline/a.py:2: from solvers.dcd import _passes"]

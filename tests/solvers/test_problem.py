@@ -208,8 +208,8 @@ def test_with_keeps_the_checked_data_and_checks_the_settings(monkeypatch):
     p = Problem(X, y)
     built = Problem.build(X, y, C=3, intercept="regularized", kernel="rbf", gamma="scale")
     calls = []
-    real = problem_module._canonical_X
-    monkeypatch.setattr(problem_module, "_canonical_X", lambda A: calls.append(A) or real(A))
+    real = problem_module.canonical_X
+    monkeypatch.setattr(problem_module, "canonical_X", lambda A: calls.append(A) or real(A))
     q = p.with_(C=2.0, loss="squared_hinge")
     assert calls == [] and q.X is p.X and q.y is p.y and (q.C, q.loss) == (2.0, "squared_hinge")
     r = p.with_settings(C=3, intercept="regularized", kernel="rbf", gamma="scale")
