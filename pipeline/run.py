@@ -102,8 +102,8 @@ def log_line(run_dir: Path, line: str) -> None:
 
 
 class Timing:
-    """Where a command's seconds went, phase by phase, for one line of run.log (issue 30, point
-    3: a user sees the fixed costs beside the fits). Each `mark` closes the phase since the last."""
+    """Where a command's seconds went, phase by phase, for one line of run.log (a user sees the
+    fixed costs beside the fits). Each `mark` closes the phase since the last."""
 
     def __init__(self, t0: float, before: float | None = None):
         self.last, self.t0, self.before = t0, t0, before

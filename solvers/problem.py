@@ -6,7 +6,7 @@
   float64 ndarray.
   Input already in that form is used as is (its buffers are shared, never written: no solver
   writes into X); anything else is canonicalised on a copy, never in place on the caller's
-  arrays. A per-fit copy of X costs as much as a solver pass over it (issue 10).
+  arrays. A per-fit copy of X costs as much as a solver pass over it.
 - y: float64 in {-1, +1}, both present.
 - C > 0 (C = inf is a hard margin; only solvers that support it accept it).
 - loss: ``hinge`` (L1-SVM), ``squared_hinge`` (L2-SVM), ``huber_hinge`` (SVM-Maj's Huber hinge

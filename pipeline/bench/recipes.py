@@ -24,7 +24,7 @@ import pandas as pd
 from .harness import Options, timing_phases
 
 
-# README recipe 1 as a user runs it on their own file (issue 50's trial): a 4,000 x 60
+# README recipe 1 as a user runs it on their own file (docs/benchmarks/fairness.md): a 4,000 x 60
 # make_classification file ingested into the store, dcd, LIBLINEAR and Pegasos on 6 C values of the
 # hinge, 5 folds, standardised.
 RECIPE1_NAME = "bench_recipe1"

@@ -26,8 +26,8 @@ class ClusterError(RuntimeError):
 CONNECT_TIMEOUT_S = 8
 
 # Dask's own instruments, which wake every process of the cluster tens of times a second and so
-# take CPU from the fits on the same cores (issue 10, 7b: idle, 2 workers and their client
-# process spent 13% of a core on them: README, Benchmarks): the statistical profiler samples
+# take CPU from the fits on the same cores (a visible share of a core, idle, for 2 workers and
+# their client: docs/benchmarks/sweep.md): the statistical profiler samples
 # the task thread's stack every 10 ms (our task thread only waits on its sandbox child, where
 # the fit runs unseen by it anyway); the event loop's responsiveness tick every 20 ms; the
 # system monitor (CPU, memory, network, disk counters for the dashboard) every 500 ms; the

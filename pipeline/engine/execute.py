@@ -109,7 +109,7 @@ def _n_workers(client, cluster) -> int:
     """The worker threads the tasks are cut and submitted for: those the cluster has now, and on
     SLURM at least those of `adapt.maximum` jobs. Adaptive scaling asks for jobs by the work the
     scheduler holds; with only the present workers' tasks in flight it saw one job's worth
-    and never grew past the first job (issue 32: a sweep ran on one of two jobs' cores)."""
+    and never grew past the first job (a sweep ran on one of two jobs' cores)."""
     if client is None:
         return 1
     present = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())

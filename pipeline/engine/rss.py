@@ -26,8 +26,8 @@ def reset_peak_rss() -> None:
     # the peak of the image before exec (the worker a sandbox child was forked from) and of
     # threads that exited. Once that is below the RSS the reset left, ru_maxrss is VmHWM until
     # the next reset (a thread exiting later records a peak reached since the reset, so at most
-    # VmHWM): one system call at the end of a fit (0.5 us) instead of /proc/self/status, which the
-    # kernel regenerates whole (8-23 us: 7% of a fit of a third of a millisecond, issue 10 (d)).
+    # VmHWM): one system call at the end of a fit instead of /proc/self/status, which the kernel
+    # regenerates whole at each read (a visible share of the smallest fits' time).
     _OWN_PEAK[pid] = _ru_maxrss_kb() <= _rss_kb()
 
 

@@ -45,7 +45,7 @@ class ShardWriter:
         """Write one task's records as one shard, atomically: to a temporary file, synced to disk,
         then renamed into place. A reader sees all of the task's records or none, after a killed
         process (rename is atomic) and after a power cut (the data is on disk before the rename
-        makes it visible); one file and one sync per task, not per fit (issue 10, scenario d)."""
+        makes it visible); one file and one sync per task, not per fit (scenario d of the sweep benchmark)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         suffix = f".{self.generation}" if self.generation else ""
         first = records[0]
@@ -258,9 +258,8 @@ def _write_file(records: list[dict], path: Path) -> None:
 def _sync_file(path: Path) -> None:
     """Flush one file's data to disk (fsync) before its rename makes it visible. Not syncfs,
     used while a shard was a file per fit: it flushes every file of the file system that other
-    writes left dirty (the previous command's report, other processes' files), 45 ms a shard
-    on this machine's /tmp beside another command, against one file's bytes here (issue 30,
-    point 3: a 10-fit command's 6 shards)."""
+    writes left dirty (the previous command's report, other processes' files), tens of
+    milliseconds a shard beside another command, against one file's bytes here."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -312,8 +312,7 @@ def warm(solver_names: list[str], modules: list[str] = ()) -> None:
     from its cache: `solvers.warm`) and the environment columns (threadpoolctl). The
     sandbox times it (`Sandbox.warm`, with the child's start). Not scikit-learn: a binary
     k-fold fit without scaling never imports it (`plan._kfold` is its StratifiedKFold in numpy),
-    and its import was half of this warm-up's CPU, two sandboxes at once on two cores (issue 30,
-    point 3); a fit that needs it (a scaler, a multiclass confusion matrix, another CV scheme)
+    and its import was half of this warm-up's CPU, two sandboxes at once on two cores; a fit that needs it (a scaler, a multiclass confusion matrix, another CV scheme)
     imports it in its first task, outside the fit's clock, unless the client names it in
     `modules` (`execute.task_modules`: the scikit-learn modules its plan's tasks import)."""
     from solvers import get_solver

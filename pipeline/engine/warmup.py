@@ -18,7 +18,7 @@ def task_modules(exp: Experiment, plan: Plan | None = None) -> list[str]:
     """The scikit-learn modules this run's tasks import, which their warm-up imports ahead
     (`tasks.warm`): none for a binary k-fold fit without scaling (its folds are numpy's,
     `plan._kfold`), so two sandboxes on two cores no longer import it for nothing (a second of
-    CPU each, before the first task: issue 30, point 3). A subsample (max_rows) or a split other
+    CPU each, before the first task). A subsample (max_rows) or a split other
     than k-fold draws with model_selection, a scaler is preprocessing's, and a multiclass fit's
     confusion matrix is metrics' (known once the plan has the classes)."""
     datasets = list(exp.datasets.values())
