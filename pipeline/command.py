@@ -44,10 +44,11 @@ from pipeline.engine.runlock import LockError
 from pipeline.experiment.config import CONF_DIR, ConfigError, prepare_overrides, register_schema
 from pipeline.installation import InstallationError, check
 from pipeline.results.shards import ShardError
+from pipeline.results.tables import TablesFailed
 
 INTERRUPTED = "interrupted; run the same command to resume"
 # Bad input: one `error:` line and exit 2 (`Command.refuse`).
-BAD_INPUT = (ConfigError, StoreError, LockError, ClusterError, ShardError)
+BAD_INPUT = (ConfigError, StoreError, LockError, ClusterError, ShardError, TablesFailed)
 # The name Hydra gives the job (hydra.job.name in .hydra/hydra.yaml), as `@hydra.main` named it
 # from this module.
 JOB_NAME = "command"

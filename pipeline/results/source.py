@@ -31,8 +31,10 @@ import pyarrow.parquet as pq
 from .shards import FORMAT_KEY, JSON_KEY, ShardError
 
 # DuckDB's buffer pool (MB) and threads while the tables are written: past the pool, sorts and
-# joins spill to files, so the tables' memory does not grow with the run.
-MEMORY_MB = 256
+# joins spill to files, so the tables' memory does not grow with the run. Not every operator
+# spills: the distinct trace extras of a run traced at every pass (json_keys over every point)
+# ran out of a 256 MB pool on a paper's run, so the pool is a cap with room, not a target.
+MEMORY_MB = 1024
 THREADS = 2
 # Rows of a record batch (DuckDB -> Arrow -> the Parquet writer), and keys per Arrow chunk of
 # the run's keys handed to DuckDB.

@@ -107,7 +107,24 @@ class Written:
     others: int
 
 
+class TablesFailed(RuntimeError):
+    """The tables could not be written (the engine out of memory, a full disk): the shards, and
+    the tables written before, are whole; the same command run again writes them."""
+
+
 def write_tables(run_dir: Path, keys=None, reference_of=None) -> Written:
+    """`_write_tables`, its engine's failures said in one line (`TablesFailed`)."""
+    import duckdb
+    try:
+        return _write_tables(run_dir, keys, reference_of)
+    except (duckdb.Error, OSError, MemoryError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TablesFailed(f"the tables of {run_dir} were not written ({type(exc).__name__}: {first}); every "
+                           f"fit is kept in its shards and the tables before are whole: run the same command "
+                           f"again to write them") from None
+
+
+def _write_tables(run_dir: Path, keys=None, reference_of=None) -> Written:
     """Write results.parquet and traces.parquet, timing.parquet and timing_traces.parquet where
     the shards hold timing fits (else an earlier run's are removed) and models.parquet where
     they hold kept models, each from the newest record of each key (only of `keys`, an

@@ -269,12 +269,30 @@ def test_a_failed_write_leaves_the_tables_before_it_whole(tmp_path, monkeypatch)
         real(src, timed, path)
         raise OSError(28, "No space left on device (planted)")
     monkeypatch.setattr(tables, "_write_traces", full)
-    with pytest.raises(OSError, match="planted"):
+    with pytest.raises(tables.TablesFailed, match=r"^the tables of .* were not written \(OSError: .*planted.*\); "
+                                                  r"every fit is kept in its shards .* run the same command again"):
         tables.write_tables(tmp_path)
     assert {n: (tmp_path / n).read_bytes() for n in TABLES if (tmp_path / n).exists()} == before
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     monkeypatch.setattr(tables, "_write_traces", real)
     assert "fit-new" in set(_results(tmp_path)["key"])
+
+
+
+def test_an_engine_out_of_its_memory_is_one_line_and_loses_nothing(tmp_path, monkeypatch):
+    """DuckDB out of its pool (a run traced at every pass ran out of a 256 MB pool): the tables
+    before stay whole and the failure is one line naming the engine's error, not a traceback."""
+    from pipeline.results import source
+    sink.write_shard(tmp_path, _records())
+    tables.write_tables(tmp_path)
+    before = {n: (tmp_path / n).read_bytes() for n in TABLES if (tmp_path / n).exists()}
+    monkeypatch.setattr(source, "MEMORY_MB", 1)
+    monkeypatch.setattr(source, "BATCH_ROWS", 1 << 20)
+    sink.write_shard(tmp_path, [_fit(f"fit-{i}", _spec(f"fit-{i}", C=float(i))) for i in range(3000)])
+    with pytest.raises(tables.TablesFailed, match=r"OutOfMemoryException.*run the same command again") as exc:
+        tables.write_tables(tmp_path)
+    assert "\n" not in str(exc.value)
+    assert {n: (tmp_path / n).read_bytes() for n in TABLES if (tmp_path / n).exists()} == before
 
 
 def test_a_command_counts_its_tables_and_reads_no_frame_back(tmp_path, monkeypatch):
