@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gc
 import html
 import sys
 from dataclasses import dataclass
@@ -242,8 +243,9 @@ def _freeze() -> None:
     """Before a fork: every object alive moves to the collector's permanent generation
     (`gc.freeze`), so that a child's collections do not write the header of every object it
     inherited, each write a private copy of a page it shared with its parent: a forked figure
-    process's memory of its own is then what it draws, not a copy of its parent's heap."""
-    import gc
+    process's memory of its own is then what it draws, not a copy of its parent's heap. The
+    parent unfreezes once it has forked (`gc.unfreeze`): frozen, its own garbage would never be
+    collected again, in a process (an API caller's, a test's) that builds report after report."""
     gc.collect()
     gc.freeze()
 
@@ -275,6 +277,7 @@ def draw_figures(wanted, data: ReportData, fig_dir: Path, formats, processes: in
         pool = mp.get_context("fork").Pool(processes, initializer=_child)
     finally:
         _JOB = ()                # the children have their copy
+        gc.unfreeze()            # this process collects its own objects again
     result = pool.imap_unordered(_draw_one, [it.name for it in wanted], chunksize=1)
     pool.close()
 
@@ -843,6 +846,8 @@ def build_bounded(run_dir: Path, log=None, memory_mb: int | None = None, **kw) -
     r, w = os.pipe()
     _freeze()
     pid = os.fork()
+    if pid:
+        gc.unfreeze()                   # the command collects its own objects again
     if pid == 0:                        # the report's process
         os.close(r)
         code = 0

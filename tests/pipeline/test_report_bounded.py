@@ -174,6 +174,18 @@ def test_a_failed_report_leaves_the_run_whole_and_the_rebuild_works(tmp_path):
     assert {p.name: _digest(p) for p in run.glob("*.parquet")} == before
 
 
+
+def test_the_command_collects_its_own_garbage_after_the_reports_fork(tmp_path):
+    """The report's process is forked with every object frozen (`gc.freeze`: no copy-on-write of
+    the command's heap); the command unfreezes after the fork, else it never collects again."""
+    import gc
+    res, tr = _sweep(3)
+    run = _write_run(tmp_path / "run", res, tr)
+    gc.unfreeze()
+    build_bounded(run)
+    assert gc.get_freeze_count() == 0
+
+
 # --------------------------------------------------------------------------- the pandas oracle
 def _oracle_cv(fits: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """cv_results as the report computed it with pandas (a groupby over every fit)."""
