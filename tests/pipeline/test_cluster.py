@@ -283,7 +283,8 @@ def test_tls_scheduler_and_worker_on_loopback(store, tmp_path, monkeypatch):
 
 
 def test_slurm_job_script(monkeypatch, tmp_path, caplog):
-    pytest.importorskip("dask_jobqueue")
+    if importlib.util.find_spec("dask_jobqueue") is None:   # not imported here: its import sets a SIGINT handler
+        pytest.skip("dask_jobqueue is not installed")
     monkeypatch.chdir(tmp_path)       # the jobs' log directory (slurm-logs) is relative to it
     cfg = compose(["cluster=slurm", "cluster.jobqueue.queue=short", "cluster.jobqueue.account=proj7",
                    "cluster.jobqueue.walltime=02:00:00", "cluster.jobqueue.memory=8GB"])

@@ -71,9 +71,18 @@ sys.exit(launcher.main(sys.argv[1:]))
 """
 
 
+def _as_from_a_terminal():
+    # A command typed in a terminal starts with SIGINT at its default, not with whatever this
+    # test's process has: SIG_IGN is inherited across exec, and a suite started in the background
+    # by a non-interactive shell (`nohup make test &`, some CI runners) has SIGINT ignored in every
+    # process, so the command named SIGINT as ignored, as a background job's, and ran on through
+    # the Ctrl-C these tests send. The ignored case is tested on its own (test_handoff.py).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _command(env, *args, **kw):
     return subprocess.Popen([sys.executable, "-m", "pipeline", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, **kw)
+                            text=True, env=env, preexec_fn=_as_from_a_terminal, **kw)
 
 
 def _children(pid: int) -> list[int]:

@@ -120,7 +120,7 @@ _MEASURE = textwrap.dedent("""
             return next(int(l.split()[1]) for l in fh if l.startswith(field)) / 1024
     before = rss("VmRSS:")
     X, y, _, _, _ = tasks.fold_data(root, spec["data"], spec["fold"])
-    problem = tasks._problem(spec["problem"], X, y)
+    problem = tasks.problem_of(spec["problem"], X, y)
     print(rss("VmHWM:") - before, problem.X is X, flush=True)
 """)
 

@@ -3,6 +3,7 @@ registered, and nothing else (no user code imported, no file touched); every che
 either is the preflight's, one line each, before any directory."""
 import os
 import sys
+import threading
 import textwrap
 
 import pytest
@@ -42,11 +43,14 @@ def plugin(tmp_path):
     return path
 
 
-_WATCHING: list = []      # the list the audit hook fills, while a test watches
+_WATCHING: list = []      # [the list the audit hook fills, the thread it watches], while a test watches
 
 
 def _audit(event, args):
-    if _WATCHING and event in ("open", "os.listdir", "os.scandir", "import"):
+    # The watching test's own thread only: the suite's process watcher (tests/conftest.py) lists
+    # /proc from a thread of its own every second, which is not the code under test.
+    if _WATCHING and event in ("open", "os.listdir", "os.scandir", "import") \
+            and threading.get_ident() == _WATCHING[1]:
         _WATCHING[0].append((event, str(args[0])[:200]))
 
 
@@ -57,7 +61,7 @@ def _touches(monkeypatch):
     """What the code run after this call opens, lists, stats or imports anew: a list it fills
     until `_WATCHING` is emptied."""
     seen = []
-    _WATCHING[:] = [seen]
+    _WATCHING[:] = [seen, threading.get_ident()]
     real_stat = os.stat
 
     def stat(path, *a, **k):

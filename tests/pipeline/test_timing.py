@@ -174,16 +174,16 @@ def test_a_timing_fit_reads_the_cpu_clock_and_a_sweep_fit_the_wall(tmp_path):
     assert swept.fit_time_s >= NAP_S and timed.fit_time_s < NAP_S / 3
     assert "setup_s" in timed.info and "setup_s" not in swept.info
     # The setup is read on the CPU clock too: a wait inside the problem's build is not in it.
-    real = tasks._problem
+    real = tasks.problem_of
 
     def slow_build(*args, **kwargs):
         time.sleep(NAP_S)
         return real(*args, **kwargs)
-    tasks._problem = slow_build
+    tasks.problem_of = slow_build
     try:
         _, timed = tasks._solve_binary(spec, X, y)
     finally:
-        tasks._problem = real
+        tasks.problem_of = real
     assert 0 <= timed.info["setup_s"] < NAP_S / 3
 
 
