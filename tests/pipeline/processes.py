@@ -5,17 +5,25 @@ import signal
 import subprocess
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 
 @contextmanager
-def running(*commands, env, ready, timeout=60):
+def running(*commands, env, ready, timeout=60, logs=None):
     """Start the commands, wait until ready() is true (or one of them exits), and stop them all
-    at the end: SIGTERM to each process group, SIGKILL to those still up 20 s later."""
+    at the end: SIGTERM to each process group, SIGKILL to those still up 20 s later. With `logs` (a
+    folder), each command's stderr goes to `logs/<i>.log` (what a failed test's message can quote:
+    a worker's nanny says there why it restarted or lost a worker)."""
     procs = []
     try:
-        for cmd in commands:
-            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                          start_new_session=True))
+        for i, cmd in enumerate(commands):
+            err = open(Path(logs) / f"{i}.log", "wb") if logs is not None else subprocess.DEVNULL
+            try:
+                procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                              start_new_session=True))
+            finally:
+                if logs is not None:
+                    err.close()
         end = time.time() + timeout
         while not ready():
             if time.time() > end or any(p.poll() is not None for p in procs):
