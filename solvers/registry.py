@@ -613,36 +613,44 @@ def _compile_lock(name: str):
 
 
 def uncompiled(names) -> list[str]:
-    """Of these solvers, those whose driver's module has nothing in numba's on-disk cache yet
-    (its index files, ``<module>.<function>-<line>.py3xx.nbi``, in the module's __pycache__ or
-    under NUMBA_CACHE_DIR): what a first run compiles, and a later one loads. A hint, read from
-    this process's files: a worker elsewhere has a cache of its own."""
+    """Of these solvers, those none of whose numba kernels has anything in numba's on-disk cache
+    yet: what a first run compiles, and a later one loads. A kernel is each cached dispatcher the
+    driver's module holds, its own or imported (cocoa's are dcd's), and its index file is
+    ``<module>.<function>-<line>.py3xx.nbi`` in the defining module's __pycache__ or under
+    NUMBA_CACHE_DIR. "None", not "every": a kernel only ever called from other kernels is compiled
+    into them and has no index of its own. A hint, read from this process's files: a worker
+    elsewhere has a cache of its own."""
     import glob
     import os
     import sys
 
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
     out = []
     for name in names:
         module = sys.modules.get(getattr(get_solver(name).fit, "__module__", "") or "")
-        path = getattr(module, "__file__", None)
-        if not path or not _has_numba_kernels(module):
-            continue
-        stem = os.path.splitext(os.path.basename(path))[0]
-        places = [os.path.join(os.path.dirname(path), "__pycache__", f"{stem}.*.nbi")]
-        cache_dir = os.environ.get("NUMBA_CACHE_DIR")
-        if cache_dir:
-            places.append(os.path.join(cache_dir, "**", f"{stem}.*.nbi"))
-        if not any(glob.glob(p, recursive=True) for p in places):
+        kernels = _cached_kernels(module) if module is not None else []
+        indexed = False
+        for kernel in kernels:
+            path = getattr(sys.modules.get(kernel.py_func.__module__), "__file__", None)
+            if not path:
+                continue
+            stem = os.path.splitext(os.path.basename(path))[0]
+            pattern = f"{stem}.{kernel.py_func.__qualname__}-*.nbi"
+            places = [os.path.join(os.path.dirname(path), "__pycache__", pattern)]
+            if cache_dir:
+                places.append(os.path.join(cache_dir, "**", pattern))
+            if any(glob.glob(p, recursive=True) for p in places):
+                indexed = True
+                break
+        if kernels and not indexed:
             out.append(name)
     return out
 
 
-def _has_numba_kernels(module) -> bool:
-    """Whether the module defines numba-compiled functions that cache (`njit(cache=True)`)."""
-    for value in vars(module).values():
-        if getattr(getattr(value, "_cache", None), "__class__", type(None)).__name__ == "FunctionCache":
-            return True
-    return False
+def _cached_kernels(module) -> list:
+    """The numba-compiled functions that cache (`njit(cache=True)`) in the module's namespace."""
+    return [value for value in vars(module).values()
+            if getattr(getattr(value, "_cache", None), "__class__", type(None)).__name__ == "FunctionCache"]
 
 
 

@@ -187,3 +187,32 @@ def test_uncompiled_names_a_solver_whose_kernels_numbas_cache_lacks(fresh_regist
     (tmp_path / "__pycache__").mkdir(exist_ok=True)
     (tmp_path / "__pycache__" / "kernels_mod.step-3.py311.nbi").write_bytes(b"")
     assert registry.uncompiled(["_kernels_mod"]) == []
+
+
+def test_uncompiled_reads_an_imported_kernels_index_where_it_is_defined(fresh_registry, tmp_path, monkeypatch):
+    """A driver whose kernels are another module's (cocoa runs dcd's): compiled once the defining
+    module's index is there, whatever the driver's own __pycache__ holds. Named uncompiled
+    before, whose index the driver's folder can never have (a first-run line said every run)."""
+    import importlib.util
+    import sys
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "base_kernels.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef step(x):\n    return x + 1\n")
+    (tmp_path / "borrower.py").write_text(
+        "from base_kernels import step\n\n"
+        "def fit_b(problem, *, budget, recorder, warm_start=None):\n    raise NotImplementedError\n")
+    for name, path in (("base_kernels", tmp_path / "lib" / "base_kernels.py"), ("borrower", tmp_path / "borrower.py")):
+        spec_ = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec_)
+        monkeypatch.setitem(sys.modules, name, module)
+        spec_.loader.exec_module(module)
+    registry.register(SolverSpec(name="_borrower", family="test", fit=sys.modules["borrower"].fit_b))
+    assert registry.uncompiled(["_borrower"]) == ["_borrower"]
+    (tmp_path / "__pycache__").mkdir(exist_ok=True)
+    (tmp_path / "__pycache__" / "borrower.step-3.py311.nbi").write_bytes(b"")   # not where it is defined
+    assert registry.uncompiled(["_borrower"]) == ["_borrower"]
+    (tmp_path / "lib" / "__pycache__").mkdir(exist_ok=True)
+    (tmp_path / "lib" / "__pycache__" / "base_kernels.step-3.py311.nbi").write_bytes(b"")
+    assert registry.uncompiled(["_borrower"]) == []
