@@ -708,10 +708,27 @@ OUTCOME = {HOLDS: "reproduced", DIFFERS: "differs"}
 _SOURCE = re.compile(r" \((?=Sections?\b|Tables?\b|Figures?\b)")
 
 
+# Words a period follows without ending the sentence ("Shalev-Shwartz et al. 2007", "e.g. the
+# heart set"): a reason cut there would end mid-citation in the summary table.
+_ABBREVIATIONS = {"al", "e.g", "i.e", "cf", "vs", "etc", "approx", "fig", "eq", "sec", "tab", "no"}
+
+
 def _first_clause(text: str) -> str:
-    """A reason's first clause (to the first '; ' or '. '), for the summary table."""
-    cut = min((i for i in (text.find("; "), text.find(". ")) if i > 0), default=len(text))
-    return text[:cut].rstrip(".")
+    """A reason's first clause, for the summary table: to the first '; ' or '. ' outside
+    parentheses, a period after an abbreviation or an initial not ending it."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and i > 0 and text[i + 1 : i + 2] == " " and ch in ";.":
+            if ch == ".":
+                word = text[:i].rsplit(" ", 1)[-1].lstrip("(")
+                if word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper()):
+                    continue
+            return text[:i].rstrip(".")
+    return text.rstrip(".")
 
 
 def outcome_lines(found: list[Finding]) -> list[str]:

@@ -286,6 +286,21 @@ def test_the_summary_table_says_what_is_reproduced_what_differs_and_what_cannot_
                                             "judged (set aside: below detectable power at heart) |")
 
 
+@pytest.mark.parametrize("why, first", [
+    ("as Shalev-Shwartz et al. 2007 show. More", "as Shalev-Shwartz et al. 2007 show"),
+    ("a bound (Shalev-Shwartz et al. 2007; Cor. 1) holds; more", "a bound (Shalev-Shwartz et al. 2007; Cor. 1) holds"),
+    ("e.g. the heart set. More", "e.g. the heart set"),
+    ("J. Platt's cache; more", "J. Platt's cache"),
+    ("the gap is 0.5. More", "the gap is 0.5"),
+    ("one clause only.", "one clause only"),
+    ("a; b. c", "a"),
+])
+def test_the_summary_tables_why_is_cut_at_a_sentence_not_a_citation(why, first):
+    """The summary's why is its reason's first clause: not cut inside parentheses, nor at the
+    period of "et al." or "e.g." or an initial (rupnik's summary once ended "as Shalev-Shwartz et al")."""
+    assert cl._first_clause(why) == first
+
+
 @pytest.mark.parametrize("b, c, n", [(5, 0, 99), (0, 5, 99), (3, 17, 453), (40, 2, 100), (0, 0, 99)])
 def test_the_discordant_row_error_is_the_paired_differences_own(b, c, n):
     """discordant_se(b, c, n) is the standard error of the mean of the per-row differences of two
