@@ -349,6 +349,14 @@ def _fall_over_C(grid, kernel, h) -> tuple[np.ndarray, float, float]:
     return a[:n] - b[:n], best, worst
 
 
+def _fall_words(fall: np.ndarray, best: float, worst: float) -> str:
+    """How a kernel's accuracy falls over C, in words: where its best and worst C are one (the same
+    accuracy at every C of the grid), that, not a fall 'from C=0.1 to C=0.1'."""
+    if best == worst:
+        return "the same at every C (0.00 pp)"
+    return f"falls {np.mean(fall):.2f} pp from C={best:g} to C={worst:g}"
+
+
 def finding_poly_stable(grid, gamma: float = nan, claim: Claim | None = None) -> Finding:
     """More stable than the Gaussian: per fold, how much more the Gaussian's validation accuracy
     falls from its best C to its worst than the polynomial's does (the Gaussian at the methods'
@@ -360,8 +368,8 @@ def finding_poly_stable(grid, gamma: float = nan, claim: Claim | None = None) ->
     n = min(len(gauss), len(poly))
     if not n:
         return judge(RULES, claim, [])
-    ours = (f"over C, the Gaussian (gamma={fmt(g)}) falls {np.mean(gauss):.2f} pp from C={gb:g} to C={gw:g}, the "
-            f"polynomial (degree {fmt(d)}) {np.mean(poly):.2f} pp from C={pb:g} to C={pw:g} (means over folds)")
+    ours = (f"over C, the Gaussian (gamma={fmt(g)}) {_fall_words(gauss, gb, gw)}, the polynomial (degree {fmt(d)}) "
+            f"{_fall_words(poly, pb, pw)} (means over folds)")
     return judge(RULES, claim, [Cell(MNIST, f"gamma={fmt(g)} against degree {fmt(d)}",
                                      difference_over(gauss[:n] - poly[:n], "folds"))], ours,
                  "both kernels hold their accuracy over C on these almost separable digits at these points: the "

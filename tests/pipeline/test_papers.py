@@ -458,6 +458,9 @@ def test_bertini_findings_flip_with_the_numbers():
     assert level.verdict == "differs" and "the Gaussian (gamma=0.01) falls 2.10 pp" in level.ours
     both = grid_axes(val={("rbf", 0.1, 1e-2): 91.6, ("poly", 0.1, 2.0): 91.6}, jitter=0.1)
     assert bt.finding_poly_stable(both, 0.01).verdict == "differs"
+    # A kernel whose best and worst C are one holds its accuracy at every C: said so, not "from C=0.1 to C=0.1".
+    assert bt._fall_words(np.zeros(5), 0.1, 0.1) == "the same at every C (0.00 pp)"
+    assert bt._fall_words(np.full(5, 2.44), 10.0, 0.1) == "falls 2.44 pp from C=10 to C=0.1"
     # The under-fitting case: no free support vector in every fold holds; two free in each differs.
     assert bt.finding_no_free_sv(_check()).verdict == "holds"
     assert bt.finding_no_free_sv(_check(n_free=2)).verdict == "differs"
