@@ -33,8 +33,9 @@ from .source import Source, lit, q
 
 TRACE_COLUMNS = ["key", "iteration", "time_s", "primal", "dual", "gap"]
 MODEL_COLUMNS = ["key", "b", "w", "support", "alpha", "X", "y"]
-# Models per record batch: a kept kernel model holds its support vectors.
-MODEL_ROWS = 1024
+# Kept models' JSON text per batch: a kept model holds its dual (a linear fit's alpha at RCV1's
+# size is 16 MB of text), so the batches are cut by bytes, with at least one model each.
+MODEL_BYTES = 64 * 2**20
 
 
 def shard_files(run_dir: Path) -> list[Path]:
@@ -304,6 +305,30 @@ def _write_traces(src: Source, timed: bool, path: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------ models
+class _ModelTexts:
+    """Kept models' JSON texts read from their shards with Arrow, outside DuckDB's buffer pool: a
+    row group's `model` column is read whole, and the last few read are kept (up to MODEL_BYTES),
+    so a shard whose models come in key order is read once."""
+
+    def __init__(self):
+        self.groups: dict[tuple, pa.ChunkedArray] = {}
+        self.starts: dict[Path, np.ndarray] = {}
+
+    def text(self, path: Path, row: int):
+        if path not in self.starts:
+            meta = pq.ParquetFile(path).metadata
+            self.starts[path] = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+        starts = self.starts[path]
+        g = int(np.searchsorted(starts, row, side="right") - 1)
+        column = self.groups.pop((path, g), None)
+        if column is None:
+            column = pq.ParquetFile(path).read_row_group(g, columns=["model"]).column(0)
+            while self.groups and sum(c.nbytes for c in self.groups.values()) + column.nbytes > MODEL_BYTES:
+                self.groups.pop(next(iter(self.groups)))
+        self.groups[path, g] = column          # the newest last: evicted last
+        return column[int(row - starts[g])].as_py()
+
+
 def _write_models(src: Source, path: Path) -> int | None:
     """Each kept model (run.keep_models) as a row, by key: key, b, w, support, alpha (lists), and
     for a 2-D dataset its training rows X and labels y. Read twice in batches: once for the type
@@ -314,14 +339,27 @@ def _write_models(src: Source, path: Path) -> int | None:
         return None
     timing = src.field(SPEC_PREFIX + "timing")
     sweep = f"NOT {timing.present_sql()}" if timing is not None else "true"
-    truthy = model.truthy_sql()
-    sql = (f"SELECT key, {model.col()} AS model FROM newest WHERE {kind.value_sql('VARCHAR')} = 'fit' AND {sweep} "
-           f"AND {truthy} ORDER BY key")
+    # DuckDB sorts the keys and their places alone and never reads a model: a paper's 222 kept
+    # models (172 MB of JSON, 16 MB the largest) ran out of its buffer pool when sorted, tested
+    # with its JSON functions, or even measured (a row group's column is read whole into it).
+    places = (f"SELECT key, _f, _r FROM newest WHERE {kind.value_sql('VARCHAR')} = 'fit' AND {sweep} "
+              f"AND {model.present_sql()} ORDER BY key")
+    keyed = [(key, src.files[f], r) for part in src.batches(places)
+             for key, f, r in zip(*(part.column(c).to_pylist() for c in ("key", "_f", "_r")))]
 
     def tables():
-        for batch in src.batches(sql, MODEL_ROWS):
-            rows = [{"key": k, **json.loads(m)} for k, m in zip(batch.column("key").to_pylist(),
-                                                                 batch.column("model").to_pylist())]
+        texts, rows, size = _ModelTexts(), [], 0
+        for key, path, r in keyed:
+            text = texts.text(path, r)
+            value = json.loads(text) if isinstance(text, (str, bytes)) else None
+            if not value:           # a model field that holds null, or nothing (kept falsy: not a model)
+                continue
+            rows.append({"key": key, **value})
+            size += len(text)
+            if size >= MODEL_BYTES:
+                yield pa.Table.from_pandas(pd.DataFrame(rows, columns=MODEL_COLUMNS), preserve_index=False)
+                rows, size = [], 0
+        if rows:
             yield pa.Table.from_pandas(pd.DataFrame(rows, columns=MODEL_COLUMNS), preserve_index=False)
     schemas = [t.schema for t in tables()]
     if not schemas:
