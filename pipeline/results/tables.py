@@ -122,7 +122,7 @@ def write_tables(run_dir: Path, keys=None, reference_of=None) -> Written:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise TablesFailed(f"the tables of {run_dir} were not written ({type(exc).__name__}: {first}); every "
                            f"fit is kept in its shards and the tables before are whole: run the same command "
-                           f"again to write them") from None
+                           f"again with hydra.run.dir={run_dir} to write them (its fits are not run again)") from None
 
 
 def _write_tables(run_dir: Path, keys=None, reference_of=None) -> Written:

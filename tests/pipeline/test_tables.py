@@ -289,7 +289,7 @@ def test_an_engine_out_of_its_memory_is_one_line_and_loses_nothing(tmp_path, mon
     monkeypatch.setattr(source, "MEMORY_MB", 1)
     monkeypatch.setattr(source, "BATCH_ROWS", 1 << 20)
     sink.write_shard(tmp_path, [_fit(f"fit-{i}", _spec(f"fit-{i}", C=float(i))) for i in range(3000)])
-    with pytest.raises(tables.TablesFailed, match=r"OutOfMemoryException.*run the same command again") as exc:
+    with pytest.raises(tables.TablesFailed, match=r"OutOfMemoryException.*run the same command again with hydra.run.dir=.* to write them") as exc:
         tables.write_tables(tmp_path)
     assert "\n" not in str(exc.value)
     assert {n: (tmp_path / n).read_bytes() for n in TABLES if (tmp_path / n).exists()} == before
