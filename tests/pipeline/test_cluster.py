@@ -175,6 +175,7 @@ def _count_in_flight(monkeypatch) -> list:
     return seen
 
 
+@pytest.mark.slow
 def test_short_fits_on_dask_are_cut_by_their_pace_into_few_tasks(store, both_workers, tmp_path, monkeypatch):
     """400 fits of a millisecond or so: the first tasks are cut at 1/40 of a worker's share (5
     specs), the next ones by the pace those took (cutting.paced_chunk), so the sweep is a handful
@@ -226,6 +227,7 @@ def test_an_address_where_nothing_answers_is_one_line_within_10_s(store, tmp_pat
     assert not (tmp_path / "in_process").exists() and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_same_table_on_address_and_after_a_sequential_run_interrupted_then_resumed(store, cluster, tmp_path):
     block = _solver("_block", pidfile=tmp_path / "block.pid", release=tmp_path / "release")
     args = [f"store.root={store}", *BASE, "solvers.dcd.params.tol=1e-3", block]

@@ -186,6 +186,7 @@ def kept():
         shutil.rmtree(parent, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_the_kept_cluster_takes_only_clients_with_its_credentials(kept):
     """Its state directory is 0700 and its credentials 0600; a client with them is served; a
     plain tcp:// client and one with a certificate of another CA are refused by the scheduler."""

@@ -126,6 +126,7 @@ def test_commands_at_once_each_get_their_own_output_and_status(served):
     assert log.read_text().count("exited") == 3
 
 
+@pytest.mark.slow
 def test_a_command_the_launcher_would_not_run_as_itself_runs_in_its_own_process(served):
     """A setting read at import (here numba's NUMBA_OPT) that differs from the launcher's: the
     fingerprint differs, the launcher refuses, and the command runs with its own imports, saying

@@ -237,6 +237,7 @@ def test_ctrl_c_mid_task_keeps_the_fits_it_finished_and_the_resume_runs_only_the
     assert sorted(_records(tmp_path)) == sorted(out["results"]["key"])   # each fit's record written once
 
 
+@pytest.mark.slow
 def test_a_killed_client_keeps_the_fits_its_running_task_finished(store, tmp_path):
     """cluster=sequential, the run's one task in the client itself, killed outright (SIGKILL:
     nothing runs after it): the fits that ended more than FLUSH_S before the kill are on disk,

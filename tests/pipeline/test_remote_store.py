@@ -169,6 +169,7 @@ def s3_store(s3, tmp_path_factory):
     return root, X, y
 
 
+@pytest.mark.slow
 def test_the_data_cli_ingests_and_builds_into_s3(s3, s3_store):
     root, X, y = s3_store
     keys = _keys(s3, "store/")

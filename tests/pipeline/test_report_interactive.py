@@ -75,6 +75,7 @@ def _menu_item(menu: int, text: str) -> str:
             f".find(b => b.textContent === {text!r})")
 
 
+@pytest.mark.slow
 def test_the_page_in_headless_chromium(browser, tmp_path):
     data = _data()
     page = tmp_path / "interactive.html"
@@ -163,6 +164,7 @@ NASTY = "<img src=x onerror=alert(1)>"
 QUOTED = ["a\"<b>", "c'<i>d"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_c", [3, 30])
 def test_user_strings_are_text_in_every_page(browser, tmp_path, n_c):
     """A dataset named like markup and a swept string value with quotes and angle brackets: the

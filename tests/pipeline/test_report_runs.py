@@ -84,6 +84,7 @@ def two_runs(store, tmp_path_factory):
     return sweep
 
 
+@pytest.mark.slow
 def test_multirun_folder_gathers_into_one_report(two_runs, tmp_path):
     sweep = tmp_path / "sweep"
     shutil.copytree(two_runs, sweep)
@@ -176,6 +177,7 @@ def test_report_formats_and_figures_options(two_runs, tmp_path):
     assert "## Certificates" in md or "| dataset" in md                    # the tables are still there
 
 
+@pytest.mark.slow
 def test_the_report_imports_can_be_paid_ahead_and_only_when_figures_are_drawn():
     """`report.preload` (run.py calls it in a thread while the workers warm up) imports what the
     figures and the interactive page draw with; with figures off it imports nothing."""

@@ -56,6 +56,7 @@ def _same_results(a_dir, b_dir):
     pd.testing.assert_frame_equal(a, b)
 
 
+@pytest.mark.slow
 def test_local_cluster_gives_the_same_table(store, sequential, tmp_path):
     _run(store, tmp_path, "cluster=local", "cluster.n_workers=2")
     _same_results(sequential[0], tmp_path)

@@ -129,6 +129,7 @@ def test_a_failed_reference_solve_is_a_failure_and_is_retried(store, tmp_path):
     assert next(r for r in read_shards(tmp_path) if r["key"] == ref)["status"] != "error"
 
 
+@pytest.mark.slow
 def test_a_multirun_runs_every_job_then_exits_1_if_one_failed(store, tmp_path):
     p = _cli(store, tmp_path / "unused", "solvers.qp.params.max_memory_mb=0.01,2048",
              f"hydra.sweep.dir={tmp_path / 'sweep'}", flags=["-m"])

@@ -29,6 +29,7 @@ def _fits(store, *overrides) -> list[dict]:
     return sorted(plan.fits.values(), key=lambda s: (s["solver"] != "dcd", s["problem"]["C"]))
 
 
+@pytest.mark.slow
 def test_a_death_is_charged_to_the_spec_running_not_to_those_that_ended_before(store):
     """One task: dcd, dcd, `_abort`, dcd. The child dies in `_abort`, twice (run.retries=1):
     `_abort` is the error row with 2 attempts, and every dcd spec converges, also the two that

@@ -70,6 +70,7 @@ def walks(files, tmp_path_factory):
     return {name: _ours(store, name, tmp_path_factory.mktemp(name)) for name in paths}
 
 
+@pytest.mark.slow
 def test_the_path_walks_liblinears_C_values(files, walks):
     """The same start (its calc_start_C on the same rows), doubling and cap as LIBLINEAR's own
     `train -C`: where LIBLINEAR walks to its cap, its list is start .. 1024, which is ours up to

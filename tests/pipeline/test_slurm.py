@@ -98,6 +98,7 @@ def _lines(said, pattern):
     return [line for line in said if re.search(pattern, line)]
 
 
+@pytest.mark.slow
 def test_a_sweep_on_slurm_gives_the_sequential_table(slurm, store, expected, tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     said = []
@@ -121,6 +122,7 @@ def test_a_sweep_on_slurm_gives_the_sequential_table(slurm, store, expected, tmp
     assert not list((tmp_path / "jobs").glob(".svmbench-tls-*"))
 
 
+@pytest.mark.slow
 def test_the_slurm_scheduler_refuses_clients_without_its_credentials(slurm, store, tmp_path, monkeypatch):
     """While a sweep runs (held by a `_block` fit): its credentials are 0600 files in a 0700
     directory of the jobs' log directory; a client with them is served, and the scheduler,
@@ -159,6 +161,7 @@ def test_the_slurm_scheduler_refuses_clients_without_its_credentials(slurm, stor
     assert not directory.exists()
 
 
+@pytest.mark.slow
 def test_a_job_cancelled_mid_sweep_loses_no_task(slurm, store, expected, tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_CONF", str(slurm.conf))
     said = []
