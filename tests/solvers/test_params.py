@@ -83,3 +83,52 @@ def test_class_weight_takes_null_balanced_or_positive_weights():
     assert cw.reason({-1: 0}) == "the weight of label -1 must be a finite number > 0"
     assert cw.reason({1: math.inf}) == "the weight of label 1 must be a finite number > 0"
     assert cw.reason({1: True}) == "the weight of label 1 must be a finite number > 0"     # a bool is no weight
+
+
+@pytest.mark.parametrize("param, said, sklearn_words", [
+    (Param(1.0, "float", low=0.0, open_low=True, finite=True), "a float in the range (0.0, inf)",
+     ("Interval", "Real", 0.0, None, "neither")),
+    (Param(1.0, "float", low=0.0, finite=True), "a float in the range [0.0, inf)", ("Interval", "Real", 0.0, None, "left")),
+    # Not finite: C = inf (a hard margin) is taken, so the range closes at inf, where scikit-learn's never does.
+    (Param(1.0, "float", low=0.0, open_low=True), "a float in the range (0.0, inf]", None),
+    (Param(1.0, "float"), "a float in the range (-inf, inf]", None),
+    (Param(0.5, "float", low=0.0, high=1.0, open_low=True), "a float in the range (0.0, 1.0]",
+     ("Interval", "Real", 0.0, 1.0, "right")),
+    (Param(0.5, "float", low=0.0, high=1.0, open_high=True), "a float in the range [0.0, 1.0)",
+     ("Interval", "Real", 0.0, 1.0, "left")),
+    (Param(0.5, "float", high=1.0, finite=True), "a float in the range (-inf, 1.0]", ("Interval", "Real", None, 1.0, "right")),
+    (Param(0.5, "float", high=1.0, open_high=True), "a float in the range (-inf, 1.0)", ("Interval", "Real", None, 1.0, "neither")),
+    (Param(3, "int", low=1), "an int in the range [1, inf)", ("Interval", "Integral", 1, None, "left")),
+    (Param(3, "int", low=1, open_low=True), "an int in the range (1, inf)", ("Interval", "Integral", 1, None, "neither")),
+    (Param(3, "int", low=1, high=9), "an int in the range [1, 9]", ("Interval", "Integral", 1, 9, "both")),
+    (Param(None, "int", low=1, none_ok=True), "an int in the range [1, inf) or None", None),
+    (Param("scale", "float", low=0.0, open_low=True, finite=True, words=("scale", "auto")),
+     "a str among {'auto', 'scale'} or a float in the range (0.0, inf)", None),
+    (Param("scale", "float", low=0.0, open_low=True, finite=True, words=("scale",), none_ok=True),
+     "a str among {'scale'}, a float in the range (0.0, inf) or None", None),
+    # Sorted, where scikit-learn's order is its set's (a hash's): compared with theirs on one option.
+    (Param("b", "str", options=("b", "a")), "a str among {'a', 'b'}", None),
+    (Param("a", "str", options=("a",)), "a str among {'a'}", ("StrOptions", {"a"})),
+    (Param("b", "str"), "an instance of 'str'", ("type", str)),
+    (Param(False, "bool"), "an instance of 'bool'", ("type", bool)),
+    (Param(None, "any", rule=lambda v: None), "any value", None),
+    (Param(None, "any", none_ok=True), "any value or None", None),
+])
+def test_a_params_constraint_is_said_in_scikit_learns_words(param, said, sklearn_words):
+    """What the estimator's refusal says the parameter takes (`Param.constraint`): each kind,
+    bound, open or closed side, words beside a number and None, pinned; where scikit-learn has the
+    same constraint, its own words (`sklearn.utils._param_validation`) are ours."""
+    assert param.constraint() == said
+    if sklearn_words is not None:
+        from numbers import Integral, Real
+
+        from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
+        kind, *args = sklearn_words
+        if kind == "Interval":
+            number, low, high, closed = args
+            theirs = Interval(Real if number == "Real" else Integral, low, high, closed=closed)
+        elif kind == "StrOptions":
+            theirs = StrOptions(args[0])
+        else:
+            theirs = make_constraint(args[0])
+        assert str(theirs) == said
