@@ -132,3 +132,16 @@ def test_a_params_constraint_is_said_in_scikit_learns_words(param, said, sklearn
         else:
             theirs = make_constraint(args[0])
         assert str(theirs) == said
+
+
+def test_a_refusal_is_scikit_learns_sentence_around_the_constraint_or_the_reason():
+    """`estimator_message`: "The '<key>' parameter of <owner> must be <constraint>. Got <value!r>
+    instead." (scikit-learn's `InvalidParameterError`); without a constraint (a value a rule
+    refused), the reason where it says "must ..." itself, else after "is refused:"."""
+    from solvers.params import estimator_message
+    assert estimator_message("SVC", "C", 0, "must be a number > 0", "a float in the range (0.0, inf]") == \
+        "The 'C' parameter of SVC must be a float in the range (0.0, inf]. Got 0 instead."
+    assert estimator_message("SVMClassifier", "class_weight", {1: -1}, "must be positive weights") == \
+        "The 'class_weight' parameter of SVMClassifier must be positive weights. Got {1: -1} instead."
+    assert estimator_message("SVMClassifier", "class_weight", "x", "label 3 is not a class") == \
+        "The 'class_weight' parameter of SVMClassifier is refused: label 3 is not a class. Got 'x' instead."
