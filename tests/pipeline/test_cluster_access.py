@@ -242,6 +242,7 @@ def _probe(spec: dict) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_another_user_can_use_neither_the_scheduler_nor_the_launcher(kept):
     """As nobody: the credentials cannot be read, the launcher's socket not connected to, and
     the scheduler ends every connection without a certificate of its CA (plain TCP, TLS without

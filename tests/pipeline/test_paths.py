@@ -72,6 +72,7 @@ def test_references_run_as_a_warm_path_too(warm_cold):
     assert len(refs) == 2 * len(C_PATH) and sum(r.get("warm_from") is not None for r in refs) == 2 * (len(C_PATH) - 1)
 
 
+@pytest.mark.slow
 def test_a_resumed_path_recomputes_only_its_missing_points(store, warm_cold, tmp_path):
     import shutil
     warm, _ = warm_cold

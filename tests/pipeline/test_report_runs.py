@@ -103,6 +103,7 @@ def test_multirun_folder_gathers_into_one_report(two_runs, tmp_path):
     pd.testing.assert_frame_equal(res, pd.read_parquet(sweep / "results.parquet"))
 
 
+@pytest.mark.slow
 def test_compare_matches_two_runs_on_their_shared_problems(two_runs, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(two_runs / "0", a)
