@@ -117,24 +117,9 @@ class Field:
         if not self.json:
             test = {"int": f"{c} <> 0", "float": f"{c} <> 0", "bool": c, "str": f"{c} <> ''"}[self.kind]
             return f"coalesce({test}, false)"
-        # Read from the text's first character, never by parsing it: a kept model's JSON is up to
-        # 16 MB, and DuckDB's JSON functions on a run's models (json_type, json_array_length, a
-        # cast) held them parsed at once and ran out of its buffer pool. A number is short, cast.
-        cases = " ".join(f"WHEN {lit(first)} THEN {_not_empty(c, first, last)}" for first, last in _CONTAINERS)
-        return (f"coalesce(CASE left(ltrim({c}), 1) WHEN 'n' THEN false WHEN 't' THEN true WHEN 'f' THEN false "
-                f"{cases} ELSE TRY_CAST({c} AS DOUBLE) <> 0 END, false)")
-
-
-# A JSON string, array and object: Python's falsy one is the empty one.
-_CONTAINERS = (('"', '"'), ("[", "]"), ("{", "}"))
-
-
-def _not_empty(c: str, first: str, last: str) -> str:
-    """SQL: the JSON text c, which starts with `first`, is not the empty string, array or object
-    (spaces around it aside): a text longer than any such is not tested by the pattern."""
-    inside = "" if first == '"' else r"\s*"       # a space inside quotes is a string's content
-    pattern = r"\s*" + "\\" + first + inside + "\\" + last + r"\s*"
-    return f"(length({c}) > 64 OR NOT regexp_full_match({c}, {lit(pattern)}))"
+        return (f"coalesce(CASE json_type({c}) WHEN 'NULL' THEN false WHEN 'BOOLEAN' THEN {c} = 'true' "
+                f"WHEN 'VARCHAR' THEN json_extract_string({c}, '$') <> '' WHEN 'ARRAY' THEN json_array_length({c}) > 0 "
+                f"WHEN 'OBJECT' THEN {c} <> '{{}}' ELSE CAST({c}::JSON AS DOUBLE) <> 0 END, false)")
 
 
 def _schema(path: Path) -> tuple[dict[str, str], list[str]]:
