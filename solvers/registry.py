@@ -620,7 +620,6 @@ def uncompiled(names) -> list[str]:
     NUMBA_CACHE_DIR. "None", not "every": a kernel only ever called from other kernels is compiled
     into them and has no index of its own. A hint, read from this process's files: a worker
     elsewhere has a cache of its own."""
-    import glob
     import os
     import sys
 
@@ -629,22 +628,26 @@ def uncompiled(names) -> list[str]:
     for name in names:
         module = sys.modules.get(getattr(get_solver(name).fit, "__module__", "") or "")
         kernels = _cached_kernels(module) if module is not None else []
-        indexed = False
-        for kernel in kernels:
-            path = getattr(sys.modules.get(kernel.py_func.__module__), "__file__", None)
-            if not path:
-                continue
-            stem = os.path.splitext(os.path.basename(path))[0]
-            pattern = f"{stem}.{kernel.py_func.__qualname__}-*.nbi"
-            places = [os.path.join(os.path.dirname(path), "__pycache__", pattern)]
-            if cache_dir:
-                places.append(os.path.join(cache_dir, "**", pattern))
-            if any(glob.glob(p, recursive=True) for p in places):
-                indexed = True
-                break
-        if kernels and not indexed:
+        if kernels and not any(_indexed(kernel, cache_dir) for kernel in kernels):
             out.append(name)
     return out
+
+
+def _indexed(kernel, cache_dir: str | None) -> bool:
+    """Whether numba's cache holds an index of this kernel, where its module is defined."""
+    import glob
+    import os
+    import sys
+
+    path = getattr(sys.modules.get(kernel.py_func.__module__), "__file__", None)
+    if not path:
+        return False
+    stem = os.path.splitext(os.path.basename(path))[0]
+    pattern = f"{stem}.{kernel.py_func.__qualname__}-*.nbi"
+    places = [os.path.join(os.path.dirname(path), "__pycache__", pattern)]
+    if cache_dir:
+        places.append(os.path.join(cache_dir, "**", pattern))
+    return any(glob.glob(p, recursive=True) for p in places)
 
 
 def _cached_kernels(module) -> list:
