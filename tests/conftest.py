@@ -93,7 +93,18 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(f"  {seconds:6.1f} s  {nodeid}")
 
 
+_HANDLER_PID = None      # the test process that installed `_interrupt`
+
+
 def _interrupt(signum, frame):
+    if os.getpid() != _HANDLER_PID:
+        # A child forked from the test process (a multiprocessing pool's worker) inherited this
+        # handler: it dies of the signal as it would without the suite. Raising here left a pool
+        # worker blocked on its queue's lock, SIGTERM ignored, and `Pool.terminate` joining it
+        # for ever (make test hung in test_concurrent_ensure_dataset_agrees).
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -136,6 +147,8 @@ def pytest_configure(config):
         os.environ[SESSION] = os.environ.pop(NEXT_SESSION, None) or uuid.uuid4().hex
         config._svmbench_controller = True
         _notes_dir(os.environ[SESSION]).mkdir(exist_ok=True)
+    global _HANDLER_PID
+    _HANDLER_PID = os.getpid()
     signal.signal(signal.SIGTERM, _interrupt)
     threading.Thread(target=_note_descendants, args=(os.environ[SESSION],), name="svmbench-descendants",
                      daemon=True).start()
